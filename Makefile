@@ -1,0 +1,104 @@
+# Makefile for the tiny GPT trainer. `make` builds train, sample and lab; `make run` trains the
+# default config; `make test` runs the test suite. Both install cJSON first when it is missing.
+CC ?= cc
+NATIVE ?= 1
+NO_OMP ?= 0
+
+# Probe what the compiler accepts instead of assuming gcc on Linux.
+try_flag = $(shell printf 'int main(void){return 0;}' | $(CC) $(1) -x c - -o /dev/null >/dev/null 2>&1 && echo "$(1)")
+ifeq ($(NATIVE),1)
+  ARCH_FLAGS := $(call try_flag,-march=native)
+endif
+ifeq ($(NO_OMP),1)
+  OMP_FLAGS := $(call try_flag,-fopenmp-simd)
+  OMP_LIBS :=
+else
+  OMP_FLAGS := $(call try_flag,-fopenmp)
+  OMP_LIBS := $(OMP_FLAGS)
+  ifeq ($(OMP_FLAGS),)
+    $(info note: $(CC) does not accept -fopenmp: building single-threaded)
+    OMP_FLAGS := $(call try_flag,-fopenmp-simd)
+  endif
+endif
+
+# cJSON: pkg-config when it knows the library, else the plain -lcjson. Recursive (=) so that
+# the values are taken after `deps` has installed it.
+CJSON_CFLAGS = $(shell pkg-config --cflags libcjson 2>/dev/null)
+CJSON_LIBS = $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
+
+WARN := -Wall -Wextra -Wpedantic
+CFLAGS ?= -O3
+# -ffp-contract=fast lets the compiler fuse a*b+c into FMA in plain C loops (ISO C mode turns
+# it off otherwise); no trapping math and no errno let compares and sqrt vectorise. Neither
+# reorders arithmetic, so results stay deterministic for a given binary.
+ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) -ffp-contract=fast -fno-trapping-math -fno-math-errno $(ARCH_FLAGS) $(OMP_FLAGS) $(CJSON_CFLAGS)
+LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
+
+CORE := common.c matmul.c attention.c model.c rng.c data.c config.c checkpoint.c generate.c attention_map.c
+CORE_H := $(wildcard *.h)
+OBJDIR := build
+CORE_OBJ := $(CORE:%.c=$(OBJDIR)/%.o)
+CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+
+.PHONY: all deps run test test-fast demo bench clean lab64 shakespeare
+all: deps train sample lab data/default.txt
+
+deps:
+	@sh tools/ensure-deps.sh
+
+$(OBJDIR)/%.o: %.c $(CORE_H) | deps
+	@mkdir -p $(OBJDIR)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(OBJDIR)/f64/%.o: %.c $(CORE_H) | deps
+	@mkdir -p $(OBJDIR)/f64
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -c $< -o $@
+
+train: $(OBJDIR)/train.o $(OBJDIR)/report.o $(CORE_OBJ)
+	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
+
+sample: $(OBJDIR)/sample.o $(CORE_OBJ)
+	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
+
+lab: $(OBJDIR)/lab.o $(CORE_OBJ)
+	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
+
+# the lab and the gradient checks in double precision, from the very same sources
+lab64: $(OBJDIR)/f64/lab.o $(CORE64_OBJ)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE $^ -o $@ $(LDLIBS)
+
+tools/gencorpus: tools/gencorpus.c
+	$(CC) -std=c11 -O2 $(WARN) $< -o $@
+
+# The embedded corpus is committed; this rule regenerates it (the tests check it is identical).
+data/default.txt: | tools/gencorpus
+	./tools/gencorpus -o $@
+
+tests/run_tests: tests/run_tests.c $(TEST_SRC) tests/test.h $(OBJDIR)/report.o $(CORE_OBJ)
+	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(OBJDIR)/report.o $(CORE_OBJ) -o $@ $(LDLIBS)
+
+tests/run_tests64: tests/run_tests.c $(TEST_SRC) tests/test.h $(OBJDIR)/f64/report.o $(CORE64_OBJ)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(OBJDIR)/f64/report.o $(CORE64_OBJ) -o $@ $(LDLIBS)
+
+run: all
+	./train configs/default.json
+
+test: all tools/gencorpus tests/run_tests tests/run_tests64
+	./tests/run_tests
+	./tests/run_tests64 --only gradcheck
+
+demo: all
+	./train configs/scaling_demo.json --compare-scaling
+
+bench: all
+	@./train configs/bench_w1.json --bench=30
+	@./train configs/bench_w2.json --bench=20
+	@./train configs/default.json --bench=30
+
+shakespeare:
+	@mkdir -p data
+	curl -fL -o data/tinyshakespeare.txt https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
+
+clean:
+	rm -rf $(OBJDIR) train sample lab lab64 tests/run_tests tests/run_tests64 tools/gencorpus

@@ -1,0 +1,15 @@
+// attention_map.h: attention weights of a prompt as SVG heatmaps (./sample --attention-map).
+#ifndef ATTENTION_MAP_H
+#define ATTENTION_MAP_H
+
+#include <stddef.h>
+
+#include "data.h"
+#include "model.h"
+
+// Write the attention weights P of every layer and head from the last forward (batch 1, T
+// tokens) as labelled heatmaps, characters on both axes, in one self-contained SVG file.
+int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, const int *tokens, int T,
+                        char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,52 @@
+// common.h: the scalar type, error conventions and checked allocation shared by every file.
+#ifndef COMMON_H
+#define COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// All numeric code is written against `real`. The trainer is float32; `make lab64` builds the
+// lab and the gradient checks with -DREAL_DOUBLE so the very same kernels run in float64.
+#ifdef REAL_DOUBLE
+typedef double real;
+#define REAL_NAME "float64"
+#define real_exp exp
+#define real_sqrt sqrt
+#else
+typedef float real;
+#define REAL_NAME "float32"
+#define real_exp expf
+#define real_sqrt sqrtf
+#endif
+
+// Exit codes: 2 for usage and configuration errors, 1 for runtime errors (I/O, data, checkpoint).
+#define EXIT_USAGE 2
+#define EXIT_RUNTIME 1
+
+// Print "PROGRAM: error: ..." to stderr. The program name is set once by main().
+extern const char *g_progname;
+void err_print(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+// Print an error and exit with the given code.
+_Noreturn void die(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+// Checked allocation: on failure, exit 1 naming what was being allocated and its size.
+void *xmalloc(size_t bytes, const char *what);
+void *xcalloc(size_t count, size_t size, const char *what);
+// 64-byte aligned, zeroed; free with free().
+void *xmalloc_aligned(size_t bytes, const char *what);
+
+// Multiply sizes, returning 0 (and leaving *out untouched) on overflow.
+int mul_size(size_t a, size_t b, size_t *out);
+
+// Wall-clock seconds from a monotonic clock.
+double now_seconds(void);
+
+#endif

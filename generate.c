@@ -1,0 +1,82 @@
+// generate.c: autoregressive sampling with temperature and top-k.
+#include "generate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int encode_prompt(const Vocab *v, const char *prompt, int *tokens, char *err, size_t errlen) {
+    size_t len = strlen(prompt), n = 0, bad = 0;
+    uint32_t *cps = NULL;
+    if (!utf8_decode((const unsigned char *)prompt, len, &cps, &n, &bad)) {
+        snprintf(err, errlen, "the prompt is not valid UTF-8 at byte %zu", bad);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int id = vocab_lookup(v, cps[i]);
+        if (id < 0) {
+            char buf[5] = {0};
+            utf8_encode(cps[i], buf);
+            snprintf(err, errlen, "the prompt's character '%s' (U+%04X) is not in the model's vocabulary",
+                     cps[i] < 0x20 ? "?" : buf, (unsigned)cps[i]);
+            free(cps);
+            return -1;
+        }
+        tokens[i] = id;
+    }
+    free(cps);
+    return (int)n;
+}
+
+// Draw from softmax(logits / temperature) restricted to the top_k largest logits.
+static int sample_logits(const real *logits, int V, double temperature, int top_k, Rng *rng, double *work) {
+    double maxv = -INFINITY;
+    for (int i = 0; i < V; i++) if (logits[i] > maxv) maxv = logits[i];
+    double threshold = -INFINITY;
+    if (top_k > 0 && top_k < V) {
+        // the k-th largest logit: copy and partially select (V is small for characters)
+        for (int i = 0; i < V; i++) work[i] = logits[i];
+        for (int k = 0; k < top_k; k++) {
+            int best = k;
+            for (int i = k + 1; i < V; i++) if (work[i] > work[best]) best = i;
+            double t = work[k]; work[k] = work[best]; work[best] = t;
+        }
+        threshold = work[top_k - 1];
+    }
+    double sum = 0.0;
+    for (int i = 0; i < V; i++) {
+        work[i] = logits[i] >= threshold ? exp((logits[i] - maxv) / temperature) : 0.0;
+        sum += work[i];
+    }
+    double r = rng_uniform(rng) * sum, acc = 0.0;
+    for (int i = 0; i < V; i++) {
+        acc += work[i];
+        if (r < acc) return i;
+    }
+    for (int i = V - 1; i >= 0; i--) if (work[i] > 0) return i;
+    return 0;
+}
+
+void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+              double temperature, int top_k, Rng *rng, FILE *out) {
+    int Tmax = m->dims.block_size, V = m->dims.vocab_size;
+    int cap = n_prompt + n_tokens + 1;
+    int *ctx = xmalloc(sizeof(int) * (size_t)cap, "sampling context");
+    double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
+    int n = 0;
+    for (int i = 0; i < n_prompt; i++) ctx[n++] = prompt[i];
+    if (n == 0) ctx[n++] = 0;  // an empty prompt starts from token 0
+    for (int i = 0; i < n_tokens; i++) {
+        int T = n < Tmax ? n : Tmax;
+        const int *window = ctx + (n - T);
+        gpt_forward(m, window, NULL, 1, T);
+        int next = sample_logits(m->acts.logits + (size_t)(T - 1) * V, V, temperature, top_k, rng, work);
+        ctx[n++] = next;
+        char buf[5] = {0};
+        int len = utf8_encode(v->chars[next], buf);
+        fwrite(buf, 1, (size_t)len, out);
+    }
+    fflush(out);
+    free(work);
+    free(ctx);
+}

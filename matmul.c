@@ -1,0 +1,221 @@
+// matmul.c: a BLIS-style GEMM. B is packed into KC x NR slivers and A into MR x KC slivers so
+// the micro-kernel streams both from cache; the micro-kernel keeps an MR x NR tile of C in
+// registers (AVX2+FMA intrinsics when compiled for them, a plain C loop the compiler vectorises
+// otherwise, and always plain C in the double-precision build).
+#include "matmul.h"
+
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+#if defined(__AVX2__) && defined(__FMA__) && !defined(REAL_DOUBLE)
+#define USE_AVX2 1
+#else
+#define USE_AVX2 0
+#endif
+
+#define MR 6
+#define NR 16
+#define KC 256
+#define MC 96    // rows of A packed at once (multiple of MR)
+#define NC 3072  // columns of B packed at once (multiple of NR)
+
+// Packing buffers live for the whole process: no allocation inside a training step. gemm() is
+// only ever called from serial code, so one pair of buffers suffices.
+static _Alignas(64) real g_packed_a[MC * KC];
+static _Alignas(64) real g_packed_b[KC * NC];
+
+const char *matmul_simd_path(void) {
+#if USE_AVX2
+    return "avx2+fma";
+#else
+    return "portable C";
+#endif
+}
+
+// Pack rows [i0, i0+MR) x depth [p0, p0+kc) of A into dst laid out as kc groups of MR values;
+// rows past M are zero so edge tiles run the same kernel.
+static void pack_a_sliver(real *restrict dst, const real *A, long a_rs, long a_cs,
+                          int M, int i0, int p0, int kc) {
+    for (int i = 0; i < MR; i++) {
+        if (i0 + i < M) {
+            const real *row = A + (long)(i0 + i) * a_rs + (long)p0 * a_cs;
+            for (int k = 0; k < kc; k++) dst[k * MR + i] = row[(long)k * a_cs];
+        } else {
+            for (int k = 0; k < kc; k++) dst[k * MR + i] = 0;
+        }
+    }
+}
+
+// Pack depth [p0, p0+kc) x columns [j0, j0+NR) of B into kc groups of NR values.
+static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_cs,
+                          int N, int j0, int p0, int kc) {
+    int nv = N - j0 < NR ? N - j0 : NR;
+    if (b_cs == 1) {  // rows of B are contiguous: copy NR-wide runs
+        for (int k = 0; k < kc; k++) {
+            const real *src = B + (long)(p0 + k) * b_rs + j0;
+            real *d = dst + k * NR;
+            for (int j = 0; j < nv; j++) d[j] = src[j];
+            for (int j = nv; j < NR; j++) d[j] = 0;
+        }
+    } else {          // columns of B are contiguous (B is a transposed view): read down them
+        for (int j = 0; j < NR; j++) {
+            if (j < nv) {
+                const real *src = B + (long)p0 * b_rs + (long)(j0 + j) * b_cs;
+                for (int k = 0; k < kc; k++) dst[k * NR + j] = src[(long)k * b_rs];
+            } else {
+                for (int k = 0; k < kc; k++) dst[k * NR + j] = 0;
+            }
+        }
+    }
+}
+
+// acc (MR,NR) = sum over k of a[k] (MR) outer b[k] (NR).
+static void micro_kernel(int kc, const real *restrict a, const real *restrict b, real *restrict acc) {
+#if USE_AVX2
+    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+    __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+    __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+    __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+    __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+    for (int k = 0; k < kc; k++) {
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+        __m256 x;
+        x = _mm256_broadcast_ss(a + 0); c00 = _mm256_fmadd_ps(x, b0, c00); c01 = _mm256_fmadd_ps(x, b1, c01);
+        x = _mm256_broadcast_ss(a + 1); c10 = _mm256_fmadd_ps(x, b0, c10); c11 = _mm256_fmadd_ps(x, b1, c11);
+        x = _mm256_broadcast_ss(a + 2); c20 = _mm256_fmadd_ps(x, b0, c20); c21 = _mm256_fmadd_ps(x, b1, c21);
+        x = _mm256_broadcast_ss(a + 3); c30 = _mm256_fmadd_ps(x, b0, c30); c31 = _mm256_fmadd_ps(x, b1, c31);
+        x = _mm256_broadcast_ss(a + 4); c40 = _mm256_fmadd_ps(x, b0, c40); c41 = _mm256_fmadd_ps(x, b1, c41);
+        x = _mm256_broadcast_ss(a + 5); c50 = _mm256_fmadd_ps(x, b0, c50); c51 = _mm256_fmadd_ps(x, b1, c51);
+        a += MR;
+        b += NR;
+    }
+    _mm256_store_ps(acc + 0 * NR, c00); _mm256_store_ps(acc + 0 * NR + 8, c01);
+    _mm256_store_ps(acc + 1 * NR, c10); _mm256_store_ps(acc + 1 * NR + 8, c11);
+    _mm256_store_ps(acc + 2 * NR, c20); _mm256_store_ps(acc + 2 * NR + 8, c21);
+    _mm256_store_ps(acc + 3 * NR, c30); _mm256_store_ps(acc + 3 * NR + 8, c31);
+    _mm256_store_ps(acc + 4 * NR, c40); _mm256_store_ps(acc + 4 * NR + 8, c41);
+    _mm256_store_ps(acc + 5 * NR, c50); _mm256_store_ps(acc + 5 * NR + 8, c51);
+#else
+    for (int i = 0; i < MR * NR; i++) acc[i] = 0;
+    for (int k = 0; k < kc; k++) {
+        for (int i = 0; i < MR; i++) {
+            real ai = a[k * MR + i];
+            real *restrict row = acc + i * NR;
+            const real *restrict bk = b + k * NR;
+            for (int j = 0; j < NR; j++) row[j] += ai * bk[j];
+        }
+    }
+#endif
+}
+
+void gemm(int M, int N, int K,
+          const real *A, long a_rs, long a_cs,
+          const real *B, long b_rs, long b_cs,
+          real *C, long ldc, int accumulate) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {  // empty sum: C = 0 unless accumulating
+        if (!accumulate)
+            for (int i = 0; i < M; i++) memset(C + (long)i * ldc, 0, sizeof(real) * (size_t)N);
+        return;
+    }
+    real *packed_a = g_packed_a, *packed_b = g_packed_b;
+#pragma omp parallel
+    {
+        _Alignas(64) real acc[MR * NR];
+        for (int j0 = 0; j0 < N; j0 += NC) {
+            int nc = N - j0 < NC ? N - j0 : NC;
+            int n_slivers = (nc + NR - 1) / NR;
+            for (int p0 = 0; p0 < K; p0 += KC) {
+                int kc = K - p0 < KC ? K - p0 : KC;
+                int add = accumulate || p0 > 0;  // later depth blocks add onto the partial sums
+#pragma omp for schedule(static)
+                for (int s = 0; s < n_slivers; s++)
+                    pack_b_sliver(packed_b + (long)s * kc * NR, B, b_rs, b_cs, N, j0 + s * NR, p0, kc);
+                for (int i0 = 0; i0 < M; i0 += MC) {
+                    int mc = M - i0 < MC ? M - i0 : MC;
+                    int m_slivers = (mc + MR - 1) / MR;
+#pragma omp for schedule(static)
+                    for (int s = 0; s < m_slivers; s++)
+                        pack_a_sliver(packed_a + (long)s * kc * MR, A, a_rs, a_cs, M, i0 + s * MR, p0, kc);
+#pragma omp for schedule(static) collapse(2)
+                    for (int sj = 0; sj < n_slivers; sj++) {
+                        for (int si = 0; si < m_slivers; si++) {
+                            micro_kernel(kc, packed_a + (long)si * kc * MR, packed_b + (long)sj * kc * NR, acc);
+                            int row0 = i0 + si * MR, col0 = j0 + sj * NR;
+                            int mv = M - row0 < MR ? M - row0 : MR;
+                            int nv = N - col0 < NR ? N - col0 : NR;
+                            for (int i = 0; i < mv; i++) {
+                                real *restrict c = C + (long)(row0 + i) * ldc + col0;
+                                const real *restrict t = acc + i * NR;
+                                if (add) for (int j = 0; j < nv; j++) c[j] += t[j];
+                                else     for (int j = 0; j < nv; j++) c[j] = t[j];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC) {
+    // out[n,o] = sum_c inp[n,c] * weight[c,o]
+    gemm(N, OC, C, inp, C, 1, weight, OC, 1, out, OC, 0);
+}
+
+void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
+                     const real *weight, int N, int C, int OC) {
+    // dinp[n,c] += sum_o dout[n,o] * weight[c,o]   (B = weight^T: B[o][c] = weight[c*OC + o])
+    if (dinp) gemm(N, C, OC, dout, OC, 1, weight, 1, OC, dinp, C, 1);
+    // dweight[c,o] += sum_n inp[n,c] * dout[n,o]   (A = inp^T: A[c][n] = inp[n*C + c])
+    if (dweight) gemm(C, OC, N, inp, 1, C, dout, OC, 1, dweight, OC, 1);
+}
+
+double fma_peak_gflops(void) {
+    const long iters = 20000000;
+    int threads = 1;
+    double t0 = now_seconds();
+    float sink = 0;
+#pragma omp parallel reduction(+:sink)
+    {
+#ifdef _OPENMP
+#pragma omp single
+        threads = omp_get_num_threads();
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+        // 10 independent accumulators cover the FMA latency x issue width of current cores
+        __m256 a0 = _mm256_set1_ps(1.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0;
+        const __m256 mul = _mm256_set1_ps(0.999999f), add = _mm256_set1_ps(1e-7f);
+        for (long i = 0; i < iters / 10; i++) {
+            a0 = _mm256_fmadd_ps(a0, mul, add); a1 = _mm256_fmadd_ps(a1, mul, add);
+            a2 = _mm256_fmadd_ps(a2, mul, add); a3 = _mm256_fmadd_ps(a3, mul, add);
+            a4 = _mm256_fmadd_ps(a4, mul, add); a5 = _mm256_fmadd_ps(a5, mul, add);
+            a6 = _mm256_fmadd_ps(a6, mul, add); a7 = _mm256_fmadd_ps(a7, mul, add);
+            a8 = _mm256_fmadd_ps(a8, mul, add); a9 = _mm256_fmadd_ps(a9, mul, add);
+        }
+        __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                                 _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)), _mm256_add_ps(a8, a9)));
+        float out[8];
+        _mm256_storeu_ps(out, s);
+        sink += out[0];
+        const double flops_per_iter = 10 * 8 * 2;
+#else
+        float acc[10][8];
+        for (int j = 0; j < 10; j++) for (int k = 0; k < 8; k++) acc[j][k] = 1.0f;
+        for (long i = 0; i < iters / 10; i++)
+            for (int j = 0; j < 10; j++)
+                for (int k = 0; k < 8; k++) acc[j][k] = acc[j][k] * 0.999999f + 1e-7f;
+        sink += acc[0][0];
+        const double flops_per_iter = 10 * 8 * 2;
+#endif
+        (void)flops_per_iter;
+    }
+    double t = now_seconds() - t0;
+    if (sink == 12345.0f) return 0;  // keeps the loop from being optimised away
+    return (double)threads * (double)(iters / 10) * 160.0 / t / 1e9;
+}

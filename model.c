@@ -1,0 +1,685 @@
+// model.c: the GPT around the attention: embeddings, LayerNorm, MLP, residuals, the tied LM
+// head, cross-entropy, and AdamW. Each layer is a *_forward / *_backward pair in the style of
+// llm.c; backward passes accumulate (+=) into gradients.
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "fastmath.h"
+#include "matmul.h"
+
+#define GRAD_NORM_CHUNK 16384  // fixed chunking makes the norm independent of the thread count
+
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// layers
+
+// inp is (B,T) token ids, wte (V,C), wpe (T_max,C); out is (B,T,C) = wte[token] + wpe[t]
+void encoder_forward(real *out, const int *inp, const real *wte, const real *wpe, int B, int T, int C) {
+#pragma omp parallel for schedule(static)
+    for (int bt = 0; bt < B * T; bt++) {
+        real *o = out + (size_t)bt * C;
+        const real *we = wte + (size_t)inp[bt] * C;
+        const real *pe = wpe + (size_t)(bt % T) * C;
+        for (int i = 0; i < C; i++) o[i] = we[i] + pe[i];
+    }
+}
+
+// dwte[token] += dout, dwpe[t] += dout. Tokens repeat, so threads split the channels, not the
+// rows: each thread owns columns [c0, c1) of both tables and visits rows in order.
+void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, int B, int T, int C) {
+#pragma omp parallel
+    {
+        int nth = 1, tid = 0;
+#ifdef _OPENMP
+        nth = omp_get_num_threads();
+        tid = omp_get_thread_num();
+#endif
+        int c0 = (int)((long)C * tid / nth), c1 = (int)((long)C * (tid + 1) / nth);
+        for (int bt = 0; bt < B * T; bt++) {
+            const real *d = dout + (size_t)bt * C;
+            real *we = dwte + (size_t)inp[bt] * C;
+            real *pe = dwpe + (size_t)(bt % T) * C;
+            for (int i = c0; i < c1; i++) { we[i] += d[i]; pe[i] += d[i]; }
+        }
+    }
+}
+
+// inp, out are (N,C); mean, rstd are (N). out = (inp - mean) * rstd * w + b
+void layernorm_forward(real *out, real *mean, real *rstd, const real *inp,
+                              const real *w, const real *b, int N, int C) {
+    const double eps = 1e-5;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const real *x = inp + (size_t)n * C;
+        double m = 0.0;
+        for (int i = 0; i < C; i++) m += x[i];
+        m /= C;
+        double v = 0.0;
+        for (int i = 0; i < C; i++) { double d = x[i] - m; v += d * d; }
+        v /= C;
+        real s = (real)(1.0 / sqrt(v + eps));
+        real mr = (real)m;
+        real *o = out + (size_t)n * C;
+        for (int i = 0; i < C; i++) o[i] = (x[i] - mr) * s * w[i] + b[i];
+        mean[n] = mr;
+        rstd[n] = s;
+    }
+}
+
+// With norm = (x - mean) * rstd and dnorm = dout * w:
+//   dinp += rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)),  dw += dout * norm,  db += dout
+void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp,
+                               const real *w, const real *mean, const real *rstd, int N, int C) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const real *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
+        real mu = mean[n], s = rstd[n];
+        double mean_dnorm = 0.0, mean_dnorm_norm = 0.0;
+        for (int i = 0; i < C; i++) {
+            double norm = (x[i] - mu) * s, dnorm = d[i] * w[i];
+            mean_dnorm += dnorm;
+            mean_dnorm_norm += dnorm * norm;
+        }
+        mean_dnorm /= C;
+        mean_dnorm_norm /= C;
+        real a = (real)mean_dnorm, bb = (real)mean_dnorm_norm;
+        real *di = dinp + (size_t)n * C;
+        for (int i = 0; i < C; i++) {
+            real norm = (x[i] - mu) * s;
+            di[i] += s * (d[i] * w[i] - a - norm * bb);
+        }
+    }
+    // parameter gradients sum over rows: threads split the channels so the order is fixed
+#pragma omp parallel
+    {
+        int nth = 1, tid = 0;
+#ifdef _OPENMP
+        nth = omp_get_num_threads();
+        tid = omp_get_thread_num();
+#endif
+        int c0 = (int)((long)C * tid / nth), c1 = (int)((long)C * (tid + 1) / nth);
+        for (int n = 0; n < N; n++) {
+            const real *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
+            real mu = mean[n], s = rstd[n];
+            for (int i = c0; i < c1; i++) {
+                dw[i] += d[i] * (x[i] - mu) * s;
+                db[i] += d[i];
+            }
+        }
+    }
+}
+
+// GELU, tanh approximation (as GPT-2): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+#define GELU_SCALE 0.7978845608028654  // sqrt(2/pi)
+void gelu_forward(real *out, const real *inp, size_t n) {
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        real x = inp[i];
+        real u = (real)GELU_SCALE * (x + (real)0.044715 * x * x * x);
+        out[i] = (real)0.5 * x * ((real)1 + fast_tanh(u));
+    }
+}
+
+// dinp += dout * gelu'(x), gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx
+void gelu_backward(real *dinp, const real *inp, const real *dout, size_t n) {
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        real x = inp[i];
+        real u = (real)GELU_SCALE * (x + (real)0.044715 * x * x * x);
+        real th = fast_tanh(u);
+        real du = (real)GELU_SCALE * ((real)1 + (real)(3.0 * 0.044715) * x * x);
+        real grad = (real)0.5 * ((real)1 + th) + (real)0.5 * x * ((real)1 - th * th) * du;
+        dinp[i] += dout[i] * grad;
+    }
+}
+
+void residual_forward(real *out, const real *a, const real *b, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+// logits (N,V) are replaced by probabilities; losses (N) = logsumexp(logits) - logits[target].
+void crossentropy_forward(real *logits, real *losses, const int *targets, int N, int V) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        real *row = logits + (size_t)n * V;
+        real maxv = row[0];
+        for (int i = 1; i < V; i++) if (row[i] > maxv) maxv = row[i];
+        real target_logit = row[targets[n]];
+        // subtract the max so exp never overflows: log-sum-exp = max + log(sum exp(x - max))
+        real sum = 0;
+#pragma omp simd reduction(+:sum)
+        for (int i = 0; i < V; i++) { row[i] = fast_exp(row[i] - maxv); sum += row[i]; }
+        losses[n] = (real)((double)maxv + log((double)sum) - (double)target_logit);
+        real inv = 1 / sum;
+        for (int i = 0; i < V; i++) row[i] *= inv;
+    }
+}
+
+// d(mean loss)/dlogits = (probs - onehot(target)) / N
+void crossentropy_backward(real *dlogits, const real *probs, const int *targets, int N, int V) {
+    real inv = (real)(1.0 / N);
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const real *p = probs + (size_t)n * V;
+        real *d = dlogits + (size_t)n * V;
+        for (int i = 0; i < V; i++) d[i] += p[i] * inv;
+        d[targets[n]] -= inv;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// building the model
+
+// The parameter tensors in checkpoint order. Calls fn for each with name, ndim, shape.
+typedef void (*TensorFn)(void *ctx, const char *name, int ndim, int d0, int d1);
+static void for_each_tensor(const ModelDims *d, TensorFn fn, void *ctx) {
+    int C = d->n_embd;
+    char name[TENSOR_NAME_MAX];
+    fn(ctx, "wte", 2, d->vocab_size, C);
+    fn(ctx, "wpe", 2, d->block_size, C);
+    for (int l = 0; l < d->n_layer; l++) {
+        static const char *const names[] = {"ln1_w", "ln1_b", "wq", "wk", "wv", "wo",
+                                            "ln2_w", "ln2_b", "w_fc", "w_proj"};
+        for (int i = 0; i < 10; i++) {
+            snprintf(name, sizeof name, "layer%d.%s", l, names[i]);
+            if (i == 0 || i == 1 || i == 6 || i == 7) fn(ctx, name, 1, C, 0);
+            else if (i == 8) fn(ctx, name, 2, C, 4 * C);
+            else if (i == 9) fn(ctx, name, 2, 4 * C, C);
+            else fn(ctx, name, 2, C, C);
+        }
+    }
+    fn(ctx, "lnf_w", 1, C, 0);
+    fn(ctx, "lnf_b", 1, C, 0);
+}
+
+typedef struct { size_t total; int count; int overflow; } CountCtx;
+static void count_tensor(void *vctx, const char *name, int ndim, int d0, int d1) {
+    (void)name;
+    CountCtx *c = vctx;
+    size_t n;
+    if (!mul_size((size_t)d0, ndim == 2 ? (size_t)d1 : 1, &n) || c->total + n < c->total) c->overflow = 1;
+    c->total += n;
+    c->count++;
+}
+
+typedef struct { TensorInfo *t; int i; size_t offset; } ListCtx;
+static void list_tensor(void *vctx, const char *name, int ndim, int d0, int d1) {
+    ListCtx *c = vctx;
+    TensorInfo *t = &c->t[c->i++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->ndim = ndim;
+    t->shape[0] = d0;
+    t->shape[1] = ndim == 2 ? d1 : 1;
+    t->offset = c->offset;
+    t->size = (size_t)t->shape[0] * (size_t)t->shape[1];
+    c->offset += t->size;
+}
+
+// Sizes (in reals) of one layer's activations and of the whole activation buffers.
+typedef struct { size_t layer, total, grads; } ActSizes;
+static int act_sizes(const ModelDims *d, int B, int T, ActSizes *out) {
+    size_t BT, BTC, att, BTV, tmp;
+    if (!mul_size((size_t)B, (size_t)T, &BT)) return 0;
+    if (!mul_size(BT, (size_t)d->n_embd, &BTC)) return 0;
+    if (!mul_size(BT, (size_t)T, &tmp) || !mul_size(tmp, (size_t)d->n_head, &att)) return 0;
+    if (!mul_size(BT, (size_t)d->vocab_size, &BTV)) return 0;
+    if (BTC > SIZE_MAX / 32 || att > SIZE_MAX / 4) return 0;
+    out->layer = 16 * BTC + 4 * BT + att;
+    if (!mul_size(out->layer, (size_t)d->n_layer, &tmp)) return 0;
+    out->total = tmp + 2 * BTC + 2 * BT + BTV + BT;
+    out->grads = 14 * BTC + BTV;
+    if (out->total < tmp || out->grads < BTV) return 0;
+    return 1;
+}
+
+size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out) {
+    CountCtx c = {0, 0, 0};
+    for_each_tensor(d, count_tensor, &c);
+    if (c.overflow) return 0;
+    if (n_params_out) *n_params_out = c.total;
+    ActSizes a;
+    if (!act_sizes(d, B, T, &a)) return 0;
+    size_t reals = 0, parts[3], bytes;
+    if (!mul_size(c.total, 4, &parts[0])) return 0;  // params, grads, adam m, adam v
+    parts[1] = a.total;
+    parts[2] = a.grads;
+    for (int i = 0; i < 3; i++) {
+        if (reals + parts[i] < reals) return 0;
+        reals += parts[i];
+    }
+    if (!mul_size(reals, sizeof(real), &bytes)) return 0;
+    return bytes;
+}
+
+static void set_param_views(ParamViews *v, real *base, const ModelDims *d) {
+    int C = d->n_embd;
+    real *p = base;
+    v->wte = p; p += (size_t)d->vocab_size * C;
+    v->wpe = p; p += (size_t)d->block_size * C;
+    for (int l = 0; l < d->n_layer; l++) {
+        LayerParams *L = &v->layers[l];
+        L->ln1_w = p; p += C;
+        L->ln1_b = p; p += C;
+        L->wq = p; p += (size_t)C * C;
+        L->wk = p; p += (size_t)C * C;
+        L->wv = p; p += (size_t)C * C;
+        L->wo = p; p += (size_t)C * C;
+        L->ln2_w = p; p += C;
+        L->ln2_b = p; p += C;
+        L->w_fc = p; p += (size_t)C * 4 * C;
+        L->w_proj = p; p += (size_t)4 * C * C;
+    }
+    v->lnf_w = p; p += C;
+    v->lnf_b = p;
+}
+
+void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T) {
+    memset(m, 0, sizeof *m);
+    m->dims = *d;
+    m->attn_scale = attn_scale;
+    m->head_dim = d->n_embd / d->n_head;
+    int L = d->n_layer, C = d->n_embd, NH = d->n_head, V = d->vocab_size;
+
+    CountCtx c = {0, 0, 0};
+    for_each_tensor(d, count_tensor, &c);
+    if (c.overflow) die(EXIT_RUNTIME, "model size overflows memory");
+    m->n_params = c.total;
+    m->n_tensors = c.count;
+    m->tensors = xcalloc((size_t)c.count, sizeof(TensorInfo), "tensor table");
+    ListCtx lc = {m->tensors, 0, 0};
+    for_each_tensor(d, list_tensor, &lc);
+
+    size_t pbytes = m->n_params * sizeof(real);
+    m->params = xmalloc_aligned(pbytes, "parameters");
+    m->grads = xmalloc_aligned(pbytes, "gradients");
+    m->adam_m = xmalloc_aligned(pbytes, "AdamW first moments");
+    m->adam_v = xmalloc_aligned(pbytes, "AdamW second moments");
+    m->p.layers = xcalloc((size_t)L, sizeof(LayerParams), "layer views");
+    m->g.layers = xcalloc((size_t)L, sizeof(LayerParams), "layer views");
+    set_param_views(&m->p, m->params, d);
+    set_param_views(&m->g, m->grads, d);
+
+    ActSizes as;
+    if (!act_sizes(d, B, T, &as)) die(EXIT_RUNTIME, "activation size overflows memory");
+    m->B = B;
+    m->T = T;
+    m->act_memory = xmalloc_aligned(as.total * sizeof(real), "activations");
+    m->gact_memory = xmalloc_aligned(as.grads * sizeof(real), "activation gradients");
+    size_t BT = (size_t)B * T, BTC = BT * C;
+    real *a = m->act_memory;
+    m->acts.encoded = a; a += BTC;
+    m->acts.layers = xcalloc((size_t)L, sizeof(LayerActs), "activation views");
+    for (int l = 0; l < L; l++) {
+        LayerActs *la = &m->acts.layers[l];
+        la->ln1 = a; a += BTC;
+        la->ln1_mean = a; a += BT;
+        la->ln1_rstd = a; a += BT;
+        la->q = a; a += BTC;
+        la->k = a; a += BTC;
+        la->v = a; a += BTC;
+        la->att = a; a += BT * T * NH;
+        la->atty = a; a += BTC;
+        la->res2 = a; a += BTC;
+        la->ln2 = a; a += BTC;
+        la->ln2_mean = a; a += BT;
+        la->ln2_rstd = a; a += BT;
+        la->fch = a; a += 4 * BTC;
+        la->fch_gelu = a; a += 4 * BTC;
+        la->res3 = a; a += BTC;
+    }
+    m->acts.lnf = a; a += BTC;
+    m->acts.lnf_mean = a; a += BT;
+    m->acts.lnf_rstd = a; a += BT;
+    m->acts.logits = a; a += BT * V;
+    m->acts.losses = a;
+    real *g = m->gact_memory;
+    m->gacts.residual = g; g += BTC;
+    m->gacts.ln = g; g += BTC;
+    m->gacts.q = g; g += BTC;
+    m->gacts.k = g; g += BTC;
+    m->gacts.v = g; g += BTC;
+    m->gacts.atty = g; g += BTC;
+    m->gacts.fch = g; g += 4 * BTC;
+    m->gacts.fch_gelu = g; g += 4 * BTC;
+    m->gacts.logits = g;
+    m->gacts.attn_scratch = xmalloc_aligned(attention_scratch_size(T) * (size_t)max_threads() * sizeof(real) + 64,
+                                            "attention scratch");
+    m->inputs = xcalloc(BT, sizeof(int), "inputs");
+    m->targets = xcalloc(BT, sizeof(int), "targets");
+    m->attn_stats = xcalloc((size_t)L * NH, sizeof(AttnStats), "attention statistics");
+    m->row_gain = xmalloc_aligned((size_t)L * BT * NH * sizeof(real), "row gains");
+}
+
+void gpt_free(GPT *m) {
+    free(m->tensors);
+    free(m->params);
+    free(m->grads);
+    free(m->adam_m);
+    free(m->adam_v);
+    free(m->p.layers);
+    free(m->g.layers);
+    free(m->act_memory);
+    free(m->gact_memory);
+    free(m->acts.layers);
+    free(m->gacts.attn_scratch);
+    free(m->inputs);
+    free(m->targets);
+    free(m->attn_stats);
+    free(m->row_gain);
+    memset(m, 0, sizeof *m);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+void gpt_init(GPT *m, int init_scheme, Rng *rng) {
+    int L = m->dims.n_layer, C = m->dims.n_embd;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        real *p = m->params + t->offset;
+        if (t->ndim == 1) {  // LayerNorm: weight 1, bias 0
+            real val = ends_with(t->name, "_w") ? 1 : 0;
+            for (size_t j = 0; j < t->size; j++) p[j] = val;
+            continue;
+        }
+        double std;
+        int is_embedding = strcmp(t->name, "wte") == 0 || strcmp(t->name, "wpe") == 0;
+        if (init_scheme == INIT_GPT2) {
+            std = 0.02;
+            // residual projections add into the stream once per layer: scale them down so the
+            // stream's variance does not grow with depth (GPT-2)
+            if (ends_with(t->name, ".wo") || ends_with(t->name, ".w_proj")) std /= sqrt(2.0 * L);
+        } else {
+            // fan_in: unit-variance inputs give unit-variance outputs; the embeddings feed the
+            // tied head, whose fan-in is C
+            std = 1.0 / sqrt(is_embedding ? (double)C : (double)t->shape[0]);
+        }
+        for (size_t j = 0; j < t->size; j++) p[j] = (real)(std * rng_normal(rng));
+    }
+    memset(m->adam_m, 0, m->n_params * sizeof(real));
+    memset(m->adam_v, 0, m->n_params * sizeof(real));
+    memset(m->grads, 0, m->n_params * sizeof(real));
+}
+
+// ---------------------------------------------------------------------------------------------
+// forward and backward
+
+double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) {
+    if (B > m->B || T > m->T || T > m->dims.block_size)
+        die(EXIT_RUNTIME, "internal: batch (%d,%d) exceeds capacity (%d,%d)", B, T, m->B, m->T);
+    int L = m->dims.n_layer, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
+    int N = B * T;
+    // activations are laid out for the capacity (m->B, m->T) but used densely for (B, T)
+    m->cur_B = B;
+    m->cur_T = T;
+    memcpy(m->inputs, inputs, (size_t)N * sizeof(int));
+    if (targets) memcpy(m->targets, targets, (size_t)N * sizeof(int));
+    if (m->collect_stats) memset(m->attn_stats, 0, (size_t)L * NH * sizeof(AttnStats));
+
+    encoder_forward(m->acts.encoded, inputs, m->p.wte, m->p.wpe, B, T, C);
+    const real *residual = m->acts.encoded;
+    for (int l = 0; l < L; l++) {
+        LayerParams *P = &m->p.layers[l];
+        LayerActs *A = &m->acts.layers[l];
+        layernorm_forward(A->ln1, A->ln1_mean, A->ln1_rstd, residual, P->ln1_w, P->ln1_b, N, C);
+        matmul_forward(A->q, A->ln1, P->wq, N, C, C);
+        matmul_forward(A->k, A->ln1, P->wk, N, C, C);
+        matmul_forward(A->v, A->ln1, P->wv, N, C, C);
+        attention_forward(A->atty, A->att, A->q, A->k, A->v, B, T, C, NH, m->attn_scale,
+                          m->collect_stats ? &m->attn_stats[l * NH] : NULL);
+        matmul_forward(A->res2, A->atty, P->wo, N, C, C);
+        residual_forward(A->res2, A->res2, residual, (size_t)N * C);
+        layernorm_forward(A->ln2, A->ln2_mean, A->ln2_rstd, A->res2, P->ln2_w, P->ln2_b, N, C);
+        matmul_forward(A->fch, A->ln2, P->w_fc, N, C, 4 * C);
+        gelu_forward(A->fch_gelu, A->fch, (size_t)N * 4 * C);
+        matmul_forward(A->res3, A->fch_gelu, P->w_proj, N, 4 * C, C);
+        residual_forward(A->res3, A->res3, A->res2, (size_t)N * C);
+        residual = A->res3;
+    }
+    layernorm_forward(m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd, residual, m->p.lnf_w, m->p.lnf_b, N, C);
+    // tied LM head: logits (N,V) = lnf (N,C) @ wte^T, wte being (V,C)
+    gemm(N, V, C, m->acts.lnf, C, 1, m->p.wte, 1, C, m->acts.logits, V, 0);
+    if (!targets) return 0.0;
+    crossentropy_forward(m->acts.logits, m->acts.losses, targets, N, V);
+    double loss = 0.0;
+    for (int i = 0; i < N; i++) loss += m->acts.losses[i];
+    return loss / N;
+}
+
+void gpt_zero_grad(GPT *m) { memset(m->grads, 0, m->n_params * sizeof(real)); }
+
+void gpt_backward(GPT *m) {
+    int B = m->cur_B, T = m->cur_T;
+    int L = m->dims.n_layer, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
+    int N = B * T;
+    size_t NC = (size_t)N * C;
+    GradActs *G = &m->gacts;
+
+    memset(G->logits, 0, (size_t)N * V * sizeof(real));
+    crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V);
+    // LM head: dlnf = dlogits @ wte ; dwte += dlogits^T @ lnf
+    gemm(N, C, V, G->logits, V, 1, m->p.wte, C, 1, G->ln, C, 0);
+    gemm(V, C, N, G->logits, 1, V, m->acts.lnf, C, 1, m->g.wte, C, 1);
+    memset(G->residual, 0, NC * sizeof(real));
+    const real *last = L > 0 ? m->acts.layers[L - 1].res3 : m->acts.encoded;
+    layernorm_backward(G->residual, m->g.lnf_w, m->g.lnf_b, G->ln, last, m->p.lnf_w,
+                       m->acts.lnf_mean, m->acts.lnf_rstd, N, C);
+
+    // G->residual holds dL/d(output of layer l); the residual connections pass it through
+    // unchanged, and each branch adds its own contribution.
+    for (int l = L - 1; l >= 0; l--) {
+        LayerParams *P = &m->p.layers[l], *dP = &m->g.layers[l];
+        LayerActs *A = &m->acts.layers[l];
+        const real *res_in = l == 0 ? m->acts.encoded : m->acts.layers[l - 1].res3;
+        // MLP branch: res3 = res2 + gelu(ln2 @ w_fc) @ w_proj
+        memset(G->fch_gelu, 0, 4 * NC * sizeof(real));
+        matmul_backward(G->fch_gelu, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C);
+        memset(G->fch, 0, 4 * NC * sizeof(real));
+        gelu_backward(G->fch, A->fch, G->fch_gelu, 4 * NC);
+        memset(G->ln, 0, NC * sizeof(real));
+        matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C);
+        layernorm_backward(G->residual, dP->ln2_w, dP->ln2_b, G->ln, A->res2, P->ln2_w,
+                           A->ln2_mean, A->ln2_rstd, N, C);
+        // attention branch: res2 = res_in + attention(ln1 Wq, ln1 Wk, ln1 Wv) @ Wo
+        memset(G->atty, 0, NC * sizeof(real));
+        matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C);
+        memset(G->q, 0, 3 * NC * sizeof(real));  // q, k, v are adjacent
+        attention_backward(G->q, G->k, G->v, G->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
+                           B, T, C, NH, m->attn_scale,
+                           m->collect_stats ? &m->attn_stats[l * NH] : NULL,
+                           m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL);
+        memset(G->ln, 0, NC * sizeof(real));
+        matmul_backward(G->ln, dP->wq, G->q, A->ln1, P->wq, N, C, C);
+        matmul_backward(G->ln, dP->wk, G->k, A->ln1, P->wk, N, C, C);
+        matmul_backward(G->ln, dP->wv, G->v, A->ln1, P->wv, N, C, C);
+        layernorm_backward(G->residual, dP->ln1_w, dP->ln1_b, G->ln, res_in, P->ln1_w,
+                           A->ln1_mean, A->ln1_rstd, N, C);
+    }
+    encoder_backward(m->g.wte, m->g.wpe, G->residual, m->inputs, B, T, C);
+}
+
+// ---------------------------------------------------------------------------------------------
+// optimisation
+
+double gpt_grad_norm(const GPT *m) {
+    size_t n = m->n_params;
+    long n_chunks = (long)((n + GRAD_NORM_CHUNK - 1) / GRAD_NORM_CHUNK);
+    double total = 0.0;
+    // partial sums per fixed chunk, combined in chunk order: the same bits for any thread count
+    double partial[256];
+    for (long base = 0; base < n_chunks; base += 256) {
+        long cnt = n_chunks - base < 256 ? n_chunks - base : 256;
+#pragma omp parallel for schedule(static)
+        for (long c = 0; c < cnt; c++) {
+            size_t lo = (size_t)(base + c) * GRAD_NORM_CHUNK;
+            size_t hi = lo + GRAD_NORM_CHUNK < n ? lo + GRAD_NORM_CHUNK : n;
+            double s = 0.0;
+            for (size_t i = lo; i < hi; i++) s += (double)m->grads[i] * m->grads[i];
+            partial[c] = s;
+        }
+        for (long c = 0; c < cnt; c++) total += partial[c];
+    }
+    return sqrt(total);
+}
+
+void gpt_scale_grads(GPT *m, real factor) {
+    real *g = m->grads;
+    size_t n = m->n_params;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) g[i] *= factor;
+}
+
+void gpt_adamw_update(GPT *m, double lr, double beta1, double beta2, double eps,
+                      double weight_decay, long t) {
+    real b1 = (real)beta1, b2 = (real)beta2;
+    real bc1 = (real)(1.0 - pow(beta1, (double)t)), bc2 = (real)(1.0 - pow(beta2, (double)t));
+    real lr_r = (real)lr, eps_r = (real)eps;
+#pragma omp parallel
+    for (int ti = 0; ti < m->n_tensors; ti++) {
+        const TensorInfo *ten = &m->tensors[ti];
+        // decoupled weight decay on matrices only; LayerNorm gains and biases are not decayed
+        real wd = ten->ndim == 2 ? (real)weight_decay : 0;
+        real *restrict p = m->params + ten->offset;
+        const real *restrict g = m->grads + ten->offset;
+        real *restrict mm = m->adam_m + ten->offset;
+        real *restrict vv = m->adam_v + ten->offset;
+        size_t n = ten->size;
+#pragma omp for schedule(static) nowait
+        for (size_t i = 0; i < n; i++) {
+            real gi = g[i];
+            real mi = b1 * mm[i] + (1 - b1) * gi;
+            real vi = b2 * vv[i] + (1 - b2) * gi * gi;
+            mm[i] = mi;
+            vv[i] = vi;
+            real mhat = mi / bc1, vhat = vi / bc2;
+            p[i] -= lr_r * (mhat / (real_sqrt(vhat) + eps_r) + wd * p[i]);
+        }
+    }
+}
+
+int gpt_all_finite(const GPT *m) {
+    const real *arrays[3] = {m->params, m->adam_m, m->adam_v};
+    for (int a = 0; a < 3; a++)
+        for (size_t i = 0; i < m->n_params; i++)
+            if (!isfinite(arrays[a][i])) return 0;
+    return 1;
+}
+
+int gpt_find_tensor(const GPT *m, const char *name) {
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0) return i;
+    return -1;
+}
+
+double gpt_flops_per_step(const GPT *m, int B, int T) {
+    double L = m->dims.n_layer, C = m->dims.n_embd, V = m->dims.vocab_size;
+    double matrix_params = 12.0 * L * C * C + V * C;  // the weights that take part in matmuls
+    return 6.0 * matrix_params * B * T + 6.0 * L * B * (double)T * T * C;
+}
+
+// ---------------------------------------------------------------------------------------------
+// attention statistics
+
+static int cmp_real(const void *a, const void *b) {
+    real x = *(const real *)a, y = *(const real *)b;
+    return (x > y) - (x < y);
+}
+
+static double slice_norm(const real *g, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)g[i] * g[i];
+    return sqrt(s);
+}
+
+void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats *per_head, HeadStats *mean) {
+    int L = m->dims.n_layer, NH = m->dims.n_head, C = m->dims.n_embd;
+    size_t N = (size_t)B * T, CC = (size_t)C * C;
+    m->collect_stats = 1;
+    gpt_zero_grad(m);
+    double loss = gpt_forward(m, x, y, B, T);
+    gpt_backward(m);
+    m->collect_stats = 0;
+    real *gains = xmalloc(N * sizeof(real), "row gains");
+    HeadStats sum;
+    memset(&sum, 0, sizeof sum);
+    for (int l = 0; l < L; l++) {
+        const LayerParams *g = &m->g.layers[l];
+        double gq = slice_norm(g->wq, CC), gk = slice_norm(g->wk, CC), gv = slice_norm(g->wv, CC), go = slice_norm(g->wo, CC);
+        for (int h = 0; h < NH; h++) {
+            const AttnStats *s = &m->attn_stats[l * NH + h];
+            HeadStats hs;
+            double rows = s->rows > 0 ? s->rows : NAN;  // T = 1 has no row with two keys
+            hs.entropy = s->entropy / rows;
+            hs.entropy_norm = s->entropy_norm / rows;
+            hs.max_weight = s->max_weight / rows;
+            hs.frac_gt_090 = s->rows_gt_090 / rows;
+            hs.frac_gt_099 = s->rows_gt_099 / rows;
+            double mu = s->score_sum / s->score_n;
+            double var = s->score_sumsq / s->score_n - mu * mu;
+            hs.score_std = sqrt(var > 0 ? var : 0);
+            hs.score_absmax = s->score_absmax;
+            hs.gnorm_wq = gq;
+            hs.gnorm_wk = gk;
+            hs.gnorm_wv = gv;
+            hs.gnorm_wo = go;
+            hs.ds_over_dp = s->dp_sumsq > 0 ? sqrt(s->ds_sumsq / s->dp_sumsq) : NAN;
+            // median over the causal rows t >= 1 of every sequence in the batch
+            size_t n = 0;
+            for (int b = 0; b < B; b++)
+                for (int t = 1; t < T; t++) gains[n++] = m->row_gain[(size_t)l * N * NH + ((size_t)b * NH + h) * T + t];
+            qsort(gains, n, sizeof(real), cmp_real);
+            hs.row_gain_median = n == 0 ? NAN : n % 2 ? gains[n / 2] : 0.5 * ((double)gains[n / 2 - 1] + gains[n / 2]);
+            hs.loss = loss;
+            if (per_head) per_head[l * NH + h] = hs;
+            sum.entropy += hs.entropy;
+            sum.entropy_norm += hs.entropy_norm;
+            sum.max_weight += hs.max_weight;
+            sum.frac_gt_090 += hs.frac_gt_090;
+            sum.frac_gt_099 += hs.frac_gt_099;
+            sum.score_std += hs.score_std;
+            if (hs.score_absmax > sum.score_absmax) sum.score_absmax = hs.score_absmax;
+            sum.gnorm_wq += hs.gnorm_wq;
+            sum.gnorm_wk += hs.gnorm_wk;
+            sum.gnorm_wv += hs.gnorm_wv;
+            sum.gnorm_wo += hs.gnorm_wo;
+            sum.ds_over_dp += hs.ds_over_dp;
+            sum.row_gain_median += hs.row_gain_median;
+        }
+    }
+    double k = (double)L * NH;
+    if (mean) {
+        mean->entropy = sum.entropy / k;
+        mean->entropy_norm = sum.entropy_norm / k;
+        mean->max_weight = sum.max_weight / k;
+        mean->frac_gt_090 = sum.frac_gt_090 / k;
+        mean->frac_gt_099 = sum.frac_gt_099 / k;
+        mean->score_std = sum.score_std / k;
+        mean->score_absmax = sum.score_absmax;  // the max over all heads, not a mean
+        mean->gnorm_wq = sum.gnorm_wq / k;
+        mean->gnorm_wk = sum.gnorm_wk / k;
+        mean->gnorm_wv = sum.gnorm_wv / k;
+        mean->gnorm_wo = sum.gnorm_wo / k;
+        mean->ds_over_dp = sum.ds_over_dp / k;
+        mean->row_gain_median = sum.row_gain_median / k;
+        mean->loss = loss;
+    }
+    free(gains);
+    gpt_zero_grad(m);
+}

@@ -1,0 +1,170 @@
+// model.h: the GPT. One contiguous parameter buffer with named views (so a checkpoint is one
+// write), one activation buffer, forward/backward, cross-entropy, AdamW.
+#ifndef MODEL_H
+#define MODEL_H
+
+#include "attention.h"
+#include "common.h"
+#include "rng.h"
+
+typedef struct {
+    int vocab_size;  // V
+    int block_size;  // maximum sequence length, T_max
+    int n_layer;     // L
+    int n_head;      // NH
+    int n_embd;      // C
+} ModelDims;
+
+enum { INIT_GPT2 = 0, INIT_FAN_IN = 1 };
+
+// A named view into the parameter buffer, in checkpoint order.
+#define TENSOR_NAME_MAX 32
+typedef struct {
+    char name[TENSOR_NAME_MAX];   // e.g. "wte", "layer0.wq"
+    int ndim;                     // 1 or 2
+    int shape[2];
+    size_t offset;                // into the parameter buffer, in reals
+    size_t size;                  // element count
+} TensorInfo;
+
+// Views of one layer's parameters. Linear weights are stored (in, out): y = x W.
+typedef struct {
+    real *ln1_w, *ln1_b;          // (C), (C)
+    real *wq, *wk, *wv;           // (C, C) each: queries, keys, values
+    real *wo;                     // (C, C) attention output projection
+    real *ln2_w, *ln2_b;          // (C), (C)
+    real *w_fc;                   // (C, 4C)
+    real *w_proj;                 // (4C, C)
+} LayerParams;
+
+typedef struct {
+    real *wte;                    // (V, C) token embedding, also the LM head (tied)
+    real *wpe;                    // (T_max, C) position embedding
+    LayerParams *layers;          // (L)
+    real *lnf_w, *lnf_b;          // (C), (C)
+} ParamViews;
+
+// Activations of one layer for a batch (B,T); all views into one buffer.
+typedef struct {
+    real *ln1, *ln1_mean, *ln1_rstd;  // (B,T,C), (B,T), (B,T)
+    real *q, *k, *v;                  // (B,T,C) each
+    real *att;                        // (B,NH,T,T) attention weights P
+    real *atty;                       // (B,T,C) P V, before Wo
+    real *res2;                       // (B,T,C) residual after attention
+    real *ln2, *ln2_mean, *ln2_rstd;  // (B,T,C), (B,T), (B,T)
+    real *fch, *fch_gelu;             // (B,T,4C) each
+    real *res3;                       // (B,T,C) residual after the MLP = the layer's output
+} LayerActs;
+
+typedef struct {
+    real *encoded;                    // (B,T,C) token + position embedding
+    LayerActs *layers;
+    real *lnf, *lnf_mean, *lnf_rstd;  // (B,T,C), (B,T), (B,T)
+    real *logits;                     // (B,T,V) logits, then probabilities after the loss
+    real *losses;                     // (B,T)
+} Acts;
+
+// Gradients of activations (only what backward needs; same shapes as Acts).
+typedef struct {
+    real *residual;                   // (B,T,C) gradient flowing down the residual stream
+    real *ln, *q, *k, *v, *atty;      // (B,T,C)
+    real *fch, *fch_gelu;             // (B,T,4C)
+    real *logits;                     // (B,T,V)
+    real *attn_scratch;               // per-thread rows for attention_backward
+} GradActs;
+
+typedef struct {
+    ModelDims dims;
+    real attn_scale;                  // multiplies Q K^T; 1/sqrt(head_dim) is the default
+    int head_dim;
+
+    size_t n_params;
+    real *params, *grads;             // (n_params) each
+    real *adam_m, *adam_v;            // AdamW moments (n_params) each
+    ParamViews p, g;                  // named views into params and grads
+    int n_tensors;
+    TensorInfo *tensors;
+
+    int B, T;                         // activation capacity (batch, sequence)
+    real *act_memory, *gact_memory;
+    Acts acts;
+    GradActs gacts;
+    int *inputs, *targets;            // (B,T) of the last forward
+    int cur_B, cur_T;                 // shape of the last forward
+
+    // Attention statistics: when collect_stats is set, forward/backward fill attn_stats (L*NH)
+    // and row_gain (L, B, NH, T).
+    int collect_stats;
+    AttnStats *attn_stats;
+    real *row_gain;
+} GPT;
+
+// Bytes that gpt_build would allocate for these dimensions and batch, or 0 when the size
+// overflows size_t. Checked before allocating so absurd configs are refused with the size.
+size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out);
+// Allocate everything for dims and a batch capacity (B,T). Parameters are zero until gpt_init.
+void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T);
+void gpt_free(GPT *m);
+// Draw the initial parameters from rng, tensor by tensor in checkpoint order.
+void gpt_init(GPT *m, int init_scheme, Rng *rng);
+
+// Forward over inputs (B,T) with B <= m->B, T <= m->T. With targets, returns the mean
+// cross-entropy over all B*T positions (and leaves probabilities in acts.logits); without
+// (targets NULL), returns 0 and leaves logits.
+double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T);
+// Zero the parameter gradients.
+void gpt_zero_grad(GPT *m);
+// Backward of the last forward (which must have had targets); accumulates into m->grads.
+void gpt_backward(GPT *m);
+// Global L2 norm of the gradients, summed in a fixed order (deterministic).
+double gpt_grad_norm(const GPT *m);
+// Scale all gradients (clipping).
+void gpt_scale_grads(GPT *m, real factor);
+// One AdamW step (t is 1-based for bias correction); weight decay only on 2-D tensors.
+void gpt_adamw_update(GPT *m, double lr, double beta1, double beta2, double eps,
+                      double weight_decay, long t);
+// True when every parameter and moment is finite.
+int gpt_all_finite(const GPT *m);
+// Index of a tensor by name, or -1.
+int gpt_find_tensor(const GPT *m, const char *name);
+
+// ---- attention statistics on a probe batch ----
+// One (layer, head)'s statistics, or their average over all layers and heads.
+typedef struct {
+    double entropy;          // mean row entropy of P (nats), rows t >= 1
+    double entropy_norm;     // mean of entropy / ln(visible keys): 1 = uniform, 0 = one-hot
+    double max_weight;       // mean row max weight
+    double frac_gt_090;      // fraction of rows whose max weight > 0.9
+    double frac_gt_099;      // ... > 0.99
+    double score_std;        // standard deviation of the scaled scores S (unmasked entries)
+    double score_absmax;     // max |S|
+    double gnorm_wq, gnorm_wk, gnorm_wv, gnorm_wo;  // ||dL/dW|| of the layer's whole matrices
+    double ds_over_dp;       // ||dL/dS|| / ||dL/dP|| over the head: gradient surviving the softmax
+    double row_gain_median;  // median over rows of ||dL/dS_row|| / ||dL/dP_row||
+    double loss;             // the probe batch's loss
+} HeadStats;
+
+// Forward and backward on (x, y) with statistics on; fills per_head (L*NH, may be NULL) and
+// mean (averages over layers and heads). Leaves the gradients zeroed.
+void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats *per_head, HeadStats *mean);
+
+// ---- layer primitives (exported for the tests and the lab; shapes as in model.c) ----
+// inp (B,T) ids -> out (B,T,C) = wte[inp] + wpe[t]
+void encoder_forward(real *out, const int *inp, const real *wte, const real *wpe, int B, int T, int C);
+void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, int B, int T, int C);
+// inp, out (N,C); mean, rstd (N)
+void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N, int C);
+void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp,
+                        const real *w, const real *mean, const real *rstd, int N, int C);
+void gelu_forward(real *out, const real *inp, size_t n);
+void gelu_backward(real *dinp, const real *inp, const real *dout, size_t n);
+void residual_forward(real *out, const real *a, const real *b, size_t n);
+// logits (N,V) become probabilities; losses (N)
+void crossentropy_forward(real *logits, real *losses, const int *targets, int N, int V);
+void crossentropy_backward(real *dlogits, const real *probs, const int *targets, int N, int V);
+
+// FLOPs of one training step (forward + backward) for B,T: 6 * params * tokens plus causal
+// attention, as documented in docs/PERFORMANCE.md.
+double gpt_flops_per_step(const GPT *m, int B, int T);
+
+#endif

@@ -1,0 +1,44 @@
+// tests/run_tests.c: runs every test table, one line per test, and ends with
+// "N passed, N failed" (", N skipped" when some were skipped). Exit status 1 on any failure.
+// `--only TEXT` runs the tests whose name contains TEXT.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common.h"
+#include "test.h"
+
+int g_test_failed = 0;
+int g_test_skipped = 0;
+const char *g_test_name = "";
+
+extern const TestCase tests_model[], tests_data[], tests_config[], tests_report[], tests_lab[], tests_cli[];
+
+int main(int argc, char **argv) {
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        else { fprintf(stderr, "usage: run_tests [--only SUBSTRING]\n"); return 2; }
+    }
+    const TestCase *tables[] = {tests_model, tests_data, tests_config, tests_report, tests_lab, tests_cli};
+    int passed = 0, failed = 0, skipped = 0;
+    printf("running the %s test suite\n", REAL_NAME);
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
+        for (const TestCase *tc = tables[t]; tc->name; tc++) {
+            if (only && !strstr(tc->name, only)) continue;
+            g_test_failed = 0;
+            g_test_skipped = 0;
+            g_test_name = tc->name;
+            fflush(stdout);
+            tc->fn();
+            fflush(stderr);
+            if (g_test_failed) { failed++; printf("FAIL %s\n", tc->name); }
+            else if (g_test_skipped) { skipped++; printf("skip %s\n", tc->name); }
+            else { passed++; printf("ok   %s\n", tc->name); }
+            fflush(stdout);
+        }
+    }
+    if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,452 @@
+// tests/test_model.c: each layer's backward against central finite differences, the attention
+// worked examples, and training behaviour (overfitting one batch, determinism).
+//
+// Every check projects the layer's output on a fixed random tensor R and differentiates
+// L = sum(R * out): a generic direction, so no term of the gradient can cancel out (unlike
+// sum(softmax), which is constant). In the float64 build (`run_tests64 --only gradcheck`) the
+// agreement must be within 1e-6; the float32 build runs the same checks with a looser bound.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../attention.h"
+#include "../matmul.h"
+#include "../model.h"
+#include "../rng.h"
+#include "test.h"
+
+#define IS_F64 (sizeof(real) == 8)
+#define FD_STEP (IS_F64 ? 1e-6 : 1e-2)
+#define FD_TOL (IS_F64 ? 1e-6 : 3e-2)
+
+static real *randn_array(size_t n, Rng *rng, double std) {
+    real *a = malloc(n * sizeof(real));
+    for (size_t i = 0; i < n; i++) a[i] = (real)(std * rng_normal(rng));
+    return a;
+}
+
+static real *zeros(size_t n) { return calloc(n, sizeof(real)); }
+
+static double dot_r(const real *a, const real *b, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)a[i] * b[i];
+    return s;
+}
+
+// Error of an analytic gradient against the numerical one, relative to the gradient's scale:
+// max_i |a_i - n_i| / max(max_i |n_i|, 1e-8).
+static double grad_error(const real *analytic, const double *numeric, size_t n) {
+    double maxdiff = 0, scale = 1e-8;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)analytic[i] - numeric[i]);
+        if (d > maxdiff) maxdiff = d;
+        if (fabs(numeric[i]) > scale) scale = fabs(numeric[i]);
+    }
+    return maxdiff / scale;
+}
+
+// A scalar function of the current contents of some arrays.
+typedef double (*LossFn)(void *ctx);
+
+static void numeric_grad(LossFn f, void *ctx, real *x, size_t n, double *out) {
+    for (size_t i = 0; i < n; i++) {
+        real saved = x[i];
+        x[i] = (real)(saved + FD_STEP);
+        double lp = f(ctx);
+        x[i] = (real)(saved - FD_STEP);
+        double lm = f(ctx);
+        x[i] = saved;
+        out[i] = (lp - lm) / (2 * FD_STEP);
+    }
+}
+
+static double check_grad(LossFn f, void *ctx, real *x, const real *analytic, size_t n, const char *what) {
+    double *num = malloc(n * sizeof(double));
+    numeric_grad(f, ctx, x, n, num);
+    double err = grad_error(analytic, num, n);
+    CHECK_MSG(err < FD_TOL, "%s: relative error %.3g (tolerance %.1g)", what, err, FD_TOL);
+    free(num);
+    return err;
+}
+
+// ---- matmul ----
+typedef struct { int N, C, OC; real *inp, *w, *out, *R; } MatmulCtx;
+static double matmul_loss(void *vc) {
+    MatmulCtx *c = vc;
+    matmul_forward(c->out, c->inp, c->w, c->N, c->C, c->OC);
+    return dot_r(c->out, c->R, (size_t)c->N * c->OC);
+}
+static void gradcheck_matmul(void) {
+    Rng rng;
+    rng_seed(&rng, 1);
+    MatmulCtx c = {7, 5, 9, NULL, NULL, NULL, NULL};
+    c.inp = randn_array(35, &rng, 1); c.w = randn_array(45, &rng, 1); c.out = zeros(63); c.R = randn_array(63, &rng, 1);
+    real *dinp = zeros(35), *dw = zeros(45);
+    matmul_loss(&c);
+    matmul_backward(dinp, dw, c.R, c.inp, c.w, c.N, c.C, c.OC);
+    check_grad(matmul_loss, &c, c.inp, dinp, 35, "matmul dinp");
+    check_grad(matmul_loss, &c, c.w, dw, 45, "matmul dweight");
+    free(c.inp); free(c.w); free(c.out); free(c.R); free(dinp); free(dw);
+}
+
+// ---- layernorm ----
+typedef struct { int N, C; real *inp, *w, *b, *out, *mean, *rstd, *R; } LnCtx;
+static double ln_loss(void *vc) {
+    LnCtx *c = vc;
+    layernorm_forward(c->out, c->mean, c->rstd, c->inp, c->w, c->b, c->N, c->C);
+    return dot_r(c->out, c->R, (size_t)c->N * c->C);
+}
+static void gradcheck_layernorm(void) {
+    Rng rng;
+    rng_seed(&rng, 2);
+    LnCtx c = {4, 6, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t n = 24;
+    c.inp = randn_array(n, &rng, 1); c.w = randn_array(6, &rng, 1); c.b = randn_array(6, &rng, 1);
+    c.out = zeros(n); c.mean = zeros(4); c.rstd = zeros(4); c.R = randn_array(n, &rng, 1);
+    real *dinp = zeros(n), *dw = zeros(6), *db = zeros(6);
+    ln_loss(&c);
+    layernorm_backward(dinp, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
+    check_grad(ln_loss, &c, c.inp, dinp, n, "layernorm dinp");
+    check_grad(ln_loss, &c, c.w, dw, 6, "layernorm dweight");
+    check_grad(ln_loss, &c, c.b, db, 6, "layernorm dbias");
+    free(c.inp); free(c.w); free(c.b); free(c.out); free(c.mean); free(c.rstd); free(c.R);
+    free(dinp); free(dw); free(db);
+}
+
+// ---- gelu ----
+typedef struct { size_t n; real *inp, *out, *R; } GeluCtx;
+static double gelu_loss(void *vc) {
+    GeluCtx *c = vc;
+    gelu_forward(c->out, c->inp, c->n);
+    return dot_r(c->out, c->R, c->n);
+}
+static void gradcheck_gelu(void) {
+    Rng rng;
+    rng_seed(&rng, 3);
+    GeluCtx c = {40, NULL, NULL, NULL};
+    c.inp = randn_array(40, &rng, 2); c.out = zeros(40); c.R = randn_array(40, &rng, 1);
+    real *dinp = zeros(40);
+    gelu_backward(dinp, c.inp, c.R, 40);
+    check_grad(gelu_loss, &c, c.inp, dinp, 40, "gelu dinp");
+    free(c.inp); free(c.out); free(c.R); free(dinp);
+}
+
+// ---- cross-entropy: mean over rows of logsumexp(logits) - logits[target] ----
+typedef struct { int N, V; real *logits, *work, *losses; int *targets; } CeCtx;
+static double ce_loss(void *vc) {
+    CeCtx *c = vc;
+    memcpy(c->work, c->logits, sizeof(real) * (size_t)c->N * c->V);
+    crossentropy_forward(c->work, c->losses, c->targets, c->N, c->V);
+    double s = 0;
+    for (int i = 0; i < c->N; i++) s += c->losses[i];
+    return s / c->N;
+}
+static void gradcheck_crossentropy(void) {
+    Rng rng;
+    rng_seed(&rng, 4);
+    int targets[5] = {0, 3, 6, 2, 2};
+    CeCtx c = {5, 7, NULL, NULL, NULL, targets};
+    c.logits = randn_array(35, &rng, 2); c.work = zeros(35); c.losses = zeros(5);
+    ce_loss(&c);
+    real *dlogits = zeros(35);
+    crossentropy_backward(dlogits, c.work, targets, 5, 7);
+    check_grad(ce_loss, &c, c.logits, dlogits, 35, "crossentropy dlogits");
+    // stability: huge logits must not overflow
+    for (int i = 0; i < 35; i++) c.logits[i] = (real)(1e4 * (i % 3));
+    CHECK(isfinite(ce_loss(&c)));
+    free(c.logits); free(c.work); free(c.losses); free(dlogits);
+}
+
+// ---- encoder ----
+typedef struct { int B, T, C, V; int *inp; real *wte, *wpe, *out, *R; } EncCtx;
+static double enc_loss(void *vc) {
+    EncCtx *c = vc;
+    encoder_forward(c->out, c->inp, c->wte, c->wpe, c->B, c->T, c->C);
+    return dot_r(c->out, c->R, (size_t)c->B * c->T * c->C);
+}
+static void gradcheck_encoder(void) {
+    Rng rng;
+    rng_seed(&rng, 5);
+    int inp[6] = {1, 1, 3, 0, 1, 2};  // repeated tokens accumulate
+    EncCtx c = {2, 3, 4, 5, inp, NULL, NULL, NULL, NULL};
+    c.wte = randn_array(20, &rng, 1); c.wpe = randn_array(12, &rng, 1); c.out = zeros(24); c.R = randn_array(24, &rng, 1);
+    real *dwte = zeros(20), *dwpe = zeros(12);
+    encoder_backward(dwte, dwpe, c.R, inp, 2, 3, 4);
+    check_grad(enc_loss, &c, c.wte, dwte, 20, "encoder dwte");
+    check_grad(enc_loss, &c, c.wpe, dwpe, 12, "encoder dwpe");
+    free(c.wte); free(c.wpe); free(c.out); free(c.R); free(dwte); free(dwpe);
+}
+
+// ---- the attention core (scale, causal mask, softmax, P V) ----
+typedef struct { int B, T, C, NH; real scale; real *q, *k, *v, *att, *out, *R; } AttCtx;
+static double att_loss(void *vc) {
+    AttCtx *c = vc;
+    attention_forward(c->out, c->att, c->q, c->k, c->v, c->B, c->T, c->C, c->NH, c->scale, NULL);
+    return dot_r(c->out, c->R, (size_t)c->B * c->T * c->C);
+}
+static void attention_gradcheck_with(real scale_override, double std) {
+    Rng rng;
+    rng_seed(&rng, 6);
+    AttCtx c = {2, 5, 6, 2, 0, NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t n = (size_t)c.B * c.T * c.C;
+    c.scale = scale_override > 0 ? scale_override : (real)(1.0 / sqrt(c.C / c.NH));
+    c.q = randn_array(n, &rng, std); c.k = randn_array(n, &rng, std); c.v = randn_array(n, &rng, 1);
+    c.att = zeros((size_t)c.B * c.NH * c.T * c.T); c.out = zeros(n); c.R = randn_array(n, &rng, 1);
+    real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n), *scratch = zeros(64 * (size_t)c.T);
+    att_loss(&c);
+    attention_backward(dq, dk, dv, scratch, c.R, c.att, c.q, c.k, c.v, c.B, c.T, c.C, c.NH, c.scale, NULL, NULL);
+    check_grad(att_loss, &c, c.q, dq, n, "attention dq");
+    check_grad(att_loss, &c, c.k, dk, n, "attention dk");
+    check_grad(att_loss, &c, c.v, dv, n, "attention dv");
+    free(c.q); free(c.k); free(c.v); free(c.att); free(c.out); free(c.R); free(dq); free(dk); free(dv); free(scratch);
+}
+static void gradcheck_attention_scaled(void) { attention_gradcheck_with(0, 1.0); }
+static void gradcheck_attention_unscaled(void) { attention_gradcheck_with(1, 1.0); }
+
+// The check must catch a wrong backward: dropping "- rowsum(dP * P)" breaks dq and dk.
+static void gradcheck_attention_catches_broken_backward(void) {
+    Rng rng;
+    rng_seed(&rng, 7);
+    AttCtx c = {1, 4, 4, 1, (real)0.5, NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t n = 16;
+    c.q = randn_array(n, &rng, 1); c.k = randn_array(n, &rng, 1); c.v = randn_array(n, &rng, 1);
+    c.att = zeros(16); c.out = zeros(n); c.R = randn_array(n, &rng, 1);
+    real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n), *scratch = zeros(64 * 4);
+    att_loss(&c);
+    g_attention_break_backward = 1;
+    attention_backward(dq, dk, dv, scratch, c.R, c.att, c.q, c.k, c.v, 1, 4, 4, 1, c.scale, NULL, NULL);
+    g_attention_break_backward = 0;
+    double *num = malloc(n * sizeof(double));
+    numeric_grad(att_loss, &c, c.q, n, num);
+    CHECK(grad_error(dq, num, n) > 10 * FD_TOL);
+    free(num);
+    free(c.q); free(c.k); free(c.v); free(c.att); free(c.out); free(c.R); free(dq); free(dk); free(dv); free(scratch);
+}
+
+// softmax_backward is the VJP of softmax: compare with the full Jacobian J = diag(p) - p p^T.
+static void gradcheck_softmax_vjp_matches_jacobian(void) {
+    real s[5] = {2, 1, (real)0.1, -1, (real)0.5}, p[5], dp[5] = {(real)0.3, -1, 2, (real)0.7, 0}, ds[5] = {0};
+    softmax_forward(p, s, 5);
+    softmax_backward(ds, dp, p, 5);
+    for (int i = 0; i < 5; i++) {
+        double viaJ = 0;
+        for (int j = 0; j < 5; j++) viaJ += ((i == j ? p[i] : 0) - (double)p[i] * p[j]) * dp[j];
+        CHECK_NEAR(ds[i], viaJ, IS_F64 ? 1e-12 : 1e-6);
+    }
+}
+
+// ---- worked examples ----
+// One query [1,0] over keys [1,0],[0,1] with values [10,0],[0,10], d_k = 2, scaled: row 1 of a
+// causal T=2 attention sees exactly those two keys.
+static void test_attention_hand_computed_example(void) {
+    real q[4] = {0, 0, 1, 0}, k[4] = {1, 0, 0, 1}, v[4] = {10, 0, 0, 10}, att[4], out[4];
+    attention_forward(out, att, q, k, v, 1, 2, 2, 1, (real)(1.0 / sqrt(2.0)), NULL);
+    double tol = IS_F64 ? 1e-6 : 2e-6;
+    CHECK_NEAR(att[2], 0.669762, tol);
+    CHECK_NEAR(att[3], 0.330238, tol);
+    CHECK_NEAR(out[2], 6.697615, 10 * tol);
+    CHECK_NEAR(out[3], 3.302385, 10 * tol);
+}
+
+// T=3: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2, no mask: every row
+// sees all keys, which is row-by-row softmax of the scaled scores.
+static void test_attention_t3_example(void) {
+    real Q[6] = {1, 0, 0, 1, 1, 1}, V[6] = {10, 0, 0, 10, 5, 5};
+    real scale = (real)(1.0 / sqrt(2.0)), P[9], out[6] = {0};
+    for (int t = 0; t < 3; t++) {
+        real srow[3];
+        for (int u = 0; u < 3; u++) srow[u] = (Q[2 * t] * Q[2 * u] + Q[2 * t + 1] * Q[2 * u + 1]) * scale;
+        softmax_forward(P + 3 * t, srow, 3);
+        for (int u = 0; u < 3; u++) { out[2 * t] += P[3 * t + u] * V[2 * u]; out[2 * t + 1] += P[3 * t + u] * V[2 * u + 1]; }
+    }
+    double tol = IS_F64 ? 1e-6 : 2e-6;
+    CHECK_NEAR(P[0], 0.401112, tol);
+    CHECK_NEAR(P[1], 0.197776, tol);
+    CHECK_NEAR(P[2], 0.401112, tol);
+    double expect[6] = {6.016681, 3.983319, 3.983319, 6.016681, 5, 5};
+    for (int i = 0; i < 6; i++) CHECK_NEAR(out[i], expect[i], 10 * tol);
+    // with the causal mask: masked weights exactly 0, rows summing to 1
+    real att[9], cout_[6];
+    attention_forward(cout_, att, Q, Q, V, 1, 3, 2, 1, scale, NULL);
+    for (int t = 0; t < 3; t++) {
+        double sum = 0;
+        for (int u = 0; u < 3; u++) {
+            if (u > t) CHECK(att[3 * t + u] == 0);
+            sum += att[3 * t + u];
+        }
+        CHECK_NEAR(sum, 1.0, 1e-6);
+    }
+    CHECK(att[0] == 1);
+    CHECK_NEAR(cout_[0], 10, 1e-5);
+}
+
+// ---- attention statistics on a hand-built P ----
+static void test_attention_row_stats(void) {
+    real uniform[4] = {0.25, 0.25, 0.25, 0.25}, onehot[3] = {0, 1, 0};
+    double h, m;
+    attention_row_stats(uniform, 4, &h, &m);
+    CHECK_NEAR(h, log(4.0), 1e-6);
+    CHECK_NEAR(m, 0.25, 1e-7);
+    attention_row_stats(onehot, 3, &h, &m);
+    CHECK_NEAR(h, 0.0, 1e-12);
+    CHECK_NEAR(m, 1.0, 1e-12);
+}
+
+// Equal scores give uniform causal rows: normalised entropy exactly 1 for every row t >= 1,
+// and row 0 (one key) is left out of the row counts.
+static void test_attention_stats_uniform_and_row0(void) {
+    int T = 6, C = 4;
+    real *q = zeros((size_t)T * C), *k = zeros((size_t)T * C), *v = zeros((size_t)T * C);
+    real *att = zeros((size_t)T * T), *out = zeros((size_t)T * C);
+    AttnStats st;
+    memset(&st, 0, sizeof st);
+    attention_forward(out, att, q, k, v, 1, T, C, 1, 1, &st);
+    CHECK_NEAR(st.rows, T - 1, 0);
+    CHECK_NEAR(st.entropy_norm / st.rows, 1.0, 1e-6);
+    double expect_max = 0;
+    for (int t = 1; t < T; t++) expect_max += 1.0 / (t + 1);
+    CHECK_NEAR(st.max_weight / st.rows, expect_max / (T - 1), 1e-6);
+    CHECK_NEAR(st.rows_gt_090, 0, 0);
+    CHECK_NEAR(st.score_n, T * (T + 1) / 2, 0);
+    free(q); free(k); free(v); free(att); free(out);
+}
+
+// Large scores saturate rows: with keys aligned to queries scaled by 50, every row t >= 1
+// puts > 0.99 on its best key; the fractions count exactly those rows.
+static void test_attention_stats_peaked(void) {
+    int T = 5, C = 2;
+    real q[10], k[10], v[10] = {0};
+    for (int t = 0; t < T; t++) {
+        q[2 * t] = 50; q[2 * t + 1] = 0;
+        k[2 * t] = (real)(t == 0 ? 1 : 0); k[2 * t + 1] = 0;  // only key 0 matches
+    }
+    real att[25], out[10];
+    AttnStats st;
+    memset(&st, 0, sizeof st);
+    attention_forward(out, att, q, k, v, 1, T, C, 1, 1, &st);
+    CHECK_NEAR(st.rows, 4, 0);
+    CHECK_NEAR(st.rows_gt_099, 4, 0);
+    CHECK_NEAR(st.rows_gt_090, 4, 0);
+    CHECK(st.entropy_norm / st.rows < 0.01);
+    CHECK_NEAR(st.score_absmax, 50, 1e-5);
+}
+
+// ---- the whole model ----
+static void build_tiny(GPT *m, int init, real scale, int V) {
+    ModelDims d = {V, 8, 2, 2, 8};
+    gpt_build(m, &d, scale, 2, 8);
+    Rng rng;
+    rng_seed(&rng, 42);
+    gpt_init(m, init, &rng);
+}
+
+// Overfitting one batch drives the loss near zero: forward, backward and AdamW work together.
+static void test_overfit_one_batch(void) {
+    GPT m;
+    int V = 11;
+    build_tiny(&m, INIT_GPT2, (real)0.5, V);
+    int x[16], y[16];
+    Rng rng;
+    rng_seed(&rng, 9);
+    for (int i = 0; i < 16; i++) { x[i] = (int)rng_below(&rng, V); y[i] = (int)rng_below(&rng, V); }
+    double first = 0, loss = 0;
+    for (int step = 0; step < 300; step++) {
+        gpt_zero_grad(&m);
+        loss = gpt_forward(&m, x, y, 2, 8);
+        if (step == 0) first = loss;
+        gpt_backward(&m);
+        gpt_adamw_update(&m, 1e-2, 0.9, 0.99, 1e-8, 0.0, step + 1);
+    }
+    CHECK_NEAR(first, log((double)V), 0.2);  // starts near uniform
+    CHECK_MSG(loss < 0.05, "loss after 300 steps %.4f", loss);
+    gpt_free(&m);
+}
+
+// Same seed, same batch: bit-identical parameters after a few steps.
+static void test_model_determinism(void) {
+    real *snap = NULL;
+    for (int run = 0; run < 2; run++) {
+        GPT m;
+        build_tiny(&m, INIT_FAN_IN, (real)1.0, 9);
+        int x[16], y[16];
+        for (int i = 0; i < 16; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
+        for (int step = 0; step < 5; step++) {
+            gpt_zero_grad(&m);
+            gpt_forward(&m, x, y, 2, 8);
+            gpt_backward(&m);
+            gpt_adamw_update(&m, 1e-2, 0.9, 0.99, 1e-8, 0.1, step + 1);
+        }
+        if (run == 0) {
+            snap = malloc(m.n_params * sizeof(real));
+            memcpy(snap, m.params, m.n_params * sizeof(real));
+        } else {
+            CHECK(memcmp(snap, m.params, m.n_params * sizeof(real)) == 0);
+        }
+        gpt_free(&m);
+    }
+    free(snap);
+}
+
+// The GEMM gives the same bits whatever the thread count (every C element is summed in one order).
+static void test_gemm_matches_reference(void) {
+    Rng rng;
+    rng_seed(&rng, 11);
+    int M = 37, N = 53, K = 300;
+    real *A = randn_array((size_t)M * K, &rng, 1), *B = randn_array((size_t)K * N, &rng, 1), *C = zeros((size_t)M * N);
+    gemm(M, N, K, A, K, 1, B, N, 1, C, N, 0);
+    double maxerr = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) s += (double)A[i * K + k] * B[k * N + j];
+            double e = fabs(s - C[i * N + j]);
+            if (e > maxerr) maxerr = e;
+        }
+    CHECK_MSG(maxerr < (IS_F64 ? 1e-10 : 1e-3), "max error %g", maxerr);
+    free(A); free(B); free(C);
+}
+
+static void test_param_count_and_names(void) {
+    GPT m;
+    build_tiny(&m, INIT_GPT2, 1, 7);
+    int C = 8, L = 2;
+    size_t expect = 7 * C + 8 * C + (size_t)L * (12 * C * C + 4 * C) + 2 * C;
+    CHECK(m.n_params == expect);
+    CHECK(gpt_find_tensor(&m, "layer1.wq") >= 0);
+    CHECK(gpt_find_tensor(&m, "layer0.wk") >= 0);
+    CHECK(gpt_find_tensor(&m, "layer0.wv") >= 0);
+    CHECK(gpt_find_tensor(&m, "layer1.wo") >= 0);
+    // views agree with the tensor table
+    CHECK(m.p.layers[1].wq == m.params + m.tensors[gpt_find_tensor(&m, "layer1.wq")].offset);
+    gpt_free(&m);
+}
+
+static void test_memory_estimate_overflow(void) {
+    ModelDims huge = {65, 65536, 64, 64, 8192};
+    size_t n_params = 0;
+    size_t bytes = gpt_memory_bytes(&huge, 65536, 65536, &n_params);
+    CHECK(bytes == 0 || bytes > ((size_t)1 << 40));
+}
+
+const TestCase tests_model[] = {
+    {"gradcheck_matmul", gradcheck_matmul},
+    {"gradcheck_layernorm", gradcheck_layernorm},
+    {"gradcheck_gelu", gradcheck_gelu},
+    {"gradcheck_crossentropy", gradcheck_crossentropy},
+    {"gradcheck_encoder", gradcheck_encoder},
+    {"gradcheck_attention_scaled", gradcheck_attention_scaled},
+    {"gradcheck_attention_unscaled", gradcheck_attention_unscaled},
+    {"gradcheck_attention_catches_broken_backward", gradcheck_attention_catches_broken_backward},
+    {"gradcheck_softmax_vjp_matches_jacobian", gradcheck_softmax_vjp_matches_jacobian},
+    {"test_attention_hand_computed_example", test_attention_hand_computed_example},
+    {"test_attention_t3_example", test_attention_t3_example},
+    {"attention_row_stats", test_attention_row_stats},
+    {"attention_stats_uniform_and_row0", test_attention_stats_uniform_and_row0},
+    {"attention_stats_peaked", test_attention_stats_peaked},
+    {"overfit_one_batch", test_overfit_one_batch},
+    {"model_determinism", test_model_determinism},
+    {"gemm_matches_reference", test_gemm_matches_reference},
+    {"param_count_and_names", test_param_count_and_names},
+    {"memory_estimate_overflow", test_memory_estimate_overflow},
+    {NULL, NULL},
+};
