@@ -111,7 +111,7 @@ void attention_forward(real *out, real *att, const real *q, const real *k, const
     int hd = C / NH;
     // Statistics are gathered per (b, h) in parallel, then summed in a fixed order.
     AttnStats *local = stats ? xcalloc((size_t)B * NH, sizeof(AttnStats), "attention statistics") : NULL;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if(par_worth((double)B * NH * T * T * (C / NH)))
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
             const real *qh = q + (size_t)b * T * C + h * hd;
@@ -147,7 +147,7 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
                         int B, int T, int C, int NH, real scale, AttnStats *stats, real *row_gain) {
     int hd = C / NH;
     AttnStats *local = stats ? xcalloc((size_t)B * NH, sizeof(AttnStats), "attention statistics") : NULL;
-#pragma omp parallel
+#pragma omp parallel if(par_worth((double)B * NH * T * T * (C / NH)))
     {
         int tid = 0;
 #ifdef _OPENMP

@@ -46,6 +46,10 @@ void *xmalloc_aligned(size_t bytes, const char *what);
 // Multiply sizes, returning 0 (and leaving *out untouched) on overflow.
 int mul_size(size_t a, size_t b, size_t *out);
 
+// Whether a loop of about `work` operations is worth an OpenMP parallel region: below this, the
+// cost of waking threads (and, on a busy machine, of waiting for them) exceeds the gain.
+static inline int par_worth(double work) { return work >= 262144.0; }
+
 // Wall-clock seconds from a monotonic clock.
 double now_seconds(void);
 

@@ -124,7 +124,7 @@ void gemm(int M, int N, int K,
         return;
     }
     real *packed_a = g_packed_a, *packed_b = g_packed_b;
-#pragma omp parallel
+#pragma omp parallel if(par_worth((double)M * N * K))
     {
         _Alignas(64) real acc[MR * NR];
         for (int j0 = 0; j0 < N; j0 += NC) {

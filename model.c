@@ -29,7 +29,7 @@ static int max_threads(void) {
 
 // inp is (B,T) token ids, wte (V,C), wpe (T_max,C); out is (B,T,C) = wte[token] + wpe[t]
 void encoder_forward(real *out, const int *inp, const real *wte, const real *wpe, int B, int T, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(par_worth((double)B * T * C))
     for (int bt = 0; bt < B * T; bt++) {
         real *o = out + (size_t)bt * C;
         const real *we = wte + (size_t)inp[bt] * C;
@@ -41,7 +41,7 @@ void encoder_forward(real *out, const int *inp, const real *wte, const real *wpe
 // dwte[token] += dout, dwpe[t] += dout. Tokens repeat, so threads split the channels, not the
 // rows: each thread owns columns [c0, c1) of both tables and visits rows in order.
 void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, int B, int T, int C) {
-#pragma omp parallel
+#pragma omp parallel if(par_worth((double)B * T * C))
     {
         int nth = 1, tid = 0;
 #ifdef _OPENMP
@@ -62,7 +62,7 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
 void layernorm_forward(real *out, real *mean, real *rstd, const real *inp,
                               const real *w, const real *b, int N, int C) {
     const double eps = 1e-5;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(par_worth((double)N * C * 8))
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C;
         double m = 0.0;
@@ -84,7 +84,7 @@ void layernorm_forward(real *out, real *mean, real *rstd, const real *inp,
 //   dinp += rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)),  dw += dout * norm,  db += dout
 void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp,
                                const real *w, const real *mean, const real *rstd, int N, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(par_worth((double)N * C * 8))
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
         real mu = mean[n], s = rstd[n];
@@ -104,7 +104,7 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
         }
     }
     // parameter gradients sum over rows: threads split the channels so the order is fixed
-#pragma omp parallel
+#pragma omp parallel if(par_worth((double)N * C * 2))
     {
         int nth = 1, tid = 0;
 #ifdef _OPENMP
@@ -126,7 +126,7 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
 // GELU, tanh approximation (as GPT-2): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 #define GELU_SCALE 0.7978845608028654  // sqrt(2/pi)
 void gelu_forward(real *out, const real *inp, size_t n) {
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if(par_worth((double)n * 16))
     for (size_t i = 0; i < n; i++) {
         real x = inp[i];
         real u = (real)GELU_SCALE * (x + (real)0.044715 * x * x * x);
@@ -136,7 +136,7 @@ void gelu_forward(real *out, const real *inp, size_t n) {
 
 // dinp += dout * gelu'(x), gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx
 void gelu_backward(real *dinp, const real *inp, const real *dout, size_t n) {
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if(par_worth((double)n * 16))
     for (size_t i = 0; i < n; i++) {
         real x = inp[i];
         real u = (real)GELU_SCALE * (x + (real)0.044715 * x * x * x);
@@ -148,13 +148,13 @@ void gelu_backward(real *dinp, const real *inp, const real *dout, size_t n) {
 }
 
 void residual_forward(real *out, const real *a, const real *b, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(par_worth((double)n))
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
 // logits (N,V) are replaced by probabilities; losses (N) = logsumexp(logits) - logits[target].
 void crossentropy_forward(real *logits, real *losses, const int *targets, int N, int V) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(par_worth((double)N * V * 8))
     for (int n = 0; n < N; n++) {
         real *row = logits + (size_t)n * V;
         real maxv = row[0];
@@ -173,7 +173,7 @@ void crossentropy_forward(real *logits, real *losses, const int *targets, int N,
 // d(mean loss)/dlogits = (probs - onehot(target)) / N
 void crossentropy_backward(real *dlogits, const real *probs, const int *targets, int N, int V) {
     real inv = (real)(1.0 / N);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(par_worth((double)N * V))
     for (int n = 0; n < N; n++) {
         const real *p = probs + (size_t)n * V;
         real *d = dlogits + (size_t)n * V;
@@ -526,7 +526,7 @@ double gpt_grad_norm(const GPT *m) {
     double partial[256];
     for (long base = 0; base < n_chunks; base += 256) {
         long cnt = n_chunks - base < 256 ? n_chunks - base : 256;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(par_worth((double)n_chunks * GRAD_NORM_CHUNK))
         for (long c = 0; c < cnt; c++) {
             size_t lo = (size_t)(base + c) * GRAD_NORM_CHUNK;
             size_t hi = lo + GRAD_NORM_CHUNK < n ? lo + GRAD_NORM_CHUNK : n;
@@ -542,7 +542,7 @@ double gpt_grad_norm(const GPT *m) {
 void gpt_scale_grads(GPT *m, real factor) {
     real *g = m->grads;
     size_t n = m->n_params;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(par_worth((double)n * 2))
     for (size_t i = 0; i < n; i++) g[i] *= factor;
 }
 
@@ -551,7 +551,7 @@ void gpt_adamw_update(GPT *m, double lr, double beta1, double beta2, double eps,
     real b1 = (real)beta1, b2 = (real)beta2;
     real bc1 = (real)(1.0 - pow(beta1, (double)t)), bc2 = (real)(1.0 - pow(beta2, (double)t));
     real lr_r = (real)lr, eps_r = (real)eps;
-#pragma omp parallel
+#pragma omp parallel if(par_worth((double)m->n_params * 8))
     for (int ti = 0; ti < m->n_tensors; ti++) {
         const TensorInfo *ten = &m->tensors[ti];
         // decoupled weight decay on matrices only; LayerNorm gains and biases are not decayed

@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
         if (ckpt_path) die(EXIT_USAGE, "more than one checkpoint given: '%s' and '%s'", ckpt_path, a);
         ckpt_path = a;
     }
-    if (!ckpt_path) { usage(stderr); return EXIT_USAGE; }
+    if (!ckpt_path) die(EXIT_USAGE, "missing the CHECKPOINT argument (see --help)");
 
     char err[1024];
     Checkpoint ck;

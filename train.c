@@ -436,7 +436,7 @@ static void check_memory(const ModelDims *d, int B, int T, int n_models) {
             d->n_layer, d->n_embd, d->block_size, B);
     double need = (double)bytes * n_models;
     if (phys > 0 && need > 0.9 * phys)
-        die(EXIT_USAGE, "the model needs %.1f GiB (%zu parameters plus activations) but this machine has %.1f GiB",
+        die(EXIT_USAGE, "the model needs %.1f GiB of memory (%zu parameters plus activations) but this machine has %.1f GiB",
             need / 1073741824.0, n_params, phys / 1073741824.0);
 }
 
@@ -580,6 +580,11 @@ int main(int argc, char **argv) {
     if (cfg.threads > 0) omp_set_num_threads(cfg.threads);
 #endif
 
+    int n_runs = args.compare_scaling ? 2 : 1;
+    {   // refuse absurd sizes before reading any data (the vocabulary adds little; count one token)
+        ModelDims lower = {1, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
+        check_memory(&lower, cfg.batch_size, cfg.block_size, n_runs);
+    }
     Dataset ds;
     int min_len = cfg.block_size + 2;
     int ok = resuming ? dataset_load_with_vocab(&ds, cfg.data_path, cfg.val_fraction, min_len, &ck.vocab, err, sizeof err)
@@ -587,7 +592,6 @@ int main(int argc, char **argv) {
     if (!ok) die(EXIT_RUNTIME, "%s", err);
 
     ModelDims dims = {ds.vocab.vocab_size, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
-    int n_runs = args.compare_scaling ? 2 : 1;
     check_memory(&dims, cfg.batch_size, cfg.block_size, n_runs);
     if (args.bench_steps == 0 && !args.dump_path && !ensure_dir(cfg.out_dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
 
