@@ -68,7 +68,7 @@ static const KeySpec KEYS[] = {
      .enums = INIT_NAMES, .help = "weight initialization scheme"},
 
     {.key = "data.path", .type = T_STR, FIELD(data_path), .def_str = "data/default.txt", .min = 1, .max = 1023,
-     .help = "text file to train on (one byte = one character)"},
+     .help = "UTF-8 text file to train on (one Unicode character = one token)"},
     {.key = "data.val_fraction", .type = T_NUM, FIELD(val_fraction), .def = 0.1,
      .min = 0, .min_open = 1, .max = 1, .max_open = 1,
      .help = "fraction of the text held out for validation"},
@@ -117,7 +117,7 @@ static const KeySpec KEYS[] = {
     {.key = "log.eval_interval", .type = T_INT, FIELD(eval_interval), .def = 250, .min = 1, .max = STEPS_MAX,
      .help = "steps between validation evaluations"},
     {.key = "log.eval_steps", .type = T_INT, FIELD(eval_steps), .def = 20, .min = 1, .max = 1000000,
-     .help = "validation batches per evaluation"},
+     .help = "batches of each split (train and val) averaged per evaluation"},
     {.key = "log.attn_interval", .type = T_INT, FIELD(attn_interval), .def = 50, .min = 0, .max = STEPS_MAX,
      .help = "attention statistics every N steps (and at step 0); 0 = off"},
 
