@@ -23,10 +23,33 @@
 #define MC 96    // rows of A packed at once (multiple of MR)
 #define NC 3072  // columns of B packed at once (multiple of NR)
 
-// Packing buffers live for the whole process: no allocation inside a training step. gemm() is
-// only ever called from serial code, so one pair of buffers suffices.
-static _Alignas(64) real g_packed_a[MC * KC];
-static _Alignas(64) real g_packed_b[KC * NC];
+// Each thread packs into its own buffers, so the threads of a GEMM never wait for each other
+// (one join at the end: under load, every barrier can cost a scheduler time slice). The buffers
+// are allocated once, outside the training step, and reused.
+typedef struct { real *a, *b; } PackBuffers;
+static PackBuffers *g_pack = NULL;
+static int g_pack_threads = 0;
+
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static void ensure_pack_buffers(int threads) {
+    if (threads <= g_pack_threads) return;
+    PackBuffers *nb = xcalloc((size_t)threads, sizeof(PackBuffers), "GEMM packing buffers");
+    for (int t = 0; t < g_pack_threads; t++) nb[t] = g_pack[t];
+    for (int t = g_pack_threads; t < threads; t++) {
+        nb[t].a = xmalloc_aligned(sizeof(real) * MC * KC, "GEMM packing buffer");
+        nb[t].b = xmalloc_aligned(sizeof(real) * KC * NC, "GEMM packing buffer");
+    }
+    free(g_pack);
+    g_pack = nb;
+    g_pack_threads = threads;
+}
 
 const char *matmul_simd_path(void) {
 #if USE_AVX2
@@ -113,6 +136,44 @@ static void micro_kernel(int kc, const real *restrict a, const real *restrict b,
 #endif
 }
 
+// One thread's share: C rows [i_lo, i_hi) x columns [j_lo, j_hi), the classic BLIS loop nest
+// (NC columns of B packed, KC deep; MC rows of A packed; MR x NR register tiles).
+static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
+                       const real *A, long a_rs, long a_cs, const real *B, long b_rs, long b_cs,
+                       real *C, long ldc, int accumulate, const PackBuffers *buf) {
+    _Alignas(64) real acc[MR * NR];
+    for (int j0 = j_lo; j0 < j_hi; j0 += NC) {
+        int nc = j_hi - j0 < NC ? j_hi - j0 : NC;
+        int n_slivers = (nc + NR - 1) / NR;
+        for (int p0 = 0; p0 < K; p0 += KC) {
+            int kc = K - p0 < KC ? K - p0 : KC;
+            int add = accumulate || p0 > 0;  // later depth blocks add onto the partial sums
+            for (int s = 0; s < n_slivers; s++)
+                pack_b_sliver(buf->b + (long)s * kc * NR, B, b_rs, b_cs, j_hi, j0 + s * NR, p0, kc);
+            for (int i0 = i_lo; i0 < i_hi; i0 += MC) {
+                int mc = i_hi - i0 < MC ? i_hi - i0 : MC;
+                int m_slivers = (mc + MR - 1) / MR;
+                for (int s = 0; s < m_slivers; s++)
+                    pack_a_sliver(buf->a + (long)s * kc * MR, A, a_rs, a_cs, i_hi, i0 + s * MR, p0, kc);
+                for (int sj = 0; sj < n_slivers; sj++) {
+                    for (int si = 0; si < m_slivers; si++) {
+                        micro_kernel(kc, buf->a + (long)si * kc * MR, buf->b + (long)sj * kc * NR, acc);
+                        int row0 = i0 + si * MR, col0 = j0 + sj * NR;
+                        int mv = i_hi - row0 < MR ? i_hi - row0 : MR;
+                        int nv = j_hi - col0 < NR ? j_hi - col0 : NR;
+                        for (int i = 0; i < mv; i++) {
+                            real *restrict c = C + (long)(row0 + i) * ldc + col0;
+                            const real *restrict t = acc + i * NR;
+                            if (add) for (int j = 0; j < nv; j++) c[j] += t[j];
+                            else     for (int j = 0; j < nv; j++) c[j] = t[j];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 void gemm(int M, int N, int K,
           const real *A, long a_rs, long a_cs,
           const real *B, long b_rs, long b_cs,
@@ -123,42 +184,25 @@ void gemm(int M, int N, int K,
             for (int i = 0; i < M; i++) memset(C + (long)i * ldc, 0, sizeof(real) * (size_t)N);
         return;
     }
-    real *packed_a = g_packed_a, *packed_b = g_packed_b;
+    ensure_pack_buffers(max_threads());
+    // Split the longer side of C between the threads, in whole register tiles; each thread
+    // packs what it needs itself. Every C element is summed over K in the same order whatever
+    // the split, so results are bit-identical across thread counts.
+    int split_rows = M >= N;
 #pragma omp parallel if(par_worth((double)M * N * K))
     {
-        _Alignas(64) real acc[MR * NR];
-        for (int j0 = 0; j0 < N; j0 += NC) {
-            int nc = N - j0 < NC ? N - j0 : NC;
-            int n_slivers = (nc + NR - 1) / NR;
-            for (int p0 = 0; p0 < K; p0 += KC) {
-                int kc = K - p0 < KC ? K - p0 : KC;
-                int add = accumulate || p0 > 0;  // later depth blocks add onto the partial sums
-#pragma omp for schedule(static)
-                for (int s = 0; s < n_slivers; s++)
-                    pack_b_sliver(packed_b + (long)s * kc * NR, B, b_rs, b_cs, N, j0 + s * NR, p0, kc);
-                for (int i0 = 0; i0 < M; i0 += MC) {
-                    int mc = M - i0 < MC ? M - i0 : MC;
-                    int m_slivers = (mc + MR - 1) / MR;
-#pragma omp for schedule(static)
-                    for (int s = 0; s < m_slivers; s++)
-                        pack_a_sliver(packed_a + (long)s * kc * MR, A, a_rs, a_cs, M, i0 + s * MR, p0, kc);
-#pragma omp for schedule(static) collapse(2)
-                    for (int sj = 0; sj < n_slivers; sj++) {
-                        for (int si = 0; si < m_slivers; si++) {
-                            micro_kernel(kc, packed_a + (long)si * kc * MR, packed_b + (long)sj * kc * NR, acc);
-                            int row0 = i0 + si * MR, col0 = j0 + sj * NR;
-                            int mv = M - row0 < MR ? M - row0 : MR;
-                            int nv = N - col0 < NR ? N - col0 : NR;
-                            for (int i = 0; i < mv; i++) {
-                                real *restrict c = C + (long)(row0 + i) * ldc + col0;
-                                const real *restrict t = acc + i * NR;
-                                if (add) for (int j = 0; j < nv; j++) c[j] += t[j];
-                                else     for (int j = 0; j < nv; j++) c[j] = t[j];
-                            }
-                        }
-                    }
-                }
-            }
+        int tid = 0, nth = 1;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+        nth = omp_get_num_threads();
+#endif
+        int unit = split_rows ? MR : NR, len = split_rows ? M : N;
+        long tiles = (len + unit - 1) / unit;
+        int lo = (int)(tiles * tid / nth) * unit, hi = (int)(tiles * (tid + 1) / nth) * unit;
+        if (hi > len) hi = len;
+        if (lo < hi) {
+            if (split_rows) gemm_block(lo, hi, 0, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, &g_pack[tid]);
+            else gemm_block(0, M, lo, hi, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, &g_pack[tid]);
         }
     }
 }

@@ -12,7 +12,8 @@ int g_test_failed = 0;
 int g_test_skipped = 0;
 const char *g_test_name = "";
 
-extern const TestCase tests_model[], tests_data[], tests_config[], tests_report[], tests_lab[], tests_cli[];
+extern const TestCase tests_model[], tests_data[], tests_config[], tests_report[], tests_lab[], tests_cli[],
+    tests_crash[];
 
 int main(int argc, char **argv) {
     const char *only = NULL;
@@ -20,7 +21,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else { fprintf(stderr, "usage: run_tests [--only SUBSTRING]\n"); return 2; }
     }
-    const TestCase *tables[] = {tests_model, tests_data, tests_config, tests_report, tests_lab, tests_cli};
+    const TestCase *tables[] = {tests_model, tests_data, tests_config, tests_report, tests_lab, tests_cli, tests_crash};
     int passed = 0, failed = 0, skipped = 0;
     printf("running the %s test suite\n", REAL_NAME);
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
