@@ -4,6 +4,7 @@
 // otherwise, and always plain C in the double-precision build).
 #include "matmul.h"
 
+#include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -174,21 +175,37 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
     }
 }
 
-void gemm(int M, int N, int K,
-          const real *A, long a_rs, long a_cs,
-          const real *B, long b_rs, long b_cs,
-          real *C, long ldc, int accumulate) {
+void gemm_prepare(void) { ensure_pack_buffers(max_threads()); }
+
+void gemm_part(int tid, int nth, int M, int N, int K,
+               const real *A, long a_rs, long a_cs,
+               const real *B, long b_rs, long b_cs,
+               real *C, long ldc, int accumulate) {
     if (M <= 0 || N <= 0) return;
-    if (K <= 0) {  // empty sum: C = 0 unless accumulating
-        if (!accumulate)
-            for (int i = 0; i < M; i++) memset(C + (long)i * ldc, 0, sizeof(real) * (size_t)N);
-        return;
-    }
-    ensure_pack_buffers(max_threads());
     // Split the longer side of C between the threads, in whole register tiles; each thread
     // packs what it needs itself. Every C element is summed over K in the same order whatever
     // the split, so results are bit-identical across thread counts.
     int split_rows = M >= N;
+    int unit = split_rows ? MR : NR, len = split_rows ? M : N;
+    long tiles = (len + unit - 1) / unit;
+    int lo = (int)(tiles * tid / nth) * unit, hi = (int)(tiles * (tid + 1) / nth) * unit;
+    if (hi > len) hi = len;
+    if (lo >= hi) return;
+    if (K <= 0) {  // empty sum: C = 0 unless accumulating
+        if (!accumulate)
+            for (int i = split_rows ? lo : 0; i < (split_rows ? hi : M); i++)
+                memset(C + (long)i * ldc + (split_rows ? 0 : lo), 0, sizeof(real) * (size_t)(split_rows ? N : hi - lo));
+        return;
+    }
+    if (split_rows) gemm_block(lo, hi, 0, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, &g_pack[tid]);
+    else gemm_block(0, M, lo, hi, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, &g_pack[tid]);
+}
+
+void gemm(int M, int N, int K,
+          const real *A, long a_rs, long a_cs,
+          const real *B, long b_rs, long b_cs,
+          real *C, long ldc, int accumulate) {
+    gemm_prepare();
 #pragma omp parallel if(par_worth((double)M * N * K))
     {
         int tid = 0, nth = 1;
@@ -196,14 +213,7 @@ void gemm(int M, int N, int K,
         tid = omp_get_thread_num();
         nth = omp_get_num_threads();
 #endif
-        int unit = split_rows ? MR : NR, len = split_rows ? M : N;
-        long tiles = (len + unit - 1) / unit;
-        int lo = (int)(tiles * tid / nth) * unit, hi = (int)(tiles * (tid + 1) / nth) * unit;
-        if (hi > len) hi = len;
-        if (lo < hi) {
-            if (split_rows) gemm_block(lo, hi, 0, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, &g_pack[tid]);
-            else gemm_block(0, M, lo, hi, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, &g_pack[tid]);
-        }
+        gemm_part(tid, nth, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate);
     }
 }
 
@@ -212,12 +222,27 @@ void matmul_forward(real *out, const real *inp, const real *weight, int N, int C
     gemm(N, OC, C, inp, C, 1, weight, OC, 1, out, OC, 0);
 }
 
+void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
+                          const real *weight, int N, int C, int OC) {
+    // dinp[n,c] += sum_o dout[n,o] * weight[c,o]   (B = weight^T: B[o][c] = weight[c*OC + o])
+    if (dinp) gemm_part(tid, nth, N, C, OC, dout, OC, 1, weight, 1, OC, dinp, C, 1);
+    // dweight[c,o] += sum_n inp[n,c] * dout[n,o]   (A = inp^T: A[c][n] = inp[n*C + c])
+    if (dweight) gemm_part(tid, nth, C, OC, N, inp, 1, C, dout, OC, 1, dweight, OC, 1);
+}
+
 void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
                      const real *weight, int N, int C, int OC) {
-    // dinp[n,c] += sum_o dout[n,o] * weight[c,o]   (B = weight^T: B[o][c] = weight[c*OC + o])
-    if (dinp) gemm(N, C, OC, dout, OC, 1, weight, 1, OC, dinp, C, 1);
-    // dweight[c,o] += sum_n inp[n,c] * dout[n,o]   (A = inp^T: A[c][n] = inp[n*C + c])
-    if (dweight) gemm(C, OC, N, inp, 1, C, dout, OC, 1, dweight, OC, 1);
+    gemm_prepare();
+    // both products in one parallel region: they write different outputs, so no barrier between
+#pragma omp parallel if(par_worth(2.0 * N * C * OC))
+    {
+        int tid = 0, nth = 1;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+        nth = omp_get_num_threads();
+#endif
+        matmul_backward_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC);
+    }
 }
 
 double fma_peak_gflops(void) {

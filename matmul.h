@@ -13,12 +13,25 @@ void gemm(int M, int N, int K,
           const real *B, long b_rs, long b_cs,
           real *C, long ldc, int accumulate);
 
+// The share of C that thread tid of nth computes, for use inside a parallel region so several
+// independent products run without a barrier between them. Call gemm_prepare() (outside the
+// region) first. Products that write the same C with the same (M, N) split it the same way,
+// so each thread accumulates into the same elements in program order.
+void gemm_prepare(void);
+void gemm_part(int tid, int nth, int M, int N, int K,
+               const real *A, long a_rs, long a_cs,
+               const real *B, long b_rs, long b_cs,
+               real *C, long ldc, int accumulate);
+
 // The linear layer y = x W with W stored (in, out) so rows of W are contiguous along the output.
 // inp is (N,C), weight is (C,OC), out is (N,OC).
 void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC);
 // dinp (N,C) += dout @ W^T ; dweight (C,OC) += inp^T @ dout. Either may be NULL to skip it.
 void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
                      const real *weight, int N, int C, int OC);
+
+void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
+                          const real *weight, int N, int C, int OC);
 
 // Name of the SIMD path compiled in ("avx2+fma", "portable C"), for --version and logs.
 const char *matmul_simd_path(void);

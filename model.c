@@ -182,6 +182,42 @@ void crossentropy_backward(real *dlogits, const real *probs, const int *targets,
     }
 }
 
+// q, k, v (N,C) = inp (N,C) @ Wq, Wk, Wv (C,C): three products in one parallel region.
+static void qkv_forward(real *q, real *k, real *v, const real *inp, const real *wq, const real *wk,
+                        const real *wv, int N, int C) {
+    gemm_prepare();
+#pragma omp parallel if(par_worth(3.0 * N * C * C))
+    {
+        int tid = 0, nth = 1;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+        nth = omp_get_num_threads();
+#endif
+        gemm_part(tid, nth, N, C, C, inp, C, 1, wq, C, 1, q, C, 0);
+        gemm_part(tid, nth, N, C, C, inp, C, 1, wk, C, 1, k, C, 0);
+        gemm_part(tid, nth, N, C, C, inp, C, 1, wv, C, 1, v, C, 0);
+    }
+}
+
+// dinp += dq Wq^T + dk Wk^T + dv Wv^T ; dWq += inp^T dq, and likewise for k and v. The three
+// dinp products split rows identically, so each thread adds into its own rows in a fixed order.
+static void qkv_backward(real *dinp, real *dwq, real *dwk, real *dwv, const real *dq, const real *dk,
+                         const real *dv, const real *inp, const real *wq, const real *wk, const real *wv,
+                         int N, int C) {
+    gemm_prepare();
+#pragma omp parallel if(par_worth(6.0 * N * C * C))
+    {
+        int tid = 0, nth = 1;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+        nth = omp_get_num_threads();
+#endif
+        matmul_backward_part(tid, nth, dinp, dwq, dq, inp, wq, N, C, C);
+        matmul_backward_part(tid, nth, dinp, dwk, dk, inp, wk, N, C, C);
+        matmul_backward_part(tid, nth, dinp, dwv, dv, inp, wv, N, C, C);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // building the model
 
@@ -293,6 +329,7 @@ void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T) {
     m->dims = *d;
     m->attn_scale = attn_scale;
     m->head_dim = d->n_embd / d->n_head;
+    m->phase_current = PHASE_NONE;
     int L = d->n_layer, C = d->n_embd, NH = d->n_head, V = d->vocab_size;
 
     CountCtx c = {0, 0, 0};
@@ -421,6 +458,14 @@ void gpt_init(GPT *m, int init_scheme, Rng *rng) {
 // ---------------------------------------------------------------------------------------------
 // forward and backward
 
+void gpt_phase(GPT *m, int phase) {
+    if (!m->profile) return;
+    double t = now_seconds();
+    if (m->phase_current != PHASE_NONE) m->phase_seconds[m->phase_current] += t - m->phase_start;
+    m->phase_start = t;
+    m->phase_current = phase;
+}
+
 double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) {
     if (B > m->B || T > m->T || T > m->dims.block_size)
         die(EXIT_RUNTIME, "internal: batch (%d,%d) exceeds capacity (%d,%d)", B, T, m->B, m->T);
@@ -433,31 +478,42 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
     if (targets) memcpy(m->targets, targets, (size_t)N * sizeof(int));
     if (m->collect_stats) memset(m->attn_stats, 0, (size_t)L * NH * sizeof(AttnStats));
 
+    gpt_phase(m, PHASE_OTHER);
     encoder_forward(m->acts.encoded, inputs, m->p.wte, m->p.wpe, B, T, C);
     const real *residual = m->acts.encoded;
     for (int l = 0; l < L; l++) {
         LayerParams *P = &m->p.layers[l];
         LayerActs *A = &m->acts.layers[l];
+        gpt_phase(m, PHASE_OTHER);
         layernorm_forward(A->ln1, A->ln1_mean, A->ln1_rstd, residual, P->ln1_w, P->ln1_b, N, C);
-        matmul_forward(A->q, A->ln1, P->wq, N, C, C);
-        matmul_forward(A->k, A->ln1, P->wk, N, C, C);
-        matmul_forward(A->v, A->ln1, P->wv, N, C, C);
+        gpt_phase(m, PHASE_MATMUL_FWD);
+        qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
+        gpt_phase(m, PHASE_ATTENTION);
         attention_forward(A->atty, A->att, A->q, A->k, A->v, B, T, C, NH, m->attn_scale,
                           m->collect_stats ? &m->attn_stats[l * NH] : NULL);
+        gpt_phase(m, PHASE_MATMUL_FWD);
         matmul_forward(A->res2, A->atty, P->wo, N, C, C);
+        gpt_phase(m, PHASE_OTHER);
         residual_forward(A->res2, A->res2, residual, (size_t)N * C);
         layernorm_forward(A->ln2, A->ln2_mean, A->ln2_rstd, A->res2, P->ln2_w, P->ln2_b, N, C);
+        gpt_phase(m, PHASE_MATMUL_FWD);
         matmul_forward(A->fch, A->ln2, P->w_fc, N, C, 4 * C);
+        gpt_phase(m, PHASE_OTHER);
         gelu_forward(A->fch_gelu, A->fch, (size_t)N * 4 * C);
+        gpt_phase(m, PHASE_MATMUL_FWD);
         matmul_forward(A->res3, A->fch_gelu, P->w_proj, N, 4 * C, C);
+        gpt_phase(m, PHASE_OTHER);
         residual_forward(A->res3, A->res3, A->res2, (size_t)N * C);
         residual = A->res3;
     }
     layernorm_forward(m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd, residual, m->p.lnf_w, m->p.lnf_b, N, C);
     // tied LM head: logits (N,V) = lnf (N,C) @ wte^T, wte being (V,C)
+    gpt_phase(m, PHASE_MATMUL_FWD);
     gemm(N, V, C, m->acts.lnf, C, 1, m->p.wte, 1, C, m->acts.logits, V, 0);
-    if (!targets) return 0.0;
+    gpt_phase(m, PHASE_OTHER);
+    if (!targets) { gpt_phase(m, PHASE_NONE); return 0.0; }
     crossentropy_forward(m->acts.logits, m->acts.losses, targets, N, V);
+    gpt_phase(m, PHASE_NONE);
     double loss = 0.0;
     for (int i = 0; i < N; i++) loss += m->acts.losses[i];
     return loss / N;
@@ -472,11 +528,14 @@ void gpt_backward(GPT *m) {
     size_t NC = (size_t)N * C;
     GradActs *G = &m->gacts;
 
+    gpt_phase(m, PHASE_OTHER);
     memset(G->logits, 0, (size_t)N * V * sizeof(real));
     crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V);
     // LM head: dlnf = dlogits @ wte ; dwte += dlogits^T @ lnf
+    gpt_phase(m, PHASE_MATMUL_BWD);
     gemm(N, C, V, G->logits, V, 1, m->p.wte, C, 1, G->ln, C, 0);
     gemm(V, C, N, G->logits, 1, V, m->acts.lnf, C, 1, m->g.wte, C, 1);
+    gpt_phase(m, PHASE_OTHER);
     memset(G->residual, 0, NC * sizeof(real));
     const real *last = L > 0 ? m->acts.layers[L - 1].res3 : m->acts.encoded;
     layernorm_backward(G->residual, m->g.lnf_w, m->g.lnf_b, G->ln, last, m->p.lnf_w,
@@ -490,29 +549,36 @@ void gpt_backward(GPT *m) {
         const real *res_in = l == 0 ? m->acts.encoded : m->acts.layers[l - 1].res3;
         // MLP branch: res3 = res2 + gelu(ln2 @ w_fc) @ w_proj
         memset(G->fch_gelu, 0, 4 * NC * sizeof(real));
+        gpt_phase(m, PHASE_MATMUL_BWD);
         matmul_backward(G->fch_gelu, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C);
+        gpt_phase(m, PHASE_OTHER);
         memset(G->fch, 0, 4 * NC * sizeof(real));
         gelu_backward(G->fch, A->fch, G->fch_gelu, 4 * NC);
         memset(G->ln, 0, NC * sizeof(real));
+        gpt_phase(m, PHASE_MATMUL_BWD);
         matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C);
+        gpt_phase(m, PHASE_OTHER);
         layernorm_backward(G->residual, dP->ln2_w, dP->ln2_b, G->ln, A->res2, P->ln2_w,
                            A->ln2_mean, A->ln2_rstd, N, C);
         // attention branch: res2 = res_in + attention(ln1 Wq, ln1 Wk, ln1 Wv) @ Wo
         memset(G->atty, 0, NC * sizeof(real));
+        gpt_phase(m, PHASE_MATMUL_BWD);
         matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C);
+        gpt_phase(m, PHASE_ATTENTION);
         memset(G->q, 0, 3 * NC * sizeof(real));  // q, k, v are adjacent
         attention_backward(G->q, G->k, G->v, G->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
                            B, T, C, NH, m->attn_scale,
                            m->collect_stats ? &m->attn_stats[l * NH] : NULL,
                            m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL);
         memset(G->ln, 0, NC * sizeof(real));
-        matmul_backward(G->ln, dP->wq, G->q, A->ln1, P->wq, N, C, C);
-        matmul_backward(G->ln, dP->wk, G->k, A->ln1, P->wk, N, C, C);
-        matmul_backward(G->ln, dP->wv, G->v, A->ln1, P->wv, N, C, C);
+        gpt_phase(m, PHASE_MATMUL_BWD);
+        qkv_backward(G->ln, dP->wq, dP->wk, dP->wv, G->q, G->k, G->v, A->ln1, P->wq, P->wk, P->wv, N, C);
+        gpt_phase(m, PHASE_OTHER);
         layernorm_backward(G->residual, dP->ln1_w, dP->ln1_b, G->ln, res_in, P->ln1_w,
                            A->ln1_mean, A->ln1_rstd, N, C);
     }
     encoder_backward(m->g.wte, m->g.wpe, G->residual, m->inputs, B, T, C);
+    gpt_phase(m, PHASE_NONE);
 }
 
 // ---------------------------------------------------------------------------------------------

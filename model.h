@@ -16,6 +16,8 @@ typedef struct {
 } ModelDims;
 
 enum { INIT_GPT2 = 0, INIT_FAN_IN = 1 };
+// Phases of a training step, for the benchmark's breakdown.
+enum { PHASE_MATMUL_FWD, PHASE_MATMUL_BWD, PHASE_ATTENTION, PHASE_OTHER, PHASE_OPTIMIZER, PHASE_COUNT, PHASE_NONE = -1 };
 
 // A named view into the parameter buffer, in checkpoint order.
 #define TENSOR_NAME_MAX 32
@@ -97,7 +99,16 @@ typedef struct {
     int collect_stats;
     AttnStats *attn_stats;
     real *row_gain;
+
+    // Optional per-phase wall-clock accounting (for --bench): seconds spent in each phase.
+    int profile;
+    int phase_current;
+    double phase_start;
+    double phase_seconds[PHASE_COUNT];
 } GPT;
+
+// Switch the phase clock (no-op unless m->profile is set).
+void gpt_phase(GPT *m, int phase);
 
 // Bytes that gpt_build would allocate for these dimensions and batch, or 0 when the size
 // overflows size_t. Checked before allocating so absurd configs are refused with the size.

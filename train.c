@@ -25,6 +25,7 @@
 #include "version.h"
 
 #define ERRLEN 1024
+#define BENCH_VOCAB 65
 
 // ---------------------------------------------------------------------------------------------
 // signals: the first SIGINT/SIGTERM asks the loop to stop after the current step and save; a
@@ -213,6 +214,7 @@ static void run_step(Run *r, const int *x, const int *y, long step) {
         r->grad_norm = NAN;
     } else {
         gpt_backward(m);
+        gpt_phase(m, PHASE_OPTIMIZER);
         r->grad_norm = gpt_grad_norm(m);
         if (!isfinite(r->grad_norm)) { r->skipped = 1; r->skip_reason = "non-finite gradient"; }
     }
@@ -238,6 +240,7 @@ static void run_step(Run *r, const int *x, const int *y, long step) {
         r->st.skipped_steps++;
         r->bad_streak++;
     }
+    gpt_phase(m, PHASE_NONE);
     r->ms = 1000.0 * (now_seconds() - t0);
     r->train_seconds += r->ms / 1000.0;
     r->tokens_trained += (long)c->batch_size * c->block_size;
@@ -349,6 +352,14 @@ static void print_usage(FILE *f) {
             "130/143 stopped by SIGINT/SIGTERM after saving a checkpoint.\n"
             "\nconfiguration keys:\n");
     config_print_reference(f, 0);
+}
+
+static int threads_in_use(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
 }
 
 static void print_version(void) {
@@ -521,6 +532,10 @@ static void bench(Run *r, int steps) {
     double *ms = xmalloc(sizeof(double) * (size_t)steps, "timings");
     for (int i = 0; i < warmup + steps; i++) {
         for (size_t j = 0; j < BT; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
+        if (i == warmup) {  // account the timed steps only
+            r->model.profile = 1;
+            memset(r->model.phase_seconds, 0, sizeof r->model.phase_seconds);
+        }
         run_step(r, x, y, i);
         if (i >= warmup) ms[i - warmup] = r->ms;
     }
@@ -535,6 +550,16 @@ static void bench(Run *r, int steps) {
     double flops = gpt_flops_per_step(&r->model, B, T);
     double gflops = flops / (median / 1000.0) / 1e9;
     double peak = fma_peak_gflops();
+    static const char *const phase_names[PHASE_COUNT] = {"matmul_fwd", "matmul_bwd", "attention", "other", "optimizer"};
+    double total = 0;
+    for (int p = 0; p < PHASE_COUNT; p++) total += r->model.phase_seconds[p];
+    printf("%s: %zu params, B=%d T=%d, %.2f GFLOP/step, %d threads, measured FMA peak %.1f GFLOP/s\n", c->name,
+           r->model.n_params, B, T, flops / 1e9, threads_in_use(), peak);
+    printf("phases (ms/step):");
+    for (int p = 0; p < PHASE_COUNT; p++)
+        printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * r->model.phase_seconds[p] / steps,
+               total > 0 ? 100.0 * r->model.phase_seconds[p] / total : 0.0);
+    printf("\n");
     printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%.3f\n", c->name, median,
            ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, peak > 0 ? gflops / peak : 0.0);
     free(ms); free(x); free(y);
@@ -586,10 +611,17 @@ int main(int argc, char **argv) {
         check_memory(&lower, cfg.batch_size, cfg.block_size, n_runs);
     }
     Dataset ds;
-    int min_len = cfg.block_size + 2;
-    int ok = resuming ? dataset_load_with_vocab(&ds, cfg.data_path, cfg.val_fraction, min_len, &ck.vocab, err, sizeof err)
-                      : dataset_load(&ds, cfg.data_path, cfg.val_fraction, min_len, err, sizeof err);
-    if (!ok) die(EXIT_RUNTIME, "%s", err);
+    memset(&ds, 0, sizeof ds);
+    if (args.bench_steps) {
+        // the benchmark trains on random tokens: no data file, and the Tiny Shakespeare
+        // vocabulary size (65) so the figures compare with the reference measurements
+        ds.vocab.vocab_size = BENCH_VOCAB;
+    } else {
+        int min_len = cfg.block_size + 2;
+        int ok = resuming ? dataset_load_with_vocab(&ds, cfg.data_path, cfg.val_fraction, min_len, &ck.vocab, err, sizeof err)
+                          : dataset_load(&ds, cfg.data_path, cfg.val_fraction, min_len, err, sizeof err);
+        if (!ok) die(EXIT_RUNTIME, "%s", err);
+    }
 
     ModelDims dims = {ds.vocab.vocab_size, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
     check_memory(&dims, cfg.batch_size, cfg.block_size, n_runs);

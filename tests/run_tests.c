@@ -1,6 +1,7 @@
 // tests/run_tests.c: runs every test table, one line per test, and ends with
 // "N passed, N failed" (", N skipped" when some were skipped). Exit status 1 on any failure.
-// `--only TEXT` runs the tests whose name contains TEXT.
+// `--only TEXT` runs the tests whose name contains TEXT; `--skip PREFIX` (repeatable) leaves out
+// the tests whose name starts with PREFIX.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +17,12 @@ extern const TestCase tests_model[], tests_data[], tests_config[], tests_report[
     tests_crash[];
 
 int main(int argc, char **argv) {
-    const char *only = NULL;
+    const char *only = NULL, *skip[16];
+    int n_skip = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
-        else { fprintf(stderr, "usage: run_tests [--only SUBSTRING]\n"); return 2; }
+        else if (strcmp(argv[i], "--skip") == 0 && i + 1 < argc && n_skip < 16) skip[n_skip++] = argv[++i];
+        else { fprintf(stderr, "usage: run_tests [--only SUBSTRING] [--skip PREFIX ...]\n"); return 2; }
     }
     const TestCase *tables[] = {tests_model, tests_data, tests_config, tests_report, tests_lab, tests_cli, tests_crash};
     int passed = 0, failed = 0, skipped = 0;
@@ -27,6 +30,9 @@ int main(int argc, char **argv) {
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
         for (const TestCase *tc = tables[t]; tc->name; tc++) {
             if (only && !strstr(tc->name, only)) continue;
+            int skipped_by_prefix = 0;
+            for (int k = 0; k < n_skip; k++) skipped_by_prefix |= strncmp(tc->name, skip[k], strlen(skip[k])) == 0;
+            if (skipped_by_prefix) continue;
             g_test_failed = 0;
             g_test_skipped = 0;
             g_test_name = tc->name;

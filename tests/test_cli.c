@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../checkpoint.h"
+#include "../config.h"
 #include "test.h"
 
 static char g_dir[64];
@@ -200,6 +201,8 @@ static void test_bad_out_dir(void) {
 
 // ---- a real run: outputs, determinism, exact resume, checkpoints that reject damage ----
 static int file_bytes(const char *path, unsigned char **out, size_t *n) {
+    *out = NULL;
+    *n = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return 0;
     fseek(f, 0, SEEK_END);
@@ -329,8 +332,8 @@ static void test_resume_is_exact(void) {
     snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_dir);
     CHECK(same_tensors(saved, path));
     // a resume that changes the model's shape is refused, and the checkpoint is untouched
-    unsigned char *before, *after;
-    size_t nb, na;
+    unsigned char *before = NULL, *after = NULL;
+    size_t nb = 0, na = 0;
     CHECK(file_bytes(path, &before, &nb));
     expect_error(run("./train --resume %s --model.n_embd=32", path), 2, "shape", NULL);
     expect_error(run("./train --resume %s --train.max_steps=50 --data.path=%s/cfg.json", path, g_dir), 1, "vocabulary", NULL);
@@ -348,8 +351,8 @@ static void test_bad_checkpoints(void) {
     CHECK(run("./train %s/cfg.json", g_dir) == 0);
     char path[256];
     snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_dir);
-    unsigned char *good;
-    size_t n;
+    unsigned char *good = NULL;
+    size_t n = 0;
     CHECK(file_bytes(path, &good, &n));
     write_file("trunc.bin", good, n / 2);
     write_file("zero.bin", "", 0);
@@ -373,7 +376,34 @@ static void test_bad_checkpoints(void) {
     cleanup();
 }
 
+// The committed corpus is exactly what the committed generator writes.
+static void test_corpus_is_reproducible(void) {
+    tmpdir();
+    CHECK_MSG(access("tools/gencorpus", X_OK) == 0, "tools/gencorpus is not built (make test builds it)");
+    int code = run("./tools/gencorpus -o %s/corpus.txt && cmp %s/corpus.txt data/default.txt", g_dir, g_dir);
+    CHECK_MSG(code == 0, "data/default.txt differs from ./tools/gencorpus output: %s%s", g_out, g_err);
+    cleanup();
+}
+
+// The README's configuration reference is the one the program prints (no key undocumented).
+static void test_readme_documents_every_key(void) {
+    tmpdir();
+    char path[128];
+    snprintf(path, sizeof path, "%s/ref.md", g_dir);
+    FILE *f = fopen(path, "w");
+    config_print_reference(f, 1);
+    fclose(f);
+    static char ref[65536], readme[262144];
+    slurp(path, ref, sizeof ref);
+    slurp("README.md", readme, sizeof readme);
+    CHECK_MSG(strlen(ref) > 100 && strstr(readme, ref) != NULL,
+              "README.md's configuration reference is out of date: paste `config_print_reference` output");
+    cleanup();
+}
+
 const TestCase tests_cli[] = {
+    {"cli_corpus_is_reproducible", test_corpus_is_reproducible},
+    {"cli_readme_documents_every_key", test_readme_documents_every_key},
     {"cli_bad_configs", test_bad_configs},
     {"cli_bad_command_lines", test_bad_command_lines},
     {"cli_bad_data", test_bad_data},

@@ -5,9 +5,11 @@
 // L = sum(R * out): a generic direction, so no term of the gradient can cancel out (unlike
 // sum(softmax), which is constant). In the float64 build (`run_tests64 --only gradcheck`) the
 // agreement must be within 1e-6; the float32 build runs the same checks with a looser bound.
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../attention.h"
 #include "../matmul.h"
@@ -428,7 +430,28 @@ static void test_memory_estimate_overflow(void) {
     CHECK(bytes == 0 || bytes > ((size_t)1 << 40));
 }
 
+// The float32 suite also runs the numeric tests of the float64 build (the same sources compiled
+// with -DREAL_DOUBLE), where the gradient checks must agree to 1e-6. `make test` builds it.
+static void test_float64_build_passes(void) {
+    if (IS_F64) SKIP("this is the float64 build");
+    if (access("tests/run_tests64", X_OK) != 0) {
+        CHECK_MSG(0, "tests/run_tests64 is missing: run `make test`, which builds it");
+        return;
+    }
+    int rc = system("./tests/run_tests64 --skip cli_ --skip crash_ > tests/run_tests64.log 2>&1");
+    FILE *f = fopen("tests/run_tests64.log", "r");
+    char line[512], last[512] = "";
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "FAIL", 4) == 0) fprintf(stderr, "  float64: %s", line);
+        snprintf(last, sizeof last, "%s", line);
+    }
+    if (f) fclose(f);
+    fprintf(stderr, "  float64 suite: %s", last);
+    CHECK_MSG(rc == 0 && strstr(last, " 0 failed"), "the float64 suite failed (see tests/run_tests64.log)");
+}
+
 const TestCase tests_model[] = {
+    {"float64_build_passes", test_float64_build_passes},
     {"gradcheck_matmul", gradcheck_matmul},
     {"gradcheck_layernorm", gradcheck_layernorm},
     {"gradcheck_gelu", gradcheck_gelu},

@@ -1,0 +1,532 @@
+// lab.c: the command line of ./lab (float32) and ./lab64 (float64, -DREAL_DOUBLE): worked
+// attention examples, the NumPy-seeded scaling exercise, the softmax Jacobian and the whole-model
+// gradient check. The computations live in lab_core.c (so the tests can call them) and in
+// attention.c; this file parses arguments and prints.
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "common.h"
+#include "config.h"
+#include "lab_core.h"
+#include "model.h"
+
+#define GRADCHECK_TOKEN_SEED 42     // the built-in random token sequence
+#define GRADCHECK_SAMPLE_SEED 7     // which elements are sampled in big tensors
+#define GRADCHECK_ALL_BELOW 5000    // models up to this many parameters are checked element by element
+#define GRADCHECK_SAMPLES 8         // else this many elements per tensor
+#define GRADCHECK_MAX_T 16          // default sequence length: min(block_size, this)
+#define GRADCHECK_MAX_BYTES (1024.0 * 1024.0 * 1024.0)
+
+// ---------------------------------------------------------------------------------------------
+// usage
+
+static void usage_main(FILE *f) {
+    fprintf(f,
+            "usage: lab COMMAND [options]        (lab COMMAND --help for the options of one command)\n"
+            "\n"
+            "Experiments on attention and its backward pass, computed with the trainer's own code\n"
+            "(attention.c, model.c). This build computes in %s; `lab64` is the float64 build.\n"
+            "\n"
+            "commands:\n"
+            "  examples    the course's worked examples (T = 3, and one query over two keys): weights\n"
+            "              and outputs, scaled by 1/sqrt(d_k) and unscaled, without and with the causal mask\n"
+            "  exercise    Q, K, V from np.random.seed(S); np.random.randn(T, d_k): scores, both weight\n"
+            "              matrices, per-row max weight and entropy, and which is more peaked (--json)\n"
+            "  softmax     p = softmax(s), its Jacobian diag(p) - p p^T, the vector-Jacobian product from\n"
+            "              softmax_backward against finite differences, and how the gradient vanishes as\n"
+            "              the scores grow\n"
+            "  gradcheck   the whole model's backward against finite differences, one row per tensor;\n"
+            "              exit code 0 when every tensor passes, 1 when one fails\n"
+            "\n"
+            "Bad arguments are reported on one line on stderr with exit code 2.\n",
+            REAL_NAME);
+}
+
+static void usage_examples(FILE *f) {
+    fprintf(f,
+            "usage: lab examples\n"
+            "\n"
+            "Prints the course's worked examples as tables of weights and outputs:\n"
+            "  1. T = 3, d_k = 2: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], scaled by\n"
+            "     1/sqrt(2) and unscaled, without the mask (softmax_forward row by row) and with the causal\n"
+            "     mask (attention_forward with B = 1, NH = 1, C = d_k).\n"
+            "  2. one query q = [1,0] over keys [1,0], [0,1] with values [10,0], [0,10], scaled and\n"
+            "     unscaled (a lone query that is the last position: the causal mask hides nothing).\n");
+}
+
+static void usage_exercise(FILE *f) {
+    fprintf(f,
+            "usage: lab exercise [--seed S] [--T T] [--dk D] [--causal] [--json]\n"
+            "\n"
+            "Draws Q, K, V (in that order) exactly as NumPy's\n"
+            "    np.random.seed(S); Q = np.random.randn(T, D); K = np.random.randn(T, D); V = np.random.randn(T, D)\n"
+            "and prints them, the raw scores Q K^T (before scale and mask), the weights scaled by 1/sqrt(D)\n"
+            "and unscaled, each row's max weight and entropy (nats), and a verdict comparing their means\n"
+            "(over the rows that see at least two keys).\n"
+            "  --seed S   0 to 4294967295 (default 0)\n"
+            "  --T T      sequence length, 1 to %d (default 5)\n"
+            "  --dk D     query/key width, 1 to %d (default 8)\n"
+            "  --causal   apply the causal mask (row t sees keys 0..t)\n"
+            "  --json     print one JSON object with keys Q, K, V, scores, weights_scaled,\n"
+            "             weights_unscaled, rowmax_scaled, rowmax_unscaled, entropy_scaled,\n"
+            "             entropy_unscaled (numbers with %%.17g)\n",
+            LAB_MAX_T, LAB_MAX_DK);
+}
+
+static void usage_softmax(FILE *f) {
+    fprintf(f,
+            "usage: lab softmax [--scores \"2,1,0.1\"] [--upstream \"1,0,0\"]\n"
+            "\n"
+            "For scores s (comma-separated, 1 to %d finite numbers of magnitude <= 1e6; default 2,1,0.1)\n"
+            "prints p = softmax(s), the Jacobian J = diag(p) - p p^T, and for an upstream gradient\n"
+            "g = dL/dp (same length; default 1 then zeros, i.e. L = p_0) the vector-Jacobian product\n"
+            "dL/ds = p * (g - sum(g * p)) from softmax_backward(), J^T g from the matrix, and central\n"
+            "finite differences of g . softmax(s), with the largest difference. Then a table over the\n"
+            "factors 0.25 ... 32 applied to s: max p, entropy, ||J||_F and ||dL/ds||, showing the gradient\n"
+            "vanish as the softmax saturates.\n",
+            LAB_MAX_SCORES);
+}
+
+static void usage_gradcheck(FILE *f) {
+    fprintf(f,
+            "usage: lab gradcheck [CONFIG] [--section.key=value ...] [--samples N] [--T N] [--break-backward]\n"
+            "\n"
+            "Compares the gradient of the mean cross-entropy computed by gpt_backward with sixth-order\n"
+            "central differences of gpt_forward, one row per parameter tensor: max |analytic - numeric|,\n"
+            "rel err = that / the tensor's largest |gradient|, pass or FAIL. Exit code 0 when every tensor\n"
+            "passes, 1 when one fails.\n"
+            "\n"
+            "Without CONFIG the model is tiny: n_layer 2, n_head 2, n_embd 8, block_size 6, with the\n"
+            "trainer's defaults otherwise (model.init gpt2, model.attn_scale sqrt, train.seed 1337);\n"
+            "overrides apply on top, e.g. --model.init=fan_in --model.attn_scale=none. With CONFIG the\n"
+            "model shape, model.init, model.attn_scale and train.seed come from it. Either way the input\n"
+            "is a fixed random token sequence over a vocabulary of %d (no data file is read): %d\n"
+            "sequences of T tokens. Each checked element costs 6 forward passes.\n"
+            "  --samples N       elements checked per tensor; 0 = every element (default: every element\n"
+            "                    for models up to %d parameters, else %d per tensor, drawn with a fixed seed)\n"
+            "  --T N             tokens per sequence, 1 to block_size (default min(block_size, %d))\n"
+            "  --break-backward  drop the \"- rowsum(dP * P)\" term of the softmax backward\n"
+            "                    (g_attention_break_backward): the check must then FAIL on wq and wk\n"
+            "\n"
+            "Tolerance: rel err <= 1e-6 with step 2e-3 in float64 (lab64); in float32 (lab) the check is\n"
+            "rough: step 1e-2, rel err <= 5e-2, and tensors with tiny gradients cannot be resolved.\n",
+            GRADCHECK_TINY_VOCAB, GRADCHECK_TINY_BATCH, GRADCHECK_ALL_BELOW, GRADCHECK_SAMPLES, GRADCHECK_MAX_T);
+}
+
+// ---------------------------------------------------------------------------------------------
+// argument helpers
+
+// Value of "--name VALUE" or "--name=VALUE" when argv[*i] is that option, else NULL.
+static const char *option_value(int argc, char **argv, int *i, const char *name) {
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0) return NULL;
+    if (a[n] == '=') return a + n + 1;
+    if (a[n] == 0) {
+        if (*i + 1 >= argc) die(EXIT_USAGE, "%s needs a value", name);
+        return argv[++*i];
+    }
+    return NULL;
+}
+
+static long long parse_int(const char *opt, const char *v, long long lo, long long hi) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end || errno || x < lo || x > hi)
+        die(EXIT_USAGE, "%s expects an integer from %lld to %lld, got '%s'", opt, lo, hi, v);
+    return x;
+}
+
+static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
+
+static _Noreturn void unknown_option(const char *cmd, const char *a) {
+    die(EXIT_USAGE, "%s: unknown %s '%s' (see lab %s --help)", cmd, a[0] == '-' ? "option" : "argument", a, cmd);
+}
+
+// Parse "a,b,c" into out (at most max entries). Returns the count; dies with exit 2 on malformed
+// lists: empty items, non-numbers, non-finite or huge values, too many entries.
+static int parse_list(const char *opt, const char *text, real *out, int max) {
+    int n = 0;
+    const char *p = text;
+    for (;;) {
+        while (*p == ' ' || *p == '\t') p++;
+        char *end;
+        errno = 0;
+        double x = strtod(p, &end);
+        if (end == p)
+            die(EXIT_USAGE, "%s expects comma-separated numbers like \"2,1,0.1\"; item %d of '%s' is not a number", opt,
+                n + 1, text);
+        if (errno || !isfinite(x) || fabs(x) > 1e6)
+            die(EXIT_USAGE, "%s: item %d of '%s' must be a finite number of magnitude <= 1e6", opt, n + 1, text);
+        if (n >= max) die(EXIT_USAGE, "%s takes at most %d numbers", opt, max);
+        out[n++] = (real)x;
+        p = end;
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p == 0) return n;
+        if (*p != ',')
+            die(EXIT_USAGE, "%s expects comma-separated numbers like \"2,1,0.1\"; unexpected '%c' in '%s'", opt, *p, text);
+        p++;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// printing
+
+static void print_matrix(const char *title, const real *M, int rows, int cols) {
+    printf("%s\n", title);
+    for (int i = 0; i < rows; i++) {
+        printf("  ");
+        for (int j = 0; j < cols; j++) printf(" %10.6f", (double)M[(size_t)i * cols + j]);
+        printf("\n");
+    }
+}
+
+static void print_vector(const char *label, const real *v, int n) {
+    printf("%-32s [", label);
+    for (int i = 0; i < n; i++) printf("%s%.6f", i ? ", " : "", (double)v[i]);
+    printf("]\n");
+}
+
+static void print_dvector(const char *label, const double *v, int n) {
+    printf("%-32s [", label);
+    for (int i = 0; i < n; i++) printf("%s%.6f", i ? ", " : "", v[i]);
+    printf("]\n");
+}
+
+// weights (Tq,Tk) and outputs (Tq,dk) side by side, one row per query
+static void print_weights_outputs(const real *w, const real *out, int Tq, int Tk, int dk) {
+    printf("  %-5s", "query");
+    printf("  %-*s", Tk * 11 - 1, "weights");
+    printf("   outputs\n");
+    for (int t = 0; t < Tq; t++) {
+        printf("  %-5d", t);
+        for (int u = 0; u < Tk; u++) printf(" %10.6f", (double)w[(size_t)t * Tk + u]);
+        printf("  ");
+        for (int i = 0; i < dk; i++) printf(" %10.6f", (double)out[(size_t)t * dk + i]);
+        printf("\n");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// examples
+
+static void example_case(const real *Q, int Tq, const real *K, const real *V, int Tk, int dk, int scaled,
+                         int causal) {
+    real w[16], out[16], scores[16];
+    real scale = scaled ? (real)(1.0 / sqrt((double)dk)) : (real)1;
+    lab_attention(out, w, scores, Q, Tq, K, V, Tk, dk, scale, causal);
+    if (scaled) printf("-- scaled by 1/sqrt(%d) = %.6f, %s --\n", dk, (double)scale, causal ? "causal mask" : "no mask");
+    else printf("-- unscaled (scale 1), %s --\n", causal ? "causal mask" : "no mask");
+    print_weights_outputs(w, out, Tq, Tk, dk);
+}
+
+static int cmd_examples(int argc, char **argv) {
+    for (int i = 2; i < argc; i++) {
+        if (is_help(argv[i])) { usage_examples(stdout); return 0; }
+        unknown_option("examples", argv[i]);
+    }
+    static const real Q3[] = {1, 0, 0, 1, 1, 1};
+    static const real V3[] = {10, 0, 0, 10, 5, 5};
+    printf("Example 1: T = 3, d_k = 2, Q = K (each token's query is its key)   [%s]\n", REAL_NAME);
+    print_matrix("Q = K", Q3, 3, 2);
+    print_matrix("V", V3, 3, 2);
+    real scores[9], w[9], out[6];
+    lab_attention(out, w, scores, Q3, 3, Q3, V3, 3, 2, 1, 0);
+    print_matrix("raw scores Q K^T (before scale and mask)", scores, 3, 3);
+    printf("\n");
+    for (int causal = 0; causal <= 1; causal++)
+        for (int scaled = 1; scaled >= 0; scaled--) {
+            example_case(Q3, 3, Q3, V3, 3, 2, scaled, causal);
+            printf("\n");
+        }
+    printf("Without the mask row 2 (q = [1,1]) scores 1, 1, 2 and the scale flattens its weights; with the\n"
+           "mask row 0 sees only itself (weight 1, output V[0]) and row 1 only keys 0 and 1: the weights\n"
+           "above the diagonal are exactly 0 and each row still sums to 1. Row 2 sees every key, so it is\n"
+           "the same with and without the mask; scaled row 1 is Example 2 below with the keys swapped.\n\n");
+
+    static const real q1[] = {1, 0};
+    static const real K1[] = {1, 0, 0, 1};
+    static const real V1[] = {10, 0, 0, 10};
+    printf("Example 2: one query q = [1,0] over keys [1,0], [0,1] with values [10,0], [0,10]\n");
+    printf("(scores 1 and 0; the lone query is the last position, so the causal mask hides nothing)\n");
+    for (int scaled = 1; scaled >= 0; scaled--) {
+        example_case(q1, 1, K1, V1, 2, 2, scaled, 0);
+        printf("\n");
+    }
+    printf("Scaling by 1/sqrt(2) turns the score gap 1 into 0.707: the weights move from 0.731/0.269 to\n"
+           "0.670/0.330, and the output from 7.31/2.69 to 6.70/3.30.\n");
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// exercise
+
+static void json_matrix(const char *key, const real *M, int rows, int cols, int last) {
+    printf("  \"%s\": [", key);
+    for (int i = 0; i < rows; i++) {
+        printf("%s[", i ? ", " : "");
+        for (int j = 0; j < cols; j++) printf("%s%.17g", j ? ", " : "", (double)M[(size_t)i * cols + j]);
+        printf("]");
+    }
+    printf("]%s\n", last ? "" : ",");
+}
+
+static void json_vector(const char *key, const double *v, int n, int last) {
+    printf("  \"%s\": [", key);
+    for (int i = 0; i < n; i++) printf("%s%.17g", i ? ", " : "", v[i]);
+    printf("]%s\n", last ? "" : ",");
+}
+
+static void exercise_verdict(const LabExercise *e) {
+    if (e->stat_rows == 0) {
+        printf("verdict: no row sees two keys (T = 1%s): every weight is 1 whatever the scale\n",
+               e->causal ? " or only row 0" : "");
+        return;
+    }
+    double ms = e->mean_max_scaled, mu = e->mean_max_unscaled;
+    double hs = e->mean_entropy_scaled, hu = e->mean_entropy_unscaled;
+    printf("verdict: over %d row%s: mean max weight %.6f scaled vs %.6f unscaled, mean entropy %.6f vs %.6f nats\n",
+           e->stat_rows, e->stat_rows == 1 ? "" : "s", ms, mu, hs, hu);
+    if (fabs(ms - mu) <= 1e-12 && fabs(hs - hu) <= 1e-12)
+        printf("         identical: with d_k = %d the scale 1/sqrt(d_k) is 1\n", e->dk);
+    else if (mu >= ms)
+        printf("         unscaled is more peaked: its mean max weight is %.2fx the scaled one and its entropy "
+               "%.3f nats lower\n", mu / ms, hs - hu);
+    else
+        printf("         scaled is more peaked: its mean max weight is %.2fx the unscaled one and its entropy "
+               "%.3f nats lower\n", ms / mu, hu - hs);
+}
+
+static int cmd_exercise(int argc, char **argv) {
+    long long seed = 0, T = 5, dk = 8;
+    int causal = 0, json = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (is_help(a)) { usage_exercise(stdout); return 0; }
+        if ((v = option_value(argc, argv, &i, "--seed"))) seed = parse_int("--seed", v, 0, 4294967295LL);
+        else if ((v = option_value(argc, argv, &i, "--T"))) T = parse_int("--T", v, 1, LAB_MAX_T);
+        else if ((v = option_value(argc, argv, &i, "--dk"))) dk = parse_int("--dk", v, 1, LAB_MAX_DK);
+        else if (strcmp(a, "--causal") == 0) causal = 1;
+        else if (strcmp(a, "--json") == 0) json = 1;
+        else unknown_option("exercise", a);
+    }
+    LabExercise e;
+    if (!lab_exercise_run(&e, (uint32_t)seed, (int)T, (int)dk, causal)) die(EXIT_USAGE, "exercise: bad sizes");
+    int n = e.T, d = e.dk;
+    if (json) {
+        printf("{\n");
+        json_matrix("Q", e.Q, n, d, 0);
+        json_matrix("K", e.K, n, d, 0);
+        json_matrix("V", e.V, n, d, 0);
+        json_matrix("scores", e.scores, n, n, 0);
+        json_matrix("weights_scaled", e.weights_scaled, n, n, 0);
+        json_matrix("weights_unscaled", e.weights_unscaled, n, n, 0);
+        json_vector("rowmax_scaled", e.rowmax_scaled, n, 0);
+        json_vector("rowmax_unscaled", e.rowmax_unscaled, n, 0);
+        json_vector("entropy_scaled", e.entropy_scaled, n, 0);
+        json_vector("entropy_unscaled", e.entropy_unscaled, n, 1);
+        printf("}\n");
+        lab_exercise_free(&e);
+        return 0;
+    }
+    printf("exercise: np.random.seed(%lld); Q, K, V = np.random.randn(%d, %d) x 3, %s   [%s]\n", seed, n, d,
+           causal ? "causal mask" : "no mask", REAL_NAME);
+    print_matrix("Q", e.Q, n, d);
+    print_matrix("K", e.K, n, d);
+    print_matrix("V", e.V, n, d);
+    print_matrix("raw scores Q K^T (before scale and mask)", e.scores, n, n);
+    char title[96];
+    snprintf(title, sizeof title, "weights, scaled by 1/sqrt(%d) = %.6f%s", d, 1.0 / sqrt((double)d),
+             causal ? " (masked entries are exactly 0)" : "");
+    print_matrix(title, e.weights_scaled, n, n);
+    print_matrix("weights, unscaled", e.weights_unscaled, n, n);
+    printf("%-5s  %12s  %12s  %14s  %14s\n", "row", "max scaled", "max unscaled", "entropy scaled", "entropy unscaled");
+    for (int t = 0; t < n; t++)
+        printf("%-5d  %12.6f  %12.6f  %14.6f  %14.6f\n", t, e.rowmax_scaled[t], e.rowmax_unscaled[t],
+               e.entropy_scaled[t], e.entropy_unscaled[t]);
+    if (causal) printf("(entropy in nats: ln(t + 1) for uniform weights over row t's t + 1 keys, 0 for one-hot)\n");
+    else printf("(entropy in nats: ln(%d) = %.6f for uniform weights, 0 for one-hot)\n", n, log((double)n));
+    exercise_verdict(&e);
+    lab_exercise_free(&e);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// softmax
+
+static int cmd_softmax(int argc, char **argv) {
+    real s[LAB_MAX_SCORES], g[LAB_MAX_SCORES];
+    int n = 3, ng = -1;
+    s[0] = 2;
+    s[1] = 1;
+    s[2] = (real)0.1;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (is_help(a)) { usage_softmax(stdout); return 0; }
+        if ((v = option_value(argc, argv, &i, "--scores"))) n = parse_list("--scores", v, s, LAB_MAX_SCORES);
+        else if ((v = option_value(argc, argv, &i, "--upstream"))) ng = parse_list("--upstream", v, g, LAB_MAX_SCORES);
+        else unknown_option("softmax", a);
+    }
+    if (ng < 0) {  // default upstream: dL/dp = e_0, i.e. L = p_0
+        for (int i = 0; i < n; i++) g[i] = i == 0 ? 1 : 0;
+    } else if (ng != n) {
+        die(EXIT_USAGE, "--upstream has %d number%s but --scores has %d: they must have the same length", ng,
+            ng == 1 ? "" : "s", n);
+    }
+    real p[LAB_MAX_SCORES] = {0}, ds[LAB_MAX_SCORES] = {0}, jg[LAB_MAX_SCORES] = {0};
+    double fd[LAB_MAX_SCORES] = {0};
+    real *J = xmalloc((size_t)n * n * sizeof(real), "softmax Jacobian");
+    lab_softmax_vjp(ds, p, s, g, n);
+    lab_softmax_jacobian(J, p, n);
+    double h = lab_softmax_fd_step();
+    lab_softmax_vjp_fd(fd, s, g, n, h);
+    double max_fd = 0.0, max_jg = 0.0;
+    for (int j = 0; j < n; j++) {
+        double acc = 0.0;
+        for (int i = 0; i < n; i++) acc += (double)J[(size_t)i * n + j] * g[i];
+        jg[j] = (real)acc;
+        max_fd = fmax(max_fd, fabs((double)ds[j] - fd[j]));
+        max_jg = fmax(max_jg, fabs((double)ds[j] - acc));
+    }
+    printf("softmax   [%s]\n", REAL_NAME);
+    print_vector("scores s", s, n);
+    print_vector("p = softmax(s)", p, n);
+    print_matrix("Jacobian J = diag(p) - p p^T  (J[i][j] = dp_i/ds_j; symmetric, rows sum to 0)", J, n, n);
+    print_vector(ng < 0 ? "upstream g = dL/dp (default e_0)" : "upstream g = dL/dp", g, n);
+    print_vector("J^T g (the matrix product)", jg, n);
+    print_vector("softmax_backward: p*(g - g.p)", ds, n);
+    char label[64];
+    snprintf(label, sizeof label, "central differences (h = %g)", h);
+    print_dvector(label, fd, n);
+    printf("max |softmax_backward - J^T g|          = %.3e\n", max_jg);
+    printf("max |softmax_backward - finite diffs|   = %.3e\n", max_fd);
+    printf("\nsaturation: the same scores multiplied by a factor, same upstream g\n");
+    printf("%7s  %10s  %10s  %10s  %12s\n", "factor", "max p", "entropy", "||J||_F", "||dL/ds||");
+    static const double factors[] = {0.25, 0.5, 1, 2, 4, 8, 16, 32};
+    for (int k = 0; k < 8; k++) {
+        LabSoftmaxScale row;
+        lab_softmax_scale_row(&row, s, g, n, factors[k]);
+        printf("%7g  %10.6f  %10.6f  %10.3e  %12.3e\n", row.factor, row.max_p, row.entropy, row.jac_frob, row.vjp_norm);
+    }
+    printf("As max p -> 1 every entry of J, p_i (1 - p_i) on the diagonal and -p_i p_j off it, goes to 0:\n"
+           "the softmax saturates and almost no gradient reaches the scores (nor Q and K behind them).\n");
+    free(J);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// gradcheck
+
+static int cmd_gradcheck(int argc, char **argv) {
+    const char *config_path = NULL;
+    const char **overrides = xcalloc((size_t)argc, sizeof(char *), "arguments");
+    int n_overrides = 0, break_backward = 0;
+    long long samples = -1, seq = -1;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (is_help(a)) { usage_gradcheck(stdout); free(overrides); return 0; }
+        if (strcmp(a, "--break-backward") == 0) { break_backward = 1; continue; }
+        if ((v = option_value(argc, argv, &i, "--samples"))) { samples = parse_int("--samples", v, 0, 1000000000); continue; }
+        if ((v = option_value(argc, argv, &i, "--T"))) { seq = parse_int("--T", v, 1, 65536); continue; }
+        if (strncmp(a, "--", 2) == 0 && strchr(a, '.') && strchr(a, '=')) { overrides[n_overrides++] = a + 2; continue; }
+        if (strncmp(a, "--", 2) == 0 && strchr(a, '.'))
+            die(EXIT_USAGE, "gradcheck: override '%s' has no value: write %s=VALUE", a, a);
+        if (a[0] == '-') unknown_option("gradcheck", a);
+        if (config_path) die(EXIT_USAGE, "gradcheck: more than one config file given: '%s' and '%s'", config_path, a);
+        config_path = a;
+    }
+    Config cfg;
+    char err[1024];
+    config_defaults(&cfg);
+    if (config_path) {
+        if (!config_load_file(&cfg, config_path, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    } else {
+        ModelDims tiny;
+        gradcheck_tiny_dims(&tiny);
+        cfg.n_layer = tiny.n_layer;
+        cfg.n_head = tiny.n_head;
+        cfg.n_embd = tiny.n_embd;
+        cfg.block_size = tiny.block_size;
+    }
+    for (int i = 0; i < n_overrides; i++)
+        if (!config_apply_override(&cfg, overrides[i], err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    if (!config_finalize(&cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    free(overrides);
+
+    ModelDims d = {GRADCHECK_TINY_VOCAB, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
+    if (seq > cfg.block_size)
+        die(EXIT_USAGE, "gradcheck: --T %lld exceeds model.block_size %d", seq, cfg.block_size);
+    int B = GRADCHECK_TINY_BATCH;
+    int T = seq > 0 ? (int)seq : cfg.block_size < GRADCHECK_MAX_T ? cfg.block_size : GRADCHECK_MAX_T;
+    size_t n_params = 0, bytes = gpt_memory_bytes(&d, B, T, &n_params);
+    if (bytes == 0 || (double)bytes > GRADCHECK_MAX_BYTES)
+        die(EXIT_USAGE, "gradcheck: the model (n_layer %d, n_embd %d, block_size %d) is too large for a gradient check "
+            "(limit %.0f MiB): use a small model", d.n_layer, d.n_embd, d.block_size, GRADCHECK_MAX_BYTES / 1048576.0);
+    int per_tensor = samples >= 0 ? (int)samples : n_params <= GRADCHECK_ALL_BELOW ? 0 : GRADCHECK_SAMPLES;
+
+    double scale = config_attn_scale(&cfg);
+    int init = strcmp(cfg.init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2;
+    GPT m;
+    gpt_build(&m, &d, (real)scale, B, T);
+    Rng rng;
+    rng_seed(&rng, (uint64_t)cfg.seed);
+    gpt_init(&m, init, &rng);
+    int *x = xmalloc((size_t)B * T * sizeof(int), "tokens"), *y = xmalloc((size_t)B * T * sizeof(int), "tokens");
+    gradcheck_tokens(x, y, B, T, d.vocab_size, GRADCHECK_TOKEN_SEED);
+
+    size_t checked = 0;
+    for (int i = 0; i < m.n_tensors; i++)
+        checked += per_tensor > 0 && m.tensors[i].size > (size_t)per_tensor ? (size_t)per_tensor : m.tensors[i].size;
+    printf("gradient check [%s]: n_layer %d, n_head %d, n_embd %d, block_size %d, vocab %d\n", REAL_NAME, d.n_layer,
+           d.n_head, d.n_embd, d.block_size, d.vocab_size);
+    printf("init %s, attn_scale %s (%.6g), train.seed %d; %zu parameters, %zu checked (%s)\n", cfg.init,
+           cfg.attn_scale_str, scale, cfg.seed, n_params, checked,
+           per_tensor == 0 ? "every element" : "a seeded sample per tensor");
+    printf("input: %d fixed random sequences of %d tokens; loss: mean cross-entropy (gpt_forward with targets)\n", B, T);
+    printf("numeric gradient: sixth-order central differences, step %g (%zu forward passes)\n", gradcheck_step(),
+           6 * checked);
+    if (sizeof(real) != 8)
+        printf("note: float32 build: finite differences in float32 are a rough check only (tolerance %g);"
+               " run ./lab64 gradcheck for the float64 check\n", gradcheck_tolerance());
+    if (break_backward) {
+        printf("--break-backward: the softmax backward drops \"- rowsum(dP * P)\": expect FAIL on wq and wk, and on\n"
+               "every tensor their wrong gradient flows into (LayerNorms and layers below, wte, wpe)\n");
+        if (sizeof(real) != 8 && init == INIT_GPT2)
+            printf("note: under the gpt2 init the wq/wk gradients are too small for float32 finite differences:"
+                   " use ./lab64 or --model.init=fan_in to see the failure\n");
+    }
+    printf("\n");
+
+    g_attention_break_backward = break_backward;
+    GradcheckRow *rows = xcalloc((size_t)m.n_tensors, sizeof(GradcheckRow), "gradient check rows");
+    gradcheck_model(&m, x, y, B, T, per_tensor, GRADCHECK_SAMPLE_SEED, rows);
+    g_attention_break_backward = 0;
+    int failed = gradcheck_print(stdout, rows, m.n_tensors);
+    free(rows);
+    free(x);
+    free(y);
+    gpt_free(&m);
+    return failed ? 1 : 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+int main(int argc, char **argv) {
+    g_progname = "lab";
+    if (argc < 2 || is_help(argv[1])) {
+        usage_main(stdout);
+        return 0;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "examples") == 0) return cmd_examples(argc, argv);
+    if (strcmp(cmd, "exercise") == 0) return cmd_exercise(argc, argv);
+    if (strcmp(cmd, "softmax") == 0) return cmd_softmax(argc, argv);
+    if (strcmp(cmd, "gradcheck") == 0) return cmd_gradcheck(argc, argv);
+    die(EXIT_USAGE, "unknown command '%s': expected examples, exercise, softmax or gradcheck (see lab --help)", cmd);
+}
