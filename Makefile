@@ -41,8 +41,10 @@ CORE_OBJ := $(CORE:%.c=$(OBJDIR)/%.o)
 CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 
-.PHONY: all deps run test test-fast demo bench clean lab64 shakespeare
-all: deps train sample lab data/default.txt
+PREFIX ?= /usr/local
+
+.PHONY: all deps run test demo bench clean shakespeare install uninstall
+all: deps train sample lab lab64 data/default.txt
 
 deps:
 	@sh tools/ensure-deps.sh
@@ -99,6 +101,13 @@ bench: all
 shakespeare:
 	@mkdir -p data
 	curl -fL -o data/tinyshakespeare.txt https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
+
+install: train sample lab
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 train sample lab $(DESTDIR)$(PREFIX)/bin/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/train $(DESTDIR)$(PREFIX)/bin/sample $(DESTDIR)$(PREFIX)/bin/lab
 
 clean:
 	rm -rf $(OBJDIR) train sample lab lab64 tests/run_tests tests/run_tests64 tools/gencorpus

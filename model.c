@@ -123,27 +123,25 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
     }
 }
 
-// GELU, tanh approximation (as GPT-2): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-#define GELU_SCALE 0.7978845608028654  // sqrt(2/pi)
+// GELU(x) = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), the exact form (PyTorch's default).
+// dGELU/dx = Phi(x) + x phi(x), with phi the standard normal density.
+#define INV_SQRT2 0.7071067811865476
+#define INV_SQRT_2PI 0.3989422804014327
 void gelu_forward(real *out, const real *inp, size_t n) {
 #pragma omp parallel for simd schedule(static) if(par_worth((double)n * 16))
     for (size_t i = 0; i < n; i++) {
         real x = inp[i];
-        real u = (real)GELU_SCALE * (x + (real)0.044715 * x * x * x);
-        out[i] = (real)0.5 * x * ((real)1 + fast_tanh(u));
+        out[i] = (real)0.5 * x * ((real)1 + fast_erf(x * (real)INV_SQRT2));
     }
 }
 
-// dinp += dout * gelu'(x), gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx
 void gelu_backward(real *dinp, const real *inp, const real *dout, size_t n) {
 #pragma omp parallel for simd schedule(static) if(par_worth((double)n * 16))
     for (size_t i = 0; i < n; i++) {
         real x = inp[i];
-        real u = (real)GELU_SCALE * (x + (real)0.044715 * x * x * x);
-        real th = fast_tanh(u);
-        real du = (real)GELU_SCALE * ((real)1 + (real)(3.0 * 0.044715) * x * x);
-        real grad = (real)0.5 * ((real)1 + th) + (real)0.5 * x * ((real)1 - th * th) * du;
-        dinp[i] += dout[i] * grad;
+        real cdf = (real)0.5 * ((real)1 + fast_erf(x * (real)INV_SQRT2));
+        real pdf = (real)INV_SQRT_2PI * fast_exp((real)-0.5 * x * x);
+        dinp[i] += dout[i] * (cdf + x * pdf);
     }
 }
 

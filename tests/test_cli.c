@@ -376,6 +376,48 @@ static void test_bad_checkpoints(void) {
     cleanup();
 }
 
+// --compare-scaling trains both variants from identical initial weights on identical batches.
+// With head_dim = 1, 1/sqrt(head_dim) = 1: the two variants are then the same computation, so
+// their logs and final weights must agree bit for bit, which they can only do if the initial
+// weights and every batch are the same.
+static void test_compare_scaling_same_start_and_batches(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 30);
+    int code = run("./train %s/cfg.json --compare-scaling --model.n_embd=4 --model.n_head=4", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    char a[256], b[256], ma[65536], mb[65536];
+    snprintf(a, sizeof a, "%s/out/scaled/metrics.csv", g_dir);
+    snprintf(b, sizeof b, "%s/out/unscaled/metrics.csv", g_dir);
+    metrics_without_ms(a, ma, sizeof ma);
+    metrics_without_ms(b, mb, sizeof mb);
+    CHECK(count_lines(ma) == 31);
+    CHECK_MSG(strcmp(ma, mb) == 0, "the variants' losses differ although their computations are identical");
+    snprintf(a, sizeof a, "%s/out/scaled/checkpoint.bin", g_dir);
+    snprintf(b, sizeof b, "%s/out/unscaled/checkpoint.bin", g_dir);
+    CHECK(same_tensors(a, b));
+    // the comparison files, with the documented columns
+    char path[256], buf[65536];
+    snprintf(path, sizeof path, "%s/out/compare.csv", g_dir);
+    slurp(path, buf, sizeof buf);
+    CHECK(strncmp(buf, "step,variant,loss,val_loss,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,score_std,"
+                       "gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median\n", 130) == 0);
+    CHECK(strstr(buf, ",scaled,") && strstr(buf, ",unscaled,"));
+    snprintf(path, sizeof path, "%s/out/report.md", g_dir);
+    CHECK(access(path, R_OK) == 0);
+    snprintf(path, sizeof path, "%s/out/scaling.svg", g_dir);
+    slurp(path, buf, sizeof buf);
+    CHECK(strncmp(buf, "<svg", 4) == 0 || strstr(buf, "<svg") != NULL);
+    // and with a real head dimension, the variants differ from the first step on
+    code = run("./train %s/cfg.json --compare-scaling --train.max_steps=5 --train.out_dir=%s/out2", g_dir, g_dir);
+    CHECK(code == 0);
+    snprintf(a, sizeof a, "%s/out2/scaled/metrics.csv", g_dir);
+    snprintf(b, sizeof b, "%s/out2/unscaled/metrics.csv", g_dir);
+    metrics_without_ms(a, ma, sizeof ma);
+    metrics_without_ms(b, mb, sizeof mb);
+    CHECK(strcmp(ma, mb) != 0);
+    cleanup();
+}
+
 // The committed corpus is exactly what the committed generator writes.
 static void test_corpus_is_reproducible(void) {
     tmpdir();
@@ -402,6 +444,7 @@ static void test_readme_documents_every_key(void) {
 }
 
 const TestCase tests_cli[] = {
+    {"cli_compare_scaling_same_start_and_batches", test_compare_scaling_same_start_and_batches},
     {"cli_corpus_is_reproducible", test_corpus_is_reproducible},
     {"cli_readme_documents_every_key", test_readme_documents_every_key},
     {"cli_bad_configs", test_bad_configs},
