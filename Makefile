@@ -36,7 +36,12 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 
 CORE := common.c matmul.c attention.c model.c rng.c data.c config.c checkpoint.c generate.c attention_map.c lab_core.c
 CORE_H := $(wildcard *.h)
-OBJDIR := build
+# Objects of each compiler/flag combination live apart; build/.config names the combination the
+# binaries were last linked with, so switching CC, NO_OMP or NATIVE relinks them.
+BUILD_ID := $(notdir $(firstword $(CC)))$(if $(filter 1,$(NO_OMP)),-noomp)$(if $(filter 0,$(NATIVE)),-generic)
+OBJDIR := build/$(BUILD_ID)
+STAMP := build/.config
+$(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BUILD_ID)" ] || echo "$(BUILD_ID)" > $(STAMP))
 CORE_OBJ := $(CORE:%.c=$(OBJDIR)/%.o)
 CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -57,18 +62,18 @@ $(OBJDIR)/f64/%.o: %.c $(CORE_H) | deps
 	@mkdir -p $(OBJDIR)/f64
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -c $< -o $@
 
-train: $(OBJDIR)/train.o $(OBJDIR)/report.o $(CORE_OBJ)
-	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
+train: $(OBJDIR)/train.o $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
-sample: $(OBJDIR)/sample.o $(CORE_OBJ)
-	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
+sample: $(OBJDIR)/sample.o $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
-lab: $(OBJDIR)/lab.o $(CORE_OBJ)
-	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
+lab: $(OBJDIR)/lab.o $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 # the lab and the gradient checks in double precision, from the very same sources
-lab64: $(OBJDIR)/f64/lab.o $(CORE64_OBJ)
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE $^ -o $@ $(LDLIBS)
+lab64: $(OBJDIR)/f64/lab.o $(CORE64_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE $(filter %.o,$^) -o $@ $(LDLIBS)
 
 tools/gencorpus: tools/gencorpus.c
 	$(CC) -std=c11 -O2 $(WARN) $< -o $@
@@ -77,10 +82,10 @@ tools/gencorpus: tools/gencorpus.c
 data/default.txt: | tools/gencorpus
 	./tools/gencorpus -o $@
 
-tests/run_tests: tests/run_tests.c $(TEST_SRC) tests/test.h $(OBJDIR)/report.o $(CORE_OBJ)
+tests/run_tests: tests/run_tests.c $(TEST_SRC) tests/test.h $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(OBJDIR)/report.o $(CORE_OBJ) -o $@ $(LDLIBS)
 
-tests/run_tests64: tests/run_tests.c $(TEST_SRC) tests/test.h $(OBJDIR)/f64/report.o $(CORE64_OBJ)
+tests/run_tests64: tests/run_tests.c $(TEST_SRC) tests/test.h $(OBJDIR)/f64/report.o $(CORE64_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(OBJDIR)/f64/report.o $(CORE64_OBJ) -o $@ $(LDLIBS)
 
 run: all
@@ -110,4 +115,4 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/train $(DESTDIR)$(PREFIX)/bin/sample $(DESTDIR)$(PREFIX)/bin/lab
 
 clean:
-	rm -rf $(OBJDIR) train sample lab lab64 tests/run_tests tests/run_tests64 tools/gencorpus
+	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tools/gencorpus

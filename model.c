@@ -128,7 +128,11 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
 #define INV_SQRT2 0.7071067811865476
 #define INV_SQRT_2PI 0.3989422804014327
 void gelu_forward(real *out, const real *inp, size_t n) {
+#ifdef REAL_DOUBLE  // libm's erf is a call: nothing to vectorise in the float64 build
+#pragma omp parallel for schedule(static) if(par_worth((double)n * 16))
+#else
 #pragma omp parallel for simd schedule(static) if(par_worth((double)n * 16))
+#endif
     for (size_t i = 0; i < n; i++) {
         real x = inp[i];
         out[i] = (real)0.5 * x * ((real)1 + fast_erf(x * (real)INV_SQRT2));
@@ -136,7 +140,11 @@ void gelu_forward(real *out, const real *inp, size_t n) {
 }
 
 void gelu_backward(real *dinp, const real *inp, const real *dout, size_t n) {
+#ifdef REAL_DOUBLE  // libm's erf is a call: nothing to vectorise in the float64 build
+#pragma omp parallel for schedule(static) if(par_worth((double)n * 16))
+#else
 #pragma omp parallel for simd schedule(static) if(par_worth((double)n * 16))
+#endif
     for (size_t i = 0; i < n; i++) {
         real x = inp[i];
         real cdf = (real)0.5 * ((real)1 + fast_erf(x * (real)INV_SQRT2));

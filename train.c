@@ -364,8 +364,10 @@ static int threads_in_use(void) {
 
 static void print_version(void) {
     printf("train %s (%s)\n", TRAINER_VERSION, REAL_NAME);
-#ifdef __VERSION__
-    printf("compiler: %s\n", __VERSION__);
+#if defined(__clang__)
+    printf("compiler: clang %s\n", __clang_version__);
+#elif defined(__GNUC__)
+    printf("compiler: gcc %s\n", __VERSION__);
 #endif
 #ifdef _OPENMP
     printf("OpenMP: on, %d threads\n", omp_get_max_threads());
