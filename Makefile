@@ -16,15 +16,30 @@ else
   OMP_FLAGS := $(call try_flag,-fopenmp)
   OMP_LIBS := $(OMP_FLAGS)
   ifeq ($(OMP_FLAGS),)
-    $(info note: $(CC) does not accept -fopenmp: building single-threaded)
+    # Apple clang has no -fopenmp of its own but works with Homebrew's libomp
+    LIBOMP := $(firstword $(wildcard /opt/homebrew/opt/libomp /usr/local/opt/libomp))
+    ifneq ($(LIBOMP),)
+      OMP_TRY := -Xpreprocessor -fopenmp -I$(LIBOMP)/include
+      OMP_OK := $(shell printf '\043include <omp.h>\nint main(void){return omp_get_max_threads();}' | \
+                  $(CC) $(OMP_TRY) -x c - -o /dev/null -L$(LIBOMP)/lib -lomp >/dev/null 2>&1 && echo yes)
+      ifeq ($(OMP_OK),yes)
+        OMP_FLAGS := $(OMP_TRY)
+        OMP_LIBS := -L$(LIBOMP)/lib -lomp
+      endif
+    endif
+  endif
+  ifeq ($(OMP_FLAGS),)
+    $(info note: $(CC) does not accept -fopenmp (and no Homebrew libomp): building single-threaded)
     OMP_FLAGS := $(call try_flag,-fopenmp-simd)
   endif
 endif
 
 # cJSON: pkg-config when it knows the library, else the plain -lcjson. Recursive (=) so that
 # the values are taken after `deps` has installed it.
-CJSON_CFLAGS = $(shell pkg-config --cflags libcjson 2>/dev/null)
-CJSON_LIBS = $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
+# Without pkg-config, look in the usual prefixes (/usr, /usr/local, Homebrew's).
+CJSON_PREFIX = $(firstword $(patsubst %/include/cjson/cJSON.h,%,$(wildcard /usr/include/cjson/cJSON.h /usr/local/include/cjson/cJSON.h /opt/homebrew/include/cjson/cJSON.h)))
+CJSON_CFLAGS = $(shell pkg-config --cflags libcjson 2>/dev/null || { [ -n "$(CJSON_PREFIX)" ] && [ "$(CJSON_PREFIX)" != /usr ] && echo -I$(CJSON_PREFIX)/include; })
+CJSON_LIBS = $(shell pkg-config --libs libcjson 2>/dev/null || { [ -n "$(CJSON_PREFIX)" ] && [ "$(CJSON_PREFIX)" != /usr ] && echo -L$(CJSON_PREFIX)/lib; echo -lcjson; })
 
 WARN := -Wall -Wextra -Wpedantic
 CFLAGS ?= -O3
