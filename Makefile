@@ -3,6 +3,7 @@
 CC ?= cc
 NATIVE ?= 1
 NO_OMP ?= 0
+SANITIZE ?= 0
 
 # Probe what the compiler accepts instead of assuming gcc on Linux.
 try_flag = $(shell printf 'int main(void){return 0;}' | $(CC) $(1) -x c - -o /dev/null >/dev/null 2>&1 && echo "$(1)")
@@ -43,6 +44,10 @@ CJSON_LIBS = $(shell pkg-config --libs libcjson 2>/dev/null || { [ -n "$(CJSON_P
 
 WARN := -Wall -Wextra -Wpedantic
 CFLAGS ?= -O3
+ifeq ($(SANITIZE),1)
+  # AddressSanitizer + UndefinedBehaviorSanitizer (make test-asan); -O1 keeps the stacks readable
+  CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+endif
 # -ffp-contract=fast lets the compiler fuse a*b+c into FMA in plain C loops (ISO C mode turns
 # it off otherwise); no trapping math and no errno let compares and sqrt vectorise. Neither
 # reorders arithmetic, so results stay deterministic for a given binary.
@@ -53,7 +58,7 @@ CORE := common.c matmul.c attention.c model.c rng.c data.c config.c checkpoint.c
 CORE_H := $(wildcard *.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
 # binaries were last linked with, so switching CC, NO_OMP or NATIVE relinks them.
-BUILD_ID := $(notdir $(firstword $(CC)))$(if $(filter 1,$(NO_OMP)),-noomp)$(if $(filter 0,$(NATIVE)),-generic)
+BUILD_ID := $(notdir $(firstword $(CC)))$(if $(filter 1,$(NO_OMP)),-noomp)$(if $(filter 0,$(NATIVE)),-generic)$(if $(filter 1,$(SANITIZE)),-asan)
 OBJDIR := build/$(BUILD_ID)
 STAMP := build/.config
 $(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BUILD_ID)" ] || echo "$(BUILD_ID)" > $(STAMP))
@@ -63,7 +68,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps run test demo bench clean shakespeare install uninstall
+.PHONY: all deps run test test-asan demo bench clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -109,6 +114,10 @@ run: all
 # One runner, one closing line: the float32 suite also runs the float64 build's numeric tests.
 test: all tools/gencorpus tests/run_tests tests/run_tests64
 	./tests/run_tests
+
+# the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (binaries included)
+test-asan:
+	$(MAKE) SANITIZE=1 test
 
 demo: all
 	./train configs/scaling_demo.json --compare-scaling

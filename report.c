@@ -1047,11 +1047,16 @@ int compare_log_finish(CompareLog *log, const Config *cfg, char *err, size_t err
     }
     for (int v = 0; v < 2; v++) prepare(&log->v[v]);
     int ok = write_csv(log, err, errlen) && write_md(log, cfg, err, errlen) && write_svg(log, cfg, err, errlen);
+    compare_log_discard(log);
+    return ok;
+}
+
+void compare_log_discard(CompareLog *log) {
+    if (!log) return;
     for (int v = 0; v < 2; v++) {
         free(log->v[v].steps);
         free(log->v[v].probes);
     }
     free(log->out_dir);
     free(log);
-    return ok;
 }

@@ -20,5 +20,7 @@ void compare_log_step(CompareLog *log, int variant, long step, double loss, doub
 void compare_log_final(CompareLog *log, int variant, double train_loss, double val_loss);
 // Write OUT_DIR/compare.csv, OUT_DIR/report.md, OUT_DIR/scaling.svg and free the log.
 int compare_log_finish(CompareLog *log, const Config *cfg, char *err, size_t errlen);
+// Free the log without writing anything (a run stopped early).
+void compare_log_discard(CompareLog *log);
 
 #endif

@@ -591,6 +591,19 @@ static void print_progress(Run *runs, int n_runs, long step, long max_steps, dou
     fflush(stdout);
 }
 
+// Free everything main() allocated (so leak checkers see a clean exit on every path).
+static void release(Run *runs, int n_runs, Dataset *ds, Checkpoint *ck, Args *args, int **batches, int n_batches) {
+    for (int i = 0; i < n_runs; i++) {
+        gpt_free(&runs[i].model);
+        free(runs[i].cfg_json);
+        free(runs[i].spike_window);
+    }
+    for (int i = 0; i < n_batches; i++) free(batches[i]);
+    free(args->overrides);
+    dataset_free(ds);
+    if (ck) checkpoint_close(ck);
+}
+
 int main(int argc, char **argv) {
     g_progname = "train";
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -666,14 +679,19 @@ int main(int argc, char **argv) {
     }
     const Vocab *vocab = resuming ? &ck.vocab : &ds.vocab;
 
-    if (args.dump_path) { dump_state(&runs[0], &ds, args.dump_path); return 0; }
-    if (args.bench_steps) { bench(&runs[0], args.bench_steps); return 0; }
+    Checkpoint *ckp = resuming ? &ck : NULL;
+    if (args.dump_path || args.bench_steps) {
+        if (args.dump_path) dump_state(&runs[0], &ds, args.dump_path);
+        else bench(&runs[0], args.bench_steps);
+        release(runs, n_runs, &ds, ckp, &args, NULL, 0);
+        return 0;
+    }
 
     int B = cfg.batch_size, T = cfg.block_size;
     size_t BT = (size_t)B * T;
-    int *x = xmalloc(BT * sizeof(int), "batch"), *y = xmalloc(BT * sizeof(int), "batch");
-    int *ex = xmalloc(BT * sizeof(int), "eval batch"), *ey = xmalloc(BT * sizeof(int), "eval batch");
-    int *px = xmalloc(BT * sizeof(int), "probe batch"), *py = xmalloc(BT * sizeof(int), "probe batch");
+    int *batches[6];  // training x, y; evaluation x, y; probe x, y
+    for (int i = 0; i < 6; i++) batches[i] = xmalloc(BT * sizeof(int), "batch");
+    int *x = batches[0], *y = batches[1], *ex = batches[2], *ey = batches[3], *px = batches[4], *py = batches[5];
     {   // the probe batch is fixed for the whole run (and identical for both variants)
         Rng probe_rng;
         rng_seed(&probe_rng, (uint64_t)cfg.seed * 7919u + 101u);
@@ -748,6 +766,8 @@ int main(int argc, char **argv) {
             for (int i = 0; i < n_runs; i++) run_close_logs(&runs[i]);
             fprintf(stderr, "\n%s at step %ld: checkpoint saved. Resume with:\n  ./train --resume %s/checkpoint.bin\n",
                     sig == SIGINT ? "interrupted" : "terminated", done, runs[0].dir);
+            if (cmp) compare_log_discard(cmp);
+            release(runs, n_runs, &ds, ckp, &args, batches, 6);
             return sig == SIGINT ? 130 : 143;
         }
     }
@@ -797,14 +817,6 @@ int main(int argc, char **argv) {
         if (!compare_log_finish(cmp, &cfg, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         printf("wrote %s/compare.csv, %s/report.md and %s/scaling.svg\n", cfg.out_dir, cfg.out_dir, cfg.out_dir);
     }
-    for (int i = 0; i < n_runs; i++) {
-        gpt_free(&runs[i].model);
-        free(runs[i].cfg_json);
-        free(runs[i].spike_window);
-    }
-    free(x); free(y); free(ex); free(ey); free(px); free(py);
-    free(args.overrides);
-    dataset_free(&ds);
-    if (resuming) checkpoint_close(&ck);
+    release(runs, n_runs, &ds, ckp, &args, batches, 6);
     return 0;
 }
