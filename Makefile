@@ -68,7 +68,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps run test test-asan demo bench clean shakespeare install uninstall
+.PHONY: all deps run test test-asan fuzz demo bench clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -102,11 +102,13 @@ tools/gencorpus: tools/gencorpus.c
 data/default.txt: | tools/gencorpus
 	./tools/gencorpus -o $@
 
-tests/run_tests: tests/run_tests.c $(TEST_SRC) tests/test.h $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(OBJDIR)/report.o $(CORE_OBJ) -o $@ $(LDLIBS)
+FUZZ_SRC := tests/fuzz/harnesses.c
 
-tests/run_tests64: tests/run_tests.c $(TEST_SRC) tests/test.h $(OBJDIR)/f64/report.o $(CORE64_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(OBJDIR)/f64/report.o $(CORE64_OBJ) -o $@ $(LDLIBS)
+tests/run_tests: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) tests/test.h $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(OBJDIR)/report.o $(CORE_OBJ) -o $@ $(LDLIBS)
+
+tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) tests/test.h $(OBJDIR)/f64/report.o $(CORE64_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(OBJDIR)/f64/report.o $(CORE64_OBJ) -o $@ $(LDLIBS)
 
 run: all
 	./train configs/default.json
@@ -118,6 +120,15 @@ test: all tools/gencorpus tests/run_tests tests/run_tests64
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (binaries included)
 test-asan:
 	$(MAKE) SANITIZE=1 test
+
+# libFuzzer harnesses (clang) for the config parser, the checkpoint loader and the UTF-8 text
+# loader. Run one: ./tests/fuzz/fuzz_config -max_total_time=600 FUZZ_WORK_DIR tests/fuzz/corpus/config
+# Inputs that ever crashed go to tests/fuzz/regressions/<target>/, which `make test` replays.
+FUZZ_CC ?= clang
+FUZZ_TARGETS := tests/fuzz/fuzz_config tests/fuzz/fuzz_checkpoint tests/fuzz/fuzz_utf8
+fuzz: deps $(FUZZ_TARGETS)
+tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/harnesses.h $(CORE) $(CORE_H)
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(CJSON_CFLAGS) -I. $< $(FUZZ_SRC) $(CORE) -o $@ $(CJSON_LIBS) -lm
 
 demo: all
 	./train configs/scaling_demo.json --compare-scaling
@@ -139,4 +150,4 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/train $(DESTDIR)$(PREFIX)/bin/sample $(DESTDIR)$(PREFIX)/bin/lab
 
 clean:
-	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tools/gencorpus
+	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tools/gencorpus $(FUZZ_TARGETS)

@@ -1,0 +1,110 @@
+// tests/fuzz/harnesses.c: what each fuzz target does with an input. Every path must either
+// accept the input or reject it with a message; crashes, leaks and undefined behaviour are bugs.
+#define _POSIX_C_SOURCE 200809L
+#include "harnesses.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../checkpoint.h"
+#include "../../config.h"
+#include "../../data.h"
+#include "../../model.h"
+
+// Parse as a config, and round-trip what parses.
+int fuzz_config_one(const uint8_t *data, size_t size) {
+    Config cfg;
+    char err[1024];
+    config_defaults(&cfg);
+    if (config_load_json(&cfg, (const char *)data, size, "fuzz", err, sizeof err) &&
+        config_finalize(&cfg, err, sizeof err)) {
+        char *json = config_to_json(&cfg);
+        Config again;
+        config_defaults(&again);
+        if (!config_load_json(&again, json, strlen(json), "round trip", err, sizeof err)) abort();
+        free(json);
+    }
+    // the same bytes as a command-line override
+    char *arg = malloc(size + 1);
+    if (!arg) return 0;
+    memcpy(arg, data, size);
+    arg[size] = 0;
+    config_defaults(&cfg);
+    config_apply_override(&cfg, arg, err, sizeof err);
+    free(arg);
+    return 0;
+}
+
+static int write_temp(const uint8_t *data, size_t size, char *path, size_t n) {
+    snprintf(path, n, "/tmp/tgpt_fuzz_%ld.bin", (long)getpid());
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    if (size && fwrite(data, 1, size, f) != size) { fclose(f); return 0; }
+    return fclose(f) == 0;
+}
+
+// Load as a checkpoint; when it parses and is small, build the model and restore into it.
+static void checkpoint_case(const uint8_t *data, size_t size) {
+    char path[64], err[1024];
+    if (!write_temp(data, size, path, sizeof path)) return;
+    Checkpoint ck;
+    if (checkpoint_open(&ck, path, err, sizeof err)) {
+        size_t n_params = 0;
+        size_t bytes = gpt_memory_bytes(&ck.dims, 1, ck.dims.block_size, &n_params);
+        if (bytes > 0 && bytes < ((size_t)64 << 20)) {
+            GPT m;
+            gpt_build(&m, &ck.dims, 1, 1, ck.dims.block_size);
+            checkpoint_restore(&ck, &m, path, err, sizeof err);
+            gpt_free(&m);
+        }
+        checkpoint_close(&ck);
+    }
+    remove(path);
+}
+
+// Each input is tried as it is (almost always a CRC mismatch after a mutation) and with its CRC
+// recomputed, so the fuzzer reaches the record parser and the tensor checks behind the CRC.
+int fuzz_checkpoint_one(const uint8_t *data, size_t size) {
+    checkpoint_case(data, size);
+    if (size >= 16) {
+        uint8_t *fixed = malloc(size);
+        if (!fixed) return 0;
+        memcpy(fixed, data, size);
+        uint32_t crc = crc32_update(0, fixed, size - 4);
+        for (int i = 0; i < 4; i++) fixed[size - 4 + i] = (uint8_t)(crc >> (8 * i));
+        checkpoint_case(fixed, size);
+        free(fixed);
+    }
+    return 0;
+}
+
+// Decode as UTF-8, and load as a training text (vocabulary, split) with a small block.
+int fuzz_utf8_one(const uint8_t *data, size_t size) {
+    uint32_t *cps = NULL;
+    size_t n = 0, bad = 0;
+    if (utf8_decode(data, size, &cps, &n, &bad)) {
+        Vocab v;
+        vocab_build(&v, cps, n);
+        for (size_t i = 0; i < n; i++)
+            if (vocab_lookup(&v, cps[i]) < 0) abort();
+        char buf[5];
+        for (size_t i = 0; i < n && i < 64; i++) utf8_encode(cps[i], buf);
+        vocab_free(&v);
+        free(cps);
+    } else if (bad > size) {
+        abort();  // the reported offset must lie inside the input
+    }
+    char path[64], err[1024];
+    if (!write_temp(data, size, path, sizeof path)) return 0;
+    Dataset ds;
+    if (dataset_load(&ds, path, 0.25, 3, err, sizeof err)) {
+        if (ds.n_train > ds.n_tokens) abort();
+        for (size_t i = 0; i < ds.n_tokens; i++)
+            if (ds.tokens[i] < 0 || ds.tokens[i] >= ds.vocab.vocab_size) abort();
+        dataset_free(&ds);
+    }
+    remove(path);
+    return 0;
+}
