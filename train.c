@@ -33,6 +33,15 @@
 
 static volatile sig_atomic_t g_stop_signal = 0;
 
+// Test-only fault injection: TGPT_TEST_NONFINITE="FROM:COUNT" makes the loss of steps
+// [FROM, FROM+COUNT) NaN, so the tests can exercise the divergence guard. Unset in normal use.
+static long g_fault_from = -1, g_fault_count = 0;
+
+static void read_fault_injection(void) {
+    const char *v = getenv("TGPT_TEST_NONFINITE");
+    if (v && sscanf(v, "%ld:%ld", &g_fault_from, &g_fault_count) != 2) g_fault_from = -1, g_fault_count = 0;
+}
+
 static void on_signal(int sig) {
     if (g_stop_signal && sig == SIGINT) _exit(130);
     g_stop_signal = sig;
@@ -206,6 +215,7 @@ static void run_step(Run *r, const int *x, const int *y, long step) {
     r->lr = lr_at(c, step);
     gpt_zero_grad(m);
     r->loss = gpt_forward(m, x, y, c->batch_size, c->block_size);
+    if (step >= g_fault_from && step < g_fault_from + g_fault_count) r->loss = NAN;  // test-only fault injection
     r->skipped = 0;
     r->skip_reason = NULL;
     if (!isfinite(r->loss)) {
@@ -607,6 +617,7 @@ static void release(Run *runs, int n_runs, Dataset *ds, Checkpoint *ck, Args *ar
 int main(int argc, char **argv) {
     g_progname = "train";
     setvbuf(stdout, NULL, _IOLBF, 0);
+    read_fault_injection();
     Args args;
     parse_args(argc, argv, &args);
     char err[ERRLEN];
@@ -723,11 +734,14 @@ int main(int argc, char **argv) {
             run_step(r, x, y, step);
             r->st.step = step + 1;
             if (r->bad_streak >= cfg.max_bad_steps) {
+                // the skipped steps left the parameters as they were after the last good step:
+                // save them so nothing is lost, then stop
                 run_close_logs(r);
+                run_checkpoint(r, vocab);
                 die(EXIT_RUNTIME, "%s%sstopping at step %ld: %d consecutive steps with a non-finite loss or gradient"
-                    " (last finite loss %.4f). Try a lower train.lr (now %g), a smaller train.grad_clip, or"
-                    " model.attn_scale=sqrt.", r->variant ? r->variant : "", r->variant ? ": " : "", step + 1,
-                    r->bad_streak, r->last_finite_loss, cfg.lr);
+                    " (last finite loss %.4f; checkpoint saved). Try a lower train.lr (now %g), a smaller"
+                    " train.grad_clip, or model.attn_scale=sqrt.", r->variant ? r->variant : "", r->variant ? ": " : "",
+                    step + 1, r->bad_streak, r->last_finite_loss, cfg.lr);
             }
         }
         long done = step + 1;

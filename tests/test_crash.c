@@ -180,7 +180,54 @@ static void test_sigint_saves_and_resume_is_exact(void) {
     crash_cleanup();
 }
 
+// A non-finite loss never reaches the parameters: the step is skipped and counted; too many in a
+// row stop the run with a message naming the step and the last finite loss, with a checkpoint.
+static void test_divergence_guard(void) {
+    crash_tmpdir();
+    write_config("cfg.json", 16);
+    char cmd[1024], path[300], log[8192];
+    snprintf(cmd, sizeof cmd, "TGPT_TEST_NONFINITE=5:2 ./train %s/cfg.json --train.max_steps=20 --train.ckpt_interval=10 "
+             "--log.log_interval=1 > %s/log.txt 2>&1", g_cdir, g_cdir);
+    int st = system(cmd);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "two bad steps must not stop the run");
+    snprintf(path, sizeof path, "%s/log.txt", g_cdir);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(log, 1, sizeof log - 1, f) : 0;
+    log[n] = 0;
+    if (f) fclose(f);
+    CHECK_MSG(strstr(log, "SKIPPED (non-finite loss)") != NULL, "the progress line must say a step was skipped");
+    snprintf(path, sizeof path, "%s/out/summary.json", g_cdir);
+    f = fopen(path, "r");
+    n = f ? fread(log, 1, sizeof log - 1, f) : 0;
+    log[n] = 0;
+    if (f) fclose(f);
+    CHECK(strstr(log, "\"skipped_steps\": 2") != NULL);
+    Checkpoint ck;
+    char err[512];
+    snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_cdir);
+    CHECK_MSG(checkpoint_open(&ck, path, err, sizeof err), "%s", err);
+    CHECK(ck.state.skipped_steps == 2);
+    checkpoint_close(&ck);
+    // five in a row (train.max_bad_steps): stop with exit 1, one line naming the step, and a checkpoint
+    snprintf(cmd, sizeof cmd, "TGPT_TEST_NONFINITE=12:100 ./train %s/cfg.json --train.max_steps=40 --train.ckpt_interval=100 "
+             "> %s/out.txt 2> %s/err.txt", g_cdir, g_cdir, g_cdir);
+    st = system(cmd);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    snprintf(path, sizeof path, "%s/err.txt", g_cdir);
+    f = fopen(path, "r");
+    n = f ? fread(log, 1, sizeof log - 1, f) : 0;
+    log[n] = 0;
+    if (f) fclose(f);
+    CHECK_MSG(strstr(log, "stopping at step 17") && strstr(log, "last finite loss") && strstr(log, "train.lr"), "%s", log);
+    snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_cdir);
+    CHECK_MSG(checkpoint_open(&ck, path, err, sizeof err), "%s", err);
+    CHECK(ck.state.step == 17 && ck.state.skipped_steps == 5);
+    checkpoint_close(&ck);
+    crash_cleanup();
+}
+
 const TestCase tests_crash[] = {
+    {"crash_divergence_guard", test_divergence_guard},
     {"crash_sigkill_never_leaves_a_broken_checkpoint", test_sigkill_never_leaves_a_broken_checkpoint},
     {"crash_sigint_saves_and_resume_is_exact", test_sigint_saves_and_resume_is_exact},
     {NULL, NULL},
