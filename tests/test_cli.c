@@ -117,8 +117,28 @@ static const BadConfig BAD_CONFIGS[] = {
                    " \"train\": {\"batch_size\": 65536}}", "memory", NULL},
 };
 
+// Pre-existing files in the output directory, which no failed start may touch.
+static void write_sentinels(void) {
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/out", g_dir);
+    mkdir(dir, 0777);
+    write_text("out/checkpoint.bin", "previous good checkpoint");
+    write_text("out/metrics.csv", "step,loss\n1,2.5\n");
+}
+
+static void check_sentinels(void) {
+    char path[256], buf[256];
+    snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_dir);
+    slurp(path, buf, sizeof buf);
+    CHECK_MSG(strcmp(buf, "previous good checkpoint") == 0, "a failed start changed out/checkpoint.bin");
+    snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
+    slurp(path, buf, sizeof buf);
+    CHECK_MSG(strcmp(buf, "step,loss\n1,2.5\n") == 0, "a failed start changed out/metrics.csv");
+}
+
 static void test_bad_configs(void) {
     tmpdir();
+    write_sentinels();
     for (size_t i = 0; i < sizeof BAD_CONFIGS / sizeof BAD_CONFIGS[0]; i++) {
         const BadConfig *b = &BAD_CONFIGS[i];
         write_text("bad.json", b->json);
@@ -139,6 +159,7 @@ static void test_bad_configs(void) {
     write_text("deep.json", deep);
     free(deep);
     expect_error(run("./train %s/deep.json", g_dir), 2, "invalid JSON", NULL);
+    check_sentinels();
     cleanup();
 }
 
@@ -164,6 +185,7 @@ static void test_bad_command_lines(void) {
 static void test_bad_data(void) {
     tmpdir();
     write_tiny_config("cfg.json", 4);
+    write_sentinels();
     write_text("short.txt", "abcabc");
     write_file("empty.txt", "", 0);
     const unsigned char bad_utf8[] = "hello world, this is fine until here \xff\xfe and then it is not valid";
@@ -176,6 +198,7 @@ static void test_bad_data(void) {
     expect_error(run("./train %s/cfg.json --data.path=%s/bad.txt", g_dir, g_dir), 1, "UTF-8", "37");
     expect_error(run("./train %s/cfg.json --data.path=%s/binary.bin", g_dir, g_dir), 1, "binary.bin", NULL);
     expect_error(run("./train %s/cfg.json --data.path=%s", g_dir, g_dir), 1, g_dir, NULL);
+    check_sentinels();
     cleanup();
 }
 
@@ -418,6 +441,25 @@ static void test_compare_scaling_same_start_and_batches(void) {
     cleanup();
 }
 
+// train.keep_checkpoints = N keeps checkpoint_<step>.bin for the last N checkpoint steps.
+static void test_keep_checkpoints(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 40);  // checkpoints every 10 steps
+    CHECK(run("./train %s/cfg.json --train.keep_checkpoints=2", g_dir) == 0);
+    const char *expect[] = {"checkpoint_30.bin", "checkpoint_40.bin", "checkpoint.bin", "best.bin"};
+    const char *gone[] = {"checkpoint_10.bin", "checkpoint_20.bin"};
+    char path[256];
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/out/%s", g_dir, expect[i]);
+        CHECK_MSG(access(path, R_OK) == 0, "%s missing", expect[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/out/%s", g_dir, gone[i]);
+        CHECK_MSG(access(path, F_OK) != 0, "%s should have been removed", gone[i]);
+    }
+    cleanup();
+}
+
 // The committed corpus is exactly what the committed generator writes.
 static void test_corpus_is_reproducible(void) {
     tmpdir();
@@ -444,6 +486,7 @@ static void test_readme_documents_every_key(void) {
 }
 
 const TestCase tests_cli[] = {
+    {"cli_keep_checkpoints", test_keep_checkpoints},
     {"cli_compare_scaling_same_start_and_batches", test_compare_scaling_same_start_and_batches},
     {"cli_corpus_is_reproducible", test_corpus_is_reproducible},
     {"cli_readme_documents_every_key", test_readme_documents_every_key},

@@ -226,7 +226,30 @@ static void test_divergence_guard(void) {
     crash_cleanup();
 }
 
+// SIGTERM: the same orderly stop, exit 143.
+static void test_sigterm_saves(void) {
+    crash_tmpdir();
+    write_config("cfg.json", 32);
+    char cfg[256], metrics[300], ckpt[300];
+    snprintf(cfg, sizeof cfg, "%s/cfg.json", g_cdir);
+    snprintf(metrics, sizeof metrics, "%s/out/metrics.csv", g_cdir);
+    snprintf(ckpt, sizeof ckpt, "%s/out/checkpoint.bin", g_cdir);
+    char *argv[] = {"./train", cfg, "--train.ckpt_interval=1000", "--train.max_steps=100000", NULL};
+    pid_t pid = spawn_train(argv, "term.txt");
+    for (int i = 0; i < 4000 && count_file_lines(metrics) < 30; i++) sleep_ms(2);
+    kill(pid, SIGTERM);
+    int code = wait_exit(pid);
+    CHECK_MSG(code == 143, "exit code %d after SIGTERM", code);
+    Checkpoint ck;
+    char err[512];
+    CHECK_MSG(checkpoint_open(&ck, ckpt, err, sizeof err), "%s", err);
+    CHECK(ck.state.step >= 29);
+    checkpoint_close(&ck);
+    crash_cleanup();
+}
+
 const TestCase tests_crash[] = {
+    {"crash_sigterm_saves", test_sigterm_saves},
     {"crash_divergence_guard", test_divergence_guard},
     {"crash_sigkill_never_leaves_a_broken_checkpoint", test_sigkill_never_leaves_a_broken_checkpoint},
     {"crash_sigint_saves_and_resume_is_exact", test_sigint_saves_and_resume_is_exact},
