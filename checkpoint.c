@@ -332,8 +332,16 @@ int checkpoint_open(Checkpoint *ck, const char *path, char *err, size_t errlen) 
     int64_t dv[5], sv[2];
     memcpy(dv, dims->data, sizeof dv);
     memcpy(sv, state->data, sizeof sv);
+    // the same limits as the configuration keys (config.c): vocab_size, block_size, n_layer,
+    // n_head, n_embd; a damaged or hostile file must not make us build an absurd model
+    static const int64_t dim_max[5] = {0x110000, 65536, 64, 256, 8192};
+    static const char *const dim_name[5] = {"vocab_size", "block_size", "n_layer", "n_head", "n_embd"};
     for (int i = 0; i < 5; i++)
-        if (dv[i] <= 0 || dv[i] > (1 << 24)) { snprintf(err, errlen, "'%s' has invalid model dimensions", path); goto fail; }
+        if (dv[i] <= 0 || dv[i] > dim_max[i]) {
+            snprintf(err, errlen, "'%s' has an invalid %s (%lld; allowed 1..%lld)", path, dim_name[i], (long long)dv[i],
+                     (long long)dim_max[i]);
+            goto fail;
+        }
     ck->dims = (ModelDims){(int)dv[0], (int)dv[1], (int)dv[2], (int)dv[3], (int)dv[4]};
     if ((size_t)ck->dims.vocab_size != voc->count || ck->dims.n_embd % ck->dims.n_head != 0) {
         snprintf(err, errlen, "'%s': vocabulary size or head count disagrees with the dimensions", path);

@@ -94,7 +94,7 @@ static void test_sigkill_never_leaves_a_broken_checkpoint(void) {
         char *resume_argv[] = {"./train", "--resume", ckpt, NULL};
         char *fresh_argv[] = {"./train", cfg, NULL};
         pid_t pid = spawn_train(have ? resume_argv : fresh_argv, "log.txt");
-        sleep_ms(20 + rand() % 250);
+        sleep_ms(30 + rand() % 300);
         if (kill(pid, SIGKILL) == 0) kills++;
         int code = wait_exit(pid);
         if (stat(ckpt, &st) != 0) continue;  // killed before the first checkpoint
