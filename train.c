@@ -33,13 +33,16 @@
 
 static volatile sig_atomic_t g_stop_signal = 0;
 
-// Test-only fault injection: TGPT_TEST_NONFINITE="FROM:COUNT" makes the loss of steps
-// [FROM, FROM+COUNT) NaN, so the tests can exercise the divergence guard. Unset in normal use.
-static long g_fault_from = -1, g_fault_count = 0;
+// Test-only fault injection, so the tests can exercise the guards; unset in normal use.
+// TGPT_TEST_NONFINITE="FROM:COUNT" makes the loss of steps [FROM, FROM+COUNT) NaN;
+// TGPT_TEST_SPIKE="STEP" adds 100 to the loss of that step (the spike guard's input).
+static long g_fault_from = -1, g_fault_count = 0, g_spike_step = -1;
 
 static void read_fault_injection(void) {
     const char *v = getenv("TGPT_TEST_NONFINITE");
     if (v && sscanf(v, "%ld:%ld", &g_fault_from, &g_fault_count) != 2) g_fault_from = -1, g_fault_count = 0;
+    v = getenv("TGPT_TEST_SPIKE");
+    if (v && sscanf(v, "%ld", &g_spike_step) != 1) g_spike_step = -1;
 }
 
 static void on_signal(int sig) {
@@ -216,6 +219,7 @@ static void run_step(Run *r, const int *x, const int *y, long step) {
     gpt_zero_grad(m);
     r->loss = gpt_forward(m, x, y, c->batch_size, c->block_size);
     if (step >= g_fault_from && step < g_fault_from + g_fault_count) r->loss = NAN;  // test-only fault injection
+    if (step == g_spike_step) r->loss += 100;
     r->skipped = 0;
     r->skip_reason = NULL;
     if (!isfinite(r->loss)) {

@@ -226,6 +226,28 @@ static void test_divergence_guard(void) {
     crash_cleanup();
 }
 
+// The optional loss-spike guard (train.spike_zscore) skips an outlier step; off by default.
+static void test_spike_guard(void) {
+    crash_tmpdir();
+    write_config("cfg.json", 16);
+    char cmd[1024], path[300], log[8192];
+    for (int guard = 0; guard < 2; guard++) {
+        snprintf(cmd, sizeof cmd, "TGPT_TEST_SPIKE=30 ./train %s/cfg.json --train.max_steps=40 --train.ckpt_interval=100 "
+                 "--log.log_interval=1 %s > %s/log.txt 2>&1", g_cdir, guard ? "--train.spike_zscore=6 --train.spike_window=20" : "",
+                 g_cdir);
+        int st = system(cmd);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        snprintf(path, sizeof path, "%s/log.txt", g_cdir);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(log, 1, sizeof log - 1, f) : 0;
+        log[n] = 0;
+        if (f) fclose(f);
+        if (guard) CHECK_MSG(strstr(log, "SKIPPED (loss spike)") != NULL, "the spike at step 31 was not skipped");
+        else CHECK_MSG(strstr(log, "SKIPPED") == NULL, "the guard is off by default");
+    }
+    crash_cleanup();
+}
+
 // SIGTERM: the same orderly stop, exit 143.
 static void test_sigterm_saves(void) {
     crash_tmpdir();
@@ -249,6 +271,7 @@ static void test_sigterm_saves(void) {
 }
 
 const TestCase tests_crash[] = {
+    {"crash_spike_guard", test_spike_guard},
     {"crash_sigterm_saves", test_sigterm_saves},
     {"crash_divergence_guard", test_divergence_guard},
     {"crash_sigkill_never_leaves_a_broken_checkpoint", test_sigkill_never_leaves_a_broken_checkpoint},
