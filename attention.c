@@ -149,10 +149,7 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
     AttnStats *local = stats ? xcalloc((size_t)B * NH, sizeof(AttnStats), "attention statistics") : NULL;
 #pragma omp parallel if(par_worth((double)B * NH * T * T * (C / NH)))
     {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
+        int tid = thread_index();
         real *dp = scratch + (size_t)tid * attention_scratch_size(T);
         // every (b, h) writes only its own head's columns of dq, dk, dv: no two threads collide
 #pragma omp for collapse(2) schedule(static)

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 const char *g_progname = "train";
 
@@ -62,4 +65,32 @@ double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int thread_index(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+int thread_count(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+const char *option_value(int argc, char **argv, int *i, const char *name) {
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0) return NULL;
+    if (a[n] == '=') return a + n + 1;
+    if (a[n] == 0) {
+        if (*i + 1 >= argc) die(EXIT_USAGE, "%s needs a value", name);
+        return argv[++*i];
+    }
+    return NULL;
 }

@@ -50,6 +50,15 @@ int mul_size(size_t a, size_t b, size_t *out);
 // cost of waking threads (and, on a busy machine, of waiting for them) exceeds the gain.
 static inline int par_worth(double work) { return work >= 262144.0; }
 
+// The calling thread's index in the current OpenMP team and the team's size (0 and 1 outside a
+// parallel region or without OpenMP).
+int thread_index(void);
+int thread_count(void);
+
+// Value of "--name=VALUE" or "--name VALUE" when argv[*i] is that option (advancing *i for the
+// second form), else NULL; exits with a usage error when the value is missing.
+const char *option_value(int argc, char **argv, int *i, const char *name);
+
 // Wall-clock seconds from a monotonic clock.
 double now_seconds(void);
 

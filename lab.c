@@ -121,19 +121,6 @@ static void usage_gradcheck(FILE *f) {
 // ---------------------------------------------------------------------------------------------
 // argument helpers
 
-// Value of "--name VALUE" or "--name=VALUE" when argv[*i] is that option, else NULL.
-static const char *option_value(int argc, char **argv, int *i, const char *name) {
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n) != 0) return NULL;
-    if (a[n] == '=') return a + n + 1;
-    if (a[n] == 0) {
-        if (*i + 1 >= argc) die(EXIT_USAGE, "%s needs a value", name);
-        return argv[++*i];
-    }
-    return NULL;
-}
-
 static long long parse_int(const char *opt, const char *v, long long lo, long long hi) {
     char *end;
     errno = 0;

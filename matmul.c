@@ -208,11 +208,7 @@ void gemm(int M, int N, int K,
     gemm_prepare();
 #pragma omp parallel if(par_worth((double)M * N * K))
     {
-        int tid = 0, nth = 1;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-        nth = omp_get_num_threads();
-#endif
+        int tid = thread_index(), nth = thread_count();
         gemm_part(tid, nth, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate);
     }
 }
@@ -236,11 +232,7 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
     // both products in one parallel region: they write different outputs, so no barrier between
 #pragma omp parallel if(par_worth(2.0 * N * C * OC))
     {
-        int tid = 0, nth = 1;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-        nth = omp_get_num_threads();
-#endif
+        int tid = thread_index(), nth = thread_count();
         matmul_backward_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC);
     }
 }

@@ -43,11 +43,7 @@ void encoder_forward(real *out, const int *inp, const real *wte, const real *wpe
 void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, int B, int T, int C) {
 #pragma omp parallel if(par_worth((double)B * T * C))
     {
-        int nth = 1, tid = 0;
-#ifdef _OPENMP
-        nth = omp_get_num_threads();
-        tid = omp_get_thread_num();
-#endif
+        int tid = thread_index(), nth = thread_count();
         int c0 = (int)((long)C * tid / nth), c1 = (int)((long)C * (tid + 1) / nth);
         for (int bt = 0; bt < B * T; bt++) {
             const real *d = dout + (size_t)bt * C;
@@ -106,11 +102,7 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
     // parameter gradients sum over rows: threads split the channels so the order is fixed
 #pragma omp parallel if(par_worth((double)N * C * 2))
     {
-        int nth = 1, tid = 0;
-#ifdef _OPENMP
-        nth = omp_get_num_threads();
-        tid = omp_get_thread_num();
-#endif
+        int tid = thread_index(), nth = thread_count();
         int c0 = (int)((long)C * tid / nth), c1 = (int)((long)C * (tid + 1) / nth);
         for (int n = 0; n < N; n++) {
             const real *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
@@ -194,11 +186,7 @@ static void qkv_forward(real *q, real *k, real *v, const real *inp, const real *
     gemm_prepare();
 #pragma omp parallel if(par_worth(3.0 * N * C * C))
     {
-        int tid = 0, nth = 1;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-        nth = omp_get_num_threads();
-#endif
+        int tid = thread_index(), nth = thread_count();
         gemm_part(tid, nth, N, C, C, inp, C, 1, wq, C, 1, q, C, 0);
         gemm_part(tid, nth, N, C, C, inp, C, 1, wk, C, 1, k, C, 0);
         gemm_part(tid, nth, N, C, C, inp, C, 1, wv, C, 1, v, C, 0);
@@ -213,11 +201,7 @@ static void qkv_backward(real *dinp, real *dwq, real *dwk, real *dwv, const real
     gemm_prepare();
 #pragma omp parallel if(par_worth(6.0 * N * C * C))
     {
-        int tid = 0, nth = 1;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-        nth = omp_get_num_threads();
-#endif
+        int tid = thread_index(), nth = thread_count();
         matmul_backward_part(tid, nth, dinp, dwq, dq, inp, wq, N, C, C);
         matmul_backward_part(tid, nth, dinp, dwk, dk, inp, wk, N, C, C);
         matmul_backward_part(tid, nth, dinp, dwv, dv, inp, wv, N, C, C);

@@ -391,19 +391,6 @@ static void print_version(void) {
     printf("SIMD: %s\n", matmul_simd_path());
 }
 
-// Value of "--name=VALUE" or "--name VALUE"; advances *i for the second form.
-static const char *option_value(int argc, char **argv, int *i, const char *name) {
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n) != 0) return NULL;
-    if (a[n] == '=') return a + n + 1;
-    if (a[n] == 0) {
-        if (*i + 1 >= argc) die(EXIT_USAGE, "%s needs a value", name);
-        return argv[++*i];
-    }
-    return NULL;
-}
-
 static void parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
     a->overrides = xcalloc((size_t)argc, sizeof(char *), "arguments");
