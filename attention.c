@@ -197,3 +197,17 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
         free(local);
     }
 }
+
+void attention_decode_step(real *out, real *scores, const real *q, const real *k_cache, const real *v_cache,
+                           int pos, int C, int NH, real scale) {
+    int hd = C / NH;
+    for (int h = 0; h < NH; h++) {
+        const real *qh = q + h * hd;
+        // the same arithmetic as row `pos` of attention_forward, so the results agree bit for bit
+        for (int u = 0; u <= pos; u++) scores[u] = dot(qh, k_cache + (size_t)u * C + h * hd, hd) * scale;
+        softmax_forward(scores, scores, pos + 1);
+        real *oh = out + h * hd;
+        for (int i = 0; i < hd; i++) oh[i] = 0;
+        for (int u = 0; u <= pos; u++) axpy(oh, scores[u], v_cache + (size_t)u * C + h * hd, hd);
+    }
+}

@@ -43,6 +43,12 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
                         int B, int T, int C, int NH, real scale, AttnStats *stats, real *row_gain);
 size_t attention_scratch_size(int T);
 
+// One new position of one sequence during generation: q (C) is the query at position `pos`,
+// k_cache and v_cache (pos+1, C) hold the keys and values of positions 0..pos (this one
+// included); out (C) receives P V for that row; scores holds pos+1 reals of scratch.
+void attention_decode_step(real *out, real *scores, const real *q, const real *k_cache, const real *v_cache,
+                           int pos, int C, int NH, real scale);
+
 // Statistics of one row of weights p over n visible keys (n >= 2): entropy (nats) and max.
 void attention_row_stats(const real *p, int n, double *entropy, double *max_weight);
 

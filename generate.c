@@ -57,26 +57,68 @@ static int sample_logits(const real *logits, int V, double temperature, int top_
     return 0;
 }
 
+// Emit one token as UTF-8.
+static void put_token(const Vocab *v, int token, FILE *out) {
+    if (!out) return;
+    char buf[5] = {0};
+    int len = utf8_encode(v->chars[token], buf);
+    fwrite(buf, 1, (size_t)len, out);
+}
+
 void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
               double temperature, int top_k, Rng *rng, FILE *out) {
     int Tmax = m->dims.block_size, V = m->dims.vocab_size;
     int cap = n_prompt + n_tokens + 1;
     int *ctx = xmalloc(sizeof(int) * (size_t)cap, "sampling context");
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
+    real *logits = xmalloc(sizeof(real) * (size_t)V, "logits");
+    KVCache cache;
+    kv_cache_init(&cache, m);
     int n = 0;
     for (int i = 0; i < n_prompt; i++) ctx[n++] = prompt[i];
     if (n == 0) ctx[n++] = 0;  // an empty prompt starts from token 0
+    // prefill: the last block_size tokens of the prompt, one position at a time
+    for (int i = n > Tmax ? n - Tmax : 0; i < n; i++) gpt_decode_step(m, &cache, ctx[i], logits);
+    for (int i = 0; i < n_tokens; i++) {
+        int next = sample_logits(logits, V, temperature, top_k, rng, work);
+        ctx[n++] = next;
+        put_token(v, next, out);
+        if (i + 1 == n_tokens) break;
+        if (cache.len < Tmax) {
+            gpt_decode_step(m, &cache, next, logits);
+        } else {
+            // the window is full. Position embeddings are absolute, so sliding it by one would
+            // change every cached key: instead restart from the last half window (one prefill
+            // per block_size/2 tokens keeps the cost per token constant)
+            int keep = Tmax / 2 > 0 ? Tmax / 2 : 1;
+            cache.len = 0;
+            for (int j = n - keep; j < n; j++) gpt_decode_step(m, &cache, ctx[j], logits);
+        }
+    }
+    if (out) fflush(out);
+    kv_cache_free(&cache);
+    free(logits);
+    free(work);
+    free(ctx);
+}
+
+void generate_full_window(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+                          double temperature, int top_k, Rng *rng, FILE *out) {
+    int Tmax = m->dims.block_size, V = m->dims.vocab_size;
+    int cap = n_prompt + n_tokens + 1;
+    int *ctx = xmalloc(sizeof(int) * (size_t)cap, "sampling context");
+    double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
+    int n = 0;
+    for (int i = 0; i < n_prompt; i++) ctx[n++] = prompt[i];
+    if (n == 0) ctx[n++] = 0;
     for (int i = 0; i < n_tokens; i++) {
         int T = n < Tmax ? n : Tmax;
-        const int *window = ctx + (n - T);
-        gpt_forward(m, window, NULL, 1, T);
+        gpt_forward(m, ctx + (n - T), NULL, 1, T);  // the whole window, every token
         int next = sample_logits(m->acts.logits + (size_t)(T - 1) * V, V, temperature, top_k, rng, work);
         ctx[n++] = next;
-        char buf[5] = {0};
-        int len = utf8_encode(v->chars[next], buf);
-        fwrite(buf, 1, (size_t)len, out);
+        put_token(v, next, out);
     }
-    fflush(out);
+    if (out) fflush(out);
     free(work);
     free(ctx);
 }

@@ -12,10 +12,16 @@
 // err naming the first character that is not in the vocabulary. tokens must hold strlen(prompt).
 int encode_prompt(const Vocab *v, const char *prompt, int *tokens, char *err, size_t errlen);
 
-// Sample n_tokens after the prompt tokens and write them (UTF-8) to out as they are produced.
-// temperature > 0; top_k 0 = all tokens. The context is the last block_size tokens.
-// The model must have been built with batch capacity >= 1 and T = block_size.
+// Sample n_tokens after the prompt tokens and write them (UTF-8) to out (may be NULL) as they
+// are produced. temperature > 0; top_k 0 = all tokens. Uses a key/value cache: each token costs
+// one position's forward pass. While prompt and output fit in block_size the result is
+// identical to generate_full_window; after that, when the window fills, the context restarts
+// from its last block_size/2 tokens (so it holds between block_size/2 and block_size tokens).
 void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
               double temperature, int top_k, Rng *rng, FILE *out);
+// The same without a cache: a full forward pass over the last block_size tokens for every new
+// token (the reference for the tests and the benchmark). The model needs T capacity block_size.
+void generate_full_window(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+                          double temperature, int top_k, Rng *rng, FILE *out);
 
 #endif

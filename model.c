@@ -739,3 +739,58 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
     free(gains);
     gpt_zero_grad(m);
 }
+
+// ---------------------------------------------------------------------------------------------
+// generation with a key/value cache
+
+void kv_cache_init(KVCache *c, const GPT *m) {
+    int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd;
+    size_t kv = (size_t)L * T * C;
+    c->len = 0;
+    c->k = xmalloc_aligned(kv * sizeof(real), "key cache");
+    c->v = xmalloc_aligned(kv * sizeof(real), "value cache");
+    real *s = xmalloc_aligned((size_t)(5 * C + 8 * C + T + 2) * sizeof(real), "decoding scratch");
+    c->x = s; s += C;
+    c->ln = s; s += C;
+    c->q = s; s += C;
+    c->atty = s; s += C;
+    c->tmp = s; s += C;
+    c->h = s; s += 4 * C;
+    c->h_gelu = s; s += 4 * C;
+    c->scores = s; s += T;
+    c->stat = s;  // mean and rstd of one LayerNorm row
+}
+
+void kv_cache_free(KVCache *c) {
+    free(c->k);
+    free(c->v);
+    free(c->x);  // the scratch block starts at x
+    memset(c, 0, sizeof *c);
+}
+
+void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
+    int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
+    int pos = c->len;
+    if (pos >= T) die(EXIT_RUNTIME, "internal: KV cache full (%d positions)", T);
+    // the same layer functions as gpt_forward, on one row
+    encoder_forward(c->x, &token, m->p.wte, m->p.wpe + (size_t)pos * C, 1, 1, C);
+    for (int l = 0; l < L; l++) {
+        const LayerParams *P = &m->p.layers[l];
+        real *k_cache = c->k + (size_t)l * T * C, *v_cache = c->v + (size_t)l * T * C;
+        layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln1_w, P->ln1_b, 1, C);
+        matmul_forward(c->q, c->ln, P->wq, 1, C, C);
+        matmul_forward(k_cache + (size_t)pos * C, c->ln, P->wk, 1, C, C);
+        matmul_forward(v_cache + (size_t)pos * C, c->ln, P->wv, 1, C, C);
+        attention_decode_step(c->atty, c->scores, c->q, k_cache, v_cache, pos, C, NH, m->attn_scale);
+        matmul_forward(c->tmp, c->atty, P->wo, 1, C, C);
+        residual_forward(c->x, c->tmp, c->x, (size_t)C);
+        layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln2_w, P->ln2_b, 1, C);
+        matmul_forward(c->h, c->ln, P->w_fc, 1, C, 4 * C);
+        gelu_forward(c->h_gelu, c->h, (size_t)4 * C);
+        matmul_forward(c->tmp, c->h_gelu, P->w_proj, 1, 4 * C, C);
+        residual_forward(c->x, c->tmp, c->x, (size_t)C);
+    }
+    layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, m->p.lnf_w, m->p.lnf_b, 1, C);
+    gemm(1, V, C, c->ln, C, 1, m->p.wte, 1, C, logits, V, 0);
+    c->len = pos + 1;
+}

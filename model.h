@@ -139,6 +139,21 @@ int gpt_all_finite(const GPT *m);
 // Index of a tensor by name, or -1.
 int gpt_find_tensor(const GPT *m, const char *name);
 
+// ---- generation with a key/value cache ----
+// The keys and values of every layer for positions [0, len) of one sequence, so each new token
+// costs one position's forward pass instead of the whole prefix's.
+typedef struct {
+    int len;                 // positions cached
+    real *k, *v;             // (L, T_max, C) each
+    real *x, *ln, *q, *atty, *tmp, *h, *h_gelu, *scores, *stat;  // one position's scratch
+} KVCache;
+
+void kv_cache_init(KVCache *c, const GPT *m);
+void kv_cache_free(KVCache *c);
+// Feed `token` at position c->len (which must be < block_size) and write the logits (V) for the
+// next token. Bit-identical to the last row of gpt_forward over the same tokens.
+void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits);
+
 // ---- attention statistics on a probe batch ----
 // One (layer, head)'s statistics, or their average over all layers and heads.
 typedef struct {

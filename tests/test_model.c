@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../attention.h"
+#include "../generate.h"
 #include "../matmul.h"
 #include "../model.h"
 #include "../rng.h"
@@ -450,7 +451,56 @@ static void test_float64_build_passes(void) {
     CHECK_MSG(rc == 0 && strstr(last, " 0 failed"), "the float64 suite failed (see tests/run_tests64.log)");
 }
 
+// Generation with the KV cache reproduces generation by full recomputation exactly while the
+// context fits in block_size (same logits, so the same samples), and keeps going past it.
+static void read_back(FILE *f, char *buf, size_t n) {
+    rewind(f);
+    size_t got = fread(buf, 1, n - 1, f);
+    buf[got] = 0;
+}
+
+static void test_kv_cache_generation_matches_full_recompute(void) {
+    GPT m;
+    int V = 9;
+    build_tiny(&m, INIT_FAN_IN, (real)0.5, V);  // block_size 8
+    Vocab vocab;
+    uint32_t chars[9];
+    for (int i = 0; i < V; i++) chars[i] = 'a' + (uint32_t)i;
+    vocab.vocab_size = V;
+    vocab.chars = chars;
+    int prompt[3] = {1, 4, 2};
+    char a[256], b[256];
+    FILE *fa = tmpfile(), *fb = tmpfile();
+    Rng ra, rb;
+    rng_seed(&ra, 5);
+    rng_seed(&rb, 5);
+    generate(&m, &vocab, prompt, 3, 5, 1.0, 0, &ra, fa);               // 3 + 5 = block_size
+    generate_full_window(&m, &vocab, prompt, 3, 5, 1.0, 0, &rb, fb);
+    read_back(fa, a, sizeof a);
+    read_back(fb, b, sizeof b);
+    CHECK(strlen(a) == 5);
+    CHECK_MSG(strcmp(a, b) == 0, "cached '%s' vs recomputed '%s'", a, b);
+    // the cached logits equal the last row of a full forward, bit for bit
+    KVCache c;
+    kv_cache_init(&c, &m);
+    real logits[9];
+    int seq[6] = {3, 1, 4, 1, 5, 2};
+    for (int t = 0; t < 6; t++) gpt_decode_step(&m, &c, seq[t], logits);
+    gpt_forward(&m, seq, NULL, 1, 6);
+    CHECK(memcmp(logits, m.acts.logits + 5 * V, sizeof logits) == 0);
+    kv_cache_free(&c);
+    // past the window: still one character per token
+    rewind(fa);
+    generate(&m, &vocab, prompt, 3, 40, 1.0, 0, &ra, fa);
+    fflush(fa);
+    CHECK(ftell(fa) == 40);
+    fclose(fa);
+    fclose(fb);
+    gpt_free(&m);
+}
+
 const TestCase tests_model[] = {
+    {"kv_cache_generation_matches_full_recompute", test_kv_cache_generation_matches_full_recompute},
     {"float64_build_passes", test_float64_build_passes},
     {"gradcheck_matmul", gradcheck_matmul},
     {"gradcheck_layernorm", gradcheck_layernorm},
