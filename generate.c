@@ -77,8 +77,9 @@ void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tok
     int n = 0;
     for (int i = 0; i < n_prompt; i++) ctx[n++] = prompt[i];
     if (n == 0) ctx[n++] = 0;  // an empty prompt starts from token 0
-    // prefill: the last block_size tokens of the prompt, one position at a time
-    for (int i = n > Tmax ? n - Tmax : 0; i < n; i++) gpt_decode_step(m, &cache, ctx[i], logits);
+    // prefill: the last block_size tokens of the prompt
+    int start = n > Tmax ? n - Tmax : 0;
+    gpt_prefill(m, &cache, ctx + start, n - start, logits);
     for (int i = 0; i < n_tokens; i++) {
         int next = sample_logits(logits, V, temperature, top_k, rng, work);
         ctx[n++] = next;
@@ -91,8 +92,7 @@ void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tok
             // change every cached key: instead restart from the last half window (one prefill
             // per block_size/2 tokens keeps the cost per token constant)
             int keep = Tmax / 2 > 0 ? Tmax / 2 : 1;
-            cache.len = 0;
-            for (int j = n - keep; j < n; j++) gpt_decode_step(m, &cache, ctx[j], logits);
+            gpt_prefill(m, &cache, ctx + n - keep, keep, logits);
         }
     }
     if (out) fflush(out);

@@ -137,11 +137,43 @@ static void micro_kernel(int kc, const real *restrict a, const real *restrict b,
 #endif
 }
 
+// A single row of C (generation: one position at a time). Packing B would copy the whole
+// weight matrix for every token, so stream it instead. Each element is summed in exactly the
+// micro-kernel's order (FMAs over k within a KC block from zero, then added onto C block by
+// block), so the result is bit-identical to the packed path.
+#define ROW_CHUNK 512
+static void gemm_row(int j_lo, int j_hi, int K, const real *a, long a_cs, const real *B, long b_rs, long b_cs,
+                     real *c, int accumulate) {
+    _Alignas(64) real acc[ROW_CHUNK];
+    for (int j0 = j_lo; j0 < j_hi; j0 += ROW_CHUNK) {
+        int nj = j_hi - j0 < ROW_CHUNK ? j_hi - j0 : ROW_CHUNK;
+        for (int p0 = 0; p0 < K; p0 += KC) {
+            int kc = K - p0 < KC ? K - p0 : KC;
+            for (int j = 0; j < nj; j++) acc[j] = 0;
+            for (int k = p0; k < p0 + kc; k++) {
+                real ak = a[(long)k * a_cs];
+                const real *restrict bk = B + (long)k * b_rs + (long)j0 * b_cs;
+                if (b_cs == 1)
+                    for (int j = 0; j < nj; j++) acc[j] += ak * bk[j];
+                else
+                    for (int j = 0; j < nj; j++) acc[j] += ak * bk[(long)j * b_cs];
+            }
+            real *restrict cj = c + j0;
+            if (accumulate || p0 > 0) for (int j = 0; j < nj; j++) cj[j] += acc[j];
+            else                      for (int j = 0; j < nj; j++) cj[j] = acc[j];
+        }
+    }
+}
+
 // One thread's share: C rows [i_lo, i_hi) x columns [j_lo, j_hi), the classic BLIS loop nest
 // (NC columns of B packed, KC deep; MC rows of A packed; MR x NR register tiles).
 static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
                        const real *A, long a_rs, long a_cs, const real *B, long b_rs, long b_cs,
                        real *C, long ldc, int accumulate, const PackBuffers *buf) {
+    if (i_hi - i_lo == 1) {
+        gemm_row(j_lo, j_hi, K, A + (long)i_lo * a_rs, a_cs, B, b_rs, b_cs, C + (long)i_lo * ldc, accumulate);
+        return;
+    }
     _Alignas(64) real acc[MR * NR];
     for (int j0 = j_lo; j0 < j_hi; j0 += NC) {
         int nc = j_hi - j0 < NC ? j_hi - j0 : NC;

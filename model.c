@@ -768,6 +768,20 @@ void kv_cache_free(KVCache *c) {
     memset(c, 0, sizeof *c);
 }
 
+void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits) {
+    int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, V = m->dims.vocab_size;
+    if (n < 1 || n > T || n > m->T) die(EXIT_RUNTIME, "internal: prefill of %d tokens (block %d)", n, T);
+    // one batched forward pass (matrix products, not n matrix-vector ones), then keep its keys
+    // and values; every row is computed exactly as gpt_decode_step would
+    gpt_forward(m, tokens, NULL, 1, n);
+    for (int l = 0; l < L; l++) {
+        memcpy(c->k + (size_t)l * T * C, m->acts.layers[l].k, (size_t)n * C * sizeof(real));
+        memcpy(c->v + (size_t)l * T * C, m->acts.layers[l].v, (size_t)n * C * sizeof(real));
+    }
+    memcpy(logits, m->acts.logits + (size_t)(n - 1) * V, (size_t)V * sizeof(real));
+    c->len = n;
+}
+
 void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
     int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
     int pos = c->len;

@@ -153,6 +153,9 @@ void kv_cache_free(KVCache *c);
 // Feed `token` at position c->len (which must be < block_size) and write the logits (V) for the
 // next token. Bit-identical to the last row of gpt_forward over the same tokens.
 void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits);
+// Fill the cache with n tokens (n <= block_size) at positions 0..n-1 in one batched forward pass
+// and write the logits after the last one. Same values as n decode steps.
+void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits);
 
 // ---- attention statistics on a probe batch ----
 // One (layer, head)'s statistics, or their average over all layers and heads.

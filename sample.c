@@ -21,7 +21,9 @@ static void usage(FILE *f) {
             "written by ./train. temperature > 0 (default 0.8) sharpens (<1) or flattens (>1) the\n"
             "distribution; top_k keeps only the K most likely characters (default 40, 0 = all).\n"
             "--attention-map writes the attention weights of every layer and head for the prompt as\n"
-            "labelled heatmaps in one SVG file (then no text is generated unless --tokens is given).\n");
+            "labelled heatmaps in one SVG file (then no text is generated unless --tokens is given).\n"
+            "Generation keeps a key/value cache: each character costs one position's forward pass. The\n"
+            "context is the last block_size characters; when it is full it restarts from its last half.\n");
 }
 
 static double parse_num(const char *opt, const char *v, double lo, double hi) {

@@ -488,6 +488,19 @@ static void test_kv_cache_generation_matches_full_recompute(void) {
     for (int t = 0; t < 6; t++) gpt_decode_step(&m, &c, seq[t], logits);
     gpt_forward(&m, seq, NULL, 1, 6);
     CHECK(memcmp(logits, m.acts.logits + 5 * V, sizeof logits) == 0);
+    // and a batched prefill leaves the same cache and logits as the decode steps
+    KVCache c2;
+    kv_cache_init(&c2, &m);
+    real logits2[9];
+    gpt_prefill(&m, &c2, seq, 6, logits2);
+    CHECK(c2.len == 6 && memcmp(logits, logits2, sizeof logits) == 0);
+    size_t L_T_C = (size_t)m.dims.n_layer * m.dims.block_size * m.dims.n_embd;
+    int same = 1;
+    for (int l = 0; l < m.dims.n_layer; l++)
+        same &= memcmp(c.k + (size_t)l * m.dims.block_size * m.dims.n_embd, c2.k + (size_t)l * m.dims.block_size * m.dims.n_embd,
+                       6 * (size_t)m.dims.n_embd * sizeof(real)) == 0;
+    CHECK(same && L_T_C > 0);
+    kv_cache_free(&c2);
     kv_cache_free(&c);
     // past the window: still one character per token
     rewind(fa);
