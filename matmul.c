@@ -4,6 +4,7 @@
 // otherwise, and always plain C in the double-precision build).
 #include "matmul.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -153,10 +154,20 @@ static void gemm_row(int j_lo, int j_hi, int K, const real *a, long a_cs, const 
             for (int k = p0; k < p0 + kc; k++) {
                 real ak = a[(long)k * a_cs];
                 const real *restrict bk = B + (long)k * b_rs + (long)j0 * b_cs;
-                if (b_cs == 1)
-                    for (int j = 0; j < nj; j++) acc[j] += ak * bk[j];
-                else
-                    for (int j = 0; j < nj; j++) acc[j] += ak * bk[(long)j * b_cs];
+#if USE_AVX2
+                // fused multiply-adds, exactly as the AVX2 micro-kernel rounds them, whatever
+                // the optimisation level (plain C would be fused only where the compiler contracts)
+                int j = 0;
+                if (b_cs == 1) {
+                    __m256 av = _mm256_set1_ps(ak);
+                    for (; j + 8 <= nj; j += 8)
+                        _mm256_store_ps(acc + j, _mm256_fmadd_ps(av, _mm256_loadu_ps(bk + j), _mm256_load_ps(acc + j)));
+                }
+                for (; j < nj; j++) acc[j] = fmaf(ak, bk[(long)j * b_cs], acc[j]);
+#else
+                // the portable micro-kernel's expression, so both round alike
+                for (int j = 0; j < nj; j++) acc[j] += ak * bk[(long)j * b_cs];
+#endif
             }
             real *restrict cj = c + j0;
             if (accumulate || p0 > 0) for (int j = 0; j < nj; j++) cj[j] += acc[j];
