@@ -61,6 +61,27 @@ static uint32_t rd_u32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+// Whether walking the record headers of buf runs past its end (the file was cut off).
+static int records_overrun(const unsigned char *buf, size_t len) {
+    size_t pos = 12, end = len - 4;
+    while (pos < end) {
+        size_t name_len = buf[pos++];
+        if (name_len == 0 || end - pos < name_len + 2) return 1;
+        pos += name_len;
+        size_t esz = dtype_size(buf[pos]);
+        int ndim = buf[pos + 1];
+        pos += 2;
+        if (esz == 0 || ndim > 8 || end - pos < 4u * (size_t)ndim) return 1;
+        size_t count = 1;
+        for (int d = 0; d < ndim; d++, pos += 4)
+            if (!mul_size(count, rd_u32(buf + pos), &count)) return 1;
+        size_t bytes;
+        if (!mul_size(count, esz, &bytes) || bytes > end - pos) return 1;
+        pos += bytes;
+    }
+    return 0;
+}
+
 int tfile_read(TFile *f, const char *path, const char *magic, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     if (!host_is_little_endian()) { snprintf(err, errlen, "'%s': big-endian hosts are not supported", path); return 0; }
@@ -98,7 +119,11 @@ int tfile_read(TFile *f, const char *path, const char *magic, char *err, size_t 
     }
     uint32_t stored = rd_u32(buf + len - 4), actual = crc32_update(0, buf, len - 4);
     if (stored != actual) {
-        snprintf(err, errlen, "'%s' is corrupt: CRC-32 mismatch (stored %08x, computed %08x)", path, stored, actual);
+        // say "truncated" when the records themselves run past the end (a cut-off copy), else "corrupt"
+        if (records_overrun(buf, len))
+            snprintf(err, errlen, "'%s' is truncated: its records run past the end of the file (%zu bytes)", path, len);
+        else
+            snprintf(err, errlen, "'%s' is corrupt: CRC-32 mismatch (stored %08x, computed %08x)", path, stored, actual);
         free(buf);
         return 0;
     }
