@@ -83,6 +83,14 @@ int thread_count(void) {
 #endif
 }
 
+int thread_max(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
 const char *option_value(int argc, char **argv, int *i, const char *name) {
     size_t n = strlen(name);
     const char *a = argv[*i];

@@ -54,6 +54,8 @@ static inline int par_worth(double work) { return work >= 262144.0; }
 // parallel region or without OpenMP).
 int thread_index(void);
 int thread_count(void);
+// The number of threads a parallel region would use (OMP_NUM_THREADS, train.threads).
+int thread_max(void);
 
 // Value of "--name=VALUE" or "--name VALUE" when argv[*i] is that option (advancing *i for the
 // second form), else NULL; exits with a usage error when the value is missing.

@@ -32,14 +32,6 @@ typedef struct { real *a, *b; } PackBuffers;
 static PackBuffers *g_pack = NULL;
 static int g_pack_threads = 0;
 
-static int max_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 static void ensure_pack_buffers(int threads) {
     if (threads <= g_pack_threads) return;
     PackBuffers *nb = xcalloc((size_t)threads, sizeof(PackBuffers), "GEMM packing buffers");
@@ -218,7 +210,7 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
     }
 }
 
-void gemm_prepare(void) { ensure_pack_buffers(max_threads()); }
+void gemm_prepare(void) { ensure_pack_buffers(thread_max()); }
 
 void gemm_part(int tid, int nth, int M, int N, int K,
                const real *A, long a_rs, long a_cs,

@@ -16,14 +16,6 @@
 
 #define GRAD_NORM_CHUNK 16384  // fixed chunking makes the norm independent of the thread count
 
-static int max_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 // ---------------------------------------------------------------------------------------------
 // layers
 
@@ -384,7 +376,7 @@ void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T) {
     m->gacts.fch = g; g += 4 * BTC;
     m->gacts.fch_gelu = g; g += 4 * BTC;
     m->gacts.logits = g;
-    m->gacts.attn_scratch = xmalloc_aligned(attention_scratch_size(T) * (size_t)max_threads() * sizeof(real) + 64,
+    m->gacts.attn_scratch = xmalloc_aligned(attention_scratch_size(T) * (size_t)thread_max() * sizeof(real) + 64,
                                             "attention scratch");
     m->inputs = xcalloc(BT, sizeof(int), "inputs");
     m->targets = xcalloc(BT, sizeof(int), "targets");

@@ -368,14 +368,6 @@ static void print_usage(FILE *f) {
     config_print_reference(f, 0);
 }
 
-static int threads_in_use(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 static void print_version(void) {
     printf("train %s (%s)\n", TRAINER_VERSION, REAL_NAME);
 #if defined(__clang__)
@@ -557,7 +549,7 @@ static void bench(Run *r, int steps) {
     double total = 0;
     for (int p = 0; p < PHASE_COUNT; p++) total += r->model.phase_seconds[p];
     printf("%s: %zu params, B=%d T=%d, %.2f GFLOP/step, %d threads, measured FMA peak %.1f GFLOP/s\n", c->name,
-           r->model.n_params, B, T, flops / 1e9, threads_in_use(), peak);
+           r->model.n_params, B, T, flops / 1e9, thread_max(), peak);
     printf("phases (ms/step):");
     for (int p = 0; p < PHASE_COUNT; p++)
         printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * r->model.phase_seconds[p] / steps,
