@@ -1,5 +1,5 @@
-// fastmath.h: exp and tanh for the float32 hot loops, written so the compiler can vectorise
-// them (libm's expf/tanhf are calls it cannot inline). exp uses the classic range reduction
+// fastmath.h: exp and erf for the float32 hot loops (softmax, cross-entropy, GELU), written so
+// the compiler can vectorise them (libm's expf/erff are calls it cannot inline). exp uses the classic range reduction
 // x = n ln2 + r, |r| <= ln2/2, a degree-6 polynomial for e^r and 2^n built in the exponent
 // bits; relative error about 2e-7 (a couple of float ulps). The float64 build uses libm so the
 // gradient checks see exact math.
@@ -14,7 +14,6 @@
 
 #ifdef REAL_DOUBLE
 static inline real fast_exp(real x) { return exp(x); }
-static inline real fast_tanh(real x) { return tanh(x); }
 static inline real fast_erf(real x) { return erf(x); }
 #else
 static inline float fast_exp(float x) {
@@ -37,12 +36,6 @@ static inline float fast_exp(float x) {
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return p * scale;
-}
-
-// tanh(x) = 1 - 2 / (e^{2x} + 1); saturates cleanly to +-1 for large |x|
-static inline float fast_tanh(float x) {
-    float e = fast_exp(2.0f * x);
-    return 1.0f - 2.0f / (e + 1.0f);
 }
 
 // erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), odd-symmetric:
