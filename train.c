@@ -446,13 +446,13 @@ static void check_memory(const ModelDims *d, int B, int T, int n_models) {
             need / 1073741824.0, n_params, phys / 1073741824.0);
 }
 
-static double fmt_eta(char *buf, size_t n, double seconds) {
-    if (!(seconds >= 0) || seconds > 1e7) { snprintf(buf, n, "?"); return 0; }
+// Time left as "42s", "3m05s" or "1h07m" ("?" before it can be estimated).
+static void fmt_eta(char *buf, size_t n, double seconds) {
+    if (!(seconds >= 0) || seconds > 1e7) { snprintf(buf, n, "?"); return; }
     long s = (long)(seconds + 0.5);
     if (s >= 3600) snprintf(buf, n, "%ldh%02ldm", s / 3600, (s / 60) % 60);
     else if (s >= 60) snprintf(buf, n, "%ldm%02lds", s / 60, s % 60);
     else snprintf(buf, n, "%lds", s);
-    return seconds;
 }
 
 static void write_summary(const Run *r, const char *path, double train_loss, double val_loss, double wall) {
