@@ -65,18 +65,24 @@ static void put_token(const Vocab *v, int token, FILE *out) {
     fwrite(buf, 1, (size_t)len, out);
 }
 
+// The token sequence both generators extend: the prompt, with room for n_tokens more. An empty
+// prompt starts from token 0. Sets *n to the tokens it holds.
+static int *start_context(const int *prompt, int n_prompt, int n_tokens, int *n) {
+    int *ctx = xmalloc(sizeof(int) * ((size_t)n_prompt + (size_t)n_tokens + 1), "sampling context");
+    *n = 0;
+    for (int i = 0; i < n_prompt; i++) ctx[(*n)++] = prompt[i];
+    if (*n == 0) ctx[(*n)++] = 0;
+    return ctx;
+}
+
 void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
               double temperature, int top_k, Rng *rng, FILE *out) {
-    int Tmax = m->dims.block_size, V = m->dims.vocab_size;
-    int cap = n_prompt + n_tokens + 1;
-    int *ctx = xmalloc(sizeof(int) * (size_t)cap, "sampling context");
+    int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
+    int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
     real *logits = xmalloc(sizeof(real) * (size_t)V, "logits");
     KVCache cache;
     kv_cache_init(&cache, m);
-    int n = 0;
-    for (int i = 0; i < n_prompt; i++) ctx[n++] = prompt[i];
-    if (n == 0) ctx[n++] = 0;  // an empty prompt starts from token 0
     // prefill: the last block_size tokens of the prompt
     int start = n > Tmax ? n - Tmax : 0;
     gpt_prefill(m, &cache, ctx + start, n - start, logits);
@@ -104,13 +110,9 @@ void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tok
 
 void generate_full_window(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
                           double temperature, int top_k, Rng *rng, FILE *out) {
-    int Tmax = m->dims.block_size, V = m->dims.vocab_size;
-    int cap = n_prompt + n_tokens + 1;
-    int *ctx = xmalloc(sizeof(int) * (size_t)cap, "sampling context");
+    int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
+    int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
-    int n = 0;
-    for (int i = 0; i < n_prompt; i++) ctx[n++] = prompt[i];
-    if (n == 0) ctx[n++] = 0;
     for (int i = 0; i < n_tokens; i++) {
         int T = n < Tmax ? n : Tmax;
         gpt_forward(m, ctx + (n - T), NULL, 1, T);  // the whole window, every token
