@@ -547,7 +547,11 @@ void gpt_backward(GPT *m) {
         gpt_phase(m, PHASE_MATMUL_BWD);
         matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C);
         gpt_phase(m, PHASE_ATTENTION);
-        memset(G->q, 0, 3 * NC * sizeof(real));  // q, k, v are adjacent
+        // three separate clears: the buffers are laid out for the capacity, so with a smaller
+        // batch (an MPI rank's share, an evaluation tail) q, k and v are not adjacent
+        memset(G->q, 0, NC * sizeof(real));
+        memset(G->k, 0, NC * sizeof(real));
+        memset(G->v, 0, NC * sizeof(real));
         attention_backward(G->q, G->k, G->v, G->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
                            B, T, C, NH, m->attn_scale,
                            m->collect_stats ? &m->attn_stats[l * NH] : NULL,
