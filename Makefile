@@ -4,6 +4,18 @@ CC ?= cc
 NATIVE ?= 1
 NO_OMP ?= 0
 SANITIZE ?= 0
+MPI ?= 0
+MPICC ?= mpicc
+
+# make MPI=1: the same programs built with MPI's compiler wrapper, so that `mpirun -np N ./train`
+# trains data-parallel (dist.c); the default build has no MPI dependency.
+ifeq ($(MPI),1)
+  override CC := $(MPICC)
+  ifeq ($(shell command -v $(MPICC) 2>/dev/null),)
+    $(error make MPI=1 needs $(MPICC): install MPI (Debian/Ubuntu: apt-get install libopenmpi-dev openmpi-bin))
+  endif
+  MPI_FLAGS := -DUSE_MPI
+endif
 
 # Probe what the compiler accepts instead of assuming gcc on Linux.
 try_flag = $(shell printf 'int main(void){return 0;}' | $(CC) $(1) -x c - -o /dev/null >/dev/null 2>&1 && echo "$(1)")
@@ -51,16 +63,16 @@ endif
 # -ffp-contract=fast lets the compiler fuse a*b+c into FMA in plain C loops (ISO C mode turns
 # it off otherwise); no trapping math and no errno let compares and sqrt vectorise. Neither
 # reorders arithmetic, so results stay deterministic for a given binary.
-ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) -ffp-contract=fast -fno-trapping-math -fno-math-errno $(ARCH_FLAGS) $(OMP_FLAGS) $(CJSON_CFLAGS)
+ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) -ffp-contract=fast -fno-trapping-math -fno-math-errno $(ARCH_FLAGS) $(OMP_FLAGS) $(MPI_FLAGS) $(CJSON_CFLAGS)
 LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 
-CORE := common.c matmul.c attention.c model.c rng.c data.c config.c checkpoint.c generate.c attention_map.c lab_core.c
+CORE := common.c dist.c matmul.c attention.c model.c rng.c data.c config.c checkpoint.c generate.c attention_map.c lab_core.c
 CORE_H := $(wildcard *.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
 # binaries were last linked with, so switching CC, NO_OMP or NATIVE relinks them.
-BUILD_ID := $(notdir $(firstword $(CC)))$(if $(filter 1,$(NO_OMP)),-noomp)$(if $(filter 0,$(NATIVE)),-generic)$(if $(filter 1,$(SANITIZE)),-asan)
+BUILD_ID := $(notdir $(firstword $(CC)))$(if $(filter 1,$(NO_OMP)),-noomp)$(if $(filter 0,$(NATIVE)),-generic)$(if $(filter 1,$(SANITIZE)),-asan)$(if $(filter 1,$(MPI)),-mpi)
 OBJDIR := build/$(BUILD_ID)
-STAMP := build/.config
+STAMP ?= build/.config
 $(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BUILD_ID)" ] || echo "$(BUILD_ID)" > $(STAMP))
 CORE_OBJ := $(CORE:%.c=$(OBJDIR)/%.o)
 CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
@@ -68,7 +80,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps run test test-asan fuzz demo bench clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test test-asan fuzz demo bench clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -84,6 +96,16 @@ $(OBJDIR)/f64/%.o: %.c $(CORE_H) | deps
 
 train: $(OBJDIR)/train.o $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
+
+# The MPI build of train that the tests run under mpirun (build/train-mpi; ./train stays as it is).
+# `make test` builds it when mpicc is installed; the MPI tests skip, saying so, when it is not.
+build/train-mpi: $(OBJDIR)/train.o $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
+
+mpi-test-build:
+	@if command -v $(MPICC) >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then \
+	    $(MAKE) --no-print-directory MPI=1 SANITIZE=0 STAMP=build/.config-mpi build/train-mpi; \
+	else echo "note: $(MPICC) or mpirun not found: the MPI tests will be skipped"; rm -f build/train-mpi; fi
 
 sample: $(OBJDIR)/sample.o $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
@@ -114,7 +136,7 @@ run: all
 	./train configs/default.json
 
 # One runner, one closing line: the float32 suite also runs the float64 build's numeric tests.
-test: all tools/gencorpus tests/run_tests tests/run_tests64
+test: all tools/gencorpus tests/run_tests tests/run_tests64 mpi-test-build
 	./tests/run_tests
 
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (binaries included)

@@ -13,6 +13,7 @@
 #endif
 
 const char *g_progname = "train";
+void (*g_die_hook)(int code) = NULL;
 
 void err_print(const char *fmt, ...) {
     va_list ap;
@@ -30,6 +31,7 @@ void die(int code, const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+    if (g_die_hook) g_die_hook(code);
     exit(code);
 }
 

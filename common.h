@@ -25,6 +25,8 @@ typedef float real;
 
 // Print "PROGRAM: error: ..." to stderr. The program name is set once by main().
 extern const char *g_progname;
+// Called by die() just before it exits (the MPI build uses it to stop the other ranks).
+extern void (*g_die_hook)(int code);
 void err_print(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))

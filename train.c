@@ -17,6 +17,7 @@
 #include "common.h"
 #include "config.h"
 #include "data.h"
+#include "dist.h"
 #include "generate.h"
 #include "matmul.h"
 #include "model.h"
@@ -152,6 +153,7 @@ static double lr_at(const Config *c, long step) {
 typedef struct {
     const char *variant;     // NULL for a normal run, else "scaled" / "unscaled"
     Config cfg;
+    int rows, row0;          // this rank's rows [row0, row0 + rows) of every batch (all of it in one process)
     char *cfg_json;
     GPT model;
     TrainState st;
@@ -166,7 +168,7 @@ typedef struct {
     double loss, grad_norm, lr, ms;
     int skipped;
     const char *skip_reason;
-    double train_seconds;
+    double train_seconds, comm_seconds;  // comm: time in the gradient allreduce (MPI)
     long tokens_trained;
     HeadStats probe;         // last attention probe (averages over layers and heads)
     int have_probe;
@@ -179,11 +181,15 @@ static double estimate_loss(Run *r, const Dataset *ds, int split_val, int *x, in
     Rng eval_rng;
     rng_seed(&eval_rng, (uint64_t)c->seed * 2654435761u + (split_val ? 17 : 3));
     double total = 0.0;
+    size_t off = (size_t)r->row0 * c->block_size;
     for (int i = 0; i < c->eval_steps; i++) {
+        // every rank draws the whole batch and evaluates its rows: the mean over the ranks'
+        // equal shares is the mean over the batch
         sample_batch(ds, split_val, &eval_rng, c->batch_size, c->block_size, x, y);
-        total += gpt_forward(&r->model, x, y, c->batch_size, c->block_size);
+        total += gpt_forward(&r->model, x + off, y + off, r->rows, c->block_size);
     }
-    return total / c->eval_steps;
+    dist_sum_double(&total, 1);
+    return total / c->eval_steps / dist_size();
 }
 
 // Loss over the whole validation split: every non-overlapping window of block_size targets.
@@ -192,21 +198,27 @@ static double full_val_loss(Run *r, const Dataset *ds, int *x, int *y) {
     int T = c->block_size, B = c->batch_size;
     size_t n_val = ds->n_tokens - ds->n_train;
     size_t n_windows = (n_val - 1) / (size_t)T;
-    double total = 0.0;
-    size_t counted = 0;
-    for (size_t w0 = 0; w0 < n_windows; w0 += (size_t)B) {
-        int nb = (int)(n_windows - w0 < (size_t)B ? n_windows - w0 : (size_t)B);
+    (void)B;
+    // sums[0] = summed loss, sums[1] = positions counted; each rank takes its rows of each
+    // group of batch_size windows
+    double sums[2] = {0.0, 0.0};
+    for (size_t w0 = 0; w0 < n_windows; w0 += (size_t)c->batch_size) {
+        size_t first = w0 + (size_t)r->row0, end = w0 + (size_t)r->row0 + (size_t)r->rows;
+        if (end > n_windows) end = n_windows;
+        if (first >= end) continue;
+        int nb = (int)(end - first);
         for (int b = 0; b < nb; b++) {
-            size_t start = ds->n_train + (w0 + (size_t)b) * (size_t)T;
+            size_t start = ds->n_train + (first + (size_t)b) * (size_t)T;
             for (int t = 0; t < T; t++) {
                 x[b * T + t] = ds->tokens[start + t];
                 y[b * T + t] = ds->tokens[start + t + 1];
             }
         }
-        total += gpt_forward(&r->model, x, y, nb, T) * nb * T;
-        counted += (size_t)nb * T;
+        sums[0] += gpt_forward(&r->model, x, y, nb, T) * nb * T;
+        sums[1] += (double)nb * T;
     }
-    return counted ? total / (double)counted : NAN;
+    dist_sum_double(sums, 2);
+    return sums[1] > 0 ? sums[0] / sums[1] : NAN;
 }
 
 // One optimisation step on batch (x, y). A non-finite loss or gradient norm (or a loss spike,
@@ -217,7 +229,12 @@ static void run_step(Run *r, const int *x, const int *y, long step) {
     double t0 = now_seconds();
     r->lr = lr_at(c, step);
     gpt_zero_grad(m);
-    r->loss = gpt_forward(m, x, y, c->batch_size, c->block_size);
+    r->loss = gpt_forward(m, x, y, r->rows, c->block_size);
+    if (dist_size() > 1) {  // the batch loss is the mean of the ranks' equal shares
+        double loss = r->loss;
+        dist_sum_double(&loss, 1);
+        r->loss = loss / dist_size();
+    }
     if (step >= g_fault_from && step < g_fault_from + g_fault_count) r->loss = NAN;  // test-only fault injection
     if (step == g_spike_step) r->loss += 100;
     r->skipped = 0;
@@ -229,6 +246,14 @@ static void run_step(Run *r, const int *x, const int *y, long step) {
     } else {
         gpt_backward(m);
         gpt_phase(m, PHASE_OPTIMIZER);
+        if (dist_size() > 1) {
+            // one allreduce over the one contiguous gradient buffer: the sum of the ranks' mean
+            // gradients, divided by their number, is the gradient of the whole batch's mean loss
+            double c0 = now_seconds();
+            dist_sum_real(m->grads, m->n_params);
+            r->comm_seconds += now_seconds() - c0;
+            gpt_scale_grads(m, (real)(1.0 / dist_size()));
+        }
         r->grad_norm = gpt_grad_norm(m);
         if (!isfinite(r->grad_norm)) { r->skipped = 1; r->skip_reason = "non-finite gradient"; }
     }
@@ -257,7 +282,7 @@ static void run_step(Run *r, const int *x, const int *y, long step) {
     gpt_phase(m, PHASE_NONE);
     r->ms = 1000.0 * (now_seconds() - t0);
     r->train_seconds += r->ms / 1000.0;
-    r->tokens_trained += (long)c->batch_size * c->block_size;
+    r->tokens_trained += (long)c->batch_size * c->block_size;  // the whole batch, over all ranks
 }
 
 // Attention statistics on the fixed probe batch: a forward and backward with statistics on,
@@ -283,7 +308,9 @@ static void run_probe(Run *r, const int *px, const int *py, long step) {
     free(hs);
 }
 
+// Only rank 0 writes files; the others hold the same parameters.
 static void run_save(Run *r, const Vocab *vocab, const char *file) {
+    if (!dist_is_root()) return;
     char path[2200], err[ERRLEN];
     join_path(path, sizeof path, r->dir, file);
     if (!checkpoint_save(path, &r->model, r->cfg_json, vocab, &r->st, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
@@ -292,6 +319,12 @@ static void run_save(Run *r, const Vocab *vocab, const char *file) {
 // Write checkpoint.bin and, with keep_checkpoints N, checkpoint_<step>.bin, removing the one
 // that falls out of the window of the last N.
 static void run_checkpoint(Run *r, const Vocab *vocab) {
+    // every rank took the same AdamW steps from the same summed gradients, so they hold the same
+    // bytes; check it (cheaply, at checkpoints only) rather than trust it
+    if (!dist_same_bytes(r->model.params, r->model.n_params * sizeof(real)))
+        die(EXIT_RUNTIME, "the ranks' parameters differ at step %ld (the MPI sum was not identical on every rank)",
+            r->st.step);
+    if (!dist_is_root()) return;
     run_save(r, vocab, "checkpoint.bin");
     int keep = r->cfg.keep_checkpoints;
     if (keep > 0) {
@@ -309,6 +342,7 @@ static void run_checkpoint(Run *r, const Vocab *vocab) {
 }
 
 static void run_open_logs(Run *r, int resuming) {
+    if (!dist_is_root()) return;  // metrics and attn_csv stay NULL on the other ranks
     char path[2200];
     join_path(path, sizeof path, r->dir, "metrics.csv");
     if (resuming) truncate_csv(path, r->st.step);
@@ -381,6 +415,7 @@ static void print_version(void) {
     printf("OpenMP: off (single-threaded build)\n");
 #endif
     printf("SIMD: %s\n", matmul_simd_path());
+    printf("MPI: %s\n", dist_describe());
 }
 
 static void parse_args(int argc, char **argv, Args *a) {
@@ -519,17 +554,18 @@ static void dump_state(Run *r, const Dataset *ds, const char *path) {
 static void bench(Run *r, int steps) {
     const Config *c = &r->cfg;
     int B = c->batch_size, T = c->block_size, V = r->model.dims.vocab_size;
-    size_t BT = (size_t)B * T;
+    size_t BT = (size_t)B * T, local = (size_t)r->rows * T;  // this rank's share of the batch
     int *x = xmalloc(BT * sizeof(int), "batch"), *y = xmalloc(BT * sizeof(int), "batch");
     Rng rng;
-    rng_seed(&rng, 12345);
+    rng_seed(&rng, 12345 + (uint64_t)dist_rank());
     int warmup = 3;
     double *ms = xmalloc(sizeof(double) * (size_t)steps, "timings");
     for (int i = 0; i < warmup + steps; i++) {
-        for (size_t j = 0; j < BT; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
+        for (size_t j = 0; j < local; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
         if (i == warmup) {  // account the timed steps only
             r->model.profile = 1;
             memset(r->model.phase_seconds, 0, sizeof r->model.phase_seconds);
+            r->comm_seconds = 0;
         }
         run_step(r, x, y, i);
         if (i >= warmup) ms[i - warmup] = r->ms;
@@ -555,7 +591,11 @@ static void bench(Run *r, int steps) {
         printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * r->model.phase_seconds[p] / steps,
                total > 0 ? 100.0 * r->model.phase_seconds[p] / total : 0.0);
     printf("\n");
-    {   // sampling speed: 500 characters with the KV cache; the full recompute is timed on 50
+    if (dist_size() > 1)
+        printf("data-parallel: %d ranks x %d rows, %d threads each; gradient allreduce (%zu floats, %.1f MB) %.2f ms/step\n",
+               dist_size(), r->rows, thread_max(), r->model.n_params, r->model.n_params * sizeof(real) / 1e6,
+               1000.0 * r->comm_seconds / steps);
+    if (dist_is_root()) {   // sampling speed: 500 characters with the KV cache; the full recompute is timed on 50
         Vocab vocab;
         vocab.vocab_size = V;
         vocab.chars = xmalloc(sizeof(uint32_t) * (size_t)V, "vocabulary");
@@ -617,6 +657,9 @@ static void release(Run *runs, int n_runs, Dataset *ds, Checkpoint *ck, Args *ar
 
 int main(int argc, char **argv) {
     g_progname = "train";
+    dist_init(&argc, &argv);
+    // only rank 0 speaks; the other ranks' errors still reach stderr
+    if (!dist_is_root() && !freopen("/dev/null", "w", stdout)) die(EXIT_RUNTIME, "cannot redirect stdout to /dev/null");
     setvbuf(stdout, NULL, _IOLBF, 0);
     read_fault_injection();
     Args args;
@@ -630,7 +673,19 @@ int main(int argc, char **argv) {
     load_config(&cfg, &args, resuming ? &ck : NULL);
 #ifdef _OPENMP
     if (cfg.threads > 0) omp_set_num_threads(cfg.threads);
+    else if (dist_local_size() > 1 && !getenv("OMP_NUM_THREADS")) {
+        // ranks sharing a machine share its cores: oversubscribed OpenMP threads spin and crawl
+        int per_rank = omp_get_num_procs() / dist_local_size();
+        omp_set_num_threads(per_rank > 0 ? per_rank : 1);
+    }
 #endif
+    if (dist_size() > 1) {
+        if (cfg.batch_size % dist_size() != 0)
+            die(EXIT_USAGE, "train.batch_size %d does not divide over %d ranks: use a multiple of %d or another rank count",
+                cfg.batch_size, dist_size(), dist_size());
+        if (args.dump_path) die(EXIT_USAGE, "--dump-state runs in one process, not under mpirun -np %d", dist_size());
+    }
+    int rows = cfg.batch_size / dist_size();
 
     int n_runs = args.compare_scaling ? 2 : 1;
     {   // refuse absurd sizes before reading any data (the vocabulary adds little; count one token)
@@ -652,24 +707,28 @@ int main(int argc, char **argv) {
 
     ModelDims dims = {ds.vocab.vocab_size, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
     check_memory(&dims, cfg.batch_size, cfg.block_size, n_runs);
-    if (args.bench_steps == 0 && !args.dump_path && !ensure_dir(cfg.out_dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    int writes = args.bench_steps == 0 && !args.dump_path && dist_is_root();
+    if (writes && !ensure_dir(cfg.out_dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
 
     Run runs[2];
     memset(runs, 0, sizeof runs);
     for (int i = 0; i < n_runs; i++) {
         Run *r = &runs[i];
         r->cfg = cfg;
+        r->rows = rows;
+        r->row0 = dist_rank() * rows;
         if (args.compare_scaling) {
             r->variant = i == 0 ? "scaled" : "unscaled";
             snprintf(r->cfg.attn_scale_str, sizeof r->cfg.attn_scale_str, "%s", i == 0 ? "sqrt" : "none");
             if (!config_finalize(&r->cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
             snprintf(r->dir, sizeof r->dir, "%s/%s", cfg.out_dir, r->variant);
-            if (args.bench_steps == 0 && !args.dump_path && !ensure_dir(r->dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+            if (writes && !ensure_dir(r->dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         } else {
             snprintf(r->dir, sizeof r->dir, "%s", cfg.out_dir);
         }
         r->cfg_json = config_to_json(&r->cfg);
-        gpt_build(&r->model, &dims, (real)config_attn_scale(&r->cfg), cfg.batch_size, cfg.block_size);
+        // rank 0 also runs the attention probe on the whole probe batch; the others need their share
+        gpt_build(&r->model, &dims, (real)config_attn_scale(&r->cfg), dist_is_root() ? cfg.batch_size : rows, cfg.block_size);
         r->st.best_val_loss = INFINITY;
         r->last_finite_loss = NAN;
         if (cfg.spike_zscore > 0) r->spike_window = xcalloc((size_t)cfg.spike_window, sizeof(double), "spike window");
@@ -710,35 +769,42 @@ int main(int argc, char **argv) {
         sample_batch(&ds, 1, &probe_rng, B, T, px, py);
     }
     for (int i = 0; i < n_runs; i++) run_open_logs(&runs[i], resuming);
-    CompareLog *cmp = n_runs == 2 ? compare_log_open(cfg.out_dir, cfg.max_steps) : NULL;
+    CompareLog *cmp = n_runs == 2 && dist_is_root() ? compare_log_open(cfg.out_dir, cfg.max_steps) : NULL;
 
     long start_step = runs[0].st.step, max_steps = cfg.max_steps;
     printf("%s %s: %zu parameters, vocab %d, %zu train / %zu val tokens, %s attention scale %s, init %s\n",
            resuming ? "resuming" : "training", cfg.name, runs[0].model.n_params, dims.vocab_size, ds.n_train,
            ds.n_tokens - ds.n_train, n_runs == 2 ? "comparing" : "with", n_runs == 2 ? "sqrt vs none" : cfg.attn_scale_str,
            cfg.init);
+    if (dist_size() > 1)
+        printf("data-parallel over %d MPI ranks: %d of the %d rows of each batch per rank, %d threads each\n", dist_size(),
+               rows, B, thread_max());
     if (resuming) printf("continuing from step %ld of %ld, writing to %s\n", start_step, max_steps, cfg.out_dir);
     else printf("writing to %s (step %ld of %ld)\n", cfg.out_dir, start_step, max_steps);
     install_signal_handlers();
     double wall0 = now_seconds();
 
     for (long step = start_step; step < max_steps; step++) {
-        if (cfg.attn_interval > 0 && step % cfg.attn_interval == 0)
+        if (cfg.attn_interval > 0 && step % cfg.attn_interval == 0 && dist_is_root())
             for (int i = 0; i < n_runs; i++) {
                 run_probe(&runs[i], px, py, step);
                 if (cmp) compare_log_probe(cmp, i, step, &runs[i].probe);
             }
+        // every rank draws the whole batch from the same stream and trains on its own rows, so
+        // the ranks' rows together are exactly the batch one process would draw
         sample_batch(&ds, 0, &runs[0].st.rng, B, T, x, y);
         for (int i = 1; i < n_runs; i++) runs[i].st.rng = runs[0].st.rng;  // identical batches, in order
         for (int i = 0; i < n_runs; i++) {
             Run *r = &runs[i];
-            run_step(r, x, y, step);
+            run_step(r, x + (size_t)r->row0 * T, y + (size_t)r->row0 * T, step);
             r->st.step = step + 1;
             if (r->bad_streak >= cfg.max_bad_steps) {
                 // the skipped steps left the parameters as they were after the last good step:
                 // save them so nothing is lost, then stop
                 run_close_logs(r);
                 run_checkpoint(r, vocab);
+                dist_barrier();  // every rank got here at the same step; let rank 0 finish writing
+                if (!dist_is_root()) dist_exit(EXIT_RUNTIME);
                 die(EXIT_RUNTIME, "%s%sstopping at step %ld: %d consecutive steps with a non-finite loss or gradient"
                     " (last finite loss %.4f; checkpoint saved). Try a lower train.lr (now %g), a smaller"
                     " train.grad_clip, or model.attn_scale=sqrt.", r->variant ? r->variant : "", r->variant ? ": " : "",
@@ -758,10 +824,12 @@ int main(int argc, char **argv) {
                     run_save(r, vocab, "best.bin");
                 }
             }
-            fprintf(r->metrics, "%ld,%.6f,%.6e,%.6f,%.3f,", done, r->loss, r->lr, r->grad_norm, r->ms);
-            if (do_eval) fprintf(r->metrics, "%.6f", r->eval_val);
-            fprintf(r->metrics, "\n");
-            fflush(r->metrics);
+            if (r->metrics) {
+                fprintf(r->metrics, "%ld,%.6f,%.6e,%.6f,%.3f,", done, r->loss, r->lr, r->grad_norm, r->ms);
+                if (do_eval) fprintf(r->metrics, "%.6f", r->eval_val);
+                fprintf(r->metrics, "\n");
+                fflush(r->metrics);
+            }
             if (cmp) compare_log_step(cmp, i, done, r->loss, r->eval_val);
         }
         double elapsed = now_seconds() - wall0;
@@ -773,21 +841,22 @@ int main(int argc, char **argv) {
                 printf("step %5ld: %s%strain loss %.4f, val loss %.4f\n", done, runs[i].variant ? runs[i].variant : "",
                        runs[i].variant ? " " : "", runs[i].eval_train, runs[i].eval_val);
         }
-        int stop = g_stop_signal != 0;
+        // a signal may reach the ranks at different steps: they agree on it before acting
+        int sig = dist_max_int((int)g_stop_signal), stop = sig != 0;
         if (stop || (cfg.ckpt_interval > 0 && done % cfg.ckpt_interval == 0) || done == max_steps)
             for (int i = 0; i < n_runs; i++) run_checkpoint(&runs[i], vocab);
         if (stop) {
-            int sig = g_stop_signal;
             for (int i = 0; i < n_runs; i++) run_close_logs(&runs[i]);
-            fprintf(stderr, "\n%s at step %ld: checkpoint saved. Resume with:\n  ./train --resume %s/checkpoint.bin\n",
-                    sig == SIGINT ? "interrupted" : "terminated", done, runs[0].dir);
+            if (dist_is_root())
+                fprintf(stderr, "\n%s at step %ld: checkpoint saved. Resume with:\n  ./train --resume %s/checkpoint.bin\n",
+                        sig == SIGINT ? "interrupted" : "terminated", done, runs[0].dir);
             if (cmp) compare_log_discard(cmp);
             release(runs, n_runs, &ds, ckp, &args, batches, 6);
             return sig == SIGINT ? 130 : 143;
         }
     }
     // the statistics after the last step close the curves
-    if (cfg.attn_interval > 0 && max_steps % cfg.attn_interval == 0 && start_step < max_steps)
+    if (cfg.attn_interval > 0 && max_steps % cfg.attn_interval == 0 && start_step < max_steps && dist_is_root())
         for (int i = 0; i < n_runs; i++) {
             run_probe(&runs[i], px, py, max_steps);
             if (cmp) compare_log_probe(cmp, i, max_steps, &runs[i].probe);
@@ -803,6 +872,7 @@ int main(int argc, char **argv) {
             run_save(r, vocab, "best.bin");
         }
         run_close_logs(r);
+        if (!dist_is_root()) continue;
         char path[2200];
         join_path(path, sizeof path, r->dir, "summary.json");
         write_summary(r, path, train_loss, val_loss, now_seconds() - wall0);
