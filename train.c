@@ -581,11 +581,15 @@ static void bench(Run *r, int steps) {
     double flops = gpt_flops_per_step(&r->model, B, T);
     double gflops = flops / (median / 1000.0) / 1e9;
     double peak = fma_peak_gflops();
+    dist_sum_double(&peak, 1);  // with MPI, the ranks' cores together (each measures its own at once)
     static const char *const phase_names[PHASE_COUNT] = {"matmul_fwd", "matmul_bwd", "attention", "other", "optimizer"};
     double total = 0;
     for (int p = 0; p < PHASE_COUNT; p++) total += r->model.phase_seconds[p];
-    printf("%s: %zu params, B=%d T=%d, %.2f GFLOP/step, %d threads, measured FMA peak %.1f GFLOP/s\n", c->name,
-           r->model.n_params, B, T, flops / 1e9, thread_max(), peak);
+    char workers[64];
+    if (dist_size() > 1) snprintf(workers, sizeof workers, "%d ranks x %d threads", dist_size(), thread_max());
+    else snprintf(workers, sizeof workers, "%d threads", thread_max());
+    printf("%s: %zu params, B=%d T=%d, %.2f GFLOP/step, %s, measured FMA peak %.1f GFLOP/s\n", c->name,
+           r->model.n_params, B, T, flops / 1e9, workers, peak);
     printf("phases (ms/step):");
     for (int p = 0; p < PHASE_COUNT; p++)
         printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * r->model.phase_seconds[p] / steps,
