@@ -595,10 +595,24 @@ static void bench(Run *r, int steps) {
         printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * r->model.phase_seconds[p] / steps,
                total > 0 ? 100.0 * r->model.phase_seconds[p] / total : 0.0);
     printf("\n");
-    if (dist_size() > 1)
-        printf("data-parallel: %d ranks x %d rows, %d threads each; gradient allreduce (%zu floats, %.1f MB) %.2f ms/step\n",
-               dist_size(), r->rows, thread_max(), r->model.n_params, r->model.n_params * sizeof(real) / 1e6,
-               1000.0 * r->comm_seconds / steps);
+    if (dist_size() > 1) {
+        // the allreduce inside a step also waits for the slowest rank; time it alone as well
+        // (ranks lined up by a barrier, best of 10) for the network figures of DISTRIBUTED.md
+        double best = INFINITY;
+        for (int i = 0; i < 10; i++) {
+            dist_barrier();
+            double t0 = now_seconds();
+            dist_sum_real(r->model.grads, r->model.n_params);
+            double t = now_seconds() - t0;
+            dist_sum_double(&t, 1);  // the mean over the ranks
+            t /= dist_size();
+            if (t < best) best = t;
+        }
+        double mb = r->model.n_params * sizeof(real) / 1e6;
+        printf("data-parallel: %d ranks x %d rows, %d threads each; gradient allreduce of %zu floats (%.1f MB): "
+               "%.2f ms/step in training, %.2f ms alone (%.2f GB/s of buffer)\n", dist_size(), r->rows, thread_max(),
+               r->model.n_params, mb, 1000.0 * r->comm_seconds / steps, 1000.0 * best, mb / 1000.0 / best);
+    }
     if (dist_is_root()) {   // sampling speed: 500 characters with the KV cache; the full recompute is timed on 50
         Vocab vocab;
         vocab.vocab_size = V;
