@@ -51,7 +51,7 @@ int dist_size(void) { return g_size; }
 int dist_local_size(void) { return g_local_size; }
 
 const char *dist_describe(void) {
-    static char buf[160];
+    static char buf[MPI_MAX_LIBRARY_VERSION_STRING + 64];
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
     MPI_Get_library_version(lib, &len);

@@ -26,23 +26,19 @@
 #define NC 3072  // columns of B packed at once (multiple of NR)
 
 // Each thread packs into its own buffers, so the threads of a GEMM never wait for each other
-// (one join at the end: under load, every barrier can cost a scheduler time slice). The buffers
-// are allocated once, outside the training step, and reused.
+// (one join at the end: under load, every barrier can cost a scheduler time slice). They are
+// thread-local, allocated at a thread's first GEMM and reused: a GEMM called from inside a
+// parallel region (one thread per share of the batch, see gpt_forward_backward) then needs no
+// coordination either.
 typedef struct { real *a, *b; } PackBuffers;
-static PackBuffers *g_pack = NULL;
-static int g_pack_threads = 0;
+static _Thread_local PackBuffers t_pack;
 
-static void ensure_pack_buffers(int threads) {
-    if (threads <= g_pack_threads) return;
-    PackBuffers *nb = xcalloc((size_t)threads, sizeof(PackBuffers), "GEMM packing buffers");
-    for (int t = 0; t < g_pack_threads; t++) nb[t] = g_pack[t];
-    for (int t = g_pack_threads; t < threads; t++) {
-        nb[t].a = xmalloc_aligned(sizeof(real) * MC * KC, "GEMM packing buffer");
-        nb[t].b = xmalloc_aligned(sizeof(real) * KC * NC, "GEMM packing buffer");
+static PackBuffers *thread_pack(void) {
+    if (!t_pack.a) {
+        t_pack.a = xmalloc_aligned(sizeof(real) * MC * KC, "GEMM packing buffer");
+        t_pack.b = xmalloc_aligned(sizeof(real) * KC * NC, "GEMM packing buffer");
     }
-    free(g_pack);
-    g_pack = nb;
-    g_pack_threads = threads;
+    return &t_pack;
 }
 
 const char *matmul_simd_path(void) {
@@ -210,8 +206,6 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
     }
 }
 
-void gemm_prepare(void) { ensure_pack_buffers(thread_max()); }
-
 void gemm_part(int tid, int nth, int M, int N, int K,
                const real *A, long a_rs, long a_cs,
                const real *B, long b_rs, long b_cs,
@@ -232,15 +226,14 @@ void gemm_part(int tid, int nth, int M, int N, int K,
                 memset(C + (long)i * ldc + (split_rows ? 0 : lo), 0, sizeof(real) * (size_t)(split_rows ? N : hi - lo));
         return;
     }
-    if (split_rows) gemm_block(lo, hi, 0, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, &g_pack[tid]);
-    else gemm_block(0, M, lo, hi, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, &g_pack[tid]);
+    if (split_rows) gemm_block(lo, hi, 0, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, thread_pack());
+    else gemm_block(0, M, lo, hi, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, thread_pack());
 }
 
 void gemm(int M, int N, int K,
           const real *A, long a_rs, long a_cs,
           const real *B, long b_rs, long b_cs,
           real *C, long ldc, int accumulate) {
-    gemm_prepare();
 #pragma omp parallel if(par_worth((double)M * N * K))
     {
         int tid = thread_index(), nth = thread_count();
@@ -263,7 +256,6 @@ void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const rea
 
 void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
                      const real *weight, int N, int C, int OC) {
-    gemm_prepare();
     // both products in one parallel region: they write different outputs, so no barrier between
 #pragma omp parallel if(par_worth(2.0 * N * C * OC))
     {

@@ -14,10 +14,9 @@ void gemm(int M, int N, int K,
           real *C, long ldc, int accumulate);
 
 // The share of C that thread tid of nth computes, for use inside a parallel region so several
-// independent products run without a barrier between them. Call gemm_prepare() (outside the
-// region) first. Products that write the same C with the same (M, N) split it the same way,
-// so each thread accumulates into the same elements in program order.
-void gemm_prepare(void);
+// independent products run without a barrier between them. Products that write the same C
+// with the same (M, N) split it the same way, so each thread accumulates into the same elements
+// in program order.
 void gemm_part(int tid, int nth, int M, int N, int K,
                const real *A, long a_rs, long a_cs,
                const real *B, long b_rs, long b_cs,

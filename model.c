@@ -175,7 +175,6 @@ void crossentropy_backward(real *dlogits, const real *probs, const int *targets,
 // q, k, v (N,C) = inp (N,C) @ Wq, Wk, Wv (C,C): three products in one parallel region.
 static void qkv_forward(real *q, real *k, real *v, const real *inp, const real *wq, const real *wk,
                         const real *wv, int N, int C) {
-    gemm_prepare();
 #pragma omp parallel if(par_worth(3.0 * N * C * C))
     {
         int tid = thread_index(), nth = thread_count();
@@ -190,7 +189,6 @@ static void qkv_forward(real *q, real *k, real *v, const real *inp, const real *
 static void qkv_backward(real *dinp, real *dwq, real *dwk, real *dwv, const real *dq, const real *dk,
                          const real *dv, const real *inp, const real *wq, const real *wk, const real *wv,
                          int N, int C) {
-    gemm_prepare();
 #pragma omp parallel if(par_worth(6.0 * N * C * C))
     {
         int tid = thread_index(), nth = thread_count();
@@ -306,7 +304,9 @@ static void set_param_views(ParamViews *v, real *base, const ModelDims *d) {
     v->lnf_b = p;
 }
 
-void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T) {
+// shared_params: NULL for a model of its own, else the master's parameters (a batch worker,
+// which then has no optimizer state).
+static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, real *shared_params) {
     memset(m, 0, sizeof *m);
     m->dims = *d;
     m->attn_scale = attn_scale;
@@ -324,10 +324,13 @@ void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T) {
     for_each_tensor(d, list_tensor, &lc);
 
     size_t pbytes = m->n_params * sizeof(real);
-    m->params = xmalloc_aligned(pbytes, "parameters");
+    m->shares_params = shared_params != NULL;
+    m->params = shared_params ? shared_params : xmalloc_aligned(pbytes, "parameters");
     m->grads = xmalloc_aligned(pbytes, "gradients");
-    m->adam_m = xmalloc_aligned(pbytes, "AdamW first moments");
-    m->adam_v = xmalloc_aligned(pbytes, "AdamW second moments");
+    if (!shared_params) {
+        m->adam_m = xmalloc_aligned(pbytes, "AdamW first moments");
+        m->adam_v = xmalloc_aligned(pbytes, "AdamW second moments");
+    }
     m->p.layers = xcalloc((size_t)L, sizeof(LayerParams), "layer views");
     m->g.layers = xcalloc((size_t)L, sizeof(LayerParams), "layer views");
     set_param_views(&m->p, m->params, d);
@@ -384,9 +387,22 @@ void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T) {
     m->row_gain = xmalloc_aligned((size_t)L * BT * NH * sizeof(real), "row gains");
 }
 
+void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T) { build(m, d, attn_scale, B, T, NULL); }
+
+void gpt_enable_batch_threads(GPT *m, int n_threads, int B, int T) {
+    if (n_threads > B) n_threads = B;
+    if (n_threads < 2 || m->n_workers) return;
+    m->workers = xcalloc((size_t)n_threads, sizeof(GPT), "batch workers");
+    m->n_workers = n_threads;
+    int rows = (B + n_threads - 1) / n_threads;  // the largest share
+    for (int i = 0; i < n_threads; i++) build(&m->workers[i], &m->dims, m->attn_scale, rows, T, m->params);
+}
+
 void gpt_free(GPT *m) {
+    for (int i = 0; i < m->n_workers; i++) gpt_free(&m->workers[i]);
+    free(m->workers);
     free(m->tensors);
-    free(m->params);
+    if (!m->shares_params) free(m->params);
     free(m->grads);
     free(m->adam_m);
     free(m->adam_v);
@@ -502,6 +518,57 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
 }
 
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, m->n_params * sizeof(real)); }
+
+double gpt_forward_backward(GPT *m, const int *x, const int *y, int B, int T) {
+    int n = m->n_workers < B ? m->n_workers : B;
+    if (n < 2 || thread_max() < n) {
+        gpt_zero_grad(m);
+        double loss = gpt_forward(m, x, y, B, T);
+        gpt_backward(m);
+        return loss;
+    }
+    double loss = 0.0;
+    double share_loss[64];
+    if (n > 64) n = 64;
+    gpt_phase(m, PHASE_OTHER);
+#pragma omp parallel num_threads(n)
+    {
+        // worker t takes rows [r0, r1); the layers' own parallel regions, nested in this one,
+        // run on one thread each
+        int t = thread_index();
+        int r0 = (int)((long)B * t / n), r1 = (int)((long)B * (t + 1) / n);
+        GPT *w = &m->workers[t];
+        w->attn_scale = m->attn_scale;
+        w->profile = m->profile && t == 0;  // the benchmark's phases are thread 0's
+        gpt_zero_grad(w);
+        share_loss[t] = gpt_forward(w, x + (size_t)r0 * T, y + (size_t)r0 * T, r1 - r0, T);
+        gpt_backward(w);
+#pragma omp barrier
+        // grads = sum over workers of (rows / B) * worker grads, summed in worker order; each
+        // thread combines its own slice of the parameters
+        size_t P = m->n_params, lo = P * (size_t)t / (size_t)n, hi = P * (size_t)(t + 1) / (size_t)n;
+        real *restrict g = m->grads;
+        for (int k = 0; k < n; k++) {
+            int k0 = (int)((long)B * k / n), k1 = (int)((long)B * (k + 1) / n);
+            real f = (real)((double)(k1 - k0) / B);
+            const real *restrict wg = m->workers[k].grads;
+            if (k == 0)
+                for (size_t i = lo; i < hi; i++) g[i] = f * wg[i];
+            else
+                for (size_t i = lo; i < hi; i++) g[i] += f * wg[i];
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        int k0 = (int)((long)B * k / n), k1 = (int)((long)B * (k + 1) / n);
+        loss += share_loss[k] * (k1 - k0) / B;
+    }
+    if (m->profile)  // thread 0's phases stand for the step's
+        for (int p = 0; p < PHASE_COUNT; p++) {
+            m->phase_seconds[p] += m->workers[0].phase_seconds[p];
+            m->workers[0].phase_seconds[p] = 0;
+        }
+    return loss;
+}
 
 void gpt_backward(GPT *m) {
     int B = m->cur_B, T = m->cur_T;

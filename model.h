@@ -75,7 +75,7 @@ typedef struct {
     real *attn_scratch;               // per-thread rows for attention_backward
 } GradActs;
 
-typedef struct {
+typedef struct GPT {
     ModelDims dims;
     real attn_scale;                  // multiplies Q K^T; 1/sqrt(head_dim) is the default
     int head_dim;
@@ -105,6 +105,12 @@ typedef struct {
     int phase_current;
     double phase_start;
     double phase_seconds[PHASE_COUNT];
+
+    // Batch-parallel training (gpt_forward_backward): one worker per thread, each a GPT that
+    // shares these parameters but owns its gradients and activations for its share of the rows.
+    struct GPT *workers;
+    int n_workers;
+    int shares_params;                // set in a worker: params belong to the master
 } GPT;
 
 // Switch the phase clock (no-op unless m->profile is set).
@@ -125,6 +131,15 @@ void gpt_init(GPT *m, int init_scheme, Rng *rng);
 double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T);
 // Zero the parameter gradients.
 void gpt_zero_grad(GPT *m);
+// Give the model n_threads batch workers (none when n_threads < 2), each with room for its
+// share of a batch of B rows; gpt_forward_backward then splits training batches between them.
+void gpt_enable_batch_threads(GPT *m, int n_threads, int B, int T);
+// One training batch: zero the gradients, forward, backward; returns the mean loss and leaves
+// the gradient of the mean loss in m->grads. With workers, each thread runs the whole network on
+// its rows (no synchronisation inside the passes) and their gradients are combined, weighted by
+// rows, in a fixed order: deterministic for a given thread count, equal to the one-thread result
+// up to float rounding. Without, the same as gpt_zero_grad + gpt_forward + gpt_backward.
+double gpt_forward_backward(GPT *m, const int *x, const int *y, int B, int T);
 // Backward of the last forward (which must have had targets); accumulates into m->grads.
 void gpt_backward(GPT *m);
 // Global L2 norm of the gradients, summed in a fixed order (deterministic).

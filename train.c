@@ -228,8 +228,9 @@ static void run_step(Run *r, const int *x, const int *y, long step) {
     GPT *m = &r->model;
     double t0 = now_seconds();
     r->lr = lr_at(c, step);
-    gpt_zero_grad(m);
-    r->loss = gpt_forward(m, x, y, r->rows, c->block_size);
+    // forward and backward (split between the threads by rows when the model has batch workers);
+    // a non-finite loss is caught below, before anything reaches the parameters
+    r->loss = gpt_forward_backward(m, x, y, r->rows, c->block_size);
     if (dist_size() > 1) {  // the batch loss is the mean of the ranks' equal shares
         double loss = r->loss;
         dist_sum_double(&loss, 1);
@@ -244,7 +245,6 @@ static void run_step(Run *r, const int *x, const int *y, long step) {
         r->skip_reason = "non-finite loss";
         r->grad_norm = NAN;
     } else {
-        gpt_backward(m);
         gpt_phase(m, PHASE_OPTIMIZER);
         if (dist_size() > 1) {
             // one allreduce over the one contiguous gradient buffer: the sum of the ranks' mean
@@ -724,7 +724,9 @@ int main(int argc, char **argv) {
     }
 
     ModelDims dims = {ds.vocab.vocab_size, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
-    check_memory(&dims, cfg.batch_size, cfg.block_size, n_runs);
+    // with batch threads, each run also holds one gradient buffer per thread and activations for
+    // the batch once more: at most as much again as the model itself for up to 8 threads
+    check_memory(&dims, cfg.batch_size, cfg.block_size, n_runs * (thread_max() > 1 ? 2 : 1));
     int writes = args.bench_steps == 0 && !args.dump_path && dist_is_root();
     if (writes && !ensure_dir(cfg.out_dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
 
@@ -747,6 +749,7 @@ int main(int argc, char **argv) {
         r->cfg_json = config_to_json(&r->cfg);
         // rank 0 also runs the attention probe on the whole probe batch; the others need their share
         gpt_build(&r->model, &dims, (real)config_attn_scale(&r->cfg), dist_is_root() ? cfg.batch_size : rows, cfg.block_size);
+        gpt_enable_batch_threads(&r->model, thread_max(), rows, cfg.block_size);
         r->st.best_val_loss = INFINITY;
         r->last_finite_loss = NAN;
         if (cfg.spike_zscore > 0) r->spike_window = xcalloc((size_t)cfg.spike_window, sizeof(double), "spike window");

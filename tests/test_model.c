@@ -422,6 +422,42 @@ static void test_partial_batch_matches_exact_capacity(void) {
     gpt_free(&exact);
 }
 
+// Batch-parallel training: two threads, each running the whole network on half of the rows,
+// give the one-thread loss and gradients up to float rounding, and the same bits every time.
+static void test_batch_threads_match_one_thread(void) {
+    if (thread_max() < 2) SKIP("needs 2 OpenMP threads (this build or OMP_NUM_THREADS has %d)", thread_max());
+    ModelDims d = {9, 8, 2, 2, 8};
+    GPT one, split;
+    gpt_build(&one, &d, (real)0.5, 4, 8);
+    gpt_build(&split, &d, (real)0.5, 4, 8);
+    Rng rng;
+    rng_seed(&rng, 9);
+    gpt_init(&one, INIT_GPT2, &rng);
+    memcpy(split.params, one.params, one.n_params * sizeof(real));
+    gpt_enable_batch_threads(&split, 2, 3, 8);  // 3 rows: shares of 1 and 2, weighted by rows
+    CHECK(split.n_workers == 2);
+    int x[24], y[24];
+    for (int i = 0; i < 24; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
+    double l1 = gpt_forward_backward(&one, x, y, 3, 8);
+    double l2 = gpt_forward_backward(&split, x, y, 3, 8);
+    CHECK_NEAR(l2, l1, 1e-6 * fabs(l1));
+    double num = 0, den = 0;
+    for (size_t i = 0; i < one.n_params; i++) {
+        double e = (double)split.grads[i] - one.grads[i];
+        num += e * e;
+        den += (double)one.grads[i] * one.grads[i];
+    }
+    CHECK_MSG(den > 0 && sqrt(num / den) < 1e-5, "gradients differ by relative %.3g", sqrt(num / den));
+    real *first = malloc(split.n_params * sizeof(real));
+    memcpy(first, split.grads, split.n_params * sizeof(real));
+    double l3 = gpt_forward_backward(&split, x, y, 3, 8);
+    CHECK(l3 == l2);
+    CHECK(memcmp(first, split.grads, split.n_params * sizeof(real)) == 0);
+    free(first);
+    gpt_free(&one);
+    gpt_free(&split);
+}
+
 // The GEMM gives the same bits whatever the thread count (every C element is summed in one order).
 static void test_gemm_matches_reference(void) {
     Rng rng;
@@ -564,6 +600,7 @@ const TestCase tests_model[] = {
     {"overfit_one_batch", test_overfit_one_batch},
     {"model_determinism", test_model_determinism},
     {"partial_batch_matches_exact_capacity", test_partial_batch_matches_exact_capacity},
+    {"batch_threads_match_one_thread", test_batch_threads_match_one_thread},
     {"gemm_matches_reference", test_gemm_matches_reference},
     {"param_count_and_names", test_param_count_and_names},
     {"memory_estimate_overflow", test_memory_estimate_overflow},
