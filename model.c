@@ -519,17 +519,11 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
 
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, m->n_params * sizeof(real)); }
 
-double gpt_forward_backward(GPT *m, const int *x, const int *y, int B, int T) {
+// Forward (and, with backward set, backward) of a batch split by rows between the workers.
+static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int backward) {
     int n = m->n_workers < B ? m->n_workers : B;
-    if (n < 2 || thread_max() < n) {
-        gpt_zero_grad(m);
-        double loss = gpt_forward(m, x, y, B, T);
-        gpt_backward(m);
-        return loss;
-    }
-    double loss = 0.0;
-    double share_loss[64];
     if (n > 64) n = 64;
+    double share_loss[64];
     gpt_phase(m, PHASE_OTHER);
 #pragma omp parallel num_threads(n)
     {
@@ -540,24 +534,27 @@ double gpt_forward_backward(GPT *m, const int *x, const int *y, int B, int T) {
         GPT *w = &m->workers[t];
         w->attn_scale = m->attn_scale;
         w->profile = m->profile && t == 0;  // the benchmark's phases are thread 0's
-        gpt_zero_grad(w);
         share_loss[t] = gpt_forward(w, x + (size_t)r0 * T, y + (size_t)r0 * T, r1 - r0, T);
-        gpt_backward(w);
+        if (backward) {
+            gpt_zero_grad(w);
+            gpt_backward(w);
 #pragma omp barrier
-        // grads = sum over workers of (rows / B) * worker grads, summed in worker order; each
-        // thread combines its own slice of the parameters
-        size_t P = m->n_params, lo = P * (size_t)t / (size_t)n, hi = P * (size_t)(t + 1) / (size_t)n;
-        real *restrict g = m->grads;
-        for (int k = 0; k < n; k++) {
-            int k0 = (int)((long)B * k / n), k1 = (int)((long)B * (k + 1) / n);
-            real f = (real)((double)(k1 - k0) / B);
-            const real *restrict wg = m->workers[k].grads;
-            if (k == 0)
-                for (size_t i = lo; i < hi; i++) g[i] = f * wg[i];
-            else
-                for (size_t i = lo; i < hi; i++) g[i] += f * wg[i];
+            // grads = sum over workers of (rows / B) * worker grads, summed in worker order; each
+            // thread combines its own slice of the parameters
+            size_t P = m->n_params, lo = P * (size_t)t / (size_t)n, hi = P * (size_t)(t + 1) / (size_t)n;
+            real *restrict g = m->grads;
+            for (int k = 0; k < n; k++) {
+                int k0 = (int)((long)B * k / n), k1 = (int)((long)B * (k + 1) / n);
+                real f = (real)((double)(k1 - k0) / B);
+                const real *restrict wg = m->workers[k].grads;
+                if (k == 0)
+                    for (size_t i = lo; i < hi; i++) g[i] = f * wg[i];
+                else
+                    for (size_t i = lo; i < hi; i++) g[i] += f * wg[i];
+            }
         }
     }
+    double loss = 0.0;
     for (int k = 0; k < n; k++) {
         int k0 = (int)((long)B * k / n), k1 = (int)((long)B * (k + 1) / n);
         loss += share_loss[k] * (k1 - k0) / B;
@@ -568,6 +565,23 @@ double gpt_forward_backward(GPT *m, const int *x, const int *y, int B, int T) {
             m->workers[0].phase_seconds[p] = 0;
         }
     return loss;
+}
+
+static int use_workers(const GPT *m, int B) {
+    int n = m->n_workers < B ? m->n_workers : B;
+    return n >= 2 && thread_max() >= n;
+}
+
+double gpt_forward_backward(GPT *m, const int *x, const int *y, int B, int T) {
+    if (use_workers(m, B)) return split_batch(m, x, y, B, T, 1);
+    gpt_zero_grad(m);
+    double loss = gpt_forward(m, x, y, B, T);
+    gpt_backward(m);
+    return loss;
+}
+
+double gpt_loss(GPT *m, const int *x, const int *y, int B, int T) {
+    return use_workers(m, B) ? split_batch(m, x, y, B, T, 0) : gpt_forward(m, x, y, B, T);
 }
 
 void gpt_backward(GPT *m) {

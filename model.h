@@ -140,6 +140,8 @@ void gpt_enable_batch_threads(GPT *m, int n_threads, int B, int T);
 // rows, in a fixed order: deterministic for a given thread count, equal to the one-thread result
 // up to float rounding. Without, the same as gpt_zero_grad + gpt_forward + gpt_backward.
 double gpt_forward_backward(GPT *m, const int *x, const int *y, int B, int T);
+// The mean loss of a batch (forward only), split between the workers like gpt_forward_backward.
+double gpt_loss(GPT *m, const int *x, const int *y, int B, int T);
 // Backward of the last forward (which must have had targets); accumulates into m->grads.
 void gpt_backward(GPT *m);
 // Global L2 norm of the gradients, summed in a fixed order (deterministic).

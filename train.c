@@ -186,7 +186,7 @@ static double estimate_loss(Run *r, const Dataset *ds, int split_val, int *x, in
         // every rank draws the whole batch and evaluates its rows: the mean over the ranks'
         // equal shares is the mean over the batch
         sample_batch(ds, split_val, &eval_rng, c->batch_size, c->block_size, x, y);
-        total += gpt_forward(&r->model, x + off, y + off, r->rows, c->block_size);
+        total += gpt_loss(&r->model, x + off, y + off, r->rows, c->block_size);
     }
     dist_sum_double(&total, 1);
     return total / c->eval_steps / dist_size();
@@ -214,7 +214,7 @@ static double full_val_loss(Run *r, const Dataset *ds, int *x, int *y) {
                 y[b * T + t] = ds->tokens[start + t + 1];
             }
         }
-        sums[0] += gpt_forward(&r->model, x, y, nb, T) * nb * T;
+        sums[0] += gpt_loss(&r->model, x, y, nb, T) * nb * T;
         sums[1] += (double)nb * T;
     }
     dist_sum_double(sums, 2);
