@@ -267,10 +267,13 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
                     for (int t = t0; t < nk; t++) {
                         const real *prow = ph + (size_t)t * T;
                         real *dsrow = ds + (size_t)t * ldk;
+                        // (vector reductions: a fixed order for a given build, whatever the threads)
                         double rowsum = 0.0;
+#pragma omp simd reduction(+:rowsum)
                         for (int u = 0; u <= t; u++) rowsum += (double)dsrow[u] * prow[u];
                         if (g_attention_break_backward) rowsum = 0.0;
                         double ds2 = 0.0, dp2 = 0.0;
+#pragma omp simd reduction(+:ds2, dp2)
                         for (int u = 0; u <= t; u++) {
                             real dp = dsrow[u], dsu = prow[u] * (dp - (real)rowsum);
                             ds2 += (double)dsu * dsu;
