@@ -54,19 +54,99 @@ void attention_row_stats(const real *p, int n, double *entropy, double *max_weig
     *max_weight = m;
 }
 
-static real dot(const real *restrict a, const real *restrict b, int n) {
-    real s = 0;
-#pragma omp simd reduction(+:s)
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
-}
+// a * b + c for the scores and outputs. Written out because -ffp-contract=fast lets the compiler
+// fuse a*b+c in one loop and not in another (a vectorised dot product keeps the products apart),
+// and decoding must reproduce attention_forward bit for bit: where the machine has a fused
+// multiply-add, every chain uses it explicitly; where it has none, nothing can be fused.
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA) || defined(__FP_FAST_FMA)
+#ifdef REAL_DOUBLE
+static inline real madd(real a, real b, real c) { return fma(a, b, c); }
+#else
+static inline real madd(real a, real b, real c) { return fmaf(a, b, c); }
+#endif
+#else
+static inline real madd(real a, real b, real c) { return a * b + c; }
+#endif
 
 static void axpy(real *restrict y, real alpha, const real *restrict x, int n) {
 #pragma omp simd
-    for (int i = 0; i < n; i++) y[i] += alpha * x[i];
+    for (int i = 0; i < n; i++) y[i] = madd(alpha, x[i], y[i]);
 }
 
-size_t attention_scratch_size(int T) { return (size_t)T; }
+// One score S[t][u] = (q . k) * scale, the products summed in increasing i from 0. tile_mm
+// computes every score of attention_forward in exactly this order (one multiply-add chain per
+// entry, vectorised across keys instead of across i), so decoding reproduces it bit for bit.
+static real score_dot(const real *q, const real *k, int hd, real scale) {
+    real s = 0;
+    for (int i = 0; i < hd; i++) s = madd(q[i], k[i], s);  // no simd reduction: the order is the contract
+    return s * scale;
+}
+
+// Register tiles of the blocked products: TR output rows by TW output columns. 6 x 16 floats are
+// 12 AVX2 accumulators, which with a row of B and a broadcast fill the 16 vector registers.
+#define TR 6
+#define TW 16
+
+// One tile of a small matrix product, accumulated in registers:
+//   out[r][j] = alpha * (init[r][j] + sum_{k<n} A(r,k) B(k,j))   for r < nr, j < w,
+// A(r,k) = a[r*ars + k*aks] (so A may be read transposed), B(k,j) = b[k*ldb + j], and init the old
+// out when beta, else 0. Each entry is one chain of multiply-adds in increasing k. Rows r >= nr
+// repeat row nr-1 and are not stored. bfull: b may be read TW columns wide even when w < TW.
+static inline void tile_mm(real *restrict out, size_t ldo, int nr, int w, int beta, real alpha,
+                           const real *restrict a, size_t ars, size_t aks,
+                           const real *restrict b, size_t ldb, int n, int bfull) {
+    real acc[TR][TW];
+    size_t ro[TR];
+    int full = nr == TR && w == TW;  // whole tiles get fixed-size loops, which vectorise
+    for (int r = 0; r < TR; r++) ro[r] = (size_t)(r < nr ? r : nr - 1) * ars;
+    if (full && beta) {
+        for (int r = 0; r < TR; r++)
+            for (int j = 0; j < TW; j++) acc[r][j] = out[r * ldo + j];
+    } else {
+        for (int r = 0; r < TR; r++)
+            for (int j = 0; j < TW; j++) acc[r][j] = beta && r < nr && j < w ? out[r * ldo + j] : 0;
+    }
+    if (w == TW || bfull) {
+        for (int k = 0; k < n; k++) {
+            const real *ak = a + (size_t)k * aks, *bk = b + (size_t)k * ldb;
+            for (int r = 0; r < TR; r++) {
+                real ar = ak[ro[r]];
+#pragma omp simd
+                for (int j = 0; j < TW; j++) acc[r][j] = madd(ar, bk[j], acc[r][j]);
+            }
+        }
+    } else {
+        for (int k = 0; k < n; k++) {
+            const real *ak = a + (size_t)k * aks, *bk = b + (size_t)k * ldb;
+            for (int r = 0; r < TR; r++) {
+                real ar = ak[ro[r]];
+                for (int j = 0; j < w; j++) acc[r][j] = madd(ar, bk[j], acc[r][j]);
+            }
+        }
+    }
+    if (full) {
+        for (int r = 0; r < TR; r++)
+            for (int j = 0; j < TW; j++) out[r * ldo + j] = acc[r][j] * alpha;
+    } else {
+        for (int r = 0; r < nr; r++)
+            for (int j = 0; j < w; j++) out[r * ldo + j] = acc[r][j] * alpha;
+    }
+}
+
+// Keys padded to whole tiles: the transposed K (or V) has this leading dimension.
+static int padded_keys(int T) { return (T + TW - 1) / TW * TW; }
+
+// xt (hd, ldx) = x^T for one head's rows x (T, hd, row stride C); the padding columns are zeroed.
+static void transpose_head(real *restrict xt, int ldx, const real *restrict x, int T, int C, int hd) {
+    for (int i = 0; i < hd; i++) {
+        real *row = xt + (size_t)i * ldx;
+        for (int u = 0; u < T; u++) row[u] = x[(size_t)u * C + i];
+        for (int u = T; u < ldx; u++) row[u] = 0;
+    }
+}
+
+// Per thread: K^T or V^T (hd, ldx) for either pass, then dS (T, ldx) for the backward.
+size_t attention_scratch_size(int T, int hd) { return ((size_t)hd + T) * padded_keys(T); }
 
 // Statistics of one row: its scaled scores S (before the softmax) and its weights P (after).
 static void stats_add_scores(AttnStats *st, const real *s, int n) {
@@ -106,32 +186,46 @@ static void stats_merge(AttnStats *dst, const AttnStats *src) {
     dst->dp_sumsq += src->dp_sumsq;
 }
 
-void attention_forward(real *out, real *att, const real *q, const real *k, const real *v,
+void attention_forward(real *out, real *att, real *scratch, const real *q, const real *k, const real *v,
                        int B, int T, int C, int NH, real scale, AttnStats *stats) {
-    int hd = C / NH;
+    int hd = C / NH, ldk = padded_keys(T);
     // Statistics are gathered per (b, h) in parallel, then summed in a fixed order.
     AttnStats *local = stats ? xcalloc((size_t)B * NH, sizeof(AttnStats), "attention statistics") : NULL;
-#pragma omp parallel for collapse(2) schedule(static) if(par_worth((double)B * NH * T * T * (C / NH)))
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            const real *qh = q + (size_t)b * T * C + h * hd;
-            const real *kh = k + (size_t)b * T * C + h * hd;
-            const real *vh = v + (size_t)b * T * C + h * hd;
-            real *oh = out + (size_t)b * T * C + h * hd;
-            real *ph = att + ((size_t)b * NH + h) * T * T;
-            for (int t = 0; t < T; t++) {
-                real *prow = ph + (size_t)t * T;
-                const real *qt = qh + (size_t)t * C;
-                // scores S[t][u] for the visible keys u <= t, written into the row of P
-                for (int u = 0; u <= t; u++) prow[u] = dot(qt, kh + (size_t)u * C, hd) * scale;
-                if (local) stats_add_scores(&local[b * NH + h], prow, t + 1);
-                softmax_forward(prow, prow, t + 1);
-                for (int u = t + 1; u < T; u++) prow[u] = 0;  // masked: exactly zero weight
-                if (local) stats_add_weights(&local[b * NH + h], prow, t + 1);
-                // out[t] = sum_u P[t][u] V[u]
-                real *ot = oh + (size_t)t * C;
-                for (int i = 0; i < hd; i++) ot[i] = 0;
-                for (int u = 0; u <= t; u++) axpy(ot, prow[u], vh + (size_t)u * C, hd);
+#pragma omp parallel if(par_worth((double)B * NH * T * T * (C / NH)))
+    {
+        real *kt = scratch + (size_t)thread_index() * attention_scratch_size(T, hd);  // K^T (hd, ldk)
+#pragma omp for collapse(2) schedule(static)
+        for (int b = 0; b < B; b++) {
+            for (int h = 0; h < NH; h++) {
+                size_t off = (size_t)b * T * C + h * hd;
+                const real *qh = q + off, *kh = k + off, *vh = v + off;
+                real *oh = out + off;
+                real *ph = att + ((size_t)b * NH + h) * T * T;
+                transpose_head(kt, ldk, kh, T, C, hd);
+                // rows t0 .. t0+nr-1 at a time; together they see the keys u < t0 + nr
+                for (int t0 = 0; t0 < T; t0 += TR) {
+                    int nr = T - t0 < TR ? T - t0 : TR, nk = t0 + nr;
+                    // S = Q K^T * scale for the tile's rows, written into their rows of P; the few
+                    // masked entries computed on the way are overwritten below
+                    for (int j0 = 0; j0 < nk; j0 += TW)
+                        tile_mm(ph + (size_t)t0 * T + j0, T, nr, nk - j0 < TW ? nk - j0 : TW, 0, scale,
+                                qh + (size_t)t0 * C, C, 1, kt + j0, ldk, hd, 1);
+                    for (int t = t0; t < t0 + nr; t++) {
+                        real *prow = ph + (size_t)t * T;
+                        if (local) stats_add_scores(&local[b * NH + h], prow, t + 1);
+                        softmax_forward(prow, prow, t + 1);
+                        for (int u = t + 1; u < T; u++) prow[u] = 0;  // masked: exactly zero weight
+                        if (local) stats_add_weights(&local[b * NH + h], prow, t + 1);
+                    }
+                    // O[t] = sum_{u<=t} P[t][u] V[u], summed in increasing u from 0 (as decoding
+                    // does): the keys u <= t0 that every row sees as one tile, then each row's rest
+                    for (int i0 = 0; i0 < hd; i0 += TW)
+                        tile_mm(oh + (size_t)t0 * C + i0, C, nr, hd - i0 < TW ? hd - i0 : TW, 0, 1,
+                                ph + (size_t)t0 * T, T, 1, vh + i0, C, t0 + 1, 0);
+                    for (int t = t0 + 1; t < t0 + nr; t++)
+                        for (int u = t0 + 1; u <= t; u++)
+                            axpy(oh + (size_t)t * C, ph[(size_t)t * T + u], vh + (size_t)u * C, hd);
+                }
             }
         }
     }
@@ -145,12 +239,12 @@ void attention_forward(real *out, real *att, const real *q, const real *k, const
 void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout,
                         const real *att, const real *q, const real *k, const real *v,
                         int B, int T, int C, int NH, real scale, AttnStats *stats, real *row_gain) {
-    int hd = C / NH;
+    int hd = C / NH, ldk = padded_keys(T);
     AttnStats *local = stats ? xcalloc((size_t)B * NH, sizeof(AttnStats), "attention statistics") : NULL;
 #pragma omp parallel if(par_worth((double)B * NH * T * T * (C / NH)))
     {
-        int tid = thread_index();
-        real *dp = scratch + (size_t)tid * attention_scratch_size(T);
+        real *vt = scratch + (size_t)thread_index() * attention_scratch_size(T, hd);  // V^T (hd, ldk)
+        real *ds = vt + (size_t)hd * ldk;                                            // (T, ldk)
         // every (b, h) writes only its own head's columns of dq, dk, dv: no two threads collide
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; b++) {
@@ -159,34 +253,56 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
                 const real *qh = q + off, *kh = k + off, *vh = v + off, *doh = dout + off;
                 real *dqh = dq + off, *dkh = dk + off, *dvh = dv + off;
                 const real *ph = att + ((size_t)b * NH + h) * T * T;
-                for (int t = 0; t < T; t++) {
-                    const real *prow = ph + (size_t)t * T;
-                    const real *dot_t = doh + (size_t)t * C;
-                    // dP[t][u] = dO[t] . V[u] ; dV[u] += P[t][u] dO[t]
-                    double rowsum = 0.0;
-                    for (int u = 0; u <= t; u++) {
-                        dp[u] = dot(dot_t, vh + (size_t)u * C, hd);
-                        axpy(dvh + (size_t)u * C, prow[u], dot_t, hd);
-                        rowsum += (double)dp[u] * prow[u];
+                AttnStats *st = local ? &local[b * NH + h] : NULL;
+                transpose_head(vt, ldk, vh, T, C, hd);
+                for (int t0 = 0; t0 < T; t0 += TR) {
+                    int nr = T - t0 < TR ? T - t0 : TR, nk = t0 + nr;
+                    // dP = dO V^T for the tile's rows (the visible keys u < nk)
+                    for (int j0 = 0; j0 < nk; j0 += TW)
+                        tile_mm(ds + (size_t)t0 * ldk + j0, ldk, nr, nk - j0 < TW ? nk - j0 : TW, 0, 1,
+                                doh + (size_t)t0 * C, C, 1, vt + j0, ldk, hd, 1);
+                    // dS = P * (dP - rowsum(dP * P)), kept as scale * dS. Masked entries (P = 0)
+                    // get dS = 0; the TR - 1 after the diagonal are written as 0 so the tiles below
+                    // can run over them.
+                    for (int t = t0; t < nk; t++) {
+                        const real *prow = ph + (size_t)t * T;
+                        real *dsrow = ds + (size_t)t * ldk;
+                        // (vector reductions: a fixed order for a given build, whatever the threads)
+                        double rowsum = 0.0;
+#pragma omp simd reduction(+:rowsum)
+                        for (int u = 0; u <= t; u++) rowsum += (double)dsrow[u] * prow[u];
+                        if (g_attention_break_backward) rowsum = 0.0;
+                        double ds2 = 0.0, dp2 = 0.0;
+#pragma omp simd reduction(+:ds2, dp2)
+                        for (int u = 0; u <= t; u++) {
+                            real dp = dsrow[u], dsu = prow[u] * (dp - (real)rowsum);
+                            ds2 += (double)dsu * dsu;
+                            dp2 += (double)dp * dp;
+                            dsrow[u] = scale * dsu;
+                        }
+                        for (int u = t + 1; u <= t + TR - 1 && u < ldk; u++) dsrow[u] = 0;
+                        if (st) {
+                            st->ds_sumsq += ds2;
+                            st->dp_sumsq += dp2;
+                        }
+                        if (row_gain) row_gain[((size_t)b * NH + h) * T + t] = dp2 > 0 ? (real)sqrt(ds2 / dp2) : 0;
                     }
-                    if (g_attention_break_backward) rowsum = 0.0;
-                    // dS = P * (dP - rowsum(dP * P)); then dQ[t] += scale dS[t][u] K[u],
-                    // dK[u] += scale dS[t][u] Q[t]. Masked entries have P = 0, so dS = 0 there.
-                    double ds2 = 0.0, dp2 = 0.0;
-                    const real *qt = qh + (size_t)t * C;
-                    real *dqt = dqh + (size_t)t * C;
-                    for (int u = 0; u <= t; u++) {
-                        real ds = prow[u] * (dp[u] - (real)rowsum);
-                        ds2 += (double)ds * ds;
-                        dp2 += (double)dp[u] * dp[u];
-                        axpy(dqt, scale * ds, kh + (size_t)u * C, hd);
-                        axpy(dkh + (size_t)u * C, scale * ds, qt, hd);
+                    // dQ[t] += sum_{u<=t} (scale dS[t][u]) K[u]
+                    for (int i0 = 0; i0 < hd; i0 += TW)
+                        tile_mm(dqh + (size_t)t0 * C + i0, C, nr, hd - i0 < TW ? hd - i0 : TW, 1, 1,
+                                ds + (size_t)t0 * ldk, ldk, 1, kh + i0, C, nk, 0);
+                }
+                // dV[u] += sum_{t>=u} P[t][u] dO[t] and dK[u] += sum_{t>=u} (scale dS[t][u]) Q[t]:
+                // P and dS read transposed, starting at t = u0 (entries with t < u are zero)
+                for (int u0 = 0; u0 < T; u0 += TR) {
+                    int nr = T - u0 < TR ? T - u0 : TR;
+                    for (int i0 = 0; i0 < hd; i0 += TW) {
+                        int w = hd - i0 < TW ? hd - i0 : TW;
+                        tile_mm(dvh + (size_t)u0 * C + i0, C, nr, w, 1, 1, ph + (size_t)u0 * T + u0, 1, T,
+                                doh + (size_t)u0 * C + i0, C, T - u0, 0);
+                        tile_mm(dkh + (size_t)u0 * C + i0, C, nr, w, 1, 1, ds + (size_t)u0 * ldk + u0, 1, ldk,
+                                qh + (size_t)u0 * C + i0, C, T - u0, 0);
                     }
-                    if (local) {
-                        local[b * NH + h].ds_sumsq += ds2;
-                        local[b * NH + h].dp_sumsq += dp2;
-                    }
-                    if (row_gain) row_gain[((size_t)b * NH + h) * T + t] = dp2 > 0 ? (real)sqrt(ds2 / dp2) : 0;
                 }
             }
         }
@@ -203,8 +319,9 @@ void attention_decode_step(real *out, real *scores, const real *q, const real *k
     int hd = C / NH;
     for (int h = 0; h < NH; h++) {
         const real *qh = q + h * hd;
-        // the same arithmetic as row `pos` of attention_forward, so the results agree bit for bit
-        for (int u = 0; u <= pos; u++) scores[u] = dot(qh, k_cache + (size_t)u * C + h * hd, hd) * scale;
+        // the same arithmetic as row `pos` of attention_forward, so the results agree bit for bit:
+        // each score one multiply-add chain over i, each output entry one chain over u from 0
+        for (int u = 0; u <= pos; u++) scores[u] = score_dot(qh, k_cache + (size_t)u * C + h * hd, hd, scale);
         softmax_forward(scores, scores, pos + 1);
         real *oh = out + h * hd;
         for (int i = 0; i < hd; i++) oh[i] = 0;

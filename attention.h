@@ -31,17 +31,19 @@ typedef struct {
 
 // ---- the attention core: P = softmax(mask(Q K^T * scale)), out = P V ----
 // q, k, v are (B,T,C) with head h in columns [h*hd, (h+1)*hd); att is (B,NH,T,T) and keeps P
-// (entries above the diagonal are exactly 0); out is (B,T,C).
+// (entries above the diagonal are exactly 0); out is (B,T,C). scratch holds
+// attention_scratch_size(T, hd) reals per thread (thread_max() threads).
 // stats (NH entries, may be NULL) receives the statistics of S and P, summed over the batch.
-void attention_forward(real *out, real *att, const real *q, const real *k, const real *v,
+void attention_forward(real *out, real *att, real *scratch, const real *q, const real *k, const real *v,
                        int B, int T, int C, int NH, real scale, AttnStats *stats);
-// dq, dk, dv (B,T,C) += the gradients given dout (B,T,C). scratch holds T reals per thread
-// (attention_scratch_size). stats (may be NULL) receives ||dS||^2 and ||dP||^2 per head, and
+// dq, dk, dv (B,T,C) += the gradients given dout (B,T,C). scratch as for attention_forward.
+// stats (may be NULL) receives ||dS||^2 and ||dP||^2 per head, and
 // row_gain (B,NH,T, may be NULL) receives ||dS_row|| / ||dP_row|| for each causal row t >= 1.
 void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout,
                         const real *att, const real *q, const real *k, const real *v,
                         int B, int T, int C, int NH, real scale, AttnStats *stats, real *row_gain);
-size_t attention_scratch_size(int T);
+// Reals of scratch per thread for either pass over T positions with heads of hd columns.
+size_t attention_scratch_size(int T, int hd);
 
 // One new position of one sequence during generation: q (C) is the query at position `pos`,
 // k_cache and v_cache (pos+1, C) hold the keys and values of positions 0..pos (this one

@@ -26,7 +26,10 @@ int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq,
         }
     if (causal) {
         // the model's own kernel: B = 1 sequence, NH = 1 head of width C = dk
-        attention_forward(out, weights, Q, K, V, 1, Tq, dk, 1, scale, NULL);
+        real *scratch = xmalloc(attention_scratch_size(Tq, dk) * (size_t)thread_max() * sizeof(real),
+                                "attention scratch");
+        attention_forward(out, weights, scratch, Q, K, V, 1, Tq, dk, 1, scale, NULL);
+        free(scratch);
         return 1;
     }
     // no mask: every row sees every key; the softmax is attention.c's

@@ -379,8 +379,8 @@ static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, rea
     m->gacts.fch = g; g += 4 * BTC;
     m->gacts.fch_gelu = g; g += 4 * BTC;
     m->gacts.logits = g;
-    m->gacts.attn_scratch = xmalloc_aligned(attention_scratch_size(T) * (size_t)thread_max() * sizeof(real) + 64,
-                                            "attention scratch");
+    m->attn_scratch = xmalloc_aligned(attention_scratch_size(T, m->head_dim) * (size_t)thread_max() * sizeof(real) + 64,
+                                      "attention scratch");
     m->inputs = xcalloc(BT, sizeof(int), "inputs");
     m->targets = xcalloc(BT, sizeof(int), "targets");
     m->attn_stats = xcalloc((size_t)L * NH, sizeof(AttnStats), "attention statistics");
@@ -411,7 +411,7 @@ void gpt_free(GPT *m) {
     free(m->act_memory);
     free(m->gact_memory);
     free(m->acts.layers);
-    free(m->gacts.attn_scratch);
+    free(m->attn_scratch);
     free(m->inputs);
     free(m->targets);
     free(m->attn_stats);
@@ -487,7 +487,7 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
         gpt_phase(m, PHASE_MATMUL_FWD);
         qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         gpt_phase(m, PHASE_ATTENTION);
-        attention_forward(A->atty, A->att, A->q, A->k, A->v, B, T, C, NH, m->attn_scale,
+        attention_forward(A->atty, A->att, m->attn_scratch, A->q, A->k, A->v, B, T, C, NH, m->attn_scale,
                           m->collect_stats ? &m->attn_stats[l * NH] : NULL);
         gpt_phase(m, PHASE_MATMUL_FWD);
         matmul_forward(A->res2, A->atty, P->wo, N, C, C);
@@ -633,7 +633,7 @@ void gpt_backward(GPT *m) {
         memset(G->q, 0, NC * sizeof(real));
         memset(G->k, 0, NC * sizeof(real));
         memset(G->v, 0, NC * sizeof(real));
-        attention_backward(G->q, G->k, G->v, G->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
+        attention_backward(G->q, G->k, G->v, m->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
                            B, T, C, NH, m->attn_scale,
                            m->collect_stats ? &m->attn_stats[l * NH] : NULL,
                            m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL);

@@ -72,7 +72,6 @@ typedef struct {
     real *ln, *q, *k, *v, *atty;      // (B,T,C)
     real *fch, *fch_gelu;             // (B,T,4C)
     real *logits;                     // (B,T,V)
-    real *attn_scratch;               // per-thread rows for attention_backward
 } GradActs;
 
 typedef struct GPT {
@@ -91,6 +90,7 @@ typedef struct GPT {
     real *act_memory, *gact_memory;
     Acts acts;
     GradActs gacts;
+    real *attn_scratch;               // per-thread scratch of attention_forward and _backward
     int *inputs, *targets;            // (B,T) of the last forward
     int cur_B, cur_T;                 // shape of the last forward
 

@@ -30,6 +30,9 @@ static real *randn_array(size_t n, Rng *rng, double std) {
 
 static real *zeros(size_t n) { return calloc(n, sizeof(real)); }
 
+// what attention_forward and attention_backward need: their scratch for every thread
+static real *attn_scratch(int T, int hd) { return zeros(attention_scratch_size(T, hd) * (size_t)thread_max()); }
+
 static double dot_r(const real *a, const real *b, size_t n) {
     double s = 0;
     for (size_t i = 0; i < n; i++) s += (double)a[i] * b[i];
@@ -181,21 +184,22 @@ static void gradcheck_encoder(void) {
 }
 
 // ---- the attention core (scale, causal mask, softmax, P V) ----
-typedef struct { int B, T, C, NH; real scale; real *q, *k, *v, *att, *out, *R; } AttCtx;
+typedef struct { int B, T, C, NH; real scale; real *q, *k, *v, *att, *out, *R, *scratch; } AttCtx;
 static double att_loss(void *vc) {
     AttCtx *c = vc;
-    attention_forward(c->out, c->att, c->q, c->k, c->v, c->B, c->T, c->C, c->NH, c->scale, NULL);
+    attention_forward(c->out, c->att, c->scratch, c->q, c->k, c->v, c->B, c->T, c->C, c->NH, c->scale, NULL);
     return dot_r(c->out, c->R, (size_t)c->B * c->T * c->C);
 }
 static void attention_gradcheck_with(real scale_override, double std) {
     Rng rng;
     rng_seed(&rng, 6);
-    AttCtx c = {2, 5, 6, 2, 0, NULL, NULL, NULL, NULL, NULL, NULL};
+    AttCtx c = {2, 5, 6, 2, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t n = (size_t)c.B * c.T * c.C;
     c.scale = scale_override > 0 ? scale_override : (real)(1.0 / sqrt(c.C / c.NH));
     c.q = randn_array(n, &rng, std); c.k = randn_array(n, &rng, std); c.v = randn_array(n, &rng, 1);
     c.att = zeros((size_t)c.B * c.NH * c.T * c.T); c.out = zeros(n); c.R = randn_array(n, &rng, 1);
-    real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n), *scratch = zeros(64 * (size_t)c.T);
+    real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n), *scratch = attn_scratch(c.T, c.C / c.NH);
+    c.scratch = scratch;
     att_loss(&c);
     attention_backward(dq, dk, dv, scratch, c.R, c.att, c.q, c.k, c.v, c.B, c.T, c.C, c.NH, c.scale, NULL, NULL);
     check_grad(att_loss, &c, c.q, dq, n, "attention dq");
@@ -210,11 +214,12 @@ static void gradcheck_attention_unscaled(void) { attention_gradcheck_with(1, 1.0
 static void gradcheck_attention_catches_broken_backward(void) {
     Rng rng;
     rng_seed(&rng, 7);
-    AttCtx c = {1, 4, 4, 1, (real)0.5, NULL, NULL, NULL, NULL, NULL, NULL};
+    AttCtx c = {1, 4, 4, 1, (real)0.5, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t n = 16;
     c.q = randn_array(n, &rng, 1); c.k = randn_array(n, &rng, 1); c.v = randn_array(n, &rng, 1);
     c.att = zeros(16); c.out = zeros(n); c.R = randn_array(n, &rng, 1);
-    real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n), *scratch = zeros(64 * 4);
+    real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n), *scratch = attn_scratch(4, 4);
+    c.scratch = scratch;
     att_loss(&c);
     g_attention_break_backward = 1;
     attention_backward(dq, dk, dv, scratch, c.R, c.att, c.q, c.k, c.v, 1, 4, 4, 1, c.scale, NULL, NULL);
@@ -243,7 +248,9 @@ static void gradcheck_softmax_vjp_matches_jacobian(void) {
 // causal T=2 attention sees exactly those two keys.
 static void test_attention_hand_computed_example(void) {
     real q[4] = {0, 0, 1, 0}, k[4] = {1, 0, 0, 1}, v[4] = {10, 0, 0, 10}, att[4], out[4];
-    attention_forward(out, att, q, k, v, 1, 2, 2, 1, (real)(1.0 / sqrt(2.0)), NULL);
+    real *scratch = attn_scratch(2, 2);
+    attention_forward(out, att, scratch, q, k, v, 1, 2, 2, 1, (real)(1.0 / sqrt(2.0)), NULL);
+    free(scratch);
     double tol = IS_F64 ? 1e-6 : 2e-6;
     CHECK_NEAR(att[2], 0.669762, tol);
     CHECK_NEAR(att[3], 0.330238, tol);
@@ -269,8 +276,9 @@ static void test_attention_t3_example(void) {
     double expect[6] = {6.016681, 3.983319, 3.983319, 6.016681, 5, 5};
     for (int i = 0; i < 6; i++) CHECK_NEAR(out[i], expect[i], 10 * tol);
     // with the causal mask: masked weights exactly 0, rows summing to 1
-    real att[9], cout_[6];
-    attention_forward(cout_, att, Q, Q, V, 1, 3, 2, 1, scale, NULL);
+    real att[9], cout_[6], *scratch = attn_scratch(3, 2);
+    attention_forward(cout_, att, scratch, Q, Q, V, 1, 3, 2, 1, scale, NULL);
+    free(scratch);
     for (int t = 0; t < 3; t++) {
         double sum = 0;
         for (int u = 0; u < 3; u++) {
@@ -300,10 +308,10 @@ static void test_attention_row_stats(void) {
 static void test_attention_stats_uniform_and_row0(void) {
     int T = 6, C = 4;
     real *q = zeros((size_t)T * C), *k = zeros((size_t)T * C), *v = zeros((size_t)T * C);
-    real *att = zeros((size_t)T * T), *out = zeros((size_t)T * C);
+    real *att = zeros((size_t)T * T), *out = zeros((size_t)T * C), *scratch = attn_scratch(T, C);
     AttnStats st;
     memset(&st, 0, sizeof st);
-    attention_forward(out, att, q, k, v, 1, T, C, 1, 1, &st);
+    attention_forward(out, att, scratch, q, k, v, 1, T, C, 1, 1, &st);
     CHECK_NEAR(st.rows, T - 1, 0);
     CHECK_NEAR(st.entropy_norm / st.rows, 1.0, 1e-6);
     double expect_max = 0;
@@ -311,7 +319,7 @@ static void test_attention_stats_uniform_and_row0(void) {
     CHECK_NEAR(st.max_weight / st.rows, expect_max / (T - 1), 1e-6);
     CHECK_NEAR(st.rows_gt_090, 0, 0);
     CHECK_NEAR(st.score_n, T * (T + 1) / 2, 0);
-    free(q); free(k); free(v); free(att); free(out);
+    free(q); free(k); free(v); free(att); free(out); free(scratch);
 }
 
 // Large scores saturate rows: with keys aligned to queries scaled by 50, every row t >= 1
@@ -323,15 +331,124 @@ static void test_attention_stats_peaked(void) {
         q[2 * t] = 50; q[2 * t + 1] = 0;
         k[2 * t] = (real)(t == 0 ? 1 : 0); k[2 * t + 1] = 0;  // only key 0 matches
     }
-    real att[25], out[10];
+    real att[25], out[10], *scratch = attn_scratch(T, C);
     AttnStats st;
     memset(&st, 0, sizeof st);
-    attention_forward(out, att, q, k, v, 1, T, C, 1, 1, &st);
+    attention_forward(out, att, scratch, q, k, v, 1, T, C, 1, 1, &st);
+    free(scratch);
     CHECK_NEAR(st.rows, 4, 0);
     CHECK_NEAR(st.rows_gt_099, 4, 0);
     CHECK_NEAR(st.rows_gt_090, 4, 0);
     CHECK(st.entropy_norm / st.rows < 0.01);
     CHECK_NEAR(st.score_absmax, 50, 1e-5);
+}
+
+// ---- the blocked kernels against plain loops, on shapes that end mid-tile ----
+// Decoding one position must give row `pos` of attention_forward bit for bit (KV-cache
+// generation relies on it), whatever the head width and however the rows fall into tiles.
+static void test_attention_decode_matches_forward_rows(void) {
+    int shapes[][3] = {{37, 40, 2}, {19, 96, 3}, {8, 3, 1}, {70, 128, 2}};  // T, C, NH
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int T = shapes[s][0], C = shapes[s][1], NH = shapes[s][2];
+        Rng rng;
+        rng_seed(&rng, 11 + (uint64_t)s);
+        size_t n = (size_t)T * C;
+        real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
+        real *att = zeros((size_t)NH * T * T), *out = zeros(n), *scratch = attn_scratch(T, C / NH);
+        real *row = zeros((size_t)C), *scores = zeros((size_t)T);
+        real scale = (real)(1.0 / sqrt((double)C / NH));
+        attention_forward(out, att, scratch, q, k, v, 1, T, C, NH, scale, NULL);
+        int rows_equal = 0, p_equal = 0;
+        for (int pos = 0; pos < T; pos++) {
+            attention_decode_step(row, scores, q + (size_t)pos * C, k, v, pos, C, NH, scale);
+            rows_equal += memcmp(row, out + (size_t)pos * C, (size_t)C * sizeof(real)) == 0;
+            // scores keeps the last head's weights
+            p_equal += memcmp(scores, att + ((size_t)(NH - 1) * T + pos) * T, (size_t)(pos + 1) * sizeof(real)) == 0;
+        }
+        CHECK_MSG(rows_equal == T && p_equal == T, "T %d C %d NH %d: %d/%d output rows and %d/%d weight rows equal",
+                  T, C, NH, rows_equal, T, p_equal, T);
+        free(q); free(k); free(v); free(att); free(out); free(scratch); free(row); free(scores);
+    }
+}
+
+// Forward, backward and the backward's statistics against the formulas evaluated by plain loops
+// in double, per head: S = scale Q K^T (masked), P = softmax(S), O = P V, dV = P^T dO,
+// dP = dO V^T, dS = P * (dP - rowsum(dP * P)), dQ = scale dS K, dK = scale dS^T Q.
+static void test_attention_matches_reference(void) {
+    int B = 2, T = 37, C = 40, NH = 2, hd = C / NH;
+    Rng rng;
+    rng_seed(&rng, 21);
+    size_t n = (size_t)B * T * C;
+    real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
+    real *dout = randn_array(n, &rng, 1), *dq = randn_array(n, &rng, 1), *dk = zeros(n), *dv = zeros(n);
+    real *dq0 = malloc(n * sizeof(real));
+    memcpy(dq0, dq, n * sizeof(real));  // backward adds to what is there
+    real *att = zeros((size_t)B * NH * T * T), *out = zeros(n), *scratch = attn_scratch(T, hd);
+    real *row_gain = zeros((size_t)B * NH * T);
+    real scale = (real)(1.0 / sqrt((double)hd));
+    AttnStats st[2];
+    memset(st, 0, sizeof st);
+    attention_forward(out, att, scratch, q, k, v, B, T, C, NH, scale, NULL);
+    attention_backward(dq, dk, dv, scratch, dout, att, q, k, v, B, T, C, NH, scale, st, row_gain);
+    double tol = IS_F64 ? 1e-12 : 2e-5, worst = 0, ds_sumsq[2] = {0, 0}, gain_err = 0;
+    int masked_zero = 1;
+    double *P = malloc((size_t)T * T * sizeof(double)), *dS = malloc((size_t)T * T * sizeof(double));
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            size_t off = (size_t)b * T * C + (size_t)h * hd;
+#define AT(x, t, i) ((double)(x)[off + (size_t)(t) * C + (i)])
+            const real *ph = att + ((size_t)b * NH + h) * T * T;
+            for (int t = 0; t < T; t++) {
+                double mx = -1e300, sum = 0, rowsum = 0, ds2 = 0, dp2 = 0, dp[64];
+                for (int u = 0; u <= t; u++) {
+                    double s = 0;
+                    for (int i = 0; i < hd; i++) s += AT(q, t, i) * AT(k, u, i);
+                    P[t * T + u] = s * scale;
+                    if (s * scale > mx) mx = s * scale;
+                }
+                for (int u = 0; u <= t; u++) sum += P[t * T + u] = exp(P[t * T + u] - mx);
+                for (int u = 0; u <= t; u++) P[t * T + u] /= sum;
+                for (int u = 0; u <= t; u++) worst = fmax(worst, fabs(P[t * T + u] - ph[t * T + u]));
+                for (int u = t + 1; u < T; u++) masked_zero &= ph[t * T + u] == 0;
+                for (int i = 0; i < hd; i++) {
+                    double o = 0;
+                    for (int u = 0; u <= t; u++) o += P[t * T + u] * AT(v, u, i);
+                    worst = fmax(worst, fabs(o - AT(out, t, i)));
+                }
+                for (int u = 0; u <= t; u++) {
+                    dp[u] = 0;
+                    for (int i = 0; i < hd; i++) dp[u] += AT(dout, t, i) * AT(v, u, i);
+                    rowsum += dp[u] * P[t * T + u];
+                }
+                for (int u = 0; u <= t; u++) {
+                    dS[t * T + u] = P[t * T + u] * (dp[u] - rowsum);
+                    ds2 += dS[t * T + u] * dS[t * T + u];
+                    dp2 += dp[u] * dp[u];
+                }
+                ds_sumsq[h] += ds2;
+                if (t >= 1) gain_err = fmax(gain_err, fabs(sqrt(ds2 / dp2) - row_gain[((size_t)b * NH + h) * T + t]));
+            }
+            for (int t = 0; t < T; t++)
+                for (int i = 0; i < hd; i++) {
+                    double gq = AT(dq0, t, i), gk = 0, gv = 0;
+                    for (int u = 0; u <= t; u++) gq += scale * dS[t * T + u] * AT(k, u, i);
+                    for (int u = t; u < T; u++) {  // here t plays the key: rows u >= t see it
+                        gk += scale * dS[u * T + t] * AT(q, u, i);
+                        gv += P[u * T + t] * AT(dout, u, i);
+                    }
+                    worst = fmax(worst, fabs(gq - AT(dq, t, i)));
+                    worst = fmax(worst, fabs(gk - AT(dk, t, i)));
+                    worst = fmax(worst, fabs(gv - AT(dv, t, i)));
+                }
+#undef AT
+        }
+    CHECK_MSG(worst <= tol, "largest difference from the reference %g (tol %g)", worst, tol);
+    CHECK(masked_zero);
+    CHECK_NEAR(st[0].ds_sumsq, ds_sumsq[0], 1e-4 * ds_sumsq[0]);
+    CHECK_NEAR(st[1].ds_sumsq, ds_sumsq[1], 1e-4 * ds_sumsq[1]);
+    CHECK(gain_err <= (IS_F64 ? 1e-10 : 1e-4));
+    free(q); free(k); free(v); free(dout); free(dq); free(dk); free(dv); free(dq0); free(att); free(out);
+    free(scratch); free(row_gain); free(P); free(dS);
 }
 
 // ---- the whole model ----
@@ -597,6 +714,8 @@ const TestCase tests_model[] = {
     {"attention_row_stats", test_attention_row_stats},
     {"attention_stats_uniform_and_row0", test_attention_stats_uniform_and_row0},
     {"attention_stats_peaked", test_attention_stats_peaked},
+    {"attention_decode_matches_forward_rows", test_attention_decode_matches_forward_rows},
+    {"attention_matches_reference", test_attention_matches_reference},
     {"overfit_one_batch", test_overfit_one_batch},
     {"model_determinism", test_model_determinism},
     {"partial_batch_matches_exact_capacity", test_partial_batch_matches_exact_capacity},
