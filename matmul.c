@@ -53,6 +53,15 @@ const char *matmul_simd_path(void) {
 // rows past M are zero so edge tiles run the same kernel.
 static void pack_a_sliver(real *restrict dst, const real *A, long a_rs, long a_cs,
                           int M, int i0, int p0, int kc) {
+    if (a_rs == 1 && i0 + MR <= M) {
+        // A is a transposed view (columns contiguous): the MR values of one k are adjacent, so
+        // read them together instead of walking MR strided columns
+        for (int k = 0; k < kc; k++) {
+            const real *src = A + i0 + (long)(p0 + k) * a_cs;
+            for (int i = 0; i < MR; i++) dst[k * MR + i] = src[i];
+        }
+        return;
+    }
     for (int i = 0; i < MR; i++) {
         if (i0 + i < M) {
             const real *row = A + (long)(i0 + i) * a_rs + (long)p0 * a_cs;
@@ -68,6 +77,16 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
                           int N, int j0, int p0, int kc) {
     int nv = N - j0 < NR ? N - j0 : NR;
     if (b_cs == 1) {  // rows of B are contiguous: copy NR-wide runs
+#if USE_AVX2
+        if (nv == NR) {  // two vector moves per k (a library memcpy call per 64 bytes costs more)
+            for (int k = 0; k < kc; k++) {
+                const real *src = B + (long)(p0 + k) * b_rs + j0;
+                _mm256_store_ps(dst + k * NR, _mm256_loadu_ps(src));
+                _mm256_store_ps(dst + k * NR + 8, _mm256_loadu_ps(src + 8));
+            }
+            return;
+        }
+#endif
         for (int k = 0; k < kc; k++) {
             const real *src = B + (long)(p0 + k) * b_rs + j0;
             real *d = dst + k * NR;
@@ -86,8 +105,11 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
     }
 }
 
-// acc (MR,NR) = sum over k of a[k] (MR) outer b[k] (NR).
-static void micro_kernel(int kc, const real *restrict a, const real *restrict b, real *restrict acc) {
+// acc (MR,NR) = sum over k of a[k] (MR) outer b[k] (NR). With c non-NULL (a full tile), the
+// sums go straight to C instead: c = acc, or c += acc when add is set; the same roundings as
+// the caller's edge-tile path (acc summed from zero, then one addition onto C).
+static void micro_kernel(int kc, const real *restrict a, const real *restrict b, real *restrict acc,
+                         real *restrict c, long ldc, int add) {
 #if USE_AVX2
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
     __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
@@ -107,6 +129,15 @@ static void micro_kernel(int kc, const real *restrict a, const real *restrict b,
         a += MR;
         b += NR;
     }
+    if (c) {
+#define TILE_ROW(i, lo, hi) do { real *ci = c + (long)(i) * ldc; \
+        if (add) { lo = _mm256_add_ps(_mm256_loadu_ps(ci), lo); hi = _mm256_add_ps(_mm256_loadu_ps(ci + 8), hi); } \
+        _mm256_storeu_ps(ci, lo); _mm256_storeu_ps(ci + 8, hi); } while (0)
+        TILE_ROW(0, c00, c01); TILE_ROW(1, c10, c11); TILE_ROW(2, c20, c21);
+        TILE_ROW(3, c30, c31); TILE_ROW(4, c40, c41); TILE_ROW(5, c50, c51);
+#undef TILE_ROW
+        return;
+    }
     _mm256_store_ps(acc + 0 * NR, c00); _mm256_store_ps(acc + 0 * NR + 8, c01);
     _mm256_store_ps(acc + 1 * NR, c10); _mm256_store_ps(acc + 1 * NR + 8, c11);
     _mm256_store_ps(acc + 2 * NR, c20); _mm256_store_ps(acc + 2 * NR + 8, c21);
@@ -123,6 +154,13 @@ static void micro_kernel(int kc, const real *restrict a, const real *restrict b,
             for (int j = 0; j < NR; j++) row[j] += ai * bk[j];
         }
     }
+    if (c)
+        for (int i = 0; i < MR; i++) {
+            real *restrict ci = c + (long)i * ldc;
+            const real *restrict t = acc + i * NR;
+            if (add) for (int j = 0; j < NR; j++) ci[j] += t[j];
+            else     for (int j = 0; j < NR; j++) ci[j] = t[j];
+        }
 #endif
 }
 
@@ -189,10 +227,15 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
                     pack_a_sliver(buf->a + (long)s * kc * MR, A, a_rs, a_cs, i_hi, i0 + s * MR, p0, kc);
                 for (int sj = 0; sj < n_slivers; sj++) {
                     for (int si = 0; si < m_slivers; si++) {
-                        micro_kernel(kc, buf->a + (long)si * kc * MR, buf->b + (long)sj * kc * NR, acc);
                         int row0 = i0 + si * MR, col0 = j0 + sj * NR;
                         int mv = i_hi - row0 < MR ? i_hi - row0 : MR;
                         int nv = j_hi - col0 < NR ? j_hi - col0 : NR;
+                        const real *pa = buf->a + (long)si * kc * MR, *pb = buf->b + (long)sj * kc * NR;
+                        if (mv == MR && nv == NR) {  // a full tile: the kernel writes C itself
+                            micro_kernel(kc, pa, pb, acc, C + (long)row0 * ldc + col0, ldc, add);
+                            continue;
+                        }
+                        micro_kernel(kc, pa, pb, acc, NULL, 0, 0);
                         for (int i = 0; i < mv; i++) {
                             real *restrict c = C + (long)(row0 + i) * ldc + col0;
                             const real *restrict t = acc + i * NR;

@@ -524,7 +524,9 @@ static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int 
     int n = m->n_workers < B ? m->n_workers : B;
     if (n > 64) n = 64;
     double share_loss[64];
-    gpt_phase(m, PHASE_OTHER);
+    int profile = m->profile;
+    double t_start = profile ? now_seconds() : 0;
+    gpt_phase(m, PHASE_NONE);
 #pragma omp parallel num_threads(n)
     {
         // worker t takes rows [r0, r1); the layers' own parallel regions, nested in this one,
@@ -559,11 +561,17 @@ static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int 
         int k0 = (int)((long)B * k / n), k1 = (int)((long)B * (k + 1) / n);
         loss += share_loss[k] * (k1 - k0) / B;
     }
-    if (m->profile)  // thread 0's phases stand for the step's
+    if (profile) {
+        // thread 0's phases stand for the step's; the rest of the region's time (combining the
+        // gradients, waiting for the other threads) counts as "other"
+        double inside = 0;
         for (int p = 0; p < PHASE_COUNT; p++) {
+            inside += m->workers[0].phase_seconds[p];
             m->phase_seconds[p] += m->workers[0].phase_seconds[p];
             m->workers[0].phase_seconds[p] = 0;
         }
+        m->phase_seconds[PHASE_OTHER] += now_seconds() - t_start - inside;
+    }
     return loss;
 }
 
