@@ -510,17 +510,23 @@ static void test_model_determinism(void) {
 // A batch smaller than the model's capacity (an MPI rank's share of the batch, the last group of
 // validation windows) gives the same loss and gradients as a model built for exactly that batch,
 // twice in a row (a buffer cleared for the wrong extent would leave stale values behind).
-static void test_partial_batch_matches_exact_capacity(void) {
+// Two small models (V 9, T 8, 2 layers) with the same initial parameters and batch capacities
+// cap_a and cap_b; x and y get n tokens of a fixed pattern.
+static void build_twins(GPT *a, int cap_a, GPT *b, int cap_b, uint64_t seed, int *x, int *y, int n) {
     ModelDims d = {9, 8, 2, 2, 8};
-    GPT big, exact;
-    gpt_build(&big, &d, (real)0.5, 4, 8);
-    gpt_build(&exact, &d, (real)0.5, 2, 8);
+    gpt_build(a, &d, (real)0.5, cap_a, 8);
+    gpt_build(b, &d, (real)0.5, cap_b, 8);
     Rng rng;
-    rng_seed(&rng, 5);
-    gpt_init(&big, INIT_GPT2, &rng);
-    memcpy(exact.params, big.params, big.n_params * sizeof(real));
+    rng_seed(&rng, seed);
+    gpt_init(a, INIT_GPT2, &rng);
+    memcpy(b->params, a->params, a->n_params * sizeof(real));
+    for (int i = 0; i < n; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
+}
+
+static void test_partial_batch_matches_exact_capacity(void) {
+    GPT big, exact;
     int x[32], y[32];
-    for (int i = 0; i < 32; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
+    build_twins(&big, 4, &exact, 2, 5, x, y, 32);
     for (int rep = 0; rep < 2; rep++) {
         // the capacity-4 model first sees a full batch, leaving its buffers dirty
         gpt_zero_grad(&big);
@@ -543,18 +549,11 @@ static void test_partial_batch_matches_exact_capacity(void) {
 // give the one-thread loss and gradients up to float rounding, and the same bits every time.
 static void test_batch_threads_match_one_thread(void) {
     if (thread_max() < 2) SKIP("needs 2 OpenMP threads (this build or OMP_NUM_THREADS has %d)", thread_max());
-    ModelDims d = {9, 8, 2, 2, 8};
     GPT one, split;
-    gpt_build(&one, &d, (real)0.5, 4, 8);
-    gpt_build(&split, &d, (real)0.5, 4, 8);
-    Rng rng;
-    rng_seed(&rng, 9);
-    gpt_init(&one, INIT_GPT2, &rng);
-    memcpy(split.params, one.params, one.n_params * sizeof(real));
+    int x[24], y[24];
+    build_twins(&one, 4, &split, 4, 9, x, y, 24);
     gpt_enable_batch_threads(&split, 2, 3, 8);  // 3 rows: shares of 1 and 2, weighted by rows
     CHECK(split.n_workers == 2);
-    int x[24], y[24];
-    for (int i = 0; i < 24; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
     double l1 = gpt_forward_backward(&one, x, y, 3, 8);
     double l2 = gpt_forward_backward(&split, x, y, 3, 8);
     CHECK_NEAR(l2, l1, 1e-6 * fabs(l1));
