@@ -540,7 +540,9 @@ static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int 
         if (backward) {
             gpt_zero_grad(w);
             gpt_backward(w);
+#ifdef _OPENMP
 #pragma omp barrier
+#endif
             // grads = sum over workers of (rows / B) * worker grads, summed in worker order; each
             // thread combines its own slice of the parameters
             size_t P = m->n_params, lo = P * (size_t)t / (size_t)n, hi = P * (size_t)(t + 1) / (size_t)n;
