@@ -529,23 +529,28 @@ static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int 
     gpt_phase(m, PHASE_NONE);
 #pragma omp parallel num_threads(n)
     {
-        // worker t takes rows [r0, r1); the layers' own parallel regions, nested in this one,
-        // run on one thread each
-        int t = thread_index();
-        int r0 = (int)((long)B * t / n), r1 = (int)((long)B * (t + 1) / n);
-        GPT *w = &m->workers[t];
-        w->attn_scale = m->attn_scale;
-        w->profile = m->profile && t == 0;  // the benchmark's phases are thread 0's
-        share_loss[t] = gpt_forward(w, x + (size_t)r0 * T, y + (size_t)r0 * T, r1 - r0, T);
+        // worker k takes rows [B*k/n, B*(k+1)/n); thread t runs workers t, t + nth, ... (one
+        // each unless the runtime gave fewer threads than asked). The layers' own parallel
+        // regions, nested in this one, run on one thread each.
+        int t = thread_index(), nth = thread_count();
+        for (int k = t; k < n; k += nth) {
+            int r0 = (int)((long)B * k / n), r1 = (int)((long)B * (k + 1) / n);
+            GPT *w = &m->workers[k];
+            w->attn_scale = m->attn_scale;
+            w->profile = m->profile && k == 0;  // the benchmark's phases are worker 0's
+            share_loss[k] = gpt_forward(w, x + (size_t)r0 * T, y + (size_t)r0 * T, r1 - r0, T);
+            if (backward) {
+                gpt_zero_grad(w);
+                gpt_backward(w);
+            }
+        }
         if (backward) {
-            gpt_zero_grad(w);
-            gpt_backward(w);
 #ifdef _OPENMP
 #pragma omp barrier
 #endif
             // grads = sum over workers of (rows / B) * worker grads, summed in worker order; each
             // thread combines its own slice of the parameters
-            size_t P = m->n_params, lo = P * (size_t)t / (size_t)n, hi = P * (size_t)(t + 1) / (size_t)n;
+            size_t P = m->n_params, lo = P * (size_t)t / (size_t)nth, hi = P * (size_t)(t + 1) / (size_t)nth;
             real *restrict g = m->grads;
             for (int k = 0; k < n; k++) {
                 int k0 = (int)((long)B * k / n), k1 = (int)((long)B * (k + 1) / n);

@@ -198,11 +198,10 @@ static double full_val_loss(Run *r, const Dataset *ds, int *x, int *y) {
     int T = c->block_size, B = c->batch_size;
     size_t n_val = ds->n_tokens - ds->n_train;
     size_t n_windows = (n_val - 1) / (size_t)T;
-    (void)B;
     // sums[0] = summed loss, sums[1] = positions counted; each rank takes its rows of each
-    // group of batch_size windows
+    // group of B windows
     double sums[2] = {0.0, 0.0};
-    for (size_t w0 = 0; w0 < n_windows; w0 += (size_t)c->batch_size) {
+    for (size_t w0 = 0; w0 < n_windows; w0 += (size_t)B) {
         size_t first = w0 + (size_t)r->row0, end = w0 + (size_t)r->row0 + (size_t)r->rows;
         if (end > n_windows) end = n_windows;
         if (first >= end) continue;
