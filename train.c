@@ -697,9 +697,11 @@ int main(int argc, char **argv) {
     }
 #endif
     if (dist_size() > 1) {
-        if (cfg.batch_size % dist_size() != 0)
+        if (cfg.batch_size % dist_size() != 0) {
+            if (!dist_is_root()) dist_exit(EXIT_USAGE);  // every rank sees it: rank 0 says it once
             die(EXIT_USAGE, "train.batch_size %d does not divide over %d ranks: use a multiple of %d or another rank count",
                 cfg.batch_size, dist_size(), dist_size());
+        }
         if (args.dump_path) die(EXIT_USAGE, "--dump-state runs in one process, not under mpirun -np %d", dist_size());
     }
     int rows = cfg.batch_size / dist_size();
