@@ -46,6 +46,24 @@ static pid_t spawn_train(char *const argv[], const char *log_name) {
     return pid;
 }
 
+// Wait (up to 20 s) until the trainer writing to log_name has started its training loop, so
+// the kills below land during training whatever the start-up costs (an MPI build's ./train
+// starts its runtime first).
+static void wait_started(const char *log_name) {
+    char path[256], buf[4096];
+    snprintf(path, sizeof path, "%s/%s", g_cdir, log_name);
+    for (int i = 0; i < 2000; i++) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            size_t n = fread(buf, 1, sizeof buf - 1, f);
+            buf[n] = 0;
+            fclose(f);
+            if (strstr(buf, "writing to") || strstr(buf, "continuing from")) return;
+        }
+        sleep_ms(10);
+    }
+}
+
 static int wait_exit(pid_t pid) {
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
@@ -94,7 +112,8 @@ static void test_sigkill_never_leaves_a_broken_checkpoint(void) {
         char *resume_argv[] = {"./train", "--resume", ckpt, NULL};
         char *fresh_argv[] = {"./train", cfg, NULL};
         pid_t pid = spawn_train(have ? resume_argv : fresh_argv, "log.txt");
-        sleep_ms(30 + rand() % 300);
+        wait_started("log.txt");
+        sleep_ms(rand() % 300);
         if (kill(pid, SIGKILL) == 0) kills++;
         int code = wait_exit(pid);
         if (stat(ckpt, &st) != 0) continue;  // killed before the first checkpoint
