@@ -397,6 +397,8 @@ static void print_usage(FILE *f) {
             "summary.json; the last line printed is 'final: step=N train_loss=X val_loss=Y tokens_per_s=Z'.\n"
             "exit codes: 0 ok, 1 runtime error (I/O, data, checkpoint, divergence), 2 usage or config error,\n"
             "130/143 stopped by SIGINT/SIGTERM after saving a checkpoint.\n"
+            "data-parallel: build with `make MPI=1` and run `mpirun -np N ./train CONFIG`; each rank trains on\n"
+            "train.batch_size / N rows of every batch (see docs/DISTRIBUTED.md).\n"
             "\nconfiguration keys:\n");
     config_print_reference(f, 0);
 }
