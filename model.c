@@ -519,6 +519,9 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
 
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, m->n_params * sizeof(real)); }
 
+// First row of worker k's share when B rows are split between n workers.
+static int share_start(int B, int n, int k) { return (int)((long)B * k / n); }
+
 // Forward (and, with backward set, backward) of a batch split by rows between the workers.
 static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int backward) {
     int n = m->n_workers < B ? m->n_workers : B;
@@ -534,7 +537,7 @@ static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int 
         // regions, nested in this one, run on one thread each.
         int t = thread_index(), nth = thread_count();
         for (int k = t; k < n; k += nth) {
-            int r0 = (int)((long)B * k / n), r1 = (int)((long)B * (k + 1) / n);
+            int r0 = share_start(B, n, k), r1 = share_start(B, n, k + 1);
             GPT *w = &m->workers[k];
             w->attn_scale = m->attn_scale;
             w->profile = m->profile && k == 0;  // the benchmark's phases are worker 0's
@@ -553,8 +556,7 @@ static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int 
             size_t P = m->n_params, lo = P * (size_t)t / (size_t)nth, hi = P * (size_t)(t + 1) / (size_t)nth;
             real *restrict g = m->grads;
             for (int k = 0; k < n; k++) {
-                int k0 = (int)((long)B * k / n), k1 = (int)((long)B * (k + 1) / n);
-                real f = (real)((double)(k1 - k0) / B);
+                real f = (real)((double)(share_start(B, n, k + 1) - share_start(B, n, k)) / B);
                 const real *restrict wg = m->workers[k].grads;
                 if (k == 0)
                     for (size_t i = lo; i < hi; i++) g[i] = f * wg[i];
@@ -565,8 +567,7 @@ static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int 
     }
     double loss = 0.0;
     for (int k = 0; k < n; k++) {
-        int k0 = (int)((long)B * k / n), k1 = (int)((long)B * (k + 1) / n);
-        loss += share_loss[k] * (k1 - k0) / B;
+        loss += share_loss[k] * (share_start(B, n, k + 1) - share_start(B, n, k)) / B;
     }
     if (profile) {
         // thread 0's phases stand for the step's; the rest of the region's time (combining the
