@@ -72,6 +72,33 @@ static void pack_a_sliver(real *restrict dst, const real *A, long a_rs, long a_c
     }
 }
 
+#if USE_AVX2
+// dst[t * ld_dst + r] = src[r * ld_src + t] for an 8x8 block: rows of src become columns of dst.
+static inline void transpose8_store(real *dst, long ld_dst, const real *src, long ld_src) {
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld_src);
+    __m256 r2 = _mm256_loadu_ps(src + 2 * ld_src), r3 = _mm256_loadu_ps(src + 3 * ld_src);
+    __m256 r4 = _mm256_loadu_ps(src + 4 * ld_src), r5 = _mm256_loadu_ps(src + 5 * ld_src);
+    __m256 r6 = _mm256_loadu_ps(src + 6 * ld_src), r7 = _mm256_loadu_ps(src + 7 * ld_src);
+    // interleave pairs of rows, then pairs of pairs, then swap 128-bit halves
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst + 0 * ld_dst, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + 1 * ld_dst, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ld_dst, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ld_dst, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ld_dst, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ld_dst, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ld_dst, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ld_dst, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+#endif
+
 // Pack depth [p0, p0+kc) x columns [j0, j0+NR) of B into kc groups of NR values.
 static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_cs,
                           int N, int j0, int p0, int kc) {
@@ -94,6 +121,19 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
             for (int j = nv; j < NR; j++) d[j] = 0;
         }
     } else {          // columns of B are contiguous (B is a transposed view): read down them
+#if USE_AVX2
+        if (nv == NR) {   // 8x8 blocks transposed in registers (scalar stores 64 bytes apart cost more)
+            int k = 0;
+            for (; k + 8 <= kc; k += 8)
+                for (int h = 0; h < NR; h += 8) {
+                    const real *src = B + (long)(p0 + k) * b_rs + (long)(j0 + h) * b_cs;
+                    transpose8_store(dst + k * NR + h, NR, src, b_cs);
+                }
+            for (; k < kc; k++)
+                for (int j = 0; j < NR; j++) dst[k * NR + j] = B[(long)(p0 + k) * b_rs + (long)(j0 + j) * b_cs];
+            return;
+        }
+#endif
         for (int j = 0; j < NR; j++) {
             if (j < nv) {
                 const real *src = B + (long)p0 * b_rs + (long)(j0 + j) * b_cs;
@@ -164,6 +204,56 @@ static void micro_kernel(int kc, const real *restrict a, const real *restrict b,
 #endif
 }
 
+#if USE_AVX2
+// The same tile as micro_kernel, reading A where it lies instead of from a packed sliver: row i
+// of the tile at depth k is a[i * a_rs + k * a_cs]. One of the two strides is 1 in every product
+// of the model (row-major activations, or their transpose for the weight gradients), so the 6
+// values of a depth are 6 broadcasts from one or two cache lines, and packing A (a copy of
+// every activation, a tenth of a small product's time) is not needed. The sums run in exactly
+// micro_kernel's order, so the results are bit-identical to the packed path.
+static void micro_kernel_direct(int kc, const real *a, long a_rs, long a_cs, const real *restrict b,
+                                real *restrict acc, real *restrict c, long ldc, int add) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+    __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+    __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+    __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+    __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+    // rows 0-2 are read off a0 and rows 3-5 off a3, at offsets 0, a_rs, 2 a_rs: x86 addressing
+    // (base + index) covers them without six pointers to advance
+    const real *a0 = a, *a3 = a + 3 * a_rs;
+    const long r1 = a_rs, r2 = 2 * a_rs;
+    for (int k = 0; k < kc; k++) {
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+        __m256 x;
+        x = _mm256_broadcast_ss(a0);      c00 = _mm256_fmadd_ps(x, b0, c00); c01 = _mm256_fmadd_ps(x, b1, c01);
+        x = _mm256_broadcast_ss(a0 + r1); c10 = _mm256_fmadd_ps(x, b0, c10); c11 = _mm256_fmadd_ps(x, b1, c11);
+        x = _mm256_broadcast_ss(a0 + r2); c20 = _mm256_fmadd_ps(x, b0, c20); c21 = _mm256_fmadd_ps(x, b1, c21);
+        x = _mm256_broadcast_ss(a3);      c30 = _mm256_fmadd_ps(x, b0, c30); c31 = _mm256_fmadd_ps(x, b1, c31);
+        x = _mm256_broadcast_ss(a3 + r1); c40 = _mm256_fmadd_ps(x, b0, c40); c41 = _mm256_fmadd_ps(x, b1, c41);
+        x = _mm256_broadcast_ss(a3 + r2); c50 = _mm256_fmadd_ps(x, b0, c50); c51 = _mm256_fmadd_ps(x, b1, c51);
+        a0 += a_cs;
+        a3 += a_cs;
+        b += NR;
+    }
+    if (c) {
+#define TILE_ROW(i, lo, hi) do { real *ci = c + (long)(i) * ldc; \
+        if (add) { lo = _mm256_add_ps(_mm256_loadu_ps(ci), lo); hi = _mm256_add_ps(_mm256_loadu_ps(ci + 8), hi); } \
+        _mm256_storeu_ps(ci, lo); _mm256_storeu_ps(ci + 8, hi); } while (0)
+        TILE_ROW(0, c00, c01); TILE_ROW(1, c10, c11); TILE_ROW(2, c20, c21);
+        TILE_ROW(3, c30, c31); TILE_ROW(4, c40, c41); TILE_ROW(5, c50, c51);
+#undef TILE_ROW
+        return;
+    }
+    _mm256_store_ps(acc + 0 * NR, c00); _mm256_store_ps(acc + 0 * NR + 8, c01);
+    _mm256_store_ps(acc + 1 * NR, c10); _mm256_store_ps(acc + 1 * NR + 8, c11);
+    _mm256_store_ps(acc + 2 * NR, c20); _mm256_store_ps(acc + 2 * NR + 8, c21);
+    _mm256_store_ps(acc + 3 * NR, c30); _mm256_store_ps(acc + 3 * NR + 8, c31);
+    _mm256_store_ps(acc + 4 * NR, c40); _mm256_store_ps(acc + 4 * NR + 8, c41);
+    _mm256_store_ps(acc + 5 * NR, c50); _mm256_store_ps(acc + 5 * NR + 8, c51);
+}
+#endif
+
 // A single row of C (generation: one position at a time). Packing B would copy the whole
 // weight matrix for every token, so stream it instead. Each element is summed in exactly the
 // micro-kernel's order (FMAs over k within a KC block from zero, then added onto C block by
@@ -212,6 +302,9 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
         return;
     }
     _Alignas(64) real acc[MR * NR];
+    // whole 6-row slivers of A are read in place when one of its strides is 1 (see
+    // micro_kernel_direct); only a last, partial sliver is packed (with its zero rows)
+    const int direct_a = USE_AVX2 && (a_cs == 1 || a_rs == 1);
     for (int j0 = j_lo; j0 < j_hi; j0 += NC) {
         int nc = j_hi - j0 < NC ? j_hi - j0 : NC;
         int n_slivers = (nc + NR - 1) / NR;
@@ -224,18 +317,23 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
                 int mc = i_hi - i0 < MC ? i_hi - i0 : MC;
                 int m_slivers = (mc + MR - 1) / MR;
                 for (int s = 0; s < m_slivers; s++)
-                    pack_a_sliver(buf->a + (long)s * kc * MR, A, a_rs, a_cs, i_hi, i0 + s * MR, p0, kc);
+                    if (!direct_a || i0 + (s + 1) * MR > i_hi)
+                        pack_a_sliver(buf->a + (long)s * kc * MR, A, a_rs, a_cs, i_hi, i0 + s * MR, p0, kc);
                 for (int sj = 0; sj < n_slivers; sj++) {
                     for (int si = 0; si < m_slivers; si++) {
                         int row0 = i0 + si * MR, col0 = j0 + sj * NR;
                         int mv = i_hi - row0 < MR ? i_hi - row0 : MR;
                         int nv = j_hi - col0 < NR ? j_hi - col0 : NR;
                         const real *pa = buf->a + (long)si * kc * MR, *pb = buf->b + (long)sj * kc * NR;
-                        if (mv == MR && nv == NR) {  // a full tile: the kernel writes C itself
-                            micro_kernel(kc, pa, pb, acc, C + (long)row0 * ldc + col0, ldc, add);
-                            continue;
-                        }
-                        micro_kernel(kc, pa, pb, acc, NULL, 0, 0);
+                        real *c_tile = mv == MR && nv == NR ? C + (long)row0 * ldc + col0 : NULL;
+#if USE_AVX2
+                        if (direct_a && mv == MR)  // a full tile writes C itself
+                            micro_kernel_direct(kc, A + (long)row0 * a_rs + (long)p0 * a_cs, a_rs, a_cs,
+                                                pb, acc, c_tile, ldc, add);
+                        else
+#endif
+                            micro_kernel(kc, pa, pb, acc, c_tile, ldc, add);
+                        if (c_tile) continue;
                         for (int i = 0; i < mv; i++) {
                             real *restrict c = C + (long)(row0 + i) * ldc + col0;
                             const real *restrict t = acc + i * NR;
