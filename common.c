@@ -1,5 +1,5 @@
 // common.c: error reporting and checked allocation.
-#define _DEFAULT_SOURCE  // madvise
+#define _POSIX_C_SOURCE 200809L
 #include "common.h"
 
 #include <errno.h>
@@ -8,9 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -54,22 +51,8 @@ void *xmalloc_aligned(size_t bytes, const char *what) {
     void *p = NULL;
     size_t rounded = (bytes + 63) & ~(size_t)63;
     if (rounded < bytes) die(EXIT_RUNTIME, "size overflow allocating %s", what);
-    // Large buffers (parameters, activations, packed panels) start on a 2 MiB boundary and ask
-    // for transparent huge pages: the GEMM walks rows of C and A kilobytes apart, and with 4 KiB
-    // pages every few rows cost a TLB miss. Only a hint; the kernel may ignore it.
-    size_t align = 64;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const size_t huge = (size_t)2 << 20;
-    if (rounded >= huge && rounded <= SIZE_MAX - huge) {
-        align = huge;
-        rounded = (rounded + huge - 1) & ~(huge - 1);
-    }
-#endif
-    if (posix_memalign(&p, align, rounded ? rounded : 64) != 0 || !p)
+    if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0 || !p)
         die(EXIT_RUNTIME, "out of memory allocating %zu bytes for %s", bytes, what);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (align > 64) (void)madvise(p, rounded, MADV_HUGEPAGE);
-#endif
     memset(p, 0, rounded ? rounded : 64);
     return p;
 }
