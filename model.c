@@ -47,22 +47,71 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
 }
 
 // inp, out are (N,C); mean, rstd are (N). out = (inp - mean) * rstd * w + b
+// Row sums for LayerNorm in LN_LANES partial sums (lane j takes elements j, j + LN_LANES, ...),
+// added in lane order, then the tail: a fixed order whatever the row's address.
+#define LN_LANES 8
+static inline double row_sum(const real *x, int C) {
+    double part[LN_LANES] = {0};
+    int i = 0;
+    for (; i + LN_LANES <= C; i += LN_LANES)
+        for (int j = 0; j < LN_LANES; j++) part[j] += x[i + j];
+    double sum = 0.0;
+    for (int j = 0; j < LN_LANES; j++) sum += part[j];
+    for (; i < C; i++) sum += x[i];
+    return sum;
+}
+
+// sum of (x - m)^2 over the row, in the same lane order as row_sum
+static inline double row_sum_sq_dev(const real *x, double m, int C) {
+    double part[LN_LANES] = {0};
+    int i = 0;
+    for (; i + LN_LANES <= C; i += LN_LANES)
+        for (int j = 0; j < LN_LANES; j++) { double d = x[i + j] - m; part[j] += d * d; }
+    double sum = 0.0;
+    for (int j = 0; j < LN_LANES; j++) sum += part[j];
+    for (; i < C; i++) { double d = x[i] - m; sum += d * d; }
+    return sum;
+}
+
+// LayerNorm backward's two row sums, of dnorm = dout * w and of dnorm * norm, in the same lanes.
+// Two passes over the row (in L1): the compiler vectorises each, not the two sums in one loop.
+static inline double row_sum_dnorm(const real *d, const real *w, int C) {
+    double part[LN_LANES] = {0};
+    int i = 0;
+    for (; i + LN_LANES <= C; i += LN_LANES)
+        for (int j = 0; j < LN_LANES; j++) { double dnorm = d[i + j] * w[i + j]; part[j] += dnorm; }
+    double sum = 0.0;
+    for (int j = 0; j < LN_LANES; j++) sum += part[j];
+    for (; i < C; i++) { double dnorm = d[i] * w[i]; sum += dnorm; }
+    return sum;
+}
+
+static inline double row_sum_dnorm_norm(const real *x, const real *d, const real *w, real mu, real s, int C) {
+    double part[LN_LANES] = {0};
+    int i = 0;
+    for (; i + LN_LANES <= C; i += LN_LANES)
+        for (int j = 0; j < LN_LANES; j++) {
+            double norm = (x[i + j] - mu) * s, dnorm = d[i + j] * w[i + j];
+            part[j] += dnorm * norm;
+        }
+    double sum = 0.0;
+    for (int j = 0; j < LN_LANES; j++) sum += part[j];
+    for (; i < C; i++) { double norm = (x[i] - mu) * s, dnorm = d[i] * w[i]; sum += dnorm * norm; }
+    return sum;
+}
+
 void layernorm_forward(real *out, real *mean, real *rstd, const real *inp,
                               const real *w, const real *b, int N, int C) {
     const double eps = 1e-5;
 #pragma omp parallel for schedule(static) if(par_worth((double)N * C * 8))
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C;
-        // simd reductions: the sums run in a few double-precision lanes instead of one chain of
-        // dependent adds (4x faster); the mean and rstd are rounded to float afterwards, which
-        // the order of the double additions does not reach in practice
-        double m = 0.0;
-#pragma omp simd reduction(+:m)
-        for (int i = 0; i < C; i++) m += x[i];
-        m /= C;
-        double v = 0.0;
-#pragma omp simd reduction(+:v)
-        for (int i = 0; i < C; i++) { double d = x[i] - m; v += d * d; }
+        // the sums run in LN_LANES double-precision partial sums, combined in a fixed order:
+        // the compiler vectorises them (a single chain of dependent adds was 4x slower), and,
+        // unlike an omp simd reduction, the order does not depend on the row's alignment, so a
+        // row gives the same statistics wherever it lies (generation's KV cache relies on it)
+        double m = row_sum(x, C) / C;
+        double v = row_sum_sq_dev(x, m, C);
         v /= C;
         real s = (real)(1.0 / sqrt(v + eps));
         real mr = (real)m;
@@ -81,15 +130,8 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
         real mu = mean[n], s = rstd[n];
-        double mean_dnorm = 0.0, mean_dnorm_norm = 0.0;
-#pragma omp simd reduction(+:mean_dnorm, mean_dnorm_norm)  // as in layernorm_forward
-        for (int i = 0; i < C; i++) {
-            double norm = (x[i] - mu) * s, dnorm = d[i] * w[i];
-            mean_dnorm += dnorm;
-            mean_dnorm_norm += dnorm * norm;
-        }
-        mean_dnorm /= C;
-        mean_dnorm_norm /= C;
+        double mean_dnorm = row_sum_dnorm(d, w, C) / C;
+        double mean_dnorm_norm = row_sum_dnorm_norm(x, d, w, mu, s, C) / C;
         real a = (real)mean_dnorm, bb = (real)mean_dnorm_norm;
         real *di = dinp + (size_t)n * C;
         for (int i = 0; i < C; i++) {
