@@ -1,7 +1,7 @@
-// matmul.c: a BLIS-style GEMM. B is packed into KC x NR slivers and A into MR x KC slivers so
-// the micro-kernel streams both from cache; the micro-kernel keeps an MR x NR tile of C in
-// registers (AVX2+FMA intrinsics when compiled for them, a plain C loop the compiler vectorises
-// otherwise, and always plain C in the double-precision build).
+// matmul.c: a BLIS-style GEMM. B is packed into KC x NR slivers so the micro-kernel streams it
+// from cache; the micro-kernel keeps an MR x NR tile of C in registers (AVX2+FMA intrinsics
+// when compiled for them, reading A in place; a plain C loop the compiler vectorises otherwise,
+// and always in the double-precision build, over A packed into MR x KC slivers).
 #include "matmul.h"
 
 #include <math.h>
@@ -145,74 +145,17 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
     }
 }
 
-// acc (MR,NR) = sum over k of a[k] (MR) outer b[k] (NR). With c non-NULL (a full tile), the
-// sums go straight to C instead: c = acc, or c += acc when add is set; the same roundings as
-// the caller's edge-tile path (acc summed from zero, then one addition onto C).
-static void micro_kernel(int kc, const real *restrict a, const real *restrict b, real *restrict acc,
-                         real *restrict c, long ldc, int add) {
 #if USE_AVX2
-    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
-    __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
-    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
-    __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
-    __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
-    __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
-    for (int k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-        __m256 x;
-        x = _mm256_broadcast_ss(a + 0); c00 = _mm256_fmadd_ps(x, b0, c00); c01 = _mm256_fmadd_ps(x, b1, c01);
-        x = _mm256_broadcast_ss(a + 1); c10 = _mm256_fmadd_ps(x, b0, c10); c11 = _mm256_fmadd_ps(x, b1, c11);
-        x = _mm256_broadcast_ss(a + 2); c20 = _mm256_fmadd_ps(x, b0, c20); c21 = _mm256_fmadd_ps(x, b1, c21);
-        x = _mm256_broadcast_ss(a + 3); c30 = _mm256_fmadd_ps(x, b0, c30); c31 = _mm256_fmadd_ps(x, b1, c31);
-        x = _mm256_broadcast_ss(a + 4); c40 = _mm256_fmadd_ps(x, b0, c40); c41 = _mm256_fmadd_ps(x, b1, c41);
-        x = _mm256_broadcast_ss(a + 5); c50 = _mm256_fmadd_ps(x, b0, c50); c51 = _mm256_fmadd_ps(x, b1, c51);
-        a += MR;
-        b += NR;
-    }
-    if (c) {
-#define TILE_ROW(i, lo, hi) do { real *ci = c + (long)(i) * ldc; \
-        if (add) { lo = _mm256_add_ps(_mm256_loadu_ps(ci), lo); hi = _mm256_add_ps(_mm256_loadu_ps(ci + 8), hi); } \
-        _mm256_storeu_ps(ci, lo); _mm256_storeu_ps(ci + 8, hi); } while (0)
-        TILE_ROW(0, c00, c01); TILE_ROW(1, c10, c11); TILE_ROW(2, c20, c21);
-        TILE_ROW(3, c30, c31); TILE_ROW(4, c40, c41); TILE_ROW(5, c50, c51);
-#undef TILE_ROW
-        return;
-    }
-    _mm256_store_ps(acc + 0 * NR, c00); _mm256_store_ps(acc + 0 * NR + 8, c01);
-    _mm256_store_ps(acc + 1 * NR, c10); _mm256_store_ps(acc + 1 * NR + 8, c11);
-    _mm256_store_ps(acc + 2 * NR, c20); _mm256_store_ps(acc + 2 * NR + 8, c21);
-    _mm256_store_ps(acc + 3 * NR, c30); _mm256_store_ps(acc + 3 * NR + 8, c31);
-    _mm256_store_ps(acc + 4 * NR, c40); _mm256_store_ps(acc + 4 * NR + 8, c41);
-    _mm256_store_ps(acc + 5 * NR, c50); _mm256_store_ps(acc + 5 * NR + 8, c51);
-#else
-    for (int i = 0; i < MR * NR; i++) acc[i] = 0;
-    for (int k = 0; k < kc; k++) {
-        for (int i = 0; i < MR; i++) {
-            real ai = a[k * MR + i];
-            real *restrict row = acc + i * NR;
-            const real *restrict bk = b + k * NR;
-            for (int j = 0; j < NR; j++) row[j] += ai * bk[j];
-        }
-    }
-    if (c)
-        for (int i = 0; i < MR; i++) {
-            real *restrict ci = c + (long)i * ldc;
-            const real *restrict t = acc + i * NR;
-            if (add) for (int j = 0; j < NR; j++) ci[j] += t[j];
-            else     for (int j = 0; j < NR; j++) ci[j] = t[j];
-        }
-#endif
-}
-
-#if USE_AVX2
-// The same tile as micro_kernel, reading A where it lies instead of from a packed sliver: row i
-// of the tile at depth k is a[i * a_rs + k * a_cs]. One of the two strides is 1 in every product
-// of the model (row-major activations, or their transpose for the weight gradients), so the 6
-// values of a depth are 6 broadcasts from one or two cache lines, and packing A (a copy of
-// every activation, a tenth of a small product's time) is not needed. The sums run in exactly
-// micro_kernel's order, so the results are bit-identical to the packed path.
-static void micro_kernel_direct(int kc, const real *a, long a_rs, long a_cs, const real *restrict b,
-                                real *restrict acc, real *restrict c, long ldc, int add) {
+// acc (MR,NR) = sum over k of a(:,k) (MR) outer b[k] (NR), with row i of A at depth k at
+// a[i * a_rs + k * a_cs]. With c non-NULL (a full tile), the sums go straight to C instead:
+// c = acc, or c += acc when add is set; the same roundings as the caller's edge-tile path (acc
+// summed from zero, then one addition onto C).
+// A is read where it lies: one of its two strides is 1 in every product of the model
+// (row-major activations, or their transpose for the weight gradients), so the 6 values of a
+// depth are 6 broadcasts from one or two cache lines, and packing A (a copy of every activation,
+// a tenth of a small product's time) is not needed. A packed sliver is the case (1, MR).
+static void micro_kernel_strided(int kc, const real *a, long a_rs, long a_cs, const real *restrict b,
+                                 real *restrict acc, real *restrict c, long ldc, int add) {
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
     __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
     __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -251,6 +194,34 @@ static void micro_kernel_direct(int kc, const real *a, long a_rs, long a_cs, con
     _mm256_store_ps(acc + 3 * NR, c30); _mm256_store_ps(acc + 3 * NR + 8, c31);
     _mm256_store_ps(acc + 4 * NR, c40); _mm256_store_ps(acc + 4 * NR + 8, c41);
     _mm256_store_ps(acc + 5 * NR, c50); _mm256_store_ps(acc + 5 * NR + 8, c51);
+}
+
+// A packed sliver: MR values per depth, contiguous
+static void micro_kernel(int kc, const real *restrict a, const real *restrict b, real *restrict acc,
+                         real *restrict c, long ldc, int add) {
+    micro_kernel_strided(kc, a, 1, MR, b, acc, c, ldc, add);
+}
+#else
+// The portable tile: acc (MR,NR) = sum over k of a[k] (MR) outer b[k] (NR) from a packed sliver;
+// with c non-NULL the sums go to C (c = acc, or c += acc when add is set).
+static void micro_kernel(int kc, const real *restrict a, const real *restrict b, real *restrict acc,
+                         real *restrict c, long ldc, int add) {
+    for (int i = 0; i < MR * NR; i++) acc[i] = 0;
+    for (int k = 0; k < kc; k++) {
+        for (int i = 0; i < MR; i++) {
+            real ai = a[k * MR + i];
+            real *restrict row = acc + i * NR;
+            const real *restrict bk = b + k * NR;
+            for (int j = 0; j < NR; j++) row[j] += ai * bk[j];
+        }
+    }
+    if (c)
+        for (int i = 0; i < MR; i++) {
+            real *restrict ci = c + (long)i * ldc;
+            const real *restrict t = acc + i * NR;
+            if (add) for (int j = 0; j < NR; j++) ci[j] += t[j];
+            else     for (int j = 0; j < NR; j++) ci[j] = t[j];
+        }
 }
 #endif
 
@@ -303,7 +274,7 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
     }
     _Alignas(64) real acc[MR * NR];
     // whole 6-row slivers of A are read in place when one of its strides is 1 (see
-    // micro_kernel_direct); only a last, partial sliver is packed (with its zero rows)
+    // micro_kernel_strided); only a last, partial sliver is packed (with its zero rows)
     const int direct_a = USE_AVX2 && (a_cs == 1 || a_rs == 1);
     for (int j0 = j_lo; j0 < j_hi; j0 += NC) {
         int nc = j_hi - j0 < NC ? j_hi - j0 : NC;
@@ -328,8 +299,8 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
                         real *c_tile = mv == MR && nv == NR ? C + (long)row0 * ldc + col0 : NULL;
 #if USE_AVX2
                         if (direct_a && mv == MR)  // a full tile writes C itself
-                            micro_kernel_direct(kc, A + (long)row0 * a_rs + (long)p0 * a_cs, a_rs, a_cs,
-                                                pb, acc, c_tile, ldc, add);
+                            micro_kernel_strided(kc, A + (long)row0 * a_rs + (long)p0 * a_cs, a_rs, a_cs,
+                                                 pb, acc, c_tile, ldc, add);
                         else
 #endif
                             micro_kernel(kc, pa, pb, acc, c_tile, ldc, add);
