@@ -46,9 +46,10 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
     }
 }
 
-// inp, out are (N,C); mean, rstd are (N). out = (inp - mean) * rstd * w + b
 // Row sums for LayerNorm in LN_LANES partial sums (lane j takes elements j, j + LN_LANES, ...),
-// added in lane order, then the tail: a fixed order whatever the row's address.
+// added in lane order, then the tail. The compiler vectorises the lanes (one chain of dependent
+// adds was 4x slower), and unlike an omp simd reduction the order does not follow the row's
+// alignment, so a row gets the same statistics wherever it lies (the KV cache relies on it).
 #define LN_LANES 8
 static inline double row_sum(const real *x, int C) {
     double part[LN_LANES] = {0};
@@ -100,16 +101,13 @@ static inline double row_sum_dnorm_norm(const real *x, const real *d, const real
     return sum;
 }
 
+// inp, out are (N,C); mean, rstd are (N). out = (inp - mean) * rstd * w + b
 void layernorm_forward(real *out, real *mean, real *rstd, const real *inp,
                               const real *w, const real *b, int N, int C) {
     const double eps = 1e-5;
 #pragma omp parallel for schedule(static) if(par_worth((double)N * C * 8))
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C;
-        // the sums run in LN_LANES double-precision partial sums, combined in a fixed order:
-        // the compiler vectorises them (a single chain of dependent adds was 4x slower), and,
-        // unlike an omp simd reduction, the order does not depend on the row's alignment, so a
-        // row gives the same statistics wherever it lies (generation's KV cache relies on it)
         double m = row_sum(x, C) / C;
         double v = row_sum_sq_dev(x, m, C);
         v /= C;
