@@ -54,7 +54,7 @@ typedef struct {
     real *atty;                       // (B,T,C) P V, before Wo
     real *res2;                       // (B,T,C) residual after attention
     real *ln2, *ln2_mean, *ln2_rstd;  // (B,T,C), (B,T), (B,T)
-    real *fch, *fch_gelu;             // (B,T,4C) each
+    real *fch, *fch_gelu;             // (B,T,4C) each; fch becomes GELU'(fch) in the forward
     real *res3;                       // (B,T,C) residual after the MLP = the layer's output
 } LayerActs;
 
@@ -202,8 +202,9 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
 void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N, int C);
 void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp,
                         const real *w, const real *mean, const real *rstd, int N, int C);
-void gelu_forward(real *out, const real *inp, size_t n);
-void gelu_backward(real *dinp, const real *inp, const real *dout, size_t n);
+// dgelu (optional, may be inp) receives GELU'(inp), which gelu_backward multiplies dout by
+void gelu_forward(real *out, real *dgelu, const real *inp, size_t n);
+void gelu_backward(real *dinp, const real *dgelu, const real *dout, size_t n);
 void residual_forward(real *out, const real *a, const real *b, size_t n);
 // logits (N,V) become probabilities; losses (N)
 void crossentropy_forward(real *logits, real *losses, const int *targets, int N, int V);

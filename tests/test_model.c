@@ -123,7 +123,7 @@ static void gradcheck_layernorm(void) {
 typedef struct { size_t n; real *inp, *out, *R; } GeluCtx;
 static double gelu_loss(void *vc) {
     GeluCtx *c = vc;
-    gelu_forward(c->out, c->inp, c->n);
+    gelu_forward(c->out, NULL, c->inp, c->n);
     return dot_r(c->out, c->R, c->n);
 }
 static void gradcheck_gelu(void) {
@@ -131,10 +131,31 @@ static void gradcheck_gelu(void) {
     rng_seed(&rng, 3);
     GeluCtx c = {40, NULL, NULL, NULL};
     c.inp = randn_array(40, &rng, 2); c.out = zeros(40); c.R = randn_array(40, &rng, 1);
-    real *dinp = zeros(40);
-    gelu_backward(dinp, c.inp, c.R, 40);
+    real *dinp = zeros(40), *dgelu = zeros(40);
+    gelu_forward(c.out, dgelu, c.inp, 40);
+    gelu_backward(dinp, dgelu, c.R, 40);
     check_grad(gelu_loss, &c, c.inp, dinp, 40, "gelu dinp");
-    free(c.inp); free(c.out); free(c.R); free(dinp);
+    free(c.inp); free(c.out); free(c.R); free(dinp); free(dgelu);
+}
+
+// The model saves GELU' over GELU's own input (dgelu == inp): the same values as into a separate
+// buffer, and the same output, at a length that exercises the vector body and its tail.
+static void test_gelu_derivative_in_place(void) {
+    Rng rng;
+    rng_seed(&rng, 5);
+    size_t n = 1003;
+    real *x = randn_array(n, &rng, 3), *x_copy = zeros(n), *out = zeros(n), *out2 = zeros(n), *dg = zeros(n);
+    memcpy(x_copy, x, n * sizeof(real));
+    gelu_forward(out, dg, x, n);
+    gelu_forward(out2, x_copy, x_copy, n);
+    int same = 1;
+    for (size_t i = 0; i < n; i++) same &= out[i] == out2[i] && dg[i] == x_copy[i];
+    CHECK_MSG(same, "gelu_forward with dgelu == inp differs from a separate buffer");
+    // and GELU' is the derivative: the slope of GELU at x = 1 (Phi(1) + phi(1) = 1.0833155)
+    real one = 1, o, d;
+    gelu_forward(&o, &d, &one, 1);
+    CHECK_MSG(fabs(d - 1.0833155) < 1e-5, "GELU'(1) = %g, expected 1.0833155", (double)d);
+    free(x); free(x_copy); free(out); free(out2); free(dg);
 }
 
 // ---- cross-entropy: mean over rows of logsumexp(logits) - logits[target] ----
@@ -702,6 +723,7 @@ const TestCase tests_model[] = {
     {"gradcheck_matmul", gradcheck_matmul},
     {"gradcheck_layernorm", gradcheck_layernorm},
     {"gradcheck_gelu", gradcheck_gelu},
+    {"gelu_derivative_in_place", test_gelu_derivative_in_place},
     {"gradcheck_crossentropy", gradcheck_crossentropy},
     {"gradcheck_encoder", gradcheck_encoder},
     {"gradcheck_attention_scaled", gradcheck_attention_scaled},
