@@ -150,10 +150,9 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
 // a[i * a_rs + k * a_cs]. With c non-NULL (a full tile), the sums go straight to C instead:
 // c = acc, or c += acc when add is set; the same roundings as the caller's edge-tile path (acc
 // summed from zero, then one addition onto C).
-// A is read where it lies: one of its two strides is 1 in every product of the model
-// (row-major activations, or their transpose for the weight gradients), so the 6 values of a
-// depth are 6 broadcasts from one or two cache lines, and packing A (a copy of every activation,
-// a tenth of a small product's time) is not needed. A packed sliver is the case (1, MR).
+// A row-major A (a_cs == 1: the activations of the forward and dinp products) is read where it
+// lies: its 6 rows are 6 contiguous streams, and packing them (a copy of every activation, a
+// tenth of a small product's time) is not needed. A packed sliver is the case (1, MR).
 static void micro_kernel_strided(int kc, const real *a, long a_rs, long a_cs, const real *restrict b,
                                  real *restrict acc, real *restrict c, long ldc, int add) {
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
@@ -273,9 +272,12 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
         return;
     }
     _Alignas(64) real acc[MR * NR];
-    // whole 6-row slivers of A are read in place when one of its strides is 1 (see
-    // micro_kernel_strided); only a last, partial sliver is packed (with its zero rows)
-    const int direct_a = USE_AVX2 && (a_cs == 1 || a_rs == 1);
+    // whole 6-row slivers of a row-major A are read in place (see micro_kernel_strided); only a
+    // last, partial sliver is packed (with its zero rows). A transposed A (the weight gradients'
+    // X^T) is packed: in place, the 6 values of each depth sit a row of X apart, 0.5-6 KB, and
+    // lines at such strides fall into a few L1 sets and evict each other every sliver (in the
+    // W2 step the products ran 10-25% slower).
+    const int direct_a = USE_AVX2 && a_cs == 1;
     for (int j0 = j_lo; j0 < j_hi; j0 += NC) {
         int nc = j_hi - j0 < NC ? j_hi - j0 : NC;
         int n_slivers = (nc + NR - 1) / NR;
