@@ -164,6 +164,15 @@ static void micro_kernel_strided(int kc, const real *a, long a_rs, long a_cs, co
     // rows 0-2 are read off a0 and rows 3-5 off a3, at offsets 0, a_rs, 2 a_rs: x86 addressing
     // (base + index) covers them without six pointers to advance
     const real *a0 = a, *a3 = a + 3 * a_rs;
+    // The tile of C is read (or written) only after the k loop, and in a W2 step it is usually
+    // in L3 or memory by then (an activation of several MB): ask for its lines now, so the
+    // misses overlap the FMAs instead of stalling the end of the tile (BLIS does the same).
+    // Alternating W2 runs: 2-3% faster; W1, whose C stays in cache, unchanged.
+    if (c)
+        for (int i = 0; i < MR; i++) {
+            _mm_prefetch((const char *)(c + (long)i * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(c + (long)i * ldc + NR - 1), _MM_HINT_T0);  // a row may span two lines
+        }
     const long r1 = a_rs, r2 = 2 * a_rs;
     for (int k = 0; k < kc; k++) {
         __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
