@@ -35,7 +35,7 @@ static _Thread_local PackBuffers t_pack;
 
 static PackBuffers *thread_pack(void) {
     if (!t_pack.a) {
-        t_pack.a = xmalloc_aligned(sizeof(real) * MC * KC, "GEMM packing buffer");
+        t_pack.a = xmalloc_aligned(sizeof(real) * (MC * KC + 8), "GEMM packing buffer");
         t_pack.b = xmalloc_aligned(sizeof(real) * KC * NC, "GEMM packing buffer");
     }
     return &t_pack;
@@ -56,6 +56,15 @@ static void pack_a_sliver(real *restrict dst, const real *A, long a_rs, long a_c
     if (a_rs == 1 && i0 + MR <= M) {
         // A is a transposed view (columns contiguous): the MR values of one k are adjacent, so
         // read them together instead of walking MR strided columns
+#if USE_AVX2
+        // one 8-wide copy per depth while 8 values exist in the row: the 2 extra land where the
+        // next depth's values go and are overwritten by them (the buffer has room past the end)
+        if (i0 + 8 <= M) {
+            for (int k = 0; k < kc; k++)
+                _mm256_storeu_ps(dst + k * MR, _mm256_loadu_ps(A + i0 + (long)(p0 + k) * a_cs));
+            return;
+        }
+#endif
         for (int k = 0; k < kc; k++) {
             const real *src = A + i0 + (long)(p0 + k) * a_cs;
             for (int i = 0; i < MR; i++) dst[k * MR + i] = src[i];
