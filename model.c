@@ -46,7 +46,7 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
     }
 }
 
-// Row sums for LayerNorm in LN_LANES partial sums (lane j takes elements j, j + LN_LANES, ...),
+// Row sums for LayerNorm (and the gradient norm's chunks) in LN_LANES partial sums (lane j takes elements j, j + LN_LANES, ...),
 // added in lane order, then the tail. The compiler vectorises the lanes (one chain of dependent
 // adds was 4x slower), and unlike an omp simd reduction the order does not follow the row's
 // alignment, so a row gets the same statistics wherever it lies (the KV cache relies on it).
@@ -739,9 +739,8 @@ double gpt_grad_norm(const GPT *m) {
         for (long c = 0; c < cnt; c++) {
             size_t lo = (size_t)(base + c) * GRAD_NORM_CHUNK;
             size_t hi = lo + GRAD_NORM_CHUNK < n ? lo + GRAD_NORM_CHUNK : n;
-            double s = 0.0;
-            for (size_t i = lo; i < hi; i++) s += (double)m->grads[i] * m->grads[i];
-            partial[c] = s;
+            // in LayerNorm's fixed lanes: one chain of dependent adds took ~7 ms of a W2 step
+            partial[c] = row_sum_sq_dev(m->grads + lo, 0.0, (int)(hi - lo));
         }
         for (long c = 0; c < cnt; c++) total += partial[c];
     }
