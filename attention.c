@@ -272,20 +272,26 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
 #pragma omp simd reduction(+:rowsum)
                         for (int u = 0; u <= t; u++) rowsum += (double)dsrow[u] * prow[u];
                         if (g_attention_break_backward) rowsum = 0.0;
-                        double ds2 = 0.0, dp2 = 0.0;
+                        if (st || row_gain) {  // the statistics' sums only when asked for
+                            double ds2 = 0.0, dp2 = 0.0;
 #pragma omp simd reduction(+:ds2, dp2)
-                        for (int u = 0; u <= t; u++) {
-                            real dp = dsrow[u], dsu = prow[u] * (dp - (real)rowsum);
-                            ds2 += (double)dsu * dsu;
-                            dp2 += (double)dp * dp;
-                            dsrow[u] = scale * dsu;
+                            for (int u = 0; u <= t; u++) {
+                                real dp = dsrow[u], dsu = prow[u] * (dp - (real)rowsum);
+                                ds2 += (double)dsu * dsu;
+                                dp2 += (double)dp * dp;
+                                dsrow[u] = scale * dsu;
+                            }
+                            if (st) {
+                                st->ds_sumsq += ds2;
+                                st->dp_sumsq += dp2;
+                            }
+                            if (row_gain) row_gain[((size_t)b * NH + h) * T + t] = dp2 > 0 ? (real)sqrt(ds2 / dp2) : 0;
+                        } else {
+                            real rs = (real)rowsum;
+#pragma omp simd
+                            for (int u = 0; u <= t; u++) dsrow[u] = scale * (prow[u] * (dsrow[u] - rs));
                         }
                         for (int u = t + 1; u <= t + TR - 1 && u < ldk; u++) dsrow[u] = 0;
-                        if (st) {
-                            st->ds_sumsq += ds2;
-                            st->dp_sumsq += dp2;
-                        }
-                        if (row_gain) row_gain[((size_t)b * NH + h) * T + t] = dp2 > 0 ? (real)sqrt(ds2 / dp2) : 0;
                     }
                     // dQ[t] += sum_{u<=t} (scale dS[t][u]) K[u]
                     for (int i0 = 0; i0 < hd; i0 += TW)
