@@ -595,23 +595,33 @@ static void test_batch_threads_match_one_thread(void) {
     gpt_free(&split);
 }
 
-// The GEMM gives the same bits whatever the thread count (every C element is summed in one order).
+// The GEMM against a double-precision reference, in all four layouts (A and B each row-major or
+// read transposed), accumulating onto C. M spans two 96-row blocks and ends in a partial 6-row
+// sliver, K spans two 256-deep blocks: the in-place, packed (8-wide and element-wise) and edge
+// paths all run.
 static void test_gemm_matches_reference(void) {
     Rng rng;
     rng_seed(&rng, 11);
-    int M = 37, N = 53, K = 300;
-    real *A = randn_array((size_t)M * K, &rng, 1), *B = randn_array((size_t)K * N, &rng, 1), *C = zeros((size_t)M * N);
-    gemm(M, N, K, A, K, 1, B, N, 1, C, N, 0);
-    double maxerr = 0;
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            double s = 0;
-            for (int k = 0; k < K; k++) s += (double)A[i * K + k] * B[k * N + j];
-            double e = fabs(s - C[i * N + j]);
-            if (e > maxerr) maxerr = e;
-        }
-    CHECK_MSG(maxerr < (IS_F64 ? 1e-10 : 1e-3), "max error %g", maxerr);
-    free(A); free(B); free(C);
+    int M = 131, N = 53, K = 300;
+    real *A = randn_array((size_t)M * K, &rng, 1), *B = randn_array((size_t)K * N, &rng, 1);
+    real *C0 = randn_array((size_t)M * N, &rng, 1), *C = zeros((size_t)M * N);
+    for (int layout = 0; layout < 4; layout++) {
+        int ta = layout & 1, tb = layout >> 1;
+        // A(i,k) = A[i*K + k] stored row-major, or A[k*M + i] read transposed; likewise B(k,j)
+        long a_rs = ta ? 1 : K, a_cs = ta ? M : 1, b_rs = tb ? 1 : N, b_cs = tb ? K : 1;
+        memcpy(C, C0, (size_t)M * N * sizeof(real));
+        gemm(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1);
+        double maxerr = 0;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double s = C0[i * N + j];
+                for (int k = 0; k < K; k++) s += (double)A[i * a_rs + k * a_cs] * B[k * b_rs + j * b_cs];
+                double e = fabs(s - C[i * N + j]);
+                if (e > maxerr) maxerr = e;
+            }
+        CHECK_MSG(maxerr < (IS_F64 ? 1e-10 : 1e-3), "layout %s%s: max error %g", ta ? "T" : "N", tb ? "T" : "N", maxerr);
+    }
+    free(A); free(B); free(C0); free(C);
 }
 
 static void test_param_count_and_names(void) {
