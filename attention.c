@@ -21,6 +21,12 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__AVX2__) && defined(__FMA__) && !defined(REAL_DOUBLE)
+#include <immintrin.h>
+#define ATTN_AVX2 1
+#else
+#define ATTN_AVX2 0
+#endif
 
 int g_attention_break_backward = 0;
 
@@ -92,9 +98,48 @@ static real score_dot(const real *q, const real *k, int hd, real scale) {
 // A(r,k) = a[r*ars + k*aks] (so A may be read transposed), B(k,j) = b[k*ldb + j], and init the old
 // out when beta, else 0. Each entry is one chain of multiply-adds in increasing k. Rows r >= nr
 // repeat row nr-1 and are not stored. bfull: b may be read TW columns wide even when w < TW.
+#if ATTN_AVX2
+// A whole TR x TW tile with its 12 accumulators in registers from the first FMA to the store (the
+// generic loop below keeps acc[][] in memory around its k loop, a quarter of a short tile's
+// time). The same arithmetic: one fused multiply-add chain per entry in increasing k.
+static inline void tile_mm_full(real *restrict out, size_t ldo, int beta, real alpha,
+                                const real *restrict a, size_t ars, size_t aks,
+                                const real *restrict b, size_t ldb, int n) {
+    // named accumulators, not an array: the compiler then keeps all twelve in registers
+    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+#define TILE_INIT(r, lo, hi) do { lo = beta ? _mm256_loadu_ps(out + (r) * ldo) : _mm256_setzero_ps(); \
+        hi = beta ? _mm256_loadu_ps(out + (r) * ldo + 8) : _mm256_setzero_ps(); } while (0)
+    TILE_INIT(0, c00, c01); TILE_INIT(1, c10, c11); TILE_INIT(2, c20, c21);
+    TILE_INIT(3, c30, c31); TILE_INIT(4, c40, c41); TILE_INIT(5, c50, c51);
+#undef TILE_INIT
+    for (int k = 0; k < n; k++) {
+        const real *ak = a + (size_t)k * aks, *bk = b + (size_t)k * ldb;
+        __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8), x;
+        x = _mm256_broadcast_ss(ak);           c00 = _mm256_fmadd_ps(x, b0, c00); c01 = _mm256_fmadd_ps(x, b1, c01);
+        x = _mm256_broadcast_ss(ak + ars);     c10 = _mm256_fmadd_ps(x, b0, c10); c11 = _mm256_fmadd_ps(x, b1, c11);
+        x = _mm256_broadcast_ss(ak + 2 * ars); c20 = _mm256_fmadd_ps(x, b0, c20); c21 = _mm256_fmadd_ps(x, b1, c21);
+        x = _mm256_broadcast_ss(ak + 3 * ars); c30 = _mm256_fmadd_ps(x, b0, c30); c31 = _mm256_fmadd_ps(x, b1, c31);
+        x = _mm256_broadcast_ss(ak + 4 * ars); c40 = _mm256_fmadd_ps(x, b0, c40); c41 = _mm256_fmadd_ps(x, b1, c41);
+        x = _mm256_broadcast_ss(ak + 5 * ars); c50 = _mm256_fmadd_ps(x, b0, c50); c51 = _mm256_fmadd_ps(x, b1, c51);
+    }
+    __m256 al = _mm256_set1_ps(alpha);
+#define TILE_STORE(r, lo, hi) do { _mm256_storeu_ps(out + (r) * ldo, _mm256_mul_ps(lo, al)); \
+        _mm256_storeu_ps(out + (r) * ldo + 8, _mm256_mul_ps(hi, al)); } while (0)
+    TILE_STORE(0, c00, c01); TILE_STORE(1, c10, c11); TILE_STORE(2, c20, c21);
+    TILE_STORE(3, c30, c31); TILE_STORE(4, c40, c41); TILE_STORE(5, c50, c51);
+#undef TILE_STORE
+}
+#endif
+
 static inline void tile_mm(real *restrict out, size_t ldo, int nr, int w, int beta, real alpha,
                            const real *restrict a, size_t ars, size_t aks,
                            const real *restrict b, size_t ldb, int n, int bfull) {
+#if ATTN_AVX2
+    if (nr == TR && w == TW) {
+        tile_mm_full(out, ldo, beta, alpha, a, ars, aks, b, ldb, n);
+        return;
+    }
+#endif
     real acc[TR][TW];
     size_t ro[TR];
     int full = nr == TR && w == TW;  // whole tiles get fixed-size loops, which vectorise
