@@ -93,15 +93,11 @@ static real score_dot(const real *q, const real *k, int hd, real scale) {
 #define TR 6
 #define TW 16
 
-// One tile of a small matrix product, accumulated in registers:
-//   out[r][j] = alpha * (init[r][j] + sum_{k<n} A(r,k) B(k,j))   for r < nr, j < w,
-// A(r,k) = a[r*ars + k*aks] (so A may be read transposed), B(k,j) = b[k*ldb + j], and init the old
-// out when beta, else 0. Each entry is one chain of multiply-adds in increasing k. Rows r >= nr
-// repeat row nr-1 and are not stored. bfull: b may be read TW columns wide even when w < TW.
 #if ATTN_AVX2
-// A whole TR x TW tile with its 12 accumulators in registers from the first FMA to the store (the
-// generic loop below keeps acc[][] in memory around its k loop, a quarter of a short tile's
-// time). The same arithmetic: one fused multiply-add chain per entry in increasing k.
+// tile_mm (below) on a whole TR x TW tile, with its 12 accumulators in registers from the first
+// FMA to the store: the generic loop keeps acc[][] in memory around its k loop, which cost ~7%
+// of W1's attention time. The same arithmetic: one fused multiply-add chain per entry in
+// increasing k, init (beta) first, times alpha at the end.
 static inline void tile_mm_full(real *restrict out, size_t ldo, int beta, real alpha,
                                 const real *restrict a, size_t ars, size_t aks,
                                 const real *restrict b, size_t ldb, int n) {
@@ -131,6 +127,11 @@ static inline void tile_mm_full(real *restrict out, size_t ldo, int beta, real a
 }
 #endif
 
+// One tile of a small matrix product, accumulated in registers:
+//   out[r][j] = alpha * (init[r][j] + sum_{k<n} A(r,k) B(k,j))   for r < nr, j < w,
+// A(r,k) = a[r*ars + k*aks] (so A may be read transposed), B(k,j) = b[k*ldb + j], and init the old
+// out when beta, else 0. Each entry is one chain of multiply-adds in increasing k. Rows r >= nr
+// repeat row nr-1 and are not stored. bfull: b may be read TW columns wide even when w < TW.
 static inline void tile_mm(real *restrict out, size_t ldo, int nr, int w, int beta, real alpha,
                            const real *restrict a, size_t ars, size_t aks,
                            const real *restrict b, size_t ldb, int n, int bfull) {

@@ -46,8 +46,8 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
     }
 }
 
-// Row sums for LayerNorm (and the gradient norm's chunks) in LN_LANES partial sums (lane j takes elements j, j + LN_LANES, ...),
-// added in lane order, then the tail. The compiler vectorises the lanes (one chain of dependent
+// Row sums for LayerNorm (and the gradient norm's chunks) in LN_LANES partial sums (lane j
+// takes elements j, j + LN_LANES, ...), added in lane order, then the tail. The compiler vectorises the lanes (one chain of dependent
 // adds was 4x slower), and unlike an omp simd reduction the order does not follow the row's
 // alignment, so a row gets the same statistics wherever it lies (the KV cache relies on it).
 #define LN_LANES 8
