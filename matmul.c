@@ -1,7 +1,8 @@
 // matmul.c: a BLIS-style GEMM. B is packed into KC x NR slivers so the micro-kernel streams it
 // from cache; the micro-kernel keeps an MR x NR tile of C in registers (AVX2+FMA intrinsics
-// when compiled for them, reading A in place; a plain C loop the compiler vectorises otherwise,
-// and always in the double-precision build, over A packed into MR x KC slivers).
+// when compiled for them, reading a row-major A in place and a transposed one packed into
+// MR x KC slivers; a plain C loop the compiler vectorises otherwise, and always in the
+// double-precision build, over A packed).
 #include "matmul.h"
 
 #include <math.h>

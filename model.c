@@ -47,9 +47,10 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
 }
 
 // Row sums for LayerNorm (and the gradient norm's chunks) in LN_LANES partial sums (lane j
-// takes elements j, j + LN_LANES, ...), added in lane order, then the tail. The compiler vectorises the lanes (one chain of dependent
-// adds was 4x slower), and unlike an omp simd reduction the order does not follow the row's
-// alignment, so a row gets the same statistics wherever it lies (the KV cache relies on it).
+// takes elements j, j + LN_LANES, ...), added in lane order, then the tail. The compiler
+// vectorises the lanes (one chain of dependent adds was 4x slower), and unlike an omp simd
+// reduction the order does not follow the row's alignment, so a row gets the same statistics
+// wherever it lies (the KV cache relies on it).
 #define LN_LANES 8
 static inline double row_sum(const real *x, int C) {
     double part[LN_LANES] = {0};
@@ -155,27 +156,15 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
 
 // GELU(x) = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), the exact form (PyTorch's default).
 // dGELU/dx = Phi(x) + x phi(x), with phi the standard normal density.
-// The forward also writes dGELU/dx into dgelu when it is not NULL (it may be inp itself: each
-// value is read before it is overwritten). Backward then needs one multiply per value: Phi is
-// the forward's erf anyway, and computing erf again in backward was most of GELU's time.
+// The forward also writes dGELU/dx into dgelu (which may be inp itself: each value is read
+// before it is overwritten). Backward then needs one multiply per value: Phi is the forward's
+// erf anyway, and computing erf again in backward was most of GELU's time.
 // The if clause names `parallel`: unnamed, it applies to the simd part too (OpenMP 5.0), and a
 // loop too short for threads then ran unvectorised, 8x slower (generation's one position).
 #define INV_SQRT2 0.7071067811865476
 #define INV_SQRT_2PI 0.3989422804014327
 void gelu_forward(real *out, real *dgelu, const real *inp, size_t n) {
-    if (!dgelu) {
 #ifdef REAL_DOUBLE  // libm's erf is a call: nothing to vectorise in the float64 build
-#pragma omp parallel for schedule(static) if(par_worth((double)n * 16))
-#else
-#pragma omp parallel for simd schedule(static) if(parallel: par_worth((double)n * 16))
-#endif
-        for (size_t i = 0; i < n; i++) {
-            real x = inp[i];
-            out[i] = (real)0.5 * x * ((real)1 + fast_erf(x * (real)INV_SQRT2));
-        }
-        return;
-    }
-#ifdef REAL_DOUBLE
 #pragma omp parallel for schedule(static) if(par_worth((double)n * 24))
 #else
 #pragma omp parallel for simd schedule(static) if(parallel: par_worth((double)n * 24))
@@ -739,7 +728,8 @@ double gpt_grad_norm(const GPT *m) {
         for (long c = 0; c < cnt; c++) {
             size_t lo = (size_t)(base + c) * GRAD_NORM_CHUNK;
             size_t hi = lo + GRAD_NORM_CHUNK < n ? lo + GRAD_NORM_CHUNK : n;
-            // in LayerNorm's fixed lanes: one chain of dependent adds took ~7 ms of a W2 step
+            // squares (deviations from 0) in LayerNorm's fixed lanes: one chain of dependent adds
+            // took ~7 ms of a W2 step
             partial[c] = row_sum_sq_dev(m->grads + lo, 0.0, (int)(hi - lo));
         }
         for (long c = 0; c < cnt; c++) total += partial[c];
@@ -952,7 +942,7 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
         residual_forward(c->x, c->tmp, c->x, (size_t)C);
         layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln2_w, P->ln2_b, 1, C);
         matmul_forward(c->h, c->ln, P->w_fc, 1, C, 4 * C);
-        gelu_forward(c->h_gelu, NULL, c->h, (size_t)4 * C);
+        gelu_forward(c->h_gelu, c->h, c->h, (size_t)4 * C);  // the batch pass's loop, so the same bits
         matmul_forward(c->tmp, c->h_gelu, P->w_proj, 1, 4 * C, C);
         residual_forward(c->x, c->tmp, c->x, (size_t)C);
     }

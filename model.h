@@ -202,7 +202,7 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
 void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N, int C);
 void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp,
                         const real *w, const real *mean, const real *rstd, int N, int C);
-// dgelu (optional, may be inp) receives GELU'(inp), which gelu_backward multiplies dout by
+// dgelu (may be inp) receives GELU'(inp), which gelu_backward multiplies dout by
 void gelu_forward(real *out, real *dgelu, const real *inp, size_t n);
 void gelu_backward(real *dinp, const real *dgelu, const real *dout, size_t n);
 void residual_forward(real *out, const real *a, const real *b, size_t n);

@@ -120,22 +120,22 @@ static void gradcheck_layernorm(void) {
 }
 
 // ---- gelu ----
-typedef struct { size_t n; real *inp, *out, *R; } GeluCtx;
+typedef struct { size_t n; real *inp, *out, *dgelu, *R; } GeluCtx;
 static double gelu_loss(void *vc) {
     GeluCtx *c = vc;
-    gelu_forward(c->out, NULL, c->inp, c->n);
+    gelu_forward(c->out, c->dgelu, c->inp, c->n);
     return dot_r(c->out, c->R, c->n);
 }
 static void gradcheck_gelu(void) {
     Rng rng;
     rng_seed(&rng, 3);
-    GeluCtx c = {40, NULL, NULL, NULL};
-    c.inp = randn_array(40, &rng, 2); c.out = zeros(40); c.R = randn_array(40, &rng, 1);
+    GeluCtx c = {40, NULL, NULL, NULL, NULL};
+    c.inp = randn_array(40, &rng, 2); c.out = zeros(40); c.dgelu = zeros(40); c.R = randn_array(40, &rng, 1);
     real *dinp = zeros(40), *dgelu = zeros(40);
     gelu_forward(c.out, dgelu, c.inp, 40);
     gelu_backward(dinp, dgelu, c.R, 40);
     check_grad(gelu_loss, &c, c.inp, dinp, 40, "gelu dinp");
-    free(c.inp); free(c.out); free(c.R); free(dinp); free(dgelu);
+    free(c.inp); free(c.out); free(c.dgelu); free(c.R); free(dinp); free(dgelu);
 }
 
 // The model saves GELU' over GELU's own input (dgelu == inp): the same values as into a separate
