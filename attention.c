@@ -183,10 +183,17 @@ static inline void tile_mm(real *restrict out, size_t ldo, int nr, int w, int be
 static int padded_keys(int T) { return (T + TW - 1) / TW * TW; }
 
 // xt (hd, ldx) = x^T for one head's rows x (T, hd, row stride C); the padding columns are zeroed.
+// Blocks of 8 keys: each row of x is read once, contiguously, and the 8 entries written per row
+// of xt share a cache line. (Row by row of xt, reading x a row apart, a W2 head's 64 KB of K
+// came from L2 sixteen times over.)
 static void transpose_head(real *restrict xt, int ldx, const real *restrict x, int T, int C, int hd) {
+    int u0 = 0;
+    for (; u0 + 8 <= T; u0 += 8)
+        for (int i = 0; i < hd; i++)
+            for (int u = 0; u < 8; u++) xt[(size_t)i * ldx + u0 + u] = x[(size_t)(u0 + u) * C + i];
     for (int i = 0; i < hd; i++) {
         real *row = xt + (size_t)i * ldx;
-        for (int u = 0; u < T; u++) row[u] = x[(size_t)u * C + i];
+        for (int u = u0; u < T; u++) row[u] = x[(size_t)u * C + i];
         for (int u = T; u < ldx; u++) row[u] = 0;
     }
 }

@@ -447,8 +447,8 @@ static double fma_probe_once(void) {
 }
 
 // The best of short (~3 ms) probes over at least a quarter of a second: the first runs while the
-// threads start and the clock ramps up, and on a shared machine one core is now and then taken
-// away for a few ms (five back-to-back probes once all read half the peak, right after a W2 run).
+// threads start and the clock ramps up, and on a shared machine a core is now and then taken away
+// (right after a W2 run, five back-to-back probes once all read half the peak).
 double fma_peak_gflops(void) {
     double best = 0, t0 = now_seconds();
     for (int i = 0; i < 200 && (i < 5 || now_seconds() - t0 < 0.25); i++) {
