@@ -1,6 +1,5 @@
 // common.c: error reporting and checked allocation.
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include "common.h"
 
 #include <errno.h>
@@ -9,9 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -51,21 +47,12 @@ void *xcalloc(size_t count, size_t size, const char *what) {
     return p;
 }
 
-// Buffers of 2 MB or more are 2 MB aligned and offered to the kernel as transparent huge pages:
-// a GEMM walks 6 rows of A a row apart and a W2 worker's activations span ~200 MB, far beyond
-// what 4 KB pages let the TLB map. The advice is only a hint: where the kernel declines it
-// (THP off, or not Linux) the buffer is used with normal pages, so its result is not checked.
 void *xmalloc_aligned(size_t bytes, const char *what) {
-    const size_t huge = (size_t)2 << 20;
-    size_t align = bytes >= huge ? huge : 64;
     void *p = NULL;
-    size_t rounded = (bytes + align - 1) & ~(align - 1);
+    size_t rounded = (bytes + 63) & ~(size_t)63;
     if (rounded < bytes) die(EXIT_RUNTIME, "size overflow allocating %s", what);
-    if (posix_memalign(&p, align, rounded ? rounded : 64) != 0 || !p)
+    if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0 || !p)
         die(EXIT_RUNTIME, "out of memory allocating %zu bytes for %s", bytes, what);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (align == huge) (void)madvise(p, rounded, MADV_HUGEPAGE);
-#endif
     memset(p, 0, rounded ? rounded : 64);
     return p;
 }
