@@ -561,8 +561,8 @@ static void bench(Run *r, int steps) {
     rng_seed(&rng, 12345 + (uint64_t)dist_rank());
     int warmup = 3;
     double *ms = xmalloc(sizeof(double) * (size_t)steps, "timings");
-    // The peak is probed before and after the steps and the higher kept: on this shared machine
-    // one core is sometimes unavailable for a few tenths of a second, which halves a probe.
+    // The peak is probed before and after the steps and the higher kept: on a shared machine a
+    // core is sometimes unavailable for a few tenths of a second, which halves a probe.
     double peak = fma_peak_gflops();
     for (int i = 0; i < warmup + steps; i++) {
         for (size_t j = 0; j < local; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
