@@ -52,55 +52,36 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
 // reduction the order does not follow the row's alignment, so a row gets the same statistics
 // wherever it lies (the KV cache relies on it).
 #define LN_LANES 8
-static inline double row_sum(const real *x, int C) {
-    double part[LN_LANES] = {0};
-    int i = 0;
-    for (; i + LN_LANES <= C; i += LN_LANES)
-        for (int j = 0; j < LN_LANES; j++) part[j] += x[i + j];
-    double sum = 0.0;
-    for (int j = 0; j < LN_LANES; j++) sum += part[j];
-    for (; i < C; i++) sum += x[i];
-    return sum;
-}
+// returns the sum of TERM over k in [0, n), TERM an expression in k, in the lanes above
+#define LANE_SUM(n, TERM) do {                                                          \
+        double part_[LN_LANES] = {0};                                                   \
+        int i_ = 0;                                                                     \
+        for (; i_ + LN_LANES <= (n); i_ += LN_LANES)                                    \
+            for (int j_ = 0; j_ < LN_LANES; j_++) { int k = i_ + j_; part_[j_] += (TERM); } \
+        double sum_ = 0.0;                                                              \
+        for (int j_ = 0; j_ < LN_LANES; j_++) sum_ += part_[j_];                        \
+        for (int k = i_; k < (n); k++) sum_ += (TERM);                                  \
+        return sum_;                                                                    \
+    } while (0)
 
-// sum of (x - m)^2 over the row, in the same lane order as row_sum
+static inline double row_sum(const real *x, int C) { LANE_SUM(C, (double)x[k]); }
+
+// sum of (x - m)^2 over the row
 static inline double row_sum_sq_dev(const real *x, double m, int C) {
-    double part[LN_LANES] = {0};
-    int i = 0;
-    for (; i + LN_LANES <= C; i += LN_LANES)
-        for (int j = 0; j < LN_LANES; j++) { double d = x[i + j] - m; part[j] += d * d; }
-    double sum = 0.0;
-    for (int j = 0; j < LN_LANES; j++) sum += part[j];
-    for (; i < C; i++) { double d = x[i] - m; sum += d * d; }
-    return sum;
+    LANE_SUM(C, (x[k] - m) * (x[k] - m));
 }
 
-// LayerNorm backward's two row sums, of dnorm = dout * w and of dnorm * norm, in the same lanes.
-// Two passes over the row (in L1): the compiler vectorises each, not the two sums in one loop.
+// LayerNorm backward's two row sums, of dnorm = dout * w and of dnorm * norm (each product in
+// real, as the loop applying them computes it). Two passes over the row (in L1): the compiler
+// vectorises each, not the two sums in one loop.
 static inline double row_sum_dnorm(const real *d, const real *w, int C) {
-    double part[LN_LANES] = {0};
-    int i = 0;
-    for (; i + LN_LANES <= C; i += LN_LANES)
-        for (int j = 0; j < LN_LANES; j++) { double dnorm = d[i + j] * w[i + j]; part[j] += dnorm; }
-    double sum = 0.0;
-    for (int j = 0; j < LN_LANES; j++) sum += part[j];
-    for (; i < C; i++) { double dnorm = d[i] * w[i]; sum += dnorm; }
-    return sum;
+    LANE_SUM(C, (double)(d[k] * w[k]));
 }
 
 static inline double row_sum_dnorm_norm(const real *x, const real *d, const real *w, real mu, real s, int C) {
-    double part[LN_LANES] = {0};
-    int i = 0;
-    for (; i + LN_LANES <= C; i += LN_LANES)
-        for (int j = 0; j < LN_LANES; j++) {
-            double norm = (x[i + j] - mu) * s, dnorm = d[i + j] * w[i + j];
-            part[j] += dnorm * norm;
-        }
-    double sum = 0.0;
-    for (int j = 0; j < LN_LANES; j++) sum += part[j];
-    for (; i < C; i++) { double norm = (x[i] - mu) * s, dnorm = d[i] * w[i]; sum += dnorm * norm; }
-    return sum;
+    LANE_SUM(C, (double)(d[k] * w[k]) * (double)((x[k] - mu) * s));
 }
+#undef LANE_SUM
 
 // inp, out are (N,C); mean, rstd are (N). out = (inp - mean) * rstd * w + b
 void layernorm_forward(real *out, real *mean, real *rstd, const real *inp,
