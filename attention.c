@@ -291,8 +291,11 @@ void attention_forward(real *out, real *att, real *scratch, const real *q, const
 
 void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout,
                         const real *att, const real *q, const real *k, const real *v,
-                        int B, int T, int C, int NH, real scale, AttnStats *stats, real *row_gain) {
+                        int B, int T, int C, int NH, real scale, AttnStats *stats, real *row_gain,
+                        GradWrite write) {
     int hd = C / NH, ldk = padded_keys(T);
+    // each entry of dq, dk, dv is one tile_mm sum below, which starts from the old value or 0
+    int beta = write == GRAD_ADD;
     AttnStats *local = stats ? xcalloc((size_t)B * NH, sizeof(AttnStats), "attention statistics") : NULL;
 #pragma omp parallel if(par_worth((double)B * NH * T * T * (C / NH)))
     {
@@ -348,7 +351,7 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
                     }
                     // dQ[t] += sum_{u<=t} (scale dS[t][u]) K[u]
                     for (int i0 = 0; i0 < hd; i0 += TW)
-                        tile_mm(dqh + (size_t)t0 * C + i0, C, nr, hd - i0 < TW ? hd - i0 : TW, 1, 1,
+                        tile_mm(dqh + (size_t)t0 * C + i0, C, nr, hd - i0 < TW ? hd - i0 : TW, beta, 1,
                                 ds + (size_t)t0 * ldk, ldk, 1, kh + i0, C, nk, 0);
                 }
                 // dV[u] += sum_{t>=u} P[t][u] dO[t] and dK[u] += sum_{t>=u} (scale dS[t][u]) Q[t]:
@@ -357,9 +360,9 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
                     int nr = T - u0 < TR ? T - u0 : TR;
                     for (int i0 = 0; i0 < hd; i0 += TW) {
                         int w = hd - i0 < TW ? hd - i0 : TW;
-                        tile_mm(dvh + (size_t)u0 * C + i0, C, nr, w, 1, 1, ph + (size_t)u0 * T + u0, 1, T,
+                        tile_mm(dvh + (size_t)u0 * C + i0, C, nr, w, beta, 1, ph + (size_t)u0 * T + u0, 1, T,
                                 doh + (size_t)u0 * C + i0, C, T - u0, 0);
-                        tile_mm(dkh + (size_t)u0 * C + i0, C, nr, w, 1, 1, ds + (size_t)u0 * ldk + u0, 1, ldk,
+                        tile_mm(dkh + (size_t)u0 * C + i0, C, nr, w, beta, 1, ds + (size_t)u0 * ldk + u0, 1, ldk,
                                 qh + (size_t)u0 * C + i0, C, T - u0, 0);
                     }
                 }

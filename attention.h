@@ -36,12 +36,14 @@ typedef struct {
 // stats (NH entries, may be NULL) receives the statistics of S and P, summed over the batch.
 void attention_forward(real *out, real *att, real *scratch, const real *q, const real *k, const real *v,
                        int B, int T, int C, int NH, real scale, AttnStats *stats);
-// dq, dk, dv (B,T,C) += the gradients given dout (B,T,C). scratch as for attention_forward.
+// dq, dk, dv (B,T,C) += the gradients given dout (B,T,C), or = with write GRAD_STORE. scratch
+// as for attention_forward.
 // stats (may be NULL) receives ||dS||^2 and ||dP||^2 per head, and
 // row_gain (B,NH,T, may be NULL) receives ||dS_row|| / ||dP_row|| for each causal row t >= 1.
 void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout,
                         const real *att, const real *q, const real *k, const real *v,
-                        int B, int T, int C, int NH, real scale, AttnStats *stats, real *row_gain);
+                        int B, int T, int C, int NH, real scale, AttnStats *stats, real *row_gain,
+                        GradWrite write);
 // Reals of scratch per thread for either pass over T positions with heads of hd columns.
 size_t attention_scratch_size(int T, int hd);
 

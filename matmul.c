@@ -380,20 +380,20 @@ void matmul_forward(real *out, const real *inp, const real *weight, int N, int C
 }
 
 void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
-                          const real *weight, int N, int C, int OC) {
+                          const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write) {
     // dinp[n,c] += sum_o dout[n,o] * weight[c,o]   (B = weight^T: B[o][c] = weight[c*OC + o])
-    if (dinp) gemm_part(tid, nth, N, C, OC, dout, OC, 1, weight, 1, OC, dinp, C, 1);
+    if (dinp) gemm_part(tid, nth, N, C, OC, dout, OC, 1, weight, 1, OC, dinp, C, dinp_write == GRAD_ADD);
     // dweight[c,o] += sum_n inp[n,c] * dout[n,o]   (A = inp^T: A[c][n] = inp[n*C + c])
-    if (dweight) gemm_part(tid, nth, C, OC, N, inp, 1, C, dout, OC, 1, dweight, OC, 1);
+    if (dweight) gemm_part(tid, nth, C, OC, N, inp, 1, C, dout, OC, 1, dweight, OC, dweight_write == GRAD_ADD);
 }
 
 void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
-                     const real *weight, int N, int C, int OC) {
+                     const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write) {
     // both products in one parallel region: they write different outputs, so no barrier between
 #pragma omp parallel if(par_worth(2.0 * N * C * OC))
     {
         int tid = thread_index(), nth = thread_count();
-        matmul_backward_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC);
+        matmul_backward_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC, dinp_write, dweight_write);
     }
 }
 

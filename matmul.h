@@ -26,11 +26,12 @@ void gemm_part(int tid, int nth, int M, int N, int K,
 // inp is (N,C), weight is (C,OC), out is (N,OC).
 void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC);
 // dinp (N,C) += dout @ W^T ; dweight (C,OC) += inp^T @ dout. Either may be NULL to skip it.
+// dinp_write and dweight_write say whether each is added to (GRAD_ADD) or overwritten.
 void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
-                     const real *weight, int N, int C, int OC);
+                     const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write);
 
 void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
-                          const real *weight, int N, int C, int OC);
+                          const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write);
 
 // Name of the SIMD path compiled in ("avx2+fma", "portable C"), for --version and logs.
 const char *matmul_simd_path(void);

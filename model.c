@@ -1,6 +1,7 @@
 // model.c: the GPT around the attention: embeddings, LayerNorm, MLP, residuals, the tied LM
 // head, cross-entropy, and AdamW. Each layer is a *_forward / *_backward pair in the style of
-// llm.c; backward passes accumulate (+=) into gradients.
+// llm.c; backward passes accumulate (+=) into gradients, or overwrite them (GRAD_STORE) where the
+// training step's backward is the only writer of a buffer.
 #include "model.h"
 
 #include <math.h>
@@ -160,10 +161,15 @@ void gelu_forward(real *out, real *dgelu, const real *inp, size_t n) {
     }
 }
 
-// dinp += dout * dGELU/dx, the derivative as gelu_forward saved it
-void gelu_backward(real *dinp, const real *dgelu, const real *dout, size_t n) {
+// dinp += dout * dGELU/dx (or =), the derivative as gelu_forward saved it
+void gelu_backward(real *dinp, const real *dgelu, const real *dout, size_t n, GradWrite write) {
+    if (write == GRAD_STORE) {  // no restrict: dinp may be dout
 #pragma omp parallel for simd schedule(static) if(parallel: par_worth((double)n))
-    for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * dgelu[i];
+        for (size_t i = 0; i < n; i++) dinp[i] = dout[i] * dgelu[i];
+    } else {
+#pragma omp parallel for simd schedule(static) if(parallel: par_worth((double)n))
+        for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * dgelu[i];
+    }
 }
 
 void residual_forward(real *out, const real *a, const real *b, size_t n) {
@@ -213,17 +219,18 @@ static void qkv_forward(real *q, real *k, real *v, const real *inp, const real *
     }
 }
 
-// dinp += dq Wq^T + dk Wk^T + dv Wv^T ; dWq += inp^T dq, and likewise for k and v. The three
-// dinp products split rows identically, so each thread adds into its own rows in a fixed order.
+// dinp = dq Wq^T + dk Wk^T + dv Wv^T ; dWq = inp^T dq, and likewise for k and v (all stored:
+// the step's only writers). The three dinp products split rows identically, so each thread adds
+// into its own rows in a fixed order.
 static void qkv_backward(real *dinp, real *dwq, real *dwk, real *dwv, const real *dq, const real *dk,
                          const real *dv, const real *inp, const real *wq, const real *wk, const real *wv,
                          int N, int C) {
 #pragma omp parallel if(par_worth(6.0 * N * C * C))
     {
         int tid = thread_index(), nth = thread_count();
-        matmul_backward_part(tid, nth, dinp, dwq, dq, inp, wq, N, C, C);
-        matmul_backward_part(tid, nth, dinp, dwk, dk, inp, wk, N, C, C);
-        matmul_backward_part(tid, nth, dinp, dwv, dv, inp, wv, N, C, C);
+        matmul_backward_part(tid, nth, dinp, dwq, dq, inp, wq, N, C, C, GRAD_STORE, GRAD_STORE);
+        matmul_backward_part(tid, nth, dinp, dwk, dk, inp, wk, N, C, C, GRAD_ADD, GRAD_STORE);
+        matmul_backward_part(tid, nth, dinp, dwv, dv, inp, wv, N, C, C, GRAD_ADD, GRAD_STORE);
     }
 }
 
@@ -287,7 +294,7 @@ static int act_sizes(const ModelDims *d, int B, int T, ActSizes *out) {
     out->layer = 16 * BTC + 4 * BT + att;
     if (!mul_size(out->layer, (size_t)d->n_layer, &tmp)) return 0;
     out->total = tmp + 2 * BTC + 2 * BT + BTV + BT;
-    out->grads = 14 * BTC + BTV;
+    out->grads = 10 * BTC + BTV;
     if (out->total < tmp || out->grads < BTV) return 0;
     return 1;
 }
@@ -406,7 +413,6 @@ static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, rea
     m->gacts.v = g; g += BTC;
     m->gacts.atty = g; g += BTC;
     m->gacts.fch = g; g += 4 * BTC;
-    m->gacts.fch_gelu = g; g += 4 * BTC;
     m->gacts.logits = g;
     m->attn_scratch = xmalloc_aligned(attention_scratch_size(T, m->head_dim) * (size_t)thread_max() * sizeof(real) + 64,
                                       "attention scratch");
@@ -572,10 +578,7 @@ static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int 
             w->attn_scale = m->attn_scale;
             w->profile = m->profile && k == 0;  // the benchmark's phases are worker 0's
             share_loss[k] = gpt_forward(w, x + (size_t)r0 * T, y + (size_t)r0 * T, r1 - r0, T);
-            if (backward) {
-                gpt_zero_grad(w);
-                gpt_backward(w);
-            }
+            if (backward) gpt_backward(w);
         }
         if (backward) {
 #ifdef _OPENMP
@@ -620,7 +623,6 @@ static int use_workers(const GPT *m, int B) {
 
 double gpt_forward_backward(GPT *m, const int *x, const int *y, int B, int T) {
     if (use_workers(m, B)) return split_batch(m, x, y, B, T, 1);
-    gpt_zero_grad(m);
     double loss = gpt_forward(m, x, y, B, T);
     gpt_backward(m);
     return loss;
@@ -638,12 +640,19 @@ void gpt_backward(GPT *m) {
     GradActs *G = &m->gacts;
 
     gpt_phase(m, PHASE_OTHER);
+    // Every matrix's gradient is stored by its one product below, so the gradients need no
+    // clearing first except where contributions are summed: the LayerNorm gains and biases (over
+    // the rows) and wpe (over the batch). wte is stored by the LM head and the encoder adds to it.
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        if (t->ndim == 1 || strcmp(t->name, "wpe") == 0) memset(m->grads + t->offset, 0, t->size * sizeof(real));
+    }
     memset(G->logits, 0, (size_t)N * V * sizeof(real));
     crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V);
-    // LM head: dlnf = dlogits @ wte ; dwte += dlogits^T @ lnf
+    // LM head: dlnf = dlogits @ wte ; dwte = dlogits^T @ lnf
     gpt_phase(m, PHASE_MATMUL_BWD);
     gemm(N, C, V, G->logits, V, 1, m->p.wte, C, 1, G->ln, C, 0);
-    gemm(V, C, N, G->logits, 1, V, m->acts.lnf, C, 1, m->g.wte, C, 1);
+    gemm(V, C, N, G->logits, 1, V, m->acts.lnf, C, 1, m->g.wte, C, 0);
     gpt_phase(m, PHASE_OTHER);
     memset(G->residual, 0, NC * sizeof(real));
     const real *last = L > 0 ? m->acts.layers[L - 1].res3 : m->acts.encoded;
@@ -651,39 +660,31 @@ void gpt_backward(GPT *m) {
                        m->acts.lnf_mean, m->acts.lnf_rstd, N, C);
 
     // G->residual holds dL/d(output of layer l); the residual connections pass it through
-    // unchanged, and each branch adds its own contribution.
+    // unchanged, and each branch adds its own contribution. The branches' own buffers (G->ln,
+    // G->fch, G->atty, G->q/k/v) are stored by the pass that produces them.
     for (int l = L - 1; l >= 0; l--) {
         LayerParams *P = &m->p.layers[l], *dP = &m->g.layers[l];
         LayerActs *A = &m->acts.layers[l];
         const real *res_in = l == 0 ? m->acts.encoded : m->acts.layers[l - 1].res3;
         // MLP branch: res3 = res2 + gelu(ln2 @ w_fc) @ w_proj
-        memset(G->fch_gelu, 0, 4 * NC * sizeof(real));
         gpt_phase(m, PHASE_MATMUL_BWD);
-        matmul_backward(G->fch_gelu, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C);
+        matmul_backward(G->fch, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C,
+                        GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_OTHER);
-        memset(G->fch, 0, 4 * NC * sizeof(real));
-        gelu_backward(G->fch, A->fch, G->fch_gelu, 4 * NC);  // A->fch holds GELU'
-        memset(G->ln, 0, NC * sizeof(real));
+        gelu_backward(G->fch, A->fch, G->fch, 4 * NC, GRAD_STORE);  // A->fch holds GELU'
         gpt_phase(m, PHASE_MATMUL_BWD);
-        matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C);
+        matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C, GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_OTHER);
         layernorm_backward(G->residual, dP->ln2_w, dP->ln2_b, G->ln, A->res2, P->ln2_w,
                            A->ln2_mean, A->ln2_rstd, N, C);
         // attention branch: res2 = res_in + attention(ln1 Wq, ln1 Wk, ln1 Wv) @ Wo
-        memset(G->atty, 0, NC * sizeof(real));
         gpt_phase(m, PHASE_MATMUL_BWD);
-        matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C);
+        matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_ATTENTION);
-        // three separate clears: the buffers are laid out for the capacity, so with a smaller
-        // batch (an MPI rank's share, an evaluation tail) q, k and v are not adjacent
-        memset(G->q, 0, NC * sizeof(real));
-        memset(G->k, 0, NC * sizeof(real));
-        memset(G->v, 0, NC * sizeof(real));
         attention_backward(G->q, G->k, G->v, m->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
                            B, T, C, NH, m->attn_scale,
                            m->collect_stats ? &m->attn_stats[l * NH] : NULL,
-                           m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL);
-        memset(G->ln, 0, NC * sizeof(real));
+                           m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL, GRAD_STORE);
         gpt_phase(m, PHASE_MATMUL_BWD);
         qkv_backward(G->ln, dP->wq, dP->wk, dP->wv, G->q, G->k, G->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         gpt_phase(m, PHASE_OTHER);

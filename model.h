@@ -70,7 +70,7 @@ typedef struct {
 typedef struct {
     real *residual;                   // (B,T,C) gradient flowing down the residual stream
     real *ln, *q, *k, *v, *atty;      // (B,T,C)
-    real *fch, *fch_gelu;             // (B,T,4C)
+    real *fch;                        // (B,T,4C) of fch_gelu, then of fch (in place)
     real *logits;                     // (B,T,V)
 } GradActs;
 
@@ -134,15 +134,16 @@ void gpt_zero_grad(GPT *m);
 // Give the model n_threads batch workers (none when n_threads < 2), each with room for its
 // share of a batch of B rows; gpt_forward_backward then splits training batches between them.
 void gpt_enable_batch_threads(GPT *m, int n_threads, int B, int T);
-// One training batch: zero the gradients, forward, backward; returns the mean loss and leaves
-// the gradient of the mean loss in m->grads. With workers, each thread runs the whole network on
+// One training batch: forward, backward; returns the mean loss and leaves the gradient of the
+// mean loss in m->grads. With workers, each thread runs the whole network on
 // its rows (no synchronisation inside the passes) and their gradients are combined, weighted by
 // rows, in a fixed order: deterministic for a given thread count, equal to the one-thread result
-// up to float rounding. Without, the same as gpt_zero_grad + gpt_forward + gpt_backward.
+// up to float rounding. Without, the same as gpt_forward + gpt_backward.
 double gpt_forward_backward(GPT *m, const int *x, const int *y, int B, int T);
 // The mean loss of a batch (forward only), split between the workers like gpt_forward_backward.
 double gpt_loss(GPT *m, const int *x, const int *y, int B, int T);
-// Backward of the last forward (which must have had targets); accumulates into m->grads.
+// Backward of the last forward (which must have had targets): overwrites m->grads with the
+// gradient of its mean loss (nothing is accumulated across calls; no gpt_zero_grad needed).
 void gpt_backward(GPT *m);
 // Global L2 norm of the gradients, summed in a fixed order (deterministic).
 double gpt_grad_norm(const GPT *m);
@@ -202,9 +203,10 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
 void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N, int C);
 void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp,
                         const real *w, const real *mean, const real *rstd, int N, int C);
-// dgelu (may be inp) receives GELU'(inp), which gelu_backward multiplies dout by
+// dgelu (may be inp) receives GELU'(inp), which gelu_backward multiplies dout by; with
+// GRAD_STORE, dinp may be dout itself (the gradient turned into the input's in place)
 void gelu_forward(real *out, real *dgelu, const real *inp, size_t n);
-void gelu_backward(real *dinp, const real *dgelu, const real *dout, size_t n);
+void gelu_backward(real *dinp, const real *dgelu, const real *dout, size_t n, GradWrite write);
 void residual_forward(real *out, const real *a, const real *b, size_t n);
 // logits (N,V) become probabilities; losses (N)
 void crossentropy_forward(real *logits, real *losses, const int *targets, int N, int V);

@@ -89,7 +89,7 @@ static void gradcheck_matmul(void) {
     c.inp = randn_array(35, &rng, 1); c.w = randn_array(45, &rng, 1); c.out = zeros(63); c.R = randn_array(63, &rng, 1);
     real *dinp = zeros(35), *dw = zeros(45);
     matmul_loss(&c);
-    matmul_backward(dinp, dw, c.R, c.inp, c.w, c.N, c.C, c.OC);
+    matmul_backward(dinp, dw, c.R, c.inp, c.w, c.N, c.C, c.OC, GRAD_ADD, GRAD_ADD);
     check_grad(matmul_loss, &c, c.inp, dinp, 35, "matmul dinp");
     check_grad(matmul_loss, &c, c.w, dw, 45, "matmul dweight");
     free(c.inp); free(c.w); free(c.out); free(c.R); free(dinp); free(dw);
@@ -133,7 +133,7 @@ static void gradcheck_gelu(void) {
     c.inp = randn_array(40, &rng, 2); c.out = zeros(40); c.dgelu = zeros(40); c.R = randn_array(40, &rng, 1);
     real *dinp = zeros(40);
     gelu_forward(c.out, c.dgelu, c.inp, 40);
-    gelu_backward(dinp, c.dgelu, c.R, 40);  // before check_grad reuses c.dgelu as scratch
+    gelu_backward(dinp, c.dgelu, c.R, 40, GRAD_ADD);  // before check_grad reuses c.dgelu as scratch
     check_grad(gelu_loss, &c, c.inp, dinp, 40, "gelu dinp");
     free(c.inp); free(c.out); free(c.dgelu); free(c.R); free(dinp);
 }
@@ -222,7 +222,7 @@ static void attention_gradcheck_with(real scale_override, double std) {
     real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n), *scratch = attn_scratch(c.T, c.C / c.NH);
     c.scratch = scratch;
     att_loss(&c);
-    attention_backward(dq, dk, dv, scratch, c.R, c.att, c.q, c.k, c.v, c.B, c.T, c.C, c.NH, c.scale, NULL, NULL);
+    attention_backward(dq, dk, dv, scratch, c.R, c.att, c.q, c.k, c.v, c.B, c.T, c.C, c.NH, c.scale, NULL, NULL, GRAD_ADD);
     check_grad(att_loss, &c, c.q, dq, n, "attention dq");
     check_grad(att_loss, &c, c.k, dk, n, "attention dk");
     check_grad(att_loss, &c, c.v, dv, n, "attention dv");
@@ -243,7 +243,7 @@ static void gradcheck_attention_catches_broken_backward(void) {
     c.scratch = scratch;
     att_loss(&c);
     g_attention_break_backward = 1;
-    attention_backward(dq, dk, dv, scratch, c.R, c.att, c.q, c.k, c.v, 1, 4, 4, 1, c.scale, NULL, NULL);
+    attention_backward(dq, dk, dv, scratch, c.R, c.att, c.q, c.k, c.v, 1, 4, 4, 1, c.scale, NULL, NULL, GRAD_ADD);
     g_attention_break_backward = 0;
     double *num = malloc(n * sizeof(double));
     numeric_grad(att_loss, &c, c.q, n, num);
@@ -410,7 +410,7 @@ static void test_attention_matches_reference(void) {
     AttnStats st[2];
     memset(st, 0, sizeof st);
     attention_forward(out, att, scratch, q, k, v, B, T, C, NH, scale, NULL);
-    attention_backward(dq, dk, dv, scratch, dout, att, q, k, v, B, T, C, NH, scale, st, row_gain);
+    attention_backward(dq, dk, dv, scratch, dout, att, q, k, v, B, T, C, NH, scale, st, row_gain, GRAD_ADD);
     double tol = IS_F64 ? 1e-12 : 2e-5, worst = 0, ds_sumsq[2] = {0, 0}, gain_err = 0;
     int masked_zero = 1;
     double *P = malloc((size_t)T * T * sizeof(double)), *dS = malloc((size_t)T * T * sizeof(double));
@@ -727,6 +727,78 @@ static void test_kv_cache_generation_matches_full_recompute(void) {
     gpt_free(&m);
 }
 
+// GRAD_STORE overwrites what a gradient buffer held (NaN here, which any read would carry into
+// the result) with exactly what GRAD_ADD adds onto zeros; GRAD_ADD adds onto what is there.
+static void fill(real *x, size_t n, real v) { for (size_t i = 0; i < n; i++) x[i] = v; }
+static void test_backward_store_overwrites(void) {
+    Rng rng;
+    rng_seed(&rng, 12);
+    // matmul, shapes with edge tiles and more depth than one KC block
+    int N = 13, C = 7, OC = 300;
+    real *inp = randn_array((size_t)N * C, &rng, 1), *w = randn_array((size_t)C * OC, &rng, 1);
+    real *dout = randn_array((size_t)N * OC, &rng, 1);
+    real *dinp_add = zeros((size_t)N * C), *dw_add = zeros((size_t)C * OC);
+    real *dinp_set = zeros((size_t)N * C), *dw_set = zeros((size_t)C * OC);
+    fill(dinp_set, (size_t)N * C, NAN); fill(dw_set, (size_t)C * OC, NAN);
+    matmul_backward(dinp_add, dw_add, dout, inp, w, N, C, OC, GRAD_ADD, GRAD_ADD);
+    matmul_backward(dinp_set, dw_set, dout, inp, w, N, C, OC, GRAD_STORE, GRAD_STORE);
+    CHECK(memcmp(dinp_add, dinp_set, (size_t)N * C * sizeof(real)) == 0);
+    CHECK(memcmp(dw_add, dw_set, (size_t)C * OC * sizeof(real)) == 0);
+    // GRAD_ADD really adds: a second pass doubles (up to rounding: the depth is added in blocks)
+    matmul_backward(dinp_add, NULL, dout, inp, w, N, C, OC, GRAD_ADD, GRAD_ADD);
+    for (int i = 0; i < N * C; i++) CHECK_NEAR(dinp_add[i], 2 * dinp_set[i], 1e-4 * (1 + fabs(dinp_set[i])));
+    free(inp); free(w); free(dout); free(dinp_add); free(dw_add); free(dinp_set); free(dw_set);
+
+    // attention, with a head width and length that leave partial tiles
+    int B = 2, T = 11, AC = 20, NH = 2;
+    size_t n = (size_t)B * T * AC;
+    real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
+    real *ado = randn_array(n, &rng, 1), *att = zeros((size_t)B * NH * T * T), *out = zeros(n);
+    real *scratch = attn_scratch(T, AC / NH);
+    real scale = (real)(1.0 / sqrt(AC / NH));
+    attention_forward(out, att, scratch, q, k, v, B, T, AC, NH, scale, NULL);
+    real *g_add[3], *g_set[3];
+    for (int i = 0; i < 3; i++) { g_add[i] = zeros(n); g_set[i] = zeros(n); fill(g_set[i], n, NAN); }
+    attention_backward(g_add[0], g_add[1], g_add[2], scratch, ado, att, q, k, v, B, T, AC, NH, scale, NULL, NULL, GRAD_ADD);
+    attention_backward(g_set[0], g_set[1], g_set[2], scratch, ado, att, q, k, v, B, T, AC, NH, scale, NULL, NULL, GRAD_STORE);
+    for (int i = 0; i < 3; i++) {
+        CHECK_MSG(memcmp(g_add[i], g_set[i], n * sizeof(real)) == 0, "attention gradient %d", i);
+        free(g_add[i]); free(g_set[i]);
+    }
+    free(q); free(k); free(v); free(ado); free(att); free(out); free(scratch);
+
+    // GELU in place: the gradient of the output becomes that of the input
+    real *x = randn_array(40, &rng, 2), *gout = zeros(40), *dg = zeros(40), *d = randn_array(40, &rng, 1);
+    real *expect = zeros(40);
+    gelu_forward(gout, dg, x, 40);
+    gelu_backward(expect, dg, d, 40, GRAD_ADD);
+    gelu_backward(d, dg, d, 40, GRAD_STORE);
+    CHECK(memcmp(expect, d, 40 * sizeof(real)) == 0);
+    free(x); free(gout); free(dg); free(d); free(expect);
+
+    // the whole model: gpt_backward on gradients and activation gradients full of NaN gives the
+    // gradient it gives after gpt_zero_grad
+    GPT m;
+    build_tiny(&m, INIT_FAN_IN, (real)0.5, 9);
+    int xs[16], ys[16];
+    for (int i = 0; i < 16; i++) { xs[i] = (i * 7) % 9; ys[i] = (i * 5 + 1) % 9; }
+    gpt_zero_grad(&m);
+    gpt_forward(&m, xs, ys, 2, 8);
+    gpt_backward(&m);
+    real *g = malloc(m.n_params * sizeof(real));
+    memcpy(g, m.grads, m.n_params * sizeof(real));
+    fill(m.grads, m.n_params, NAN);
+    GradActs *G = &m.gacts;
+    size_t NC = 16 * 8;
+    fill(G->ln, NC, NAN); fill(G->q, NC, NAN); fill(G->k, NC, NAN); fill(G->v, NC, NAN);
+    fill(G->atty, NC, NAN); fill(G->fch, 4 * NC, NAN);
+    gpt_forward(&m, xs, ys, 2, 8);
+    gpt_backward(&m);
+    CHECK(memcmp(g, m.grads, m.n_params * sizeof(real)) == 0);
+    free(g);
+    gpt_free(&m);
+}
+
 const TestCase tests_model[] = {
     {"kv_cache_generation_matches_full_recompute", test_kv_cache_generation_matches_full_recompute},
     {"float64_build_passes", test_float64_build_passes},
@@ -752,6 +824,7 @@ const TestCase tests_model[] = {
     {"partial_batch_matches_exact_capacity", test_partial_batch_matches_exact_capacity},
     {"batch_threads_match_one_thread", test_batch_threads_match_one_thread},
     {"gemm_matches_reference", test_gemm_matches_reference},
+    {"backward_store_overwrites", test_backward_store_overwrites},
     {"param_count_and_names", test_param_count_and_names},
     {"memory_estimate_overflow", test_memory_estimate_overflow},
     {NULL, NULL},
