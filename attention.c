@@ -32,7 +32,9 @@ int g_attention_break_backward = 0;
 
 void softmax_forward(real *p, const real *s, int n) {
     real maxv = s[0];
-    for (int i = 1; i < n; i++) if (s[i] > maxv) maxv = s[i];
+    // a vector max (the plain loop compiled to one scalar compare chain, ~a third of the row's time)
+#pragma omp simd reduction(max:maxv)
+    for (int i = 1; i < n; i++) maxv = s[i] > maxv ? s[i] : maxv;
     // subtracting the max keeps exp() from overflowing and does not change the result
     real sum = 0;
 #pragma omp simd reduction(+:sum)

@@ -158,6 +158,25 @@ static void test_gelu_derivative_in_place(void) {
     free(x); free(x_copy); free(out); free(out2); free(dg);
 }
 
+// GELU and GELU' (fast exp and erf in float, one exponential shared) against libm in double
+// over [-10, 10]: within a few float roundings everywhere.
+static void test_gelu_matches_libm(void) {
+    size_t n = 20001;
+    real *x = zeros(n), *out = zeros(n), *dg = zeros(n);
+    for (size_t i = 0; i < n; i++) x[i] = (real)(-10.0 + 20.0 * (double)i / (double)(n - 1));
+    gelu_forward(out, dg, x, n);
+    double worst_out = 0, worst_dg = 0;
+    for (size_t i = 0; i < n; i++) {
+        double xi = x[i], phi = 0.5 * (1 + erf(xi / sqrt(2.0))), pdf = exp(-0.5 * xi * xi) / 2.5066282746310002;  // sqrt(2 pi)
+        double e_out = fabs(out[i] - xi * phi) / (1 + fabs(xi)), e_dg = fabs(dg[i] - (phi + xi * pdf));
+        if (e_out > worst_out) worst_out = e_out;
+        if (e_dg > worst_dg) worst_dg = e_dg;
+    }
+    CHECK_MSG(worst_out < 1e-6, "GELU off by %.3g (relative to 1 + |x|)", worst_out);
+    CHECK_MSG(worst_dg < 1e-6, "GELU' off by %.3g", worst_dg);
+    free(x); free(out); free(dg);
+}
+
 // ---- cross-entropy: mean over rows of logsumexp(logits) - logits[target] ----
 typedef struct { int N, V; real *logits, *work, *losses; int *targets; } CeCtx;
 static double ce_loss(void *vc) {
@@ -806,6 +825,7 @@ const TestCase tests_model[] = {
     {"gradcheck_layernorm", gradcheck_layernorm},
     {"gradcheck_gelu", gradcheck_gelu},
     {"gelu_derivative_in_place", test_gelu_derivative_in_place},
+    {"gelu_matches_libm", test_gelu_matches_libm},
     {"gradcheck_crossentropy", gradcheck_crossentropy},
     {"gradcheck_encoder", gradcheck_encoder},
     {"gradcheck_attention_scaled", gradcheck_attention_scaled},
