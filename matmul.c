@@ -83,7 +83,6 @@ static void pack_a_sliver(real *restrict dst, const real *A, long a_rs, long a_c
     }
 }
 
-
 // Pack depth [p0, p0+kc) x columns [j0, j0+NR) of B into kc groups of NR values.
 static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_cs,
                           int N, int j0, int p0, int kc) {

@@ -153,11 +153,9 @@ void gelu_forward(real *out, real *dgelu, const real *inp, size_t n) {
 #endif
     for (size_t i = 0; i < n; i++) {
         real x = inp[i];
-        // e^{-x^2/2} serves both the density and erf(x / sqrt 2): one exponential, not two
-        real e = fast_exp((real)-0.5 * x * x);
-        real erf_term = (real)1 + fast_erf_given_exp(x * (real)INV_SQRT2, e);
+        real erf_term = (real)1 + fast_erf(x * (real)INV_SQRT2);
         real cdf = (real)0.5 * erf_term;
-        real pdf = (real)INV_SQRT_2PI * e;
+        real pdf = (real)INV_SQRT_2PI * fast_exp((real)-0.5 * x * x);
         out[i] = (real)0.5 * x * erf_term;
         dgelu[i] = cdf + x * pdf;
     }
