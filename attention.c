@@ -33,7 +33,7 @@ int g_attention_break_backward = 0;
 
 void softmax_forward(real *p, const real *s, int n) {
     real maxv = s[0];
-    // a vector max (the plain loop compiled to one scalar compare chain, ~a third of the row's time)
+    // a vector max (the plain loop compiled to one scalar compare chain)
 #pragma omp simd reduction(max:maxv)
     for (int i = 1; i < n; i++) maxv = s[i] > maxv ? s[i] : maxv;
     // subtracting the max keeps exp() from overflowing and does not change the result

@@ -267,8 +267,7 @@ int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_pe
     int threads = omp_get_max_threads();
     if ((size_t)B * T * m->dims.n_embd <= 1024) omp_set_num_threads(1);
 #endif
-    // the analytic gradient of the mean cross-entropy
-    gpt_zero_grad(m);
+    // the analytic gradient of the mean cross-entropy (gpt_backward overwrites m->grads)
     double loss = gpt_forward(m, x, y, B, T);
     gpt_backward(m);
 

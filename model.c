@@ -792,7 +792,6 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
     int L = m->dims.n_layer, NH = m->dims.n_head, C = m->dims.n_embd;
     size_t N = (size_t)B * T, CC = (size_t)C * C;
     m->collect_stats = 1;
-    gpt_zero_grad(m);
     double loss = gpt_forward(m, x, y, B, T);
     gpt_backward(m);
     m->collect_stats = 0;

@@ -70,7 +70,7 @@ typedef struct {
 typedef struct {
     real *residual;                   // (B,T,C) gradient flowing down the residual stream
     real *ln, *q, *k, *v, *atty;      // (B,T,C)
-    real *fch;                        // (B,T,4C) of fch_gelu, then of fch (in place)
+    real *fch;                        // (B,T,4C) gradient of fch_gelu, turned into fch's in place
     real *logits;                     // (B,T,V)
 } GradActs;
 

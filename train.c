@@ -523,7 +523,6 @@ static void dump_state(Run *r, const Dataset *ds, const char *path) {
     gpt_forward(m, x, NULL, B, T);
     real *logits = xmalloc(BT * (size_t)V * sizeof(real), "logits");
     memcpy(logits, m->acts.logits, BT * (size_t)V * sizeof(real));
-    gpt_zero_grad(m);
     double loss = gpt_forward(m, x, y, B, T);
     gpt_backward(m);
     char err[ERRLEN], name[TENSOR_NAME_MAX + 8];
