@@ -702,12 +702,19 @@ int main(int argc, char **argv) {
     }
 #endif
     if (dist_size() > 1) {
+        // Errors every rank sees alike: rank 0 says it once, and all ranks exit normally. (With
+        // rank 0 in MPI_Abort while the others finalize, Open MPI's mpirun once hung after all
+        // three processes had exited.)
         if (cfg.batch_size % dist_size() != 0) {
-            if (!dist_is_root()) dist_exit(EXIT_USAGE);  // every rank sees it: rank 0 says it once
-            die(EXIT_USAGE, "train.batch_size %d does not divide over %d ranks: use a multiple of %d or another rank count",
-                cfg.batch_size, dist_size(), dist_size());
+            if (dist_is_root())
+                err_print("train.batch_size %d does not divide over %d ranks: use a multiple of %d or another rank count",
+                          cfg.batch_size, dist_size(), dist_size());
+            dist_exit(EXIT_USAGE);
         }
-        if (args.dump_path) die(EXIT_USAGE, "--dump-state runs in one process, not under mpirun -np %d", dist_size());
+        if (args.dump_path) {
+            if (dist_is_root()) err_print("--dump-state runs in one process, not under mpirun -np %d", dist_size());
+            dist_exit(EXIT_USAGE);
+        }
     }
     int rows = cfg.batch_size / dist_size();
 
