@@ -22,12 +22,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#if defined(__AVX2__) && defined(__FMA__) && !defined(REAL_DOUBLE)
-#include <immintrin.h>
-#define ATTN_AVX2 1
-#else
-#define ATTN_AVX2 0
-#endif
 
 int g_attention_break_backward = 0;
 
@@ -37,7 +31,7 @@ int g_attention_break_backward = 0;
 static real row_max(const real *s, int n) {
     real maxv = s[0];
     int i = 1;
-#if ATTN_AVX2
+#if SIMD_AVX2
     if (n >= 9) {
         __m256 m = _mm256_loadu_ps(s + 1);
         for (i = 9; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(s + i));
@@ -112,7 +106,7 @@ static real score_dot(const real *q, const real *k, int hd, real scale) {
 #define TR 6
 #define TW 16
 
-#if ATTN_AVX2
+#if SIMD_AVX2
 // tile_mm (below) on a whole TR x TW tile, with its 12 accumulators in registers from the first
 // FMA to the store: the generic loop keeps acc[][] in memory around its k loop, which cost ~7%
 // of W1's attention time. The same arithmetic: one fused multiply-add chain per entry in
@@ -154,7 +148,7 @@ static inline void tile_mm_full(real *restrict out, size_t ldo, int beta, real a
 static inline void tile_mm(real *restrict out, size_t ldo, int nr, int w, int beta, real alpha,
                            const real *restrict a, size_t ars, size_t aks,
                            const real *restrict b, size_t ldb, int n, int bfull) {
-#if ATTN_AVX2
+#if SIMD_AVX2
     if (nr == TR && w == TW) {
         tile_mm_full(out, ldo, beta, alpha, a, ars, aks, b, ldb, n);
         return;
@@ -209,7 +203,7 @@ static void transpose_head(real *restrict xt, int ldx, const real *restrict x, i
     int u0 = 0;
     for (; u0 + 8 <= T; u0 += 8) {
         int i = 0;
-#if HAVE_TRANSPOSE8
+#if SIMD_AVX2
         // 8 keys x 8 columns through registers: 8 row loads and 8 stores instead of 64 of each
         for (; i + 8 <= hd; i += 8) transpose8_store(xt + (size_t)i * ldx + u0, ldx, x + (size_t)u0 * C + i, C);
 #endif

@@ -13,12 +13,7 @@
 #include <omp.h>
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
-#if defined(__AVX2__) && defined(__FMA__) && !defined(REAL_DOUBLE)
-#define USE_AVX2 1
-#else
-#define USE_AVX2 0
+#include <immintrin.h>  // the FMA probe uses it in the float64 build too (simd.h only in float32)
 #endif
 
 #define MR 6
@@ -44,7 +39,7 @@ static PackBuffers *thread_pack(void) {
 }
 
 const char *matmul_simd_path(void) {
-#if USE_AVX2
+#if SIMD_AVX2
     return "avx2+fma";
 #else
     return "portable C";
@@ -58,7 +53,7 @@ static void pack_a_sliver(real *restrict dst, const real *A, long a_rs, long a_c
     if (a_rs == 1 && i0 + MR <= M) {
         // A is a transposed view (columns contiguous): the MR values of one k are adjacent, so
         // read them together instead of walking MR strided columns
-#if USE_AVX2
+#if SIMD_AVX2
         // one 8-wide copy per depth while 8 values exist in the row: the 2 extra land where the
         // next depth's values go and are overwritten by them (the buffer has room past the end)
         if (i0 + 8 <= M) {
@@ -88,7 +83,7 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
                           int N, int j0, int p0, int kc) {
     int nv = N - j0 < NR ? N - j0 : NR;
     if (b_cs == 1) {  // rows of B are contiguous: copy NR-wide runs
-#if USE_AVX2
+#if SIMD_AVX2
         if (nv == NR) {  // two vector moves per k (a library memcpy call per 64 bytes costs more)
             for (int k = 0; k < kc; k++) {
                 const real *src = B + (long)(p0 + k) * b_rs + j0;
@@ -105,7 +100,7 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
             for (int j = nv; j < NR; j++) d[j] = 0;
         }
     } else {          // columns of B are contiguous (B is a transposed view): read down them
-#if USE_AVX2
+#if SIMD_AVX2
         if (nv == NR) {   // 8x8 blocks transposed in registers (scalar stores 64 bytes apart cost more)
             int k = 0;
             for (; k + 8 <= kc; k += 8)
@@ -129,7 +124,7 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
     }
 }
 
-#if USE_AVX2
+#if SIMD_AVX2
 // acc (MR,NR) = sum over k of a(:,k) (MR) outer b[k] (NR), with row i of A at depth k at
 // a[i * a_rs + k * a_cs]. With c non-NULL (a full tile), the sums go straight to C instead:
 // c = acc, or c += acc when add is set; the same roundings as the caller's edge-tile path (acc
@@ -233,7 +228,7 @@ static void gemm_row(int j_lo, int j_hi, int K, const real *a, long a_cs, const 
             for (int k = p0; k < p0 + kc; k++) {
                 real ak = a[(long)k * a_cs];
                 const real *restrict bk = B + (long)k * b_rs + (long)j0 * b_cs;
-#if USE_AVX2
+#if SIMD_AVX2
                 // fused multiply-adds, exactly as the AVX2 micro-kernel rounds them, whatever
                 // the optimisation level (plain C would be fused only where the compiler contracts)
                 int j = 0;
@@ -270,7 +265,7 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
     // X^T) is packed: in place, the 6 values of each depth sit a row of X apart, 0.5-6 KB, and
     // lines at such strides fall into a few L1 sets and evict each other every sliver (in the
     // W2 step the products ran 10-25% slower).
-    const int direct_a = USE_AVX2 && a_cs == 1;
+    const int direct_a = SIMD_AVX2 && a_cs == 1;
     for (int j0 = j_lo; j0 < j_hi; j0 += NC) {
         int nc = j_hi - j0 < NC ? j_hi - j0 : NC;
         int n_slivers = (nc + NR - 1) / NR;
@@ -292,7 +287,7 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
                         int nv = j_hi - col0 < NR ? j_hi - col0 : NR;
                         const real *pa = buf->a + (long)si * kc * MR, *pb = buf->b + (long)sj * kc * NR;
                         real *c_tile = mv == MR && nv == NR ? C + (long)row0 * ldc + col0 : NULL;
-#if USE_AVX2
+#if SIMD_AVX2
                         if (direct_a && mv == MR)  // a full tile writes C itself
                             micro_kernel_strided(kc, A + (long)row0 * a_rs + (long)p0 * a_cs, a_rs, a_cs,
                                                  pb, acc, c_tile, ldc, add);

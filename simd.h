@@ -1,4 +1,5 @@
-// simd.h: AVX2 helpers shared by the GEMM (packing a transposed B) and attention (K^T, V^T).
+// simd.h: whether the hand-written AVX2 kernels apply (SIMD_AVX2: the float32 build compiled for
+// AVX2 + FMA), and the helpers the GEMM and attention share.
 #ifndef SIMD_H
 #define SIMD_H
 
@@ -6,7 +7,7 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && !defined(REAL_DOUBLE)
 #include <immintrin.h>
-#define HAVE_TRANSPOSE8 1
+#define SIMD_AVX2 1
 // dst[t * ld_dst + r] = src[r * ld_src + t] for an 8x8 block: rows of src become columns of dst.
 static inline void transpose8_store(real *dst, long ld_dst, const real *src, long ld_src) {
     __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld_src);
@@ -32,7 +33,7 @@ static inline void transpose8_store(real *dst, long ld_dst, const real *src, lon
     _mm256_storeu_ps(dst + 7 * ld_dst, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 #else
-#define HAVE_TRANSPOSE8 0
+#define SIMD_AVX2 0
 #endif
 
 #endif
