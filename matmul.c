@@ -308,7 +308,9 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
     }
 }
 
-void gemm_part(int tid, int nth, int M, int N, int K,
+// The one strided product behind the named ones: A(i,k) = A[i*a_rs + k*a_cs], B(k,j) =
+// B[k*b_rs + j*b_cs], C(i,j) = C[i*ldc + j]; thread tid of nth computes its share of C.
+static void gemm_part(int tid, int nth, int M, int N, int K,
                const real *A, long a_rs, long a_cs,
                const real *B, long b_rs, long b_cs,
                real *C, long ldc, int accumulate) {
@@ -332,28 +334,41 @@ void gemm_part(int tid, int nth, int M, int N, int K,
     else gemm_block(0, M, lo, hi, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, thread_pack());
 }
 
-void gemm(int M, int N, int K,
-          const real *A, long a_rs, long a_cs,
-          const real *B, long b_rs, long b_cs,
-          real *C, long ldc, int accumulate) {
+// The named products are the strided one with their layout's strides.
+void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
+    gemm_part(tid, nth, M, N, K, A, K, 1, B, N, 1, C, N, write == MM_ADD);  // A (M,K), B (K,N)
+}
+void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
+    gemm_part(tid, nth, M, N, K, A, K, 1, B, 1, K, C, N, write == MM_ADD);  // A (M,K), B stored (N,K)
+}
+void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
+    gemm_part(tid, nth, M, N, K, A, 1, M, B, N, 1, C, N, write == MM_ADD);  // A stored (K,M), B (K,N)
+}
+
+void gemm_nn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
 #pragma omp parallel if(par_worth((double)M * N * K))
-    {
-        int tid = thread_index(), nth = thread_count();
-        gemm_part(tid, nth, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate);
-    }
+    gemm_nn_part(thread_index(), thread_count(), C, A, B, M, N, K, write);
+}
+void gemm_nt(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
+#pragma omp parallel if(par_worth((double)M * N * K))
+    gemm_nt_part(thread_index(), thread_count(), C, A, B, M, N, K, write);
+}
+void gemm_tn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
+#pragma omp parallel if(par_worth((double)M * N * K))
+    gemm_tn_part(thread_index(), thread_count(), C, A, B, M, N, K, write);
 }
 
 void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC) {
-    // out[n,o] = sum_c inp[n,c] * weight[c,o]
-    gemm(N, OC, C, inp, C, 1, weight, OC, 1, out, OC, 0);
+    // out (N,OC) = inp (N,C) @ weight (C,OC)
+    gemm_nn(out, inp, weight, N, OC, C, MM_SET);
 }
 
 void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
                           const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write) {
-    // dinp[n,c] += sum_o dout[n,o] * weight[c,o]   (B = weight^T: B[o][c] = weight[c*OC + o])
-    if (dinp) gemm_part(tid, nth, N, C, OC, dout, OC, 1, weight, 1, OC, dinp, C, dinp_write == GRAD_ADD);
-    // dweight[c,o] += sum_n inp[n,c] * dout[n,o]   (A = inp^T: A[c][n] = inp[n*C + c])
-    if (dweight) gemm_part(tid, nth, C, OC, N, inp, 1, C, dout, OC, 1, dweight, OC, dweight_write == GRAD_ADD);
+    // dinp (N,C) += dout (N,OC) @ weight^T
+    if (dinp) gemm_nt_part(tid, nth, dinp, dout, weight, N, C, OC, dinp_write == GRAD_ADD ? MM_ADD : MM_SET);
+    // dweight (C,OC) += inp^T @ dout
+    if (dweight) gemm_tn_part(tid, nth, dweight, inp, dout, C, OC, N, dweight_write == GRAD_ADD ? MM_ADD : MM_SET);
 }
 
 void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,

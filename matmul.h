@@ -4,23 +4,26 @@
 
 #include "common.h"
 
-// C (M,N) = C*accumulate + A (M,K) @ B (K,N), all row-major views given by strides so the one
-// kernel serves NN, NT and TN: A[i][k] = A[i*a_rs + k*a_cs], B[k][j] = B[k*b_rs + j*b_cs],
-// C[i][j] = C[i*ldc + j]. Parallel with OpenMP inside; every C element is summed over K in the
-// same order whatever the thread count, so results are bit-identical across thread counts.
-void gemm(int M, int N, int K,
-          const real *A, long a_rs, long a_cs,
-          const real *B, long b_rs, long b_cs,
-          real *C, long ldc, int accumulate);
+// The three products the model needs, each named by its shape. Every matrix is row-major and
+// dense; "t" marks an operand read transposed:
+//   gemm_nn: C (M,N) = A (M,K) @ B (K,N)
+//   gemm_nt: C (M,N) = A (M,K) @ B^T, B stored (N,K)       (the tied LM head, dinp = dout W^T)
+//   gemm_tn: C (M,N) = A^T @ B (K,N), A stored (K,M)       (weight gradients, dW = X^T dout)
+// With MM_ADD the product is added onto C instead of overwriting it. Each is parallel with
+// OpenMP inside; every C element is summed over K in the same order whatever the thread count,
+// so results are bit-identical across thread counts.
+typedef enum { MM_SET = 0, MM_ADD = 1 } MatWrite;
+void gemm_nn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
+void gemm_nt(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
+void gemm_tn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
 
 // The share of C that thread tid of nth computes, for use inside a parallel region so several
 // independent products run without a barrier between them. Products that write the same C
 // with the same (M, N) split it the same way, so each thread accumulates into the same elements
 // in program order.
-void gemm_part(int tid, int nth, int M, int N, int K,
-               const real *A, long a_rs, long a_cs,
-               const real *B, long b_rs, long b_cs,
-               real *C, long ldc, int accumulate);
+void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
+void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
+void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
 
 // The linear layer y = x W with W stored (in, out) so rows of W are contiguous along the output.
 // inp is (N,C), weight is (C,OC), out is (N,OC).

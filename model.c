@@ -213,9 +213,9 @@ static void qkv_forward(real *q, real *k, real *v, const real *inp, const real *
 #pragma omp parallel if(par_worth(3.0 * N * C * C))
     {
         int tid = thread_index(), nth = thread_count();
-        gemm_part(tid, nth, N, C, C, inp, C, 1, wq, C, 1, q, C, 0);
-        gemm_part(tid, nth, N, C, C, inp, C, 1, wk, C, 1, k, C, 0);
-        gemm_part(tid, nth, N, C, C, inp, C, 1, wv, C, 1, v, C, 0);
+        gemm_nn_part(tid, nth, q, inp, wq, N, C, C, MM_SET);
+        gemm_nn_part(tid, nth, k, inp, wk, N, C, C, MM_SET);
+        gemm_nn_part(tid, nth, v, inp, wv, N, C, C, MM_SET);
     }
 }
 
@@ -543,7 +543,7 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
     layernorm_forward(m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd, residual, m->p.lnf_w, m->p.lnf_b, N, C);
     // tied LM head: logits (N,V) = lnf (N,C) @ wte^T, wte being (V,C)
     gpt_phase(m, PHASE_MATMUL_FWD);
-    gemm(N, V, C, m->acts.lnf, C, 1, m->p.wte, 1, C, m->acts.logits, V, 0);
+    gemm_nt(m->acts.logits, m->acts.lnf, m->p.wte, N, V, C, MM_SET);
     gpt_phase(m, PHASE_OTHER);
     if (!targets) { gpt_phase(m, PHASE_NONE); return 0.0; }
     crossentropy_forward(m->acts.logits, m->acts.losses, targets, N, V);
@@ -651,8 +651,8 @@ void gpt_backward(GPT *m) {
     crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V);
     // LM head: dlnf = dlogits @ wte ; dwte = dlogits^T @ lnf
     gpt_phase(m, PHASE_MATMUL_BWD);
-    gemm(N, C, V, G->logits, V, 1, m->p.wte, C, 1, G->ln, C, 0);
-    gemm(V, C, N, G->logits, 1, V, m->acts.lnf, C, 1, m->g.wte, C, 0);
+    gemm_nn(G->ln, G->logits, m->p.wte, N, C, V, MM_SET);
+    gemm_tn(m->g.wte, G->logits, m->acts.lnf, V, C, N, MM_SET);
     gpt_phase(m, PHASE_OTHER);
     memset(G->residual, 0, NC * sizeof(real));
     const real *last = L > 0 ? m->acts.layers[L - 1].res3 : m->acts.encoded;
@@ -928,6 +928,6 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
         residual_forward(c->x, c->tmp, c->x, (size_t)C);
     }
     layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, m->p.lnf_w, m->p.lnf_b, 1, C);
-    gemm(1, V, C, c->ln, C, 1, m->p.wte, 1, C, logits, V, 0);
+    gemm_nt(logits, c->ln, m->p.wte, 1, V, C, MM_SET);
     c->len = pos + 1;
 }

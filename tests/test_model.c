@@ -614,31 +614,35 @@ static void test_batch_threads_match_one_thread(void) {
     gpt_free(&split);
 }
 
-// The GEMM against a double-precision reference, in all four layouts (A and B each row-major or
-// read transposed), accumulating onto C. M spans two 96-row blocks and ends in a partial 6-row
-// sliver, K spans two 256-deep blocks: the in-place, packed (8-wide and element-wise) and edge
-// paths all run.
+// The three named GEMMs against a double-precision reference, overwriting and accumulating onto
+// C. M spans two 96-row blocks and ends in a partial 6-row sliver, K spans two 256-deep blocks:
+// the in-place, packed (8-wide and element-wise) and edge paths all run.
 static void test_gemm_matches_reference(void) {
     Rng rng;
     rng_seed(&rng, 11);
     int M = 131, N = 53, K = 300;
     real *A = randn_array((size_t)M * K, &rng, 1), *B = randn_array((size_t)K * N, &rng, 1);
     real *C0 = randn_array((size_t)M * N, &rng, 1), *C = zeros((size_t)M * N);
-    for (int layout = 0; layout < 4; layout++) {
-        int ta = layout & 1, tb = layout >> 1;
-        // A(i,k) = A[i*K + k] stored row-major, or A[k*M + i] read transposed; likewise B(k,j)
-        long a_rs = ta ? 1 : K, a_cs = ta ? M : 1, b_rs = tb ? 1 : N, b_cs = tb ? K : 1;
-        memcpy(C, C0, (size_t)M * N * sizeof(real));
-        gemm(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1);
-        double maxerr = 0;
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) {
-                double s = C0[i * N + j];
-                for (int k = 0; k < K; k++) s += (double)A[i * a_rs + k * a_cs] * B[k * b_rs + j * b_cs];
-                double e = fabs(s - C[i * N + j]);
-                if (e > maxerr) maxerr = e;
-            }
-        CHECK_MSG(maxerr < (IS_F64 ? 1e-10 : 1e-3), "layout %s%s: max error %g", ta ? "T" : "N", tb ? "T" : "N", maxerr);
+    static const char *const names[3] = {"gemm_nn", "gemm_nt", "gemm_tn"};
+    for (int op = 0; op < 3; op++) {
+        for (int add = 0; add < 2; add++) {
+            // A(i,k) and B(k,j) as each product reads its operands
+            long a_rs = op == 2 ? 1 : K, a_cs = op == 2 ? M : 1, b_rs = op == 1 ? 1 : N, b_cs = op == 1 ? K : 1;
+            memcpy(C, C0, (size_t)M * N * sizeof(real));
+            MatWrite w = add ? MM_ADD : MM_SET;
+            if (op == 0) gemm_nn(C, A, B, M, N, K, w);
+            else if (op == 1) gemm_nt(C, A, B, M, N, K, w);
+            else gemm_tn(C, A, B, M, N, K, w);
+            double maxerr = 0;
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    double s = add ? C0[i * N + j] : 0.0;
+                    for (int k = 0; k < K; k++) s += (double)A[i * a_rs + k * a_cs] * B[k * b_rs + j * b_cs];
+                    double e = fabs(s - C[i * N + j]);
+                    if (e > maxerr) maxerr = e;
+                }
+            CHECK_MSG(maxerr < (IS_F64 ? 1e-10 : 1e-3), "%s (%s): max error %g", names[op], add ? "add" : "set", maxerr);
+        }
     }
     free(A); free(B); free(C0); free(C);
 }
