@@ -66,7 +66,7 @@ endif
 ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) -ffp-contract=fast -fno-trapping-math -fno-math-errno $(ARCH_FLAGS) $(OMP_FLAGS) $(MPI_FLAGS) $(CJSON_CFLAGS)
 LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 
-CORE := common.c dist.c matmul.c attention.c model.c rng.c data.c config.c checkpoint.c generate.c attention_map.c lab_core.c
+CORE := common.c dist.c matmul.c attention.c attention_stats.c attention_fast.c model.c rng.c data.c config.c checkpoint.c generate.c attention_map.c lab_core.c
 CORE_H := $(wildcard *.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
 # binaries were last linked with, so switching CC, NO_OMP or NATIVE relinks them.
@@ -126,10 +126,10 @@ data/default.txt: | tools/gencorpus
 
 FUZZ_SRC := tests/fuzz/harnesses.c
 
-tests/run_tests: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) tests/test.h $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
+tests/run_tests: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) tests/test.h tests/test_numeric.h $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(OBJDIR)/report.o $(CORE_OBJ) -o $@ $(LDLIBS)
 
-tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) tests/test.h $(OBJDIR)/f64/report.o $(CORE64_OBJ) $(STAMP)
+tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) tests/test.h tests/test_numeric.h $(OBJDIR)/f64/report.o $(CORE64_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(OBJDIR)/f64/report.o $(CORE64_OBJ) -o $@ $(LDLIBS)
 
 run: all

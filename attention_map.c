@@ -33,7 +33,7 @@ int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, cons
                "viewBox=\"0 0 %.0f %.0f\" font-family=\"monospace\">\n", width, height, width, height);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     fprintf(f, "<text x=\"%.0f\" y=\"22\" font-family=\"sans-serif\" font-size=\"15\">Attention weights P "
-               "(rows: query position, columns: key position; attn_scale %.4g)</text>\n", pad, (double)m->attn_scale);
+               "(rows: query position, columns: key position; attn_scale %.4g)</text>\n", pad, (double)m->attn.scale);
     for (int l = 0; l < L; l++) {
         for (int h = 0; h < NH; h++) {
             double x0 = pad + h * pw + label, y0 = 40 + l * ph + label + 16;

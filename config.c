@@ -47,6 +47,7 @@ typedef struct {
 #define STEPS_MAX 1000000000.0 // any step count above this is a typo, not a plan
 
 static const char *const INIT_NAMES[] = {"gpt2", "fan_in", NULL};
+static const char *const ATTN_IMPL_NAMES[] = {"fast", "reference", NULL};
 
 // Rows of one section must be contiguous (config_to_json writes them as one JSON object).
 static const KeySpec KEYS[] = {
@@ -66,6 +67,9 @@ static const KeySpec KEYS[] = {
      .help = "attention logit scale: \"sqrt\" = 1/sqrt(head_dim), \"none\" = 1, or a fixed positive factor"},
     {.key = "model.init", .type = T_STR, FIELD(init), .def_str = "gpt2", .min = 1, .max = 15,
      .enums = INIT_NAMES, .help = "weight initialization scheme"},
+    {.key = "model.attn_impl", .type = T_STR, FIELD(attn_impl), .def_str = "fast", .min = 1, .max = 15,
+     .enums = ATTN_IMPL_NAMES,
+     .help = "which attention trains: \"fast\" = the engine (attention_fast.c), \"reference\" = the definition (attention.c); same function, the tests prove them equal"},
 
     {.key = "data.path", .type = T_STR, FIELD(data_path), .def_str = "data/default.txt", .min = 1, .max = 1023,
      .help = "UTF-8 text file to train on (one Unicode character = one token)"},

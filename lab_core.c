@@ -25,10 +25,10 @@ int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq,
             scores[(size_t)t * Tk + u] = (real)s;
         }
     if (causal) {
-        // the model's own kernel: B = 1 sequence, NH = 1 head of width C = dk
-        real *scratch = xmalloc(attention_scratch_size(Tq, dk) * (size_t)thread_max() * sizeof(real),
-                                "attention scratch");
-        attention_forward(out, weights, scratch, Q, K, V, 1, Tq, dk, 1, scale, NULL);
+        // the model's attention, as defined in attention.c: B = 1 sequence, NH = 1 head of width C = dk
+        real *scratch = xmalloc(attention_scratch_size(Tq, dk) * sizeof(real), "attention scratch");
+        AttnSpec spec = {scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS};
+        attention_forward(out, weights, scratch, Q, K, V, 1, Tq, dk, 1, &spec, NULL);
         free(scratch);
         return 1;
     }
@@ -258,6 +258,46 @@ static double numeric_grad(GPT *m, const int *x, const int *y, int B, int T, rea
     *param = orig;
     return (45.0 * (l[0] - l[1]) - 9.0 * (l[2] - l[3]) + (l[4] - l[5])) / (60.0 * h);
 }
+
+// The broken backward is the definition's plus what the dropped term takes away. That term is
+// r_t = rowsum(dP * P)[t] = sum_u (dO[t] . V[u]) P[t][u] = dO[t] . O[t], so with E = P * r
+// (E[t][u] = P[t][u] r_t):  dQ_broken = dQ + scale * E K,  dK_broken = dK + scale * E^T Q.
+static void broken_attention_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout,
+                                      const real *att, const real *q, const real *k, const real *v, int B, int T,
+                                      int C, int NH, const AttnSpec *spec, AttnStats *stats, real *row_gain,
+                                      GradWrite write) {
+    attention_backward(dq, dk, dv, scratch, dout, att, q, k, v, B, T, C, NH, spec, stats, row_gain, write);
+    int hd = C / NH;
+    real *r = scratch;  // r_t of the current head (T)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            size_t off = (size_t)b * T * C + h * hd;
+            const real *P = att + ((size_t)b * NH + h) * T * T;
+            // r_t = dO[t] . O[t], with O[t] = sum_u P[t][u] V[u]
+            for (int t = 0; t < T; t++) {
+                r[t] = 0;
+                for (int i = 0; i < hd; i++) {
+                    real o = 0;
+                    for (int u = 0; u < T; u++) o += P[t * T + u] * v[off + (size_t)u * C + i];
+                    r[t] += dout[off + (size_t)t * C + i] * o;
+                }
+            }
+            // dQ[t] += scale * sum_u P[t][u] r_t K[u];  dK[u] += scale * sum_t P[t][u] r_t Q[t]
+            for (int t = 0; t < T; t++)
+                for (int u = 0; u < T; u++) {
+                    real e = spec->scale * P[t * T + u] * r[t];
+                    for (int i = 0; i < hd; i++) {
+                        dq[off + (size_t)t * C + i] += e * k[off + (size_t)u * C + i];
+                        dk[off + (size_t)u * C + i] += e * q[off + (size_t)t * C + i];
+                    }
+                }
+        }
+}
+
+static int broken_supports(const AttnSpec *spec) { return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS; }
+
+const AttentionImpl lab_broken_attention = {"broken (no rowsum term)", attention_forward, broken_attention_backward,
+                                            broken_supports, 1};
 
 int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_per_tensor, uint64_t seed,
                     GradcheckRow *rows) {

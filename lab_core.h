@@ -112,6 +112,11 @@ double gradcheck_tolerance(void);
 // small, else for max_per_tensor distinct elements drawn with `seed`. Parameters are restored bit
 // for bit and m->grads is left holding the analytic gradient. rows has m->n_tensors entries.
 // Returns the number of failing tensors (too-small ones are not failures).
+// The attention the gradient check's --break-backward trains: the definition's forward, and its
+// backward with the classic mistake of dropping the softmax VJP's "- rowsum(dP * P)" term, so
+// that dS = P * dP. (Causal mask, softmax over keys.) Set it with gpt_set_attention.
+extern const AttentionImpl lab_broken_attention;
+
 int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_per_tensor, uint64_t seed,
                     GradcheckRow *rows);
 // The table (one line per tensor) and a verdict line. Returns the number of failing rows.

@@ -345,7 +345,8 @@ static void set_param_views(ParamViews *v, real *base, const ModelDims *d) {
 static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, real *shared_params) {
     memset(m, 0, sizeof *m);
     m->dims = *d;
-    m->attn_scale = attn_scale;
+    m->attn = (AttnSpec){attn_scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS};
+    m->attn_impl = &attention_fast;
     m->head_dim = d->n_embd / d->n_head;
     m->phase_current = PHASE_NONE;
     int L = d->n_layer, C = d->n_embd, NH = d->n_head, V = d->vocab_size;
@@ -430,7 +431,20 @@ void gpt_enable_batch_threads(GPT *m, int n_threads, int B, int T) {
     m->workers = xcalloc((size_t)n_threads, sizeof(GPT), "batch workers");
     m->n_workers = n_threads;
     int rows = (B + n_threads - 1) / n_threads;  // the largest share
-    for (int i = 0; i < n_threads; i++) build(&m->workers[i], &m->dims, m->attn_scale, rows, T, m->params);
+    for (int i = 0; i < n_threads; i++) build(&m->workers[i], &m->dims, m->attn.scale, rows, T, m->params);
+}
+
+void gpt_set_attention(GPT *m, const AttentionImpl *impl, const AttnSpec *spec) {
+    m->attn_impl = impl;
+    m->attn = *spec;
+    for (int i = 0; i < m->n_workers; i++) gpt_set_attention(&m->workers[i], impl, spec);
+}
+
+// The implementation a pass runs: the model's, unless it collects statistics or cannot compute
+// the model's spec; the definition (attention.c) then runs.
+static const AttentionImpl *attention_impl(const GPT *m) {
+    if ((m->collect_stats && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn)) return &attention_reference;
+    return m->attn_impl;
 }
 
 void gpt_free(GPT *m) {
@@ -522,8 +536,8 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
         gpt_phase(m, PHASE_MATMUL_FWD);
         qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         gpt_phase(m, PHASE_ATTENTION);
-        attention_forward(A->atty, A->att, m->attn_scratch, A->q, A->k, A->v, B, T, C, NH, m->attn_scale,
-                          m->collect_stats ? &m->attn_stats[l * NH] : NULL);
+        attention_impl(m)->forward(A->atty, A->att, m->attn_scratch, A->q, A->k, A->v, B, T, C, NH, &m->attn,
+                                   m->collect_stats ? &m->attn_stats[l * NH] : NULL);
         gpt_phase(m, PHASE_MATMUL_FWD);
         matmul_forward(A->res2, A->atty, P->wo, N, C, C);
         gpt_phase(m, PHASE_OTHER);
@@ -575,7 +589,8 @@ static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int 
         for (int k = t; k < n; k += nth) {
             int r0 = share_start(B, n, k), r1 = share_start(B, n, k + 1);
             GPT *w = &m->workers[k];
-            w->attn_scale = m->attn_scale;
+            w->attn = m->attn;
+            w->attn_impl = m->attn_impl;
             w->profile = m->profile && k == 0;  // the benchmark's phases are worker 0's
             share_loss[k] = gpt_forward(w, x + (size_t)r0 * T, y + (size_t)r0 * T, r1 - r0, T);
             if (backward) gpt_backward(w);
@@ -681,10 +696,9 @@ void gpt_backward(GPT *m) {
         gpt_phase(m, PHASE_MATMUL_BWD);
         matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_ATTENTION);
-        attention_backward(G->q, G->k, G->v, m->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
-                           B, T, C, NH, m->attn_scale,
-                           m->collect_stats ? &m->attn_stats[l * NH] : NULL,
-                           m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL, GRAD_STORE);
+        attention_impl(m)->backward(G->q, G->k, G->v, m->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
+                                    B, T, C, NH, &m->attn, m->collect_stats ? &m->attn_stats[l * NH] : NULL,
+                                    m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL, GRAD_STORE);
         gpt_phase(m, PHASE_MATMUL_BWD);
         qkv_backward(G->ln, dP->wq, dP->wk, dP->wv, G->q, G->k, G->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         gpt_phase(m, PHASE_OTHER);
@@ -895,8 +909,12 @@ void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits) {
     int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, V = m->dims.vocab_size;
     if (n < 1 || n > T || n > m->T) die(EXIT_RUNTIME, "internal: prefill of %d tokens (block %d)", n, T);
     // one batched forward pass (matrix products, not n matrix-vector ones), then keep its keys
-    // and values; every row is computed exactly as gpt_decode_step would
+    // and values; every row is computed exactly as gpt_decode_step would, by the engine, whose
+    // rows attention_decode_step reproduces bit for bit
+    const AttentionImpl *impl = m->attn_impl;
+    m->attn_impl = &attention_fast;
     gpt_forward(m, tokens, NULL, 1, n);
+    m->attn_impl = impl;
     for (int l = 0; l < L; l++) {
         memcpy(c->k + (size_t)l * T * C, m->acts.layers[l].k, (size_t)n * C * sizeof(real));
         memcpy(c->v + (size_t)l * T * C, m->acts.layers[l].v, (size_t)n * C * sizeof(real));
@@ -918,7 +936,7 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
         matmul_forward(c->q, c->ln, P->wq, 1, C, C);
         matmul_forward(k_cache + (size_t)pos * C, c->ln, P->wk, 1, C, C);
         matmul_forward(v_cache + (size_t)pos * C, c->ln, P->wv, 1, C, C);
-        attention_decode_step(c->atty, c->scores, c->q, k_cache, v_cache, pos, C, NH, m->attn_scale);
+        attention_decode_step(c->atty, c->scores, c->q, k_cache, v_cache, pos, C, NH, m->attn.scale);
         matmul_forward(c->tmp, c->atty, P->wo, 1, C, C);
         residual_forward(c->x, c->tmp, c->x, (size_t)C);
         layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln2_w, P->ln2_b, 1, C);
