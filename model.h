@@ -19,14 +19,22 @@ enum { INIT_GPT2 = 0, INIT_FAN_IN = 1 };
 // Phases of a training step, for the benchmark's breakdown.
 enum { PHASE_MATMUL_FWD, PHASE_MATMUL_BWD, PHASE_ATTENTION, PHASE_OTHER, PHASE_OPTIMIZER, PHASE_COUNT, PHASE_NONE = -1 };
 
-// A named view into the parameter buffer, in checkpoint order.
+// How a parameter tensor starts (gpt_init): LayerNorm gains 1 and biases 0; the matrices drawn
+// from a normal, the residual projections (wo, w_proj) scaled down under GPT-2's init and the
+// embeddings scaled by their width under fan_in.
+typedef enum { PINIT_ONES, PINIT_ZEROS, PINIT_EMBEDDING, PINIT_MATRIX, PINIT_RESIDUAL } ParamInit;
+
+// A named view into the parameter buffer, in checkpoint order; model.c's parameter table
+// (PARAMS_*) is the one place that lists them.
 #define TENSOR_NAME_MAX 32
 typedef struct {
     char name[TENSOR_NAME_MAX];   // e.g. "wte", "layer0.wq"
-    int ndim;                     // 1 or 2
+    int ndim;                     // 1 or 2; AdamW decays the 2-D ones (the matrices)
     int shape[2];
     size_t offset;                // into the parameter buffer, in reals
     size_t size;                  // element count
+    ParamInit init;
+    int grad_summed;              // its gradient is a sum over rows, cleared before each backward
 } TensorInfo;
 
 // Views of one layer's parameters. Linear weights are stored (in, out): y = x W.
@@ -54,7 +62,8 @@ typedef struct {
     real *atty;                       // (B,T,C) P V, before Wo
     real *res2;                       // (B,T,C) residual after attention
     real *ln2, *ln2_mean, *ln2_rstd;  // (B,T,C), (B,T), (B,T)
-    real *fch, *fch_gelu;             // (B,T,4C) each; fch becomes GELU'(fch) in the forward
+    real *fc_dgelu;                   // (B,T,4C) the MLP's ln2 W_fc, then GELU' of it (all backward needs)
+    real *fch_gelu;                   // (B,T,4C) GELU(ln2 W_fc)
     real *res3;                       // (B,T,C) residual after the MLP = the layer's output
 } LayerActs;
 
@@ -70,7 +79,7 @@ typedef struct {
 typedef struct {
     real *residual;                   // (B,T,C) gradient flowing down the residual stream
     real *ln, *q, *k, *v, *atty;      // (B,T,C)
-    real *fch;                        // (B,T,4C) gradient of fch_gelu, turned into fch's in place
+    real *fch;                        // (B,T,4C) dL/d GELU(ln2 W_fc), turned into dL/d(ln2 W_fc) in place
     real *logits;                     // (B,T,V)
 } GradActs;
 
