@@ -80,7 +80,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test test-asan fuzz demo bench clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test test-asan fuzz demo bench docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -151,6 +151,11 @@ FUZZ_TARGETS := tests/fuzz/fuzz_config tests/fuzz/fuzz_checkpoint tests/fuzz/fuz
 fuzz: deps $(FUZZ_TARGETS)
 tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/harnesses.h $(CORE) $(CORE_H)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(CJSON_CFLAGS) -I. $< $(FUZZ_SRC) $(CORE) -o $@ $(CJSON_LIBS) -lm
+
+# Every figure the docs mark (<!--fig ...-->, <!--output ...-->) regenerated and checked against
+# what the doc states: tools/docs-check.sh, with the runs of docs/experiments.txt.
+docs-check: all
+	sh tools/docs-check.sh
 
 demo: all
 	./train configs/scaling_demo.json --compare-scaling

@@ -53,37 +53,37 @@ static int masked(const AttnSpec *spec, int t, int u) { return spec->mask != ATT
 void attention_forward(real *out, real *att, real *scratch, const real *q, const real *k, const real *v,
                        int B, int T, int C, int NH, const AttnSpec *spec, AttnStats *stats) {
     int hd = C / NH;
-    real *scores = scratch;  // S (T,T) of the current head
+    real *S = scratch;  // the scores (T,T) of the current head
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            // this head's rows: Q[t][i] = Qh[t*C + i], and likewise K, V and O
-            const real *Qh = q + (size_t)b * T * C + h * hd;
-            const real *Kh = k + (size_t)b * T * C + h * hd;
-            const real *Vh = v + (size_t)b * T * C + h * hd;
-            real *Oh = out + (size_t)b * T * C + h * hd;
-            real *P = att + ((size_t)b * NH + h) * T * T;  // P[t][u] = P[t*T + u]
+            // this head's Q[t][i] is Q[t*C + i], and likewise K, V and O (a row of q is C wide)
+            const real *Q = q + (size_t)b * T * C + h * hd;
+            const real *K = k + (size_t)b * T * C + h * hd;
+            const real *V = v + (size_t)b * T * C + h * hd;
+            real *O = out + (size_t)b * T * C + h * hd;
+            real *P = att + ((size_t)b * NH + h) * T * T;  // the weights: P[t][u] = P[t*T + u]
 
             // S = Q K^T * scale
             for (int t = 0; t < T; t++)
                 for (int u = 0; u < T; u++) {
                     real dot = 0;
-                    for (int i = 0; i < hd; i++) dot += Qh[t * C + i] * Kh[u * C + i];
-                    scores[t * T + u] = dot * spec->scale;
+                    for (int i = 0; i < hd; i++) dot += Q[t * C + i] * K[u * C + i];
+                    S[t * T + u] = dot * spec->scale;
                 }
 
             // causal mask: S[t][u] = -inf for u > t (the mistake "zero" writes 0 there instead)
             for (int t = 0; t < T; t++)
                 for (int u = 0; u < T; u++)
-                    if (masked(spec, t, u)) scores[t * T + u] = spec->mask == ATTN_MASK_ZERO ? 0 : -INFINITY;
+                    if (masked(spec, t, u)) S[t * T + u] = spec->mask == ATTN_MASK_ZERO ? 0 : -INFINITY;
 
             // P = softmax(S) row by row: P[t][u] = exp(S[t][u] - max_u' S[t][u']) / sum_u' exp(...)
             // (the mistake "queries": column by column, P[t][u] normalised over t instead of u)
             if (spec->axis == SOFTMAX_OVER_KEYS) {
                 for (int t = 0; t < T; t++) {
                     real maxv = -INFINITY, sum = 0;
-                    for (int u = 0; u < T; u++) maxv = scores[t * T + u] > maxv ? scores[t * T + u] : maxv;
+                    for (int u = 0; u < T; u++) maxv = S[t * T + u] > maxv ? S[t * T + u] : maxv;
                     for (int u = 0; u < T; u++) {
-                        P[t * T + u] = real_exp(scores[t * T + u] - maxv);
+                        P[t * T + u] = real_exp(S[t * T + u] - maxv);
                         sum += P[t * T + u];
                     }
                     for (int u = 0; u < T; u++) P[t * T + u] /= sum;
@@ -91,9 +91,9 @@ void attention_forward(real *out, real *att, real *scratch, const real *q, const
             } else {
                 for (int u = 0; u < T; u++) {
                     real maxv = -INFINITY, sum = 0;
-                    for (int t = 0; t < T; t++) maxv = scores[t * T + u] > maxv ? scores[t * T + u] : maxv;
+                    for (int t = 0; t < T; t++) maxv = S[t * T + u] > maxv ? S[t * T + u] : maxv;
                     for (int t = 0; t < T; t++) {
-                        P[t * T + u] = real_exp(scores[t * T + u] - maxv);
+                        P[t * T + u] = real_exp(S[t * T + u] - maxv);
                         sum += P[t * T + u];
                     }
                     for (int t = 0; t < T; t++) P[t * T + u] /= sum;
@@ -104,11 +104,11 @@ void attention_forward(real *out, real *att, real *scratch, const real *q, const
             for (int t = 0; t < T; t++)
                 for (int i = 0; i < hd; i++) {
                     real o = 0;
-                    for (int u = 0; u < T; u++) o += P[t * T + u] * Vh[u * C + i];
-                    Oh[t * C + i] = o;
+                    for (int u = 0; u < T; u++) o += P[t * T + u] * V[u * C + i];
+                    O[t * C + i] = o;
                 }
 
-            if (stats) attention_stats_forward(&stats[h], scores, P, T, spec);
+            if (stats) attention_stats_forward(&stats[h], S, P, T, spec);
         }
     }
 }
@@ -121,33 +121,33 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
                         const real *q, const real *k, const real *v, int B, int T, int C, int NH,
                         const AttnSpec *spec, AttnStats *stats, real *row_gain, GradWrite write) {
     int hd = C / NH;
-    real *dweights = scratch;                   // dP (T,T) of the current head
-    real *dscores = scratch + (size_t)T * T;    // dS (T,T)
+    real *dP = scratch;                 // dL/dP (T,T) of the current head
+    real *dS = scratch + (size_t)T * T;  // dL/dS (T,T)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            const real *Qh = q + (size_t)b * T * C + h * hd;
-            const real *Kh = k + (size_t)b * T * C + h * hd;
-            const real *Vh = v + (size_t)b * T * C + h * hd;
-            const real *dOh = dout + (size_t)b * T * C + h * hd;
-            real *dQh = dq + (size_t)b * T * C + h * hd;
-            real *dKh = dk + (size_t)b * T * C + h * hd;
-            real *dVh = dv + (size_t)b * T * C + h * hd;
+            const real *Q = q + (size_t)b * T * C + h * hd;
+            const real *K = k + (size_t)b * T * C + h * hd;
+            const real *V = v + (size_t)b * T * C + h * hd;
+            const real *dO = dout + (size_t)b * T * C + h * hd;
+            real *dQ = dq + (size_t)b * T * C + h * hd;
+            real *dK = dk + (size_t)b * T * C + h * hd;
+            real *dV = dv + (size_t)b * T * C + h * hd;
             const real *P = att + ((size_t)b * NH + h) * T * T;
 
             // dV = P^T dO: dV[u][i] = sum_t P[t][u] dO[t][i]
             for (int u = 0; u < T; u++)
                 for (int i = 0; i < hd; i++) {
                     real sum = 0;
-                    for (int t = 0; t < T; t++) sum += P[t * T + u] * dOh[t * C + i];
-                    write_grad(&dVh[u * C + i], sum, write);
+                    for (int t = 0; t < T; t++) sum += P[t * T + u] * dO[t * C + i];
+                    write_grad(&dV[u * C + i], sum, write);
                 }
 
             // dP = dO V^T: dP[t][u] = sum_i dO[t][i] V[u][i]
             for (int t = 0; t < T; t++)
                 for (int u = 0; u < T; u++) {
                     real dot = 0;
-                    for (int i = 0; i < hd; i++) dot += dOh[t * C + i] * Vh[u * C + i];
-                    dweights[t * T + u] = dot;
+                    for (int i = 0; i < hd; i++) dot += dO[t * C + i] * V[u * C + i];
+                    dP[t * T + u] = dot;
                 }
 
             // dS = P * (dP - rowsum(dP * P)): each row's softmax VJP, as softmax_backward
@@ -155,14 +155,14 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
             if (spec->axis == SOFTMAX_OVER_KEYS) {
                 for (int t = 0; t < T; t++) {
                     real rowsum = 0;
-                    for (int u = 0; u < T; u++) rowsum += dweights[t * T + u] * P[t * T + u];
-                    for (int u = 0; u < T; u++) dscores[t * T + u] = P[t * T + u] * (dweights[t * T + u] - rowsum);
+                    for (int u = 0; u < T; u++) rowsum += dP[t * T + u] * P[t * T + u];
+                    for (int u = 0; u < T; u++) dS[t * T + u] = P[t * T + u] * (dP[t * T + u] - rowsum);
                 }
             } else {
                 for (int u = 0; u < T; u++) {
                     real colsum = 0;
-                    for (int t = 0; t < T; t++) colsum += dweights[t * T + u] * P[t * T + u];
-                    for (int t = 0; t < T; t++) dscores[t * T + u] = P[t * T + u] * (dweights[t * T + u] - colsum);
+                    for (int t = 0; t < T; t++) colsum += dP[t * T + u] * P[t * T + u];
+                    for (int t = 0; t < T; t++) dS[t * T + u] = P[t * T + u] * (dP[t * T + u] - colsum);
                 }
             }
 
@@ -170,27 +170,27 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
             // passes through them (under -inf, P = 0 there and dS is already 0)
             for (int t = 0; t < T; t++)
                 for (int u = 0; u < T; u++)
-                    if (masked(spec, t, u)) dscores[t * T + u] = 0;
+                    if (masked(spec, t, u)) dS[t * T + u] = 0;
 
             // dQ = scale * dS K: dQ[t][i] = scale * sum_u dS[t][u] K[u][i]
             for (int t = 0; t < T; t++)
                 for (int i = 0; i < hd; i++) {
                     real sum = 0;
-                    for (int u = 0; u < T; u++) sum += dscores[t * T + u] * Kh[u * C + i];
-                    write_grad(&dQh[t * C + i], spec->scale * sum, write);
+                    for (int u = 0; u < T; u++) sum += dS[t * T + u] * K[u * C + i];
+                    write_grad(&dQ[t * C + i], spec->scale * sum, write);
                 }
 
             // dK = scale * dS^T Q: dK[u][i] = scale * sum_t dS[t][u] Q[t][i]
             for (int u = 0; u < T; u++)
                 for (int i = 0; i < hd; i++) {
                     real sum = 0;
-                    for (int t = 0; t < T; t++) sum += dscores[t * T + u] * Qh[t * C + i];
-                    write_grad(&dKh[u * C + i], spec->scale * sum, write);
+                    for (int t = 0; t < T; t++) sum += dS[t * T + u] * Q[t * C + i];
+                    write_grad(&dK[u * C + i], spec->scale * sum, write);
                 }
 
             if (stats || row_gain)
                 attention_stats_backward(stats ? &stats[h] : NULL, row_gain ? row_gain + ((size_t)b * NH + h) * T : NULL,
-                                         dweights, dscores, T, spec);
+                                         dP, dS, T, spec);
         }
     }
 }

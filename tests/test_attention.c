@@ -119,18 +119,30 @@ static void gradcheck_softmax_vjp_matches_jacobian(void) {
 // worked examples
 
 // One query [1,0] over keys [1,0],[0,1] with values [10,0],[0,10], d_k = 2, scaled: row 1 of a
-// causal T=2 attention sees exactly those two keys.
+// causal T=2 attention sees exactly those two keys. Backward with dO = [1, 0] for that row (the
+// loss is its first output): the complete example of docs/backprop-through-softmax.md.
 static void test_attention_hand_computed_example(void) {
     real q[4] = {0, 0, 1, 0}, k[4] = {1, 0, 0, 1}, v[4] = {10, 0, 0, 10}, att[4], out[4];
+    real dout[4] = {0, 0, 1, 0}, dq[4], dk[4], dv[4];
     real *scratch = attn_scratch(2, 2);
     AttnSpec spec = causal((real)(1.0 / sqrt(2.0)));
     attention_forward(out, att, scratch, q, k, v, 1, 2, 2, 1, &spec, NULL);
+    attention_backward(dq, dk, dv, scratch, dout, att, q, k, v, 1, 2, 2, 1, &spec, NULL, NULL, GRAD_STORE);
     free(scratch);
     double tol = IS_F64 ? 1e-6 : 2e-6;
     CHECK_NEAR(att[2], 0.669762, tol);
     CHECK_NEAR(att[3], 0.330238, tol);
     CHECK_NEAR(out[2], 6.697615, 10 * tol);
     CHECK_NEAR(out[3], 3.302385, 10 * tol);
+    // dQ = c dS K = [1.563986, -1.563986]; dK[0] = [1.563986, 0], dK[1] = [-1.563986, 0];
+    // dV[0] = [0.669762, 0], dV[1] = [0.330238, 0]; row 0 sends nothing back
+    double expect_dq[4] = {0, 0, 1.563986, -1.563986}, expect_dk[4] = {1.563986, 0, -1.563986, 0};
+    double expect_dv[4] = {0.669762, 0, 0.330238, 0};
+    for (int i = 0; i < 4; i++) {
+        CHECK_NEAR(dq[i], expect_dq[i], 10 * tol);
+        CHECK_NEAR(dk[i], expect_dk[i], 10 * tol);
+        CHECK_NEAR(dv[i], expect_dv[i], 10 * tol);
+    }
 }
 
 // T=3: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2. Without the mask every
