@@ -87,9 +87,9 @@ static real score_dot(const real *q, const real *k, int hd, real scale) {
 
 #if SIMD_AVX2
 // tile_mm (below) on a whole TR x TW tile, with its 12 accumulators in registers from the first
-// FMA to the store: the generic loop keeps acc[][] in memory around its k loop, which cost ~7%
-// of W1's attention time. The same arithmetic: one fused multiply-add chain per entry in
-// increasing k, init (beta) first, times alpha at the end.
+// FMA to the store (the generic loop keeps acc[][] in memory around its k loop; the measured
+// difference is in docs/PERFORMANCE.md). The same arithmetic: one fused multiply-add chain per
+// entry in increasing k, init (beta) first, times alpha at the end.
 static inline void tile_mm_full(real *restrict out, size_t ldo, int beta, real alpha,
                                 const real *restrict a, size_t ars, size_t aks,
                                 const real *restrict b, size_t ldb, int n) {
@@ -176,8 +176,8 @@ static int padded_keys(int T) { return (T + TW - 1) / TW * TW; }
 
 // xt (hd, ldx) = x^T for one head's rows x (T, hd, row stride C); the padding columns are zeroed.
 // Blocks of 8 keys: each row of x is read once, contiguously, and the 8 entries written per row
-// of xt share a cache line. (Row by row of xt, reading x a row apart, a W2 head's 64 KB of K
-// came from L2 sixteen times over.)
+// of xt share a cache line. (Row by row of xt, reading x a row apart, would fetch each line of
+// K once per column it holds.)
 static void transpose_head(real *restrict xt, int ldx, const real *restrict x, int T, int C, int hd) {
     int u0 = 0;
     for (; u0 + 8 <= T; u0 += 8) {

@@ -49,7 +49,7 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
 
 // Row sums for LayerNorm (and the gradient norm's chunks) in LN_LANES partial sums (lane j
 // takes elements j, j + LN_LANES, ...), added in lane order, then the tail. The compiler
-// vectorises the lanes (one chain of dependent adds was 4x slower), and unlike an omp simd
+// vectorises the lanes (one chain of dependent adds waits on each add), and unlike an omp simd
 // reduction the order does not follow the row's alignment, so a row gets the same statistics
 // wherever it lies (the KV cache relies on it).
 #define LN_LANES 8
@@ -142,7 +142,7 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
 // before it is overwritten). Backward then needs one multiply per value: Phi is the forward's
 // erf anyway, and computing erf again in backward was most of GELU's time.
 // The if clause names `parallel`: unnamed, it applies to the simd part too (OpenMP 5.0), and a
-// loop too short for threads then ran unvectorised, 8x slower (generation's one position).
+// loop too short for threads then ran unvectorised (generation's one position).
 #define INV_SQRT2 0.7071067811865476
 #define INV_SQRT_2PI 0.3989422804014327
 void gelu_forward(real *out, real *dgelu, const real *inp, size_t n) {
@@ -763,8 +763,7 @@ double gpt_grad_norm(const GPT *m) {
         for (long c = 0; c < cnt; c++) {
             size_t lo = (size_t)(base + c) * GRAD_NORM_CHUNK;
             size_t hi = lo + GRAD_NORM_CHUNK < n ? lo + GRAD_NORM_CHUNK : n;
-            // squares (deviations from 0) in LayerNorm's fixed lanes: one chain of dependent adds
-            // took ~7 ms of a W2 step
+            // squares (deviations from 0) in LayerNorm's fixed lanes, not one chain of dependent adds
             partial[c] = row_sum_sq_dev(m->grads + lo, 0.0, (int)(hi - lo));
         }
         for (long c = 0; c < cnt; c++) total += partial[c];
