@@ -100,13 +100,12 @@ void attention_forward(real *out, real *att, real *scratch, const real *q, const
                 }
             }
 
-            // O = P V: O[t][i] = sum_u P[t][u] V[u][i]
-            for (int t = 0; t < T; t++)
-                for (int i = 0; i < hd; i++) {
-                    real o = 0;
-                    for (int u = 0; u < T; u++) o += P[t * T + u] * V[u * C + i];
-                    O[t * C + i] = o;
-                }
+            // O = P V: O[t][i] = sum_u P[t][u] V[u][i], row t of O summing rows u of V
+            for (int t = 0; t < T; t++) {
+                for (int i = 0; i < hd; i++) O[t * C + i] = 0;
+                for (int u = 0; u < T; u++)
+                    for (int i = 0; i < hd; i++) O[t * C + i] += P[t * T + u] * V[u * C + i];
+            }
 
             if (stats) attention_stats_forward(&stats[h], S, P, T, spec);
         }
@@ -121,8 +120,9 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
                         const real *q, const real *k, const real *v, int B, int T, int C, int NH,
                         const AttnSpec *spec, AttnStats *stats, real *row_gain, GradWrite write) {
     int hd = C / NH;
-    real *dP = scratch;                 // dL/dP (T,T) of the current head
+    real *dP = scratch;                  // dL/dP (T,T) of the current head
     real *dS = scratch + (size_t)T * T;  // dL/dS (T,T)
+    real *row = dS + (size_t)T * T;      // one row (hd) of a gradient being summed
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
             const real *Q = q + (size_t)b * T * C + h * hd;
@@ -134,13 +134,13 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
             real *dV = dv + (size_t)b * T * C + h * hd;
             const real *P = att + ((size_t)b * NH + h) * T * T;
 
-            // dV = P^T dO: dV[u][i] = sum_t P[t][u] dO[t][i]
-            for (int u = 0; u < T; u++)
-                for (int i = 0; i < hd; i++) {
-                    real sum = 0;
-                    for (int t = 0; t < T; t++) sum += P[t * T + u] * dO[t * C + i];
-                    write_grad(&dV[u * C + i], sum, write);
-                }
+            // dV = P^T dO: dV[u][i] = sum_t P[t][u] dO[t][i], row u of dV summing rows t of dO
+            for (int u = 0; u < T; u++) {
+                for (int i = 0; i < hd; i++) row[i] = 0;
+                for (int t = 0; t < T; t++)
+                    for (int i = 0; i < hd; i++) row[i] += P[t * T + u] * dO[t * C + i];
+                for (int i = 0; i < hd; i++) write_grad(&dV[u * C + i], row[i], write);
+            }
 
             // dP = dO V^T: dP[t][u] = sum_i dO[t][i] V[u][i]
             for (int t = 0; t < T; t++)
@@ -173,20 +173,20 @@ void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real 
                     if (masked(spec, t, u)) dS[t * T + u] = 0;
 
             // dQ = scale * dS K: dQ[t][i] = scale * sum_u dS[t][u] K[u][i]
-            for (int t = 0; t < T; t++)
-                for (int i = 0; i < hd; i++) {
-                    real sum = 0;
-                    for (int u = 0; u < T; u++) sum += dS[t * T + u] * K[u * C + i];
-                    write_grad(&dQ[t * C + i], spec->scale * sum, write);
-                }
+            for (int t = 0; t < T; t++) {
+                for (int i = 0; i < hd; i++) row[i] = 0;
+                for (int u = 0; u < T; u++)
+                    for (int i = 0; i < hd; i++) row[i] += dS[t * T + u] * K[u * C + i];
+                for (int i = 0; i < hd; i++) write_grad(&dQ[t * C + i], spec->scale * row[i], write);
+            }
 
             // dK = scale * dS^T Q: dK[u][i] = scale * sum_t dS[t][u] Q[t][i]
-            for (int u = 0; u < T; u++)
-                for (int i = 0; i < hd; i++) {
-                    real sum = 0;
-                    for (int t = 0; t < T; t++) sum += dS[t * T + u] * Q[t * C + i];
-                    write_grad(&dK[u * C + i], spec->scale * sum, write);
-                }
+            for (int u = 0; u < T; u++) {
+                for (int i = 0; i < hd; i++) row[i] = 0;
+                for (int t = 0; t < T; t++)
+                    for (int i = 0; i < hd; i++) row[i] += dS[t * T + u] * Q[t * C + i];
+                for (int i = 0; i < hd; i++) write_grad(&dK[u * C + i], spec->scale * row[i], write);
+            }
 
             if (stats || row_gain)
                 attention_stats_backward(stats ? &stats[h] : NULL, row_gain ? row_gain + ((size_t)b * NH + h) * T : NULL,

@@ -197,9 +197,9 @@ static void transpose_head(real *restrict xt, int ldx, const real *restrict x, i
 }
 
 // Per thread: K^T or V^T (hd, ldx) for either pass, then dS (T, ldx) for the backward; the
-// definition needs S, then dP and dS, each (T,T), for one call.
+// definition needs S, then dP and dS, each (T,T), and a row of hd, for one call.
 size_t attention_scratch_size(int T, int hd) {
-    size_t engine = ((size_t)hd + T) * padded_keys(T), definition = 2 * (size_t)T * T;
+    size_t engine = ((size_t)hd + T) * padded_keys(T), definition = 2 * (size_t)T * T + hd;
     return engine > definition ? engine : definition;
 }
 

@@ -48,6 +48,8 @@ typedef struct {
 
 static const char *const INIT_NAMES[] = {"gpt2", "fan_in", NULL};
 static const char *const ATTN_IMPL_NAMES[] = {"fast", "reference", NULL};
+static const char *const ATTN_MASK_NAMES[] = {"causal", "zero", "none", NULL};
+static const char *const SOFTMAX_AXIS_NAMES[] = {"keys", "queries", NULL};
 
 // Rows of one section must be contiguous (config_to_json writes them as one JSON object).
 static const KeySpec KEYS[] = {
@@ -70,6 +72,12 @@ static const KeySpec KEYS[] = {
     {.key = "model.attn_impl", .type = T_STR, FIELD(attn_impl), .def_str = "fast", .min = 1, .max = 15,
      .enums = ATTN_IMPL_NAMES,
      .help = "which attention trains: \"fast\" = the engine (attention_fast.c), \"reference\" = the definition (attention.c); same function, the tests prove them equal"},
+    {.key = "model.attn_mask", .type = T_STR, FIELD(attn_mask), .def_str = "causal", .min = 1, .max = 15,
+     .enums = ATTN_MASK_NAMES,
+     .help = "\"causal\" = scores above the diagonal set to -inf; the mistakes: \"zero\" = set to 0 (the future keeps weight), \"none\" = no mask"},
+    {.key = "model.softmax_axis", .type = T_STR, FIELD(softmax_axis), .def_str = "keys", .min = 1, .max = 15,
+     .enums = SOFTMAX_AXIS_NAMES,
+     .help = "\"keys\" = each query's row of weights sums to 1; the mistake \"queries\" = each key's column is normalised over the queries"},
 
     {.key = "data.path", .type = T_STR, FIELD(data_path), .def_str = "data/default.txt", .min = 1, .max = 1023,
      .help = "UTF-8 text file to train on (one Unicode character = one token)"},

@@ -486,6 +486,22 @@ void gpt_set_attention(GPT *m, const AttentionImpl *impl, const AttnSpec *spec) 
     for (int i = 0; i < m->n_workers; i++) gpt_set_attention(&m->workers[i], impl, spec);
 }
 
+int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const char *axis) {
+    static const char *const masks[] = {"causal", "zero", "none"}, *const axes[] = {"keys", "queries"};
+    AttnSpec spec = m->attn;
+    int mi = -1, ai = -1;
+    for (int i = 0; i < 3; i++) if (strcmp(mask, masks[i]) == 0) mi = i;
+    for (int i = 0; i < 2; i++) if (strcmp(axis, axes[i]) == 0) ai = i;
+    const AttentionImpl *ip = strcmp(impl, "fast") == 0 ? &attention_fast : strcmp(impl, "reference") == 0 ? &attention_reference : NULL;
+    if (mi < 0 || ai < 0 || !ip) return 0;
+    spec.mask = (AttnMask)mi;  // the enums follow the names' order
+    spec.axis = (SoftmaxAxis)ai;
+    gpt_set_attention(m, ip, &spec);
+    return 1;
+}
+
+int gpt_attention_falls_back(const GPT *m) { return !m->attn_impl->supports(&m->attn); }
+
 // The implementation a pass runs: the model's, unless it collects statistics or cannot compute
 // the model's spec; the definition (attention.c) then runs.
 static const AttentionImpl *attention_impl(const GPT *m) {
@@ -840,6 +856,16 @@ static double slice_norm(const real *g, size_t n) {
     return sqrt(s);
 }
 
+// The per-head statistics averaged over all layers and heads (score_absmax: the max over them)
+static const size_t HEAD_MEAN_FIELDS[] = {
+    offsetof(HeadStats, entropy),     offsetof(HeadStats, entropy_norm), offsetof(HeadStats, max_weight),
+    offsetof(HeadStats, frac_gt_090), offsetof(HeadStats, frac_gt_099),  offsetof(HeadStats, future_mass),
+    offsetof(HeadStats, score_std),   offsetof(HeadStats, gnorm_wq),     offsetof(HeadStats, gnorm_wk),
+    offsetof(HeadStats, gnorm_wv),    offsetof(HeadStats, gnorm_wo),     offsetof(HeadStats, ds_over_dp),
+    offsetof(HeadStats, row_gain_median),
+};
+static double *head_field(HeadStats *h, size_t offset) { return (double *)(void *)((char *)h + offset); }
+
 void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats *per_head, HeadStats *mean) {
     int L = m->dims.n_layer, NH = m->dims.n_head, C = m->dims.n_embd;
     size_t N = (size_t)B * T, CC = (size_t)C * C;
@@ -847,6 +873,8 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
     double loss = gpt_forward(m, x, y, B, T);
     gpt_backward(m);
     m->collect_stats = 0;
+    // the rows that see at least two keys: t >= 1 under the causal mask, all of them otherwise
+    int first_row = attention_visible_keys(&m->attn, 0, T) >= 2 ? 0 : 1;
     real *gains = xmalloc(N * sizeof(real), "row gains");
     HeadStats sum;
     memset(&sum, 0, sizeof sum);
@@ -862,6 +890,7 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
             hs.max_weight = s->max_weight / rows;
             hs.frac_gt_090 = s->rows_gt_090 / rows;
             hs.frac_gt_099 = s->rows_gt_099 / rows;
+            hs.future_mass = s->future_mass / rows;
             double mu = s->score_sum / s->score_n;
             double var = s->score_sumsq / s->score_n - mu * mu;
             hs.score_std = sqrt(var > 0 ? var : 0);
@@ -871,44 +900,23 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
             hs.gnorm_wv = gv;
             hs.gnorm_wo = go;
             hs.ds_over_dp = s->dp_sumsq > 0 ? sqrt(s->ds_sumsq / s->dp_sumsq) : NAN;
-            // median over the causal rows t >= 1 of every sequence in the batch
+            // median over those rows of every sequence in the batch
             size_t n = 0;
             for (int b = 0; b < B; b++)
-                for (int t = 1; t < T; t++) gains[n++] = m->row_gain[(size_t)l * N * NH + ((size_t)b * NH + h) * T + t];
+                for (int t = first_row; t < T; t++) gains[n++] = m->row_gain[(size_t)l * N * NH + ((size_t)b * NH + h) * T + t];
             qsort(gains, n, sizeof(real), cmp_real);
             hs.row_gain_median = n == 0 ? NAN : n % 2 ? gains[n / 2] : 0.5 * ((double)gains[n / 2 - 1] + gains[n / 2]);
             hs.loss = loss;
             if (per_head) per_head[l * NH + h] = hs;
-            sum.entropy += hs.entropy;
-            sum.entropy_norm += hs.entropy_norm;
-            sum.max_weight += hs.max_weight;
-            sum.frac_gt_090 += hs.frac_gt_090;
-            sum.frac_gt_099 += hs.frac_gt_099;
-            sum.score_std += hs.score_std;
+            for (size_t f = 0; f < sizeof HEAD_MEAN_FIELDS / sizeof HEAD_MEAN_FIELDS[0]; f++)
+                *head_field(&sum, HEAD_MEAN_FIELDS[f]) += *head_field(&hs, HEAD_MEAN_FIELDS[f]);
             if (hs.score_absmax > sum.score_absmax) sum.score_absmax = hs.score_absmax;
-            sum.gnorm_wq += hs.gnorm_wq;
-            sum.gnorm_wk += hs.gnorm_wk;
-            sum.gnorm_wv += hs.gnorm_wv;
-            sum.gnorm_wo += hs.gnorm_wo;
-            sum.ds_over_dp += hs.ds_over_dp;
-            sum.row_gain_median += hs.row_gain_median;
         }
     }
-    double k = (double)L * NH;
     if (mean) {
-        mean->entropy = sum.entropy / k;
-        mean->entropy_norm = sum.entropy_norm / k;
-        mean->max_weight = sum.max_weight / k;
-        mean->frac_gt_090 = sum.frac_gt_090 / k;
-        mean->frac_gt_099 = sum.frac_gt_099 / k;
-        mean->score_std = sum.score_std / k;
-        mean->score_absmax = sum.score_absmax;  // the max over all heads, not a mean
-        mean->gnorm_wq = sum.gnorm_wq / k;
-        mean->gnorm_wk = sum.gnorm_wk / k;
-        mean->gnorm_wv = sum.gnorm_wv / k;
-        mean->gnorm_wo = sum.gnorm_wo / k;
-        mean->ds_over_dp = sum.ds_over_dp / k;
-        mean->row_gain_median = sum.row_gain_median / k;
+        *mean = sum;  // score_absmax: the max over all heads, not a mean
+        for (size_t f = 0; f < sizeof HEAD_MEAN_FIELDS / sizeof HEAD_MEAN_FIELDS[0]; f++)
+            *head_field(mean, HEAD_MEAN_FIELDS[f]) /= (double)L * NH;
         mean->loss = loss;
     }
     free(gains);

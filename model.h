@@ -135,6 +135,12 @@ void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T);
 // Which attention the model computes (spec) and which implementation trains it. Passes that
 // collect statistics, and specs the implementation does not support, run the definition.
 void gpt_set_attention(GPT *m, const AttentionImpl *impl, const AttnSpec *spec);
+// The same from the configuration's names: impl "fast" or "reference", mask "causal", "zero" or
+// "none", axis "keys" or "queries" (the scale stays gpt_build's). Returns 0 on an unknown name.
+int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const char *axis);
+// Whether the attention of a pass over the model runs the definition because the chosen
+// implementation does not compute its spec (the engine computes the causal softmax over keys).
+int gpt_attention_falls_back(const GPT *m);
 void gpt_free(GPT *m);
 // Draw the initial parameters from rng, tensor by tensor in checkpoint order.
 void gpt_init(GPT *m, int init_scheme, Rng *rng);
@@ -197,6 +203,7 @@ typedef struct {
     double max_weight;       // mean row max weight
     double frac_gt_090;      // fraction of rows whose max weight > 0.9
     double frac_gt_099;      // ... > 0.99
+    double future_mass;      // mean weight a row puts on positions after its own: 0 when causal
     double score_std;        // standard deviation of the scaled scores S (unmasked entries)
     double score_absmax;     // max |S|
     double gnorm_wq, gnorm_wk, gnorm_wv, gnorm_wo;  // ||dL/dW|| of the layer's whole matrices

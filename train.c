@@ -762,8 +762,8 @@ int main(int argc, char **argv) {
         r->cfg_json = config_to_json(&r->cfg);
         // rank 0 also runs the attention probe on the whole probe batch; the others need their share
         gpt_build(&r->model, &dims, (real)config_attn_scale(&r->cfg), dist_is_root() ? cfg.batch_size : rows, cfg.block_size);
-        gpt_set_attention(&r->model, strcmp(r->cfg.attn_impl, "reference") == 0 ? &attention_reference : &attention_fast,
-                          &r->model.attn);
+        if (!gpt_configure_attention(&r->model, r->cfg.attn_impl, r->cfg.attn_mask, r->cfg.softmax_axis))
+            die(EXIT_USAGE, "internal: unknown attention setting");
         gpt_enable_batch_threads(&r->model, thread_max(), rows, cfg.block_size);
         r->st.best_val_loss = INFINITY;
         r->last_finite_loss = NAN;
