@@ -77,6 +77,12 @@ static int *start_context(const int *prompt, int n_prompt, int n_tokens, int *n)
 
 void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
               double temperature, int top_k, Rng *rng, FILE *out) {
+    // a model that sees the future (an attention mistake) has no valid cache: every position's
+    // keys would change with the tokens after it. Recompute the window, as gen_loss does.
+    if (!gpt_attention_is_causal(m)) {
+        generate_full_window(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out);
+        return;
+    }
     int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
     int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");

@@ -843,6 +843,54 @@ double gpt_flops_per_step(const GPT *m, int B, int T) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// the honest loss
+
+int gpt_attention_is_causal(const GPT *m) { return m->attn.mask == ATTN_MASK_CAUSAL && m->attn.axis == SOFTMAX_OVER_KEYS; }
+
+// -log softmax(logits)[target], in double
+static double token_loss(const real *logits, int V, int target) {
+    double maxv = logits[0], sum = 0.0;
+    for (int i = 1; i < V; i++) maxv = logits[i] > maxv ? logits[i] : maxv;
+    for (int i = 0; i < V; i++) sum += exp((double)logits[i] - maxv);
+    return maxv + log(sum) - (double)logits[target];
+}
+
+double gpt_generation_loss(GPT *m, const int *x, const int *y, int n, int T, double *teacher_forced) {
+    int V = m->dims.vocab_size;
+    if (T > m->dims.block_size || T > m->T || n < 1) die(EXIT_RUNTIME, "internal: generation loss over (%d,%d)", n, T);
+    double total = 0.0, forced = 0.0;
+    real *logits = xmalloc((size_t)V * sizeof(real), "logits");
+    KVCache cache;
+    int causal = gpt_attention_is_causal(m);
+    if (causal) kv_cache_init(&cache, m);
+    for (int w = 0; w < n; w++) {
+        const int *xw = x + (size_t)w * T, *yw = y + (size_t)w * T;
+        if (causal) {
+            cache.len = 0;  // position t is decoded after positions 0..t-1, seeing only them
+            for (int t = 0; t < T; t++) {
+                gpt_decode_step(m, &cache, xw[t], logits);
+                total += token_loss(logits, V, yw[t]);
+            }
+        } else {
+            for (int t = 0; t < T; t++) {  // the prefix 0..t, its last position predicting y[t]
+                gpt_forward(m, xw, NULL, 1, t + 1);
+                total += token_loss(m->acts.logits + (size_t)t * V, V, yw[t]);
+            }
+        }
+    }
+    if (teacher_forced) {
+        for (int w0 = 0; w0 < n; w0 += m->B) {  // in batches the model has room for
+            int nb = n - w0 < m->B ? n - w0 : m->B;
+            forced += gpt_forward(m, x + (size_t)w0 * T, y + (size_t)w0 * T, nb, T) * nb;
+        }
+        *teacher_forced = forced / n;
+    }
+    if (causal) kv_cache_free(&cache);
+    free(logits);
+    return total / ((double)n * T);
+}
+
+// ---------------------------------------------------------------------------------------------
 // attention statistics
 
 static int cmp_real(const void *a, const void *b) {

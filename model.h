@@ -195,6 +195,18 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits);
 // and write the logits after the last one. Same values as n decode steps.
 void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits);
 
+// ---- the honest loss ----
+// Whether the model's attention is the correct one (causal mask, softmax over keys): position t
+// then depends on tokens 0..t only, so the usual teacher-forced loss is what generation gets.
+int gpt_attention_is_causal(const GPT *m);
+// gen_loss: the mean cross-entropy of predicting y[w][t] (the token after x[w][t]) from
+// x[w][0..t] only, exactly as generation sees them, over n windows of T tokens (x, y are (n,T)).
+// For the correct model, KV-cache decoding gives every position at the cost of one forward; a
+// model that sees the future (a masking or softmax-axis mistake) runs one forward per prefix,
+// taking its last position. *teacher_forced (may be NULL) receives the usual loss over the same
+// windows, in which every position sees the whole window. Needs T <= block_size and m->T >= T.
+double gpt_generation_loss(GPT *m, const int *x, const int *y, int n, int T, double *teacher_forced);
+
 // ---- attention statistics on a probe batch ----
 // One (layer, head)'s statistics, or their average over all layers and heads.
 typedef struct {

@@ -480,6 +480,85 @@ static void test_backward_store_overwrites(void) {
     gpt_free(&m);
 }
 
+// ---- the honest loss ----
+// For the correct model gen_loss (KV-cache decoding, each position seeing only its past) equals
+// the teacher-forced loss on the same windows up to rounding.
+static void test_gen_loss_equals_val_loss_when_causal(void) {
+    GPT m;
+    build_tiny(&m, INIT_FAN_IN, (real)0.5, 9);
+    int x[3 * 8], y[3 * 8];
+    for (int i = 0; i < 24; i++) { x[i] = (i * 7 + 3) % 9; y[i] = (i * 5 + 1) % 9; }
+    double tf = 0, gen = gpt_generation_loss(&m, x, y, 3, 8, &tf);
+    CHECK(isfinite(gen) && gen > 0.5);
+    CHECK_MSG(fabs(gen - tf) <= 1e-5 * tf, "gen_loss %.9g, teacher-forced %.9g", gen, tf);
+    // and the same for shorter windows and the definition training
+    gpt_set_attention(&m, &attention_reference, &m.attn);
+    double tf5 = 0, gen5 = gpt_generation_loss(&m, x, y, 3, 5, &tf5);
+    CHECK_MSG(fabs(gen5 - tf5) <= 1e-5 * tf5, "T 5: gen_loss %.9g, teacher-forced %.9g", gen5, tf5);
+    gpt_free(&m);
+}
+
+// A model that sees the future cheats: trained on random tokens, where the next token cannot be
+// predicted from the past (loss ln V at best), the unmasked model reads it from the window and
+// its teacher-forced loss falls far below ln V, while gen_loss, which hides the future, does
+// not. The causal model, trained the same way, shows no gap; softmax over queries leaks only
+// through each column's normaliser, a measurable but small difference.
+static void train_random(GPT *m, int steps) {
+    Rng r;
+    rng_seed(&r, 5);
+    int x[16], y[16];
+    for (int step = 0; step < steps; step++) {
+        for (int b = 0; b < 2; b++) {  // windows of a random stream: y[t] = x[t+1]
+            int next = (int)rng_below(&r, 9);
+            for (int t = 0; t < 8; t++) {
+                x[b * 8 + t] = next;
+                next = (int)rng_below(&r, 9);
+                y[b * 8 + t] = next;
+            }
+        }
+        gpt_forward(m, x, y, 2, 8);
+        gpt_backward(m);
+        gpt_adamw_update(m, 1e-2, 0.9, 0.99, 1e-8, 0.0, step + 1);
+    }
+}
+static void test_gen_loss_exposes_a_leak(void) {
+    int x[4 * 8], y[4 * 8];
+    Rng r;
+    rng_seed(&r, 99);  // held-out windows of the same kind
+    for (int w = 0; w < 4; w++) {
+        int next = (int)rng_below(&r, 9);
+        for (int t = 0; t < 8; t++) {
+            x[w * 8 + t] = next;
+            next = (int)rng_below(&r, 9);
+            y[w * 8 + t] = next;
+        }
+    }
+    // the correct model, then the mistakes: mask none, mask zero, softmax over queries (whose
+    // columns are normalised over queries that come later: the future leaks into the weights)
+    static const char *const masks[4] = {"causal", "none", "zero", "causal"}, *const axes[4] = {"keys", "keys", "keys", "queries"};
+    double lnV = log(9.0);
+    for (int k = 0; k < 4; k++) {
+        GPT m;
+        build_tiny(&m, INIT_FAN_IN, (real)0.5, 9);
+        CHECK(gpt_configure_attention(&m, "fast", masks[k], axes[k]));
+        train_random(&m, 300);
+        double tf = 0, gen = gpt_generation_loss(&m, x, y, 4, 8, &tf);
+        if (k == 0) {
+            CHECK_MSG(fabs(gen - tf) < 1e-4 && tf > 0.8 * lnV, "causal: gen %.4f, teacher-forced %.4f", gen, tf);
+        } else if (k == 3) {
+            // the normaliser of each column is the only channel from the future: the losses differ
+            // by more than rounding, but so little information passes that the cheat stays small
+            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n", masks[k], axes[k], tf, gen);
+            CHECK_MSG(fabs(gen - tf) > 1e-4, "softmax over queries: gen %.6f, teacher-forced %.6f", gen, tf);
+        } else {
+            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n", masks[k], axes[k], tf, gen);
+            CHECK_MSG(tf < lnV - 0.5 && gen > lnV, "mask %s, softmax over %s: teacher-forced %.4f should be far below "
+                      "ln 9 = %.4f, gen_loss %.4f above it", masks[k], axes[k], tf, lnV, gen);
+        }
+        gpt_free(&m);
+    }
+}
+
 const TestCase tests_model[] = {
     {"kv_cache_generation_matches_full_recompute", test_kv_cache_generation_matches_full_recompute},
     {"float64_build_passes", test_float64_build_passes},
@@ -496,6 +575,8 @@ const TestCase tests_model[] = {
     {"batch_threads_match_one_thread", test_batch_threads_match_one_thread},
     {"gemm_matches_reference", test_gemm_matches_reference},
     {"backward_store_overwrites", test_backward_store_overwrites},
+    {"gen_loss_equals_val_loss_when_causal", test_gen_loss_equals_val_loss_when_causal},
+    {"gen_loss_exposes_a_leak", test_gen_loss_exposes_a_leak},
     {"param_count_and_names", test_param_count_and_names},
     {"memory_estimate_overflow", test_memory_estimate_overflow},
     {NULL, NULL},
