@@ -51,6 +51,23 @@ void lab_randn(real *out, size_t n, NumpyRng *r);
 int lab_exercise_run(LabExercise *e, uint32_t seed, int T, int dk, int causal);
 void lab_exercise_free(LabExercise *e);
 
+// ---- the common mistakes, on the T = 3 worked example ----
+// Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2, computed four ways by
+// attention_forward: correct (scaled, causal -inf mask, softmax over keys), without the scale,
+// masking with 0 instead of -inf, and the softmax over the queries (columns) instead of the keys.
+#define LAB_MISTAKES 4
+typedef struct {
+    const char *name;        // "correct", "no scale", "mask with 0", "softmax over queries"
+    const char *what;        // one line: what this case changes
+    AttnSpec spec;
+    real weights[9];         // P (3,3)
+    real out[6];             // O = P V (3,2)
+    double row_sums[3], col_sums[3];
+    double future_weight[3];  // per row: the weight on keys after the query (u > t)
+} LabMistake;
+void lab_mistakes(LabMistake cases[LAB_MISTAKES]);
+extern const real LAB_T3_Q[6], LAB_T3_V[6];
+
 // ---- the softmax on its own ----
 // J (n,n) = diag(p) - p p^T, the Jacobian dp_i/ds_j of p = softmax(s).
 void lab_softmax_jacobian(real *J, const real *p, int n);

@@ -11,7 +11,9 @@
 #include "../model.h"
 #include "../rng.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -347,7 +349,74 @@ static void gradcheck_model_restores_and_samples(void) {
     gpt_free(&m);
 }
 
+// ---------------------------------------------------------------------------------------------
+// the common mistakes
+
+// The four cases of `lab mistakes` against the formulas evaluated in double: scores
+// S = c Q Q^T, then each case's mask and normalisation.
+static void lab_mistakes_match_formulas(void) {
+    LabMistake c[LAB_MISTAKES];
+    lab_mistakes(c);
+    for (int k = 0; k < LAB_MISTAKES; k++) {
+        double scale = c[k].spec.scale, S[9], P[9];
+        for (int t = 0; t < 3; t++)
+            for (int u = 0; u < 3; u++) {
+                double dot = LAB_T3_Q[t * 2] * LAB_T3_Q[u * 2] + LAB_T3_Q[t * 2 + 1] * LAB_T3_Q[u * 2 + 1];
+                S[t * 3 + u] = u > t ? (c[k].spec.mask == ATTN_MASK_ZERO ? 0 : -INFINITY) : scale * dot;
+            }
+        for (int a = 0; a < 3; a++) {  // a row (softmax over keys) or a column (over queries)
+            double z = 0;
+            for (int b = 0; b < 3; b++) z += exp(c[k].spec.axis == SOFTMAX_OVER_KEYS ? S[a * 3 + b] : S[b * 3 + a]);
+            for (int b = 0; b < 3; b++) {
+                int idx = c[k].spec.axis == SOFTMAX_OVER_KEYS ? a * 3 + b : b * 3 + a;
+                P[idx] = exp(S[idx]) / z;
+            }
+        }
+        for (int i = 0; i < 9; i++) CHECK_NEAR(c[k].weights[i], P[i], 1e-6);
+        for (int t = 0; t < 3; t++)
+            for (int j = 0; j < 2; j++) {
+                double o = 0;
+                for (int u = 0; u < 3; u++) o += P[t * 3 + u] * LAB_T3_V[u * 2 + j];
+                CHECK_NEAR(c[k].out[t * 2 + j], o, 1e-5);
+            }
+    }
+    // the symptoms the command marks: only "mask with 0" puts weight on the future; only the
+    // softmax over queries leaves rows that do not sum to 1 (its columns do)
+    CHECK(!strcmp(c[2].name, "mask with 0") && c[2].future_weight[0] > 0.49 && c[2].future_weight[2] == 0);
+    CHECK(c[0].future_weight[0] == 0 && c[1].future_weight[0] == 0 && c[3].future_weight[0] == 0);
+    CHECK(fabs(c[3].row_sums[2] - 1) > 0.5 && fabs(c[3].col_sums[0] - 1) < 1e-6);
+    for (int k = 0; k < 3; k++) CHECK(fabs(c[k].row_sums[0] - 1) < 1e-6 && fabs(c[k].row_sums[2] - 1) < 1e-6);
+}
+
+// `lab mistakes --json` is valid JSON with the same numbers, so it can be checked against numpy.
+static void lab_mistakes_json(void) {
+    FILE *p = popen(sizeof(real) == 8 ? "./lab64 mistakes --json" : "./lab mistakes --json", "r");  // this build's numbers
+    CHECK(p != NULL);
+    if (!p) return;
+    static char buf[16384];
+    size_t n = fread(buf, 1, sizeof buf - 1, p);
+    buf[n] = 0;
+    CHECK(pclose(p) == 0);
+    cJSON *root = cJSON_Parse(buf);
+    CHECK_MSG(root != NULL, "not JSON: %.200s", buf);
+    if (!root) return;
+    cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
+    CHECK(cJSON_IsArray(cases) && cJSON_GetArraySize(cases) == LAB_MISTAKES);
+    LabMistake c[LAB_MISTAKES];
+    lab_mistakes(c);
+    for (int k = 0; k < LAB_MISTAKES && cJSON_IsArray(cases); k++) {
+        cJSON *item = cJSON_GetArrayItem(cases, k), *w = cJSON_GetObjectItemCaseSensitive(item, "weights");
+        CHECK(cJSON_IsArray(w) && cJSON_GetArraySize(w) == 3);
+        for (int t = 0; t < 3 && cJSON_IsArray(w); t++)
+            for (int u = 0; u < 3; u++)
+                CHECK(cJSON_GetArrayItem(cJSON_GetArrayItem(w, t), u)->valuedouble == (double)c[k].weights[t * 3 + u]);
+    }
+    cJSON_Delete(root);
+}
+
 const TestCase tests_lab[] = {
+    {"lab_mistakes_match_formulas", lab_mistakes_match_formulas},
+    {"lab_mistakes_json", lab_mistakes_json},
     {"lab_example_t3_scaled", lab_example_t3_scaled},
     {"lab_example_t3_unscaled_flatter", lab_example_t3_unscaled_flatter},
     {"lab_example_single_query", lab_example_single_query},
