@@ -253,10 +253,11 @@ static void tiny_model(GPT *m, int init, int sqrt_scale, int *x, int *y) {
 }
 
 // Run the check and require every tensor to pass (none too small) below tol.
-static void expect_pass(int init, int sqrt_scale, double tol) {
+static void expect_pass_with(int init, int sqrt_scale, double tol, const char *mask, const char *axis) {
     GPT m;
     int x[64], y[64];
     tiny_model(&m, init, sqrt_scale, x, y);
+    CHECK(gpt_configure_attention(&m, "fast", mask, axis));
     GradcheckRow *rows = calloc((size_t)m.n_tensors, sizeof *rows);
     int failed = gradcheck_model(&m, x, y, GRADCHECK_TINY_BATCH, m.dims.block_size, 0, 1, rows);
     CHECK(failed == 0);
@@ -269,6 +270,16 @@ static void expect_pass(int init, int sqrt_scale, double tol) {
     }
     free(rows);
     gpt_free(&m);
+}
+
+static void expect_pass(int init, int sqrt_scale, double tol) { expect_pass_with(init, sqrt_scale, tol, "causal", "keys"); }
+
+// The mistakes' hand-written backward passes, through the whole model (the definition trains them).
+static void gradcheck_model_mistakes(void) {
+    double tol = sizeof(real) == 8 ? 1e-6 : 5e-2;
+    expect_pass_with(INIT_FAN_IN, 1, tol, "zero", "keys");
+    expect_pass_with(INIT_FAN_IN, 1, tol, "none", "keys");
+    expect_pass_with(INIT_FAN_IN, 1, tol, "causal", "queries");
 }
 
 static void gradcheck_model_gpt2_sqrt(void) {
@@ -415,6 +426,7 @@ static void lab_mistakes_json(void) {
 }
 
 const TestCase tests_lab[] = {
+    {"gradcheck_model_mistakes", gradcheck_model_mistakes},
     {"lab_mistakes_match_formulas", lab_mistakes_match_formulas},
     {"lab_mistakes_json", lab_mistakes_json},
     {"lab_example_t3_scaled", lab_example_t3_scaled},
