@@ -136,7 +136,7 @@ static const KeySpec KEYS[] = {
     {.key = "sample.tokens", .type = T_INT, FIELD(sample_tokens), .def = 300, .min = 0, .max = 1000000,
      .help = "characters sampled at the end of training; 0 = no sample"},
     {.key = "sample.temperature", .type = T_NUM, FIELD(sample_temperature), .def = 0.8,
-     .min = 0, .min_open = 1, .max = 100, .help = "sampling temperature"},
+     .min = 0, .max = 100, .help = "sampling temperature; 0 = greedy (always the most likely character)"},
     {.key = "sample.top_k", .type = T_INT, FIELD(sample_top_k), .def = 40, .min = 0, .max = 1000000,
      .help = "sample only from the k most likely characters; 0 = off"},
     {.key = "sample.prompt", .type = T_STR, FIELD(sample_prompt), .def_str = "\n", .min = 1, .max = 255,

@@ -28,10 +28,17 @@ int encode_prompt(const Vocab *v, const char *prompt, int *tokens, char *err, si
     return (int)n;
 }
 
-// Draw from softmax(logits / temperature) restricted to the top_k largest logits.
+// Draw from softmax(logits / temperature) restricted to the top_k largest logits; temperature 0
+// is the limit, greedy decoding: the most likely token (the first of equals), no random draw.
 static int sample_logits(const real *logits, int V, double temperature, int top_k, Rng *rng, double *work) {
     double maxv = -INFINITY;
-    for (int i = 0; i < V; i++) if (logits[i] > maxv) maxv = logits[i];
+    int argmax = 0;
+    for (int i = 0; i < V; i++)
+        if (logits[i] > maxv) {
+            maxv = logits[i];
+            argmax = i;
+        }
+    if (temperature == 0) return argmax;
     double threshold = -INFINITY;
     if (top_k > 0 && top_k < V) {
         // the k-th largest logit: copy and partially select (V is small for characters)

@@ -13,7 +13,8 @@
 int encode_prompt(const Vocab *v, const char *prompt, int *tokens, char *err, size_t errlen);
 
 // Sample n_tokens after the prompt tokens and write them (UTF-8) to out (may be NULL) as they
-// are produced. temperature > 0; top_k 0 = all tokens. Uses a key/value cache: each token costs
+// are produced. temperature >= 0, 0 = greedy (the most likely token; seed-independent); top_k 0
+// = all tokens. Uses a key/value cache: each token costs
 // one position's forward pass (a model with an attention mistake, which sees the future, runs
 // generate_full_window instead: positions may only see what came before them). While prompt and
 // output fit in block_size the result is

@@ -297,7 +297,7 @@ static void test_out_of_range(void) {
     expect_json_error("{\"train\": {\"beta2\": 1}}", "'train.beta2' = 1 is out of range [0, 1)", NULL);
     expect_json_error("{\"data\": {\"val_fraction\": 1}}", "'data.val_fraction'", "(0, 1)");
     expect_json_error("{\"train\": {\"threads\": -1}}", "'train.threads' = -1", "0..1024");
-    expect_json_error("{\"sample\": {\"temperature\": 0}}", "'sample.temperature' = 0", "(0, ");
+    expect_json_error("{\"sample\": {\"temperature\": -0.5}}", "'sample.temperature' = -0.5", "[0, ");  // 0 is greedy
     expect_json_error("{\"model\": {\"attn_scale\": -0.5}}", "'model.attn_scale' = -0.5 is out of range", NULL);
     expect_json_error("{\"train\": {\"lr\": 1e999}}", "'train.lr' must be a finite number", NULL);
     expect_json_error("{\"data\": {\"path\": \"\"}}", "'data.path' must not be empty", NULL);

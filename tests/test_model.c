@@ -480,6 +480,43 @@ static void test_backward_store_overwrites(void) {
     gpt_free(&m);
 }
 
+// Temperature 0 is greedy decoding: every character is the argmax of the logits after the
+// context so far, whatever the seed.
+static void test_greedy_sampling(void) {
+    GPT m;
+    int V = 9;
+    build_tiny(&m, INIT_FAN_IN, (real)0.5, V);
+    Vocab vocab;
+    uint32_t chars[9];
+    for (int i = 0; i < V; i++) chars[i] = 'a' + (uint32_t)i;
+    vocab.vocab_size = V;
+    vocab.chars = chars;
+    int prompt[2] = {3, 1};
+    char a[64], b[64];
+    FILE *fa = tmpfile(), *fb = tmpfile();
+    Rng ra, rb;
+    rng_seed(&ra, 1);
+    rng_seed(&rb, 2);
+    generate(&m, &vocab, prompt, 2, 6, 0.0, 0, &ra, fa);
+    generate(&m, &vocab, prompt, 2, 6, 0.0, 3, &rb, fb);  // top_k does not matter either
+    read_back(fa, a, sizeof a);
+    read_back(fb, b, sizeof b);
+    CHECK_MSG(strlen(a) == 6 && strcmp(a, b) == 0, "seed 1: '%s', seed 2: '%s'", a, b);
+    // each character is the argmax after its context
+    int ctx[8] = {3, 1};
+    for (int t = 0; t < 6; t++) {
+        gpt_forward(&m, ctx, NULL, 1, 2 + t);
+        const real *l = m.acts.logits + (size_t)(1 + t) * V;
+        int best = 0;
+        for (int i = 1; i < V; i++) if (l[i] > l[best]) best = i;
+        CHECK_MSG(a[t] == 'a' + best, "character %d is '%c', the argmax is '%c'", t, a[t], 'a' + best);
+        ctx[2 + t] = best;
+    }
+    fclose(fa);
+    fclose(fb);
+    gpt_free(&m);
+}
+
 // ---- the honest loss ----
 // For the correct model gen_loss (KV-cache decoding, each position seeing only its past) equals
 // the teacher-forced loss on the same windows up to rounding.
@@ -575,6 +612,7 @@ const TestCase tests_model[] = {
     {"batch_threads_match_one_thread", test_batch_threads_match_one_thread},
     {"gemm_matches_reference", test_gemm_matches_reference},
     {"backward_store_overwrites", test_backward_store_overwrites},
+    {"greedy_sampling", test_greedy_sampling},
     {"gen_loss_equals_val_loss_when_causal", test_gen_loss_equals_val_loss_when_causal},
     {"gen_loss_exposes_a_leak", test_gen_loss_exposes_a_leak},
     {"param_count_and_names", test_param_count_and_names},
