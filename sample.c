@@ -1,6 +1,5 @@
 // sample.c: generate text from a checkpoint, and draw attention maps for a prompt.
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,15 +25,6 @@ static void usage(FILE *f) {
             "context is the last block_size characters; when it is full it restarts from its last half.\n");
 }
 
-static double parse_num(const char *opt, const char *v, double lo, double hi) {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || *end || errno || !(x >= lo && x <= hi))
-        die(EXIT_USAGE, "%s expects a number from %g to %g, got '%s'", opt, lo, hi, v);
-    return x;
-}
-
 int main(int argc, char **argv) {
     g_progname = "sample";
     const char *ckpt_path = NULL, *prompt = "\n", *map_path = NULL;
@@ -44,6 +34,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
+        if (a[0] == '-' && a[1] != '-' && a[1] != 0) die(EXIT_USAGE, "unknown option '%s' (see --help)", a);
         if (a[0] == '-' && a[1] == '-') {
             const char *eq = strchr(a, '=');
             char name[64];
@@ -60,10 +51,10 @@ int main(int argc, char **argv) {
                 v = argv[++i];
             }
             if (!strcmp(name, "--prompt")) prompt = v;
-            else if (!strcmp(name, "--tokens")) { tokens = (int)parse_num(name, v, 0, 1e7); tokens_given = 1; }
-            else if (!strcmp(name, "--temperature")) temperature = parse_num(name, v, 1e-6, 100);
-            else if (!strcmp(name, "--top_k")) top_k = (int)parse_num(name, v, 0, 1e7);
-            else if (!strcmp(name, "--seed")) seed = (long)parse_num(name, v, 0, 2147483647.0);
+            else if (!strcmp(name, "--tokens")) { tokens = (int)flag_integer(name, v, 0, 10000000); tokens_given = 1; }
+            else if (!strcmp(name, "--temperature")) temperature = flag_number(name, v, 1e-6, 100);
+            else if (!strcmp(name, "--top_k")) top_k = (int)flag_integer(name, v, 0, 10000000);
+            else if (!strcmp(name, "--seed")) seed = (long)flag_integer(name, v, 0, 2147483647);
             else map_path = v;
             continue;
         }
@@ -74,7 +65,10 @@ int main(int argc, char **argv) {
 
     char err[1024];
     Checkpoint ck;
+    // checkpoint_open validates the whole file (dimensions against the config record and the
+    // tensors' sizes, finite values, the restored state) before anything is built from it
     if (!checkpoint_open(&ck, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    if (!checkpoint_check_memory(&ck, 1, ck.dims.block_size, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     Config cfg;
     config_defaults(&cfg);
     if (!config_load_json(&cfg, ck.config_json, strlen(ck.config_json), ckpt_path, err, sizeof err) ||
