@@ -3,7 +3,6 @@
 // gradient check. The computations live in lab_core.c (so the tests can call them) and in
 // attention.c; this file parses arguments and prints.
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,13 +137,9 @@ static void usage_gradcheck(FILE *f) {
 // ---------------------------------------------------------------------------------------------
 // argument helpers
 
+// strict: digits only ("0x10", " 5", "2.7" and "" are refused), see common.h
 static long long parse_int(const char *opt, const char *v, long long lo, long long hi) {
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (end == v || *end || errno || x < lo || x > hi)
-        die(EXIT_USAGE, "%s expects an integer from %lld to %lld, got '%s'", opt, lo, hi, v);
-    return x;
+    return flag_integer(opt, v, lo, hi);
 }
 
 static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
@@ -159,18 +154,24 @@ static int parse_list(const char *opt, const char *text, real *out, int max) {
     int n = 0;
     const char *p = text;
     for (;;) {
+        // one item: spaces, a plain decimal number (parse_decimal_text: no hex, inf or nan), spaces
         while (*p == ' ' || *p == '\t') p++;
-        char *end;
-        errno = 0;
-        double x = strtod(p, &end);
-        if (end == p)
+        size_t len = strcspn(p, ", \t");
+        char item[64];
+        double x;
+        if (len == 0 || len >= sizeof item)
             die(EXIT_USAGE, "%s expects comma-separated numbers like \"2,1,0.1\"; item %d of '%s' is not a number", opt,
                 n + 1, text);
-        if (errno || !isfinite(x) || fabs(x) > 1e6)
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (!parse_decimal_text(item, &x))
+            die(EXIT_USAGE, "%s expects comma-separated numbers like \"2,1,0.1\"; item %d of '%s' is not a number", opt,
+                n + 1, text);
+        if (!isfinite(x) || fabs(x) > 1e6)
             die(EXIT_USAGE, "%s: item %d of '%s' must be a finite number of magnitude <= 1e6", opt, n + 1, text);
         if (n >= max) die(EXIT_USAGE, "%s takes at most %d numbers", opt, max);
         out[n++] = (real)x;
-        p = end;
+        p += len;
         while (*p == ' ' || *p == '\t') p++;
         if (*p == 0) return n;
         if (*p != ',')
@@ -613,11 +614,14 @@ static int cmd_gradcheck(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     g_progname = "lab";
-    if (argc < 2 || is_help(argv[1])) {
+    // no command: the usage line, as an error (one line, like every error)
+    if (argc < 2) die(EXIT_USAGE, "missing the COMMAND: usage: lab examples|exercise|softmax|gradcheck [options] (see lab --help)");
+    if (is_help(argv[1])) {
         usage_main(stdout);
         return 0;
     }
     const char *cmd = argv[1];
+    if (cmd[0] == '-') die(EXIT_USAGE, "unknown option '%s': expected a command (examples, exercise, softmax or gradcheck; see lab --help)", cmd);
     if (strcmp(cmd, "examples") == 0) return cmd_examples(argc, argv);
     if (strcmp(cmd, "exercise") == 0) return cmd_exercise(argc, argv);
     if (strcmp(cmd, "softmax") == 0) return cmd_softmax(argc, argv);

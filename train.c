@@ -759,6 +759,7 @@ int main(int argc, char **argv) {
         } else {
             snprintf(r->dir, sizeof r->dir, "%s", cfg.out_dir);
         }
+        if (writes && checkpoint_remove_stale_temps(r->dir, err, sizeof err) < 0) die(EXIT_RUNTIME, "%s", err);
         r->cfg_json = config_to_json(&r->cfg);
         // rank 0 also runs the attention probe on the whole probe batch; the others need their share
         gpt_build(&r->model, &dims, (real)config_attn_scale(&r->cfg), dist_is_root() ? cfg.batch_size : rows, cfg.block_size);
