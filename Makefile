@@ -76,7 +76,12 @@ STAMP ?= build/.config
 $(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BUILD_ID)" ] || echo "$(BUILD_ID)" > $(STAMP))
 CORE_OBJ := $(CORE:%.c=$(OBJDIR)/%.o)
 CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
+# the lab's step-through pages (./lab examples --html FILE) and the HTML writer they use
+PAGES := html.c lab_pages.c
+PAGES_OBJ := $(PAGES:%.c=$(OBJDIR)/%.o)
+PAGES64_OBJ := $(PAGES:%.c=$(OBJDIR)/f64/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
+TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
@@ -110,11 +115,11 @@ mpi-test-build:
 sample: $(OBJDIR)/sample.o $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
-lab: $(OBJDIR)/lab.o $(CORE_OBJ) $(STAMP)
+lab: $(OBJDIR)/lab.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 # the lab and the gradient checks in double precision, from the very same sources
-lab64: $(OBJDIR)/f64/lab.o $(CORE64_OBJ) $(STAMP)
+lab64: $(OBJDIR)/f64/lab.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE $(filter %.o,$^) -o $@ $(LDLIBS)
 
 tools/gencorpus: tools/gencorpus.c
@@ -126,11 +131,11 @@ data/default.txt: | tools/gencorpus
 
 FUZZ_SRC := tests/fuzz/harnesses.c
 
-tests/run_tests: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) tests/test.h $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(OBJDIR)/report.o $(CORE_OBJ) -o $@ $(LDLIBS)
+tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) tests/test.h tests/page_check.h $(OBJDIR)/report.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/report.o $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
 
-tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) tests/test.h $(OBJDIR)/f64/report.o $(CORE64_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(OBJDIR)/f64/report.o $(CORE64_OBJ) -o $@ $(LDLIBS)
+tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) tests/test.h tests/page_check.h $(OBJDIR)/f64/report.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/f64/report.o $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
 
 run: all
 	./train configs/default.json
