@@ -85,7 +85,7 @@ TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test test-asan fuzz demo bench clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test test-asan test-browser fuzz demo bench clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -137,6 +137,17 @@ tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) tests/tes
 tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) tests/test.h tests/page_check.h $(OBJDIR)/f64/report.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/f64/report.o $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
 
+# The pages in a real browser: headless Chromium opens every step of both lab pages (#step=N),
+# checks the rendered DOM against ./lab's JSON output and that no request left the file, and
+# takes screenshots (build/browser/*.png). Installs Debian's chromium when missing and it can;
+# skips, saying so, where it cannot.
+tests/browser_test: tests/browser_test.c $(TEST_LIB) tests/page_check.h $(STAMP) | deps
+	$(CC) $(ALL_CFLAGS) -I. tests/browser_test.c $(TEST_LIB) -o $@ $(LDLIBS)
+
+test-browser: lab tests/browser_test
+	@if sh tools/ensure-chromium.sh; then ./tests/browser_test; \
+	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
+
 run: all
 	./train configs/default.json
 
@@ -177,4 +188,4 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/train $(DESTDIR)$(PREFIX)/bin/sample $(DESTDIR)$(PREFIX)/bin/lab
 
 clean:
-	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tools/gencorpus $(FUZZ_TARGETS)
+	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tests/browser_test tools/gencorpus $(FUZZ_TARGETS)
