@@ -211,126 +211,137 @@ void html_page_free(HtmlPage *p) {
 // Colours: text #1a1a1a on white (contrast 17:1), grey text #555 (7.5:1), highlighted cells
 // dark text on #ffe08a (14:1), masked cells #595959 on #efefef (6.3:1); the buttons' blue #0b5cad
 // on white is 6.8:1. Each mark also has a cue that is not colour: bold, a box, italics.
-static const char *const PAGE_CSS =
-    ":root{color-scheme:light}\n"
-    "*{box-sizing:border-box}\n"
-    "html{-webkit-text-size-adjust:100%;text-size-adjust:100%}\n"
-    "body{margin:0 auto;max-width:1180px;padding:0 16px 48px;font:16px/1.5 system-ui,-apple-system,\"Segoe UI\","
-    "Roboto,\"DejaVu Sans\",sans-serif;color:#1a1a1a;background:#fff}\n"
-    "h1{font-size:1.45rem;line-height:1.25;margin:16px 0 4px}\n"
-    "h2{font-size:1.2rem;margin:20px 0 4px}\n"
-    "h3{font-size:1.1rem;margin:14px 0 4px}\n"
-    "h4{font-size:.95rem;margin:0 0 6px}\n"
-    "p{margin:6px 0;max-width:75ch}\n"
+static const char *const PAGE_CSS[] = {
+    ":root{color-scheme:light}\n",
+    "*{box-sizing:border-box}\n",
+    "html{-webkit-text-size-adjust:100%;text-size-adjust:100%}\n",
+    "body{margin:0 auto;max-width:1240px;padding:0 16px 48px;font:16px/1.5 system-ui,-apple-system,\"Segoe UI\","
+    "Roboto,\"DejaVu Sans\",sans-serif;color:#1a1a1a;background:#fff}\n",
+    "h1{font-size:1.45rem;line-height:1.25;margin:16px 0 4px}\n",
+    "h2{font-size:1.2rem;margin:20px 0 4px}\n",
+    "h3{font-size:1.1rem;margin:14px 0 4px}\n",
+    "h4{font-size:.95rem;margin:0 0 6px}\n",
+    "p{margin:6px 0;max-width:75ch}\n",
     "code{font-family:ui-monospace,\"DejaVu Sans Mono\",Menlo,Consolas,monospace;font-size:.9em;background:#f2f2f2;"
-    "padding:0 .25em;border-radius:3px;overflow-wrap:anywhere}\n"
-    ".by{color:#555;font-size:.9rem;margin:0 0 4px}\n"
+    "padding:0 .25em;border-radius:3px;overflow-wrap:anywhere}\n",
+    ".by{color:#555;font-size:.9rem;margin:0 0 4px}\n",
     ".controls{position:sticky;top:0;z-index:2;display:flex;flex-wrap:wrap;gap:8px;align-items:center;"
-    "background:#fff;padding:8px 0;border-bottom:1px solid #ccc}\n"
-    ".controls[hidden]{display:none}\n"
-    ".status{flex:1 1 9em;min-width:0;font-weight:600;font-size:.92rem}\n"
+    "background:#fff;padding:8px 0;border-bottom:1px solid #ccc}\n",
+    ".controls[hidden]{display:none}\n",
+    ".status{flex:1 1 9em;min-width:0;font-weight:600;font-size:.92rem}\n",
     "button{font:inherit;font-size:.95rem;min-height:44px;padding:6px 14px;border:2px solid #0b5cad;border-radius:8px;"
-    "background:#fff;color:#0b5cad;cursor:pointer}\n"
-    "button:hover{background:#eef4fb}\n"
-    "button:disabled{color:#6e6e6e;border-color:#b5b5b5;background:#f6f6f6;cursor:default}\n"
-    "button:focus-visible,a:focus-visible{outline:3px solid #b35900;outline-offset:2px}\n"
-    "button[aria-pressed=true]{background:#0b5cad;color:#fff}\n"
-    ".toc ol{display:flex;flex-wrap:wrap;gap:2px 18px;margin:6px 0 0;padding:0;list-style:none}\n"
-    ".toc a{color:#0b5cad;font-weight:600}\n"
-    ".toc a[aria-current=true]{color:#1a1a1a;text-decoration:none;border-bottom:3px solid #0b5cad}\n"
-    ".range{color:#555;font-size:.85rem}\n"
-    ".legend{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:.85rem;color:#333;margin:6px 0 0}\n"
-    ".legend>span{white-space:nowrap}\n"
+    "background:#fff;color:#0b5cad;cursor:pointer}\n",
+    "button:hover{background:#eef4fb}\n",
+    "button:disabled{color:#6e6e6e;border-color:#b5b5b5;background:#f6f6f6;cursor:default}\n",
+    "button:focus-visible,a:focus-visible{outline:3px solid #b35900;outline-offset:2px}\n",
+    "button[aria-pressed=true]{background:#0b5cad;color:#fff}\n",
+    ".toc ol{display:flex;flex-wrap:wrap;gap:2px 18px;margin:6px 0 0;padding:0;list-style:none}\n",
+    ".toc a{color:#0b5cad;font-weight:600}\n",
+    ".toc a[aria-current=true]{color:#1a1a1a;text-decoration:none;border-bottom:3px solid #0b5cad}\n",
+    ".range{color:#555;font-size:.85rem}\n",
+    ".legend{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:.85rem;color:#333;margin:6px 0 0}\n",
+    ".legend>span{white-space:nowrap}\n",
     ".sw{display:inline-block;min-width:2.8em;padding:0 4px;margin-right:4px;font-family:ui-monospace,\"DejaVu Sans Mono\","
-    "monospace;font-size:.8rem;text-align:center;border:1px solid #e2e2e2}\n"
-    ".sw.c{background:#ffe08a;font-weight:700}\n"
-    ".sw.k{box-shadow:inset 0 0 0 2px #1a1a1a}\n"
-    ".sw.m{background:#efefef;color:#595959;font-style:italic}\n"
-    "footer{margin-top:28px;border-top:1px solid #ccc;color:#333;font-size:.92rem}\n"
-    ".step{border-top:1px solid #ddd;margin-top:12px}\n"
-    ".js .step{border-top:0;margin-top:0}\n"
-    ".caption{font-size:1.02rem}\n"
-    ".mats{display:flex;flex-wrap:wrap;gap:14px 18px;align-items:flex-start;margin-top:10px}\n"
-    ".mats>*{min-width:0;max-width:100%}\n"
-    ".panels{display:flex;flex-wrap:wrap;gap:14px 18px;align-items:flex-start}\n"
-    ".group{display:flex;flex-wrap:wrap;gap:14px 18px;align-items:flex-start}\n"
-    ".panel{border:1px solid #c8c8c8;border-radius:8px;padding:8px 10px 10px}\n"
-    ".panel.alt{border-style:dashed;background:#fafafa}\n"
-    ".panels>*,.group>*{min-width:0;max-width:100%}\n"
-    "figure.mat{margin:0}\n"
+    "monospace;font-size:.8rem;text-align:center;border:1px solid #e2e2e2}\n",
+    ".sw.c{background:#ffe08a;font-weight:700}\n",
+    ".sw.k{box-shadow:inset 0 0 0 2px #1a1a1a}\n",
+    ".sw.m{background:#efefef;color:#595959;font-style:italic}\n",
+    "footer{margin-top:28px;border-top:1px solid #ccc;color:#333;font-size:.92rem}\n",
+    ".step{border-top:1px solid #ddd;margin-top:12px}\n",
+    ".js .step{border-top:0;margin-top:0}\n",
+    ".caption{font-size:1.02rem}\n",
+    ".mats{display:flex;flex-wrap:wrap;gap:14px 18px;align-items:flex-start;margin-top:10px}\n",
+    ".mats>*{min-width:0;max-width:100%}\n",
+    ".panels{display:flex;flex-wrap:wrap;gap:14px 18px;align-items:flex-start}\n",
+    ".group{display:flex;flex-wrap:wrap;gap:14px 18px;align-items:flex-start}\n",
+    ".panel{border:1px solid #c8c8c8;border-radius:8px;padding:8px 10px 10px}\n",
+    ".panel.alt{border-style:dashed;background:#fafafa}\n",
+    ".panels>*,.group>*{min-width:0;max-width:100%}\n",
+    "figure.mat{margin:0}\n",
     "figure.mat figcaption{font-family:ui-monospace,\"DejaVu Sans Mono\",Menlo,Consolas,monospace;font-size:.9rem;"
-    "font-weight:600;margin-bottom:2px}\n"
-    ".scroll{overflow-x:auto;max-width:100%}\n"
-    ".more{display:none;font-size:.8rem;color:#555;margin:2px 0 0}\n"
-    ".wide .more{display:block}\n"
+    "font-weight:600;margin-bottom:2px}\n",
+    ".scroll{overflow-x:auto;max-width:100%}\n",
+    ".more{display:none;font-size:.8rem;color:#555;margin:2px 0 0}\n",
+    ".wide .more{display:block}\n",
     "table{border-collapse:collapse;font-family:ui-monospace,\"DejaVu Sans Mono\",Menlo,Consolas,monospace;"
-    "font-size:14px;font-variant-numeric:tabular-nums}\n"
-    "td,th{padding:3px 7px;text-align:right;white-space:nowrap;border:1px solid #e2e2e2}\n"
-    "th{color:#555;font-weight:400;font-size:12px;background:#f7f7f7}\n"
-    "th.corner{text-align:left}\n"
-    "td.c{background:#ffe08a;font-weight:700}\n"
-    "td.m{background:#efefef;color:#595959;font-style:italic;font-weight:400}\n"
-    "td.c.m{background:#ffe08a;color:#4d4d4d}\n"
-    "td.k{box-shadow:inset 0 0 0 2px #1a1a1a}\n"
-    "td.x,th.x{border-left:3px double #999}\n"
-    "td.x{color:#1a1a1a;background:#f3f7fc}\n"
-    "@media (max-width:600px){body{padding:0 10px 40px}h1{font-size:1.25rem}"
-    "table{font-size:12px}td,th{padding:2px 4px}th{font-size:11px}button{padding:6px 10px}"
-    ".panel{padding:6px}}\n"
-    "@media print{.controls{display:none}.step[hidden],.seq[hidden],.panel[hidden]{display:block}}\n";
+    "font-size:13px;font-variant-numeric:tabular-nums}\n",
+    "td,th{padding:3px 4px;text-align:right;white-space:nowrap;border:1px solid #e2e2e2}\n",
+    "th{color:#555;font-weight:400;font-size:12px;background:#f7f7f7}\n",
+    "th.corner{text-align:left}\n",
+    "td.c{background:#ffe08a;font-weight:700}\n",
+    "td.m{background:#efefef;color:#595959;font-style:italic;font-weight:400}\n",
+    "td.c.m{background:#ffe08a;color:#4d4d4d}\n",
+    "td.k{box-shadow:inset 0 0 0 2px #1a1a1a}\n",
+    "td.x,th.x{border-left:3px double #999}\n",
+    "td.x{color:#1a1a1a;background:#f3f7fc}\n",
+    // a phone: the step itself must start within the first screen. The status line is read out
+    // (aria-live) but not shown: the step's own heading says the same.
+    "@media (max-width:600px){body{padding:0 10px 40px}h1{font-size:1.1rem;margin-top:10px}h2{font-size:1.02rem;"
+    "margin-top:10px}h3{font-size:1rem;margin-top:8px}.by{font-size:.8rem}.caption,p{font-size:.95rem}"
+    ".controls{gap:6px;padding:6px 0}button{font-size:.88rem;padding:4px 9px}"
+    ".status{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}"
+    ".toc ol{gap:0 12px;font-size:.9rem}.range{display:none}.legend{font-size:.8rem}"
+    ".js .seq.later .intro{display:none}"
+    "table{font-size:12px}td,th{padding:2px 4px}th{font-size:11px}.panel{padding:6px}}\n",
+    "@media print{.controls{display:none}.step[hidden],.seq[hidden],.panel[hidden]{display:block}}\n",
+    NULL,
+};
 
 // Progressive enhancement: without the script every step is visible in order and the controls
 // stay hidden. The script shows one step, wires the buttons, the arrow keys and #step=N[&alt=1].
-static const char *const PAGE_JS =
-    "(function(){\n"
-    "'use strict';\n"
-    "var steps=[].slice.call(document.querySelectorAll('section.step'));\n"
-    "var seqs=[].slice.call(document.querySelectorAll('section.seq'));\n"
-    "var alts=[].slice.call(document.querySelectorAll('.panel.alt'));\n"
-    "var links=[].slice.call(document.querySelectorAll('.toc a'));\n"
-    "var n=steps.length;if(!n)return;\n"
-    "var prev=document.getElementById('prev'),next=document.getElementById('next');\n"
-    "var sw=document.getElementById('alt'),status=document.getElementById('status');\n"
-    "var cur=1,alt=false;\n"
-    "document.documentElement.className='js';\n"
-    "document.getElementById('controls').hidden=false;\n"
-    "if(sw&&alts.length)sw.hidden=false;\n"
+static const char *const PAGE_JS[] = {
+    "(function(){\n",
+    "'use strict';\n",
+    "var steps=[].slice.call(document.querySelectorAll('section.step'));\n",
+    "var seqs=[].slice.call(document.querySelectorAll('section.seq'));\n",
+    "var alts=[].slice.call(document.querySelectorAll('.panel.alt'));\n",
+    "var links=[].slice.call(document.querySelectorAll('.toc a'));\n",
+    "var n=steps.length;if(!n)return;\n",
+    "var prev=document.getElementById('prev'),next=document.getElementById('next');\n",
+    "var sw=document.getElementById('alt'),status=document.getElementById('status');\n",
+    "var cur=1,alt=false;\n",
+    "document.documentElement.className='js';\n",
+    "document.getElementById('controls').hidden=false;\n",
+    "if(sw&&alts.length)sw.hidden=false;\n",
     "function parse(){var h=location.hash,m=/step[=-](\\d+)/.exec(h);"
-    "return{step:m?parseInt(m[1],10):1,alt:/(^#|&)alt=1(&|$)/.test(h)};}\n"
-    "function show(k,a){\n"
-    " if(!(k>=1))k=1;if(k>n)k=n;cur=k;alt=!!a&&alts.length>0;\n"
-    " var s=steps[cur-1];\n"
-    " steps.forEach(function(x){x.hidden=x!==s;});\n"
-    " seqs.forEach(function(q){q.hidden=!q.contains(s);});\n"
-    " alts.forEach(function(x){x.hidden=!alt;});\n"
+    "return{step:m?parseInt(m[1],10):1,alt:/(^#|&)alt=1(&|$)/.test(h)};}\n",
+    "function show(k,a){\n",
+    " if(!(k>=1))k=1;if(k>n)k=n;cur=k;alt=!!a&&alts.length>0;\n",
+    " var s=steps[cur-1];\n",
+    " steps.forEach(function(x){x.hidden=x!==s;});\n",
+    " seqs.forEach(function(q){q.hidden=!q.contains(s);"
+    "q.classList.toggle('later',q.querySelector('section.step')!==s);});\n",
+    " alts.forEach(function(x){x.hidden=!alt;});\n",
     " links.forEach(function(l){var q=document.getElementById(l.getAttribute('data-seq'));"
-    "l.setAttribute('aria-current',q&&q.contains(s)?'true':'false');});\n"
-    " var f=document.activeElement;\n"
-    " prev.disabled=cur===1;next.disabled=cur===n;\n"
-    " if(f===next&&next.disabled)prev.focus();else if(f===prev&&prev.disabled)next.focus();\n"
-    " if(sw)sw.setAttribute('aria-pressed',alt?'true':'false');\n"
-    " status.textContent='Step '+cur+' of '+n+': '+s.getAttribute('data-title');\n"
-    " wide();\n"
-    " var h='#step='+cur+(alt?'&alt=1':'');\n"
-    " if(location.hash!==h){try{history.replaceState(null,'',h);}catch(e){}}\n"
-    "}\n"
+    "l.setAttribute('aria-current',q&&q.contains(s)?'true':'false');});\n",
+    " var f=document.activeElement;\n",
+    " prev.disabled=cur===1;next.disabled=cur===n;\n",
+    " if(f===next&&next.disabled)prev.focus();else if(f===prev&&prev.disabled)next.focus();\n",
+    " if(sw)sw.setAttribute('aria-pressed',alt?'true':'false');\n",
+    " status.textContent='Step '+cur+' of '+n+': '+s.getAttribute('data-title');\n",
+    " wide();\n",
+    " var h='#step='+cur+(alt?'&alt=1':'');\n",
+    " if(location.hash!==h){try{history.replaceState(null,'',h);}catch(e){}}\n",
+    "}\n",
     "function wide(){[].forEach.call(document.querySelectorAll('figure.mat'),function(m){"
-    "var d=m.querySelector('.scroll');m.classList.toggle('wide',!!d&&d.scrollWidth>d.clientWidth+1);});}\n"
-    "window.addEventListener('resize',wide);\n"
-    "prev.addEventListener('click',function(){show(cur-1,alt);});\n"
-    "next.addEventListener('click',function(){show(cur+1,alt);});\n"
-    "if(sw)sw.addEventListener('click',function(){show(cur,!alt);});\n"
+    "var d=m.querySelector('.scroll');m.classList.toggle('wide',!!d&&d.scrollWidth>d.clientWidth+1);});}\n",
+    "window.addEventListener('resize',wide);\n",
+    "prev.addEventListener('click',function(){show(cur-1,alt);});\n",
+    "next.addEventListener('click',function(){show(cur+1,alt);});\n",
+    "if(sw)sw.addEventListener('click',function(){show(cur,!alt);});\n",
     "links.forEach(function(l){l.addEventListener('click',function(e){e.preventDefault();"
-    "show(parseInt(l.getAttribute('data-first'),10),alt);window.scrollTo(0,0);});});\n"
-    "document.addEventListener('keydown',function(e){\n"
-    " if(e.altKey||e.ctrlKey||e.metaKey||e.shiftKey)return;\n"
-    " var t=e.target&&e.target.tagName;if(t==='INPUT'||t==='TEXTAREA'||t==='SELECT')return;\n"
-    " if(e.key==='ArrowRight'){show(cur+1,alt);e.preventDefault();}\n"
-    " else if(e.key==='ArrowLeft'){show(cur-1,alt);e.preventDefault();}\n"
-    "});\n"
-    "window.addEventListener('hashchange',function(){var p=parse();show(p.step,p.alt);window.scrollTo(0,0);});\n"
-    "var p0=parse();show(p0.step,p0.alt);window.scrollTo(0,0);\n"
-    "})();\n";
+    "show(parseInt(l.getAttribute('data-first'),10),alt);window.scrollTo(0,0);});});\n",
+    "document.addEventListener('keydown',function(e){\n",
+    " if(e.altKey||e.ctrlKey||e.metaKey||e.shiftKey)return;\n",
+    " var t=e.target&&e.target.tagName;if(t==='INPUT'||t==='TEXTAREA'||t==='SELECT')return;\n",
+    " if(e.key==='ArrowRight'){show(cur+1,alt);e.preventDefault();}\n",
+    " else if(e.key==='ArrowLeft'){show(cur-1,alt);e.preventDefault();}\n",
+    "});\n",
+    "window.addEventListener('hashchange',function(){var p=parse();show(p.step,p.alt);window.scrollTo(0,0);});\n",
+    "var p0=parse();show(p0.step,p0.alt);window.scrollTo(0,0);\n",
+    "})();\n",
+    NULL,
+};
 
 // ---------------------------------------------------------------------------------------------
 // writing
@@ -382,7 +393,7 @@ void html_write_head(FILE *f, const char *title, const char *command) {
           "<meta http-equiv=\"Content-Security-Policy\" content=\"" PAGE_CSP "\">\n<title>", f);
     html_escape(f, title);
     fputs("</title>\n<style>\n", f);
-    fputs(PAGE_CSS, f);
+    for (int i = 0; PAGE_CSS[i]; i++) fputs(PAGE_CSS[i], f);
     fputs("</style>\n</head>\n<body>\n<header>\n<h1>", f);
     html_escape(f, title);
     fputs("</h1>\n<p class=\"by\">Written by <code class=\"cmd\">", f);
@@ -393,7 +404,7 @@ void html_write_head(FILE *f, const char *title, const char *command) {
 void html_write_tail(FILE *f, int script) {
     if (script) {
         fputs("<script>\n", f);
-        fputs(PAGE_JS, f);
+        for (int i = 0; PAGE_JS[i]; i++) fputs(PAGE_JS[i], f);
         fputs("</script>\n", f);
     }
     fputs("</body>\n</html>\n", f);

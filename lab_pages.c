@@ -322,6 +322,7 @@ typedef struct {
     const char *group;
     int T, dk, causal;
     const char *q_name;  // "Q", or "q" for the one-query example
+    int show_p;          // draw P again beside O, dV and dS (small examples; the exercise's are wide)
 } Fwd;
 
 static double get1(const LabArrays *s, const char *group, const char *name, int i) {
@@ -393,7 +394,7 @@ static void step_mix(HtmlPage *p, const LabArrays *s, const Fwd *f, const char *
     const char *outs[2] = {"out_scaled", "out_unscaled"};
     for (int v = 0; v < 2; v++) {
         int where = v ? HTML_ALT : HTML_MAIN;
-        put(st, s, where, f->group, names[v], "P", "t", "u");
+        if (f->show_p) put(st, s, where, f->group, names[v], "P", "t", "u");
         HtmlMatrix *m = put(st, s, where, f->group, outs[v], "O = P V", "t", "i");
         html_mat_mark_all(m, HTML_CELL_CHANGED);
     }
@@ -414,7 +415,7 @@ static void backward_steps(HtmlPage *p, const LabArrays *s, const Fwd *f, const 
     put(st, s, HTML_SHARED, f->group, "dO", "dO (given)", "t", "i");
     for (int v = 0; v < 2; v++) {
         int where = v ? HTML_ALT : HTML_MAIN;
-        put(st, s, where, f->group, P[v], "P", "t", "u");
+        if (f->show_p) put(st, s, where, f->group, P[v], "P", "t", "u");
         m = put(st, s, where, f->group, dV[v], "dV = P^T dO", "u", "i");
         html_mat_mark_all(m, HTML_CELL_CHANGED);
     }
@@ -429,7 +430,7 @@ static void backward_steps(HtmlPage *p, const LabArrays *s, const Fwd *f, const 
     st = html_page_step(p, "dS = P * (dP - rowsum(dP * P))", captions[2]);
     for (int v = 0; v < 2; v++) {
         int where = v ? HTML_ALT : HTML_MAIN;
-        put(st, s, where, f->group, P[v], "P", "t", "u");
+        if (f->show_p) put(st, s, where, f->group, P[v], "P", "t", "u");
         m = put(st, s, where, f->group, dS[v], "dS", "t", "u");
         if (f->causal)
             mark_causal(m, lab_arrays_get(s, key_of(f->group, dS[v])), HTML_CELL_MASKED, HTML_CELL_CHANGED);
@@ -476,8 +477,8 @@ HtmlPage *lab_examples_page(const LabArrays *s, const char *command) {
     double scale = 1.0 / sqrt(2.0);
 
     // 1. one query
-    Fwd one = {"one_query", 1, 2, 0, "q"};
-    html_page_sequence(p, "one-query", "One query over two keys",
+    Fwd one = {"one_query", 1, 2, 0, "q", 1};
+    html_page_sequence(p, "one-query", "One query",
                        "Example 2 of `./lab examples`: one query q = [1,0] over keys [1,0], [0,1] with values "
                        "[10,0], [0,10]. The lone query is the last position, so the causal mask hides nothing.");
     step_scores(p, s, &one, "The query is compared with each key by a dot product: the key pointing the same way "
@@ -500,7 +501,7 @@ HtmlPage *lab_examples_page(const LabArrays *s, const char *command) {
     step_mix(p, s, &one, c);
 
     // 2. T = 3 forward
-    Fwd t3 = {"t3", 3, 2, 1, "Q"};
+    Fwd t3 = {"t3", 3, 2, 1, "Q", 1};
     html_page_sequence(p, "t3", "T = 3, forward",
                        "Example 1 of `./lab examples` with the causal mask: T = 3 tokens, d_k = 2, each token's "
                        "query is its key: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]].");
@@ -560,7 +561,7 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
              (unsigned)e->seed, T, d, e->causal ? "causal mask" : "no mask");
     html_page_note(p, c);
     page_switch(p, d);
-    Fwd f = {"", T, d, e->causal, "Q"};
+    Fwd f = {"", T, d, e->causal, "Q", 0};
 
     snprintf(intro, sizeof intro, "T = %d tokens, d_k = %d. The scaled and the unscaled run share Q, K, V and the "
                                   "raw scores; from the Scale step on, the switch shows the unscaled one beside.",

@@ -383,13 +383,12 @@ static const PcExpect EXERCISE_FORWARD[] = {
     {"Mask", "above the diagonal to -inf", "M:masked_scaled A:masked_unscaled"},
     {"Softmax", "largest weight of each row",
      "M:weights_scaled+rowmax_scaled+rowsum_scaled A:weights_unscaled+rowmax_unscaled+rowsum_unscaled"},
-    {"Mix", "O = P V", "S:V M:weights_scaled M:out_scaled A:weights_unscaled A:out_unscaled"},
+    {"Mix", "O = P V", "S:V M:out_scaled A:out_unscaled"},
     {"Row maxima", "verdict: over", "S:rowmax_scaled+rowmax_unscaled+entropy_scaled+entropy_unscaled"},
-    {"dV = P^T dO", "dV[u] = sum_t P[t][u] dO[t]", "S:dO M:weights_scaled M:dV_scaled A:weights_unscaled A:dV_unscaled"},
+    {"dV = P^T dO", "dV[u] = sum_t P[t][u] dO[t]", "S:dO M:dV_scaled A:dV_unscaled"},
     {"dP = dO V^T", "dP[t][u] = dO[t] . V[u]", "S:dO S:V S:dP"},
     {"dS = P * (dP - rowsum(dP * P))", "r[t] = sum_u dP[t][u] P[t][u]",
-     "M:weights_scaled M:dS_scaled+dS_r_scaled+dS_sum_scaled+dS_gain_scaled "
-     "A:weights_unscaled A:dS_unscaled+dS_r_unscaled+dS_sum_unscaled+dS_gain_unscaled"},
+     "M:dS_scaled+dS_r_scaled+dS_sum_scaled+dS_gain_scaled A:dS_unscaled+dS_r_unscaled+dS_sum_unscaled+dS_gain_unscaled"},
     {"dQ = scale * dS K", "dQ[t] = scale * sum_u dS[t][u] K[u]", "S:K M:dQ_scaled A:dQ_unscaled"},
     {"dK = scale * dS^T Q", "dK[u] = scale * sum_t dS[t][u] Q[t]", "S:Q M:dK_scaled A:dK_unscaled"},
 };
