@@ -101,16 +101,21 @@ HtmlStep *html_page_step(HtmlPage *p, const char *title, const char *caption) {
 
 int html_page_n_steps(const HtmlPage *p) { return p->n_steps; }
 
-HtmlMatrix *html_step_matrix(HtmlStep *s, int where, const char *key, const char *name, int rows, int cols) {
+HtmlMatrix *html_matrix_new(const char *key, const char *name, int rows, int cols) {
     HtmlMatrix *m = xcalloc(1, sizeof *m, "HTML matrix");
-    m->key = dup_or_null(key);
-    m->name = dup_or_null(name);
-    m->where = where;
+    m->key = dup_or_null(key ? key : "");
+    m->name = dup_or_null(name ? name : "");
     m->rows = rows;
     m->cols = cols;
     m->v = xcalloc((size_t)rows * cols, sizeof(double), "HTML matrix");
     m->mark = xcalloc((size_t)rows * cols, 1, "HTML matrix");
     snprintf(m->fmt, sizeof m->fmt, "%%.6f");
+    return m;
+}
+
+HtmlMatrix *html_step_matrix(HtmlStep *s, int where, const char *key, const char *name, int rows, int cols) {
+    HtmlMatrix *m = html_matrix_new(key, name, rows, cols);
+    m->where = where;
     s->m = push_ptr(s->m, s->n_m, sizeof(HtmlMatrix *));
     s->m[s->n_m++] = m;
     return m;
@@ -160,7 +165,8 @@ void html_mat_extra(HtmlMatrix *m, const char *key, const char *label, const dou
     memcpy(m->extra[e].v, v, (size_t)m->rows * sizeof(double));
 }
 
-static void matrix_free(HtmlMatrix *m) {
+void html_matrix_free(HtmlMatrix *m) {
+    if (!m) return;
     free(m->key);
     free(m->name);
     free(m->v);
@@ -182,7 +188,7 @@ void html_page_free(HtmlPage *p) {
     if (!p) return;
     for (int i = 0; i < p->n_steps; i++) {
         HtmlStep *s = p->steps[i];
-        for (int j = 0; j < s->n_m; j++) matrix_free(s->m[j]);
+        for (int j = 0; j < s->n_m; j++) html_matrix_free(s->m[j]);
         free(s->m);
         free(s->title);
         free(s->caption);

@@ -96,12 +96,17 @@ void html_page_free(HtmlPage *p);
 // ---- pieces, for other pages in the same style (a report without steps) ----
 // <!DOCTYPE html> to <body>, with the CSP, the style sheet, the heading and the command.
 void html_write_head(FILE *f, const char *title, const char *command);
-// The closing </body></html>, with the script when `script` (step pages) is set.
+// The closing </body></html>, with the script when `script` (step pages: it expects their
+// controls) is set; a page of other content passes 0.
 void html_write_tail(FILE *f, int script);
 // Text with & < > " ' escaped.
 void html_escape(FILE *f, const char *text);
 // Text escaped, with `backquoted` parts set as <code>.
 void html_text(FILE *f, const char *text);
+// A matrix of zeros that belongs to no step (set it up with the html_mat_* functions, write it
+// with html_write_matrix, free it with html_matrix_free).
+HtmlMatrix *html_matrix_new(const char *key, const char *name, int rows, int cols);
+void html_matrix_free(HtmlMatrix *m);
 // One matrix as a <figure> holding a <table>.
 void html_write_matrix(FILE *f, const HtmlMatrix *m);
 

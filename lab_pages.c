@@ -31,6 +31,11 @@ void lab_arrays_add(LabArrays *s, const char *key, int rows, int cols, const rea
     for (size_t i = 0; i < (size_t)rows * cols; i++) x->v[i] = (double)v[i];
 }
 
+void lab_arrays_add_double(LabArrays *s, const char *key, int rows, int cols, const double *v) {
+    LabArray *x = arrays_push(s, key, rows, cols, 0);
+    memcpy(x->v, v, (size_t)rows * cols * sizeof(double));
+}
+
 void lab_arrays_add_vector(LabArrays *s, const char *key, int n, const double *v) {
     LabArray *x = arrays_push(s, key, n, 1, 1);
     memcpy(x->v, v, (size_t)n * sizeof(double));
@@ -251,6 +256,15 @@ void lab_exercise_arrays(LabArrays *s, const LabExercise *e) {
         add_scaled_scores(s, "masked_scaled", e->scores, T, T, scale, 1);
         add_scaled_scores(s, "masked_unscaled", e->scores, T, T, 1, 1);
     }
+    double *stats = xmalloc((size_t)T * 4 * sizeof(double), "row statistics");
+    for (int t = 0; t < T; t++) {
+        stats[t * 4 + 0] = e->rowmax_scaled[t];
+        stats[t * 4 + 1] = e->rowmax_unscaled[t];
+        stats[t * 4 + 2] = e->entropy_scaled[t];
+        stats[t * 4 + 3] = e->entropy_unscaled[t];
+    }
+    lab_arrays_add_double(s, "row_stats", T, 4, stats);  // the terminal's row table, as one matrix
+    free(stats);
     add_row_sums(s, "rowsum_scaled", e->weights_scaled, T, T);
     add_row_sums(s, "rowsum_unscaled", e->weights_unscaled, T, T);
     lab_arrays_add(s, "out_scaled", T, d, e->out_scaled);
@@ -329,17 +343,44 @@ static double get1(const LabArrays *s, const char *group, const char *name, int 
     return lab_arrays_get(s, key_of(group, name))->v[i];
 }
 
-// Largest entry of each row of group.name, and which rows have one above `above`.
-static void row_max_range(const LabArrays *s, const char *group, const char *name, double *lo, double *hi) {
+// Row r of a small integer-valued input as `./lab examples` writes it in its headings: "[1,0]".
+static const char *fmt_row(char *buf, size_t n, const LabArray *a, int r) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int c = 0; c < a->cols && k < n; c++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%g", c ? "," : "", a->v[(size_t)r * a->cols + c]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+// The whole matrix the same way: "[[1,0],[0,1],[1,1]]".
+static const char *fmt_matrix(char *buf, size_t n, const LabArray *a) {
+    char row[128];
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int r = 0; r < a->rows && k < n; r++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", r ? "," : "", fmt_row(row, sizeof row, a, r));
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+// The smallest and the largest of the rows' largest entries of group.name, from row `first` on
+// (1 under the causal mask: row 0 sees one key, whose weight is 1 whatever the scale).
+static void row_max_range(const LabArrays *s, const char *group, const char *name, int first, double *lo,
+                          double *hi) {
     const LabArray *a = lab_arrays_get(s, key_of(group, name));
     *lo = INFINITY;
     *hi = -INFINITY;
-    for (int t = 0; t < a->rows; t++) {
+    for (int t = first < a->rows ? first : 0; t < a->rows; t++) {
         double m = -INFINITY;
         for (int u = 0; u < a->cols; u++) m = fmax(m, a->v[(size_t)t * a->cols + u]);
         *lo = fmin(*lo, m);
         *hi = fmax(*hi, m);
     }
+}
+
+// P again (as an input of a later step), its masked entries greyed.
+static void put_weights(HtmlStep *st, const LabArrays *s, int where, const Fwd *f, const char *name) {
+    HtmlMatrix *m = put(st, s, where, f->group, name, "P", "t", "u");
+    if (f->causal) mark_causal(m, lab_arrays_get(s, key_of(f->group, name)), HTML_CELL_MASKED, 0);
 }
 
 static void step_scores(HtmlPage *p, const LabArrays *s, const Fwd *f, const char *caption) {
@@ -394,7 +435,7 @@ static void step_mix(HtmlPage *p, const LabArrays *s, const Fwd *f, const char *
     const char *outs[2] = {"out_scaled", "out_unscaled"};
     for (int v = 0; v < 2; v++) {
         int where = v ? HTML_ALT : HTML_MAIN;
-        if (f->show_p) put(st, s, where, f->group, names[v], "P", "t", "u");
+        if (f->show_p) put_weights(st, s, where, f, names[v]);
         HtmlMatrix *m = put(st, s, where, f->group, outs[v], "O = P V", "t", "i");
         html_mat_mark_all(m, HTML_CELL_CHANGED);
     }
@@ -415,7 +456,7 @@ static void backward_steps(HtmlPage *p, const LabArrays *s, const Fwd *f, const 
     put(st, s, HTML_SHARED, f->group, "dO", "dO (given)", "t", "i");
     for (int v = 0; v < 2; v++) {
         int where = v ? HTML_ALT : HTML_MAIN;
-        if (f->show_p) put(st, s, where, f->group, P[v], "P", "t", "u");
+        if (f->show_p) put_weights(st, s, where, f, P[v]);
         m = put(st, s, where, f->group, dV[v], "dV = P^T dO", "u", "i");
         html_mat_mark_all(m, HTML_CELL_CHANGED);
     }
@@ -430,7 +471,7 @@ static void backward_steps(HtmlPage *p, const LabArrays *s, const Fwd *f, const 
     st = html_page_step(p, "dS = P * (dP - rowsum(dP * P))", captions[2]);
     for (int v = 0; v < 2; v++) {
         int where = v ? HTML_ALT : HTML_MAIN;
-        if (f->show_p) put(st, s, where, f->group, P[v], "P", "t", "u");
+        if (f->show_p) put_weights(st, s, where, f, P[v]);
         m = put(st, s, where, f->group, dS[v], "dS", "t", "u");
         if (f->causal)
             mark_causal(m, lab_arrays_get(s, key_of(f->group, dS[v])), HTML_CELL_MASKED, HTML_CELL_CHANGED);
@@ -478,11 +519,18 @@ HtmlPage *lab_examples_page(const LabArrays *s, const char *command) {
 
     // 1. one query
     Fwd one = {"one_query", 1, 2, 0, "q", 1};
-    html_page_sequence(p, "one-query", "One query",
-                       "Example 2 of `./lab examples`: one query q = [1,0] over keys [1,0], [0,1] with values "
-                       "[10,0], [0,10]. The lone query is the last position, so the causal mask hides nothing.");
-    step_scores(p, s, &one, "The query is compared with each key by a dot product: the key pointing the same way "
-                            "as q scores 1, the orthogonal one 0. The scale has not been applied yet.");
+    const LabArray *q1 = lab_arrays_get(s, "one_query.q"), *K1 = lab_arrays_get(s, "one_query.K");
+    const LabArray *V1 = lab_arrays_get(s, "one_query.V");
+    char r0[64], r1[64], r2[64], r3[64], r4[64];
+    snprintf(c, sizeof c, "Example 2 of `./lab examples`: one query q = %s over keys %s, %s with values %s, %s. The "
+                          "lone query is the last position, so the causal mask hides nothing.",
+             fmt_row(r0, sizeof r0, q1, 0), fmt_row(r1, sizeof r1, K1, 0), fmt_row(r2, sizeof r2, K1, 1),
+             fmt_row(r3, sizeof r3, V1, 0), fmt_row(r4, sizeof r4, V1, 1));
+    html_page_sequence(p, "one-query", "One query", c);
+    snprintf(c, sizeof c, "The query is compared with each key by a dot product: the key pointing the same way as q "
+                          "scores %.6f, the orthogonal one %.6f. The scale has not been applied yet.",
+             get1(s, "one_query", "scores", 0), get1(s, "one_query", "scores", 1));
+    step_scores(p, s, &one, c);
     snprintf(c, sizeof c, "Both scores are multiplied by 1/sqrt(d_k) = 1/sqrt(2) = %.6f, so their gap shrinks "
                           "from %.6f to %.6f. A dot product of d_k unit-size components spreads like sqrt(d_k); "
                           "the scale brings that back to 1.", scale,
@@ -495,16 +543,18 @@ HtmlPage *lab_examples_page(const LabArrays *s, const char *command) {
              get1(s, "one_query", "weights_scaled", 1), get1(s, "one_query", "weights_unscaled", 0),
              get1(s, "one_query", "weights_unscaled", 1));
     step_softmax(p, s, &one, 0, c);
-    snprintf(c, sizeof c, "The output is the weighted average of the values, O = P V: %.6f x [10,0] + %.6f x "
-                          "[0,10]. A flatter row of weights gives a blend, a peaked one a copy of one value.",
-             get1(s, "one_query", "weights_scaled", 0), get1(s, "one_query", "weights_scaled", 1));
+    snprintf(c, sizeof c, "The output is the weighted average of the values, O = P V: %.6f x %s + %.6f x %s. A "
+                          "flatter row of weights gives a blend, a peaked one a copy of one value.",
+             get1(s, "one_query", "weights_scaled", 0), r3, get1(s, "one_query", "weights_scaled", 1), r4);
     step_mix(p, s, &one, c);
 
     // 2. T = 3 forward
     Fwd t3 = {"t3", 3, 2, 1, "Q", 1};
-    html_page_sequence(p, "t3", "T = 3, forward",
-                       "Example 1 of `./lab examples` with the causal mask: T = 3 tokens, d_k = 2, each token's "
-                       "query is its key: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]].");
+    char m0[160], m1[160];
+    snprintf(c, sizeof c, "Example 1 of `./lab examples` with the causal mask: T = 3 tokens, d_k = 2, each token's "
+                          "query is its key: Q = K = %s, V = %s.", fmt_matrix(m0, sizeof m0, lab_arrays_get(s, "t3.Q")),
+             fmt_matrix(m1, sizeof m1, lab_arrays_get(s, "t3.V")));
+    html_page_sequence(p, "t3", "T = 3, forward", c);
     step_scores(p, s, &t3, "Every query is compared with every key: S[t][u] = Q[t] . K[u] (row t: query t, column "
                            "u: key u). Since each token's query is its own key, every row scores its own key at "
                            "least as high as any other.");
@@ -516,21 +566,24 @@ HtmlPage *lab_examples_page(const LabArrays *s, const char *command) {
                          "0..t only, never at the future. exp(-inf) = 0, so those keys will get exactly zero "
                          "weight.");
     snprintf(c, sizeof c, "Each row goes through the softmax on its own: positive weights on the visible keys, "
-                          "summing to 1 (right column). Row 0 sees only itself (weight 1). Row 2's largest weight "
+                          "summing to 1 (right column). Row 0 sees only itself (weight %.6f). Row 2's largest weight "
                           "(boxed) is %.6f; without the scale it is %.6f: the unscaled rows are more peaked.",
-             get1(s, "t3", "weights_scaled", 8), get1(s, "t3", "weights_unscaled", 8));
+             get1(s, "t3", "weights_scaled", 0), get1(s, "t3", "weights_scaled", 8),
+             get1(s, "t3", "weights_unscaled", 8));
     step_softmax(p, s, &t3, 0, c);
     snprintf(c, sizeof c, "Each output row is its weights times the values: O[t] = sum_u P[t][u] V[u]. Row 0 "
-                          "copies V[0]; row 1 gives %.6f of its weight to V[1], so its output leans toward [0,10].",
-             get1(s, "t3", "weights_scaled", 4));
+                          "copies V[0]; row 1 gives %.6f of its weight to V[1], so its output leans toward %s.",
+             get1(s, "t3", "weights_scaled", 4), fmt_row(r0, sizeof r0, lab_arrays_get(s, "t3.V"), 1));
     step_mix(p, s, &t3, c);
 
     // 3. T = 3 backward
-    html_page_sequence(p, "t3-backward", "T = 3, backward",
-                       "Backpropagation through the same attention, given the upstream gradient dO = dL/dO = "
-                       "[[1,-1],[1,-1],[1,-1]] (the gradient of L = sum_t (O[t][0] - O[t][1]): L grows as an output "
-                       "moves toward [10,0] and away from [0,10]). dQ, dK and dV come from attention_backward, the "
-                       "trainer's kernel; dP and dS are the steps between.");
+    const LabArray *V3 = lab_arrays_get(s, "t3.V");
+    snprintf(c, sizeof c, "Backpropagation through the same attention, given the upstream gradient dO = dL/dO = %s "
+                          "(the gradient of L = sum_t (O[t][0] - O[t][1]): L grows as an output moves toward %s and "
+                          "away from %s). dQ, dK and dV come from attention_backward, the trainer's kernel; dP and "
+                          "dS are the steps between.", fmt_matrix(m0, sizeof m0, lab_arrays_get(s, "t3.dO")),
+             fmt_row(r0, sizeof r0, V3, 0), fmt_row(r1, sizeof r1, V3, 1));
+    html_page_sequence(p, "t3-backward", "T = 3, backward", c);
     const char *const back[5] = {
         "Each value receives the gradient of every output that used it, weighted by how much it was used: "
         "dV[u] = sum_t P[t][u] dO[t]. Value 0 is used by all three rows, value 2 by row 2 only.",
@@ -582,12 +635,13 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
         step_mask(p, s, &f, "The causal mask sets every score above the diagonal to -inf: token t may look at keys "
                             "0..t only. exp(-inf) = 0, so those keys get exactly zero weight.");
     double lo_s, hi_s, lo_u, hi_u;
-    row_max_range(s, "", "weights_scaled", &lo_s, &hi_s);
-    row_max_range(s, "", "weights_unscaled", &lo_u, &hi_u);
+    row_max_range(s, "", "weights_scaled", e->causal, &lo_s, &hi_s);
+    row_max_range(s, "", "weights_unscaled", e->causal, &lo_u, &hi_u);
     snprintf(c, sizeof c, "Each row goes through the softmax: positive weights summing to 1 (sum column). The point "
-                          "is the largest weight of each row (boxed, and the max column): scaled it runs from %.6f "
-                          "to %.6f; without the scale from %.6f to %.6f, closer to one-hot.",
-             lo_s, hi_s, lo_u, hi_u);
+                          "is the largest weight of each row (boxed, and the max column): %s it runs from %.6f to "
+                          "%.6f scaled, and from %.6f to %.6f without the scale%s.",
+             e->causal ? "over the rows that see two keys or more," : "over the rows,", lo_s, hi_s, lo_u, hi_u,
+             hi_u > hi_s ? ", closer to one-hot" : "");
     step_softmax(p, s, &f, 1, c);
     step_mix(p, s, &f, "O = P V: each output row is a weighted average of the value rows. A flat row of weights "
                        "blends many values; a peaked one nearly copies a single value.");
@@ -597,15 +651,13 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
         if (*q == '\n') *q = ';';
     char *sp;
     while ((sp = strstr(verdict, ";  ")) != NULL) memmove(sp + 1, sp + 2, strlen(sp + 2) + 1);
-    snprintf(c, sizeof c, "Row by row, as the terminal prints it: largest weight and entropy (nats; ln(%d) = %.6f "
-                          "for uniform weights over %d keys, 0 for one-hot). %s.", T, log((double)T), T, verdict);
+    snprintf(c, sizeof c, "Row by row, as the terminal prints it: the largest weight and the entropy (nats; %s, 0 "
+                          "for one-hot). The terminal's %s.", e->causal ? "ln(t + 1) for uniform weights over row t's "
+             "t + 1 keys" : "ln(T) for uniform weights", verdict);
     HtmlStep *st = html_page_step(p, "Row maxima", c);
-    HtmlMatrix *m = put(st, s, HTML_SHARED, "", "rowmax_scaled", "each row's largest weight and entropy", "t", NULL);
-    static const char *const lab1[1] = {"max scaled"};
-    html_mat_col_labels(m, lab1);
-    put_extra(m, s, "", "rowmax_unscaled", "max unscaled");
-    put_extra(m, s, "", "entropy_scaled", "entropy scaled");
-    put_extra(m, s, "", "entropy_unscaled", "entropy unscaled");
+    HtmlMatrix *m = put(st, s, HTML_SHARED, "", "row_stats", "each row's largest weight and entropy", "t", NULL);
+    static const char *const stat_labels[4] = {"max scaled", "max unscaled", "entropy scaled", "entropy unscaled"};
+    html_mat_col_labels(m, stat_labels);
 
     html_page_sequence(p, "backward", "Backward",
                        "Backpropagation given an upstream gradient dO = dL/dO drawn after V from the same stream, "
@@ -631,8 +683,8 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
         dp_caption,
         ds_caption,
         "Each query moves toward the keys whose scores should rise: dQ[t] = scale * sum_u dS[t][u] K[u]. The "
-        "scale divides the gradient too; without it, dQ is larger where rows are not saturated and tiny where "
-        "they are.",
+        "scale divides this gradient too; without it nothing is divided, yet a saturated row's small dS keeps "
+        "its dQ small.",
         "Each key collects the signal of every query that looked at it: dK[u] = scale * sum_t dS[t][u] Q[t]. "
         "These flow on into Wq and Wk: a saturated row's attention pattern stops learning.",
     };

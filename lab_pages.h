@@ -25,6 +25,7 @@ typedef struct {
 } LabArrays;
 
 void lab_arrays_add(LabArrays *s, const char *key, int rows, int cols, const real *v);
+void lab_arrays_add_double(LabArrays *s, const char *key, int rows, int cols, const double *v);
 void lab_arrays_add_vector(LabArrays *s, const char *key, int n, const double *v);
 // The array under key; exits (a bug, not a user error) when there is none.
 const LabArray *lab_arrays_get(const LabArrays *s, const char *key);

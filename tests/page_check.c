@@ -384,7 +384,7 @@ static const PcExpect EXERCISE_FORWARD[] = {
     {"Softmax", "largest weight of each row",
      "M:weights_scaled+rowmax_scaled+rowsum_scaled A:weights_unscaled+rowmax_unscaled+rowsum_unscaled"},
     {"Mix", "O = P V", "S:V M:out_scaled A:out_unscaled"},
-    {"Row maxima", "verdict: over", "S:rowmax_scaled+rowmax_unscaled+entropy_scaled+entropy_unscaled"},
+    {"Row maxima", "verdict: over", "S:row_stats"},
     {"dV = P^T dO", "dV[u] = sum_t P[t][u] dO[t]", "S:dO M:dV_scaled A:dV_unscaled"},
     {"dP = dO V^T", "dP[t][u] = dO[t] . V[u]", "S:dO S:V S:dP"},
     {"dS = P * (dP - rowsum(dP * P))", "r[t] = sum_u dP[t][u] P[t][u]",

@@ -207,6 +207,28 @@ static void html_page_structure(void) {
     free(html);
 }
 
+// The pieces a page without steps (a report) is made of: head, a matrix of no step, tail.
+static void html_pieces_without_steps(void) {
+    FILE *f = tmpfile();
+    html_write_head(f, "Report", "./train --compare-scaling");
+    HtmlMatrix *m = html_matrix_new("report.w", "weights", 1, 2);
+    html_mat_set(m, 0, 0, 0.25);
+    html_mat_set(m, 0, 1, 0.75);
+    html_mat_mark(m, 0, 1, HTML_CELL_MAX);
+    html_mat_format(m, "%.3f");
+    html_write_matrix(f, m);
+    html_matrix_free(m);
+    html_write_tail(f, 0);
+    char *html = stream_text(f);
+    CHECK(strncmp(html, "<!DOCTYPE html>", 15) == 0 && strstr(html, "</html>\n") != NULL);
+    CHECK(strstr(html, "default-src 'none'") != NULL);
+    CHECK(strstr(html, "<script>") == NULL);  // no step controls to drive
+    CHECK(strstr(html, "<code class=\"cmd\">./train --compare-scaling</code>") != NULL);
+    CHECK(strstr(html, "data-key=\"report.w\"") != NULL);
+    CHECK(strstr(html, "<td class=\"v\">0.250</td><td class=\"v k\">0.750</td>") != NULL);
+    free(html);
+}
+
 static void html_page_write_file(void) {
     tmpdir();
     HtmlPage *p = small_page(1);
@@ -515,6 +537,7 @@ static void lab_html_command_line(void) {
 const TestCase tests_html[] = {
     {"html_escapes_text_and_code", html_escapes_text_and_code},
     {"html_page_structure", html_page_structure},
+    {"html_pieces_without_steps", html_pieces_without_steps},
     {"html_page_write_file", html_page_write_file},
     {"html_checker_catches_mistakes", html_checker_catches_mistakes},
     {"html_examples_page_matches_json", html_examples_page_matches_json},
