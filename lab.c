@@ -84,8 +84,8 @@ static void usage_exercise(FILE *f) {
             "  --json     print one JSON object with keys Q, K, V, scores, weights_scaled,\n"
             "             weights_unscaled, rowmax_scaled, rowmax_unscaled, entropy_scaled,\n"
             "             entropy_unscaled, then the page's numbers: scores_scaled, masked_* (with\n"
-            "             --causal; null for -inf), rowsum_*, out_*, dO, dP, and for * = scaled and\n"
-            "             unscaled dV_*, dS_*, dS_r_*, dS_sum_*, dS_gain_*, dQ_*, dK_* (numbers with %%.17g)\n"
+            "             --causal; null for -inf), row_stats, rowsum_*, out_*, dO, dP, and for * = scaled\n"
+            "             and unscaled dV_*, dS_*, dS_r_*, dS_sum_*, dS_gain_*, dQ_*, dK_* (numbers with %%.17g)\n"
             "  --html FILE  also write FILE, one self-contained HTML page that steps through the exercise,\n"
             "             forward and backward (dO = np.random.randn(T, D), drawn after V), scaled and\n"
             "             unscaled; T up to %d and D up to %d\n",
