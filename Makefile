@@ -79,12 +79,17 @@ STAMP ?= build/.config
 $(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BUILD_ID)" ] || echo "$(BUILD_ID)" > $(STAMP))
 CORE_OBJ := $(CORE:%.c=$(OBJDIR)/%.o)
 CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
+# the lab's step-through pages (./lab examples --html FILE) and the HTML writer they use
+PAGES := html.c lab_pages.c
+PAGES_OBJ := $(PAGES:%.c=$(OBJDIR)/%.o)
+PAGES64_OBJ := $(PAGES:%.c=$(OBJDIR)/f64/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_H := $(wildcard tests/*.h)
+TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test test-asan fuzz demo bench docs-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test test-asan test-browser fuzz demo bench docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -114,11 +119,11 @@ mpi-test-build:
 sample: $(OBJDIR)/sample.o $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
-lab: $(OBJDIR)/lab.o $(CORE_OBJ) $(STAMP)
+lab: $(OBJDIR)/lab.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 # the lab and the gradient checks in double precision, from the very same sources
-lab64: $(OBJDIR)/f64/lab.o $(CORE64_OBJ) $(STAMP)
+lab64: $(OBJDIR)/f64/lab.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE $(filter %.o,$^) -o $@ $(LDLIBS)
 
 tools/gencorpus: tools/gencorpus.c
@@ -130,11 +135,22 @@ data/default.txt: | tools/gencorpus
 
 FUZZ_SRC := tests/fuzz/harnesses.c
 
-tests/run_tests: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(TEST_H) $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(OBJDIR)/report.o $(CORE_OBJ) -o $@ $(LDLIBS)
+tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(OBJDIR)/report.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/report.o $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
 
-tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(TEST_H) $(OBJDIR)/f64/report.o $(CORE64_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(OBJDIR)/f64/report.o $(CORE64_OBJ) -o $@ $(LDLIBS)
+tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(OBJDIR)/f64/report.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/f64/report.o $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
+
+# The pages in a real browser: headless Chromium opens every step of both lab pages (#step=N),
+# checks the rendered DOM against ./lab's JSON output and that no request left the file, and
+# takes screenshots (build/browser/*.png). Installs Debian's chromium when missing and it can;
+# skips, saying so, where it cannot.
+tests/browser_test: tests/browser_test.c $(TEST_LIB) tests/page_check.h $(STAMP) | deps
+	$(CC) $(ALL_CFLAGS) -I. tests/browser_test.c $(TEST_LIB) -o $@ $(LDLIBS)
+
+test-browser: lab tests/browser_test
+	@if sh tools/ensure-chromium.sh; then ./tests/browser_test; \
+	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
 
 run: all
 	./train configs/default.json
@@ -181,4 +197,4 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/train $(DESTDIR)$(PREFIX)/bin/sample $(DESTDIR)$(PREFIX)/bin/lab
 
 clean:
-	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tools/gencorpus $(FUZZ_TARGETS)
+	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tests/browser_test tools/gencorpus $(FUZZ_TARGETS)

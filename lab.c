@@ -12,6 +12,7 @@
 #include "common.h"
 #include "config.h"
 #include "lab_core.h"
+#include "lab_pages.h"
 #include "model.h"
 
 #define GRADCHECK_TOKEN_SEED 42     // the built-in random token sequence
@@ -34,8 +35,10 @@ static void usage_main(FILE *f) {
             "commands:\n"
             "  examples    the course's worked examples (T = 3, and one query over two keys): weights\n"
             "              and outputs, scaled by 1/sqrt(d_k) and unscaled, without and with the causal mask\n"
+            "              (--html FILE: a page that steps through them, forward and backward)\n"
             "  exercise    Q, K, V from np.random.seed(S); np.random.randn(T, d_k): scores, both weight\n"
-            "              matrices, per-row max weight and entropy, and which is more peaked (--json)\n"
+            "              matrices, per-row max weight and entropy, and which is more peaked (--json,\n"
+            "              --html FILE)\n"
             "  softmax     p = softmax(s), its Jacobian diag(p) - p p^T, the vector-Jacobian product from\n"
             "              softmax_backward against finite differences, and how the gradient vanishes as\n"
             "              the scores grow\n"
@@ -50,14 +53,20 @@ static void usage_main(FILE *f) {
 
 static void usage_examples(FILE *f) {
     fprintf(f,
-            "usage: lab examples\n"
+            "usage: lab examples [--json] [--html FILE]\n"
             "\n"
             "Prints the course's worked examples as tables of weights and outputs:\n"
             "  1. T = 3, d_k = 2: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], scaled by\n"
             "     1/sqrt(2) and unscaled, without the mask (softmax_forward row by row) and with the causal\n"
             "     mask (attention_forward with B = 1, NH = 1, C = d_k).\n"
             "  2. one query q = [1,0] over keys [1,0], [0,1] with values [10,0], [0,10], scaled and\n"
-            "     unscaled (a lone query that is the last position: the causal mask hides nothing).\n");
+            "     unscaled (a lone query that is the last position: the causal mask hides nothing).\n"
+            "  --html FILE  also write FILE, one self-contained HTML page (no network, no external file) that\n"
+            "               steps through example 2, then example 1 with the causal mask (Scores, Scale, Mask,\n"
+            "               Softmax, Mix) and its backward for dO = [[1,-1],[1,-1],[1,-1]] (dV, dP, dS, dQ, dK),\n"
+            "               scaled and, with a switch, unscaled; FILE#step=N opens step N\n"
+            "  --json       print the page's numbers instead of the tables: one JSON object with the groups\n"
+            "               one_query and t3 (%%.17g; null for the mask's -inf)\n");
 }
 
 static void usage_mistakes(FILE *f) {
@@ -75,7 +84,7 @@ static void usage_mistakes(FILE *f) {
 
 static void usage_exercise(FILE *f) {
     fprintf(f,
-            "usage: lab exercise [--seed S] [--T T] [--dk D] [--causal] [--json]\n"
+            "usage: lab exercise [--seed S] [--T T] [--dk D] [--causal] [--json] [--html FILE]\n"
             "\n"
             "Draws Q, K, V (in that order) exactly as NumPy's\n"
             "    np.random.seed(S); Q = np.random.randn(T, D); K = np.random.randn(T, D); V = np.random.randn(T, D)\n"
@@ -88,8 +97,13 @@ static void usage_exercise(FILE *f) {
             "  --causal   apply the causal mask (row t sees keys 0..t)\n"
             "  --json     print one JSON object with keys Q, K, V, scores, weights_scaled,\n"
             "             weights_unscaled, rowmax_scaled, rowmax_unscaled, entropy_scaled,\n"
-            "             entropy_unscaled (numbers with %%.17g)\n",
-            LAB_MAX_T, LAB_MAX_DK);
+            "             entropy_unscaled, then the page's numbers: scores_scaled, masked_* (with\n"
+            "             --causal; null for -inf), row_stats, rowsum_*, out_*, dO, dP, and for * = scaled\n"
+            "             and unscaled dV_*, dS_*, dS_r_*, dS_sum_*, dS_gain_*, dQ_*, dK_* (numbers with %%.17g)\n"
+            "  --html FILE  also write FILE, one self-contained HTML page that steps through the exercise,\n"
+            "             forward and backward (dO = np.random.randn(T, D), drawn after V), scaled and\n"
+            "             unscaled; T up to %d and D up to %d\n",
+            LAB_MAX_T, LAB_MAX_DK, LAB_HTML_MAX_T, LAB_HTML_MAX_DK);
 }
 
 static void usage_softmax(FILE *f) {
@@ -180,6 +194,37 @@ static int parse_list(const char *opt, const char *text, real *out, int max) {
     }
 }
 
+// The FILE of --html FILE: not empty.
+static const char *html_path(const char *cmd, const char *v) {
+    if (!*v) die(EXIT_USAGE, "%s: --html expects a file name, e.g. --html page.html", cmd);
+    return v;
+}
+
+// The command line as the page shows it: ./lab (or ./lab64) and the arguments, quoted where a
+// shell would need it.
+static const char *command_line(int argc, char **argv) {
+    static char buf[1024];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "%s", sizeof(real) == 8 ? "./lab64" : "./lab");
+    for (int i = 1; i < argc && n < sizeof buf; i++) {
+        const char *a = argv[i];
+        int plain = *a != 0;
+        for (const char *c = a; *c; c++)
+            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:+@%", *c)) plain = 0;
+        n += (size_t)snprintf(buf + n, sizeof buf - n, plain ? " %s" : " '%s'", a);
+    }
+    return buf;
+}
+
+// Write the page to path and free it; exit 1 naming the file when it cannot be written.
+static void write_page(HtmlPage *page, const char *path) {
+    char err[1024];
+    int steps = html_page_n_steps(page);
+    int ok = html_page_write(page, path, err, sizeof err);
+    html_page_free(page);
+    if (!ok) die(EXIT_RUNTIME, "%s", err);
+    fprintf(stderr, "lab: wrote %s (%d steps; open it in a browser, FILE#step=N opens step N)\n", path, steps);
+}
+
 // ---------------------------------------------------------------------------------------------
 // printing
 
@@ -232,9 +277,25 @@ static void example_case(const real *Q, int Tq, const real *K, const real *V, in
 }
 
 static int cmd_examples(int argc, char **argv) {
+    const char *html = NULL;
+    int json = 0;
     for (int i = 2; i < argc; i++) {
-        if (is_help(argv[i])) { usage_examples(stdout); return 0; }
-        unknown_option("examples", argv[i]);
+        const char *a = argv[i], *v;
+        if (is_help(a)) { usage_examples(stdout); return 0; }
+        if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("examples", v);
+        else if (strcmp(a, "--json") == 0) json = 1;
+        else unknown_option("examples", a);
+    }
+    if (json || html) {
+        LabArrays numbers = {0};
+        lab_examples_arrays(&numbers);
+        if (json) lab_arrays_json(stdout, &numbers);
+        if (html) {
+            HtmlPage *page = lab_examples_page(&numbers, command_line(argc, argv));
+            write_page(page, html);
+        }
+        lab_arrays_free(&numbers);
+        if (json) return 0;
     }
     static const real Q3[] = {1, 0, 0, 1, 1, 1};
     static const real V3[] = {10, 0, 0, 10, 5, 5};
@@ -359,45 +420,16 @@ static int cmd_mistakes(int argc, char **argv) {
 // ---------------------------------------------------------------------------------------------
 // exercise
 
-static void json_matrix(const char *key, const real *M, int rows, int cols, int last) {
-    printf("  \"%s\": [", key);
-    for (int i = 0; i < rows; i++) {
-        printf("%s[", i ? ", " : "");
-        for (int j = 0; j < cols; j++) printf("%s%.17g", j ? ", " : "", (double)M[(size_t)i * cols + j]);
-        printf("]");
-    }
-    printf("]%s\n", last ? "" : ",");
-}
-
-static void json_vector(const char *key, const double *v, int n, int last) {
-    printf("  \"%s\": [", key);
-    for (int i = 0; i < n; i++) printf("%s%.17g", i ? ", " : "", v[i]);
-    printf("]%s\n", last ? "" : ",");
-}
-
 static void exercise_verdict(const LabExercise *e) {
-    if (e->stat_rows == 0) {
-        printf("verdict: no row sees two keys (T = 1%s): every weight is 1 whatever the scale\n",
-               e->causal ? " or only row 0" : "");
-        return;
-    }
-    double ms = e->mean_max_scaled, mu = e->mean_max_unscaled;
-    double hs = e->mean_entropy_scaled, hu = e->mean_entropy_unscaled;
-    printf("verdict: over %d row%s: mean max weight %.6f scaled vs %.6f unscaled, mean entropy %.6f vs %.6f nats\n",
-           e->stat_rows, e->stat_rows == 1 ? "" : "s", ms, mu, hs, hu);
-    if (fabs(ms - mu) <= 1e-12 && fabs(hs - hu) <= 1e-12)
-        printf("         identical: with d_k = %d the scale 1/sqrt(d_k) is 1\n", e->dk);
-    else if (mu >= ms)
-        printf("         unscaled is more peaked: its mean max weight is %.2fx the scaled one and its entropy "
-               "%.3f nats lower\n", mu / ms, hs - hu);
-    else
-        printf("         scaled is more peaked: its mean max weight is %.2fx the unscaled one and its entropy "
-               "%.3f nats lower\n", ms / mu, hu - hs);
+    char verdict[512];
+    lab_exercise_verdict(verdict, sizeof verdict, e);
+    printf("%s\n", verdict);
 }
 
 static int cmd_exercise(int argc, char **argv) {
     long long seed = 0, T = 5, dk = 8;
     int causal = 0, json = 0;
+    const char *html = NULL;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_exercise(stdout); return 0; }
@@ -406,26 +438,25 @@ static int cmd_exercise(int argc, char **argv) {
         else if ((v = option_value(argc, argv, &i, "--dk"))) dk = parse_int("--dk", v, 1, LAB_MAX_DK);
         else if (strcmp(a, "--causal") == 0) causal = 1;
         else if (strcmp(a, "--json") == 0) json = 1;
+        else if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("exercise", v);
         else unknown_option("exercise", a);
     }
+    if (html && (T > LAB_HTML_MAX_T || dk > LAB_HTML_MAX_DK))
+        die(EXIT_USAGE, "exercise: --html draws every matrix: --T must be at most %d and --dk at most %d (got %lld "
+            "and %lld)", LAB_HTML_MAX_T, LAB_HTML_MAX_DK, T, dk);
     LabExercise e;
     if (!lab_exercise_run(&e, (uint32_t)seed, (int)T, (int)dk, causal)) die(EXIT_USAGE, "exercise: bad sizes");
     int n = e.T, d = e.dk;
-    if (json) {
-        printf("{\n");
-        json_matrix("Q", e.Q, n, d, 0);
-        json_matrix("K", e.K, n, d, 0);
-        json_matrix("V", e.V, n, d, 0);
-        json_matrix("scores", e.scores, n, n, 0);
-        json_matrix("weights_scaled", e.weights_scaled, n, n, 0);
-        json_matrix("weights_unscaled", e.weights_unscaled, n, n, 0);
-        json_vector("rowmax_scaled", e.rowmax_scaled, n, 0);
-        json_vector("rowmax_unscaled", e.rowmax_unscaled, n, 0);
-        json_vector("entropy_scaled", e.entropy_scaled, n, 0);
-        json_vector("entropy_unscaled", e.entropy_unscaled, n, 1);
-        printf("}\n");
-        lab_exercise_free(&e);
-        return 0;
+    if (json || html) {
+        LabArrays numbers = {0};
+        lab_exercise_arrays(&numbers, &e);
+        if (json) lab_arrays_json(stdout, &numbers);
+        if (html) write_page(lab_exercise_page(&numbers, &e, command_line(argc, argv)), html);
+        lab_arrays_free(&numbers);
+        if (json) {
+            lab_exercise_free(&e);
+            return 0;
+        }
     }
     printf("exercise: np.random.seed(%lld); Q, K, V = np.random.randn(%d, %d) x 3, %s   [%s]\n", seed, n, d,
            causal ? "causal mask" : "no mask", REAL_NAME);

@@ -46,6 +46,54 @@ int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq,
     return 1;
 }
 
+void lab_attention_backward(real *dQ, real *dK, real *dV, real *dP, real *dS, double *rowsum, const real *dout,
+                            const real *P, const real *Q, const real *K, const real *V, int T, int dk, real scale,
+                            int causal) {
+    // dP = dO V^T, for display (attention_backward forms only the entries a row sees)
+    for (int t = 0; t < T; t++)
+        for (int u = 0; u < T; u++) {
+            double s = 0.0;
+            for (int i = 0; i < dk; i++) s += (double)dout[(size_t)t * dk + i] * V[(size_t)u * dk + i];
+            dP[(size_t)t * T + u] = (real)s;
+        }
+    // dS = P * (dP - rowsum(dP * P)) row by row over the visible keys: attention.c's softmax VJP
+    for (int t = 0; t < T; t++) {
+        int keys = causal ? t + 1 : T;
+        const real *p = P + (size_t)t * T, *dp = dP + (size_t)t * T;
+        real *ds = dS + (size_t)t * T;
+        double r = 0.0;
+        for (int u = 0; u < keys; u++) r += (double)dp[u] * p[u];
+        rowsum[t] = r;
+        for (int u = 0; u < T; u++) ds[u] = 0;  // masked entries stay 0
+        softmax_backward(ds, dp, p, keys);
+    }
+    // dQ, dK, dV: the model's attention, as defined in attention.c (B = 1, NH = 1, C = dk)
+    real *scratch = xmalloc(attention_scratch_size(T, dk) * sizeof(real), "attention scratch");
+    AttnSpec spec = {scale, causal ? ATTN_MASK_CAUSAL : ATTN_MASK_NONE, SOFTMAX_OVER_KEYS};
+    attention_backward(dQ, dK, dV, scratch, dout, P, Q, K, V, 1, T, dk, 1, &spec, NULL, NULL, GRAD_STORE);
+    free(scratch);
+}
+
+void lab_backward_alloc(LabBackward *g, int T, int dk) {
+    size_t td = (size_t)T * dk, tt = (size_t)T * T;
+    g->dQ = xmalloc(td * sizeof(real), "backward dQ");
+    g->dK = xmalloc(td * sizeof(real), "backward dK");
+    g->dV = xmalloc(td * sizeof(real), "backward dV");
+    g->dP = xmalloc(tt * sizeof(real), "backward dP");
+    g->dS = xmalloc(tt * sizeof(real), "backward dS");
+    g->rowsum = xmalloc((size_t)T * sizeof(double), "backward row sums");
+}
+
+void lab_backward_free(LabBackward *g) {
+    free(g->dQ);
+    free(g->dK);
+    free(g->dV);
+    free(g->dP);
+    free(g->dS);
+    free(g->rowsum);
+    memset(g, 0, sizeof *g);
+}
+
 // ---------------------------------------------------------------------------------------------
 // the common mistakes
 
@@ -132,10 +180,19 @@ int lab_exercise_run(LabExercise *e, uint32_t seed, int T, int dk, int causal) {
     lab_randn(e->Q, td, &r);
     lab_randn(e->K, td, &r);
     lab_randn(e->V, td, &r);
+    e->dout = xmalloc(td * sizeof(real), "exercise dO");
+    lab_randn(e->dout, td, &r);
 
     real scale = (real)(1.0 / sqrt((double)dk));
     lab_attention(e->out_scaled, e->weights_scaled, e->scores, e->Q, T, e->K, e->V, T, dk, scale, e->causal);
     lab_attention(e->out_unscaled, e->weights_unscaled, e->scores, e->Q, T, e->K, e->V, T, dk, 1, e->causal);
+    lab_backward_alloc(&e->grad_scaled, T, dk);
+    lab_backward_alloc(&e->grad_unscaled, T, dk);
+    LabBackward *gs = &e->grad_scaled, *gu = &e->grad_unscaled;
+    lab_attention_backward(gs->dQ, gs->dK, gs->dV, gs->dP, gs->dS, gs->rowsum, e->dout, e->weights_scaled, e->Q, e->K,
+                           e->V, T, dk, scale, e->causal);
+    lab_attention_backward(gu->dQ, gu->dK, gu->dV, gu->dP, gu->dS, gu->rowsum, e->dout, e->weights_unscaled, e->Q,
+                           e->K, e->V, T, dk, 1, e->causal);
     row_stats(e->weights_scaled, T, e->causal, e->rowmax_scaled, e->entropy_scaled, &e->mean_max_scaled,
               &e->mean_entropy_scaled, &e->stat_rows);
     row_stats(e->weights_unscaled, T, e->causal, e->rowmax_unscaled, e->entropy_unscaled, &e->mean_max_unscaled,
@@ -156,6 +213,9 @@ void lab_exercise_free(LabExercise *e) {
     free(e->rowmax_unscaled);
     free(e->entropy_scaled);
     free(e->entropy_unscaled);
+    free(e->dout);
+    lab_backward_free(&e->grad_scaled);
+    lab_backward_free(&e->grad_unscaled);
     memset(e, 0, sizeof *e);
 }
 
@@ -169,7 +229,6 @@ void lab_softmax_jacobian(real *J, const real *p, int n) {
 
 void lab_softmax_vjp(real *ds, real *p, const real *s, const real *upstream, int n) {
     softmax_forward(p, s, n);
-    for (int i = 0; i < n; i++) ds[i] = 0;  // softmax_backward accumulates
     softmax_backward(ds, upstream, p, n);
 }
 

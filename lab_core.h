@@ -29,7 +29,27 @@
 int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq, const real *K,
                   const real *V, int Tk, int dk, real scale, int causal);
 
-// ---- the exercise: Q, K, V from np.random.seed(seed); np.random.randn(T, dk) x 3 ----
+// ---- its backward on explicit matrices: one head, batch 1, Tq == Tk == T ----
+// Given P (T,T) from lab_attention (same scale and mask) and dout = dL/dO (T,dk):
+//   dV (T,dk) = P^T dO;  dP (T,T) = dO V^T (every entry, the masked ones too);
+//   dS (T,T) = P * (dP - rowsum(dP * P)): softmax_backward row by row over the keys the row
+//     sees, 0 where masked; rowsum (T) = sum_u dP[t][u] P[t][u] (the term it subtracts);
+//   dQ (T,dk) = scale * dS K;  dK (T,dk) = scale * dS^T Q.
+// With causal = 1, dQ, dK and dV come from attention_backward (B = 1, NH = 1, C = dk), the
+// trainer's own kernel; without the mask from the products above (as lab_attention's forward).
+void lab_attention_backward(real *dQ, real *dK, real *dV, real *dP, real *dS, double *rowsum, const real *dout,
+                            const real *P, const real *Q, const real *K, const real *V, int T, int dk, real scale,
+                            int causal);
+
+// The same, with buffers of its own: dQ, dK, dV (T,dk), dP, dS (T,T), rowsum (T).
+typedef struct {
+    real *dQ, *dK, *dV, *dP, *dS;
+    double *rowsum;
+} LabBackward;
+void lab_backward_alloc(LabBackward *g, int T, int dk);
+void lab_backward_free(LabBackward *g);
+
+// ---- the exercise: Q, K, V (and dO) from np.random.seed(seed); np.random.randn(T, dk) x 3 (x 4) ----
 typedef struct {
     int T, dk, causal;
     uint32_t seed;
@@ -39,6 +59,10 @@ typedef struct {
     real *out_scaled, *out_unscaled;          // (T,dk)
     double *rowmax_scaled, *rowmax_unscaled;  // (T) max weight of each row
     double *entropy_scaled, *entropy_unscaled;  // (T) entropy of each row, nats
+    // The backward of each for an upstream gradient dL/dO = dout (T,dk), drawn after V:
+    // dO = np.random.randn(T, dk).
+    real *dout;
+    LabBackward grad_scaled, grad_unscaled;
     // Means over the rows that see at least two keys (all rows without the mask, rows t >= 1
     // with it; a row with one key has weight 1 whatever the scale). stat_rows = their count.
     int stat_rows;
