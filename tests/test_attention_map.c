@@ -121,8 +121,8 @@ static int xml_well_formed(const char *s, char *why, size_t whylen) {
     }
     for (size_t i = 0; i < n_cps; i++)
         if (cps[i] < 0x20 && cps[i] != '\n' && cps[i] != '\t' && cps[i] != '\r') {
-            free(cps);
             snprintf(why, whylen, "control character U+%04X", (unsigned)cps[i]);
+            free(cps);
             return 0;
         }
     free(cps);
@@ -543,7 +543,7 @@ static void test_amap_one_panel_per_layer_and_head(void) {
     CHECK(texts_of(mp.svg, "header", headers, N_LAYER * 4) == N_LAYER * 4);
     for (int l = 0; l < N_LAYER; l++)
         for (int h = 0; h < 4; h++) {
-            char want[32];
+            char want[48];
             const TextEl *e = &headers[l * 4 + h];
             snprintf(want, sizeof want, "layer %d, head %d", l, h);
             CHECK_MSG(strcmp(e->content, want) == 0, "panel %d is '%s'", l * 4 + h, e->content);
