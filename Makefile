@@ -19,8 +19,19 @@ endif
 
 # Probe what the compiler accepts instead of assuming gcc on Linux.
 try_flag = $(shell printf 'int main(void){return 0;}' | $(CC) $(1) -x c - -o /dev/null >/dev/null 2>&1 && echo "$(1)")
-ifeq ($(NATIVE),1)
+# MARCH=NAME builds for -march=NAME instead of this machine (e.g. MARCH=x86-64-v3: AVX2 + FMA).
+ifneq ($(MARCH),)
+  ARCH_FLAGS := -march=$(MARCH)
+else ifeq ($(NATIVE),1)
   ARCH_FLAGS := $(call try_flag,-march=native)
+endif
+# The kernels' vector width (vec.h) follows the target: 16 float32 lanes with AVX-512, 8 with
+# AVX2 + FMA, 4 with NEON, scalar C without a vector FMA. VEC=16, 8, 4 or 0 forces one, for the
+# tests: VEC=16 on an AVX2 target runs the AVX-512 build's source as two 8-wide halves.
+# (-Wno-psabi: gcc notes that 64-byte vectors are passed differently without AVX-512; vec.h's
+# functions are static inline, so no call crosses that ABI)
+ifneq ($(VEC),)
+  VEC_FLAGS := -DVEC_BYTES=$(shell expr 4 \* $(VEC)) -Wno-psabi
 endif
 ifeq ($(NO_OMP),1)
   OMP_FLAGS := $(call try_flag,-fopenmp-simd)
@@ -63,14 +74,14 @@ endif
 # -ffp-contract=fast lets the compiler fuse a*b+c into FMA in plain C loops (ISO C mode turns
 # it off otherwise); no trapping math and no errno let compares and sqrt vectorise. Neither
 # reorders arithmetic, so results stay deterministic for a given binary.
-ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) -ffp-contract=fast -fno-trapping-math -fno-math-errno $(ARCH_FLAGS) $(OMP_FLAGS) $(MPI_FLAGS) $(CJSON_CFLAGS)
+ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) -ffp-contract=fast -fno-trapping-math -fno-math-errno $(ARCH_FLAGS) $(VEC_FLAGS) $(OMP_FLAGS) $(MPI_FLAGS) $(CJSON_CFLAGS)
 LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 
 CORE := common.c dist.c matmul.c attention.c model.c rng.c data.c config.c checkpoint.c generate.c attention_map.c lab_core.c
 CORE_H := $(wildcard *.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
 # binaries were last linked with, so switching CC, NO_OMP or NATIVE relinks them.
-BUILD_ID := $(notdir $(firstword $(CC)))$(if $(filter 1,$(NO_OMP)),-noomp)$(if $(filter 0,$(NATIVE)),-generic)$(if $(filter 1,$(SANITIZE)),-asan)$(if $(filter 1,$(MPI)),-mpi)
+BUILD_ID := $(notdir $(firstword $(CC)))$(if $(filter 1,$(NO_OMP)),-noomp)$(if $(MARCH),-$(MARCH),$(if $(filter 0,$(NATIVE)),-generic))$(if $(VEC),-vec$(VEC))$(if $(filter 1,$(SANITIZE)),-asan)$(if $(filter 1,$(MPI)),-mpi)
 OBJDIR := build/$(BUILD_ID)
 STAMP ?= build/.config
 $(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BUILD_ID)" ] || echo "$(BUILD_ID)" > $(STAMP))
