@@ -131,6 +131,10 @@ lab64: $(OBJDIR)/f64/lab.o $(CORE64_OBJ) $(STAMP)
 tools/gencorpus: tools/gencorpus.c
 	$(CC) -std=c11 -O2 $(WARN) $< -o $@
 
+# The GEMM alone on one training worker's products (docs/PERFORMANCE.md); never run by the tests.
+tools/bench_gemm: tools/bench_gemm.c $(OBJDIR)/matmul.o $(OBJDIR)/common.o $(STAMP)
+	$(CC) $(ALL_CFLAGS) $< $(OBJDIR)/matmul.o $(OBJDIR)/common.o -o $@ $(LDLIBS)
+
 # The embedded corpus is committed; this rule regenerates it (the tests check it is identical).
 data/default.txt: | tools/gencorpus
 	./tools/gencorpus -o $@
@@ -202,4 +206,4 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/train $(DESTDIR)$(PREFIX)/bin/sample $(DESTDIR)$(PREFIX)/bin/lab
 
 clean:
-	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tools/gencorpus $(FUZZ_TARGETS)
+	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tools/gencorpus tools/bench_gemm $(FUZZ_TARGETS)

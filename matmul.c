@@ -417,11 +417,11 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
 // ---- The FMA peak ----
 // Each thread times short windows of independent FMA chains held in registers, on the widest
 // FMA the machine has (checked at run time on x86, so a binary built for AVX2 still measures an
-// AVX-512 machine's peak). A window is 50,000 rounds of the chains, ~0.1 ms on a current core: on a shared
-// machine a thread is descheduled for whole time slices of a few ms, so most windows run either
-// undisturbed or not at all, and the fastest window of each thread is its core's rate (the old
-// probe timed all threads together over 3 ms, and one descheduled thread halved it). The peak is
-// the sum of the threads' fastest windows; `steady` says how many windows came close to it.
+// AVX-512 machine's peak). A window is 50,000 rounds of the chains, ~0.1 ms on a current core:
+// on a shared machine a thread is descheduled for whole time slices of a few ms, so most windows
+// run either undisturbed or not at all, and the fastest window of each thread is its core's rate
+// (a probe timing all threads together over 3 ms was halved by one descheduled thread). The peak
+// is the sum of the threads' fastest windows; `steady` says how many windows came close to it.
 #define PROBE_ITERS 50000L
 #define PROBE_MIN_WINDOWS 20
 #define PROBE_MAX_WINDOWS 4000
