@@ -75,7 +75,14 @@ const char *matmul_simd_path(void) {
 #if VEC_BYTES
 #define STR_(x) #x
 #define STR(x) STR_(x)
-    return VEC_ISA ", " STR(VEC_BYTES) "-byte vectors, " STR(MR) "x" STR(NV) "-vector tiles";
+#if VEC_BYTES == 64
+#define LANES32 "16"
+#elif VEC_BYTES == 32
+#define LANES32 "8"
+#else
+#define LANES32 "4"
+#endif
+    return VEC_ISA ", " LANES32 "-wide float32 vectors, " STR(MR) "x" STR(NV) "-vector tiles";
 #else
     return "portable C";
 #endif

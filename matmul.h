@@ -41,8 +41,8 @@ void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const rea
 // C's old value with MM_ADD): whatever the vector width, tile or thread count.
 #define GEMM_KC 256
 
-// Name of the vector path compiled in (e.g. "avx512f, 64-byte vectors, 12x2-vector tiles",
-// "portable C"), for --version and logs, and its width in float32 lanes (1 without vectors).
+// Name of the vector path compiled in (e.g. "avx512f, 16-wide float32 vectors, 12x2-vector
+// tiles", "portable C"), for --version and logs, and its width in float32 lanes (1 without).
 const char *matmul_simd_path(void);
 int matmul_vector_lanes(void);
 

@@ -594,8 +594,8 @@ static void bench(Run *r, int steps) {
     char workers[64];
     if (dist_size() > 1) snprintf(workers, sizeof workers, "%d ranks x %d threads", dist_size(), thread_max());
     else snprintf(workers, sizeof workers, "%d threads", thread_max());
-    printf("%s: %zu params, B=%d T=%d, %.2f GFLOP/step, %s, GEMM on %d-wide vectors (%s)\n%s\n", c->name,
-           r->model.n_params, B, T, flops / 1e9, workers, matmul_vector_lanes(), matmul_simd_path(), peak_text);
+    printf("%s: %zu params, B=%d T=%d, %.2f GFLOP/step, %s, GEMM: %s\n%s\n", c->name,
+           r->model.n_params, B, T, flops / 1e9, workers, matmul_simd_path(), peak_text);
     printf("phases (ms/step):");
     for (int p = 0; p < PHASE_COUNT; p++)
         printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * r->model.phase_seconds[p] / steps,

@@ -25,7 +25,7 @@ int main(int argc, char **argv) {
     const int layers[4][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};  // (in, out)
     static const char *const names[3] = {"nn (forward)", "nt (dinp)", "tn (dweight)"};
     double flops = 0, seconds[3] = {0, 0, 0};
-    printf("%s, %d rows, GEMM on %d-wide vectors (%s), best of %d calls\n", argv[1], M, matmul_vector_lanes(),
+    printf("%s, %d rows, GEMM: %s, best of %d calls\n", argv[1], M,
            matmul_simd_path(), reps);
     for (int l = 0; l < 4; l++) {
         int in = layers[l][0], out = layers[l][1];
