@@ -19,8 +19,19 @@ endif
 
 # Probe what the compiler accepts instead of assuming gcc on Linux.
 try_flag = $(shell printf 'int main(void){return 0;}' | $(CC) $(1) -x c - -o /dev/null >/dev/null 2>&1 && echo "$(1)")
-ifeq ($(NATIVE),1)
+# MARCH=NAME builds for -march=NAME instead of this machine (e.g. MARCH=x86-64-v3: AVX2 + FMA).
+ifneq ($(MARCH),)
+  ARCH_FLAGS := -march=$(MARCH)
+else ifeq ($(NATIVE),1)
   ARCH_FLAGS := $(call try_flag,-march=native)
+endif
+# The kernels' vector width (vec.h) follows the target: 16 float32 lanes with AVX-512, 8 with
+# AVX2 + FMA, 4 with NEON, scalar C without a vector FMA. VEC=16, 8, 4 or 0 forces one, for the
+# tests: VEC=16 on an AVX2 target runs the AVX-512 build's source as two 8-wide halves.
+# (-Wno-psabi: gcc notes that 64-byte vectors are passed differently without AVX-512; vec.h's
+# functions are static inline, so no call crosses that ABI)
+ifneq ($(VEC),)
+  VEC_FLAGS := -DVEC_BYTES=$(shell expr 4 \* $(VEC)) -Wno-psabi
 endif
 ifeq ($(NO_OMP),1)
   OMP_FLAGS := $(call try_flag,-fopenmp-simd)
@@ -66,14 +77,14 @@ endif
 # -ffp-contract=fast lets the compiler fuse a*b+c into FMA in plain C loops (ISO C mode turns
 # it off otherwise); no trapping math and no errno let compares and sqrt vectorise. Neither
 # reorders arithmetic, so results stay deterministic for a given binary.
-ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) -ffp-contract=fast -fno-trapping-math -fno-math-errno $(ARCH_FLAGS) $(OMP_FLAGS) $(MPI_FLAGS) $(CJSON_CFLAGS)
+ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) -ffp-contract=fast -fno-trapping-math -fno-math-errno $(ARCH_FLAGS) $(VEC_FLAGS) $(OMP_FLAGS) $(MPI_FLAGS) $(CJSON_CFLAGS)
 LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 
 CORE := common.c dist.c matmul.c attention.c attention_stats.c attention_fast.c model.c rng.c data.c config.c checkpoint.c generate.c attention_map.c lab_core.c
 CORE_H := $(wildcard *.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
 # binaries were last linked with, so switching CC, NO_OMP or NATIVE relinks them.
-BUILD_ID := $(notdir $(firstword $(CC)))$(if $(filter 1,$(NO_OMP)),-noomp)$(if $(filter 0,$(NATIVE)),-generic)$(if $(filter 1,$(SANITIZE)),-asan)$(if $(filter 1,$(MPI)),-mpi)
+BUILD_ID := $(notdir $(firstword $(CC)))$(if $(filter 1,$(NO_OMP)),-noomp)$(if $(MARCH),-$(MARCH),$(if $(filter 0,$(NATIVE)),-generic))$(if $(VEC),-vec$(VEC))$(if $(filter 1,$(SANITIZE)),-asan)$(if $(filter 1,$(MPI)),-mpi)
 OBJDIR := build/$(BUILD_ID)
 STAMP ?= build/.config
 $(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BUILD_ID)" ] || echo "$(BUILD_ID)" > $(STAMP))
@@ -89,7 +100,7 @@ TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test test-asan test-browser fuzz demo bench docs-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test test-asan test-browser test-arm64 fuzz demo bench docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -129,6 +140,10 @@ lab64: $(OBJDIR)/f64/lab.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
 tools/gencorpus: tools/gencorpus.c
 	$(CC) -std=c11 -O2 $(WARN) $< -o $@
 
+# The GEMM alone on one training worker's products (docs/PERFORMANCE.md); never run by the tests.
+tools/bench_gemm: tools/bench_gemm.c $(OBJDIR)/matmul.o $(OBJDIR)/common.o $(STAMP)
+	$(CC) $(ALL_CFLAGS) $< $(OBJDIR)/matmul.o $(OBJDIR)/common.o -o $@ $(LDLIBS)
+
 # The embedded corpus is committed; this rule regenerates it (the tests check it is identical).
 data/default.txt: | tools/gencorpus
 	./tools/gencorpus -o $@
@@ -162,6 +177,25 @@ test: all tools/gencorpus tests/run_tests tests/run_tests64 mpi-test-build
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (binaries included)
 test-asan:
 	$(MAKE) SANITIZE=1 test
+
+# The ARM64 build (NEON vectors; `make test-arm64 VEC=0`: the scalar C kernels), cross-compiled and
+# run under QEMU's user-mode emulation. Needs Debian's gcc-aarch64-linux-gnu, libcjson-dev:arm64
+# (multiarch) and qemu-user. Both suites run with one thread (two OpenMP threads hang under
+# qemu-user 7.2, in libgomp itself) and without the tests that start the programs as child
+# processes (QEMU runs only the process it is given); a short training run stands in for those.
+# The binaries replace the native ones; the next native `make` relinks them (build/.config).
+ARM64_CC ?= aarch64-linux-gnu-gcc
+QEMU_ARM64 ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
+ARM64_SKIP := --skip cli_ --skip crash_ --skip mpi_ --skip float64_build
+test-arm64:
+	$(MAKE) CC=$(ARM64_CC) NATIVE=0 MARCH= train tests/run_tests tests/run_tests64
+	$(QEMU_ARM64) ./train --version
+	OMP_NUM_THREADS=1 $(QEMU_ARM64) ./tests/run_tests64 $(ARM64_SKIP)
+	OMP_NUM_THREADS=1 $(QEMU_ARM64) ./train configs/default.json --model.n_layer=2 --model.n_embd=32 \
+	    --data.val_fraction=0.01 --train.batch_size=4 --train.max_steps=20 --log.eval_interval=10 \
+	    --log.eval_steps=2 --sample.tokens=50 --train.out_dir=build/arm64-run > build/arm64-run.log
+	tail -n 1 build/arm64-run.log
+	OMP_NUM_THREADS=1 $(QEMU_ARM64) ./tests/run_tests $(ARM64_SKIP)
 
 # libFuzzer harnesses (clang) for the config parser, the checkpoint loader and the UTF-8 text
 # loader. Run one: ./tests/fuzz/fuzz_config -max_total_time=600 FUZZ_WORK_DIR tests/fuzz/corpus/config
@@ -197,4 +231,4 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/train $(DESTDIR)$(PREFIX)/bin/sample $(DESTDIR)$(PREFIX)/bin/lab
 
 clean:
-	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tests/browser_test tools/gencorpus $(FUZZ_TARGETS)
+	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tests/browser_test tools/gencorpus tools/bench_gemm $(FUZZ_TARGETS)

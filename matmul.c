@@ -1,26 +1,59 @@
 // matmul.c: a BLIS-style GEMM. B is packed into KC x NR slivers so the micro-kernel streams it
-// from cache; the micro-kernel keeps an MR x NR tile of C in registers (AVX2+FMA intrinsics
-// when compiled for them, reading a row-major A in place and a transposed one packed into
-// MR x KC slivers; a plain C loop the compiler vectorises otherwise, and always in the
-// double-precision build, over A packed).
+// from cache; the micro-kernel keeps an MR x NR tile of C in registers. It is written once on the
+// vectors of vec.h (16 lanes with AVX-512, 8 with AVX2, 4 with NEON), with the tile chosen per
+// width; it reads a row-major A in place and a transposed one packed into MR x KC slivers. Without
+// a vector unit a plain C loop over packed slivers does the same sums.
+//
+// Every element of C is one chain of fused multiply-adds over k in increasing order within each
+// GEMM_KC-deep block, started from zero, and the blocks' sums are added onto C in order. Nothing
+// else in the arithmetic depends on the tile or the vector width, so the 16-wide, 8-wide, 4-wide
+// and scalar builds of a machine with FMA give bit-identical products.
 #include "matmul.h"
-#include "simd.h"
+#include "vec.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>  // the FMA probe uses it in the float64 build too (simd.h only in float32)
-#endif
 
+// The register tile: MR rows of C by NV vectors. MR * NV accumulators, NV vectors of B and one
+// broadcast of A must fit the register file: 12 x 2 of AVX-512's 32, 6 x 2 of AVX2's 16, 6 x 4
+// of NEON's 32. Many independent accumulators cover the FMA latency times the FMA pipes.
+#if VEC_BYTES == 64
+#define MR 12
+#define NV 2
+#elif VEC_BYTES == 32
+#define MR 6
+#define NV 2
+#elif VEC_BYTES == 16
+#define MR 6
+#define NV 4
+#endif
+#if VEC_BYTES
+#define NR (NV * VL)
+#else
 #define MR 6
 #define NR 16
-#define KC 256
-#define MC 96    // rows of A packed at once (multiple of MR)
-#define NC 3072  // columns of B packed at once (multiple of NR)
+#endif
+#define KC GEMM_KC
+#define MC (MR * (96 / MR))    // rows of A packed at once (a multiple of MR)
+#define NC (NR * (3072 / NR))  // columns of B packed at once (a multiple of NR)
+// A packed sliver is copied a whole number of vectors per depth; the last depth's copy may run
+// this far past the sliver
+#if VEC_BYTES
+#define A_SLACK ((MR + VL - 1) / VL * VL - MR)
+#else
+#define A_SLACK 0
+#endif
+
+#if defined(__GNUC__)
+#define UNROLL _Pragma("GCC unroll 16")
+#else
+#define UNROLL
+#endif
 
 // Each thread packs into its own buffers, so the threads of a GEMM never wait for each other
 // (one join at the end: under load, every barrier can cost a scheduler time slice). They are
@@ -32,17 +65,34 @@ static _Thread_local PackBuffers t_pack;
 
 static PackBuffers *thread_pack(void) {
     if (!t_pack.a) {
-        t_pack.a = xmalloc_aligned(sizeof(real) * (MC * KC + 8), "GEMM packing buffer");
+        t_pack.a = xmalloc_aligned(sizeof(real) * (MC * KC + A_SLACK), "GEMM packing buffer");
         t_pack.b = xmalloc_aligned(sizeof(real) * KC * NC, "GEMM packing buffer");
     }
     return &t_pack;
 }
 
 const char *matmul_simd_path(void) {
-#if SIMD_AVX2
-    return "avx2+fma";
+#if VEC_BYTES
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#if VEC_BYTES == 64
+#define LANES32 "16"
+#elif VEC_BYTES == 32
+#define LANES32 "8"
+#else
+#define LANES32 "4"
+#endif
+    return VEC_ISA ", " LANES32 "-wide float32 vectors, " STR(MR) "x" STR(NV) "-vector tiles";
 #else
     return "portable C";
+#endif
+}
+
+int matmul_vector_lanes(void) {
+#if VEC_BYTES
+    return VEC_BYTES / 4;
+#else
+    return 1;
 #endif
 }
 
@@ -53,12 +103,16 @@ static void pack_a_sliver(real *restrict dst, const real *A, long a_rs, long a_c
     if (a_rs == 1 && i0 + MR <= M) {
         // A is a transposed view (columns contiguous): the MR values of one k are adjacent, so
         // read them together instead of walking MR strided columns
-#if SIMD_AVX2
-        // one 8-wide copy per depth while 8 values exist in the row: the 2 extra land where the
-        // next depth's values go and are overwritten by them (the buffer has room past the end)
-        if (i0 + 8 <= M) {
-            for (int k = 0; k < kc; k++)
-                _mm256_storeu_ps(dst + k * MR, _mm256_loadu_ps(A + i0 + (long)(p0 + k) * a_cs));
+#if VEC_BYTES
+        // whole vectors per depth while the row has that many values: the A_SLACK extra land
+        // where the next depth's values go and are overwritten by them (the buffer has room
+        // past the end)
+        if (i0 + MR + A_SLACK <= M) {
+            for (int k = 0; k < kc; k++) {
+                const real *src = A + i0 + (long)(p0 + k) * a_cs;
+                UNROLL
+                for (int v = 0; v < MR + A_SLACK; v += VL) vstore(dst + k * MR + v, vload(src + v));
+            }
             return;
         }
 #endif
@@ -83,12 +137,12 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
                           int N, int j0, int p0, int kc) {
     int nv = N - j0 < NR ? N - j0 : NR;
     if (b_cs == 1) {  // rows of B are contiguous: copy NR-wide runs
-#if SIMD_AVX2
-        if (nv == NR) {  // two vector moves per k (a library memcpy call per 64 bytes costs more)
+#if VEC_BYTES
+        if (nv == NR) {  // NV vector moves per k (a library memcpy call per row costs more)
             for (int k = 0; k < kc; k++) {
                 const real *src = B + (long)(p0 + k) * b_rs + j0;
-                _mm256_store_ps(dst + k * NR, _mm256_loadu_ps(src));
-                _mm256_store_ps(dst + k * NR + 8, _mm256_loadu_ps(src + 8));
+                UNROLL
+                for (int v = 0; v < NR; v += VL) vstore(dst + k * NR + v, vload(src + v));
             }
             return;
         }
@@ -100,13 +154,13 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
             for (int j = nv; j < NR; j++) d[j] = 0;
         }
     } else {          // columns of B are contiguous (B is a transposed view): read down them
-#if SIMD_AVX2
-        if (nv == NR) {   // 8x8 blocks transposed in registers (scalar stores 64 bytes apart cost more)
+#if VEC_TB
+        if (nv == NR) {   // square blocks transposed in registers (scalar stores NR apart cost more)
             int k = 0;
-            for (; k + 8 <= kc; k += 8)
-                for (int h = 0; h < NR; h += 8) {
+            for (; k + VEC_TB <= kc; k += VEC_TB)
+                for (int h = 0; h < NR; h += VEC_TB) {
                     const real *src = B + (long)(p0 + k) * b_rs + (long)(j0 + h) * b_cs;
-                    transpose8_store(dst + k * NR + h, NR, src, b_cs);
+                    vec_transpose_store(dst + k * NR + h, NR, src, b_cs);
                 }
             for (; k < kc; k++)
                 for (int j = 0; j < NR; j++) dst[k * NR + j] = B[(long)(p0 + k) * b_rs + (long)(j0 + j) * b_cs];
@@ -124,63 +178,55 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
     }
 }
 
-#if SIMD_AVX2
+#if VEC_BYTES
 // acc (MR,NR) = sum over k of a(:,k) (MR) outer b[k] (NR), with row i of A at depth k at
 // a[i * a_rs + k * a_cs]. With c non-NULL (a full tile), the sums go straight to C instead:
 // c = acc, or c += acc when add is set; the same roundings as the caller's edge-tile path (acc
 // summed from zero, then one addition onto C).
 // A row-major A (a_cs == 1: the activations of the forward and dinp products) is read where it
-// lies: its 6 rows are 6 contiguous streams, and packing them (a copy of every activation, a
+// lies: its MR rows are MR contiguous streams, and packing them (a copy of every activation, a
 // tenth of a small product's time) is not needed. A packed sliver is the case (1, MR).
-static void micro_kernel_strided(int kc, const real *a, long a_rs, long a_cs, const real *restrict b,
-                                 real *restrict acc, real *restrict c, long ldc, int add) {
-    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
-    __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
-    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
-    __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
-    __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
-    __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
-    // rows 0-2 are read off a0 and rows 3-5 off a3, at offsets 0, a_rs, 2 a_rs: x86 addressing
-    // (base + index) covers them without six pointers to advance
-    const real *a0 = a, *a3 = a + 3 * a_rs;
+// The loops over i and j have constant bounds and are unrolled completely, so the MR x NV
+// accumulators live in registers from the first FMA to the store.
+static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a_cs, const real *restrict b,
+                                        real *restrict acc, real *restrict c, long ldc, int add) {
+    vreal t[MR][NV];
+    UNROLL
+    for (int i = 0; i < MR; i++)
+        UNROLL
+        for (int j = 0; j < NV; j++) t[i][j] = vzero();
     // The tile of C is read (or written) only after the k loop, and in a W2 step it is usually
     // in L3 or memory by then (an activation of several MB): ask for its lines now, so the
     // misses overlap the FMAs instead of stalling the end of the tile (BLIS does the same).
-    // Alternating W2 runs: 2-3% faster; W1, whose C stays in cache, unchanged.
-    if (c)
+    if (c) {
+        UNROLL
         for (int i = 0; i < MR; i++) {
-            _mm_prefetch((const char *)(c + (long)i * ldc), _MM_HINT_T0);
-            _mm_prefetch((const char *)(c + (long)i * ldc + NR - 1), _MM_HINT_T0);  // a row may span two lines
+            UNROLL
+            for (int j = 0; j < NR; j += 64 / (int)sizeof(real)) __builtin_prefetch(c + (long)i * ldc + j);
+            __builtin_prefetch(c + (long)i * ldc + NR - 1);  // a row may span one more line
         }
-    const long r1 = a_rs, r2 = 2 * a_rs;
+    }
     for (int k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-        __m256 x;
-        x = _mm256_broadcast_ss(a0);      c00 = _mm256_fmadd_ps(x, b0, c00); c01 = _mm256_fmadd_ps(x, b1, c01);
-        x = _mm256_broadcast_ss(a0 + r1); c10 = _mm256_fmadd_ps(x, b0, c10); c11 = _mm256_fmadd_ps(x, b1, c11);
-        x = _mm256_broadcast_ss(a0 + r2); c20 = _mm256_fmadd_ps(x, b0, c20); c21 = _mm256_fmadd_ps(x, b1, c21);
-        x = _mm256_broadcast_ss(a3);      c30 = _mm256_fmadd_ps(x, b0, c30); c31 = _mm256_fmadd_ps(x, b1, c31);
-        x = _mm256_broadcast_ss(a3 + r1); c40 = _mm256_fmadd_ps(x, b0, c40); c41 = _mm256_fmadd_ps(x, b1, c41);
-        x = _mm256_broadcast_ss(a3 + r2); c50 = _mm256_fmadd_ps(x, b0, c50); c51 = _mm256_fmadd_ps(x, b1, c51);
-        a0 += a_cs;
-        a3 += a_cs;
+        vreal bk[NV];
+        UNROLL
+        for (int j = 0; j < NV; j++) bk[j] = vload(b + j * VL);
+        UNROLL
+        for (int i = 0; i < MR; i++) {
+            vreal x = vset1(a[i * a_rs]);
+            UNROLL
+            for (int j = 0; j < NV; j++) t[i][j] = vfma(x, bk[j], t[i][j]);
+        }
+        a += a_cs;
         b += NR;
     }
-    if (c) {
-#define TILE_ROW(i, lo, hi) do { real *ci = c + (long)(i) * ldc; \
-        if (add) { lo = _mm256_add_ps(_mm256_loadu_ps(ci), lo); hi = _mm256_add_ps(_mm256_loadu_ps(ci + 8), hi); } \
-        _mm256_storeu_ps(ci, lo); _mm256_storeu_ps(ci + 8, hi); } while (0)
-        TILE_ROW(0, c00, c01); TILE_ROW(1, c10, c11); TILE_ROW(2, c20, c21);
-        TILE_ROW(3, c30, c31); TILE_ROW(4, c40, c41); TILE_ROW(5, c50, c51);
-#undef TILE_ROW
-        return;
-    }
-    _mm256_store_ps(acc + 0 * NR, c00); _mm256_store_ps(acc + 0 * NR + 8, c01);
-    _mm256_store_ps(acc + 1 * NR, c10); _mm256_store_ps(acc + 1 * NR + 8, c11);
-    _mm256_store_ps(acc + 2 * NR, c20); _mm256_store_ps(acc + 2 * NR + 8, c21);
-    _mm256_store_ps(acc + 3 * NR, c30); _mm256_store_ps(acc + 3 * NR + 8, c31);
-    _mm256_store_ps(acc + 4 * NR, c40); _mm256_store_ps(acc + 4 * NR + 8, c41);
-    _mm256_store_ps(acc + 5 * NR, c50); _mm256_store_ps(acc + 5 * NR + 8, c51);
+    UNROLL
+    for (int i = 0; i < MR; i++)
+        UNROLL
+        for (int j = 0; j < NV; j++) {
+            if (!c) { vstore(acc + i * NR + j * VL, t[i][j]); continue; }
+            real *cij = c + (long)i * ldc + j * VL;
+            vstore(cij, add ? vload(cij) + t[i][j] : t[i][j]);
+        }
 }
 
 // A packed sliver: MR values per depth, contiguous
@@ -199,7 +245,7 @@ static void micro_kernel(int kc, const real *restrict a, const real *restrict b,
             real ai = a[k * MR + i];
             real *restrict row = acc + i * NR;
             const real *restrict bk = b + k * NR;
-            for (int j = 0; j < NR; j++) row[j] += ai * bk[j];
+            for (int j = 0; j < NR; j++) row[j] = smadd(ai, bk[j], row[j]);
         }
     }
     if (c)
@@ -228,20 +274,14 @@ static void gemm_row(int j_lo, int j_hi, int K, const real *a, long a_cs, const 
             for (int k = p0; k < p0 + kc; k++) {
                 real ak = a[(long)k * a_cs];
                 const real *restrict bk = B + (long)k * b_rs + (long)j0 * b_cs;
-#if SIMD_AVX2
-                // fused multiply-adds, exactly as the AVX2 micro-kernel rounds them, whatever
-                // the optimisation level (plain C would be fused only where the compiler contracts)
                 int j = 0;
+#if VEC_BYTES
                 if (b_cs == 1) {
-                    __m256 av = _mm256_set1_ps(ak);
-                    for (; j + 8 <= nj; j += 8)
-                        _mm256_store_ps(acc + j, _mm256_fmadd_ps(av, _mm256_loadu_ps(bk + j), _mm256_load_ps(acc + j)));
+                    vreal av = vset1(ak);
+                    for (; j + VL <= nj; j += VL) vstore(acc + j, vfma(av, vload(bk + j), vload(acc + j)));
                 }
-                for (; j < nj; j++) acc[j] = fmaf(ak, bk[(long)j * b_cs], acc[j]);
-#else
-                // the portable micro-kernel's expression, so both round alike
-                for (int j = 0; j < nj; j++) acc[j] += ak * bk[(long)j * b_cs];
 #endif
+                for (; j < nj; j++) acc[j] = smadd(ak, bk[(long)j * b_cs], acc[j]);
             }
             real *restrict cj = c + j0;
             if (accumulate || p0 > 0) for (int j = 0; j < nj; j++) cj[j] += acc[j];
@@ -260,12 +300,12 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
         return;
     }
     _Alignas(64) real acc[MR * NR];
-    // whole 6-row slivers of a row-major A are read in place (see micro_kernel_strided); only a
+    // whole MR-row slivers of a row-major A are read in place (see micro_kernel_strided); only a
     // last, partial sliver is packed (with its zero rows). A transposed A (the weight gradients'
-    // X^T) is packed: in place, the 6 values of each depth sit a row of X apart, 0.5-6 KB, and
+    // X^T) is packed: in place, the MR values of each depth sit a row of X apart, 0.5-6 KB, and
     // lines at such strides fall into a few L1 sets and evict each other every sliver (in the
     // W2 step the products ran 10-25% slower).
-    const int direct_a = SIMD_AVX2 && a_cs == 1;
+    const int direct_a = VEC_BYTES && a_cs == 1;
     for (int j0 = j_lo; j0 < j_hi; j0 += NC) {
         int nc = j_hi - j0 < NC ? j_hi - j0 : NC;
         int n_slivers = (nc + NR - 1) / NR;
@@ -287,7 +327,7 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
                         int nv = j_hi - col0 < NR ? j_hi - col0 : NR;
                         const real *pa = buf->a + (long)si * kc * MR, *pb = buf->b + (long)sj * kc * NR;
                         real *c_tile = mv == MR && nv == NR ? C + (long)row0 * ldc + col0 : NULL;
-#if SIMD_AVX2
+#if VEC_BYTES
                         if (direct_a && mv == MR)  // a full tile writes C itself
                             micro_kernel_strided(kc, A + (long)row0 * a_rs + (long)p0 * a_cs, a_rs, a_cs,
                                                  pb, acc, c_tile, ldc, add);
@@ -381,63 +421,121 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
     }
 }
 
-static double fma_probe_once(void) {
-    const long iters = 20000000;
-    int threads = 1;
-    double t0 = now_seconds();
-    float sink = 0;
-#pragma omp parallel reduction(+:sink)
-    {
-#ifdef _OPENMP
-#pragma omp single
-        threads = omp_get_num_threads();
+// ---- The FMA peak ----
+// Each thread times short windows of independent FMA chains held in registers, on the widest
+// FMA the machine has (checked at run time on x86, so a binary built for AVX2 still measures an
+// AVX-512 machine's peak). A window is 50,000 rounds of the chains, ~0.1 ms on a current core:
+// on a shared machine a thread is descheduled for whole time slices of a few ms, so most windows
+// run either undisturbed or not at all, and the fastest window of each thread is its core's rate
+// (a probe timing all threads together over 3 ms was halved by one descheduled thread). The peak
+// is the sum of the threads' fastest windows; `steady` says how many windows came close to it.
+#define PROBE_ITERS 50000L
+#define PROBE_MIN_WINDOWS 20
+#define PROBE_MAX_WINDOWS 4000
+#define PROBE_SECONDS 0.25
+
+// The chains start from different values: identical chains would be merged into one by the
+// compiler, which then times one FMA's latency and reports a peak the core never reaches. 12
+// chains cover the FMA latency times the FMA pipes of current x86 cores (4 cycles x 2), 16 those
+// of ARM cores with four pipes.
+#define FMA_WINDOW_BODY(V, SET1, FMA, ADD, LANES, CHAINS)                                          \
+    V acc[CHAINS];                                                                                 \
+    for (int c = 0; c < CHAINS; c++) acc[c] = SET1(1.0f + 0.01f * (float)c);                       \
+    const V mul = SET1(0.999999f), add = SET1(1e-7f);                                              \
+    double t0 = now_seconds();                                                                     \
+    for (long i = 0; i < iters; i++) {                                                             \
+        _Pragma("GCC unroll 16") for (int c = 0; c < CHAINS; c++) acc[c] = FMA(acc[c], mul, add);  \
+    }                                                                                              \
+    double t = now_seconds() - t0;                                                                 \
+    V s = acc[0];                                                                                  \
+    for (int c = 1; c < CHAINS; c++) s = ADD(s, acc[c]);                                           \
+    float lanes[LANES];                                                                            \
+    memcpy(lanes, &s, sizeof lanes);                                                               \
+    *sink += lanes[0];                                                                             \
+    return (double)iters * CHAINS * LANES * 2 / t;
+
+typedef double (*FmaWindow)(long iters, volatile float *sink);  // FLOP/s of one window
+
+#if defined(__x86_64__) || defined(__i386__)
+#if defined(__GNUC__)
+__attribute__((target("avx512f")))
 #endif
-#if defined(__AVX2__) && defined(__FMA__)
-        // 10 independent accumulators cover the FMA latency x issue width of current cores. They
-        // start from different values: identical chains would be merged into one by the
-        // compiler, which then times one FMA's latency and reports a peak the core never reaches
-        __m256 a0 = _mm256_set1_ps(1.0f), a1 = _mm256_set1_ps(1.1f), a2 = _mm256_set1_ps(1.2f),
-               a3 = _mm256_set1_ps(1.3f), a4 = _mm256_set1_ps(1.4f), a5 = _mm256_set1_ps(1.5f),
-               a6 = _mm256_set1_ps(1.6f), a7 = _mm256_set1_ps(1.7f), a8 = _mm256_set1_ps(1.8f),
-               a9 = _mm256_set1_ps(1.9f);
-        const __m256 mul = _mm256_set1_ps(0.999999f), add = _mm256_set1_ps(1e-7f);
-        for (long i = 0; i < iters / 10; i++) {
-            a0 = _mm256_fmadd_ps(a0, mul, add); a1 = _mm256_fmadd_ps(a1, mul, add);
-            a2 = _mm256_fmadd_ps(a2, mul, add); a3 = _mm256_fmadd_ps(a3, mul, add);
-            a4 = _mm256_fmadd_ps(a4, mul, add); a5 = _mm256_fmadd_ps(a5, mul, add);
-            a6 = _mm256_fmadd_ps(a6, mul, add); a7 = _mm256_fmadd_ps(a7, mul, add);
-            a8 = _mm256_fmadd_ps(a8, mul, add); a9 = _mm256_fmadd_ps(a9, mul, add);
-        }
-        __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                                 _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)), _mm256_add_ps(a8, a9)));
-        float out[8];
-        _mm256_storeu_ps(out, s);
-        sink += out[0];
-        const double flops_per_iter = 10 * 8 * 2;
+static double fma_window_avx512(long iters, volatile float *sink) {
+    FMA_WINDOW_BODY(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, 16, 12)
+}
+#if defined(__GNUC__)
+__attribute__((target("avx2,fma")))
+#endif
+static double fma_window_avx2(long iters, volatile float *sink) {
+    FMA_WINDOW_BODY(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, 8, 12)
+}
+// no FMA: a multiply and an add, 2 FLOPs as well
+static inline __m128 sse_madd(__m128 a, __m128 b, __m128 c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+static double fma_window_sse(long iters, volatile float *sink) {
+    FMA_WINDOW_BODY(__m128, _mm_set1_ps, sse_madd, _mm_add_ps, 4, 12)
+}
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+static inline float32x4_t neon_fma(float32x4_t a, float32x4_t b, float32x4_t c) { return vfmaq_f32(c, a, b); }
+static double fma_window_neon(long iters, volatile float *sink) {
+    FMA_WINDOW_BODY(float32x4_t, vdupq_n_f32, neon_fma, vaddq_f32, 4, 16)
+}
 #else
-        float acc[10][8];
-        for (int j = 0; j < 10; j++) for (int k = 0; k < 8; k++) acc[j][k] = 1.0f + 0.1f * (float)(j * 8 + k);
-        for (long i = 0; i < iters / 10; i++)
-            for (int j = 0; j < 10; j++)
-                for (int k = 0; k < 8; k++) acc[j][k] = acc[j][k] * 0.999999f + 1e-7f;
-        sink += acc[0][0];
-        const double flops_per_iter = 10 * 8 * 2;
+static inline float scalar_madd(float a, float b, float c) { return a * b + c; }
+static inline float scalar_add(float a, float b) { return a + b; }
+static inline float scalar_set1(float x) { return x; }
+static double fma_window_scalar(long iters, volatile float *sink) {
+    FMA_WINDOW_BODY(float, scalar_set1, scalar_madd, scalar_add, 1, 16)
+}
 #endif
-        (void)flops_per_iter;
+
+FmaPeak fma_peak_measure(void) {
+    FmaPeak p = {0, 1, 1, "scalar"};
+    FmaWindow window;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) { window = fma_window_avx512; p.lanes = 16; p.isa = "avx512f"; }
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { window = fma_window_avx2; p.lanes = 8; p.isa = "avx2+fma"; }
+    else { window = fma_window_sse; p.lanes = 4; p.isa = "sse, no fma"; }
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+    window = fma_window_neon; p.lanes = 4; p.isa = "neon";
+#else
+    window = fma_window_scalar;
+#endif
+    double total = 0, steady = 1, t_start = now_seconds();
+#pragma omp parallel reduction(+:total) reduction(min:steady)
+    {
+        double rate[PROBE_MAX_WINDOWS];
+        volatile float sink = 0;
+        int n = 0;
+        while (n < PROBE_MAX_WINDOWS && (n < PROBE_MIN_WINDOWS || now_seconds() - t_start < PROBE_SECONDS))
+            rate[n++] = window(PROBE_ITERS, &sink);
+        double best = 0;
+        for (int i = 0; i < n; i++) best = rate[i] > best ? rate[i] : best;
+        int near = 0;
+        for (int i = 0; i < n; i++) near += rate[i] >= 0.95 * best;
+        total += best / 1e9;
+        steady = (double)near / n < steady ? (double)near / n : steady;
     }
-    double t = now_seconds() - t0;
-    if (sink == 12345.0f) return 0;  // keeps the loop from being optimised away
-    return (double)threads * (double)(iters / 10) * 160.0 / t / 1e9;
+    p.gflops = total;
+    p.steady = steady;
+    return p;
 }
 
-// The best of short (~3 ms) probes over at least a quarter of a second: the first runs while the
-// threads start and the clock ramps up, and on a shared machine a core is now and then taken away
-// (right after a W2 run, five back-to-back probes once all read half the peak).
-double fma_peak_gflops(void) {
-    double best = 0, t0 = now_seconds();
-    for (int i = 0; i < 200 && (i < 5 || now_seconds() - t0 < 0.25); i++) {
-        double g = fma_probe_once();
-        if (g > best) best = g;
+double fma_peak_gflops(void) { return fma_peak_measure().gflops; }
+
+double fma_peak_mfu(double achieved, const FmaPeak *before, const FmaPeak *after, char *text, size_t n) {
+    const FmaPeak *hi = after->gflops > before->gflops ? after : before;
+    const FmaPeak *lo = hi == after ? before : after;
+    // Busy: the two probes disagree, too few windows ran at the best rate, or the steps ran
+    // faster than the "peak" (a probe that lost its cores); then no MFU is worth printing.
+    int busy = lo->gflops < 0.9 * hi->gflops || lo->steady < 0.25 || hi->steady < 0.25 || achieved > hi->gflops;
+    if (busy) {
+        snprintf(text, n, "FMA peak not measured: the machine was too busy (probes before and after the steps "
+                 "read %.1f and %.1f GFLOP/s, %.0f%% and %.0f%% of their windows near their best)",
+                 before->gflops, after->gflops, 100 * before->steady, 100 * after->steady);
+        return -1;
     }
-    return best;
+    snprintf(text, n, "FMA peak %.1f GFLOP/s (%d-wide %s; probes before and after the steps %.1f and %.1f)",
+             hi->gflops, hi->lanes, hi->isa, before->gflops, after->gflops);
+    return achieved / hi->gflops;
 }

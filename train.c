@@ -560,9 +560,9 @@ static void bench(Run *r, int steps) {
     rng_seed(&rng, 12345 + (uint64_t)dist_rank());
     int warmup = 3;
     double *ms = xmalloc(sizeof(double) * (size_t)steps, "timings");
-    // The peak is probed before and after the steps and the higher kept: on a shared machine a
-    // core is sometimes unavailable for a few tenths of a second, which halves a probe.
-    double peak = fma_peak_gflops();
+    // The peak is probed before and after the steps: on a shared machine the two disagree when
+    // it was too busy to measure, and then no MFU is printed (fma_peak_mfu).
+    FmaPeak peak_before = fma_peak_measure();
     for (int i = 0; i < warmup + steps; i++) {
         for (size_t j = 0; j < local; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
         if (i == warmup) {  // account the timed steps only
@@ -583,17 +583,19 @@ static void bench(Run *r, int steps) {
     double median = steps % 2 ? ms[steps / 2] : 0.5 * (ms[steps / 2 - 1] + ms[steps / 2]);
     double flops = gpt_flops_per_step(&r->model, B, T);
     double gflops = flops / (median / 1000.0) / 1e9;
-    double peak_after = fma_peak_gflops();
-    if (peak_after > peak) peak = peak_after;
-    dist_sum_double(&peak, 1);  // with MPI, the ranks' cores together (each measures its own at once)
+    FmaPeak peak_after = fma_peak_measure();
+    dist_sum_double(&peak_before.gflops, 1);  // with MPI, the ranks' cores together (each measures its own at once)
+    dist_sum_double(&peak_after.gflops, 1);
+    char peak_text[256];
+    double mfu = fma_peak_mfu(gflops, &peak_before, &peak_after, peak_text, sizeof peak_text);
     static const char *const phase_names[PHASE_COUNT] = {"matmul_fwd", "matmul_bwd", "attention", "other", "optimizer"};
     double total = 0;
     for (int p = 0; p < PHASE_COUNT; p++) total += r->model.phase_seconds[p];
     char workers[64];
     if (dist_size() > 1) snprintf(workers, sizeof workers, "%d ranks x %d threads", dist_size(), thread_max());
     else snprintf(workers, sizeof workers, "%d threads", thread_max());
-    printf("%s: %zu params, B=%d T=%d, %.2f GFLOP/step, %s, measured FMA peak %.1f GFLOP/s\n", c->name,
-           r->model.n_params, B, T, flops / 1e9, workers, peak);
+    printf("%s: %zu params, B=%d T=%d, %.2f GFLOP/step, %s, GEMM: %s\n%s\n", c->name,
+           r->model.n_params, B, T, flops / 1e9, workers, matmul_simd_path(), peak_text);
     printf("phases (ms/step):");
     for (int p = 0; p < PHASE_COUNT; p++)
         printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * r->model.phase_seconds[p] / steps,
@@ -635,8 +637,10 @@ static void bench(Run *r, int steps) {
                cached, full);
         free(vocab.chars);
     }
-    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%.3f\n", c->name, median,
-           ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, peak > 0 ? gflops / peak : 0.0);
+    char mfu_text[16] = "n/a";  // the machine too busy to measure the peak
+    if (mfu >= 0) snprintf(mfu_text, sizeof mfu_text, "%.3f", mfu);
+    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s\n", c->name, median,
+           ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, mfu_text);
     free(ms); free(x); free(y);
 }
 

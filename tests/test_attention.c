@@ -311,7 +311,9 @@ static void test_attention_definition_matches_formulas_in_double(void) {
                     sum += P[t * T + u];
                 }
                 for (int u = 0; u <= t; u++) P[t * T + u] /= sum;
-                for (int u = 0; u <= t; u++) worst = fmax(worst, fabs(P[t * T + u] - ph[t * T + u]));
+                // not fmax: Debian 12's gcc 12.2 for ARM64 crashes vectorising an fmax reduction over
+                // floats widened to double (internal compiler error in vect_transform_reduction)
+                for (int u = 0; u <= t; u++) { double e = fabs(P[t * T + u] - ph[t * T + u]); worst = e > worst ? e : worst; }
                 for (int u = t + 1; u < T; u++) masked_zero &= ph[t * T + u] == 0;
                 for (int i = 0; i < hd; i++) {
                     double o = 0;

@@ -1,0 +1,127 @@
+// tests/test_gemm.c: the GEMM's arithmetic contract, bit for bit, and the FMA peak behind MFU.
+//
+// Every element of C is one chain of multiply-adds over k in increasing order within each
+// GEMM_KC-deep block, started from zero, with the blocks' sums added onto C in order (matmul.h).
+// The reference below computes exactly that one element at a time with vec.h's scalar smadd
+// (fused wherever the vector code fuses), so the products must match it in every bit: in the
+// 16-wide, 8-wide, 4-wide and scalar builds alike (make VEC=16/8/4/0), whatever the tile edges
+// and the split between threads.
+#include <stdlib.h>
+#include <string.h>
+
+#include "../matmul.h"
+#include "../rng.h"
+#include "../vec.h"
+#include "test.h"
+
+// C (M,N) = A B, or C += A B, with A(i,k) = A[i*a_rs + k*a_cs] and B(k,j) = B[k*b_rs + j*b_cs]
+static void gemm_reference(real *C, const real *A, long a_rs, long a_cs, const real *B, long b_rs, long b_cs,
+                           int M, int N, int K, int add) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            real c = add ? C[(long)i * N + j] : 0;
+            for (int p0 = 0; p0 < K; p0 += GEMM_KC) {
+                real s = 0;
+                for (int k = p0; k < K && k < p0 + GEMM_KC; k++)
+                    s = smadd(A[i * a_rs + k * a_cs], B[k * b_rs + j * b_cs], s);
+                c = p0 == 0 && !add ? s : c + s;
+            }
+            C[(long)i * N + j] = c;
+        }
+}
+
+static real *random_array(size_t n, Rng *rng) {
+    real *a = malloc((n ? n : 1) * sizeof(real));
+    for (size_t i = 0; i < n; i++) a[i] = (real)rng_normal(rng);
+    return a;
+}
+
+typedef void (*GemmPart)(int, int, real *, const real *, const real *, int, int, int, MatWrite);
+
+// Shapes with full and partial register tiles on both sides for every tile the builds use
+// (6 or 12 rows, 8 to 32 columns), more than one depth block, a last partial block, one row (the
+// streaming path of generation, longer than its chunk), more columns than rows (C split by
+// columns between threads), and an empty depth.
+static void test_gemm_is_one_fma_chain_per_element(void) {
+    static const int shapes[][3] = {{131, 67, 600}, {1, 700, 300}, {40, 200, GEMM_KC}, {13, 1, 257},
+                                    {2, 3, 5}, {97, 33, 1}, {5, 7, 0}};
+    static const char *const names[3] = {"gemm_nn", "gemm_nt", "gemm_tn"};
+    static const GemmPart parts[3] = {gemm_nn_part, gemm_nt_part, gemm_tn_part};
+    Rng rng;
+    rng_seed(&rng, 20);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        size_t mn = (size_t)M * N;
+        real *A = random_array((size_t)M * K, &rng), *B = random_array((size_t)K * N, &rng);
+        real *C0 = random_array(mn, &rng), *C = malloc(mn * sizeof(real)), *R = malloc(mn * sizeof(real));
+        for (int op = 0; op < 3; op++)
+            for (int add = 0; add < 2; add++) {
+                // A(i,k) and B(k,j) as each product reads its operands
+                long a_rs = op == 2 ? 1 : K, a_cs = op == 2 ? M : 1, b_rs = op == 1 ? 1 : N, b_cs = op == 1 ? K : 1;
+                MatWrite w = add ? MM_ADD : MM_SET;
+                memcpy(R, C0, mn * sizeof(real));
+                gemm_reference(R, A, a_rs, a_cs, B, b_rs, b_cs, M, N, K, add);
+                // all threads at once, then three shares one after another
+                memcpy(C, C0, mn * sizeof(real));
+                if (op == 0) gemm_nn(C, A, B, M, N, K, w);
+                else if (op == 1) gemm_nt(C, A, B, M, N, K, w);
+                else gemm_tn(C, A, B, M, N, K, w);
+                CHECK_MSG(memcmp(C, R, mn * sizeof(real)) == 0, "%s (%s), %d x %d x %d: not the reference's bits",
+                          names[op], add ? "add" : "set", M, N, K);
+                memcpy(C, C0, mn * sizeof(real));
+                for (int tid = 0; tid < 3; tid++) parts[op](tid, 3, C, A, B, M, N, K, w);
+                CHECK_MSG(memcmp(C, R, mn * sizeof(real)) == 0, "%s (%s), %d x %d x %d in 3 shares: not the reference's bits",
+                          names[op], add ? "add" : "set", M, N, K);
+            }
+        free(A); free(B); free(C0); free(C); free(R);
+    }
+}
+
+// The build says which vector width it compiled, and it is the one vec.h chose for this target.
+static void test_gemm_reports_its_vector_width(void) {
+    int lanes = matmul_vector_lanes();
+    CHECK_MSG(lanes == (VEC_BYTES ? VEC_BYTES / 4 : 1), "matmul.c has %d lanes, vec.h %d bytes", lanes, VEC_BYTES);
+    CHECK(strstr(matmul_simd_path(), VEC_ISA) != NULL);
+}
+
+// MFU from two peak probes: the higher probe is the peak; a run faster than it, probes that
+// disagree, or probes whose windows rarely reached their best (a busy machine) give no MFU.
+static void test_fma_peak_mfu_is_never_above_one(void) {
+    char text[256];
+    FmaPeak a = {400, 0.9, 16, "avx512f"}, b = {420, 0.95, 16, "avx512f"};
+    double mfu = fma_peak_mfu(210, &a, &b, text, sizeof text);
+    CHECK_NEAR(mfu, 0.5, 1e-12);
+    CHECK(strstr(text, "420.0") && strstr(text, "16-wide avx512f"));
+    CHECK_NEAR(fma_peak_mfu(210, &b, &a, text, sizeof text), 0.5, 1e-12);
+    CHECK(fma_peak_mfu(421, &a, &b, text, sizeof text) < 0);                     // faster than the peak
+    CHECK(strstr(text, "too busy") != NULL);
+    FmaPeak slow = {62, 0.9, 16, "avx512f"};                                     // issue 19's probe
+    CHECK(fma_peak_mfu(113, &slow, &b, text, sizeof text) < 0);
+    CHECK(strstr(text, "62.0") && strstr(text, "420.0"));
+    FmaPeak unsteady = {420, 0.1, 16, "avx512f"};
+    CHECK(fma_peak_mfu(210, &a, &unsteady, text, sizeof text) < 0);
+}
+
+// The probe measures the widest FMA of the machine, at least as wide as the build's own.
+static void test_fma_peak_probes_the_widest_fma(void) {
+    FmaPeak p = fma_peak_measure();
+    CHECK_MSG(p.gflops > 0 && p.steady > 0 && p.steady <= 1, "gflops %g steady %g", p.gflops, p.steady);
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    int widest = __builtin_cpu_supports("avx512f") ? 16 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 8 : 4;
+    CHECK_MSG(p.lanes == widest, "probed %d lanes (%s), the processor has %d", p.lanes, p.isa, widest);
+#elif defined(__aarch64__)
+    CHECK(p.lanes == 4 && strcmp(p.isa, "neon") == 0);
+#endif
+#if defined(__AVX512F__) || (VEC_BYTES && VEC_BYTES < 64)
+    CHECK_MSG(p.lanes >= matmul_vector_lanes(), "probed %d lanes, the build uses %d", p.lanes, matmul_vector_lanes());
+#endif
+}
+
+const TestCase tests_gemm[] = {
+    {"gemm_is_one_fma_chain_per_element", test_gemm_is_one_fma_chain_per_element},
+    {"gemm_reports_its_vector_width", test_gemm_reports_its_vector_width},
+    {"fma_peak_mfu_is_never_above_one", test_fma_peak_mfu_is_never_above_one},
+    {"fma_peak_probes_the_widest_fma", test_fma_peak_probes_the_widest_fma},
+    {NULL, NULL},
+};

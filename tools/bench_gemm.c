@@ -1,0 +1,56 @@
+// tools/bench_gemm.c: the GEMM alone on the products of one training worker (docs/PERFORMANCE.md).
+// For each linear layer of W1 or W2 (qkv, attention projection, MLP up, MLP down) it times the
+// forward product (gemm_nn), dinp (gemm_nt) and dweight (gemm_tn) on one worker's rows (W1: 384,
+// W2: 1024, half a batch), best of REPS calls, and prints GFLOP/s per layout and overall.
+//   make tools/bench_gemm && OMP_NUM_THREADS=1 ./tools/bench_gemm W2 10
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../matmul.h"
+
+static real *random_matrix(size_t n) {
+    real *p = xmalloc_aligned(n * sizeof(real), "matrix");
+    for (size_t i = 0; i < n; i++) p[i] = (real)((rand() % 2001) - 1000) / 1000;
+    return p;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3 || (strcmp(argv[1], "W1") && strcmp(argv[1], "W2")) || atoi(argv[2]) < 1) {
+        fprintf(stderr, "usage: bench_gemm W1|W2 REPS\n");
+        return 2;
+    }
+    int w1 = strcmp(argv[1], "W1") == 0, reps = atoi(argv[2]);
+    int M = w1 ? 384 : 1024, C = w1 ? 128 : 384;
+    const int layers[4][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};  // (in, out)
+    static const char *const names[3] = {"nn (forward)", "nt (dinp)", "tn (dweight)"};
+    double flops = 0, seconds[3] = {0, 0, 0};
+    printf("%s, %d rows, GEMM: %s, best of %d calls\n", argv[1], M,
+           matmul_simd_path(), reps);
+    for (int l = 0; l < 4; l++) {
+        int in = layers[l][0], out = layers[l][1];
+        real *x = random_matrix((size_t)M * in), *w = random_matrix((size_t)in * out);
+        real *y = random_matrix((size_t)M * out), *dx = random_matrix((size_t)M * in), *dw = random_matrix((size_t)in * out);
+        double f = 2.0 * M * in * out;
+        printf("%4d x %4d:", in, out);
+        for (int op = 0; op < 3; op++) {
+            double best = 1e30;
+            for (int r = 0; r < reps; r++) {
+                double t0 = now_seconds();
+                if (op == 0) gemm_nn(y, x, w, M, out, in, MM_SET);         // y = x W
+                else if (op == 1) gemm_nt(dx, y, w, M, in, out, MM_SET);   // dx = dy W^T
+                else gemm_tn(dw, x, y, in, out, M, MM_SET);               // dW = x^T dy
+                double t = now_seconds() - t0;
+                best = t < best ? t : best;
+            }
+            seconds[op] += best;
+            printf("  %s %6.1f GFLOP/s", names[op], f / best / 1e9);
+        }
+        printf("\n");
+        flops += f;
+        free(x); free(w); free(y); free(dx); free(dw);
+    }
+    printf("overall: nn %.1f, nt %.1f, tn %.1f, all three %.1f GFLOP/s\n", flops / seconds[0] / 1e9,
+           flops / seconds[1] / 1e9, flops / seconds[2] / 1e9, 3 * flops / (seconds[0] + seconds[1] + seconds[2]) / 1e9);
+    return 0;
+}
