@@ -94,12 +94,26 @@ $(OBJDIR)/f64/%.o: %.c $(CORE_H) | deps
 	@mkdir -p $(OBJDIR)/f64
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -c $< -o $@
 
-train: $(OBJDIR)/train.o $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
+# ./train: train.c (the command line and the modes) over run.c (one run's life), outdir.c (its
+# output directory) and report.c (the comparison's report)
+TRAIN_SRC := train.c run.c outdir.c report.c
+TRAIN_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/%.o)
+train: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
+
+# The test build of train (build/train-test): the same sources with the fault injection the tests
+# drive through TGPT_TEST_* environment variables (run.c). The shipped ./train has none of it.
+TRAIN_TEST_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/hooks/%.o)
+$(OBJDIR)/hooks/%.o: %.c $(CORE_H) | deps
+	@mkdir -p $(OBJDIR)/hooks
+	$(CC) $(ALL_CFLAGS) -DTGPT_TEST_HOOKS -c $< -o $@
+
+build/train-test: $(TRAIN_TEST_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 # The MPI build of train that the tests run under mpirun (build/train-mpi; ./train stays as it is).
 # `make test` builds it when mpicc is installed; the MPI tests skip, saying so, when it is not.
-build/train-mpi: $(OBJDIR)/train.o $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
+build/train-mpi: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 mpi-test-build:
@@ -136,7 +150,7 @@ run: all
 	./train configs/default.json
 
 # One runner, one closing line: the float32 suite also runs the float64 build's numeric tests.
-test: all tools/gencorpus tests/run_tests tests/run_tests64 mpi-test-build
+test: all tools/gencorpus build/train-test tests/run_tests tests/run_tests64 mpi-test-build
 	./tests/run_tests
 
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (binaries included)

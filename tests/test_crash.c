@@ -205,7 +205,7 @@ static void test_divergence_guard(void) {
     crash_tmpdir();
     write_config("cfg.json", 16);
     char cmd[1024], path[300], log[8192];
-    snprintf(cmd, sizeof cmd, "TGPT_TEST_NONFINITE=5:2 ./train %s/cfg.json --train.max_steps=20 --train.ckpt_interval=10 "
+    snprintf(cmd, sizeof cmd, "TGPT_TEST_NONFINITE=5:2 build/train-test %s/cfg.json --train.max_steps=20 --train.ckpt_interval=10 "
              "--log.log_interval=1 > %s/log.txt 2>&1", g_cdir, g_cdir);
     int st = system(cmd);
     CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "two bad steps must not stop the run");
@@ -228,7 +228,7 @@ static void test_divergence_guard(void) {
     CHECK(ck.state.skipped_steps == 2);
     checkpoint_close(&ck);
     // five in a row (train.max_bad_steps): stop with exit 1, one line naming the step, and a checkpoint
-    snprintf(cmd, sizeof cmd, "TGPT_TEST_NONFINITE=12:100 ./train %s/cfg.json --train.max_steps=40 --train.ckpt_interval=100 "
+    snprintf(cmd, sizeof cmd, "TGPT_TEST_NONFINITE=12:100 build/train-test %s/cfg.json --train.max_steps=40 --train.ckpt_interval=100 "
              "> %s/out.txt 2> %s/err.txt", g_cdir, g_cdir, g_cdir);
     st = system(cmd);
     CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
@@ -251,7 +251,7 @@ static void test_spike_guard(void) {
     write_config("cfg.json", 16);
     char cmd[1024], path[300], log[8192];
     for (int guard = 0; guard < 2; guard++) {
-        snprintf(cmd, sizeof cmd, "TGPT_TEST_SPIKE=30 ./train %s/cfg.json --train.max_steps=40 --train.ckpt_interval=100 "
+        snprintf(cmd, sizeof cmd, "TGPT_TEST_SPIKE=30 build/train-test %s/cfg.json --train.max_steps=40 --train.ckpt_interval=100 "
                  "--log.log_interval=1 %s > %s/log.txt 2>&1", g_cdir, guard ? "--train.spike_zscore=6 --train.spike_window=20" : "",
                  g_cdir);
         int st = system(cmd);
@@ -264,6 +264,36 @@ static void test_spike_guard(void) {
         if (guard) CHECK_MSG(strstr(log, "SKIPPED (loss spike)") != NULL, "the spike at step 31 was not skipped");
         else CHECK_MSG(strstr(log, "SKIPPED") == NULL, "the guard is off by default");
     }
+    crash_cleanup();
+}
+
+// The fault injection lives in the test build (build/train-test) only: the shipped ./train holds
+// none of its code or names, and the environment variables change nothing in it.
+static void test_shipped_train_has_no_test_hooks(void) {
+    crash_tmpdir();
+    FILE *f = fopen("./train", "rb");
+    CHECK(f != NULL);
+    size_t cap = 1 << 20, len = 0, n;
+    char *bin = malloc(cap);
+    while (f && (n = fread(bin + len, 1, cap - len, f)) > 0)
+        if ((len += n) == cap) bin = realloc(bin, cap *= 2);
+    if (f) fclose(f);
+    int found = 0;
+    for (size_t i = 0; i + 9 <= len && !found; i++) found = memcmp(bin + i, "TGPT_TEST", 9) == 0;
+    free(bin);
+    CHECK_MSG(len > 0 && !found, "./train contains the string TGPT_TEST (%zu bytes read)", len);
+    write_config("cfg.json", 16);
+    char cmd[1024], path[300], log[8192];
+    snprintf(cmd, sizeof cmd, "TGPT_TEST_NONFINITE=0:100 TGPT_TEST_SPIKE=3 ./train %s/cfg.json --train.max_steps=10 "
+             "--log.log_interval=1 > %s/log.txt 2>&1", g_cdir, g_cdir);
+    int st = system(cmd);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    snprintf(path, sizeof path, "%s/log.txt", g_cdir);
+    f = fopen(path, "r");
+    n = f ? fread(log, 1, sizeof log - 1, f) : 0;
+    log[n] = 0;
+    if (f) fclose(f);
+    CHECK_MSG(strstr(log, "SKIPPED") == NULL && strstr(log, "final: step=10") != NULL, "%s", log);
     crash_cleanup();
 }
 
@@ -290,6 +320,7 @@ static void test_sigterm_saves(void) {
 }
 
 const TestCase tests_crash[] = {
+    {"crash_shipped_train_has_no_test_hooks", test_shipped_train_has_no_test_hooks},
     {"crash_spike_guard", test_spike_guard},
     {"crash_sigterm_saves", test_sigterm_saves},
     {"crash_divergence_guard", test_divergence_guard},
