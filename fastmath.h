@@ -12,13 +12,18 @@
 
 #include "common.h"
 
+// Every helper is defined for every input, NaN and +-infinity included (tests/test_robust.c).
 #ifdef REAL_DOUBLE
 static inline real fast_exp(real x) { return exp(x); }
 static inline real fast_erf(real x) { return erf(x); }
 #else
 static inline float fast_exp(float x) {
+    // Defined for every input: -inf and +inf are clamped like any large value, and NaN is
+    // clamped too (every comparison with NaN is false, so the first select takes the bound)
+    // so that the conversion to int32_t below stays in range; the NaN itself is returned.
+    float in = x;
     // clamp to the float range: exp(-87.3) is the smallest normal, exp(88.7) the largest
-    x = x < -87.0f ? -87.0f : x;
+    x = x > -87.0f ? x : -87.0f;
     x = x > 88.0f ? 88.0f : x;
     // round x / ln2 to the nearest integer by adding and removing 1.5 * 2^23 (no libm call, so
     // the loop vectorises)
@@ -32,13 +37,14 @@ static inline float fast_exp(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
+    // n is an integer in [-126, 127], so the biased exponent n + 127 is in [1, 254]
+    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+    return in != in ? in : p * scale;
 }
 
-// erf by Abramowitz & Stegun 7.1.26 (error < 1.5e-7 in exact arithmetic, 5e-7 measured in
+// erf by Abramowitz & Stegun 7.1.26 (defined for every input: +-inf give +-1, NaN gives NaN) (error < 1.5e-7 in exact arithmetic, 5e-7 measured in
 // float), odd-symmetric:
 // erf(|x|) = 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) e^{-x^2}, t = 1 / (1 + p |x|)
 static inline float fast_erf(float x) {

@@ -39,12 +39,14 @@ uint64_t rng_next(Rng *r) {
 
 uint64_t rng_below(Rng *r, uint64_t n) {
     if (n <= 1) return 0;  // [0, 1) holds only 0; n == 0 is meaningless and also gives 0
-    // Reject the lowest (2^64 mod n) values so the remaining range is a multiple of n.
+    // Reject the lowest (2^64 mod n) values so the remaining range is a multiple of n. A draw is
+    // rejected with probability (2^64 mod n) / 2^64 < 1/2, so 64 rejections in a row (odds below
+    // 2^-64) only happen to a broken state: the all-zero state, xoshiro's fixed point, returns 0
+    // for ever. The loop is bounded so that such a state cannot hang the program.
     const uint64_t threshold = (0 - n) % n;
-    for (;;) {
-        uint64_t x = rng_next(r);
-        if (x >= threshold) return x % n;
-    }
+    uint64_t x = rng_next(r);
+    for (int rejected = 1; x < threshold && rejected < 64; rejected++) x = rng_next(r);
+    return x % n;
 }
 
 double rng_uniform(Rng *r) {
