@@ -80,7 +80,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test test-asan fuzz demo bench clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test test-asan test-chaos fuzz demo bench clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -95,8 +95,8 @@ $(OBJDIR)/f64/%.o: %.c $(CORE_H) | deps
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -c $< -o $@
 
 # ./train: train.c (the command line and the modes) over run.c (one run's life), outdir.c (its
-# output directory) and report.c (the comparison's report)
-TRAIN_SRC := train.c run.c outdir.c report.c
+# output directory), stop.c (signals) and report.c (the comparison's report)
+TRAIN_SRC := train.c run.c outdir.c stop.c report.c
 TRAIN_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/%.o)
 train: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
@@ -146,6 +146,14 @@ tests/run_tests: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) tests/test.h $(OBJDIR
 tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) tests/test.h $(OBJDIR)/f64/report.o $(CORE64_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(OBJDIR)/f64/report.o $(CORE64_OBJ) -o $@ $(LDLIBS)
 
+# The chaos test (its own target; CI runs it): SIGKILL, SIGTERM and SIGINT at random moments in
+# every phase of ./train, two trainers on one out_dir, a real divergence (tests/chaos.c).
+tests/chaos: tests/chaos.c tests/test.h $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. tests/chaos.c $(CORE_OBJ) -o $@ $(LDLIBS)
+
+test-chaos: all tests/chaos
+	./tests/chaos $(CHAOS_SEED)
+
 run: all
 	./train configs/default.json
 
@@ -186,4 +194,4 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/train $(DESTDIR)$(PREFIX)/bin/sample $(DESTDIR)$(PREFIX)/bin/lab
 
 clean:
-	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tools/gencorpus $(FUZZ_TARGETS)
+	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tests/chaos tools/gencorpus $(FUZZ_TARGETS)

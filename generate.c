@@ -77,6 +77,11 @@ static int *start_context(const int *prompt, int n_prompt, int n_tokens, int *n)
 
 void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
               double temperature, int top_k, Rng *rng, FILE *out) {
+    generate_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, NULL);
+}
+
+int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+                   double temperature, int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop) {
     int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
     int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
@@ -86,11 +91,12 @@ void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tok
     // prefill: the last block_size tokens of the prompt
     int start = n > Tmax ? n - Tmax : 0;
     gpt_prefill(m, &cache, ctx + start, n - start, logits);
-    for (int i = 0; i < n_tokens; i++) {
+    int written = 0;
+    while (written < n_tokens && !(stop && *stop)) {
         int next = sample_logits(logits, V, temperature, top_k, rng, work);
         ctx[n++] = next;
         put_token(v, next, out);
-        if (i + 1 == n_tokens) break;
+        if (++written == n_tokens) break;
         if (cache.len < Tmax) {
             gpt_decode_step(m, &cache, next, logits);
         } else {
@@ -106,6 +112,7 @@ void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tok
     free(logits);
     free(work);
     free(ctx);
+    return written;
 }
 
 void generate_full_window(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,

@@ -13,11 +13,12 @@
 #include "generate.h"
 #include "outdir.h"
 #include "rng.h"
+#include "stop.h"
 
 // ---------------------------------------------------------------------------------------------
 // set up and tear down
 
-void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDims *dims, int rows, int writes) {
+void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDims *dims, int rows) {
     char err[RUN_ERRLEN];
     memset(r, 0, sizeof *r);
     r->cfg = *base;
@@ -28,8 +29,9 @@ void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDi
         for (int k = 0; k < MAX_VARIANT_OVERRIDES && variant->overrides[k]; k++)
             if (!config_apply_override(&r->cfg, variant->overrides[k], err, sizeof err)) die(EXIT_USAGE, "%s", err);
         if (!config_finalize(&r->cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
-        join_path(r->dir, sizeof r->dir, base->out_dir, variant->name);
-        if (writes && !ensure_dir(r->dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+        // the variant's directory is its out_dir: its checkpoint resumes there
+        join_path(r->cfg.out_dir, sizeof r->cfg.out_dir, base->out_dir, variant->name);
+        snprintf(r->dir, sizeof r->dir, "%s", r->cfg.out_dir);
     } else {
         snprintf(r->dir, sizeof r->dir, "%s", base->out_dir);
     }
@@ -39,10 +41,15 @@ void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDi
     gpt_enable_batch_threads(&r->model, thread_max(), rows, base->block_size);
     r->st.best_val_loss = INFINITY;
     r->last_finite_loss = NAN;
+    r->saved_step = -1;
     if (base->spike_zscore > 0) r->spike_window = xcalloc((size_t)base->spike_window, sizeof(double), "spike window");
 }
 
 void run_release(Run *r) {
+    // logs still open after a stop: what was written stays (errors were reported when writing)
+    if (r->metrics) fclose(r->metrics);
+    if (r->attn_csv) fclose(r->attn_csv);
+    r->metrics = r->attn_csv = NULL;
     gpt_free(&r->model);
     free(r->cfg_json);
     free(r->spike_window);
@@ -209,25 +216,29 @@ void run_probe(Run *r, const int *px, const int *py, long step) {
 // ---------------------------------------------------------------------------------------------
 // evaluation
 
-// Mean loss over a set of fixed batches (eval_steps of them) from one split.
-static double estimate_loss(Run *r, const Dataset *ds, int split_val, int *x, int *y) {
+// Mean loss over a set of fixed batches (eval_steps of them) from one split into *loss. Returns
+// 0 when a stop signal cut it short.
+static int estimate_loss(Run *r, const Dataset *ds, int split_val, int *x, int *y, double *loss) {
     const Config *c = &r->cfg;
     Rng eval_rng;
     rng_seed(&eval_rng, (uint64_t)c->seed * 2654435761u + (split_val ? 17 : 3));
     double total = 0.0;
     size_t off = (size_t)r->row0 * c->block_size;
     for (int i = 0; i < c->eval_steps; i++) {
+        if (stop_agreed()) return 0;
         // every rank draws the whole batch and evaluates its rows: the mean over the ranks'
         // equal shares is the mean over the batch
         sample_batch(ds, split_val, &eval_rng, c->batch_size, c->block_size, x, y);
         total += gpt_loss(&r->model, x + off, y + off, r->rows, c->block_size);
     }
     dist_sum_double(&total, 1);
-    return total / c->eval_steps / dist_size();
+    *loss = total / c->eval_steps / dist_size();
+    return 1;
 }
 
-// Loss over the whole validation split: every non-overlapping window of block_size targets.
-static double full_val_loss(Run *r, const Dataset *ds, int *x, int *y) {
+// Loss over the whole validation split: every non-overlapping window of block_size targets, into
+// *loss. Returns 0 when a stop signal cut it short.
+static int full_val_loss(Run *r, const Dataset *ds, int *x, int *y, double *loss) {
     const Config *c = &r->cfg;
     int T = c->block_size, B = c->batch_size;
     size_t n_val = ds->n_tokens - ds->n_train;
@@ -236,6 +247,7 @@ static double full_val_loss(Run *r, const Dataset *ds, int *x, int *y) {
     // group of B windows
     double sums[2] = {0.0, 0.0};
     for (size_t w0 = 0; w0 < n_windows; w0 += (size_t)B) {
+        if (stop_agreed()) return 0;
         size_t first = w0 + (size_t)r->row0, end = w0 + (size_t)r->row0 + (size_t)r->rows;
         if (end > n_windows) end = n_windows;
         if (first >= end) continue;
@@ -251,7 +263,8 @@ static double full_val_loss(Run *r, const Dataset *ds, int *x, int *y) {
         sums[1] += (double)nb * T;
     }
     dist_sum_double(sums, 2);
-    return sums[1] > 0 ? sums[0] / sums[1] : NAN;
+    *loss = sums[1] > 0 ? sums[0] / sums[1] : NAN;
+    return 1;
 }
 
 // Only rank 0 writes files; the others hold the same parameters.
@@ -263,18 +276,19 @@ static void run_save(Run *r, const Vocab *vocab, const char *file) {
 }
 
 static void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long done, int do_eval) {
-    r->eval_val = NAN;
-    if (do_eval) {
-        r->eval_train = estimate_loss(r, ds, 0, b->ex, b->ey);
-        r->eval_val = estimate_loss(r, ds, 1, b->ex, b->ey);
-        if (r->eval_val < r->st.best_val_loss) {
-            r->st.best_val_loss = r->eval_val;
-            run_save(r, vocab, "best.bin");
-        }
+    if (do_eval) stop_test_point("eval");
+    r->evaluated = do_eval && estimate_loss(r, ds, 0, b->ex, b->ey, &r->eval_train) &&
+                   estimate_loss(r, ds, 1, b->ex, b->ey, &r->eval_val);
+    if (!r->evaluated) r->eval_val = NAN;
+    // best.bin holds the best finite validation loss: a NaN never compares better, and a
+    // diverged state is never the best
+    if (r->evaluated && isfinite(r->eval_val) && r->eval_val < r->st.best_val_loss) {
+        r->st.best_val_loss = r->eval_val;
+        run_save(r, vocab, "best.bin");
     }
     if (r->metrics) {
         fprintf(r->metrics, "%ld,%.6f,%.6e,%.6f,%.3f,", done, r->loss, r->lr, r->grad_norm, r->ms);
-        if (do_eval) fprintf(r->metrics, "%.6f", r->eval_val);
+        if (r->evaluated) fprintf(r->metrics, "%.6f", r->eval_val);
         fprintf(r->metrics, "\n");
         fflush(r->metrics);
     }
@@ -293,75 +307,98 @@ int run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long 
 // ---------------------------------------------------------------------------------------------
 // checkpoints
 
-// With keep_checkpoints N, also checkpoint_<step>.bin, removing the one that falls out of the
-// window of the last N.
-void run_checkpoint(Run *r, const Vocab *vocab) {
+// With keep_checkpoints N, also checkpoint_<step>.bin, keeping the newest N of them.
+CkptResult run_checkpoint(Run *r, const Vocab *vocab) {
+    if (r->saved_step == r->st.step) return CKPT_SAVED;  // already written at this step
+    // after a skipped step the parameters are those of the last good step, but the run may be
+    // diverging (a real divergence often makes every later step non-finite): keep the last
+    // checkpoint until a step succeeds again
+    if (r->bad_streak > 0) {
+        r->ckpt_pending = 1;
+        return CKPT_POSTPONED;
+    }
+    // finite steps can still leave non-finite optimizer moments (a gradient whose square
+    // overflows); every rank holds the same values, so they agree on this
+    if (!gpt_all_finite(&r->model)) return CKPT_NONFINITE;
     // every rank took the same AdamW steps from the same summed gradients, so they hold the same
     // bytes; check it (cheaply, at checkpoints only) rather than trust it
     if (!dist_same_bytes(r->model.params, r->model.n_params * sizeof(real)))
         die(EXIT_RUNTIME, "the ranks' parameters differ at step %ld (the MPI sum was not identical on every rank)",
             r->st.step);
-    if (!dist_is_root()) return;
+    stop_test_point("checkpoint");
+    r->ckpt_pending = 0;
+    r->saved_step = r->st.step;
+    if (!dist_is_root()) return CKPT_SAVED;
     run_save(r, vocab, "checkpoint.bin");
     int keep = r->cfg.keep_checkpoints;
     if (keep > 0) {
-        char name[64], path[2200];
+        char name[64];
         snprintf(name, sizeof name, "checkpoint_%ld.bin", r->st.step);
         run_save(r, vocab, name);
-        long interval = r->cfg.ckpt_interval > 0 ? r->cfg.ckpt_interval : r->cfg.max_steps;
-        long old = r->st.step - (long)keep * interval;
-        if (old > 0) {
-            snprintf(name, sizeof name, "checkpoint_%ld.bin", old);
-            join_path(path, sizeof path, r->dir, name);
-            remove(path);
-        }
+        outdir_prune_checkpoints(r->dir, keep, r->st.step);
     }
+    return CKPT_SAVED;
 }
 
 // ---------------------------------------------------------------------------------------------
 // finishing
 
+// A JSON number, or null for NaN and infinities (which JSON cannot hold).
+static void json_number(FILE *f, const char *key, double v, const char *fmt, int last) {
+    fprintf(f, "  \"%s\": ", key);
+    if (isfinite(v)) fprintf(f, fmt, v);
+    else fputs("null", f);
+    fputs(last ? "\n" : ",\n", f);
+}
+
+// summary.json, replaced whole: the final losses, counts, speed, time and the resolved config
+// (config_to_json's text: valid JSON, with every string escaped).
 static void write_summary(const Run *r, const char *path, double train_loss, double val_loss, double wall) {
-    FILE *f = open_or_die(path, "w");
+    FILE *f = outfile_open(path);
     double tps = r->train_seconds > 0 ? (double)r->tokens_trained / r->train_seconds : 0;
-    fprintf(f, "{\n  \"train_loss\": %.6f,\n  \"val_loss\": %.6f,\n", train_loss, val_loss);
-    if (isfinite(r->st.best_val_loss)) fprintf(f, "  \"best_val_loss\": %.6f,\n", r->st.best_val_loss);
-    else fprintf(f, "  \"best_val_loss\": null,\n");
-    fprintf(f, "  \"steps\": %ld,\n  \"skipped_steps\": %ld,\n  \"params\": %zu,\n  \"tokens_per_s\": %.1f,\n"
-               "  \"wall_s\": %.2f,\n  \"config\": ",
-            r->st.step, r->st.skipped_steps, r->model.n_params, tps, wall);
+    fputs("{\n", f);
+    json_number(f, "train_loss", train_loss, "%.6f", 0);
+    json_number(f, "val_loss", val_loss, "%.6f", 0);
+    json_number(f, "best_val_loss", r->st.best_val_loss, "%.6f", 0);
+    fprintf(f, "  \"steps\": %ld,\n  \"skipped_steps\": %ld,\n  \"params\": %zu,\n", r->st.step, r->st.skipped_steps,
+            r->model.n_params);
+    json_number(f, "tokens_per_s", tps, "%.1f", 0);
+    json_number(f, "wall_s", wall, "%.2f", 0);
+    fputs("  \"config\": ", f);
     // indent the config object by two spaces to nest it
     for (const char *p = r->cfg_json; *p; p++) {
         fputc(*p, f);
         if (*p == '\n' && p[1]) fputs("  ", f);
     }
     fprintf(f, "\n}\n");
-    if (fclose(f) != 0) die(EXIT_RUNTIME, "cannot write '%s'", path);
+    outfile_commit(f);
 }
 
-FinalLosses run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double wall0) {
-    FinalLosses f;
-    f.train_loss = r->cfg.eval_steps > 0 ? estimate_loss(r, ds, 0, b->ex, b->ey) : NAN;
-    f.val_loss = full_val_loss(r, ds, b->ex, b->ey);
-    if (f.val_loss < r->st.best_val_loss) {
-        r->st.best_val_loss = f.val_loss;
+int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double wall0, FinalLosses *f) {
+    stop_test_point("final-eval");
+    f->train_loss = NAN;
+    if (r->cfg.eval_steps > 0 && !estimate_loss(r, ds, 0, b->ex, b->ey, &f->train_loss)) return 0;
+    if (!full_val_loss(r, ds, b->ex, b->ey, &f->val_loss)) return 0;
+    if (isfinite(f->val_loss) && f->val_loss < r->st.best_val_loss) {
+        r->st.best_val_loss = f->val_loss;
         run_save(r, vocab, "best.bin");
     }
     run_close_logs(r);
     if (dist_is_root()) {
         char path[2200];
         join_path(path, sizeof path, r->dir, "summary.json");
-        write_summary(r, path, f.train_loss, f.val_loss, now_seconds() - wall0);
+        write_summary(r, path, f->train_loss, f->val_loss, now_seconds() - wall0);
     }
-    return f;
+    return 1;
 }
 
-void run_sample(Run *r, const Vocab *vocab) {
+int run_sample(Run *r, const Vocab *vocab) {
     const Config *c = &r->cfg;
-    if (c->sample_tokens <= 0 || !dist_is_root()) return;
+    if (c->sample_tokens <= 0 || !dist_is_root()) return 1;
+    stop_test_point("sample");
     char err[RUN_ERRLEN];
     int *prompt = xmalloc((strlen(c->sample_prompt) + 1) * sizeof(int), "prompt");
-    int n_prompt = encode_prompt(vocab, c->sample_prompt, prompt, err, sizeof err);
+    int n_prompt = encode_prompt(vocab, c->sample_prompt, prompt, err, sizeof err), done = 1;
     if (n_prompt < 0) {
         fprintf(stderr, "train: warning: no sample: %s\n", err);
     } else {
@@ -369,10 +406,13 @@ void run_sample(Run *r, const Vocab *vocab) {
         rng_seed(&srng, (uint64_t)c->seed + 99);
         printf("---- sample%s%s (%d characters, temperature %.2f, top_k %d) ----\n%s", r->variant ? " from " : "",
                r->variant ? r->variant : "", c->sample_tokens, c->sample_temperature, c->sample_top_k, c->sample_prompt);
-        generate(&r->model, vocab, prompt, n_prompt, c->sample_tokens, c->sample_temperature, c->sample_top_k, &srng, stdout);
+        int n = generate_until(&r->model, vocab, prompt, n_prompt, c->sample_tokens, c->sample_temperature,
+                               c->sample_top_k, &srng, stdout, &g_stop_signal);
+        done = n == c->sample_tokens;
         printf("\n----\n");
     }
     free(prompt);
+    return done;
 }
 
 void run_print_final(const Run *r, FinalLosses f) {

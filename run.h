@@ -45,6 +45,10 @@ typedef struct {
     HeadStats probe;         // last attention probe (averages over layers and heads)
     int have_probe;
     double eval_train, eval_val;
+    int evaluated;           // whether the last step's evaluation ran to its end (a stop signal cuts it short)
+    // checkpoints
+    long saved_step;         // step of the last checkpoint.bin this process wrote; -1 = none yet
+    int ckpt_pending;        // a checkpoint fell due during skipped steps and waits for a good one
 } Run;
 
 // Batch buffers, (B,T) each, shared by the runs of one session.
@@ -55,9 +59,9 @@ typedef struct {
 } Batches;
 
 // ---- set up and tear down ----
-// The run's config (base plus the variant's overrides), directory (created when `writes`), model
-// (built, not initialised) and guard state. variant NULL = a normal run writing to base->out_dir.
-void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDims *dims, int rows, int writes);
+// The run's config (base plus the variant's overrides), directory name (out_dir, or
+// out_dir/<variant>), model (built, not initialised) and guard state.
+void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDims *dims, int rows);
 void run_release(Run *r);
 // metrics.csv and attention.csv: new, or (resuming) continued after the rows of steps <= st.step.
 void run_open_logs(Run *r, int resuming);
@@ -72,21 +76,30 @@ void run_step(Run *r, const int *x, const int *y, long step);
 // Attention statistics on the probe batch (rank 0), logged to attention.csv as of `step`.
 void run_probe(Run *r, const int *px, const int *py, long step);
 // Step `step` of one run on the batch in b->x, b->y: the probe first when `probe`, the update,
-// then the evaluation when `eval` (train/val loss, best.bin) and the metrics row. Returns 1 when
-// the divergence guard trips (train.max_bad_steps skipped steps in a row; nothing evaluated or
-// logged), else 0.
+// then the evaluation when `eval` (train/val loss, best.bin; cut short by a stop signal) and the
+// metrics row. Returns 1 when the divergence guard trips (train.max_bad_steps skipped steps in a
+// row; nothing evaluated or logged), else 0.
 int run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long step, int probe, int eval);
-// checkpoint.bin (and checkpoint_<step>.bin with keep_checkpoints) at r->st.step.
-void run_checkpoint(Run *r, const Vocab *vocab);
+// checkpoint.bin (and checkpoint_<step>.bin with keep_checkpoints) at r->st.step, but only of a
+// state the last step updated: a checkpoint never replaces the last good one with a state that
+// may be diverging.
+typedef enum {
+    CKPT_SAVED,              // written (rank 0; the other ranks checked their parameters agree)
+    CKPT_POSTPONED,          // not written: the last step was skipped; ckpt_pending asks again after a good step
+    CKPT_NONFINITE,          // not written: the parameters or the optimizer moments are not finite
+} CkptResult;
+CkptResult run_checkpoint(Run *r, const Vocab *vocab);
 
 // ---- finishing ----
 // Final losses: the mean over eval batches of the training split, and the whole validation split.
 typedef struct { double train_loss, val_loss; } FinalLosses;
 // Final evaluation (and best.bin when it improved), logs closed, summary.json written (rank 0)
-// with the wall-clock time since wall0.
-FinalLosses run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double wall0);
-// The sample of sample.tokens characters printed to stdout (rank 0).
-void run_sample(Run *r, const Vocab *vocab);
+// with the wall-clock time since wall0. Returns 0 when a stop signal cut the evaluation short
+// (then nothing is written), else 1.
+int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double wall0, FinalLosses *f);
+// The sample of sample.tokens characters printed to stdout (rank 0). Returns 0 when a stop
+// signal cut it short.
+int run_sample(Run *r, const Vocab *vocab);
 // The last line: "final[ VARIANT]: step=N train_loss=X val_loss=Y tokens_per_s=Z".
 void run_print_final(const Run *r, FinalLosses f);
 

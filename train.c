@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -26,30 +27,11 @@
 #include "report.h"
 #include "rng.h"
 #include "run.h"
+#include "stop.h"
 #include "version.h"
 
 #define ERRLEN RUN_ERRLEN
 #define BENCH_VOCAB 65
-
-// ---------------------------------------------------------------------------------------------
-// signals: the first SIGINT/SIGTERM asks the loop to stop after the current step and save; a
-// second SIGINT exits at once without writing anything.
-
-static volatile sig_atomic_t g_stop_signal = 0;
-
-static void on_signal(int sig) {
-    if (g_stop_signal && sig == SIGINT) _exit(130);
-    g_stop_signal = sig;
-}
-
-static void install_signal_handlers(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
 
 // ---------------------------------------------------------------------------------------------
 // command line
@@ -83,7 +65,10 @@ static void print_usage(FILE *f) {
             "usage: train [CONFIG.json] [--section.key=value ...] [options]\n"
             "\n"
             "Trains a character-level GPT on a UTF-8 text file. CONFIG defaults to configs/default.json;\n"
-            "any config key can be overridden with its dotted path, e.g. --train.max_steps=500.\n"
+            "any config key can be overridden with its dotted path, e.g. --train.max_steps=500 or --name=mine.\n"
+            "A new run refuses an out_dir that holds another run's files (resume that run, choose another\n"
+            "--name or --train.out_dir, or replace it with --train.overwrite=true), and one that another\n"
+            "trainer is using.\n"
             "\n"
             "options:\n"
             "  --resume CHECKPOINT   continue the run saved in CHECKPOINT (overrides such as a larger\n"
@@ -96,8 +81,9 @@ static void print_usage(FILE *f) {
             "\n"
             "outputs (in train.out_dir, default out/<name>): metrics.csv, attention.csv, checkpoint.bin,\n"
             "summary.json; the last line printed is 'final: step=N train_loss=X val_loss=Y tokens_per_s=Z'.\n"
-            "exit codes: 0 ok, 1 runtime error (I/O, data, checkpoint, divergence), 2 usage or config error,\n"
-            "130/143 stopped by SIGINT/SIGTERM after saving a checkpoint.\n"
+            "exit codes: 0 ok, 1 runtime error (I/O, data, checkpoint, divergence), 2 usage or config error\n"
+            "(also: out_dir holds another run or is in use), 128 + the signal after a stop by SIGINT (130),\n"
+            "SIGTERM (143), SIGHUP (129) or SIGPIPE (141), having saved what was consistent.\n"
             "data-parallel: build with `make MPI=1` and run `mpirun -np N ./train CONFIG`; each rank trains on\n"
             "train.batch_size / N rows of every batch (see docs/DISTRIBUTED.md).\n"
             "\nconfiguration keys:\n");
@@ -137,7 +123,8 @@ static void parse_args(int argc, char **argv, Args *a) {
             a->bench_steps = (int)n;
             continue;
         }
-        if (strncmp(arg, "--", 2) == 0 && strchr(arg, '.') && strchr(arg, '=')) { a->overrides[a->n_overrides++] = arg + 2; continue; }
+        // a config key, in a section (--train.lr=...) or at the top level (--name=...)
+        if (strncmp(arg, "--", 2) == 0 && strchr(arg, '=')) { a->overrides[a->n_overrides++] = arg + 2; continue; }
         if (strncmp(arg, "--", 2) == 0 && strchr(arg, '.'))
             die(EXIT_USAGE, "override '%s' has no value: write %s=VALUE", arg, arg);
         if (arg[0] == '-') die(EXIT_USAGE, "unknown option '%s' (see --help)", arg);
@@ -155,6 +142,8 @@ static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
     if (ck) {
         if (!config_load_json(cfg, ck->config_json, strlen(ck->config_json), a->resume_path, err, sizeof err))
             die(EXIT_RUNTIME, "%s", err);
+        // replacing another run's files is asked for on the command line, never inherited
+        snprintf(cfg->overwrite, sizeof cfg->overwrite, "false");
     } else if (!config_load_file(cfg, a->config_path, err, sizeof err)) {
         die(EXIT_USAGE, "%s", err);
     }
@@ -401,6 +390,7 @@ typedef struct {
     int n_runs;
     const Comparison *cmp_set;   // NULL for a single run
     const Config *cfg;           // the base configuration
+    const Args *args;
     const Dataset *ds;
     const Vocab *vocab;          // the checkpoint's when resuming, else the data's
     const Checkpoint *resume;    // NULL for a fresh start
@@ -417,6 +407,7 @@ static void setup_runs(Session *s, const Config *cfg, const Args *args, const Ch
     char err[ERRLEN];
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
+    s->args = args;
     s->ds = ds;
     s->resume = resume;
     s->cmp_set = args->compare_scaling ? &COMPARE_SCALING : NULL;
@@ -426,8 +417,7 @@ static void setup_runs(Session *s, const Config *cfg, const Args *args, const Ch
     if (s->writes && !ensure_dir(cfg->out_dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     ModelDims dims = {ds->vocab.vocab_size, cfg->block_size, cfg->n_layer, cfg->n_head, cfg->n_embd};
     int rows = cfg->batch_size / dist_size();
-    for (int i = 0; i < s->n_runs; i++)
-        run_setup(&s->runs[i], cfg, s->cmp_set ? &s->cmp_set->v[i] : NULL, &dims, rows, s->writes);
+    for (int i = 0; i < s->n_runs; i++) run_setup(&s->runs[i], cfg, s->cmp_set ? &s->cmp_set->v[i] : NULL, &dims, rows);
     Run *first = &s->runs[0];
     if (resume) {
         if (!checkpoint_restore(resume, &first->model, args->resume_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
@@ -448,6 +438,114 @@ static void setup_runs(Session *s, const Config *cfg, const Args *args, const Ch
     s->max_steps = cfg->max_steps;
 }
 
+// The directory a path's file is in.
+static void dir_of(const char *path, char *dir, size_t n) {
+    snprintf(dir, n, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, n, ".");
+    else if (slash == dir) slash[1] = 0;
+    else *slash = 0;
+}
+
+// Rank 0's part of claim_out_dirs: 0, or the exit code with a message in err.
+static int claim_out_dirs_root(Session *s, char *err, size_t errlen) {
+    const Config *cfg = s->cfg;
+    const char *resume_path = s->args->resume_path;
+    char found[300], ckpt_dir[2048];
+    int overwrite = strcmp(cfg->overwrite, "true") == 0;
+    if (!outdir_lock(cfg->out_dir, err, errlen)) return EXIT_USAGE;
+    // a resumed run continues the files of the directory its checkpoint is in
+    if (resume_path) dir_of(resume_path, ckpt_dir, sizeof ckpt_dir);
+    int own = resume_path && outdir_same_dir(ckpt_dir, cfg->out_dir);
+    // the directories this session writes: out_dir, and in a comparison each variant's too
+    const char *dirs[MAX_VARIANTS + 1];
+    int n_dirs = 0;
+    dirs[n_dirs++] = cfg->out_dir;
+    for (int i = 0; s->cmp_set && i < s->n_runs; i++) dirs[n_dirs++] = s->runs[i].dir;
+    for (int d = 0; d < n_dirs; d++) {
+        struct stat st;
+        int exists = stat(dirs[d], &st) == 0;
+        if (d > 0 && exists && !outdir_lock(dirs[d], err, errlen)) return EXIT_USAGE;
+        if (own || overwrite || !exists || !outdir_run_file(dirs[d], found, sizeof found)) continue;
+        char resume_it[2300] = "";
+        if (resume_path)
+            snprintf(err, errlen, "'%.600s' holds another run (%s) than the one '%.600s' comes from: resume with"
+                     " --train.out_dir=%.600s (the checkpoint's directory), or replace that run with --train.overwrite=true",
+                     dirs[d], found, resume_path, ckpt_dir);
+        else {
+            char ckpt[2200];
+            join_path(ckpt, sizeof ckpt, dirs[d], "checkpoint.bin");
+            if (!s->cmp_set && access(ckpt, F_OK) == 0) snprintf(resume_it, sizeof resume_it, "continue it with --resume %s, ", ckpt);
+            snprintf(err, errlen, "'%.600s' already holds a run (%s): %.1300sgive this %s another --name or --train.out_dir, or replace"
+                     " it with --train.overwrite=true", dirs[d], found, resume_it, s->cmp_set ? "comparison" : "run");
+        }
+        return EXIT_USAGE;
+    }
+    for (int d = 0; d < n_dirs; d++) {
+        if (d > 0) {
+            struct stat st;
+            int existed = stat(dirs[d], &st) == 0;
+            if (!ensure_dir(dirs[d], err, errlen)) return EXIT_RUNTIME;
+            if (!existed && !outdir_lock(dirs[d], err, errlen)) return EXIT_USAGE;
+        }
+        if (overwrite && !own) outdir_clear_run(dirs[d]);
+        // with the directory locked, every temporary file in it is a killed writer's
+        outdir_remove_stale_temps(dirs[d]);
+    }
+    return 0;
+}
+
+// The directories the session writes (out_dir, and each variant's): locked for the session's
+// life, so a second trainer is refused; a new run (or a resumed one writing elsewhere than its
+// checkpoint's directory) refuses one that holds another run's files unless train.overwrite is
+// "true", which removes them first; temporary files that killed runs left are removed. Rank 0
+// decides; on a refusal every rank exits alike.
+static void claim_out_dirs(Session *s) {
+    char err[4096] = "";
+    int code = s->writes ? claim_out_dirs_root(s, err, sizeof err) : 0;
+    code = dist_max_int(code);
+    if (code) {
+        if (dist_is_root()) err_print("%s", err);
+        dist_exit(code);
+    }
+}
+
+// The latest good checkpoint of run r: the one this process wrote last, else the one it resumed
+// from. 0 when there is none.
+static int latest_checkpoint(const Session *s, const Run *r, char *path, size_t n, long *step) {
+    if (r->saved_step >= 0) {
+        join_path(path, n, r->dir, "checkpoint.bin");
+        *step = r->saved_step;
+        return 1;
+    }
+    if (s->resume) {
+        snprintf(path, n, "%s", s->args->resume_path);
+        *step = s->resume->state.step;
+        return 1;
+    }
+    return 0;
+}
+
+// The line a second Ctrl-C prints names the latest checkpoint (of the first run in a comparison).
+static void note_latest_checkpoint(const Session *s) {
+    char path[2200];
+    long step;
+    if (latest_checkpoint(s, &s->runs[0], path, sizeof path, &step))
+        stop_note_latest("the latest checkpoint%s is %s (step %ld)", s->n_runs > 1 ? " of the first variant" : "", path, step);
+    else
+        stop_note_latest("no checkpoint was written");
+}
+
+// A stop signal before training: nothing trained; exit 128 + signal.
+static void stop_if_signalled(const Args *args, const char *phase) {
+    int sig = stop_agreed();
+    if (!sig) return;
+    if (dist_is_root())
+        fprintf(stderr, "train: %s during %s: nothing trained%s%s\n", stop_reason(sig), phase,
+                args->resume_path ? "; unchanged: " : "", args->resume_path ? args->resume_path : "");
+    dist_exit(stop_exit_code(sig));
+}
+
 // The batch buffers and the fixed probe batch, the logs, the comparison's log; the first lines.
 static void start_training(Session *s) {
     const Config *cfg = s->cfg;
@@ -462,6 +560,7 @@ static void start_training(Session *s) {
     }
     for (int i = 0; i < s->n_runs; i++) run_open_logs(&s->runs[i], s->resume != NULL);
     if (s->cmp_set && s->cmp_set->report && dist_is_root()) s->cmp = compare_log_open(cfg->out_dir, cfg->max_steps);
+    note_latest_checkpoint(s);
 
     char what[128];
     if (s->cmp_set) snprintf(what, sizeof what, "comparing %s", s->cmp_set->what);
@@ -476,39 +575,63 @@ static void start_training(Session *s) {
     else printf("writing to %s (step %ld of %ld)\n", cfg->out_dir, s->start_step, s->max_steps);
 }
 
-// The divergence guard tripped in run r at `step`: save and stop (exit 1).
-static _Noreturn void stop_diverged(Session *s, Run *r, long step) {
-    // the skipped steps left the parameters as they were after the last good step:
-    // save them so nothing is lost, then stop
-    run_close_logs(r);
-    run_checkpoint(r, s->vocab);
-    dist_barrier();  // every rank got here at the same step; let rank 0 finish writing
-    if (!dist_is_root()) dist_exit(EXIT_RUNTIME);
-    die(EXIT_RUNTIME, "%s%sstopping at step %ld: %d consecutive steps with a non-finite loss or gradient"
-        " (last finite loss %.4f; checkpoint saved). Try a lower train.lr (now %g), a smaller"
-        " train.grad_clip, or model.attn_scale=sqrt.", r->variant ? r->variant : "", r->variant ? ": " : "",
-        step + 1, r->bad_streak, r->last_finite_loss, s->cfg->lr);
+// Run r diverged (why): stop with exit 1, keeping its last checkpoint from finite steps (a
+// diverged state is never written over it); the other variants of a comparison save theirs.
+static _Noreturn void stop_diverged(Session *s, Run *r, const char *why) {
+    // every rank gets here at the same step: the guard's inputs are the same on every rank
+    for (int i = 0; i < s->n_runs; i++) {
+        Run *other = &s->runs[i];
+        run_close_logs(other);
+        // a variant after r in the session has not taken this step yet: its last checkpoint stays
+        if (other != r && other->st.step == r->st.step) run_checkpoint(other, s->vocab);
+    }
+    dist_barrier();  // let rank 0 finish writing
+    if (dist_is_root()) {
+        char path[2200], lr[128], last[64];
+        long step;
+        const Config *c = &r->cfg;
+        snprintf(lr, sizeof lr, "--train.lr=%g --train.min_lr=%g", c->lr / 10, c->min_lr / 10);
+        if (isfinite(r->last_finite_loss)) snprintf(last, sizeof last, "last finite loss %.4f", r->last_finite_loss);
+        else snprintf(last, sizeof last, "no finite loss since step %ld", s->start_step);
+        if (latest_checkpoint(s, r, path, sizeof path, &step))
+            err_print("%s%sstopping at step %ld: %s (%s). The diverged state is not saved; the last checkpoint from finite"
+                      " steps is %s (step %ld). Resume it with a lower learning rate: ./train --resume %s %s (or a smaller"
+                      " train.grad_clip, or model.attn_scale=sqrt)", r->variant ? r->variant : "", r->variant ? ": " : "",
+                      r->st.step, why, last, path, step, path, lr);
+        else
+            err_print("%s%sstopping at step %ld: %s (%s). No checkpoint was written before it: start again with %s (or a"
+                      " smaller train.grad_clip, or model.attn_scale=sqrt)", r->variant ? r->variant : "",
+                      r->variant ? ": " : "", r->st.step, why, last, lr);
+    }
+    dist_exit(EXIT_RUNTIME);
 }
 
 // One step of every run on the same batch. Returns whether it evaluated.
 static int step_runs(Session *s, long step) {
     const Config *cfg = s->cfg;
     long done = step + 1;
+    stop_test_point("step");
     int probe = cfg->attn_interval > 0 && step % cfg->attn_interval == 0 && dist_is_root();
     int eval = cfg->eval_interval > 0 && (done % cfg->eval_interval == 0 || done == s->max_steps);
     // every rank draws the whole batch from the same stream and trains on its own rows, so
     // the ranks' rows together are exactly the batch one process would draw
     sample_batch(s->ds, 0, &s->runs[0].st.rng, cfg->batch_size, cfg->block_size, s->b.x, s->b.y);
     for (int i = 1; i < s->n_runs; i++) s->runs[i].st.rng = s->runs[0].st.rng;  // identical batches, in order
+    int evaluated = 0;
     for (int i = 0; i < s->n_runs; i++) {
         Run *r = &s->runs[i];
-        if (run_advance(r, s->ds, &s->b, s->vocab, step, probe, eval)) stop_diverged(s, r, step);
+        if (run_advance(r, s->ds, &s->b, s->vocab, step, probe, eval)) {
+            char why[128];
+            snprintf(why, sizeof why, "%d consecutive steps with a non-finite loss or gradient", r->bad_streak);
+            stop_diverged(s, r, why);
+        }
+        evaluated |= r->evaluated;
         if (s->cmp) {
             if (probe) compare_log_probe(s->cmp, i, step, &r->probe);
             compare_log_step(s->cmp, i, done, r->loss, r->eval_val);
         }
     }
-    return eval;
+    return evaluated;
 }
 
 // What the terminal shows after a step: the progress line every log_interval steps (and on the
@@ -527,34 +650,87 @@ static void report_step(Session *s, long done, int evaluated) {
         }
 }
 
+// Checkpoint the runs (all when `due`, else those with a postponed checkpoint). A run whose
+// optimizer state is no longer finite stops as diverged.
+static void checkpoint_runs(Session *s, int due) {
+    for (int i = 0; i < s->n_runs; i++) {
+        Run *r = &s->runs[i];
+        if ((due || r->ckpt_pending) && run_checkpoint(r, s->vocab) == CKPT_NONFINITE)
+            stop_diverged(s, r, "the parameters or the optimizer moments are no longer finite");
+    }
+    note_latest_checkpoint(s);
+}
+
+// The message of a stop in the training loop after update `done`.
+static void say_stopped_training(const Session *s, int sig, long done) {
+    if (!dist_is_root()) return;
+    fprintf(stderr, "\n%s at step %ld: ", stop_reason(sig), done);
+    for (int i = 0; i < s->n_runs; i++) {
+        const Run *r = &s->runs[i];
+        char path[2200];
+        long step;
+        if (s->n_runs > 1) fprintf(stderr, "%s%s: ", i ? "; " : "", r->variant);
+        if (r->saved_step == done) fprintf(stderr, "checkpoint saved");
+        else if (latest_checkpoint(s, r, path, sizeof path, &step))
+            fprintf(stderr, "not saved (the last %d steps were skipped as non-finite); the latest checkpoint is %s (step %ld)",
+                    r->bad_streak, path, step);
+        else fprintf(stderr, "not saved (the last %d steps were skipped as non-finite)", r->bad_streak);
+    }
+    char path[2200];
+    long step;
+    if (latest_checkpoint(s, &s->runs[0], path, sizeof path, &step)) {
+        if (s->n_runs > 1) fprintf(stderr, ". A comparison does not resume as one; each variant resumes on its own, e.g.");
+        fprintf(stderr, ". Resume with:\n  ./train --resume %s\n", path);
+    } else {
+        fprintf(stderr, ".\n");
+    }
+}
+
 // The training loop, from the start step to max_steps, with checkpoints every ckpt_interval
-// steps and at the end. Returns 0, or the signal that stopped it (after saving a checkpoint).
+// steps and at the end. Returns 0, or the signal that stopped it (after saving what was
+// consistent).
 static int train_loop(Session *s) {
     const Config *cfg = s->cfg;
-    install_signal_handlers();
     s->wall0 = now_seconds();
     for (long step = s->start_step; step < s->max_steps; step++) {
         long done = step + 1;
         int evaluated = step_runs(s, step);
         report_step(s, done, evaluated);
-        // a signal may reach the ranks at different steps: they agree on it before acting
-        int sig = dist_max_int((int)g_stop_signal);
-        if (sig || (cfg->ckpt_interval > 0 && done % cfg->ckpt_interval == 0) || done == s->max_steps)
-            for (int i = 0; i < s->n_runs; i++) run_checkpoint(&s->runs[i], s->vocab);
+        checkpoint_runs(s, (cfg->ckpt_interval > 0 && done % cfg->ckpt_interval == 0) || done == s->max_steps);
+        // a signal may reach the ranks at different steps: they agree on it before acting (a
+        // signal during the step or the checkpoint stops here, after this step)
+        int sig = stop_agreed();
         if (sig) {
+            checkpoint_runs(s, 1);
             for (int i = 0; i < s->n_runs; i++) run_close_logs(&s->runs[i]);
-            if (dist_is_root())
-                fprintf(stderr, "\n%s at step %ld: checkpoint saved. Resume with:\n  ./train --resume %s/checkpoint.bin\n",
-                        sig == SIGINT ? "interrupted" : "terminated", done, s->runs[0].dir);
+            say_stopped_training(s, sig, done);
             return sig;
         }
     }
     return 0;
 }
 
-// After the last step: the closing probe, then for every run the final evaluation, summary.json,
-// the sample and the final line; the comparison's report.
-static void finish_runs(Session *s) {
+// The message of a stop while finishing: what is saved and what is not.
+static void say_stopped_finishing(const Session *s, int sig, const char *phase, const char *missing) {
+    if (!dist_is_root()) return;
+    char path[2200];
+    long step = -1;
+    fprintf(stderr, "\n%s during %s: ", stop_reason(sig), phase);
+    if (latest_checkpoint(s, &s->runs[0], path, sizeof path, &step))
+        fprintf(stderr, "the checkpoint%s at step %ld %s saved", s->n_runs > 1 ? "s" : "", step, s->n_runs > 1 ? "are" : "is");
+    if (missing) {
+        fprintf(stderr, "; %s not written.", missing);
+        if (s->n_runs == 1 && step >= s->max_steps) fprintf(stderr, " Finish the run with:\n  ./train --resume %s", path);
+        fprintf(stderr, "\n");
+    } else {
+        fprintf(stderr, "; the run is complete.\n");
+    }
+}
+
+// After the last step: the closing probe; every run's final evaluation and summary.json, then
+// the comparison's report; then the samples and the final lines. Returns 0, or the signal that
+// cut it short (what was complete stays saved).
+static int finish_runs(Session *s) {
     char err[ERRLEN];
     const Config *cfg = s->cfg;
     // the statistics after the last step close the curves
@@ -565,20 +741,31 @@ static void finish_runs(Session *s) {
         }
     if (s->start_step >= s->max_steps)
         printf("the checkpoint is already at step %ld of %ld: nothing to train\n", s->start_step, s->max_steps);
+    FinalLosses f[MAX_VARIANTS];
     for (int i = 0; i < s->n_runs; i++) {
-        Run *r = &s->runs[i];
-        FinalLosses f = run_finish(r, s->ds, &s->b, s->vocab, s->wall0);
-        if (!dist_is_root()) continue;
-        if (s->cmp) compare_log_final(s->cmp, i, f.train_loss, f.val_loss);
-        run_sample(r, s->vocab);
-        run_print_final(r, f);
+        if (!run_finish(&s->runs[i], s->ds, &s->b, s->vocab, s->wall0, &f[i])) {
+            int sig = stop_agreed();
+            say_stopped_finishing(s, sig, "the final evaluation", s->cmp ? "summary.json and the report are" : "summary.json is");
+            return sig;
+        }
+        if (s->cmp) compare_log_final(s->cmp, i, f[i].train_loss, f[i].val_loss);
     }
+    int wrote_report = s->cmp != NULL;
     if (s->cmp) {
         CompareLog *cmp = s->cmp;
         s->cmp = NULL;
+        stop_test_point("report");
         if (!compare_log_finish(cmp, cfg, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-        printf("wrote %s/compare.csv, %s/report.md and %s/scaling.svg\n", cfg->out_dir, cfg->out_dir, cfg->out_dir);
     }
+    if (!dist_is_root()) return 0;
+    for (int i = 0; i < s->n_runs; i++)
+        if (g_stop_signal || !run_sample(&s->runs[i], s->vocab)) {
+            say_stopped_finishing(s, g_stop_signal, "sampling", NULL);
+            return g_stop_signal;
+        }
+    for (int i = 0; i < s->n_runs; i++) run_print_final(&s->runs[i], f[i]);
+    if (wrote_report) printf("wrote %s/compare.csv, %s/report.md and %s/scaling.svg\n", cfg->out_dir, cfg->out_dir, cfg->out_dir);
+    return 0;
 }
 
 // Free everything (so leak checkers see a clean exit on every path).
@@ -602,6 +789,8 @@ int main(int argc, char **argv) {
     // the command line, the configuration (from the checkpoint when resuming), the data
     Args args;
     parse_args(argc, argv, &args);
+    int training = !args.bench_steps && !args.dump_path;
+    if (training) stop_install();  // --bench and --dump-state have nothing to save: a signal ends them
     char err[ERRLEN];
     Checkpoint ck, *resume = NULL;
     if (args.resume_path) {
@@ -616,6 +805,10 @@ int main(int argc, char **argv) {
     {   // refuse absurd sizes before reading any data (the vocabulary adds little; count one token)
         ModelDims lower = {1, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
         check_memory(&lower, cfg.batch_size, cfg.block_size, n_models);
+    }
+    if (training) {
+        stop_test_point("startup");
+        stop_if_signalled(&args, "start-up");
     }
     Dataset ds;
     load_data(&ds, &cfg, &args, resume);
@@ -633,10 +826,12 @@ int main(int argc, char **argv) {
     } else if (args.bench_steps) {
         bench(&s.runs[0], args.bench_steps);
     } else {
+        claim_out_dirs(&s);
         start_training(&s);
+        stop_if_signalled(&args, "start-up");
         int sig = train_loop(&s);
-        if (sig) code = sig == SIGINT ? 130 : 143;
-        else finish_runs(&s);
+        if (!sig) sig = finish_runs(&s);
+        if (sig) code = stop_exit_code(sig);
     }
     release_session(&s);
     free(args.overrides);

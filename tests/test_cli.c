@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "../checkpoint.h"
 #include "../config.h"
 #include "test.h"
@@ -184,6 +186,16 @@ static const BadInput BAD_INPUTS[] = {
     {"resume changing the model shape", "./train --resume @/run/checkpoint.bin --model.n_embd=32", 2, "shape", NULL},
     {"resume on text outside the vocabulary", "./train --resume @/run/checkpoint.bin --train.max_steps=50 --data.path=@/cfg.json",
      1, "vocabulary", NULL},
+    // another run's output directory (exit 2): a new run, a comparison, or a resume writing there
+    {"new run over a finished run", "./train @/cfg.json", 2, "already holds a run (checkpoint.bin)", "--train.overwrite=true"},
+    {"new run over a finished run offers the resume", "./train @/cfg.json", 2, "--resume @/out/checkpoint.bin", "--name"},
+    {"comparison over a finished run", "./train @/cfg.json --compare-scaling", 2, "already holds a run", "--train.overwrite=true"},
+    {"resume writing over another run", "./train --resume @/run/checkpoint.bin --train.out_dir=@/out", 2, "holds another run",
+     "--train.out_dir=@/run"},
+    {"overwrite that is not a boolean", "./train @/cfg.json --train.overwrite=yes", 2, "train.overwrite", "true"},
+    // top-level keys on the command line (exit 2 for bad ones)
+    {"misspelt top-level key", "./train @/cfg.json --nme=x", 2, "nme", "name"},
+    {"top-level key with a bad value", "./train @/cfg.json --name=a/b", 2, "name", "path component"},
 };
 
 typedef struct { const char *file, *json; } ConfigFixture;
@@ -270,7 +282,7 @@ static void test_bad_input_table(void) {
     tmpdir();
     make_bad_input_fixture();
     size_t rows = sizeof BAD_INPUTS / sizeof BAD_INPUTS[0];
-    CHECK(rows >= 40);
+    CHECK(rows >= 60);
     for (size_t i = 0; i < rows; i++) {
         const BadInput *b = &BAD_INPUTS[i];
         char cmd[1024], n1[256] = "", n2[256] = "";
@@ -415,7 +427,7 @@ static void test_train_outputs_and_determinism(void) {
     char saved[256];
     snprintf(saved, sizeof saved, "%s/first.bin", g_dir);
     CHECK(rename(path, saved) == 0);
-    CHECK(run("./train %s/cfg.json", g_dir) == 0);
+    CHECK(run("./train %s/cfg.json --train.overwrite=true", g_dir) == 0);
     snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
     metrics_without_ms(path, m2, sizeof m2);
     CHECK_MSG(strcmp(m1, m2) == 0, "metrics differ between identical runs");
@@ -457,7 +469,7 @@ static void test_resume_is_exact(void) {
     snprintf(saved, sizeof saved, "%s/straight.bin", g_dir);
     CHECK(rename(path, saved) == 0);
     // 20 steps, stop, resume to 40: the logs continue without repeats and the weights agree bit for bit
-    CHECK(run("./train %s/cfg.json --train.max_steps=20", g_dir) == 0);
+    CHECK(run("./train %s/cfg.json --train.max_steps=20 --train.overwrite=true", g_dir) == 0);
     int code = run("./train --resume %s --train.max_steps=40", path);
     CHECK_MSG(code == 0, "resume exit %d: %s", code, g_err);
     snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
@@ -536,6 +548,39 @@ static void test_keep_checkpoints(void) {
         snprintf(path, sizeof path, "%s/out/%s", g_dir, gone[i]);
         CHECK_MSG(access(path, F_OK) != 0, "%s should have been removed", gone[i]);
     }
+    // resumed with another interval: every older checkpoint_<step>.bin goes, not only the one
+    // the new interval would compute
+    snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_dir);
+    CHECK(run("./train --resume %s --train.max_steps=60 --train.ckpt_interval=7 --train.keep_checkpoints=2", path) == 0);
+    CHECK(run("ls %s/out | grep '^checkpoint_' | tr '\\n' ' '", g_dir) == 0);
+    CHECK_MSG(strcmp(g_out, "checkpoint_56.bin checkpoint_60.bin ") == 0, "left: %s", g_out);
+    cleanup();
+}
+
+// summary.json is JSON whatever the strings hold, and top-level keys work on the command line.
+static void test_summary_is_json_and_top_level_keys(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 10);
+    const char *name = "we\"ird \\ n\xc3\xa4me {}";  // a quote, a backslash and UTF-8
+    int code = run("./train %s/cfg.json --name='%s' --sample.prompt='say \"hi\"\t' --train.out_dir=%s/x", g_dir, name, g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    char path[256], buf[65536];
+    snprintf(path, sizeof path, "%s/x/summary.json", g_dir);
+    slurp(path, buf, sizeof buf);
+    cJSON *root = cJSON_Parse(buf);
+    CHECK_MSG(root != NULL, "summary.json is not JSON:\n%s", buf);
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(cfg, "name");
+    CHECK_MSG(cJSON_IsString(n) && strcmp(n->valuestring, name) == 0, "name: %s", cJSON_IsString(n) ? n->valuestring : "?");
+    const cJSON *sample = cJSON_GetObjectItemCaseSensitive(cfg, "sample");
+    const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(sample, "prompt");
+    CHECK(cJSON_IsString(prompt) && strcmp(prompt->valuestring, "say \"hi\"\t") == 0);
+    const char *numbers[] = {"train_loss", "val_loss", "best_val_loss", "steps", "params", "tokens_per_s", "wall_s"};
+    for (int i = 0; i < 7; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, numbers[i]);
+        CHECK_MSG(cJSON_IsNumber(v), "%s is not a number", numbers[i]);
+    }
+    cJSON_Delete(root);
     cleanup();
 }
 
@@ -566,6 +611,7 @@ static void test_readme_documents_every_key(void) {
 
 const TestCase tests_cli[] = {
     {"cli_keep_checkpoints", test_keep_checkpoints},
+    {"cli_summary_is_json_and_top_level_keys", test_summary_is_json_and_top_level_keys},
     {"cli_compare_scaling_same_start_and_batches", test_compare_scaling_same_start_and_batches},
     {"cli_corpus_is_reproducible", test_corpus_is_reproducible},
     {"cli_readme_documents_every_key", test_readme_documents_every_key},
