@@ -319,6 +319,7 @@ int checkpoint_save(const char *path, const GPT *m, const char *config_json, con
     tw_record(w, "rng", DT_U64, 1, shape, st->rng.s);
     shape[0] = 1;
     tw_record(w, "best_val_loss", DT_F64, 1, shape, &st->best_val_loss);
+    tw_record(w, "elapsed_s", DT_F64, 1, shape, &st->elapsed_s);
     static const char *const prefix[3] = {"", "adam_m.", "adam_v."};
     const real *bufs[3] = {m->params, m->adam_m, m->adam_v};
     char name[TENSOR_NAME_MAX + 16];
@@ -385,6 +386,15 @@ int checkpoint_open(Checkpoint *ck, const char *path, char *err, size_t errlen) 
     memcpy(ck->state.rng.s, rng->data, sizeof ck->state.rng.s);
     memcpy(&ck->state.best_val_loss, best->data, sizeof(double));
     if (sv[0] < 0 || sv[1] < 0) { snprintf(err, errlen, "'%s' has a negative step count", path); goto fail; }
+    const TRecord *elapsed = tfile_find(f, "elapsed_s");  // absent from checkpoints of earlier versions: 0
+    if (elapsed) {
+        if (!record_is(elapsed, DT_F64, 1)) { snprintf(err, errlen, "'%s' has an elapsed_s record of the wrong type or size", path); goto fail; }
+        memcpy(&ck->state.elapsed_s, elapsed->data, sizeof(double));
+        if (!(ck->state.elapsed_s >= 0 && ck->state.elapsed_s < 1e12)) {
+            snprintf(err, errlen, "'%s' has an invalid elapsed_s (%g)", path, ck->state.elapsed_s);
+            goto fail;
+        }
+    }
     ck->has_optimizer = tfile_find(f, "adam_m.wte") != NULL;
     return 1;
 fail:

@@ -192,14 +192,14 @@ void run_step(Run *r, const int *x, const int *y, long step) {
 
 // A forward and backward with statistics on, which leaves the gradients zeroed again so
 // training is unaffected.
-void run_probe(Run *r, const int *px, const int *py, long step) {
+void run_probe(Run *r, const int *px, const int *py, long step, int log) {
     const Config *c = &r->cfg;
     GPT *m = &r->model;
     int L = m->dims.n_layer, NH = m->dims.n_head;
     HeadStats *hs = xcalloc((size_t)L * NH, sizeof(HeadStats), "attention probe");
     attention_probe(m, px, py, c->batch_size, c->block_size, hs, &r->probe);
     r->have_probe = 1;
-    if (r->attn_csv) {
+    if (log && r->attn_csv) {
         for (int l = 0; l < L; l++)
             for (int h = 0; h < NH; h++) {
                 const HeadStats *s = &hs[l * NH + h];
@@ -296,7 +296,7 @@ static void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vo
 
 int run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long step, int probe, int eval) {
     size_t off = (size_t)r->row0 * r->cfg.block_size;
-    if (probe) run_probe(r, b->px, b->py, step);
+    if (probe) run_probe(r, b->px, b->py, step, 1);
     run_step(r, b->x + off, b->y + off, step);
     r->st.step = step + 1;
     if (r->bad_streak >= r->cfg.max_bad_steps) return 1;
@@ -353,7 +353,7 @@ static void json_number(FILE *f, const char *key, double v, const char *fmt, int
 
 // summary.json, replaced whole: the final losses, counts, speed, time and the resolved config
 // (config_to_json's text: valid JSON, with every string escaped).
-static void write_summary(const Run *r, const char *path, double train_loss, double val_loss, double wall) {
+static void write_summary(const Run *r, const char *path, double train_loss, double val_loss, double segment_wall) {
     FILE *f = outfile_open(path);
     double tps = r->train_seconds > 0 ? (double)r->tokens_trained / r->train_seconds : 0;
     fputs("{\n", f);
@@ -362,8 +362,9 @@ static void write_summary(const Run *r, const char *path, double train_loss, dou
     json_number(f, "best_val_loss", r->st.best_val_loss, "%.6f", 0);
     fprintf(f, "  \"steps\": %ld,\n  \"skipped_steps\": %ld,\n  \"params\": %zu,\n", r->st.step, r->st.skipped_steps,
             r->model.n_params);
-    json_number(f, "tokens_per_s", tps, "%.1f", 0);
-    json_number(f, "wall_s", wall, "%.2f", 0);
+    json_number(f, "tokens_per_s", tps, "%.1f", 0);        // of this segment
+    json_number(f, "wall_s", r->elapsed_before + segment_wall, "%.2f", 0);  // every segment of the run
+    json_number(f, "segment_wall_s", segment_wall, "%.2f", 0);  // since this process's training began
     fputs("  \"config\": ", f);
     // indent the config object by two spaces to nest it
     for (const char *p = r->cfg_json; *p; p++) {

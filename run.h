@@ -41,6 +41,7 @@ typedef struct {
     int skipped;
     const char *skip_reason;
     double train_seconds, comm_seconds;  // comm: time in the gradient allreduce (MPI)
+    double elapsed_before;   // wall-clock seconds of the run's earlier segments (st.elapsed_s at the resume)
     long tokens_trained;
     HeadStats probe;         // last attention probe (averages over layers and heads)
     int have_probe;
@@ -73,8 +74,9 @@ void sample_batch(const Dataset *ds, int split_val, Rng *rng, int B, int T, int 
 // One optimisation step on this rank's rows (x, y) of the batch; a non-finite or spiking loss
 // skips the update (r->skipped, r->bad_streak).
 void run_step(Run *r, const int *x, const int *y, long step);
-// Attention statistics on the probe batch (rank 0), logged to attention.csv as of `step`.
-void run_probe(Run *r, const int *px, const int *py, long step);
+// Attention statistics on the probe batch (rank 0) into r->probe, and when `log` into
+// attention.csv as of `step`.
+void run_probe(Run *r, const int *px, const int *py, long step, int log);
 // Step `step` of one run on the batch in b->x, b->y: the probe first when `probe`, the update,
 // then the evaluation when `eval` (train/val loss, best.bin; cut short by a stop signal) and the
 // metrics row. Returns 1 when the divergence guard trips (train.max_bad_steps skipped steps in a
@@ -94,8 +96,8 @@ CkptResult run_checkpoint(Run *r, const Vocab *vocab);
 // Final losses: the mean over eval batches of the training split, and the whole validation split.
 typedef struct { double train_loss, val_loss; } FinalLosses;
 // Final evaluation (and best.bin when it improved), logs closed, summary.json written (rank 0)
-// with the wall-clock time since wall0. Returns 0 when a stop signal cut the evaluation short
-// (then nothing is written), else 1.
+// with the wall-clock time of this segment (since wall0) and of the whole run. Returns 0 when a
+// stop signal cut the evaluation short (then nothing is written), else 1.
 int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double wall0, FinalLosses *f);
 // The sample of sample.tokens characters printed to stdout (rank 0). Returns 0 when a stop
 // signal cut it short.

@@ -136,12 +136,21 @@ static void parse_args(int argc, char **argv, Args *a) {
     if (!a->config_path && !a->resume_path) a->config_path = "configs/default.json";
 }
 
+// The learning-rate schedule's decay horizon is fixed when a run starts: train.lr_decay_steps 0
+// ("train.max_steps") becomes the number, which the checkpoint's config keeps, so a resume that
+// extends max_steps keeps the schedule (beyond the horizon lr stays at min_lr) unless it sets
+// train.lr_decay_steps itself.
+static void fix_decay_horizon(Config *cfg) {
+    if (cfg->lr_decay_steps == 0) cfg->lr_decay_steps = cfg->max_steps;
+}
+
 static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
     char err[ERRLEN];
     config_defaults(cfg);
     if (ck) {
         if (!config_load_json(cfg, ck->config_json, strlen(ck->config_json), a->resume_path, err, sizeof err))
             die(EXIT_RUNTIME, "%s", err);
+        fix_decay_horizon(cfg);  // a checkpoint of an earlier version may hold 0: its run's horizon was its max_steps
         // replacing another run's files is asked for on the command line, never inherited
         snprintf(cfg->overwrite, sizeof cfg->overwrite, "false");
     } else if (!config_load_file(cfg, a->config_path, err, sizeof err)) {
@@ -150,6 +159,7 @@ static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
     for (int i = 0; i < a->n_overrides; i++)
         if (!config_apply_override(cfg, a->overrides[i], err, sizeof err)) die(EXIT_USAGE, "%s", err);
     if (!config_finalize(cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    fix_decay_horizon(cfg);
     if (ck) {
         const ModelDims *d = &ck->dims;
         if (cfg->block_size != d->block_size || cfg->n_layer != d->n_layer || cfg->n_head != d->n_head ||
@@ -385,6 +395,8 @@ static void bench(Run *r, int steps) {
 // ---------------------------------------------------------------------------------------------
 // the session: the runs trained side by side (one, or the variants of a comparison)
 
+#define ETA_WINDOW 50  // the time left is estimated from the last ETA_WINDOW - 1 step times
+
 typedef struct {
     Run runs[MAX_VARIANTS];
     int n_runs;
@@ -398,7 +410,9 @@ typedef struct {
     Batches b;
     CompareLog *cmp;             // the scaling report's log, when there is one
     long start_step, max_steps;
-    double wall0;
+    double wall0;                // when this process's training began
+    double step_end[ETA_WINDOW]; // when the last steps ended (a ring), for the time left
+    long n_step_ends;
 } Session;
 
 // The runs, built, with their first weights: from the seed (every variant gets a copy) or from
@@ -422,6 +436,7 @@ static void setup_runs(Session *s, const Config *cfg, const Args *args, const Ch
     if (resume) {
         if (!checkpoint_restore(resume, &first->model, args->resume_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         first->st = resume->state;
+        first->elapsed_before = resume->state.elapsed_s;
         if (!resume->has_optimizer) die(EXIT_RUNTIME, "'%s' holds no optimizer state and cannot be resumed", args->resume_path);
     } else {
         // the same seed draws the same initial weights; in a comparison every variant gets a copy
@@ -561,6 +576,11 @@ static void start_training(Session *s) {
     for (int i = 0; i < s->n_runs; i++) run_open_logs(&s->runs[i], s->resume != NULL);
     if (s->cmp_set && s->cmp_set->report && dist_is_root()) s->cmp = compare_log_open(cfg->out_dir, cfg->max_steps);
     note_latest_checkpoint(s);
+    // resumed between two probes: probe now (not logged), so the progress line shows the
+    // attention from the first step on
+    if (s->resume && cfg->attn_interval > 0 && s->start_step % cfg->attn_interval != 0 && s->start_step < s->max_steps &&
+        dist_is_root())
+        for (int i = 0; i < s->n_runs; i++) run_probe(&s->runs[i], s->b.px, s->b.py, s->start_step, 0);
 
     char what[128];
     if (s->cmp_set) snprintf(what, sizeof what, "comparing %s", s->cmp_set->what);
@@ -618,8 +638,10 @@ static int step_runs(Session *s, long step) {
     sample_batch(s->ds, 0, &s->runs[0].st.rng, cfg->batch_size, cfg->block_size, s->b.x, s->b.y);
     for (int i = 1; i < s->n_runs; i++) s->runs[i].st.rng = s->runs[0].st.rng;  // identical batches, in order
     int evaluated = 0;
+    double segment = now_seconds() - s->wall0;
     for (int i = 0; i < s->n_runs; i++) {
         Run *r = &s->runs[i];
+        r->st.elapsed_s = r->elapsed_before + segment;  // as best.bin records it
         if (run_advance(r, s->ds, &s->b, s->vocab, step, probe, eval)) {
             char why[128];
             snprintf(why, sizeof why, "%d consecutive steps with a non-finite loss or gradient", r->bad_streak);
@@ -634,12 +656,24 @@ static int step_runs(Session *s, long step) {
     return evaluated;
 }
 
+// The time left from the mean of the recent step times (evaluations, probes and checkpoints
+// included), once three steps after the first have run (the first carries start-up costs);
+// -1 before ("eta ?").
+static double time_left(Session *s, long done) {
+    double now = now_seconds();
+    s->step_end[s->n_step_ends % ETA_WINDOW] = now;
+    s->n_step_ends++;
+    long k = s->n_step_ends - 1 < ETA_WINDOW - 1 ? s->n_step_ends - 1 : ETA_WINDOW - 1;  // step times in the ring
+    if (k < 3) return -1;
+    double oldest = s->step_end[(s->n_step_ends - 1 - k) % ETA_WINDOW];
+    return (now - oldest) / (double)k * (double)(s->max_steps - done);
+}
+
 // What the terminal shows after a step: the progress line every log_interval steps (and on the
 // first and on skipped steps), the losses after an evaluation.
 static void report_step(Session *s, long done, int evaluated) {
     const Config *cfg = s->cfg;
-    double elapsed = now_seconds() - s->wall0;
-    double eta = elapsed / (double)(done - s->start_step) * (double)(s->max_steps - done);
+    double eta = time_left(s, done);
     if (cfg->log_interval > 0 && (done % cfg->log_interval == 0 || done == s->start_step + 1 || s->runs[0].skipped))
         print_progress(s->runs, s->n_runs, done, s->max_steps, eta);
     if (evaluated)
@@ -653,8 +687,10 @@ static void report_step(Session *s, long done, int evaluated) {
 // Checkpoint the runs (all when `due`, else those with a postponed checkpoint). A run whose
 // optimizer state is no longer finite stops as diverged.
 static void checkpoint_runs(Session *s, int due) {
+    double segment = now_seconds() - s->wall0;
     for (int i = 0; i < s->n_runs; i++) {
         Run *r = &s->runs[i];
+        r->st.elapsed_s = r->elapsed_before + segment;
         if ((due || r->ckpt_pending) && run_checkpoint(r, s->vocab) == CKPT_NONFINITE)
             stop_diverged(s, r, "the parameters or the optimizer moments are no longer finite");
     }
@@ -736,7 +772,7 @@ static int finish_runs(Session *s) {
     // the statistics after the last step close the curves
     if (cfg->attn_interval > 0 && s->max_steps % cfg->attn_interval == 0 && s->start_step < s->max_steps && dist_is_root())
         for (int i = 0; i < s->n_runs; i++) {
-            run_probe(&s->runs[i], s->b.px, s->b.py, s->max_steps);
+            run_probe(&s->runs[i], s->b.px, s->b.py, s->max_steps, 1);
             if (s->cmp) compare_log_probe(s->cmp, i, s->max_steps, &s->runs[i].probe);
         }
     if (s->start_step >= s->max_steps)
@@ -745,7 +781,8 @@ static int finish_runs(Session *s) {
     for (int i = 0; i < s->n_runs; i++) {
         if (!run_finish(&s->runs[i], s->ds, &s->b, s->vocab, s->wall0, &f[i])) {
             int sig = stop_agreed();
-            say_stopped_finishing(s, sig, "the final evaluation", s->cmp ? "summary.json and the report are" : "summary.json is");
+            say_stopped_finishing(s, sig, "the final evaluation",
+                                  s->n_runs > 1 ? "the report and the unfinished variants' summary.json are" : "summary.json is");
             return sig;
         }
         if (s->cmp) compare_log_final(s->cmp, i, f[i].train_loss, f[i].val_loss);

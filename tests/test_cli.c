@@ -383,7 +383,7 @@ static int same_tensors(const char *a, const char *b) {
                memcmp(ca.state.rng.s, cb.state.rng.s, sizeof ca.state.rng.s) == 0;
     for (int i = 0; same && i < ca.file.n_records; i++) {
         const TRecord *ra = &ca.file.records[i];
-        if (strcmp(ra->name, "config") == 0) continue;
+        if (strcmp(ra->name, "config") == 0 || strcmp(ra->name, "elapsed_s") == 0) continue;  // wall-clock time differs
         const TRecord *rb = tfile_find(&cb.file, ra->name);
         size_t esz = ra->dtype == DT_U8 ? 1 : ra->dtype == DT_F64 || ra->dtype == DT_U64 || ra->dtype == DT_I64 ? 8 : 4;
         if (!rb || rb->count != ra->count || memcmp(ra->data, rb->data, ra->count * esz) != 0) {
@@ -477,6 +477,50 @@ static void test_resume_is_exact(void) {
     CHECK_MSG(strcmp(straight, resumed) == 0, "metrics differ:\n%s\nvs\n%s", straight, resumed);
     snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_dir);
     CHECK(same_tensors(saved, path));
+    // the same from step 25, between two attention probes (every 10 steps): the resume probes at
+    // once (not logged) so the progress line shows the attention from its first step, and the
+    // probe changes nothing
+    CHECK(run("./train %s/cfg.json --train.max_steps=25 --train.overwrite=true", g_dir) == 0);
+    code = run("./train --resume %s --train.max_steps=40 --log.log_interval=1", path);
+    CHECK_MSG(code == 0, "resume exit %d: %s", code, g_err);
+    const char *first = strstr(g_out, "step    26/40");
+    const char *eol = first ? strchr(first, '\n') : NULL;
+    const char *attn = first ? strstr(first, "attn H") : NULL;
+    CHECK_MSG(first && eol && attn && attn < eol, "the first progress line after the resume lacks 'attn H':\n%s", g_out);
+    // (the first segment evaluated at its last step, 25, which the straight run did not: compare
+    // step, loss, lr and grad_norm)
+    snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
+    metrics_without_ms(path, resumed, sizeof resumed);
+    for (char *a = straight, *b = resumed; *a || *b;) {
+        size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+        const char *ca = memchr(a, ',', la), *cb = memchr(b, ',', lb);
+        for (int k = 0; k < 3 && ca && cb; k++) {  // to the comma before val_loss
+            ca = memchr(ca + 1, ',', la - (size_t)(ca + 1 - a));
+            cb = memchr(cb + 1, ',', lb - (size_t)(cb + 1 - b));
+        }
+        CHECK_MSG(ca && cb && ca - a == cb - b && memcmp(a, b, (size_t)(ca - a)) == 0, "metrics differ after a resume at step 25:"
+                  " %.*s vs %.*s", (int)la, a, (int)lb, b);
+        if (!ca || !cb || ca - a != cb - b || memcmp(a, b, (size_t)(ca - a)) != 0) break;
+        a += la + (a[la] != 0);
+        b += lb + (b[lb] != 0);
+    }
+    char resumed_attn[65536], apath[256];
+    snprintf(apath, sizeof apath, "%s/out/attention.csv", g_dir);
+    slurp(apath, resumed_attn, sizeof resumed_attn);
+    CHECK(count_lines(resumed_attn) == 1 + 5 * 2 * 2);  // steps 0, 10, 20, 30, 40: nothing at 25
+    snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_dir);
+    CHECK(same_tensors(saved, path));
+    // summary.json's wall_s covers both segments, segment_wall_s the last one
+    char sum[65536];
+    snprintf(apath, sizeof apath, "%s/out/summary.json", g_dir);
+    slurp(apath, sum, sizeof sum);
+    const char *w = strstr(sum, "\"wall_s\": "), *sw = strstr(sum, "\"segment_wall_s\": ");
+    Checkpoint ck;
+    char err[512];
+    CHECK(checkpoint_open(&ck, path, err, sizeof err));
+    CHECK_MSG(w && sw && atof(w + 10) > atof(sw + 18) && atof(w + 10) >= ck.state.elapsed_s - 0.01 && ck.state.elapsed_s > 0,
+              "wall_s %s, segment_wall_s %s, checkpoint elapsed_s %g", w ? w + 10 : "?", sw ? sw + 18 : "?", ck.state.elapsed_s);
+    checkpoint_close(&ck);
     // a resume that changes the model's shape is refused, and the checkpoint is untouched
     unsigned char *before = NULL, *after = NULL;
     size_t nb = 0, na = 0;
@@ -487,6 +531,70 @@ static void test_resume_is_exact(void) {
     CHECK(nb == na && memcmp(before, after, nb) == 0);
     free(before);
     free(after);
+    cleanup();
+}
+
+// Extending a finished run keeps its learning-rate schedule: the decay horizon (lr_decay_steps 0
+// = max_steps) is fixed when the run starts, so a larger max_steps on resume continues at min_lr
+// instead of restarting the cosine: after the warmup the learning rate never goes up. Setting
+// lr_decay_steps on the resume changes the schedule on purpose.
+static void test_extend_keeps_lr_schedule(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 30);
+    CHECK(run("./train %s/cfg.json --train.lr_decay_steps=0", g_dir) == 0);
+    char path[256], ckpt[256], line[256];
+    snprintf(ckpt, sizeof ckpt, "%s/out/checkpoint.bin", g_dir);
+    Checkpoint ck;
+    char err[512];
+    CHECK(checkpoint_open(&ck, ckpt, err, sizeof err));
+    CHECK_MSG(ck.config_json && strstr(ck.config_json, "\"lr_decay_steps\": 30"), "%s", ck.config_json ? ck.config_json : "");
+    checkpoint_close(&ck);
+    int code = run("./train --resume %s --train.max_steps=60", ckpt);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
+    FILE *f = fopen(path, "r");
+    double prev = INFINITY, min_lr = 1e-4;
+    int rows = 0, rises = 0, at_min = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        long step;
+        double loss, lr;
+        if (sscanf(line, "%ld,%lf,%lf", &step, &loss, &lr) != 3) continue;
+        rows++;
+        if (step > 6 && lr > prev * (1 + 1e-9)) rises++;  // after the warmup (steps 1-5) and the peak (6)
+        if (step > 30) at_min += fabs(lr - min_lr) <= 1e-9;
+        prev = lr;
+    }
+    if (f) fclose(f);
+    CHECK_MSG(rows == 60 && rises == 0 && at_min == 30, "%d rows, the learning rate rose %d times, %d of 30 steps at min_lr",
+              rows, rises, at_min);
+    // lr_decay_steps given on the resume is a new schedule: the cosine of the new horizon
+    code = run("./train --resume %s --train.max_steps=70 --train.lr_decay_steps=100", ckpt);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    f = fopen(path, "r");
+    double lr61 = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        long step;
+        double loss, lr;
+        if (sscanf(line, "%ld,%lf,%lf", &step, &loss, &lr) == 3 && step == 61) lr61 = lr;
+    }
+    if (f) fclose(f);
+    CHECK_MSG(lr61 > 2 * min_lr, "lr at step 61 with lr_decay_steps=100: %g", lr61);
+    cleanup();
+}
+
+// The time left is estimated from recent step times once a few steps have run: "eta ?" before.
+static void test_eta_waits_for_step_times(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 12);
+    int code = run("./train %s/cfg.json --log.log_interval=1", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    const char *s1 = strstr(g_out, "step     1/12"), *s3 = strstr(g_out, "step     3/12"), *s4 = strstr(g_out, "step     4/12");
+    CHECK_MSG(s1 && s3 && s4, "%s", g_out);
+    if (s1 && s3 && s4) {
+        const char *e1 = strstr(s1, "eta "), *e3 = strstr(s3, "eta "), *e4 = strstr(s4, "eta ");
+        CHECK_MSG(e1 && e1[4] == '?' && e3 && e3[4] == '?', "steps 1-3 claim a time left: %s", g_out);
+        CHECK_MSG(e4 && e4[4] >= '0' && e4[4] <= '9', "step 4 has no time left: %s", g_out);
+    }
     cleanup();
 }
 
@@ -611,6 +719,8 @@ static void test_readme_documents_every_key(void) {
 
 const TestCase tests_cli[] = {
     {"cli_keep_checkpoints", test_keep_checkpoints},
+    {"cli_extend_keeps_lr_schedule", test_extend_keeps_lr_schedule},
+    {"cli_eta_waits_for_step_times", test_eta_waits_for_step_times},
     {"cli_summary_is_json_and_top_level_keys", test_summary_is_json_and_top_level_keys},
     {"cli_compare_scaling_same_start_and_batches", test_compare_scaling_same_start_and_batches},
     {"cli_corpus_is_reproducible", test_corpus_is_reproducible},
