@@ -42,7 +42,7 @@ void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDi
     r->st.best_val_loss = INFINITY;
     r->last_finite_loss = NAN;
     r->saved_step = -1;
-    if (base->spike_zscore > 0) r->spike_window = xcalloc((size_t)base->spike_window, sizeof(double), "spike window");
+    if (r->cfg.spike_zscore > 0) r->spike_window = xcalloc((size_t)r->cfg.spike_window, sizeof(double), "spike window");
 }
 
 void run_release(Run *r) {

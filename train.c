@@ -36,8 +36,8 @@
 // ---------------------------------------------------------------------------------------------
 // command line
 
-// The runs --compare-scaling trains side by side: the same initial weights and batches, the
-// attention scale 1/sqrt(head_dim) against none.
+// Runs trained side by side from the same initial weights on the same batches, each variant
+// a name (its directory under out_dir) and config overrides.
 typedef struct {
     const char *what;            // what is compared, for the first line: "attention scale sqrt vs none"
     int report;                  // write compare.csv, report.md and scaling.svg (the two-variant scaling report)
@@ -45,17 +45,64 @@ typedef struct {
     Variant v[MAX_VARIANTS];
 } Comparison;
 
+// --compare-scaling: the attention scale 1/sqrt(head_dim) against none, with the scaling report.
 static const Comparison COMPARE_SCALING = {
     "attention scale sqrt vs none", 1, 2,
     {{"scaled", {"model.attn_scale=sqrt"}}, {"unscaled", {"model.attn_scale=none"}}},
 };
+
+// The keys --compare KEY=V1,V2[,V3,V4] may vary: those that change neither a tensor's shape nor
+// anything the variants share (the data, the batches, the initial weights, the steps at which
+// all of them evaluate, probe and checkpoint).
+static const char *const COMPARABLE_KEYS[] = {
+    "model.attn_scale", "train.lr", "train.min_lr", "train.warmup_steps", "train.lr_decay_steps", "train.beta1",
+    "train.beta2", "train.eps", "train.weight_decay", "train.grad_clip", "train.max_bad_steps", "train.spike_zscore",
+    "train.spike_window", NULL};
+
+// --compare KEY=V1,V2[,V3,V4]: one variant per value, named by it (out_dir/<value>/).
+static Comparison g_compare;
+static char g_compare_what[600], g_compare_names[MAX_VARIANTS][64], g_compare_overrides[MAX_VARIANTS][320];
+
+static const Comparison *parse_compare(const char *spec) {
+    const char *eq = strchr(spec, '=');
+    size_t klen = eq ? (size_t)(eq - spec) : 0;
+    int known = 0;
+    for (int i = 0; COMPARABLE_KEYS[i]; i++) known |= strlen(COMPARABLE_KEYS[i]) == klen && strncmp(COMPARABLE_KEYS[i], spec, klen) == 0;
+    if (!eq || !known)
+        die(EXIT_USAGE, "--compare expects KEY=V1,V2[,V3,V4] with a KEY that changes no shape and nothing the runs share"
+            " (model.attn_scale, train.lr, train.min_lr, train.warmup_steps, train.lr_decay_steps, train.beta1, train.beta2,"
+            " train.eps, train.weight_decay, train.grad_clip, ...), got '%s'", spec);
+    Comparison *c = &g_compare;
+    memset(c, 0, sizeof *c);
+    int w = snprintf(g_compare_what, sizeof g_compare_what, "%.*s", (int)klen, spec);
+    for (const char *v = eq + 1; ; ) {
+        size_t len = strcspn(v, ",");
+        if (c->n == MAX_VARIANTS) die(EXIT_USAGE, "--compare takes 2 to %d values, got more in '%s'", MAX_VARIANTS, spec);
+        if (len == 0 || len >= sizeof g_compare_names[0] || memchr(v, '/', len) || (len <= 2 && strncmp(v, "..", len) == 0))
+            die(EXIT_USAGE, "--compare: each value names a directory under train.out_dir: '%.*s' cannot (in '%s')", (int)len, v, spec);
+        snprintf(g_compare_names[c->n], sizeof g_compare_names[0], "%.*s", (int)len, v);
+        for (int j = 0; j < c->n; j++)
+            if (strcmp(g_compare_names[j], g_compare_names[c->n]) == 0) die(EXIT_USAGE, "--compare: '%s' is given twice", g_compare_names[j]);
+        snprintf(g_compare_overrides[c->n], sizeof g_compare_overrides[0], "%.*s=%s", (int)klen, spec, g_compare_names[c->n]);
+        if (w < (int)sizeof g_compare_what)
+            w += snprintf(g_compare_what + w, sizeof g_compare_what - (size_t)w, "%s%s", c->n ? " vs " : " ", g_compare_names[c->n]);
+        c->v[c->n].name = g_compare_names[c->n];
+        c->v[c->n].overrides[0] = g_compare_overrides[c->n];
+        c->n++;
+        if (!v[len]) break;
+        v += len + 1;
+    }
+    if (c->n < 2) die(EXIT_USAGE, "--compare takes 2 to %d values, got '%s'", MAX_VARIANTS, spec);
+    c->what = g_compare_what;
+    return c;
+}
 
 typedef struct {
     const char *config_path;
     const char *resume_path;
     const char *dump_path;
     int bench_steps;
-    int compare_scaling;
+    const Comparison *comparison;  // --compare-scaling or --compare; NULL = one run
     int n_overrides;
     const char **overrides;
 } Args;
@@ -75,6 +122,8 @@ static void print_usage(FILE *f) {
             "                        --train.max_steps apply on top of its configuration)\n"
             "  --compare-scaling     train attn_scale \"sqrt\" and \"none\" side by side (same initial\n"
             "                        weights, same batches) and write compare.csv, report.md, scaling.svg\n"
+            "  --compare KEY=V1,V2   train 2 to 4 variants side by side the same way, one per value of KEY\n"
+            "                        (a key that changes no shape, e.g. train.lr), in out_dir/<value>/\n"
             "  --bench=N             time N training steps on random tokens and print one 'bench' line\n"
             "  --dump-state FILE     run one forward/backward on the first batch and write a debug state\n"
             "  --help, --version\n"
@@ -110,10 +159,14 @@ static void parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
     a->overrides = xcalloc((size_t)argc, sizeof(char *), "arguments");
     for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *v;
+        const char *arg = argv[i], *v = NULL;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { print_usage(stdout); exit(0); }
         if (strcmp(arg, "--version") == 0) { print_version(); exit(0); }
-        if (strcmp(arg, "--compare-scaling") == 0) { a->compare_scaling = 1; continue; }
+        if (strcmp(arg, "--compare-scaling") == 0 || (v = option_value(argc, argv, &i, "--compare"))) {
+            if (a->comparison) die(EXIT_USAGE, "give one of --compare-scaling and --compare, once");
+            a->comparison = v ? parse_compare(v) : &COMPARE_SCALING;
+            continue;
+        }
         if ((v = option_value(argc, argv, &i, "--resume"))) { a->resume_path = v; continue; }
         if ((v = option_value(argc, argv, &i, "--dump-state"))) { a->dump_path = v; continue; }
         if ((v = option_value(argc, argv, &i, "--bench"))) {
@@ -132,7 +185,8 @@ static void parse_args(int argc, char **argv, Args *a) {
         a->config_path = arg;
     }
     if (a->resume_path && a->config_path) die(EXIT_USAGE, "give either a config file or --resume, not both");
-    if (a->resume_path && a->compare_scaling) die(EXIT_USAGE, "--resume cannot be combined with --compare-scaling");
+    if (a->resume_path && a->comparison)
+        die(EXIT_USAGE, "--resume cannot be combined with a comparison (each variant resumes on its own)");
     if (!a->config_path && !a->resume_path) a->config_path = "configs/default.json";
 }
 
@@ -166,6 +220,17 @@ static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
             cfg->n_embd != d->n_embd)
             die(EXIT_USAGE, "the overrides change the model shape of '%s' (n_layer %d, n_head %d, n_embd %d, block_size %d);"
                 " a resumed run keeps its shape", a->resume_path, d->n_layer, d->n_head, d->n_embd, d->block_size);
+    }
+}
+
+// Every variant's overrides apply to the configuration (a usage error before anything is read).
+static void check_variants(const Config *cfg, const Comparison *cmp) {
+    char err[ERRLEN];
+    for (int i = 0; cmp && i < cmp->n; i++) {
+        Config c = *cfg;
+        for (int k = 0; k < MAX_VARIANT_OVERRIDES && cmp->v[i].overrides[k]; k++)
+            if (!config_apply_override(&c, cmp->v[i].overrides[k], err, sizeof err)) die(EXIT_USAGE, "%s", err);
+        if (!config_finalize(&c, err, sizeof err)) die(EXIT_USAGE, "variant '%s': %s", cmp->v[i].name, err);
     }
 }
 
@@ -424,7 +489,7 @@ static void setup_runs(Session *s, const Config *cfg, const Args *args, const Ch
     s->args = args;
     s->ds = ds;
     s->resume = resume;
-    s->cmp_set = args->compare_scaling ? &COMPARE_SCALING : NULL;
+    s->cmp_set = args->comparison;
     s->n_runs = s->cmp_set ? s->cmp_set->n : 1;
     s->vocab = resume ? &resume->vocab : &ds->vocab;
     s->writes = args->bench_steps == 0 && !args->dump_path && dist_is_root();
@@ -838,7 +903,8 @@ int main(int argc, char **argv) {
     load_config(&cfg, &args, resume);
     set_threads(&cfg);
     check_ranks(&cfg, &args);
-    int n_models = args.compare_scaling ? COMPARE_SCALING.n : 1;
+    check_variants(&cfg, args.comparison);
+    int n_models = args.comparison ? args.comparison->n : 1;
     {   // refuse absurd sizes before reading any data (the vocabulary adds little; count one token)
         ModelDims lower = {1, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
         check_memory(&lower, cfg.batch_size, cfg.block_size, n_models);

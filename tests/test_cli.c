@@ -196,6 +196,13 @@ static const BadInput BAD_INPUTS[] = {
     // top-level keys on the command line (exit 2 for bad ones)
     {"misspelt top-level key", "./train @/cfg.json --nme=x", 2, "nme", "name"},
     {"top-level key with a bad value", "./train @/cfg.json --name=a/b", 2, "name", "path component"},
+    // --compare (exit 2)
+    {"compare a shape key", "./train @/cfg.json --compare model.n_embd=16,32", 2, "--compare", "model.n_embd=16,32"},
+    {"compare one value", "./train @/cfg.json --compare train.lr=0.01", 2, "--compare", "2 to 4"},
+    {"compare a value twice", "./train @/cfg.json --compare train.lr=0.01,0.01", 2, "twice", NULL},
+    {"compare a value that is no directory", "./train @/cfg.json --compare train.lr=0.01,..", 2, "directory", NULL},
+    {"compare a value the config refuses", "./train @/cfg.json --compare train.lr=0.01,0.00001", 2, "0.00001", "train.min_lr"},
+    {"compare with resume", "./train --resume @/run/checkpoint.bin --compare train.lr=0.01,0.02", 2, "--resume", NULL},
 };
 
 typedef struct { const char *file, *json; } ConfigFixture;
@@ -598,6 +605,32 @@ static void test_eta_waits_for_step_times(void) {
     cleanup();
 }
 
+// --compare KEY=V1,V2[,V3,V4] trains one variant per value side by side, in out_dir/<value>/:
+// the same initial weights and batches, so the first loss is the same and the lr differs.
+static void test_compare_values(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 10);
+    int code = run("./train %s/cfg.json --compare train.lr=0.001,0.003,0.01", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    CHECK(strstr(g_out, "comparing train.lr 0.001 vs 0.003 vs 0.01") && strstr(g_out, "final 0.001: step=10") &&
+          strstr(g_out, "final 0.01: step=10"));
+    const char *values[3] = {"0.001", "0.003", "0.01"};
+    char path[256], m[3][65536];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/out/%s/metrics.csv", g_dir, values[i]);
+        metrics_without_ms(path, m[i], sizeof m[i]);
+        CHECK_MSG(count_lines(m[i]) == 11, "%s: %s", values[i], m[i]);
+    }
+    // row 1: the same loss (same weights, same batch); later rows differ (another lr)
+    CHECK(strncmp(strchr(m[0], '\n') + 1, strchr(m[2], '\n') + 1, 10) == 0 && strcmp(m[0], m[2]) != 0);
+    snprintf(path, sizeof path, "%s/out/compare.csv", g_dir);
+    CHECK_MSG(access(path, F_OK) != 0, "the scaling report is --compare-scaling's");
+    // a variant resumes on its own, in its directory
+    code = run("./train --resume %s/out/0.003/checkpoint.bin --train.max_steps=12", g_dir);
+    CHECK_MSG(code == 0 && strstr(g_out, "final: step=12"), "exit %d: %s", code, g_err);
+    cleanup();
+}
+
 // --compare-scaling trains both variants from identical initial weights on identical batches.
 // With head_dim = 1, 1/sqrt(head_dim) = 1: the two variants are then the same computation, so
 // their logs and final weights must agree bit for bit, which they can only do if the initial
@@ -719,6 +752,7 @@ static void test_readme_documents_every_key(void) {
 
 const TestCase tests_cli[] = {
     {"cli_keep_checkpoints", test_keep_checkpoints},
+    {"cli_compare_values", test_compare_values},
     {"cli_extend_keeps_lr_schedule", test_extend_keeps_lr_schedule},
     {"cli_eta_waits_for_step_times", test_eta_waits_for_step_times},
     {"cli_summary_is_json_and_top_level_keys", test_summary_is_json_and_top_level_keys},
