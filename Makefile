@@ -57,8 +57,11 @@ CJSON_LIBS = $(shell pkg-config --libs libcjson 2>/dev/null || { [ -n "$(CJSON_P
 WARN := -Wall -Wextra -Wpedantic
 CFLAGS ?= -O3
 ifeq ($(SANITIZE),1)
-  # AddressSanitizer + UndefinedBehaviorSanitizer (make test-asan); -O1 keeps the stacks readable
-  CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+  # AddressSanitizer + UndefinedBehaviorSanitizer (make test-asan); -O1 keeps the stacks readable.
+  # float-cast-overflow (a NaN or out-of-range float converted to an integer) is undefined
+  # behaviour that -fsanitize=undefined leaves out in gcc and clang; it is asked for by name.
+  CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow \
+            -fno-sanitize-recover=undefined,float-cast-overflow
 endif
 # -ffp-contract=fast lets the compiler fuse a*b+c into FMA in plain C loops (ISO C mode turns
 # it off otherwise); no trapping math and no errno let compares and sqrt vectorise. Neither
@@ -66,7 +69,7 @@ endif
 ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) -ffp-contract=fast -fno-trapping-math -fno-math-errno $(ARCH_FLAGS) $(OMP_FLAGS) $(MPI_FLAGS) $(CJSON_CFLAGS)
 LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 
-CORE := common.c dist.c matmul.c attention.c model.c rng.c data.c config.c checkpoint.c generate.c attention_map.c lab_core.c
+CORE := common.c dist.c matmul.c attention.c attention_stats.c attention_fast.c model.c rng.c data.c config.c checkpoint.c generate.c attention_map.c lab_core.c
 CORE_H := $(wildcard *.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
 # binaries were last linked with, so switching CC, NO_OMP or NATIVE relinks them.
@@ -76,11 +79,17 @@ STAMP ?= build/.config
 $(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BUILD_ID)" ] || echo "$(BUILD_ID)" > $(STAMP))
 CORE_OBJ := $(CORE:%.c=$(OBJDIR)/%.o)
 CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
+# the lab's step-through pages (./lab examples --html FILE) and the HTML writer they use
+PAGES := html.c lab_pages.c
+PAGES_OBJ := $(PAGES:%.c=$(OBJDIR)/%.o)
+PAGES64_OBJ := $(PAGES:%.c=$(OBJDIR)/f64/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
+TEST_H := $(wildcard tests/*.h)
+TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test test-asan test-chaos fuzz demo bench clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test test-asan test-browser test-chaos fuzz demo bench docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -124,11 +133,11 @@ mpi-test-build:
 sample: $(OBJDIR)/sample.o $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
-lab: $(OBJDIR)/lab.o $(CORE_OBJ) $(STAMP)
+lab: $(OBJDIR)/lab.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 # the lab and the gradient checks in double precision, from the very same sources
-lab64: $(OBJDIR)/f64/lab.o $(CORE64_OBJ) $(STAMP)
+lab64: $(OBJDIR)/f64/lab.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE $(filter %.o,$^) -o $@ $(LDLIBS)
 
 tools/gencorpus: tools/gencorpus.c
@@ -140,11 +149,22 @@ data/default.txt: | tools/gencorpus
 
 FUZZ_SRC := tests/fuzz/harnesses.c
 
-tests/run_tests: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) tests/test.h $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(OBJDIR)/report.o $(CORE_OBJ) -o $@ $(LDLIBS)
+tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(OBJDIR)/report.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/report.o $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
 
-tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) tests/test.h $(OBJDIR)/f64/report.o $(CORE64_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(FUZZ_SRC) $(OBJDIR)/f64/report.o $(CORE64_OBJ) -o $@ $(LDLIBS)
+tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(OBJDIR)/f64/report.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/f64/report.o $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
+
+# The pages in a real browser: headless Chromium opens every step of both lab pages (#step=N),
+# checks the rendered DOM against ./lab's JSON output and that no request left the file, and
+# takes screenshots (build/browser/*.png). Installs Debian's chromium when missing and it can;
+# skips, saying so, where it cannot.
+tests/browser_test: tests/browser_test.c $(TEST_LIB) tests/page_check.h $(STAMP) | deps
+	$(CC) $(ALL_CFLAGS) -I. tests/browser_test.c $(TEST_LIB) -o $@ $(LDLIBS)
+
+test-browser: lab tests/browser_test
+	@if sh tools/ensure-chromium.sh; then ./tests/browser_test; \
+	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
 
 # The chaos test (its own target; CI runs it): SIGKILL, SIGTERM and SIGINT at random moments in
 # every phase of ./train, two trainers on one out_dir, a real divergence (tests/chaos.c).
@@ -174,6 +194,11 @@ fuzz: deps $(FUZZ_TARGETS)
 tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/harnesses.h $(CORE) $(CORE_H)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(CJSON_CFLAGS) -I. $< $(FUZZ_SRC) $(CORE) -o $@ $(CJSON_LIBS) -lm
 
+# Every figure the docs mark (<!--fig ...-->, <!--output ...-->) regenerated and checked against
+# what the doc states: tools/docs-check.sh, with the runs of docs/experiments.txt.
+docs-check: all
+	sh tools/docs-check.sh
+
 demo: all
 	./train configs/scaling_demo.json --compare-scaling
 
@@ -194,4 +219,4 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/train $(DESTDIR)$(PREFIX)/bin/sample $(DESTDIR)$(PREFIX)/bin/lab
 
 clean:
-	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tests/chaos tools/gencorpus $(FUZZ_TARGETS)
+	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tests/browser_test tests/chaos tools/gencorpus $(FUZZ_TARGETS)

@@ -1,411 +1,203 @@
-// attention.c: causal multi-head self-attention, the part of the model this project is about.
+// attention.c: multi-head self-attention, the definition. Start here.
 //
-// For one head, with Q, K, V of shape (T, hd) taken from the head's columns of q, k, v:
-//   S = Q K^T * scale                      (scores; scale = 1/sqrt(hd) by default)
-//   S[t][u] = -inf for u > t                (causal mask: a position never sees the future)
-//   P = softmax(S) row by row               (weights; masked entries come out exactly 0)
-//   O = P V                                 (out)
-// and backward, given dO:
-//   dV = P^T dO,  dP = dO V^T,
-//   dS = P * (dP - rowsum(dP * P))          (softmax VJP, O(T) per row, never the T x T Jacobian)
-//   dQ = scale * dS K,  dK = scale * dS^T Q.
-// The projections X -> Q, K, V and O -> out (Wq, Wk, Wv, Wo) are ordinary linear layers, applied
-// in model.c with matmul_forward/matmul_backward; this file holds everything between them.
+// Each head h of each sequence b attends on its own. Its queries, keys and values Q, K, V are
+// (T, hd) matrices: the head's hd columns of q, k, v, so Q[t][i] = q[(b*T + t)*C + h*hd + i].
+// Forward:
+//   S = Q K^T * scale                  scores (scale = 1/sqrt(hd) unless configured otherwise)
+//   S[t][u] = -inf for u > t           the causal mask: a position never sees the future
+//   P = softmax(S), row by row         weights: each row sums to 1, masked entries are exactly 0
+//   O = P V                            the output: each position's mix of the values
+// Backward, given dO = dL/dO:
+//   dV = P^T dO
+//   dP = dO V^T
+//   dS = P * (dP - rowsum(dP * P))     the softmax's vector-Jacobian product, row by row
+//   dQ = scale * dS K
+//   dK = scale * dS^T Q
+// The projections into q, k, v and out of O (Wq, Wk, Wv, Wo) are ordinary linear layers in
+// model.c. This file is what the float64 build, ./lab, the attention statistics and the tests
+// use; attention_fast.c computes the same function faster for training, and the tests prove the
+// two equal. The mask and the softmax axis can also be set to the classic mistakes (AttnSpec).
 #include "attention.h"
 
-#include "fastmath.h"
-#include "simd.h"
-
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
-int g_attention_break_backward = 0;
+// ---------------------------------------------------------------------------------------------
+// the softmax on its own
 
-// The largest of s[0..n): 8 at a time where AVX2 is compiled in (the plain loop compiles to one
-// scalar compare chain, and neither compiler vectorises it alone: gcc needs an omp simd max
-// reduction, which clang declines). A maximum is exact, so every path gives the same value.
-static real row_max(const real *s, int n) {
-    real maxv = s[0];
-    int i = 1;
-#if SIMD_AVX2
-    if (n >= 9) {
-        __m256 m = _mm256_loadu_ps(s + 1);
-        for (i = 9; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(s + i));
-        float lanes[8];
-        _mm256_storeu_ps(lanes, m);
-        for (int j = 0; j < 8; j++) maxv = lanes[j] > maxv ? lanes[j] : maxv;
-    }
-#endif
-    for (; i < n; i++) maxv = s[i] > maxv ? s[i] : maxv;
-    return maxv;
-}
-
+// p = softmax(s): p_i = exp(s_i - max s) / sum_j exp(s_j - max s)
 void softmax_forward(real *p, const real *s, int n) {
-    real maxv = row_max(s, n);
-    // subtracting the max keeps exp() from overflowing and does not change the result
+    real maxv = s[0];
+    for (int i = 1; i < n; i++) maxv = s[i] > maxv ? s[i] : maxv;
     real sum = 0;
-#pragma omp simd reduction(+:sum)
-    for (int i = 0; i < n; i++) { p[i] = fast_exp(s[i] - maxv); sum += p[i]; }
-    real inv = 1 / sum;
-    for (int i = 0; i < n; i++) p[i] *= inv;
+    for (int i = 0; i < n; i++) {
+        p[i] = real_exp(s[i] - maxv);
+        sum += p[i];
+    }
+    for (int i = 0; i < n; i++) p[i] /= sum;
 }
 
+// ds_i = sum_j J_ji dp_j with J = diag(p) - p p^T, which is p_i * (dp_i - sum_j dp_j p_j)
 void softmax_backward(real *ds, const real *dp, const real *p, int n) {
-    // dS_i = sum_j J_ji dP_j with J = diag(p) - p p^T, i.e. p_i * (dP_i - sum_j dP_j p_j)
-    double rowsum = 0.0;
-    for (int i = 0; i < n; i++) rowsum += (double)dp[i] * p[i];
-    if (g_attention_break_backward) rowsum = 0.0;
-    for (int i = 0; i < n; i++) ds[i] += p[i] * (dp[i] - (real)rowsum);
+    real dot = 0;
+    for (int i = 0; i < n; i++) dot += dp[i] * p[i];
+    for (int i = 0; i < n; i++) ds[i] = p[i] * (dp[i] - dot);
 }
 
-void attention_row_stats(const real *p, int n, double *entropy, double *max_weight) {
-    double h = 0.0, m = 0.0;
-    for (int i = 0; i < n; i++) {
-        double pi = p[i];
-        if (pi > 0.0) h -= pi * log(pi);  // 0 log 0 = 0
-        if (pi > m) m = pi;
-    }
-    *entropy = h;
-    *max_weight = m;
-}
+// ---------------------------------------------------------------------------------------------
+// one head
 
-// a * b + c for the scores and outputs. Written out because -ffp-contract=fast lets the compiler
-// fuse a*b+c in one loop and not in another (a vectorised dot product keeps the products apart),
-// and decoding must reproduce attention_forward bit for bit: where the machine has a fused
-// multiply-add, every chain uses it explicitly; where it has none, nothing can be fused.
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA) || defined(__FP_FAST_FMA)
-#ifdef REAL_DOUBLE
-static inline real madd(real a, real b, real c) { return fma(a, b, c); }
-#else
-static inline real madd(real a, real b, real c) { return fmaf(a, b, c); }
-#endif
-#else
-static inline real madd(real a, real b, real c) { return a * b + c; }
-#endif
+// Whether S[t][u] is replaced by the mask (the entries above the diagonal, unless there is none).
+static int masked(const AttnSpec *spec, int t, int u) { return spec->mask != ATTN_MASK_NONE && u > t; }
 
-static void axpy(real *restrict y, real alpha, const real *restrict x, int n) {
-#pragma omp simd
-    for (int i = 0; i < n; i++) y[i] = madd(alpha, x[i], y[i]);
-}
-
-// One score S[t][u] = (q . k) * scale, the products summed in increasing i from 0. tile_mm
-// computes every score of attention_forward in exactly this order (one multiply-add chain per
-// entry, vectorised across keys instead of across i), so decoding reproduces it bit for bit.
-static real score_dot(const real *q, const real *k, int hd, real scale) {
-    real s = 0;
-    for (int i = 0; i < hd; i++) s = madd(q[i], k[i], s);  // no simd reduction: the order is the contract
-    return s * scale;
-}
-
-// Register tiles of the blocked products: TR output rows by TW output columns. 6 x 16 floats are
-// 12 AVX2 accumulators, which with a row of B and a broadcast fill the 16 vector registers.
-#define TR 6
-#define TW 16
-
-#if SIMD_AVX2
-// tile_mm (below) on a whole TR x TW tile, with its 12 accumulators in registers from the first
-// FMA to the store: the generic loop keeps acc[][] in memory around its k loop, which cost ~7%
-// of W1's attention time. The same arithmetic: one fused multiply-add chain per entry in
-// increasing k, init (beta) first, times alpha at the end.
-static inline void tile_mm_full(real *restrict out, size_t ldo, int beta, real alpha,
-                                const real *restrict a, size_t ars, size_t aks,
-                                const real *restrict b, size_t ldb, int n) {
-    // named accumulators, not an array: the compiler then keeps all twelve in registers
-    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-#define TILE_INIT(r, lo, hi) do { lo = beta ? _mm256_loadu_ps(out + (r) * ldo) : _mm256_setzero_ps(); \
-        hi = beta ? _mm256_loadu_ps(out + (r) * ldo + 8) : _mm256_setzero_ps(); } while (0)
-    TILE_INIT(0, c00, c01); TILE_INIT(1, c10, c11); TILE_INIT(2, c20, c21);
-    TILE_INIT(3, c30, c31); TILE_INIT(4, c40, c41); TILE_INIT(5, c50, c51);
-#undef TILE_INIT
-    for (int k = 0; k < n; k++) {
-        const real *ak = a + (size_t)k * aks, *bk = b + (size_t)k * ldb;
-        __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8), x;
-        x = _mm256_broadcast_ss(ak);           c00 = _mm256_fmadd_ps(x, b0, c00); c01 = _mm256_fmadd_ps(x, b1, c01);
-        x = _mm256_broadcast_ss(ak + ars);     c10 = _mm256_fmadd_ps(x, b0, c10); c11 = _mm256_fmadd_ps(x, b1, c11);
-        x = _mm256_broadcast_ss(ak + 2 * ars); c20 = _mm256_fmadd_ps(x, b0, c20); c21 = _mm256_fmadd_ps(x, b1, c21);
-        x = _mm256_broadcast_ss(ak + 3 * ars); c30 = _mm256_fmadd_ps(x, b0, c30); c31 = _mm256_fmadd_ps(x, b1, c31);
-        x = _mm256_broadcast_ss(ak + 4 * ars); c40 = _mm256_fmadd_ps(x, b0, c40); c41 = _mm256_fmadd_ps(x, b1, c41);
-        x = _mm256_broadcast_ss(ak + 5 * ars); c50 = _mm256_fmadd_ps(x, b0, c50); c51 = _mm256_fmadd_ps(x, b1, c51);
-    }
-    __m256 al = _mm256_set1_ps(alpha);
-#define TILE_STORE(r, lo, hi) do { _mm256_storeu_ps(out + (r) * ldo, _mm256_mul_ps(lo, al)); \
-        _mm256_storeu_ps(out + (r) * ldo + 8, _mm256_mul_ps(hi, al)); } while (0)
-    TILE_STORE(0, c00, c01); TILE_STORE(1, c10, c11); TILE_STORE(2, c20, c21);
-    TILE_STORE(3, c30, c31); TILE_STORE(4, c40, c41); TILE_STORE(5, c50, c51);
-#undef TILE_STORE
-}
-#endif
-
-// One tile of a small matrix product, accumulated in registers:
-//   out[r][j] = alpha * (init[r][j] + sum_{k<n} A(r,k) B(k,j))   for r < nr, j < w,
-// A(r,k) = a[r*ars + k*aks] (so A may be read transposed), B(k,j) = b[k*ldb + j], and init the old
-// out when beta, else 0. Each entry is one chain of multiply-adds in increasing k. Rows r >= nr
-// repeat row nr-1 and are not stored. bfull: b may be read TW columns wide even when w < TW.
-static inline void tile_mm(real *restrict out, size_t ldo, int nr, int w, int beta, real alpha,
-                           const real *restrict a, size_t ars, size_t aks,
-                           const real *restrict b, size_t ldb, int n, int bfull) {
-#if SIMD_AVX2
-    if (nr == TR && w == TW) {
-        tile_mm_full(out, ldo, beta, alpha, a, ars, aks, b, ldb, n);
-        return;
-    }
-#endif
-    real acc[TR][TW];
-    size_t ro[TR];
-    int full = nr == TR && w == TW;  // whole tiles get fixed-size loops, which vectorise
-    for (int r = 0; r < TR; r++) ro[r] = (size_t)(r < nr ? r : nr - 1) * ars;
-    if (full && beta) {
-        for (int r = 0; r < TR; r++)
-            for (int j = 0; j < TW; j++) acc[r][j] = out[r * ldo + j];
-    } else {
-        for (int r = 0; r < TR; r++)
-            for (int j = 0; j < TW; j++) acc[r][j] = beta && r < nr && j < w ? out[r * ldo + j] : 0;
-    }
-    if (w == TW || bfull) {
-        for (int k = 0; k < n; k++) {
-            const real *ak = a + (size_t)k * aks, *bk = b + (size_t)k * ldb;
-            for (int r = 0; r < TR; r++) {
-                real ar = ak[ro[r]];
-#pragma omp simd
-                for (int j = 0; j < TW; j++) acc[r][j] = madd(ar, bk[j], acc[r][j]);
-            }
-        }
-    } else {
-        for (int k = 0; k < n; k++) {
-            const real *ak = a + (size_t)k * aks, *bk = b + (size_t)k * ldb;
-            for (int r = 0; r < TR; r++) {
-                real ar = ak[ro[r]];
-                for (int j = 0; j < w; j++) acc[r][j] = madd(ar, bk[j], acc[r][j]);
-            }
-        }
-    }
-    if (full) {
-        for (int r = 0; r < TR; r++)
-            for (int j = 0; j < TW; j++) out[r * ldo + j] = acc[r][j] * alpha;
-    } else {
-        for (int r = 0; r < nr; r++)
-            for (int j = 0; j < w; j++) out[r * ldo + j] = acc[r][j] * alpha;
-    }
-}
-
-// Keys padded to whole tiles: the transposed K (or V) has this leading dimension.
-static int padded_keys(int T) { return (T + TW - 1) / TW * TW; }
-
-// xt (hd, ldx) = x^T for one head's rows x (T, hd, row stride C); the padding columns are zeroed.
-// Blocks of 8 keys: each row of x is read once, contiguously, and the 8 entries written per row
-// of xt share a cache line. (Row by row of xt, reading x a row apart, a W2 head's 64 KB of K
-// came from L2 sixteen times over.)
-static void transpose_head(real *restrict xt, int ldx, const real *restrict x, int T, int C, int hd) {
-    int u0 = 0;
-    for (; u0 + 8 <= T; u0 += 8) {
-        int i = 0;
-#if SIMD_AVX2
-        // 8 keys x 8 columns through registers: 8 row loads and 8 stores instead of 64 of each
-        for (; i + 8 <= hd; i += 8) transpose8_store(xt + (size_t)i * ldx + u0, ldx, x + (size_t)u0 * C + i, C);
-#endif
-        for (; i < hd; i++)
-            for (int u = 0; u < 8; u++) xt[(size_t)i * ldx + u0 + u] = x[(size_t)(u0 + u) * C + i];
-    }
-    for (int i = 0; i < hd; i++) {
-        real *row = xt + (size_t)i * ldx;
-        for (int u = u0; u < T; u++) row[u] = x[(size_t)u * C + i];
-        for (int u = T; u < ldx; u++) row[u] = 0;
-    }
-}
-
-// Per thread: K^T or V^T (hd, ldx) for either pass, then dS (T, ldx) for the backward.
-size_t attention_scratch_size(int T, int hd) { return ((size_t)hd + T) * padded_keys(T); }
-
-// Statistics of one row: its scaled scores S (before the softmax) and its weights P (after).
-static void stats_add_scores(AttnStats *st, const real *s, int n) {
-    for (int i = 0; i < n; i++) {
-        double x = s[i];
-        st->score_n += 1;
-        st->score_sum += x;
-        st->score_sumsq += x * x;
-        if (fabs(x) > st->score_absmax) st->score_absmax = fabs(x);
-    }
-}
-
-static void stats_add_weights(AttnStats *st, const real *p, int n) {
-    if (n < 2) return;  // row 0 sees one key: its weight is 1 whatever the scores
-    double h, m;
-    attention_row_stats(p, n, &h, &m);
-    st->rows += 1;
-    st->entropy += h;
-    st->entropy_norm += h / log((double)n);  // 1 = uniform over the visible keys, 0 = one-hot
-    st->max_weight += m;
-    if (m > 0.9) st->rows_gt_090 += 1;
-    if (m > 0.99) st->rows_gt_099 += 1;
-}
-
-static void stats_merge(AttnStats *dst, const AttnStats *src) {
-    dst->rows += src->rows;
-    dst->entropy += src->entropy;
-    dst->entropy_norm += src->entropy_norm;
-    dst->max_weight += src->max_weight;
-    dst->rows_gt_090 += src->rows_gt_090;
-    dst->rows_gt_099 += src->rows_gt_099;
-    dst->score_n += src->score_n;
-    dst->score_sum += src->score_sum;
-    dst->score_sumsq += src->score_sumsq;
-    if (src->score_absmax > dst->score_absmax) dst->score_absmax = src->score_absmax;
-    dst->ds_sumsq += src->ds_sumsq;
-    dst->dp_sumsq += src->dp_sumsq;
-}
-
+// out, q, k, v are (B,T,C); att is (B,NH,T,T)
 void attention_forward(real *out, real *att, real *scratch, const real *q, const real *k, const real *v,
-                       int B, int T, int C, int NH, real scale, AttnStats *stats) {
-    int hd = C / NH, ldk = padded_keys(T);
-    // Statistics are gathered per (b, h) in parallel, then summed in a fixed order.
-    AttnStats *local = stats ? xcalloc((size_t)B * NH, sizeof(AttnStats), "attention statistics") : NULL;
-#pragma omp parallel if(par_worth((double)B * NH * T * T * (C / NH)))
-    {
-        real *kt = scratch + (size_t)thread_index() * attention_scratch_size(T, hd);  // K^T (hd, ldk)
-#pragma omp for collapse(2) schedule(static)
-        for (int b = 0; b < B; b++) {
-            for (int h = 0; h < NH; h++) {
-                size_t off = (size_t)b * T * C + h * hd;
-                const real *qh = q + off, *kh = k + off, *vh = v + off;
-                real *oh = out + off;
-                real *ph = att + ((size_t)b * NH + h) * T * T;
-                transpose_head(kt, ldk, kh, T, C, hd);
-                // rows t0 .. t0+nr-1 at a time; together they see the keys u < t0 + nr
-                for (int t0 = 0; t0 < T; t0 += TR) {
-                    int nr = T - t0 < TR ? T - t0 : TR, nk = t0 + nr;
-                    // S = Q K^T * scale for the tile's rows, written into their rows of P; the few
-                    // masked entries computed on the way are overwritten below
-                    for (int j0 = 0; j0 < nk; j0 += TW)
-                        tile_mm(ph + (size_t)t0 * T + j0, T, nr, nk - j0 < TW ? nk - j0 : TW, 0, scale,
-                                qh + (size_t)t0 * C, C, 1, kt + j0, ldk, hd, 1);
-                    for (int t = t0; t < t0 + nr; t++) {
-                        real *prow = ph + (size_t)t * T;
-                        if (local) stats_add_scores(&local[b * NH + h], prow, t + 1);
-                        softmax_forward(prow, prow, t + 1);
-                        for (int u = t + 1; u < T; u++) prow[u] = 0;  // masked: exactly zero weight
-                        if (local) stats_add_weights(&local[b * NH + h], prow, t + 1);
-                    }
-                    // O[t] = sum_{u<=t} P[t][u] V[u], summed in increasing u from 0 (as decoding
-                    // does): the keys u <= t0 that every row sees as one tile, then each row's rest
-                    for (int i0 = 0; i0 < hd; i0 += TW)
-                        tile_mm(oh + (size_t)t0 * C + i0, C, nr, hd - i0 < TW ? hd - i0 : TW, 0, 1,
-                                ph + (size_t)t0 * T, T, 1, vh + i0, C, t0 + 1, 0);
-                    for (int t = t0 + 1; t < t0 + nr; t++)
-                        for (int u = t0 + 1; u <= t; u++)
-                            axpy(oh + (size_t)t * C, ph[(size_t)t * T + u], vh + (size_t)u * C, hd);
-                }
-            }
-        }
-    }
-    if (local) {
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < NH; h++) stats_merge(&stats[h], &local[b * NH + h]);
-        free(local);
-    }
-}
-
-void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout,
-                        const real *att, const real *q, const real *k, const real *v,
-                        int B, int T, int C, int NH, real scale, AttnStats *stats, real *row_gain,
-                        GradWrite write) {
-    int hd = C / NH, ldk = padded_keys(T);
-    // each entry of dq, dk, dv is one tile_mm sum below, which starts from the old value or 0
-    int beta = write == GRAD_ADD;
-    AttnStats *local = stats ? xcalloc((size_t)B * NH, sizeof(AttnStats), "attention statistics") : NULL;
-#pragma omp parallel if(par_worth((double)B * NH * T * T * (C / NH)))
-    {
-        real *vt = scratch + (size_t)thread_index() * attention_scratch_size(T, hd);  // V^T (hd, ldk)
-        real *ds = vt + (size_t)hd * ldk;                                            // (T, ldk)
-        // every (b, h) writes only its own head's columns of dq, dk, dv: no two threads collide
-#pragma omp for collapse(2) schedule(static)
-        for (int b = 0; b < B; b++) {
-            for (int h = 0; h < NH; h++) {
-                size_t off = (size_t)b * T * C + h * hd;
-                const real *qh = q + off, *kh = k + off, *vh = v + off, *doh = dout + off;
-                real *dqh = dq + off, *dkh = dk + off, *dvh = dv + off;
-                const real *ph = att + ((size_t)b * NH + h) * T * T;
-                AttnStats *st = local ? &local[b * NH + h] : NULL;
-                transpose_head(vt, ldk, vh, T, C, hd);
-                for (int t0 = 0; t0 < T; t0 += TR) {
-                    int nr = T - t0 < TR ? T - t0 : TR, nk = t0 + nr;
-                    // dP = dO V^T for the tile's rows (the visible keys u < nk)
-                    for (int j0 = 0; j0 < nk; j0 += TW)
-                        tile_mm(ds + (size_t)t0 * ldk + j0, ldk, nr, nk - j0 < TW ? nk - j0 : TW, 0, 1,
-                                doh + (size_t)t0 * C, C, 1, vt + j0, ldk, hd, 1);
-                    // dS = P * (dP - rowsum(dP * P)), kept as scale * dS. Masked entries (P = 0)
-                    // get dS = 0; the TR - 1 after the diagonal are written as 0 so the tiles below
-                    // can run over them.
-                    for (int t = t0; t < nk; t++) {
-                        const real *prow = ph + (size_t)t * T;
-                        real *dsrow = ds + (size_t)t * ldk;
-                        // (vector reductions: a fixed order for a given build, whatever the threads)
-                        double rowsum = 0.0;
-#pragma omp simd reduction(+:rowsum)
-                        for (int u = 0; u <= t; u++) rowsum += (double)dsrow[u] * prow[u];
-                        if (g_attention_break_backward) rowsum = 0.0;
-                        if (st || row_gain) {  // the statistics' sums only when asked for
-                            double ds2 = 0.0, dp2 = 0.0;
-#pragma omp simd reduction(+:ds2, dp2)
-                            for (int u = 0; u <= t; u++) {
-                                real dp = dsrow[u], dsu = prow[u] * (dp - (real)rowsum);
-                                ds2 += (double)dsu * dsu;
-                                dp2 += (double)dp * dp;
-                                dsrow[u] = scale * dsu;
-                            }
-                            if (st) {
-                                st->ds_sumsq += ds2;
-                                st->dp_sumsq += dp2;
-                            }
-                            if (row_gain) row_gain[((size_t)b * NH + h) * T + t] = dp2 > 0 ? (real)sqrt(ds2 / dp2) : 0;
-                        } else {
-                            real rs = (real)rowsum;
-#pragma omp simd
-                            for (int u = 0; u <= t; u++) dsrow[u] = scale * (prow[u] * (dsrow[u] - rs));
-                        }
-                        for (int u = t + 1; u <= t + TR - 1 && u < ldk; u++) dsrow[u] = 0;
-                    }
-                    // dQ[t] += sum_{u<=t} (scale dS[t][u]) K[u]
-                    for (int i0 = 0; i0 < hd; i0 += TW)
-                        tile_mm(dqh + (size_t)t0 * C + i0, C, nr, hd - i0 < TW ? hd - i0 : TW, beta, 1,
-                                ds + (size_t)t0 * ldk, ldk, 1, kh + i0, C, nk, 0);
-                }
-                // dV[u] += sum_{t>=u} P[t][u] dO[t] and dK[u] += sum_{t>=u} (scale dS[t][u]) Q[t]:
-                // P and dS read transposed, starting at t = u0 (entries with t < u are zero)
-                for (int u0 = 0; u0 < T; u0 += TR) {
-                    int nr = T - u0 < TR ? T - u0 : TR;
-                    for (int i0 = 0; i0 < hd; i0 += TW) {
-                        int w = hd - i0 < TW ? hd - i0 : TW;
-                        tile_mm(dvh + (size_t)u0 * C + i0, C, nr, w, beta, 1, ph + (size_t)u0 * T + u0, 1, T,
-                                doh + (size_t)u0 * C + i0, C, T - u0, 0);
-                        tile_mm(dkh + (size_t)u0 * C + i0, C, nr, w, beta, 1, ds + (size_t)u0 * ldk + u0, 1, ldk,
-                                qh + (size_t)u0 * C + i0, C, T - u0, 0);
-                    }
-                }
-            }
-        }
-    }
-    if (local) {
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < NH; h++) stats_merge(&stats[h], &local[b * NH + h]);
-        free(local);
-    }
-}
-
-void attention_decode_step(real *out, real *scores, const real *q, const real *k_cache, const real *v_cache,
-                           int pos, int C, int NH, real scale) {
+                       int B, int T, int C, int NH, const AttnSpec *spec, AttnStats *stats) {
     int hd = C / NH;
-    for (int h = 0; h < NH; h++) {
-        const real *qh = q + h * hd;
-        // the same arithmetic as row `pos` of attention_forward, so the results agree bit for bit:
-        // each score one multiply-add chain over i, each output entry one chain over u from 0
-        for (int u = 0; u <= pos; u++) scores[u] = score_dot(qh, k_cache + (size_t)u * C + h * hd, hd, scale);
-        softmax_forward(scores, scores, pos + 1);
-        real *oh = out + h * hd;
-        for (int i = 0; i < hd; i++) oh[i] = 0;
-        for (int u = 0; u <= pos; u++) axpy(oh, scores[u], v_cache + (size_t)u * C + h * hd, hd);
+    real *S = scratch;  // the scores (T,T) of the current head
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < NH; h++) {
+            // this head's Q[t][i] is Q[t*C + i], and likewise K, V and O (a row of q is C wide)
+            const real *Q = q + (size_t)b * T * C + h * hd;
+            const real *K = k + (size_t)b * T * C + h * hd;
+            const real *V = v + (size_t)b * T * C + h * hd;
+            real *O = out + (size_t)b * T * C + h * hd;
+            real *P = att + ((size_t)b * NH + h) * T * T;  // the weights: P[t][u] = P[t*T + u]
+
+            // S = Q K^T * scale
+            for (int t = 0; t < T; t++)
+                for (int u = 0; u < T; u++) {
+                    real dot = 0;
+                    for (int i = 0; i < hd; i++) dot += Q[t * C + i] * K[u * C + i];
+                    S[t * T + u] = dot * spec->scale;
+                }
+
+            // causal mask: S[t][u] = -inf for u > t (the mistake "zero" writes 0 there instead)
+            for (int t = 0; t < T; t++)
+                for (int u = 0; u < T; u++)
+                    if (masked(spec, t, u)) S[t * T + u] = spec->mask == ATTN_MASK_ZERO ? 0 : -INFINITY;
+
+            // P = softmax(S) row by row: P[t][u] = exp(S[t][u] - max_u' S[t][u']) / sum_u' exp(...)
+            // (the mistake "queries": column by column, P[t][u] normalised over t instead of u)
+            if (spec->axis == SOFTMAX_OVER_KEYS) {
+                for (int t = 0; t < T; t++) {
+                    real maxv = -INFINITY, sum = 0;
+                    for (int u = 0; u < T; u++) maxv = S[t * T + u] > maxv ? S[t * T + u] : maxv;
+                    for (int u = 0; u < T; u++) {
+                        P[t * T + u] = real_exp(S[t * T + u] - maxv);
+                        sum += P[t * T + u];
+                    }
+                    for (int u = 0; u < T; u++) P[t * T + u] /= sum;
+                }
+            } else {
+                for (int u = 0; u < T; u++) {
+                    real maxv = -INFINITY, sum = 0;
+                    for (int t = 0; t < T; t++) maxv = S[t * T + u] > maxv ? S[t * T + u] : maxv;
+                    for (int t = 0; t < T; t++) {
+                        P[t * T + u] = real_exp(S[t * T + u] - maxv);
+                        sum += P[t * T + u];
+                    }
+                    for (int t = 0; t < T; t++) P[t * T + u] /= sum;
+                }
+            }
+
+            // O = P V: O[t][i] = sum_u P[t][u] V[u][i], row t of O summing rows u of V
+            for (int t = 0; t < T; t++) {
+                for (int i = 0; i < hd; i++) O[t * C + i] = 0;
+                for (int u = 0; u < T; u++)
+                    for (int i = 0; i < hd; i++) O[t * C + i] += P[t * T + u] * V[u * C + i];
+            }
+
+            if (stats) attention_stats_forward(&stats[h], S, P, T, spec);
+        }
     }
 }
+
+// The gradient write of a backward pass: onto what the buffer holds, or over it.
+static void write_grad(real *dst, real value, GradWrite write) { *dst = write == GRAD_ADD ? *dst + value : value; }
+
+// dq, dk, dv, dout, q, k, v are (B,T,C); att is (B,NH,T,T) and holds P from the forward
+void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout, const real *att,
+                        const real *q, const real *k, const real *v, int B, int T, int C, int NH,
+                        const AttnSpec *spec, AttnStats *stats, real *row_gain, GradWrite write) {
+    int hd = C / NH;
+    real *dP = scratch;                  // dL/dP (T,T) of the current head
+    real *dS = scratch + (size_t)T * T;  // dL/dS (T,T)
+    real *row = dS + (size_t)T * T;      // one row (hd) of a gradient being summed
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < NH; h++) {
+            const real *Q = q + (size_t)b * T * C + h * hd;
+            const real *K = k + (size_t)b * T * C + h * hd;
+            const real *V = v + (size_t)b * T * C + h * hd;
+            const real *dO = dout + (size_t)b * T * C + h * hd;
+            real *dQ = dq + (size_t)b * T * C + h * hd;
+            real *dK = dk + (size_t)b * T * C + h * hd;
+            real *dV = dv + (size_t)b * T * C + h * hd;
+            const real *P = att + ((size_t)b * NH + h) * T * T;
+
+            // dV = P^T dO: dV[u][i] = sum_t P[t][u] dO[t][i], row u of dV summing rows t of dO
+            for (int u = 0; u < T; u++) {
+                for (int i = 0; i < hd; i++) row[i] = 0;
+                for (int t = 0; t < T; t++)
+                    for (int i = 0; i < hd; i++) row[i] += P[t * T + u] * dO[t * C + i];
+                for (int i = 0; i < hd; i++) write_grad(&dV[u * C + i], row[i], write);
+            }
+
+            // dP = dO V^T: dP[t][u] = sum_i dO[t][i] V[u][i]
+            for (int t = 0; t < T; t++)
+                for (int u = 0; u < T; u++) {
+                    real dot = 0;
+                    for (int i = 0; i < hd; i++) dot += dO[t * C + i] * V[u * C + i];
+                    dP[t * T + u] = dot;
+                }
+
+            // dS = P * (dP - rowsum(dP * P)): each row's softmax VJP, as softmax_backward
+            // (the mistake "queries" normalised columns, so its VJP runs down the columns)
+            if (spec->axis == SOFTMAX_OVER_KEYS) {
+                for (int t = 0; t < T; t++) {
+                    real rowsum = 0;
+                    for (int u = 0; u < T; u++) rowsum += dP[t * T + u] * P[t * T + u];
+                    for (int u = 0; u < T; u++) dS[t * T + u] = P[t * T + u] * (dP[t * T + u] - rowsum);
+                }
+            } else {
+                for (int u = 0; u < T; u++) {
+                    real colsum = 0;
+                    for (int t = 0; t < T; t++) colsum += dP[t * T + u] * P[t * T + u];
+                    for (int t = 0; t < T; t++) dS[t * T + u] = P[t * T + u] * (dP[t * T + u] - colsum);
+                }
+            }
+
+            // masked scores are constants (-inf or 0), not functions of Q and K: no gradient
+            // passes through them (under -inf, P = 0 there and dS is already 0)
+            for (int t = 0; t < T; t++)
+                for (int u = 0; u < T; u++)
+                    if (masked(spec, t, u)) dS[t * T + u] = 0;
+
+            // dQ = scale * dS K: dQ[t][i] = scale * sum_u dS[t][u] K[u][i]
+            for (int t = 0; t < T; t++) {
+                for (int i = 0; i < hd; i++) row[i] = 0;
+                for (int u = 0; u < T; u++)
+                    for (int i = 0; i < hd; i++) row[i] += dS[t * T + u] * K[u * C + i];
+                for (int i = 0; i < hd; i++) write_grad(&dQ[t * C + i], spec->scale * row[i], write);
+            }
+
+            // dK = scale * dS^T Q: dK[u][i] = scale * sum_t dS[t][u] Q[t][i]
+            for (int u = 0; u < T; u++) {
+                for (int i = 0; i < hd; i++) row[i] = 0;
+                for (int t = 0; t < T; t++)
+                    for (int i = 0; i < hd; i++) row[i] += dS[t * T + u] * Q[t * C + i];
+                for (int i = 0; i < hd; i++) write_grad(&dK[u * C + i], spec->scale * row[i], write);
+            }
+
+            if (stats || row_gain)
+                attention_stats_backward(stats ? &stats[h] : NULL, row_gain ? row_gain + ((size_t)b * NH + h) * T : NULL,
+                                         dP, dS, T, spec);
+        }
+    }
+}
+
+static int supports_everything(const AttnSpec *spec) {
+    (void)spec;
+    return 1;
+}
+
+const AttentionImpl attention_reference = {"reference", attention_forward, attention_backward, supports_everything, 1};

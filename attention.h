@@ -1,59 +1,103 @@
-// attention.h: causal multi-head self-attention, forward and backward, and the statistics of
-// the attention weights P and of the gradient that survives the softmax.
+// attention.h: multi-head self-attention, forward and backward, in two implementations with one
+// interface:
+//   attention.c       the definition: plain loops, one per equation of the lesson (start here);
+//   attention_fast.c  the engine: the same function, tiled and vectorised, for training speed.
+// The tests prove the two equal. The statistics of the weights P and of the gradient that
+// survives the softmax are computed by the definition only (attention_stats.c).
 #ifndef ATTENTION_H
 #define ATTENTION_H
 
 #include "common.h"
 
-// ---- the softmax on its own (used by attention and by ./lab) ----
-// p = softmax(s) over n entries, with max-subtraction for stability.
-void softmax_forward(real *p, const real *s, int n);
-// ds += p * (dp - sum_j dp_j p_j): the vector-Jacobian product of softmax, O(n) instead of the
-// O(n^2) product with the Jacobian J = diag(p) - p p^T.
-void softmax_backward(real *ds, const real *dp, const real *p, int n);
+// ---- what is computed ----
+// The causal mask and the softmax axis of the correct model, and the classic mistakes.
+typedef enum {
+    ATTN_MASK_CAUSAL = 0,  // S[t][u] = -inf for u > t: a position never sees the future
+    ATTN_MASK_ZERO = 1,    // the mistake: S[t][u] = 0 for u > t, so the future keeps some weight
+    ATTN_MASK_NONE = 2,    // no mask: every position sees the whole window
+} AttnMask;
+typedef enum {
+    SOFTMAX_OVER_KEYS = 0,     // each query's row of weights sums to 1
+    SOFTMAX_OVER_QUERIES = 1,  // the mistake: each key's column is normalised over the queries
+} SoftmaxAxis;
+typedef struct {
+    real scale;         // multiplies Q K^T: 1/sqrt(head_dim) by default
+    AttnMask mask;
+    SoftmaxAxis axis;
+} AttnSpec;
 
-// Test-only switch: when set, attention and softmax backward drop the "- rowsum(dP * P)" term, so
-// gradient checks can prove that they catch a wrong backward. Never set in normal use.
-extern int g_attention_break_backward;
-
-// ---- statistics gathered while the passes run (accumulated, so zero them first) ----
+// ---- statistics, summed over the batch (zero them first); see attention_stats.c ----
 // Per (layer, head), the sums from which attention.csv's columns are computed.
 typedef struct {
-    double rows;              // causal rows counted (row 0, with one key, is left out)
+    double rows;              // rows counted: those that see at least two keys
     double entropy;           // sum of row entropies (nats)
     double entropy_norm;      // sum of entropy / ln(visible keys)
     double max_weight;        // sum of row max weights
     double rows_gt_090;       // rows whose max weight > 0.9
     double rows_gt_099;       // rows whose max weight > 0.99
-    double score_n, score_sum, score_sumsq, score_absmax;  // over unmasked scaled scores S
+    double future_mass;       // sum over rows of the weight on positions after the query's own
+    double score_n, score_sum, score_sumsq, score_absmax;  // over the visible scaled scores S
     double ds_sumsq, dp_sumsq;  // ||dL/dS||^2 and ||dL/dP||^2 over the head (all rows)
 } AttnStats;
 
-// ---- the attention core: P = softmax(mask(Q K^T * scale)), out = P V ----
-// q, k, v are (B,T,C) with head h in columns [h*hd, (h+1)*hd); att is (B,NH,T,T) and keeps P
-// (entries above the diagonal are exactly 0); out is (B,T,C). scratch holds
-// attention_scratch_size(T, hd) reals per thread (thread_max() threads).
+// ---- the interface both implementations share ----
+// q, k, v are (B,T,C) with head h in columns [h*hd, (h+1)*hd), hd = C/NH; out is (B,T,C); att
+// is (B,NH,T,T) and receives the weights P (kept for the backward). scratch holds
+// attention_scratch_size(T, hd) reals for each thread (thread_max() threads).
 // stats (NH entries, may be NULL) receives the statistics of S and P, summed over the batch.
-void attention_forward(real *out, real *att, real *scratch, const real *q, const real *k, const real *v,
-                       int B, int T, int C, int NH, real scale, AttnStats *stats);
-// dq, dk, dv (B,T,C) += the gradients given dout (B,T,C), or = with write GRAD_STORE. scratch
-// as for attention_forward.
-// stats (may be NULL) receives ||dS||^2 and ||dP||^2 per head, and
-// row_gain (B,NH,T, may be NULL) receives ||dS_row|| / ||dP_row|| for each causal row t >= 1.
-void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout,
-                        const real *att, const real *q, const real *k, const real *v,
-                        int B, int T, int C, int NH, real scale, AttnStats *stats, real *row_gain,
-                        GradWrite write);
-// Reals of scratch per thread for either pass over T positions with heads of hd columns.
+typedef void AttentionForwardFn(real *out, real *att, real *scratch, const real *q, const real *k, const real *v,
+                                int B, int T, int C, int NH, const AttnSpec *spec, AttnStats *stats);
+// dq, dk, dv (B,T,C) receive the gradients given dout (B,T,C): added on (GRAD_ADD) or stored
+// (GRAD_STORE). stats (may be NULL) receives ||dS||^2 and ||dP||^2 per head; row_gain (B,NH,T,
+// may be NULL) receives ||dS_row|| / ||dP_row|| of every row that sees at least two keys.
+typedef void AttentionBackwardFn(real *dq, real *dk, real *dv, real *scratch, const real *dout, const real *att,
+                                 const real *q, const real *k, const real *v, int B, int T, int C, int NH,
+                                 const AttnSpec *spec, AttnStats *stats, real *row_gain, GradWrite write);
+typedef struct {
+    const char *name;
+    AttentionForwardFn *forward;
+    AttentionBackwardFn *backward;
+    // whether it computes this spec (the engine: the causal mask over keys only) and the statistics
+    int (*supports)(const AttnSpec *spec);
+    int has_stats;
+} AttentionImpl;
+
+extern const AttentionImpl attention_reference;  // attention.c
+extern const AttentionImpl attention_fast;       // attention_fast.c
+
+// Reals of scratch per thread that either implementation needs for T positions, heads of hd.
 size_t attention_scratch_size(int T, int hd);
 
+// ---- the definition (attention.c) ----
+AttentionForwardFn attention_forward;
+AttentionBackwardFn attention_backward;
+// p = softmax(s) over n entries, the maximum subtracted first (exp never overflows).
+void softmax_forward(real *p, const real *s, int n);
+// ds = p * (dp - sum_j dp_j p_j): the vector-Jacobian product of softmax, O(n), never the n x n
+// Jacobian J = diag(p) - p p^T.
+void softmax_backward(real *ds, const real *dp, const real *p, int n);
+
+// ---- the engine (attention_fast.c) ----
+AttentionForwardFn attention_fast_forward;
+AttentionBackwardFn attention_fast_backward;
 // One new position of one sequence during generation: q (C) is the query at position `pos`,
 // k_cache and v_cache (pos+1, C) hold the keys and values of positions 0..pos (this one
-// included); out (C) receives P V for that row; scores holds pos+1 reals of scratch.
+// included); out (C) receives P V for that row; scores holds pos+1 reals of scratch. Bit for
+// bit row `pos` of attention_fast_forward (causal mask, softmax over keys).
 void attention_decode_step(real *out, real *scores, const real *q, const real *k_cache, const real *v_cache,
                            int pos, int C, int NH, real scale);
 
+// ---- statistics (attention_stats.c) ----
 // Statistics of one row of weights p over n visible keys (n >= 2): entropy (nats) and max.
 void attention_row_stats(const real *p, int n, double *entropy, double *max_weight);
+// Add one head's forward statistics: scores S and weights P are (T,T); visible(t, u) as masked.
+void attention_stats_forward(AttnStats *st, const real *scores, const real *weights, int T, const AttnSpec *spec);
+// Add one head's backward statistics from dP and dS (T,T); row_gain (T, may be NULL) per row.
+void attention_stats_backward(AttnStats *st, real *row_gain, const real *dweights, const real *dscores, int T,
+                              const AttnSpec *spec);
+// Whether query t sees key u under the mask (a "zero"-masked future key is seen: it keeps weight).
+int attention_visible(const AttnSpec *spec, int t, int u);
+// Keys query t sees: t + 1 under the causal mask, T otherwise.
+int attention_visible_keys(const AttnSpec *spec, int t, int T);
 
 #endif

@@ -2,7 +2,6 @@
 // u the key character, colour the weight P[t][u] (white 0 ... dark blue 1).
 #include "attention_map.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,13 +26,14 @@ int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, cons
     const double cell = T <= 32 ? 14 : T <= 64 ? 9 : 5, label = 14, pad = 40;
     const double panel = T * cell, pw = panel + label + pad, ph = panel + label + pad + 20;
     double width = NH * pw + pad, height = L * ph + pad + 30;
-    FILE *f = fopen(path, "w");
-    if (!f) { snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno)); return 0; }
+    const char *why;
+    FILE *f = fopen_write_nonblocking(path, &why);  // a FIFO without a reader is refused, not waited on
+    if (!f) { snprintf(err, errlen, "cannot write '%s': %s", path, why); return 0; }
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                "viewBox=\"0 0 %.0f %.0f\" font-family=\"monospace\">\n", width, height, width, height);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     fprintf(f, "<text x=\"%.0f\" y=\"22\" font-family=\"sans-serif\" font-size=\"15\">Attention weights P "
-               "(rows: query position, columns: key position; attn_scale %.4g)</text>\n", pad, (double)m->attn_scale);
+               "(rows: query position, columns: key position; attn_scale %.4g)</text>\n", pad, (double)m->attn.scale);
     for (int l = 0; l < L; l++) {
         for (int h = 0; h < NH; h++) {
             double x0 = pad + h * pw + label, y0 = 40 + l * ph + label + 16;

@@ -5,13 +5,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
-#define MAX_FILE_BYTES ((size_t)1 << 40)
+#include "config.h"
+
+#define MAX_FILE_BYTES ((uint64_t)1 << 40)
+#define TEMP_INFIX ".tmp."  // PATH.tmp.<pid>.<n>: a writer's temporary file
 
 // ---- CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320), slicing by 4 bytes ----
 static uint32_t crc_table[4][256];
@@ -61,67 +68,104 @@ static uint32_t rd_u32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-// Whether walking the record headers of buf runs past its end (the file was cut off).
-static int records_overrun(const unsigned char *buf, size_t len) {
-    size_t pos = 12, end = len - 4;
-    while (pos < end) {
-        size_t name_len = buf[pos++];
-        if (name_len == 0 || end - pos < name_len + 2) return 1;
-        pos += name_len;
-        size_t esz = dtype_size(buf[pos]);
-        int ndim = buf[pos + 1];
-        pos += 2;
-        if (esz == 0 || ndim > 8 || end - pos < 4u * (size_t)ndim) return 1;
-        size_t count = 1;
-        for (int d = 0; d < ndim; d++, pos += 4)
-            if (!mul_size(count, rd_u32(buf + pos), &count)) return 1;
-        size_t bytes;
-        if (!mul_size(count, esz, &bytes) || bytes > end - pos) return 1;
-        pos += bytes;
+// Length of the record at buf[pos] (header and data), 0 when its header is not a record's (an
+// empty name, an unknown dtype, more than 8 dimensions), or SIZE_MAX when it runs past `end`.
+static size_t record_length(const unsigned char *buf, size_t pos, size_t end) {
+    size_t start = pos;
+    if (end - pos < 1) return SIZE_MAX;
+    size_t name_len = buf[pos++];
+    if (name_len == 0) return 0;
+    if (end - pos < name_len + 2) return SIZE_MAX;
+    pos += name_len;
+    size_t esz = dtype_size(buf[pos]);
+    int ndim = buf[pos + 1];
+    pos += 2;
+    if (esz == 0 || ndim > 8) return 0;
+    if (end - pos < 4u * (size_t)ndim) return SIZE_MAX;
+    size_t count = 1;
+    for (int d = 0; d < ndim; d++, pos += 4)
+        if (!mul_size(count, rd_u32(buf + pos), &count)) return SIZE_MAX;
+    size_t bytes;
+    if (!mul_size(count, esz, &bytes) || bytes > end - pos) return SIZE_MAX;
+    return pos + bytes - start;
+}
+
+// Why a file's CRC does not match, found by walking its records from byte 12 with the CRC of
+// everything walked so far: a complete file (records, then their CRC) followed by more bytes has
+// trailing data (*end_out = where the complete file ends); records that run past the end of the
+// file were cut off (truncated); anything else is corrupt.
+enum { DAMAGE_CORRUPT, DAMAGE_TRUNCATED, DAMAGE_TRAILING };
+static int diagnose_damage(const unsigned char *buf, size_t len, size_t *end_out) {
+    size_t pos = 12;
+    uint32_t crc = crc32_update(0, buf, 12);
+    for (;;) {
+        if (len - pos < 4) return DAMAGE_TRUNCATED;             // cut inside the CRC or a record
+        if (len - pos == 4) return DAMAGE_CORRUPT;              // whole, but the CRC disagrees
+        if (rd_u32(buf + pos) == crc) {                         // a complete file ends here
+            *end_out = pos + 4;
+            return DAMAGE_TRAILING;
+        }
+        size_t n = record_length(buf, pos, len);
+        if (n == SIZE_MAX) return DAMAGE_TRUNCATED;
+        if (n == 0) return DAMAGE_CORRUPT;
+        crc = crc32_update(crc, buf + pos, n);
+        pos += n;
     }
-    return 0;
 }
 
 int tfile_read(TFile *f, const char *path, const char *magic, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
+    const char *kind = strcmp(magic, "TGPTCKPT") == 0 ? "checkpoint" : "tensor file";
     if (!host_is_little_endian()) { snprintf(err, errlen, "'%s': big-endian hosts are not supported", path); return 0; }
-    FILE *fp = fopen(path, "rb");
-    if (!fp) { snprintf(err, errlen, "cannot open checkpoint '%s': %s", path, strerror(errno)); return 0; }
-    struct stat stt;
-    if (fstat(fileno(fp), &stt) != 0 || !S_ISREG(stt.st_mode)) {
-        snprintf(err, errlen, "'%s' is not a regular file", path);
+    // a FIFO, a device or a directory is refused before the first read (nothing blocks)
+    uint64_t size;
+    const char *why;
+    FILE *fp = fopen_regular(path, &size, &why);
+    if (!fp) { snprintf(err, errlen, "cannot open %s '%s': %s", kind, path, why); return 0; }
+    if (size < 16) {
+        snprintf(err, errlen, "'%s' is truncated or not a %s (%llu bytes)", path, kind, (unsigned long long)size);
         fclose(fp);
         return 0;
     }
-    size_t len = (size_t)stt.st_size;
-    if (len < 16) {
-        snprintf(err, errlen, "'%s' is truncated or not a checkpoint (%zu bytes)", path, len);
+    if (size > MAX_FILE_BYTES) {
+        snprintf(err, errlen, "'%s' is too large (%llu bytes)", path, (unsigned long long)size);
         fclose(fp);
         return 0;
     }
-    if (len > MAX_FILE_BYTES) { snprintf(err, errlen, "'%s' is too large (%zu bytes)", path, len); fclose(fp); return 0; }
+    size_t len = (size_t)size;
+    // the magic and version first, so a large foreign file is refused without reading it all
+    unsigned char head[12];
+    if (fread(head, 1, 12, fp) != 12) { snprintf(err, errlen, "cannot read '%s': short read", path); fclose(fp); return 0; }
+    if (memcmp(head, magic, 8) != 0) {
+        snprintf(err, errlen, "'%s' is not a %s file (bad magic)", path, strcmp(magic, "TGPTCKPT") == 0 ? "checkpoint" : magic);
+        fclose(fp);
+        return 0;
+    }
+    uint32_t version = rd_u32(head + 8);
+    if (version != TFILE_VERSION) {
+        snprintf(err, errlen, "'%s' has format version %u; this build reads version %d", path, version, TFILE_VERSION);
+        fclose(fp);
+        return 0;
+    }
+    char what[1200];
+    snprintf(what, sizeof what, "reading '%.1000s' (%zu bytes)", path, len);
+    if (!memory_fits((double)len, what, err, errlen)) { fclose(fp); return 0; }
     unsigned char *buf = malloc(len);
     if (!buf) { snprintf(err, errlen, "out of memory reading '%s' (%zu bytes)", path, len); fclose(fp); return 0; }
-    size_t got = fread(buf, 1, len, fp);
+    memcpy(buf, head, 12);
+    size_t got = 12 + fread(buf + 12, 1, len - 12, fp);
     int rerr = ferror(fp);
     fclose(fp);
     if (got != len || rerr) { snprintf(err, errlen, "cannot read '%s': short read", path); free(buf); return 0; }
-    if (memcmp(buf, magic, 8) != 0) {
-        snprintf(err, errlen, "'%s' is not a %s file (bad magic)", path, strcmp(magic, "TGPTCKPT") == 0 ? "checkpoint" : magic);
-        free(buf);
-        return 0;
-    }
-    uint32_t version = rd_u32(buf + 8);
-    if (version != TFILE_VERSION) {
-        snprintf(err, errlen, "'%s' has format version %u; this build reads version %d", path, version, TFILE_VERSION);
-        free(buf);
-        return 0;
-    }
     uint32_t stored = rd_u32(buf + len - 4), actual = crc32_update(0, buf, len - 4);
     if (stored != actual) {
-        // say "truncated" when the records themselves run past the end (a cut-off copy), else "corrupt"
-        if (records_overrun(buf, len))
+        size_t end = 0;
+        int damage = diagnose_damage(buf, len, &end);
+        if (damage == DAMAGE_TRUNCATED)
             snprintf(err, errlen, "'%s' is truncated: its records run past the end of the file (%zu bytes)", path, len);
+        else if (damage == DAMAGE_TRAILING)
+            snprintf(err, errlen, "'%s' has %zu bytes of trailing data after the end of the %s at byte %zu "
+                     "(something was appended to it)", path, len - end, kind, end);
         else
             snprintf(err, errlen, "'%s' is corrupt: CRC-32 mismatch (stored %08x, computed %08x)", path, stored, actual);
         free(buf);
@@ -189,12 +233,42 @@ void tfile_free(TFile *f) {
 }
 
 // ---- writing ----
+// A writer's temporary file is PATH.tmp.<pid>.<n>, created with O_EXCL: two processes (or two
+// writers of one process) never share one, so none can write into a file another renamed. The
+// open writers are listed so that an exit() anywhere (die) removes their temporary files too.
 struct TWriter {
     FILE *fp;
     char *path, *tmp_path;
     uint32_t crc;
     int failed;
+    struct TWriter *next;  // in the list of open writers
 };
+
+static TWriter *g_open_writers = NULL;
+static unsigned long g_tmp_serial = 0;
+
+static void remove_open_temps(void) {
+    for (TWriter *w = g_open_writers; w; w = w->next) remove(w->tmp_path);
+}
+
+static void track(TWriter *w) {
+    static int registered = 0;
+    if (!registered) registered = atexit(remove_open_temps) == 0;
+    w->next = g_open_writers;
+    g_open_writers = w;
+}
+
+static void untrack(TWriter *w) {
+    for (TWriter **p = &g_open_writers; *p; p = &(*p)->next)
+        if (*p == w) { *p = w->next; return; }
+}
+
+static void tw_free(TWriter *w) {
+    untrack(w);
+    free(w->path);
+    free(w->tmp_path);
+    free(w);
+}
 
 static void tw_bytes(TWriter *w, const void *data, size_t n) {
     if (w->failed || n == 0) return;
@@ -208,20 +282,26 @@ static void put_u32(unsigned char *p, uint32_t v) {
 
 TWriter *tw_open(const char *path, const char *magic, char *err, size_t errlen) {
     TWriter *w = calloc(1, sizeof *w);
-    size_t n = strlen(path);
-    if (!w || !(w->path = malloc(n + 1)) || !(w->tmp_path = malloc(n + 8))) {
+    size_t n = strlen(path), tmp_len = n + 48;  // ".tmp." + two 20-digit numbers
+    if (!w || !(w->path = malloc(n + 1)) || !(w->tmp_path = malloc(tmp_len))) {
         snprintf(err, errlen, "out of memory opening '%s'", path);
         if (w) { free(w->path); free(w); }
         return NULL;
     }
     memcpy(w->path, path, n + 1);
-    snprintf(w->tmp_path, n + 8, "%s.tmp", path);
-    w->fp = fopen(w->tmp_path, "wb");
-    if (!w->fp) {
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 1000; attempt++) {
+        snprintf(w->tmp_path, tmp_len, "%s" TEMP_INFIX "%ld.%lu", path, (long)getpid(), g_tmp_serial++);
+        fd = open(w->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0 || !(w->fp = fdopen(fd, "wb"))) {
         snprintf(err, errlen, "cannot write '%s': %s", w->tmp_path, strerror(errno));
+        if (fd >= 0) { close(fd); remove(w->tmp_path); }
         free(w->path); free(w->tmp_path); free(w);
         return NULL;
     }
+    track(w);
     unsigned char hdr[12];
     memcpy(hdr, magic, 8);
     put_u32(hdr + 8, TFILE_VERSION);
@@ -274,9 +354,7 @@ int tw_commit(TWriter *w, char *err, size_t errlen) {
         snprintf(err, errlen, "cannot write '%s': %s", w->path, strerror(w->failed));
         remove(w->tmp_path);
     }
-    free(w->path);
-    free(w->tmp_path);
-    free(w);
+    tw_free(w);
     return ok;
 }
 
@@ -284,13 +362,75 @@ void tw_abort(TWriter *w) {
     if (!w) return;
     if (w->fp) fclose(w->fp);
     remove(w->tmp_path);
-    free(w->path);
-    free(w->tmp_path);
-    free(w);
+    tw_free(w);
+}
+
+// "NAME.tmp.<pid>.<n>": the pid, or -1 when name is not a writer's temporary file. The fixed
+// "NAME.bin.tmp" of earlier versions counts as one whose writer is gone (pid 0).
+static long temp_file_pid(const char *name) {
+    const char *infix = strstr(name, TEMP_INFIX);
+    if (!infix) {
+        size_t n = strlen(name);
+        return n > 8 && strcmp(name + n - 8, ".bin.tmp") == 0 ? 0 : -1;
+    }
+    const char *p = infix + strlen(TEMP_INFIX), *dot = strchr(p, '.');
+    if (!dot || dot == p || strspn(p, "0123456789") != (size_t)(dot - p)) return -1;
+    if (!dot[1] || strspn(dot + 1, "0123456789") != strlen(dot + 1)) return -1;
+    return dot - p > 9 ? -1 : strtol(p, NULL, 10);
+}
+
+int checkpoint_remove_stale_temps(const char *dir, char *err, size_t errlen) {
+    DIR *d = opendir(dir);
+    if (!d) { snprintf(err, errlen, "cannot read directory '%s': %s", dir, strerror(errno)); return -1; }
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid = temp_file_pid(e->d_name);
+        if (pid < 0) continue;
+        char path[4352];
+        int w = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (w < 0 || (size_t)w >= sizeof path) continue;
+        int open_here = 0;
+        for (TWriter *t = g_open_writers; t; t = t->next) open_here |= strcmp(t->tmp_path, path) == 0;
+        if (open_here) continue;
+        // a writer that still runs (another process: kill(pid, 0) finds it) keeps its file; ours
+        // (a reused pid, as in a container) is stale unless one of our writers has it open
+        if (pid > 0 && pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) continue;
+        if (remove(path) == 0) removed++;
+    }
+    closedir(d);
+    return removed;
 }
 
 // ---- checkpoints ----
 #define REAL_DT (sizeof(real) == 4 ? DT_F32 : DT_F64)
+#define MAX_STEPS 1000000000L  // train.max_steps' upper limit (config.c)
+
+// Whether a training state is invalid, describing what is wrong in buf. The writer refuses what
+// the reader would: a checkpoint is never written that cannot be loaded.
+static int state_problem(const TrainState *st, char *buf, size_t n) {
+    if (st->step < 0 || st->step > MAX_STEPS || st->skipped_steps < 0 || st->skipped_steps > st->step) {
+        snprintf(buf, n, "an invalid step count (%ld steps, %ld skipped; at most %ld steps)", st->step,
+                 st->skipped_steps, MAX_STEPS);
+        return 1;
+    }
+    // xoshiro's one fixed point: from an all-zero state it returns 0 for ever, and the batch
+    // sampler's rejection loop would never end
+    if ((st->rng.s[0] | st->rng.s[1] | st->rng.s[2] | st->rng.s[3]) == 0) {
+        snprintf(buf, n, "an all-zero random state (xoshiro256** would return 0 for ever)");
+        return 1;
+    }
+    // +inf means "not evaluated yet"; a loss is never negative nor NaN
+    if (!(st->best_val_loss >= 0)) {
+        snprintf(buf, n, "an invalid best_val_loss (%g)", st->best_val_loss);
+        return 1;
+    }
+    if (!(st->elapsed_s >= 0 && st->elapsed_s < 1e12)) {  // seconds: at most 30,000 years
+        snprintf(buf, n, "an invalid elapsed_s (%g)", st->elapsed_s);
+        return 1;
+    }
+    return 0;
+}
 
 int checkpoint_save(const char *path, const GPT *m, const char *config_json, const Vocab *vocab,
                     const TrainState *st, char *err, size_t errlen) {
@@ -298,13 +438,18 @@ int checkpoint_save(const char *path, const GPT *m, const char *config_json, con
         snprintf(err, errlen, "refusing to write '%s': the model holds non-finite values", path);
         return 0;
     }
+    char problem[160];
+    if (state_problem(st, problem, sizeof problem)) {
+        snprintf(err, errlen, "refusing to write '%s': the training state holds %s", path, problem);
+        return 0;
+    }
+    int32_t *cps = xmalloc(sizeof(int32_t) * (size_t)vocab->vocab_size, "vocabulary");  // before the file exists
+    for (int i = 0; i < vocab->vocab_size; i++) cps[i] = (int32_t)vocab->chars[i];
     TWriter *w = tw_open(path, "TGPTCKPT", err, errlen);
-    if (!w) return 0;
+    if (!w) { free(cps); return 0; }
     uint32_t shape[2];
     shape[0] = (uint32_t)strlen(config_json);
     tw_record(w, "config", DT_U8, 1, shape, config_json);
-    int32_t *cps = xmalloc(sizeof(int32_t) * (size_t)vocab->vocab_size, "vocabulary");
-    for (int i = 0; i < vocab->vocab_size; i++) cps[i] = (int32_t)vocab->chars[i];
     shape[0] = (uint32_t)vocab->vocab_size;
     tw_record(w, "vocab", DT_I32, 1, shape, cps);
     free(cps);
@@ -339,6 +484,118 @@ static int record_is(const TRecord *r, int dtype, size_t count) {
     return r && r->dtype == dtype && r->ndim == 1 && r->count == count;
 }
 
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int refuse(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+// The header records that are not tensors; every other record of a checkpoint is a parameter,
+// an AdamW first moment ("adam_m.") or a second moment ("adam_v.").
+static int is_header_record(const char *name) {
+    static const char *const names[] = {"config", "vocab", "dims", "state", "rng", "best_val_loss", "elapsed_s"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0) return 1;
+    return 0;
+}
+static int tensor_group(const char *name) {
+    return strncmp(name, "adam_m.", 7) == 0 ? 1 : strncmp(name, "adam_v.", 7) == 0 ? 2 : 0;
+}
+
+// Element j of a float32 or float64 record (unaligned little-endian data).
+static double record_value(const TRecord *r, size_t j) {
+    if (r->dtype == DT_F32) {
+        float x;
+        memcpy(&x, (const unsigned char *)r->data + 4 * j, 4);
+        return x;
+    }
+    double x;
+    memcpy(&x, (const unsigned char *)r->data + 8 * j, 8);
+    return x;
+}
+
+// The config record must be a valid configuration (UTF-8 JSON, every key known and in range)
+// describing the model the dims record describes.
+static int check_config_record(const Checkpoint *ck, const char *path, char *err, size_t errlen) {
+    Config cfg;
+    char cerr[1024];
+    config_defaults(&cfg);
+    if (!config_load_json(&cfg, ck->config_json, strlen(ck->config_json), NULL, cerr, sizeof cerr) ||
+        !config_finalize(&cfg, cerr, sizeof cerr))
+        return refuse(err, errlen, "'%s' has an invalid config record: %s", path, cerr);
+    const ModelDims *d = &ck->dims;
+    const char *key = cfg.block_size != d->block_size ? "block_size" : cfg.n_layer != d->n_layer ? "n_layer"
+                    : cfg.n_head != d->n_head ? "n_head" : cfg.n_embd != d->n_embd ? "n_embd" : NULL;
+    if (key) {
+        int in_dims = !strcmp(key, "block_size") ? d->block_size : !strcmp(key, "n_layer") ? d->n_layer
+                    : !strcmp(key, "n_head") ? d->n_head : d->n_embd;
+        int in_cfg = !strcmp(key, "block_size") ? cfg.block_size : !strcmp(key, "n_layer") ? cfg.n_layer
+                   : !strcmp(key, "n_head") ? cfg.n_head : cfg.n_embd;
+        return refuse(err, errlen, "'%s' is inconsistent: its dims record says %s %d but its config record says %d",
+                      path, key, in_dims, in_cfg);
+    }
+    return 1;
+}
+
+// The tensor records must hold exactly the model the dims describe: wte (V,C) and wpe (T,C) fix
+// V, T and C, and the total count of parameter values then fixes n_layer. This is checked on
+// the file's records, before any model is built from the dims. Also sets ck->has_optimizer.
+static int check_tensor_records(Checkpoint *ck, const char *path, char *err, size_t errlen) {
+    const TFile *f = &ck->file;
+    const ModelDims *d = &ck->dims;
+    size_t n_params = 0;
+    if (gpt_memory_bytes(d, 1, 1, &n_params) == 0)
+        return refuse(err, errlen, "'%s': its dimensions overflow the address space", path);
+    static const char *const emb[2] = {"wte", "wpe"};
+    const uint32_t rows[2] = {(uint32_t)d->vocab_size, (uint32_t)d->block_size};
+    for (int i = 0; i < 2; i++) {
+        const TRecord *r = tfile_find(f, emb[i]);
+        if (!r) return refuse(err, errlen, "'%s' has no tensor '%s'", path, emb[i]);
+        if (r->ndim != 2 || r->shape[0] != rows[i] || r->shape[1] != (uint32_t)d->n_embd)
+            return refuse(err, errlen, "'%s' is inconsistent: tensor '%s' has shape [%u%s%u] but its dims record "
+                          "makes it [%u,%d]", path, emb[i], r->ndim > 0 ? r->shape[0] : 0u, r->ndim > 1 ? "," : "",
+                          r->ndim > 1 ? r->shape[1] : 0u, rows[i], d->n_embd);
+    }
+    size_t total[3] = {0, 0, 0};
+    for (int i = 0; i < f->n_records; i++) {
+        const TRecord *r = &f->records[i];
+        if (is_header_record(r->name)) continue;
+        if (r->dtype != DT_F32 && r->dtype != REAL_DT)
+            return refuse(err, errlen, "'%s': tensor '%s' has an unsupported element type", path, r->name);
+        size_t *t = &total[tensor_group(r->name)];
+        if (*t + r->count < *t) return refuse(err, errlen, "'%s': its tensors overflow the address space", path);
+        *t += r->count;
+    }
+    static const char *const what[3] = {"parameter tensors", "AdamW first moments", "AdamW second moments"};
+    ck->has_optimizer = total[1] > 0 || total[2] > 0;
+    for (int g = 0; g < (ck->has_optimizer ? 3 : 1); g++)
+        if (total[g] != n_params)
+            return refuse(err, errlen, "'%s' is inconsistent: its %s hold %zu values but its dims (vocab %d, "
+                          "block_size %d, n_layer %d, n_embd %d) make %zu", path, what[g], total[g], d->vocab_size,
+                          d->block_size, d->n_layer, d->n_embd, n_params);
+    // every value finite, and the second moments (averages of squares) never negative
+    for (int i = 0; i < f->n_records; i++) {
+        const TRecord *r = &f->records[i];
+        if (is_header_record(r->name)) continue;
+        int second_moment = tensor_group(r->name) == 2;
+        for (size_t j = 0; j < r->count; j++) {
+            double x = record_value(r, j);
+            if (!isfinite(x))
+                return refuse(err, errlen, "'%s': tensor '%s' holds a non-finite value (%g at index %zu); a checkpoint "
+                              "holds finite parameters and optimizer state", path, r->name, x, j);
+            if (second_moment && x < 0)
+                return refuse(err, errlen, "'%s': tensor '%s' holds a negative second moment (%g at index %zu)", path,
+                              r->name, x, j);
+        }
+    }
+    return 1;
+}
+
 int checkpoint_open(Checkpoint *ck, const char *path, char *err, size_t errlen) {
     memset(ck, 0, sizeof *ck);
     if (!tfile_read(&ck->file, path, "TGPTCKPT", err, errlen)) return 0;
@@ -347,7 +604,7 @@ int checkpoint_open(Checkpoint *ck, const char *path, char *err, size_t errlen) 
     const TRecord *state = tfile_find(f, "state"), *rng = tfile_find(f, "rng"), *best = tfile_find(f, "best_val_loss");
     const char *missing = !cfg ? "config" : !voc ? "vocab" : !dims ? "dims" : !state ? "state" : !rng ? "rng" : !best ? "best_val_loss" : NULL;
     if (missing) { snprintf(err, errlen, "'%s' has no '%s' record", path, missing); goto fail; }
-    if (cfg->dtype != DT_U8 || !record_is(dims, DT_I64, 5) || !record_is(state, DT_I64, 2) ||
+    if (cfg->dtype != DT_U8 || cfg->ndim != 1 || !record_is(dims, DT_I64, 5) || !record_is(state, DT_I64, 2) ||
         !record_is(rng, DT_U64, 4) || !record_is(best, DT_F64, 1) || voc->dtype != DT_I32 || voc->ndim != 1) {
         snprintf(err, errlen, "'%s' has a header record of the wrong type or size", path);
         goto fail;
@@ -355,6 +612,10 @@ int checkpoint_open(Checkpoint *ck, const char *path, char *err, size_t errlen) 
     ck->config_json = xmalloc(cfg->count + 1, "checkpoint config");
     memcpy(ck->config_json, cfg->data, cfg->count);
     ck->config_json[cfg->count] = 0;
+    if (memchr(ck->config_json, 0, cfg->count)) {
+        snprintf(err, errlen, "'%s' has an invalid config record: it contains a NUL byte", path);
+        goto fail;
+    }
     int64_t dv[5], sv[2];
     memcpy(dv, dims->data, sizeof dv);
     memcpy(sv, state->data, sizeof sv);
@@ -370,36 +631,51 @@ int checkpoint_open(Checkpoint *ck, const char *path, char *err, size_t errlen) 
         }
     ck->dims = (ModelDims){(int)dv[0], (int)dv[1], (int)dv[2], (int)dv[3], (int)dv[4]};
     if ((size_t)ck->dims.vocab_size != voc->count || ck->dims.n_embd % ck->dims.n_head != 0) {
-        snprintf(err, errlen, "'%s': vocabulary size or head count disagrees with the dimensions", path);
+        snprintf(err, errlen, "'%s' is inconsistent: its vocabulary size or head count disagrees with its dims record", path);
         goto fail;
     }
     ck->vocab.vocab_size = (int)voc->count;
     ck->vocab.chars = xmalloc(sizeof(uint32_t) * voc->count, "vocabulary");
     memcpy(ck->vocab.chars, voc->data, sizeof(uint32_t) * voc->count);
-    for (size_t i = 0; i < voc->count; i++)
-        if (ck->vocab.chars[i] > 0x10FFFF || (i > 0 && ck->vocab.chars[i] <= ck->vocab.chars[i - 1])) {
-            snprintf(err, errlen, "'%s' has an invalid vocabulary (entry %zu)", path, i);
+    // the distinct characters of a valid UTF-8 text without NUL (data.c), sorted
+    for (size_t i = 0; i < voc->count; i++) {
+        uint32_t c = ck->vocab.chars[i];
+        if (c == 0 || !unicode_scalar(c) || (i > 0 && c <= ck->vocab.chars[i - 1])) {
+            snprintf(err, errlen, "'%s' has an invalid vocabulary (entry %zu is 0x%lX; expected ascending Unicode "
+                     "characters other than U+0000 and surrogates)", path, i, (unsigned long)c);
             goto fail;
         }
+    }
     ck->state.step = (long)sv[0];
     ck->state.skipped_steps = (long)sv[1];
     memcpy(ck->state.rng.s, rng->data, sizeof ck->state.rng.s);
     memcpy(&ck->state.best_val_loss, best->data, sizeof(double));
-    if (sv[0] < 0 || sv[1] < 0) { snprintf(err, errlen, "'%s' has a negative step count", path); goto fail; }
     const TRecord *elapsed = tfile_find(f, "elapsed_s");  // absent from checkpoints of earlier versions: 0
-    if (elapsed) {
-        if (!record_is(elapsed, DT_F64, 1)) { snprintf(err, errlen, "'%s' has an elapsed_s record of the wrong type or size", path); goto fail; }
-        memcpy(&ck->state.elapsed_s, elapsed->data, sizeof(double));
-        if (!(ck->state.elapsed_s >= 0 && ck->state.elapsed_s < 1e12)) {
-            snprintf(err, errlen, "'%s' has an invalid elapsed_s (%g)", path, ck->state.elapsed_s);
-            goto fail;
-        }
+    if (elapsed && !record_is(elapsed, DT_F64, 1)) {
+        snprintf(err, errlen, "'%s' has an elapsed_s record of the wrong type or size", path);
+        goto fail;
     }
-    ck->has_optimizer = tfile_find(f, "adam_m.wte") != NULL;
+    if (elapsed) memcpy(&ck->state.elapsed_s, elapsed->data, sizeof(double));
+    char problem[160];
+    if (sv[0] != (long)sv[0] || sv[1] != (long)sv[1] || state_problem(&ck->state, problem, sizeof problem)) {
+        if (sv[0] != (long)sv[0] || sv[1] != (long)sv[1]) snprintf(problem, sizeof problem, "an invalid step count");
+        snprintf(err, errlen, "'%s' has %s", path, problem);
+        goto fail;
+    }
+    if (!check_config_record(ck, path, err, errlen) || !check_tensor_records(ck, path, err, errlen)) goto fail;
     return 1;
 fail:
     checkpoint_close(ck);
     return 0;
+}
+
+int checkpoint_check_memory(const Checkpoint *ck, int B, int T, const char *path, char *err, size_t errlen) {
+    size_t n_params = 0, bytes = gpt_memory_bytes(&ck->dims, B, T, &n_params);
+    char what[1400];
+    const ModelDims *d = &ck->dims;
+    snprintf(what, sizeof what, "the model of '%.1000s' (%zu parameters; n_layer %d, n_head %d, n_embd %d, block_size %d)",
+             path, n_params, d->n_layer, d->n_head, d->n_embd, d->block_size);
+    return memory_fits(bytes == 0 ? INFINITY : (double)bytes, what, err, errlen);
 }
 
 int checkpoint_restore(const Checkpoint *ck, GPT *m, const char *path, char *err, size_t errlen) {

@@ -6,6 +6,7 @@
 // adding a key is adding a row.
 #include "config.h"
 #include "common.h"
+#include "data.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -47,6 +48,9 @@ typedef struct {
 #define STEPS_MAX 1000000000.0 // any step count above this is a typo, not a plan
 
 static const char *const INIT_NAMES[] = {"gpt2", "fan_in", NULL};
+static const char *const ATTN_IMPL_NAMES[] = {"fast", "reference", NULL};
+static const char *const ATTN_MASK_NAMES[] = {"causal", "zero", "none", NULL};
+static const char *const SOFTMAX_AXIS_NAMES[] = {"keys", "queries", NULL};
 static const char *const BOOL_NAMES[] = {"false", "true", NULL};
 
 // Rows of one section must be contiguous (config_to_json writes them as one JSON object).
@@ -67,6 +71,15 @@ static const KeySpec KEYS[] = {
      .help = "attention logit scale: \"sqrt\" = 1/sqrt(head_dim), \"none\" = 1, or a fixed positive factor"},
     {.key = "model.init", .type = T_STR, FIELD(init), .def_str = "gpt2", .min = 1, .max = 15,
      .enums = INIT_NAMES, .help = "weight initialization scheme"},
+    {.key = "model.attn_impl", .type = T_STR, FIELD(attn_impl), .def_str = "fast", .min = 1, .max = 15,
+     .enums = ATTN_IMPL_NAMES,
+     .help = "which attention trains: \"fast\" = the engine (attention_fast.c), \"reference\" = the definition (attention.c); same function, the tests prove them equal"},
+    {.key = "model.attn_mask", .type = T_STR, FIELD(attn_mask), .def_str = "causal", .min = 1, .max = 15,
+     .enums = ATTN_MASK_NAMES,
+     .help = "\"causal\" = scores above the diagonal set to -inf; the mistakes: \"zero\" = set to 0 (the future keeps weight), \"none\" = no mask"},
+    {.key = "model.softmax_axis", .type = T_STR, FIELD(softmax_axis), .def_str = "keys", .min = 1, .max = 15,
+     .enums = SOFTMAX_AXIS_NAMES,
+     .help = "\"keys\" = each query's row of weights sums to 1; the mistake \"queries\" = each key's column is normalised over the queries"},
 
     {.key = "data.path", .type = T_STR, FIELD(data_path), .def_str = "data/default.txt", .min = 1, .max = 1023,
      .help = "UTF-8 text file to train on (one Unicode character = one token)"},
@@ -127,7 +140,7 @@ static const KeySpec KEYS[] = {
     {.key = "sample.tokens", .type = T_INT, FIELD(sample_tokens), .def = 300, .min = 0, .max = 1000000,
      .help = "characters sampled at the end of training; 0 = no sample"},
     {.key = "sample.temperature", .type = T_NUM, FIELD(sample_temperature), .def = 0.8,
-     .min = 0, .min_open = 1, .max = 100, .help = "sampling temperature"},
+     .min = 0, .max = 100, .help = "sampling temperature; 0 = greedy (always the most likely character)"},
     {.key = "sample.top_k", .type = T_INT, FIELD(sample_top_k), .def = 40, .min = 0, .max = 1000000,
      .help = "sample only from the k most likely characters; 0 = off"},
     {.key = "sample.prompt", .type = T_STR, FIELD(sample_prompt), .def_str = "\n", .min = 1, .max = 255,
@@ -275,33 +288,13 @@ static const char *type_name(KeyType t) {
 // ----------------------------------------------------------------------------
 // "did you mean": case-insensitive Levenshtein distance to every key and section name
 
+#define levenshtein text_distance  // common.c: case-insensitive, INT_MAX past 256 characters
+
 static int lower(int ch) { return (ch >= 'A' && ch <= 'Z') ? ch - 'A' + 'a' : ch; }
 
 static int ascii_casecmp(const char *a, const char *b) {
     while (*a && lower((unsigned char)*a) == lower((unsigned char)*b)) a++, b++;
     return lower((unsigned char)*a) - lower((unsigned char)*b);
-}
-
-// Case differences cost nothing: "Model.N_Layer" must suggest "model.n_layer".
-static int levenshtein(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > MAX_KEY_CHARS || lb > MAX_KEY_CHARS) return INT_MAX;
-    int row[MAX_KEY_CHARS + 1];
-    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j];
-            int cost = lower((unsigned char)a[i - 1]) != lower((unsigned char)b[j - 1]);
-            int best = diag + cost;
-            if (row[j] + 1 < best) best = row[j] + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
 }
 
 static const char *leaf(const char *key) {
@@ -389,6 +382,10 @@ static void store_string(Config *c, const KeySpec *k, const char *s) {
 
 static int set_string(Config *c, const KeySpec *k, const char *s, const ErrCtx *e) {
     size_t len = strlen(s);
+    // every string ends up in the checkpoint and summary.json, which are UTF-8 (a JSON file
+    // was checked as a whole; this catches overrides)
+    size_t bad = utf8_invalid_offset((const unsigned char *)s, len);
+    if (bad < len) return fail(e, "'%s' is not valid UTF-8 (at byte %zu of its value)", k->key, bad);
     if (len > (size_t)k->max) return fail(e, "'%s' is too long (%zu bytes; at most %d)", k->key, len, (int)k->max);
     if (len < (size_t)k->min) {
         if (k->min == 1) return fail(e, "'%s' must not be empty", k->key);
@@ -447,24 +444,13 @@ static int set_from_json(Config *c, const KeySpec *k, const cJSON *v, const ErrC
 }
 
 // Strict text -> number for overrides: plain decimal only (strtod alone would take "0x10",
-// "inf", " 5"), and the whole text must be consumed.
-static int parse_decimal(const char *s, double *out) {
-    if (!*s || strspn(s, "0123456789+-.eE") != strlen(s)) return 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end) return 0;
-    *out = v; // overflow gives +-HUGE_VAL, which check_number rejects as not finite
-    return 1;
-}
+// "inf", " 5"), and the whole text must be consumed (common.c). Overflow gives +-HUGE_VAL or a
+// saturated integer, which check_number then rejects with the text as written.
+static int parse_decimal(const char *s, double *out) { return parse_decimal_text(s, out); }
 
 static int parse_integer(const char *s, double *out) {
-    const char *digits = (*s == '-' || *s == '+') ? s + 1 : s;
-    if (!*digits || strspn(digits, "0123456789") != strlen(digits)) return 0;
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end) return 0;
-    // On ERANGE strtol saturates at LONG_MIN/MAX, far outside every key's range, so the range
-    // check reports it with the text as written.
+    long long v;
+    if (!parse_integer_text(s, &v)) return 0;
     *out = (double)v;
     return 1;
 }
@@ -573,6 +559,17 @@ static int load_json(Config *cfg, const char *json, size_t len, const ErrCtx *e,
     // reports trailing text), and would stop at an embedded NUL, so copy and check for one.
     const char *nul = memchr(json, '\0', len);
     if (nul) return invalid_json(e, json, len, (size_t)(nul - json));
+    // JSON text is UTF-8 (RFC 8259); cJSON passes raw bytes through unchecked, so check here:
+    // every key and string then is valid UTF-8, and so is everything written from them
+    size_t bad = utf8_invalid_offset((const unsigned char *)json, len);
+    if (bad < len) {
+        int line, col;
+        line_col(json, bad, &line, &col);
+        if (e->err && e->errlen)
+            snprintf(e->err, e->errlen, "%s:%d:%d: invalid UTF-8 at byte offset %zu",
+                     e->origin ? e->origin : "config", line, col, bad);
+        return 0;
+    }
     char *text = xmalloc(len + 1, "config text");
     memcpy(text, json, len);
     text[len] = '\0';
@@ -611,10 +608,19 @@ int config_load_json(Config *cfg, const char *json, size_t len, const char *orig
 }
 
 // Read a whole file, at most MAX_CONFIG_BYTES. Returns a malloc'd terminated buffer or NULL.
+// Only a regular file is read: a FIFO, a device or a directory is refused before the first read
+// (fopen_regular), so nothing blocks and /dev/zero is not read for ever.
 static char *read_file(const char *path, size_t *out_len, const ErrCtx *e) {
-    FILE *f = fopen(path, "rb");
+    uint64_t size;
+    const char *why;
+    FILE *f = fopen_regular(path, &size, &why);
     if (!f) {
-        fail(e, "cannot read config '%s': %s", path, strerror(errno));
+        fail(e, "cannot read config '%s': %s", path, why);
+        return NULL;
+    }
+    if (size > MAX_CONFIG_BYTES) {
+        fclose(f);
+        fail(e, "config '%s' is larger than %u MB", path, MAX_CONFIG_BYTES >> 20);
         return NULL;
     }
     // Read at most one byte past the limit: enough to know the file is too large.
@@ -744,6 +750,11 @@ int config_finalize(Config *cfg, char *err, size_t errlen) {
         if (k->type == T_NUM && !check_number(k, *num_field(cfg, k), NULL, &e)) return 0;
         if (k->type == T_STR && memchr(str_field(cfg, k), '\0', k->size) == NULL)
             return fail(&e, "'%s' is not terminated", k->key);
+        if (k->type == T_STR) {
+            const char *v = cstr_field(cfg, k);
+            size_t len = strlen(v), bad = utf8_invalid_offset((const unsigned char *)v, len);
+            if (bad < len) return fail(&e, "'%s' is not valid UTF-8 (at byte %zu of its value)", k->key, bad);
+        }
     }
 
     if (!cfg->name[0]) snprintf(cfg->name, sizeof(cfg->name), "run");

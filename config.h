@@ -18,6 +18,9 @@ typedef struct {
     double attn_scale;         // resolved factor; -1 while "sqrt" (see attn_scale_mode)
     char attn_scale_str[64];   // as given: "sqrt", "none", or a positive number
     char init[16];             // "gpt2" or "fan_in"
+    char attn_impl[16];        // "fast" (attention_fast.c) or "reference" (attention.c)
+    char attn_mask[16];        // "causal", or the mistakes "zero" and "none"
+    char softmax_axis[16];     // "keys", or the mistake "queries"
 
     // data
     char data_path[1024];

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 // Largest data file accepted: token positions must fit in an int everywhere downstream.
 #define DATA_MAX_BYTES ((size_t)2147483647)  // 2 GiB - 1
@@ -21,6 +20,43 @@
 // ---------------------------------------------------------------------------------------------
 // UTF-8
 
+// Length (1 to 4) of the valid UTF-8 sequence at bytes[i] and its code point in *cp, or 0 when
+// the bytes there are not one. Table 3-7 of the Unicode Standard: the allowed range of the
+// second byte depends on the lead byte (this excludes overlongs, surrogates and values above
+// U+10FFFF); the remaining continuation bytes are always 80..BF.
+static inline size_t utf8_sequence(const unsigned char *bytes, size_t len, size_t i, uint32_t *cp) {
+    unsigned c = bytes[i];
+    if (c < 0x80) {  // ASCII, U+0000 included
+        *cp = c;
+        return 1;
+    }
+    size_t need;
+    unsigned lo = 0x80, hi = 0xBF;
+    uint32_t v;
+    if (c >= 0xC2 && c <= 0xDF) { need = 1; v = c & 0x1F; }
+    else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2; v = c & 0x0F;
+        if (c == 0xE0) lo = 0xA0;        // overlong below U+0800
+        else if (c == 0xED) hi = 0x9F;   // surrogates U+D800..DFFF
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3; v = c & 0x07;
+        if (c == 0xF0) lo = 0x90;        // overlong below U+10000
+        else if (c == 0xF4) hi = 0x8F;   // above U+10FFFF
+    } else {
+        // 80..BF stray continuation, C0/C1 overlong 2-byte lead, F5..FF beyond Unicode
+        return 0;
+    }
+    if (len - i <= need) return 0;  // truncated sequence at the end of the input
+    for (size_t j = 1; j <= need; j++) {
+        unsigned cb = bytes[i + j];
+        unsigned jlo = j == 1 ? lo : 0x80, jhi = j == 1 ? hi : 0xBF;
+        if (cb < jlo || cb > jhi) return 0;
+        v = (v << 6) | (cb & 0x3F);
+    }
+    *cp = v;
+    return need + 1;
+}
+
 int utf8_decode(const unsigned char *bytes, size_t len, uint32_t **out, size_t *n, size_t *bad_offset) {
     size_t cap_bytes;
     *out = NULL;
@@ -29,55 +65,38 @@ int utf8_decode(const unsigned char *bytes, size_t len, uint32_t **out, size_t *
     uint32_t *cps = xmalloc(cap_bytes, "decoded text");
     size_t i = 0, k = 0;
     while (i < len) {
-        unsigned c = bytes[i];
-        if (c < 0x80) {  // ASCII, U+0000 included
-            cps[k++] = c;
-            i++;
-            continue;
+        size_t step = utf8_sequence(bytes, len, i, &cps[k]);
+        if (step == 0) {
+            free(cps);
+            if (bad_offset) *bad_offset = i;
+            return 0;
         }
-        // Table 3-7 of the Unicode Standard: the allowed range of the second byte depends on the
-        // lead byte (this excludes overlongs, surrogates and values above U+10FFFF); the
-        // remaining continuation bytes are always 80..BF.
-        int need;
-        unsigned lo = 0x80, hi = 0xBF;
-        uint32_t cp;
-        if (c >= 0xC2 && c <= 0xDF) { need = 1; cp = c & 0x1F; }
-        else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2; cp = c & 0x0F;
-            if (c == 0xE0) lo = 0xA0;        // overlong below U+0800
-            else if (c == 0xED) hi = 0x9F;   // surrogates U+D800..DFFF
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3; cp = c & 0x07;
-            if (c == 0xF0) lo = 0x90;        // overlong below U+10000
-            else if (c == 0xF4) hi = 0x8F;   // above U+10FFFF
-        } else {
-            // 80..BF stray continuation, C0/C1 overlong 2-byte lead, F5..FF beyond Unicode
-            goto bad;
-        }
-        if (len - i <= (size_t)need) goto bad;  // truncated sequence at the end of the input
-        for (int j = 1; j <= need; j++) {
-            unsigned cb = bytes[i + (size_t)j];
-            unsigned jlo = j == 1 ? lo : 0x80, jhi = j == 1 ? hi : 0xBF;
-            if (cb < jlo || cb > jhi) goto bad;
-            cp = (cp << 6) | (cb & 0x3F);
-        }
-        cps[k++] = cp;
-        i += (size_t)need + 1;
+        k++;
+        i += step;
     }
     *out = cps;
     *n = k;
     return 1;
-bad:
-    free(cps);
-    if (bad_offset) *bad_offset = i;
-    return 0;
 }
+
+size_t utf8_invalid_offset(const unsigned char *bytes, size_t len) {
+    size_t i = 0;
+    uint32_t cp;
+    while (i < len) {
+        size_t step = utf8_sequence(bytes, len, i, &cp);
+        if (step == 0) return i;
+        i += step;
+    }
+    return len;
+}
+
+int unicode_scalar(uint32_t cp) { return cp <= UNICODE_MAX && !(cp >= 0xD800 && cp <= 0xDFFF); }
 
 int utf8_encode(uint32_t cp, char *buf) {
     unsigned char *b = (unsigned char *)buf;
     // Not a Unicode scalar value (surrogate or beyond U+10FFFF): encode U+FFFD instead, so the
     // output is always valid UTF-8.
-    if (cp > UNICODE_MAX || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
+    if (!unicode_scalar(cp)) cp = 0xFFFD;
     if (cp < 0x80) {
         b[0] = (unsigned char)cp;
         return 1;
@@ -165,8 +184,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
 // Describe a code point for an error message: "U+00E9 'é'", or just "U+000A" for control and
 // line-separator characters that would garble a one-line message.
 static void describe_cp(uint32_t cp, char *buf, size_t buflen) {
-    int printable = !(cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
-                      (cp >= 0xD800 && cp <= 0xDFFF) || cp > UNICODE_MAX);
+    int printable = !(cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || !unicode_scalar(cp));
     if (printable) {
         char enc[5];
         int len = utf8_encode(cp, enc);
@@ -177,39 +195,26 @@ static void describe_cp(uint32_t cp, char *buf, size_t buflen) {
     }
 }
 
-// Read a whole file into a malloc'd buffer. Works for regular files and streams alike; rejects
-// directories and anything over DATA_MAX_BYTES.
+// Read a whole file into a malloc'd buffer. Only a regular file is read (a FIFO, a device such
+// as /dev/zero or a directory is refused before the first read: fopen_regular); rejects anything
+// over DATA_MAX_BYTES. The read loop still grows the buffer, for a file that grows meanwhile.
 static int read_file(const char *path, unsigned char **out, size_t *out_len, char *err, size_t errlen) {
     *out = NULL;
     *out_len = 0;
-    errno = 0;
-    FILE *f = fopen(path, "rb");
+    uint64_t size;
+    const char *why;
+    FILE *f = fopen_regular(path, &size, &why);
     if (!f) {
-        set_err(err, errlen, "cannot read data file '%s': %s", path, strerror(errno ? errno : EIO));
+        set_err(err, errlen, "cannot read data file '%s': %s", path, why);
         return 0;
     }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        int e = errno;
+    if (size > (uint64_t)DATA_MAX_BYTES) {
         fclose(f);
-        set_err(err, errlen, "cannot read data file '%s': %s", path, strerror(e));
+        set_err(err, errlen, "data file '%s' is too large (%llu bytes; at most %zu bytes, 2 GiB, are supported)",
+                path, (unsigned long long)size, DATA_MAX_BYTES);
         return 0;
     }
-    if (S_ISDIR(st.st_mode)) {
-        fclose(f);
-        set_err(err, errlen, "cannot read data file '%s': %s", path, strerror(EISDIR));
-        return 0;
-    }
-    size_t cap = 1 << 16;
-    if (S_ISREG(st.st_mode)) {
-        if (st.st_size < 0 || (uintmax_t)st.st_size > (uintmax_t)DATA_MAX_BYTES) {
-            fclose(f);
-            set_err(err, errlen, "data file '%s' is too large (%jd bytes; at most %zu bytes, 2 GiB, are supported)",
-                    path, (intmax_t)st.st_size, DATA_MAX_BYTES);
-            return 0;
-        }
-        cap = (size_t)st.st_size + 1;  // +1 so EOF is seen without growing
-    }
+    size_t cap = (size_t)size + 1;  // +1 so EOF is seen without growing
     unsigned char *buf = xmalloc(cap, "data file contents");
     size_t len = 0;
     for (;;) {
@@ -365,7 +370,7 @@ static int load_common(Dataset *ds, const char *path, double val_fraction, int m
         }
         for (int i = 0; i < vocab->vocab_size; i++) {
             uint32_t c = vocab->chars[i];
-            if (c > UNICODE_MAX || (c >= 0xD800 && c <= 0xDFFF) || (i > 0 && c <= vocab->chars[i - 1])) {
+            if (!unicode_scalar(c) || (i > 0 && c <= vocab->chars[i - 1])) {
                 set_err(err, errlen,
                         "cannot tokenize data file '%s': the given vocabulary is not a sorted list of distinct "
                         "Unicode characters (entry %d is 0x%lX)", path, i, (unsigned long)c);

@@ -20,6 +20,11 @@ typedef struct {
 // Decode UTF-8. On invalid input returns 0 and sets *bad_offset to the byte offset of the first
 // invalid sequence. On success returns 1 and a malloc'd array of code points in *out (length *n).
 int utf8_decode(const unsigned char *bytes, size_t len, uint32_t **out, size_t *n, size_t *bad_offset);
+// Offset of the first invalid UTF-8 sequence in bytes, or len when all of it is valid (the same
+// rules as utf8_decode, without decoding).
+size_t utf8_invalid_offset(const unsigned char *bytes, size_t len);
+// Whether cp is a Unicode scalar value (at most U+10FFFF, not a surrogate).
+int unicode_scalar(uint32_t cp);
 // Encode one code point to buf (at least 4 bytes); returns the byte count.
 int utf8_encode(uint32_t cp, char *buf);
 

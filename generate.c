@@ -28,10 +28,17 @@ int encode_prompt(const Vocab *v, const char *prompt, int *tokens, char *err, si
     return (int)n;
 }
 
-// Draw from softmax(logits / temperature) restricted to the top_k largest logits.
+// Draw from softmax(logits / temperature) restricted to the top_k largest logits; temperature 0
+// is the limit, greedy decoding: the most likely token (the first of equals), no random draw.
 static int sample_logits(const real *logits, int V, double temperature, int top_k, Rng *rng, double *work) {
     double maxv = -INFINITY;
-    for (int i = 0; i < V; i++) if (logits[i] > maxv) maxv = logits[i];
+    int argmax = 0;
+    for (int i = 0; i < V; i++)
+        if (logits[i] > maxv) {
+            maxv = logits[i];
+            argmax = i;
+        }
+    if (temperature == 0) return argmax;
     double threshold = -INFINITY;
     if (top_k > 0 && top_k < V) {
         // the k-th largest logit: copy and partially select (V is small for characters)
@@ -80,8 +87,16 @@ void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tok
     generate_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, NULL);
 }
 
+// generate_full_window's loop, stopping early once *stop is non-zero; returns the tokens written.
+static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens, double temperature,
+                             int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop);
+
 int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
                    double temperature, int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop) {
+    // a model that sees the future (an attention mistake) has no valid cache: every position's
+    // keys would change with the tokens after it. Recompute the window, as gen_loss does.
+    if (!gpt_attention_is_causal(m))
+        return full_window_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, stop);
     int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
     int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
@@ -117,10 +132,16 @@ int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int 
 
 void generate_full_window(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
                           double temperature, int top_k, Rng *rng, FILE *out) {
+    full_window_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, NULL);
+}
+
+static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens, double temperature,
+                             int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop) {
     int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
     int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
-    for (int i = 0; i < n_tokens; i++) {
+    int written = 0;
+    for (; written < n_tokens && !(stop && *stop); written++) {
         int T = n < Tmax ? n : Tmax;
         gpt_forward(m, ctx + (n - T), NULL, 1, T);  // the whole window, every token
         int next = sample_logits(m->acts.logits + (size_t)(T - 1) * V, V, temperature, top_k, rng, work);
@@ -130,4 +151,5 @@ void generate_full_window(GPT *m, const Vocab *v, const int *prompt, int n_promp
     if (out) fflush(out);
     free(work);
     free(ctx);
+    return written;
 }

@@ -14,8 +14,11 @@
 int encode_prompt(const Vocab *v, const char *prompt, int *tokens, char *err, size_t errlen);
 
 // Sample n_tokens after the prompt tokens and write them (UTF-8) to out (may be NULL) as they
-// are produced. temperature > 0; top_k 0 = all tokens. Uses a key/value cache: each token costs
-// one position's forward pass. While prompt and output fit in block_size the result is
+// are produced. temperature >= 0, 0 = greedy (the most likely token; seed-independent); top_k 0
+// = all tokens. Uses a key/value cache: each token costs
+// one position's forward pass (a model with an attention mistake, which sees the future, runs
+// generate_full_window instead: positions may only see what came before them). While prompt and
+// output fit in block_size the result is
 // identical to generate_full_window; after that, when the window fills, the context restarts
 // from its last block_size/2 tokens (so it holds between block_size/2 and block_size tokens).
 void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,

@@ -3,7 +3,6 @@
 // gradient check. The computations live in lab_core.c (so the tests can call them) and in
 // attention.c; this file parses arguments and prints.
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include "common.h"
 #include "config.h"
 #include "lab_core.h"
+#include "lab_pages.h"
 #include "model.h"
 
 #define GRADCHECK_TOKEN_SEED 42     // the built-in random token sequence
@@ -35,11 +35,15 @@ static void usage_main(FILE *f) {
             "commands:\n"
             "  examples    the course's worked examples (T = 3, and one query over two keys): weights\n"
             "              and outputs, scaled by 1/sqrt(d_k) and unscaled, without and with the causal mask\n"
+            "              (--html FILE: a page that steps through them, forward and backward)\n"
             "  exercise    Q, K, V from np.random.seed(S); np.random.randn(T, d_k): scores, both weight\n"
-            "              matrices, per-row max weight and entropy, and which is more peaked (--json)\n"
+            "              matrices, per-row max weight and entropy, and which is more peaked (--json,\n"
+            "              --html FILE)\n"
             "  softmax     p = softmax(s), its Jacobian diag(p) - p p^T, the vector-Jacobian product from\n"
             "              softmax_backward against finite differences, and how the gradient vanishes as\n"
             "              the scores grow\n"
+            "  mistakes    the T = 3 example four ways: correct, without the scale, masking with 0 instead\n"
+            "              of -inf, the softmax over the wrong axis: weights, row and column sums (--json)\n"
             "  gradcheck   the whole model's backward against finite differences, one row per tensor;\n"
             "              exit code 0 when every tensor passes, 1 when one fails\n"
             "\n"
@@ -49,19 +53,38 @@ static void usage_main(FILE *f) {
 
 static void usage_examples(FILE *f) {
     fprintf(f,
-            "usage: lab examples\n"
+            "usage: lab examples [--json] [--html FILE]\n"
             "\n"
             "Prints the course's worked examples as tables of weights and outputs:\n"
             "  1. T = 3, d_k = 2: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], scaled by\n"
             "     1/sqrt(2) and unscaled, without the mask (softmax_forward row by row) and with the causal\n"
             "     mask (attention_forward with B = 1, NH = 1, C = d_k).\n"
             "  2. one query q = [1,0] over keys [1,0], [0,1] with values [10,0], [0,10], scaled and\n"
-            "     unscaled (a lone query that is the last position: the causal mask hides nothing).\n");
+            "     unscaled (a lone query that is the last position: the causal mask hides nothing).\n"
+            "  --html FILE  also write FILE, one self-contained HTML page (no network, no external file) that\n"
+            "               steps through example 2, then example 1 with the causal mask (Scores, Scale, Mask,\n"
+            "               Softmax, Mix) and its backward for dO = [[1,-1],[1,-1],[1,-1]] (dV, dP, dS, dQ, dK),\n"
+            "               scaled and, with a switch, unscaled; FILE#step=N opens step N\n"
+            "  --json       print the page's numbers instead of the tables: one JSON object with the groups\n"
+            "               one_query and t3 (%%.17g; null for the mask's -inf)\n");
+}
+
+static void usage_mistakes(FILE *f) {
+    fprintf(f,
+            "usage: lab mistakes [--json]\n"
+            "\n"
+            "The T = 3 worked example (Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2)\n"
+            "computed four ways by attention_forward: correct (scaled by 1/sqrt(d_k), -inf above the\n"
+            "diagonal, softmax over each row), without the scale, masking with 0 instead of -inf, and the\n"
+            "softmax over the queries (each column) instead of the keys. For each: the weights, marking with\n"
+            "* the weights on future positions (u > t), each row's sum, marking with ! a row that does not\n"
+            "sum to 1, the column sums and the outputs P V.\n"
+            "  --json   the same numbers as one JSON object (numbers with %%.17g), to check against numpy\n");
 }
 
 static void usage_exercise(FILE *f) {
     fprintf(f,
-            "usage: lab exercise [--seed S] [--T T] [--dk D] [--causal] [--json]\n"
+            "usage: lab exercise [--seed S] [--T T] [--dk D] [--causal] [--json] [--html FILE]\n"
             "\n"
             "Draws Q, K, V (in that order) exactly as NumPy's\n"
             "    np.random.seed(S); Q = np.random.randn(T, D); K = np.random.randn(T, D); V = np.random.randn(T, D)\n"
@@ -74,8 +97,13 @@ static void usage_exercise(FILE *f) {
             "  --causal   apply the causal mask (row t sees keys 0..t)\n"
             "  --json     print one JSON object with keys Q, K, V, scores, weights_scaled,\n"
             "             weights_unscaled, rowmax_scaled, rowmax_unscaled, entropy_scaled,\n"
-            "             entropy_unscaled (numbers with %%.17g)\n",
-            LAB_MAX_T, LAB_MAX_DK);
+            "             entropy_unscaled, then the page's numbers: scores_scaled, masked_* (with\n"
+            "             --causal; null for -inf), row_stats, rowsum_*, out_*, dO, dP, and for * = scaled\n"
+            "             and unscaled dV_*, dS_*, dS_r_*, dS_sum_*, dS_gain_*, dQ_*, dK_* (numbers with %%.17g)\n"
+            "  --html FILE  also write FILE, one self-contained HTML page that steps through the exercise,\n"
+            "             forward and backward (dO = np.random.randn(T, D), drawn after V), scaled and\n"
+            "             unscaled; T up to %d and D up to %d\n",
+            LAB_MAX_T, LAB_MAX_DK, LAB_HTML_MAX_T, LAB_HTML_MAX_DK);
 }
 
 static void usage_softmax(FILE *f) {
@@ -101,9 +129,11 @@ static void usage_gradcheck(FILE *f) {
             "rel err = that / the tensor's largest |gradient|, pass or FAIL. Exit code 0 when every tensor\n"
             "passes, 1 when one fails.\n"
             "\n"
-            "Without CONFIG the model is tiny: n_layer 2, n_head 2, n_embd 8, block_size 6, with the\n"
-            "trainer's defaults otherwise (model.init gpt2, model.attn_scale sqrt, train.seed 1337);\n"
-            "overrides apply on top, e.g. --model.init=fan_in --model.attn_scale=none. With CONFIG the\n"
+            "Without CONFIG the model is tiny: n_layer 2, n_head 2, n_embd 8, block_size 6, model.init\n"
+            "fan_in (queries and keys of unit size, so every gradient, wq's and wk's included, stands far\n"
+            "above float32's finite-difference noise), and the trainer's defaults otherwise\n"
+            "(model.attn_scale sqrt, train.seed 1337); overrides apply on top, e.g. --model.init=gpt2\n"
+            "--model.attn_scale=none. With CONFIG the\n"
             "model shape, model.init, model.attn_scale and train.seed come from it. Either way the input\n"
             "is a fixed random token sequence over a vocabulary of %d (no data file is read): %d\n"
             "sequences of T tokens. Each checked element costs 6 forward passes.\n"
@@ -111,7 +141,7 @@ static void usage_gradcheck(FILE *f) {
             "                    for models up to %d parameters, else %d per tensor, drawn with a fixed seed)\n"
             "  --T N             tokens per sequence, 1 to block_size (default min(block_size, %d))\n"
             "  --break-backward  drop the \"- rowsum(dP * P)\" term of the softmax backward\n"
-            "                    (g_attention_break_backward): the check must then FAIL on wq and wk\n"
+            "                    (the lab's own broken backward, lab_core.c): the check must then FAIL on wq and wk\n"
             "\n"
             "Tolerance: rel err <= 1e-6 with step 2e-3 in float64 (lab64); in float32 (lab) the check is\n"
             "rough: step 1e-2, rel err <= 5e-2, and tensors with tiny gradients cannot be resolved.\n",
@@ -121,13 +151,9 @@ static void usage_gradcheck(FILE *f) {
 // ---------------------------------------------------------------------------------------------
 // argument helpers
 
+// strict: digits only ("0x10", " 5", "2.7" and "" are refused), see common.h
 static long long parse_int(const char *opt, const char *v, long long lo, long long hi) {
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (end == v || *end || errno || x < lo || x > hi)
-        die(EXIT_USAGE, "%s expects an integer from %lld to %lld, got '%s'", opt, lo, hi, v);
-    return x;
+    return flag_integer(opt, v, lo, hi);
 }
 
 static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
@@ -142,24 +168,61 @@ static int parse_list(const char *opt, const char *text, real *out, int max) {
     int n = 0;
     const char *p = text;
     for (;;) {
+        // one item: spaces, a plain decimal number (parse_decimal_text: no hex, inf or nan), spaces
         while (*p == ' ' || *p == '\t') p++;
-        char *end;
-        errno = 0;
-        double x = strtod(p, &end);
-        if (end == p)
+        size_t len = strcspn(p, ", \t");
+        char item[64];
+        double x;
+        if (len == 0 || len >= sizeof item)
             die(EXIT_USAGE, "%s expects comma-separated numbers like \"2,1,0.1\"; item %d of '%s' is not a number", opt,
                 n + 1, text);
-        if (errno || !isfinite(x) || fabs(x) > 1e6)
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (!parse_decimal_text(item, &x))
+            die(EXIT_USAGE, "%s expects comma-separated numbers like \"2,1,0.1\"; item %d of '%s' is not a number", opt,
+                n + 1, text);
+        if (!isfinite(x) || fabs(x) > 1e6)
             die(EXIT_USAGE, "%s: item %d of '%s' must be a finite number of magnitude <= 1e6", opt, n + 1, text);
         if (n >= max) die(EXIT_USAGE, "%s takes at most %d numbers", opt, max);
         out[n++] = (real)x;
-        p = end;
+        p += len;
         while (*p == ' ' || *p == '\t') p++;
         if (*p == 0) return n;
         if (*p != ',')
             die(EXIT_USAGE, "%s expects comma-separated numbers like \"2,1,0.1\"; unexpected '%c' in '%s'", opt, *p, text);
         p++;
     }
+}
+
+// The FILE of --html FILE: not empty.
+static const char *html_path(const char *cmd, const char *v) {
+    if (!*v) die(EXIT_USAGE, "%s: --html expects a file name, e.g. --html page.html", cmd);
+    return v;
+}
+
+// The command line as the page shows it: ./lab (or ./lab64) and the arguments, quoted where a
+// shell would need it.
+static const char *command_line(int argc, char **argv) {
+    static char buf[1024];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "%s", sizeof(real) == 8 ? "./lab64" : "./lab");
+    for (int i = 1; i < argc && n < sizeof buf; i++) {
+        const char *a = argv[i];
+        int plain = *a != 0;
+        for (const char *c = a; *c; c++)
+            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:+@%", *c)) plain = 0;
+        n += (size_t)snprintf(buf + n, sizeof buf - n, plain ? " %s" : " '%s'", a);
+    }
+    return buf;
+}
+
+// Write the page to path and free it; exit 1 naming the file when it cannot be written.
+static void write_page(HtmlPage *page, const char *path) {
+    char err[1024];
+    int steps = html_page_n_steps(page);
+    int ok = html_page_write(page, path, err, sizeof err);
+    html_page_free(page);
+    if (!ok) die(EXIT_RUNTIME, "%s", err);
+    fprintf(stderr, "lab: wrote %s (%d steps; open it in a browser, FILE#step=N opens step N)\n", path, steps);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -214,9 +277,25 @@ static void example_case(const real *Q, int Tq, const real *K, const real *V, in
 }
 
 static int cmd_examples(int argc, char **argv) {
+    const char *html = NULL;
+    int json = 0;
     for (int i = 2; i < argc; i++) {
-        if (is_help(argv[i])) { usage_examples(stdout); return 0; }
-        unknown_option("examples", argv[i]);
+        const char *a = argv[i], *v;
+        if (is_help(a)) { usage_examples(stdout); return 0; }
+        if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("examples", v);
+        else if (strcmp(a, "--json") == 0) json = 1;
+        else unknown_option("examples", a);
+    }
+    if (json || html) {
+        LabArrays numbers = {0};
+        lab_examples_arrays(&numbers);
+        if (json) lab_arrays_json(stdout, &numbers);
+        if (html) {
+            HtmlPage *page = lab_examples_page(&numbers, command_line(argc, argv));
+            write_page(page, html);
+        }
+        lab_arrays_free(&numbers);
+        if (json) return 0;
     }
     static const real Q3[] = {1, 0, 0, 1, 1, 1};
     static const real V3[] = {10, 0, 0, 10, 5, 5};
@@ -252,47 +331,105 @@ static int cmd_examples(int argc, char **argv) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// mistakes
+
+static void mistakes_json(const LabMistake *c) {
+    static const char *const masks[] = {"causal", "zero", "none"}, *const axes[] = {"keys", "queries"};
+    printf("{\n  \"Q\": [[1, 0], [0, 1], [1, 1]],\n  \"K\": [[1, 0], [0, 1], [1, 1]],\n"
+           "  \"V\": [[10, 0], [0, 10], [5, 5]],\n  \"cases\": [\n");
+    for (int k = 0; k < LAB_MISTAKES; k++) {
+        const LabMistake *m = &c[k];
+        printf("    {\"name\": \"%s\", \"scale\": %.17g, \"mask\": \"%s\", \"softmax_over\": \"%s\",\n", m->name,
+               (double)m->spec.scale, masks[m->spec.mask], axes[m->spec.axis]);
+        printf("     \"weights\": [");
+        for (int t = 0; t < 3; t++)
+            printf("%s[%.17g, %.17g, %.17g]", t ? ", " : "", (double)m->weights[t * 3], (double)m->weights[t * 3 + 1],
+                   (double)m->weights[t * 3 + 2]);
+        printf("],\n     \"outputs\": [");
+        for (int t = 0; t < 3; t++) printf("%s[%.17g, %.17g]", t ? ", " : "", (double)m->out[t * 2], (double)m->out[t * 2 + 1]);
+        printf("],\n     \"row_sums\": [%.17g, %.17g, %.17g], \"column_sums\": [%.17g, %.17g, %.17g],\n", m->row_sums[0],
+               m->row_sums[1], m->row_sums[2], m->col_sums[0], m->col_sums[1], m->col_sums[2]);
+        printf("     \"future_weight\": [%.17g, %.17g, %.17g]}%s\n", m->future_weight[0], m->future_weight[1],
+               m->future_weight[2], k + 1 < LAB_MISTAKES ? "," : "");
+    }
+    printf("  ]\n}\n");
+}
+
+static int sums_to_one(double x) { return fabs(x - 1.0) <= 1e-5; }
+
+static int cmd_mistakes(int argc, char **argv) {
+    int json = 0;
+    for (int i = 2; i < argc; i++) {
+        if (is_help(argv[i])) { usage_mistakes(stdout); return 0; }
+        if (strcmp(argv[i], "--json") == 0) json = 1;
+        else unknown_option("mistakes", argv[i]);
+    }
+    LabMistake c[LAB_MISTAKES];
+    lab_mistakes(c);
+    if (json) {
+        mistakes_json(c);
+        return 0;
+    }
+    printf("mistakes: the T = 3 example four ways   [%s]\n", REAL_NAME);
+    printf("Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2; row t is query t, column u key u\n");
+    printf("(* = weight on a future position u > t, which a causal model must not see; ! = a row that does not\n"
+           "sum to 1)\n\n");
+    for (int k = 0; k < LAB_MISTAKES; k++) {
+        const LabMistake *m = &c[k];
+        printf("%d. %s: %s\n", k + 1, m->name, m->what);
+        printf("  query   weights                              row sum    outputs\n");
+        for (int t = 0; t < 3; t++) {
+            printf("  %-5d", t);
+            for (int u = 0; u < 3; u++)
+                printf("  %9.6f%c", (double)m->weights[t * 3 + u], u > t && m->weights[t * 3 + u] > 0 ? '*' : ' ');
+            printf("  %8.6f%c", m->row_sums[t], sums_to_one(m->row_sums[t]) ? ' ' : '!');
+            printf("  %10.6f %10.6f\n", (double)m->out[t * 2], (double)m->out[t * 2 + 1]);
+        }
+        printf("  column sums %9.6f   %9.6f   %9.6f\n\n", m->col_sums[0], m->col_sums[1], m->col_sums[2]);
+    }
+    // what the numbers show, read from them
+    const LabMistake *ok = &c[0];
+    for (int k = 1; k < LAB_MISTAKES; k++) {
+        const LabMistake *m = &c[k];
+        double future = m->future_weight[0] + m->future_weight[1] + m->future_weight[2];
+        int bad_rows = 0;
+        for (int t = 0; t < 3; t++) bad_rows += !sums_to_one(m->row_sums[t]);
+        printf("%s: ", m->name);
+        if (future > 0)
+            printf("row 0 puts %.6f of its weight on keys 1 and 2, which come after it\n"
+                   "  (a score of 0 still gets weight after softmax); row 0's output is %.6f, %.6f instead of %.6f, %.6f.\n",
+                   m->future_weight[0], (double)m->out[0], (double)m->out[1], (double)ok->out[0], (double)ok->out[1]);
+        else if (bad_rows)
+            printf("%d of 3 rows no longer sum to 1 (%.6f, %.6f, %.6f) while every column does:\n"
+                   "  each query's output is no longer an average of the values.\n", bad_rows, m->row_sums[0], m->row_sums[1],
+                   m->row_sums[2]);
+        else {
+            double peak = 0, peak_ok = 0;
+            for (int t = 1; t < 3; t++)
+                for (int u = 0; u <= t; u++) {
+                    peak = fmax(peak, m->weights[t * 3 + u]);
+                    peak_ok = fmax(peak_ok, ok->weights[t * 3 + u]);
+                }
+            printf("still causal and normalised, but peakier: the largest weight is %.6f against %.6f scaled\n"
+                   "  (the scores are sqrt(d_k) times larger).\n", peak, peak_ok);
+        }
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
 // exercise
 
-static void json_matrix(const char *key, const real *M, int rows, int cols, int last) {
-    printf("  \"%s\": [", key);
-    for (int i = 0; i < rows; i++) {
-        printf("%s[", i ? ", " : "");
-        for (int j = 0; j < cols; j++) printf("%s%.17g", j ? ", " : "", (double)M[(size_t)i * cols + j]);
-        printf("]");
-    }
-    printf("]%s\n", last ? "" : ",");
-}
-
-static void json_vector(const char *key, const double *v, int n, int last) {
-    printf("  \"%s\": [", key);
-    for (int i = 0; i < n; i++) printf("%s%.17g", i ? ", " : "", v[i]);
-    printf("]%s\n", last ? "" : ",");
-}
-
 static void exercise_verdict(const LabExercise *e) {
-    if (e->stat_rows == 0) {
-        printf("verdict: no row sees two keys (T = 1%s): every weight is 1 whatever the scale\n",
-               e->causal ? " or only row 0" : "");
-        return;
-    }
-    double ms = e->mean_max_scaled, mu = e->mean_max_unscaled;
-    double hs = e->mean_entropy_scaled, hu = e->mean_entropy_unscaled;
-    printf("verdict: over %d row%s: mean max weight %.6f scaled vs %.6f unscaled, mean entropy %.6f vs %.6f nats\n",
-           e->stat_rows, e->stat_rows == 1 ? "" : "s", ms, mu, hs, hu);
-    if (fabs(ms - mu) <= 1e-12 && fabs(hs - hu) <= 1e-12)
-        printf("         identical: with d_k = %d the scale 1/sqrt(d_k) is 1\n", e->dk);
-    else if (mu >= ms)
-        printf("         unscaled is more peaked: its mean max weight is %.2fx the scaled one and its entropy "
-               "%.3f nats lower\n", mu / ms, hs - hu);
-    else
-        printf("         scaled is more peaked: its mean max weight is %.2fx the unscaled one and its entropy "
-               "%.3f nats lower\n", ms / mu, hu - hs);
+    char verdict[512];
+    lab_exercise_verdict(verdict, sizeof verdict, e);
+    printf("%s\n", verdict);
 }
 
 static int cmd_exercise(int argc, char **argv) {
     long long seed = 0, T = 5, dk = 8;
     int causal = 0, json = 0;
+    const char *html = NULL;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_exercise(stdout); return 0; }
@@ -301,26 +438,25 @@ static int cmd_exercise(int argc, char **argv) {
         else if ((v = option_value(argc, argv, &i, "--dk"))) dk = parse_int("--dk", v, 1, LAB_MAX_DK);
         else if (strcmp(a, "--causal") == 0) causal = 1;
         else if (strcmp(a, "--json") == 0) json = 1;
+        else if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("exercise", v);
         else unknown_option("exercise", a);
     }
+    if (html && (T > LAB_HTML_MAX_T || dk > LAB_HTML_MAX_DK))
+        die(EXIT_USAGE, "exercise: --html draws every matrix: --T must be at most %d and --dk at most %d (got %lld "
+            "and %lld)", LAB_HTML_MAX_T, LAB_HTML_MAX_DK, T, dk);
     LabExercise e;
     if (!lab_exercise_run(&e, (uint32_t)seed, (int)T, (int)dk, causal)) die(EXIT_USAGE, "exercise: bad sizes");
     int n = e.T, d = e.dk;
-    if (json) {
-        printf("{\n");
-        json_matrix("Q", e.Q, n, d, 0);
-        json_matrix("K", e.K, n, d, 0);
-        json_matrix("V", e.V, n, d, 0);
-        json_matrix("scores", e.scores, n, n, 0);
-        json_matrix("weights_scaled", e.weights_scaled, n, n, 0);
-        json_matrix("weights_unscaled", e.weights_unscaled, n, n, 0);
-        json_vector("rowmax_scaled", e.rowmax_scaled, n, 0);
-        json_vector("rowmax_unscaled", e.rowmax_unscaled, n, 0);
-        json_vector("entropy_scaled", e.entropy_scaled, n, 0);
-        json_vector("entropy_unscaled", e.entropy_unscaled, n, 1);
-        printf("}\n");
-        lab_exercise_free(&e);
-        return 0;
+    if (json || html) {
+        LabArrays numbers = {0};
+        lab_exercise_arrays(&numbers, &e);
+        if (json) lab_arrays_json(stdout, &numbers);
+        if (html) write_page(lab_exercise_page(&numbers, &e, command_line(argc, argv)), html);
+        lab_arrays_free(&numbers);
+        if (json) {
+            lab_exercise_free(&e);
+            return 0;
+        }
     }
     printf("exercise: np.random.seed(%lld); Q, K, V = np.random.randn(%d, %d) x 3, %s   [%s]\n", seed, n, d,
            causal ? "causal mask" : "no mask", REAL_NAME);
@@ -440,6 +576,10 @@ static int cmd_gradcheck(int argc, char **argv) {
         cfg.n_head = tiny.n_head;
         cfg.n_embd = tiny.n_embd;
         cfg.block_size = tiny.block_size;
+        // unit-size queries and keys: under GPT-2's init (std 0.02) the gradients of wq and wk are
+        // ~1e-5, below what float32 finite differences resolve, and those are the tensors the
+        // softmax backward is checked by
+        snprintf(cfg.init, sizeof cfg.init, "fan_in");
     }
     for (int i = 0; i < n_overrides; i++)
         if (!config_apply_override(&cfg, overrides[i], err, sizeof err)) die(EXIT_USAGE, "%s", err);
@@ -486,14 +626,13 @@ static int cmd_gradcheck(int argc, char **argv) {
                "every tensor their wrong gradient flows into (LayerNorms and layers below, wte, wpe)\n");
         if (sizeof(real) != 8 && init == INIT_GPT2)
             printf("note: under the gpt2 init the wq/wk gradients are too small for float32 finite differences:"
-                   " use ./lab64 or --model.init=fan_in to see the failure\n");
+                   " use ./lab64 or model.init fan_in (the default without CONFIG) to see the failure\n");
     }
     printf("\n");
 
-    g_attention_break_backward = break_backward;
+    if (break_backward) gpt_set_attention(&m, &lab_broken_attention, &m.attn);
     GradcheckRow *rows = xcalloc((size_t)m.n_tensors, sizeof(GradcheckRow), "gradient check rows");
     gradcheck_model(&m, x, y, B, T, per_tensor, GRADCHECK_SAMPLE_SEED, rows);
-    g_attention_break_backward = 0;
     int failed = gradcheck_print(stdout, rows, m.n_tensors);
     free(rows);
     free(x);
@@ -506,14 +645,19 @@ static int cmd_gradcheck(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     g_progname = "lab";
-    if (argc < 2 || is_help(argv[1])) {
+    // no command: the usage line, as an error (one line, like every error)
+    if (argc < 2) die(EXIT_USAGE, "missing the COMMAND: usage: lab examples|exercise|softmax|gradcheck [options] (see lab --help)");
+    if (is_help(argv[1])) {
         usage_main(stdout);
         return 0;
     }
     const char *cmd = argv[1];
+    if (cmd[0] == '-') die(EXIT_USAGE, "unknown option '%s': expected a command (examples, exercise, softmax or gradcheck; see lab --help)", cmd);
     if (strcmp(cmd, "examples") == 0) return cmd_examples(argc, argv);
     if (strcmp(cmd, "exercise") == 0) return cmd_exercise(argc, argv);
     if (strcmp(cmd, "softmax") == 0) return cmd_softmax(argc, argv);
     if (strcmp(cmd, "gradcheck") == 0) return cmd_gradcheck(argc, argv);
-    die(EXIT_USAGE, "unknown command '%s': expected examples, exercise, softmax or gradcheck (see lab --help)", cmd);
+    if (strcmp(cmd, "mistakes") == 0) return cmd_mistakes(argc, argv);
+    die(EXIT_USAGE, "unknown command '%s': expected examples, exercise, softmax, mistakes or gradcheck (see lab --help)",
+        cmd);
 }

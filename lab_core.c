@@ -25,10 +25,10 @@ int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq,
             scores[(size_t)t * Tk + u] = (real)s;
         }
     if (causal) {
-        // the model's own kernel: B = 1 sequence, NH = 1 head of width C = dk
-        real *scratch = xmalloc(attention_scratch_size(Tq, dk) * (size_t)thread_max() * sizeof(real),
-                                "attention scratch");
-        attention_forward(out, weights, scratch, Q, K, V, 1, Tq, dk, 1, scale, NULL);
+        // the model's attention, as defined in attention.c: B = 1 sequence, NH = 1 head of width C = dk
+        real *scratch = xmalloc(attention_scratch_size(Tq, dk) * sizeof(real), "attention scratch");
+        AttnSpec spec = {scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS};
+        attention_forward(out, weights, scratch, Q, K, V, 1, Tq, dk, 1, &spec, NULL);
         free(scratch);
         return 1;
     }
@@ -44,6 +44,87 @@ int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq,
         }
     }
     return 1;
+}
+
+void lab_attention_backward(real *dQ, real *dK, real *dV, real *dP, real *dS, double *rowsum, const real *dout,
+                            const real *P, const real *Q, const real *K, const real *V, int T, int dk, real scale,
+                            int causal) {
+    // dP = dO V^T, for display (attention_backward forms only the entries a row sees)
+    for (int t = 0; t < T; t++)
+        for (int u = 0; u < T; u++) {
+            double s = 0.0;
+            for (int i = 0; i < dk; i++) s += (double)dout[(size_t)t * dk + i] * V[(size_t)u * dk + i];
+            dP[(size_t)t * T + u] = (real)s;
+        }
+    // dS = P * (dP - rowsum(dP * P)) row by row over the visible keys: attention.c's softmax VJP
+    for (int t = 0; t < T; t++) {
+        int keys = causal ? t + 1 : T;
+        const real *p = P + (size_t)t * T, *dp = dP + (size_t)t * T;
+        real *ds = dS + (size_t)t * T;
+        double r = 0.0;
+        for (int u = 0; u < keys; u++) r += (double)dp[u] * p[u];
+        rowsum[t] = r;
+        for (int u = 0; u < T; u++) ds[u] = 0;  // masked entries stay 0
+        softmax_backward(ds, dp, p, keys);
+    }
+    // dQ, dK, dV: the model's attention, as defined in attention.c (B = 1, NH = 1, C = dk)
+    real *scratch = xmalloc(attention_scratch_size(T, dk) * sizeof(real), "attention scratch");
+    AttnSpec spec = {scale, causal ? ATTN_MASK_CAUSAL : ATTN_MASK_NONE, SOFTMAX_OVER_KEYS};
+    attention_backward(dQ, dK, dV, scratch, dout, P, Q, K, V, 1, T, dk, 1, &spec, NULL, NULL, GRAD_STORE);
+    free(scratch);
+}
+
+void lab_backward_alloc(LabBackward *g, int T, int dk) {
+    size_t td = (size_t)T * dk, tt = (size_t)T * T;
+    g->dQ = xmalloc(td * sizeof(real), "backward dQ");
+    g->dK = xmalloc(td * sizeof(real), "backward dK");
+    g->dV = xmalloc(td * sizeof(real), "backward dV");
+    g->dP = xmalloc(tt * sizeof(real), "backward dP");
+    g->dS = xmalloc(tt * sizeof(real), "backward dS");
+    g->rowsum = xmalloc((size_t)T * sizeof(double), "backward row sums");
+}
+
+void lab_backward_free(LabBackward *g) {
+    free(g->dQ);
+    free(g->dK);
+    free(g->dV);
+    free(g->dP);
+    free(g->dS);
+    free(g->rowsum);
+    memset(g, 0, sizeof *g);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the common mistakes
+
+const real LAB_T3_Q[6] = {1, 0, 0, 1, 1, 1};
+const real LAB_T3_V[6] = {10, 0, 0, 10, 5, 5};
+
+void lab_mistakes(LabMistake cases[LAB_MISTAKES]) {
+    real s = (real)(1.0 / sqrt(2.0));
+    const LabMistake setup[LAB_MISTAKES] = {
+        {"correct", "scaled by 1/sqrt(d_k), -inf above the diagonal, softmax over each row (keys)",
+         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS}, {0}, {0}, {0}, {0}, {0}},
+        {"no scale", "the scores are not divided by sqrt(d_k)", {1, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS}, {0}, {0}, {0}, {0}, {0}},
+        {"mask with 0", "scores above the diagonal set to 0 instead of -inf", {s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS},
+         {0}, {0}, {0}, {0}, {0}},
+        {"softmax over queries", "each column (key) normalised over the queries instead of each row over the keys",
+         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES}, {0}, {0}, {0}, {0}, {0}},
+    };
+    real scratch[2 * 9 + 2];  // attention_scratch_size(3, 2) for the definition
+    for (int c = 0; c < LAB_MISTAKES; c++) {
+        LabMistake *m = &cases[c];
+        *m = setup[c];
+        attention_forward(m->out, m->weights, scratch, LAB_T3_Q, LAB_T3_Q, LAB_T3_V, 1, 3, 2, 1, &m->spec, NULL);
+        for (int t = 0; t < 3; t++) {
+            m->row_sums[t] = m->col_sums[t] = m->future_weight[t] = 0;
+            for (int u = 0; u < 3; u++) {
+                m->row_sums[t] += m->weights[t * 3 + u];
+                m->col_sums[t] += m->weights[u * 3 + t];
+                if (u > t) m->future_weight[t] += m->weights[t * 3 + u];
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -99,10 +180,19 @@ int lab_exercise_run(LabExercise *e, uint32_t seed, int T, int dk, int causal) {
     lab_randn(e->Q, td, &r);
     lab_randn(e->K, td, &r);
     lab_randn(e->V, td, &r);
+    e->dout = xmalloc(td * sizeof(real), "exercise dO");
+    lab_randn(e->dout, td, &r);
 
     real scale = (real)(1.0 / sqrt((double)dk));
     lab_attention(e->out_scaled, e->weights_scaled, e->scores, e->Q, T, e->K, e->V, T, dk, scale, e->causal);
     lab_attention(e->out_unscaled, e->weights_unscaled, e->scores, e->Q, T, e->K, e->V, T, dk, 1, e->causal);
+    lab_backward_alloc(&e->grad_scaled, T, dk);
+    lab_backward_alloc(&e->grad_unscaled, T, dk);
+    LabBackward *gs = &e->grad_scaled, *gu = &e->grad_unscaled;
+    lab_attention_backward(gs->dQ, gs->dK, gs->dV, gs->dP, gs->dS, gs->rowsum, e->dout, e->weights_scaled, e->Q, e->K,
+                           e->V, T, dk, scale, e->causal);
+    lab_attention_backward(gu->dQ, gu->dK, gu->dV, gu->dP, gu->dS, gu->rowsum, e->dout, e->weights_unscaled, e->Q,
+                           e->K, e->V, T, dk, 1, e->causal);
     row_stats(e->weights_scaled, T, e->causal, e->rowmax_scaled, e->entropy_scaled, &e->mean_max_scaled,
               &e->mean_entropy_scaled, &e->stat_rows);
     row_stats(e->weights_unscaled, T, e->causal, e->rowmax_unscaled, e->entropy_unscaled, &e->mean_max_unscaled,
@@ -123,6 +213,9 @@ void lab_exercise_free(LabExercise *e) {
     free(e->rowmax_unscaled);
     free(e->entropy_scaled);
     free(e->entropy_unscaled);
+    free(e->dout);
+    lab_backward_free(&e->grad_scaled);
+    lab_backward_free(&e->grad_unscaled);
     memset(e, 0, sizeof *e);
 }
 
@@ -136,7 +229,6 @@ void lab_softmax_jacobian(real *J, const real *p, int n) {
 
 void lab_softmax_vjp(real *ds, real *p, const real *s, const real *upstream, int n) {
     softmax_forward(p, s, n);
-    for (int i = 0; i < n; i++) ds[i] = 0;  // softmax_backward accumulates
     softmax_backward(ds, upstream, p, n);
 }
 
@@ -258,6 +350,46 @@ static double numeric_grad(GPT *m, const int *x, const int *y, int B, int T, rea
     *param = orig;
     return (45.0 * (l[0] - l[1]) - 9.0 * (l[2] - l[3]) + (l[4] - l[5])) / (60.0 * h);
 }
+
+// The broken backward is the definition's plus what the dropped term takes away. That term is
+// r_t = rowsum(dP * P)[t] = sum_u (dO[t] . V[u]) P[t][u] = dO[t] . O[t], so with E = P * r
+// (E[t][u] = P[t][u] r_t):  dQ_broken = dQ + scale * E K,  dK_broken = dK + scale * E^T Q.
+static void broken_attention_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout,
+                                      const real *att, const real *q, const real *k, const real *v, int B, int T,
+                                      int C, int NH, const AttnSpec *spec, AttnStats *stats, real *row_gain,
+                                      GradWrite write) {
+    attention_backward(dq, dk, dv, scratch, dout, att, q, k, v, B, T, C, NH, spec, stats, row_gain, write);
+    int hd = C / NH;
+    real *r = scratch;  // r_t of the current head (T)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            size_t off = (size_t)b * T * C + h * hd;
+            const real *P = att + ((size_t)b * NH + h) * T * T;
+            // r_t = dO[t] . O[t], with O[t] = sum_u P[t][u] V[u]
+            for (int t = 0; t < T; t++) {
+                r[t] = 0;
+                for (int i = 0; i < hd; i++) {
+                    real o = 0;
+                    for (int u = 0; u < T; u++) o += P[t * T + u] * v[off + (size_t)u * C + i];
+                    r[t] += dout[off + (size_t)t * C + i] * o;
+                }
+            }
+            // dQ[t] += scale * sum_u P[t][u] r_t K[u];  dK[u] += scale * sum_t P[t][u] r_t Q[t]
+            for (int t = 0; t < T; t++)
+                for (int u = 0; u < T; u++) {
+                    real e = spec->scale * P[t * T + u] * r[t];
+                    for (int i = 0; i < hd; i++) {
+                        dq[off + (size_t)t * C + i] += e * k[off + (size_t)u * C + i];
+                        dk[off + (size_t)u * C + i] += e * q[off + (size_t)t * C + i];
+                    }
+                }
+        }
+}
+
+static int broken_supports(const AttnSpec *spec) { return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS; }
+
+const AttentionImpl lab_broken_attention = {"broken (no rowsum term)", attention_forward, broken_attention_backward,
+                                            broken_supports, 1};
 
 int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_per_tensor, uint64_t seed,
                     GradcheckRow *rows) {

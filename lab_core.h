@@ -29,7 +29,27 @@
 int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq, const real *K,
                   const real *V, int Tk, int dk, real scale, int causal);
 
-// ---- the exercise: Q, K, V from np.random.seed(seed); np.random.randn(T, dk) x 3 ----
+// ---- its backward on explicit matrices: one head, batch 1, Tq == Tk == T ----
+// Given P (T,T) from lab_attention (same scale and mask) and dout = dL/dO (T,dk):
+//   dV (T,dk) = P^T dO;  dP (T,T) = dO V^T (every entry, the masked ones too);
+//   dS (T,T) = P * (dP - rowsum(dP * P)): softmax_backward row by row over the keys the row
+//     sees, 0 where masked; rowsum (T) = sum_u dP[t][u] P[t][u] (the term it subtracts);
+//   dQ (T,dk) = scale * dS K;  dK (T,dk) = scale * dS^T Q.
+// With causal = 1, dQ, dK and dV come from attention_backward (B = 1, NH = 1, C = dk), the
+// trainer's own kernel; without the mask from the products above (as lab_attention's forward).
+void lab_attention_backward(real *dQ, real *dK, real *dV, real *dP, real *dS, double *rowsum, const real *dout,
+                            const real *P, const real *Q, const real *K, const real *V, int T, int dk, real scale,
+                            int causal);
+
+// The same, with buffers of its own: dQ, dK, dV (T,dk), dP, dS (T,T), rowsum (T).
+typedef struct {
+    real *dQ, *dK, *dV, *dP, *dS;
+    double *rowsum;
+} LabBackward;
+void lab_backward_alloc(LabBackward *g, int T, int dk);
+void lab_backward_free(LabBackward *g);
+
+// ---- the exercise: Q, K, V (and dO) from np.random.seed(seed); np.random.randn(T, dk) x 3 (x 4) ----
 typedef struct {
     int T, dk, causal;
     uint32_t seed;
@@ -39,6 +59,10 @@ typedef struct {
     real *out_scaled, *out_unscaled;          // (T,dk)
     double *rowmax_scaled, *rowmax_unscaled;  // (T) max weight of each row
     double *entropy_scaled, *entropy_unscaled;  // (T) entropy of each row, nats
+    // The backward of each for an upstream gradient dL/dO = dout (T,dk), drawn after V:
+    // dO = np.random.randn(T, dk).
+    real *dout;
+    LabBackward grad_scaled, grad_unscaled;
     // Means over the rows that see at least two keys (all rows without the mask, rows t >= 1
     // with it; a row with one key has weight 1 whatever the scale). stat_rows = their count.
     int stat_rows;
@@ -50,6 +74,23 @@ void lab_randn(real *out, size_t n, NumpyRng *r);
 // Allocate and compute everything; 1 <= T <= LAB_MAX_T, 1 <= dk <= LAB_MAX_DK (else returns 0).
 int lab_exercise_run(LabExercise *e, uint32_t seed, int T, int dk, int causal);
 void lab_exercise_free(LabExercise *e);
+
+// ---- the common mistakes, on the T = 3 worked example ----
+// Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2, computed four ways by
+// attention_forward: correct (scaled, causal -inf mask, softmax over keys), without the scale,
+// masking with 0 instead of -inf, and the softmax over the queries (columns) instead of the keys.
+#define LAB_MISTAKES 4
+typedef struct {
+    const char *name;        // "correct", "no scale", "mask with 0", "softmax over queries"
+    const char *what;        // one line: what this case changes
+    AttnSpec spec;
+    real weights[9];         // P (3,3)
+    real out[6];             // O = P V (3,2)
+    double row_sums[3], col_sums[3];
+    double future_weight[3];  // per row: the weight on keys after the query (u > t)
+} LabMistake;
+void lab_mistakes(LabMistake cases[LAB_MISTAKES]);
+extern const real LAB_T3_Q[6], LAB_T3_V[6];
 
 // ---- the softmax on its own ----
 // J (n,n) = diag(p) - p p^T, the Jacobian dp_i/ds_j of p = softmax(s).
@@ -112,6 +153,11 @@ double gradcheck_tolerance(void);
 // small, else for max_per_tensor distinct elements drawn with `seed`. Parameters are restored bit
 // for bit and m->grads is left holding the analytic gradient. rows has m->n_tensors entries.
 // Returns the number of failing tensors (too-small ones are not failures).
+// The attention the gradient check's --break-backward trains: the definition's forward, and its
+// backward with the classic mistake of dropping the softmax VJP's "- rowsum(dP * P)" term, so
+// that dS = P * dP. (Causal mask, softmax over keys.) Set it with gpt_set_attention.
+extern const AttentionImpl lab_broken_attention;
+
 int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_per_tensor, uint64_t seed,
                     GradcheckRow *rows);
 // The table (one line per tensor) and a verdict line. Returns the number of failing rows.

@@ -49,7 +49,7 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
 
 // Row sums for LayerNorm (and the gradient norm's chunks) in LN_LANES partial sums (lane j
 // takes elements j, j + LN_LANES, ...), added in lane order, then the tail. The compiler
-// vectorises the lanes (one chain of dependent adds was 4x slower), and unlike an omp simd
+// vectorises the lanes (one chain of dependent adds waits on each add), and unlike an omp simd
 // reduction the order does not follow the row's alignment, so a row gets the same statistics
 // wherever it lies (the KV cache relies on it).
 #define LN_LANES 8
@@ -142,7 +142,7 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
 // before it is overwritten). Backward then needs one multiply per value: Phi is the forward's
 // erf anyway, and computing erf again in backward was most of GELU's time.
 // The if clause names `parallel`: unnamed, it applies to the simd part too (OpenMP 5.0), and a
-// loop too short for threads then ran unvectorised, 8x slower (generation's one position).
+// loop too short for threads then ran unvectorised (generation's one position).
 #define INV_SQRT2 0.7071067811865476
 #define INV_SQRT_2PI 0.3989422804014327
 void gelu_forward(real *out, real *dgelu, const real *inp, size_t n) {
@@ -237,78 +237,179 @@ static void qkv_backward(real *dinp, real *dwq, real *dwk, real *dwv, const real
 // ---------------------------------------------------------------------------------------------
 // building the model
 
-// The parameter tensors in checkpoint order. Calls fn for each with name, ndim, shape.
-typedef void (*TensorFn)(void *ctx, const char *name, int ndim, int d0, int d1);
-static void for_each_tensor(const ModelDims *d, TensorFn fn, void *ctx) {
-    int C = d->n_embd;
-    char name[TENSOR_NAME_MAX];
-    fn(ctx, "wte", 2, d->vocab_size, C);
-    fn(ctx, "wpe", 2, d->block_size, C);
-    for (int l = 0; l < d->n_layer; l++) {
-        static const char *const names[] = {"ln1_w", "ln1_b", "wq", "wk", "wv", "wo",
-                                            "ln2_w", "ln2_b", "w_fc", "w_proj"};
-        for (int i = 0; i < 10; i++) {
-            snprintf(name, sizeof name, "layer%d.%s", l, names[i]);
-            if (i == 0 || i == 1 || i == 6 || i == 7) fn(ctx, name, 1, C, 0);
-            else if (i == 8) fn(ctx, name, 2, C, 4 * C);
-            else if (i == 9) fn(ctx, name, 2, 4 * C, C);
-            else fn(ctx, name, 2, C, C);
+// The layout, written once. Each table lists buffers in the order they are laid out: a row's
+// shape is in units of the model's dimensions (V vocabulary, T_max block size, C width, and for
+// activations B, T of the batch, NH heads), and `view` is where the buffer's pointer lives.
+// Sizing, carving a buffer into views, the tensor list of checkpoints and the initialisation
+// all read these tables.
+typedef enum { D1, DV, DTMAX, DC, D4C } ParamDim;
+
+typedef struct {
+    const char *name;
+    ParamDim d0, d1;    // shape (d0, d1); d1 = D1 for a vector
+    size_t view;        // offset of the pointer in ParamViews (global rows) or LayerParams
+    ParamInit init;
+    int grad_summed;
+} ParamRow;
+
+// checkpoint order: the head, each layer's rows (named layer<l>.<name>), the tail
+static const ParamRow PARAMS_HEAD[] = {
+    {"wte", DV, DC, offsetof(ParamViews, wte), PINIT_EMBEDDING, 0},     // also the tied LM head
+    {"wpe", DTMAX, DC, offsetof(ParamViews, wpe), PINIT_EMBEDDING, 1},  // summed over the batch
+};
+static const ParamRow PARAMS_LAYER[] = {
+    {"ln1_w", DC, D1, offsetof(LayerParams, ln1_w), PINIT_ONES, 1},
+    {"ln1_b", DC, D1, offsetof(LayerParams, ln1_b), PINIT_ZEROS, 1},
+    {"wq", DC, DC, offsetof(LayerParams, wq), PINIT_MATRIX, 0},
+    {"wk", DC, DC, offsetof(LayerParams, wk), PINIT_MATRIX, 0},
+    {"wv", DC, DC, offsetof(LayerParams, wv), PINIT_MATRIX, 0},
+    {"wo", DC, DC, offsetof(LayerParams, wo), PINIT_RESIDUAL, 0},
+    {"ln2_w", DC, D1, offsetof(LayerParams, ln2_w), PINIT_ONES, 1},
+    {"ln2_b", DC, D1, offsetof(LayerParams, ln2_b), PINIT_ZEROS, 1},
+    {"w_fc", DC, D4C, offsetof(LayerParams, w_fc), PINIT_MATRIX, 0},
+    {"w_proj", D4C, DC, offsetof(LayerParams, w_proj), PINIT_RESIDUAL, 0},
+};
+static const ParamRow PARAMS_TAIL[] = {
+    {"lnf_w", DC, D1, offsetof(ParamViews, lnf_w), PINIT_ONES, 1},
+    {"lnf_b", DC, D1, offsetof(ParamViews, lnf_b), PINIT_ZEROS, 1},
+};
+#define ROWS(table) (int)(sizeof(table) / sizeof(table[0]))
+
+static size_t param_dim(const ModelDims *d, ParamDim dim) {
+    switch (dim) {
+    case DV: return (size_t)d->vocab_size;
+    case DTMAX: return (size_t)d->block_size;
+    case DC: return (size_t)d->n_embd;
+    case D4C: return 4 * (size_t)d->n_embd;
+    default: return 1;
+    }
+}
+
+static int n_tensors(const ModelDims *d) { return ROWS(PARAMS_HEAD) + d->n_layer * ROWS(PARAMS_LAYER) + ROWS(PARAMS_TAIL); }
+
+// Tensor i of the checkpoint order: its table row and, for a layer's row, the layer (else -1).
+static const ParamRow *param_row(int i, int n_layer, int *layer) {
+    int head = ROWS(PARAMS_HEAD), per = ROWS(PARAMS_LAYER);
+    *layer = -1;
+    if (i < head) return &PARAMS_HEAD[i];
+    i -= head;
+    if (i < n_layer * per) {
+        *layer = i / per;
+        return &PARAMS_LAYER[i % per];
+    }
+    return &PARAMS_TAIL[i - n_layer * per];
+}
+
+// The tensor list (names, shapes, offsets) for dims; returns the parameter count, or 0 when it
+// overflows size_t. t may be NULL to count only.
+static size_t list_tensors(const ModelDims *d, TensorInfo *t) {
+    size_t offset = 0;
+    for (int i = 0; i < n_tensors(d); i++) {
+        int l;
+        const ParamRow *row = param_row(i, d->n_layer, &l);
+        size_t d0 = param_dim(d, row->d0), d1 = param_dim(d, row->d1), n;
+        if (!mul_size(d0, d1, &n) || offset + n < offset) return 0;
+        if (t) {
+            if (l >= 0) snprintf(t[i].name, sizeof t[i].name, "layer%d.%s", l, row->name);
+            else snprintf(t[i].name, sizeof t[i].name, "%s", row->name);
+            t[i].ndim = row->d1 == D1 ? 1 : 2;
+            t[i].shape[0] = (int)d0;
+            t[i].shape[1] = (int)d1;
+            t[i].offset = offset;
+            t[i].size = n;
+            t[i].init = row->init;
+            t[i].grad_summed = row->grad_summed;
+        }
+        offset += n;
+    }
+    return offset;
+}
+
+// Point each view of v at its tensor in base.
+static void set_param_views(ParamViews *v, real *base, const GPT *m) {
+    for (int i = 0; i < m->n_tensors; i++) {
+        int l;
+        const ParamRow *row = param_row(i, m->dims.n_layer, &l);
+        char *owner = l >= 0 ? (char *)&v->layers[l] : (char *)v;
+        *(real **)(void *)(owner + row->view) = base + m->tensors[i].offset;
+    }
+}
+
+// Activations: sizes in units of the batch's dimensions.
+typedef enum { A_BT, A_BTC, A_4BTC, A_BNHTT, A_BTV } ActSize;
+typedef struct { ActSize size; size_t view; } ActRow;
+
+static const ActRow ACTS_HEAD[] = {{A_BTC, offsetof(Acts, encoded)}};
+static const ActRow ACTS_LAYER[] = {
+    {A_BTC, offsetof(LayerActs, ln1)},     {A_BT, offsetof(LayerActs, ln1_mean)}, {A_BT, offsetof(LayerActs, ln1_rstd)},
+    {A_BTC, offsetof(LayerActs, q)},       {A_BTC, offsetof(LayerActs, k)},       {A_BTC, offsetof(LayerActs, v)},
+    {A_BNHTT, offsetof(LayerActs, att)},   {A_BTC, offsetof(LayerActs, atty)},    {A_BTC, offsetof(LayerActs, res2)},
+    {A_BTC, offsetof(LayerActs, ln2)},     {A_BT, offsetof(LayerActs, ln2_mean)}, {A_BT, offsetof(LayerActs, ln2_rstd)},
+    {A_4BTC, offsetof(LayerActs, fc_dgelu)}, {A_4BTC, offsetof(LayerActs, fch_gelu)}, {A_BTC, offsetof(LayerActs, res3)},
+};
+static const ActRow ACTS_TAIL[] = {
+    {A_BTC, offsetof(Acts, lnf)}, {A_BT, offsetof(Acts, lnf_mean)}, {A_BT, offsetof(Acts, lnf_rstd)},
+    {A_BTV, offsetof(Acts, logits)}, {A_BT, offsetof(Acts, losses)},
+};
+static const ActRow GRAD_ACTS[] = {
+    {A_BTC, offsetof(GradActs, residual)}, {A_BTC, offsetof(GradActs, ln)}, {A_BTC, offsetof(GradActs, q)},
+    {A_BTC, offsetof(GradActs, k)},        {A_BTC, offsetof(GradActs, v)},  {A_BTC, offsetof(GradActs, atty)},
+    {A_4BTC, offsetof(GradActs, fch)},     {A_BTV, offsetof(GradActs, logits)},
+};
+
+// The reals of one size class for a batch (B,T), or 0 on overflow.
+static size_t act_reals(const ModelDims *d, int B, int T, ActSize size) {
+    size_t bt, n;
+    if (!mul_size((size_t)B, (size_t)T, &bt)) return 0;
+    switch (size) {
+    case A_BT: return bt;
+    case A_BTC: return mul_size(bt, (size_t)d->n_embd, &n) ? n : 0;
+    case A_4BTC: return mul_size(bt, 4 * (size_t)d->n_embd, &n) ? n : 0;
+    case A_BNHTT: return mul_size(bt, (size_t)T, &n) && mul_size(n, (size_t)d->n_head, &n) ? n : 0;
+    default: return mul_size(bt, (size_t)d->vocab_size, &n) ? n : 0;
+    }
+}
+
+// Lay rows out from *cursor (advancing it), pointing each view of `owner` at its buffer; with
+// owner NULL, only add the sizes to *total. Returns 0 on overflow.
+static int carve_acts(const ActRow *rows, int n, char *owner, real **cursor, size_t *total, const ModelDims *d, int B,
+                      int T) {
+    for (int i = 0; i < n; i++) {
+        size_t reals = act_reals(d, B, T, rows[i].size);
+        if (reals == 0 || *total + reals < *total) return 0;
+        *total += reals;
+        if (owner) {
+            *(real **)(void *)(owner + rows[i].view) = *cursor;
+            *cursor += reals;
         }
     }
-    fn(ctx, "lnf_w", 1, C, 0);
-    fn(ctx, "lnf_b", 1, C, 0);
+    return 1;
 }
 
-typedef struct { size_t total; int count; int overflow; } CountCtx;
-static void count_tensor(void *vctx, const char *name, int ndim, int d0, int d1) {
-    (void)name;
-    CountCtx *c = vctx;
-    size_t n;
-    if (!mul_size((size_t)d0, ndim == 2 ? (size_t)d1 : 1, &n) || c->total + n < c->total) c->overflow = 1;
-    c->total += n;
-    c->count++;
-}
-
-typedef struct { TensorInfo *t; int i; size_t offset; } ListCtx;
-static void list_tensor(void *vctx, const char *name, int ndim, int d0, int d1) {
-    ListCtx *c = vctx;
-    TensorInfo *t = &c->t[c->i++];
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->ndim = ndim;
-    t->shape[0] = d0;
-    t->shape[1] = ndim == 2 ? d1 : 1;
-    t->offset = c->offset;
-    t->size = (size_t)t->shape[0] * (size_t)t->shape[1];
-    c->offset += t->size;
-}
-
-// Sizes (in reals) of one layer's activations and of the whole activation buffers.
-typedef struct { size_t layer, total, grads; } ActSizes;
+// The activation and activation-gradient buffers' sizes in reals, or 0 on overflow.
+typedef struct { size_t acts, grads; } ActSizes;
 static int act_sizes(const ModelDims *d, int B, int T, ActSizes *out) {
-    size_t BT, BTC, att, BTV, tmp;
-    if (!mul_size((size_t)B, (size_t)T, &BT)) return 0;
-    if (!mul_size(BT, (size_t)d->n_embd, &BTC)) return 0;
-    if (!mul_size(BT, (size_t)T, &tmp) || !mul_size(tmp, (size_t)d->n_head, &att)) return 0;
-    if (!mul_size(BT, (size_t)d->vocab_size, &BTV)) return 0;
-    if (BTC > SIZE_MAX / 32 || att > SIZE_MAX / 4) return 0;
-    out->layer = 16 * BTC + 4 * BT + att;
-    if (!mul_size(out->layer, (size_t)d->n_layer, &tmp)) return 0;
-    out->total = tmp + 2 * BTC + 2 * BT + BTV + BT;
-    out->grads = 10 * BTC + BTV;
-    if (out->total < tmp || out->grads < BTV) return 0;
+    size_t layer = 0, total = 0, grads = 0;
+    if (!carve_acts(ACTS_LAYER, ROWS(ACTS_LAYER), NULL, NULL, &layer, d, B, T)) return 0;
+    if (!mul_size(layer, (size_t)d->n_layer, &total)) return 0;
+    if (!carve_acts(ACTS_HEAD, ROWS(ACTS_HEAD), NULL, NULL, &total, d, B, T) ||
+        !carve_acts(ACTS_TAIL, ROWS(ACTS_TAIL), NULL, NULL, &total, d, B, T) ||
+        !carve_acts(GRAD_ACTS, ROWS(GRAD_ACTS), NULL, NULL, &grads, d, B, T))
+        return 0;
+    out->acts = total;
+    out->grads = grads;
     return 1;
 }
 
 size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out) {
-    CountCtx c = {0, 0, 0};
-    for_each_tensor(d, count_tensor, &c);
-    if (c.overflow) return 0;
-    if (n_params_out) *n_params_out = c.total;
+    size_t n_params = list_tensors(d, NULL);
+    if (n_params == 0) return 0;
+    if (n_params_out) *n_params_out = n_params;
     ActSizes a;
     if (!act_sizes(d, B, T, &a)) return 0;
     size_t reals = 0, parts[3], bytes;
-    if (!mul_size(c.total, 4, &parts[0])) return 0;  // params, grads, adam m, adam v
-    parts[1] = a.total;
+    if (!mul_size(n_params, 4, &parts[0])) return 0;  // params, grads, adam m, adam v
+    parts[1] = a.acts;
     parts[2] = a.grads;
     for (int i = 0; i < 3; i++) {
         if (reals + parts[i] < reals) return 0;
@@ -318,47 +419,21 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out) 
     return bytes;
 }
 
-static void set_param_views(ParamViews *v, real *base, const ModelDims *d) {
-    int C = d->n_embd;
-    real *p = base;
-    v->wte = p; p += (size_t)d->vocab_size * C;
-    v->wpe = p; p += (size_t)d->block_size * C;
-    for (int l = 0; l < d->n_layer; l++) {
-        LayerParams *L = &v->layers[l];
-        L->ln1_w = p; p += C;
-        L->ln1_b = p; p += C;
-        L->wq = p; p += (size_t)C * C;
-        L->wk = p; p += (size_t)C * C;
-        L->wv = p; p += (size_t)C * C;
-        L->wo = p; p += (size_t)C * C;
-        L->ln2_w = p; p += C;
-        L->ln2_b = p; p += C;
-        L->w_fc = p; p += (size_t)C * 4 * C;
-        L->w_proj = p; p += (size_t)4 * C * C;
-    }
-    v->lnf_w = p; p += C;
-    v->lnf_b = p;
-}
-
 // shared_params: NULL for a model of its own, else the master's parameters (a batch worker,
 // which then has no optimizer state).
 static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, real *shared_params) {
     memset(m, 0, sizeof *m);
     m->dims = *d;
-    m->attn_scale = attn_scale;
+    m->attn = (AttnSpec){attn_scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS};
+    m->attn_impl = &attention_fast;
     m->head_dim = d->n_embd / d->n_head;
     m->phase_current = PHASE_NONE;
-    int L = d->n_layer, C = d->n_embd, NH = d->n_head, V = d->vocab_size;
+    int L = d->n_layer, NH = d->n_head;
 
-    CountCtx c = {0, 0, 0};
-    for_each_tensor(d, count_tensor, &c);
-    if (c.overflow) die(EXIT_RUNTIME, "model size overflows memory");
-    m->n_params = c.total;
-    m->n_tensors = c.count;
-    m->tensors = xcalloc((size_t)c.count, sizeof(TensorInfo), "tensor table");
-    ListCtx lc = {m->tensors, 0, 0};
-    for_each_tensor(d, list_tensor, &lc);
-
+    m->n_tensors = n_tensors(d);
+    m->tensors = xcalloc((size_t)m->n_tensors, sizeof(TensorInfo), "tensor table");
+    m->n_params = list_tensors(d, m->tensors);
+    if (m->n_params == 0) die(EXIT_RUNTIME, "model size overflows memory");
     size_t pbytes = m->n_params * sizeof(real);
     m->shares_params = shared_params != NULL;
     m->params = shared_params ? shared_params : xmalloc_aligned(pbytes, "parameters");
@@ -369,51 +444,23 @@ static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, rea
     }
     m->p.layers = xcalloc((size_t)L, sizeof(LayerParams), "layer views");
     m->g.layers = xcalloc((size_t)L, sizeof(LayerParams), "layer views");
-    set_param_views(&m->p, m->params, d);
-    set_param_views(&m->g, m->grads, d);
+    set_param_views(&m->p, m->params, m);
+    set_param_views(&m->g, m->grads, m);
 
     ActSizes as;
     if (!act_sizes(d, B, T, &as)) die(EXIT_RUNTIME, "activation size overflows memory");
     m->B = B;
     m->T = T;
-    m->act_memory = xmalloc_aligned(as.total * sizeof(real), "activations");
+    m->act_memory = xmalloc_aligned(as.acts * sizeof(real), "activations");
     m->gact_memory = xmalloc_aligned(as.grads * sizeof(real), "activation gradients");
-    size_t BT = (size_t)B * T, BTC = BT * C;
-    real *a = m->act_memory;
-    m->acts.encoded = a; a += BTC;
     m->acts.layers = xcalloc((size_t)L, sizeof(LayerActs), "activation views");
-    for (int l = 0; l < L; l++) {
-        LayerActs *la = &m->acts.layers[l];
-        la->ln1 = a; a += BTC;
-        la->ln1_mean = a; a += BT;
-        la->ln1_rstd = a; a += BT;
-        la->q = a; a += BTC;
-        la->k = a; a += BTC;
-        la->v = a; a += BTC;
-        la->att = a; a += BT * T * NH;
-        la->atty = a; a += BTC;
-        la->res2 = a; a += BTC;
-        la->ln2 = a; a += BTC;
-        la->ln2_mean = a; a += BT;
-        la->ln2_rstd = a; a += BT;
-        la->fch = a; a += 4 * BTC;
-        la->fch_gelu = a; a += 4 * BTC;
-        la->res3 = a; a += BTC;
-    }
-    m->acts.lnf = a; a += BTC;
-    m->acts.lnf_mean = a; a += BT;
-    m->acts.lnf_rstd = a; a += BT;
-    m->acts.logits = a; a += BT * V;
-    m->acts.losses = a;
-    real *g = m->gact_memory;
-    m->gacts.residual = g; g += BTC;
-    m->gacts.ln = g; g += BTC;
-    m->gacts.q = g; g += BTC;
-    m->gacts.k = g; g += BTC;
-    m->gacts.v = g; g += BTC;
-    m->gacts.atty = g; g += BTC;
-    m->gacts.fch = g; g += 4 * BTC;
-    m->gacts.logits = g;
+    real *a = m->act_memory, *g = m->gact_memory;
+    size_t total = 0;
+    carve_acts(ACTS_HEAD, ROWS(ACTS_HEAD), (char *)&m->acts, &a, &total, d, B, T);
+    for (int l = 0; l < L; l++) carve_acts(ACTS_LAYER, ROWS(ACTS_LAYER), (char *)&m->acts.layers[l], &a, &total, d, B, T);
+    carve_acts(ACTS_TAIL, ROWS(ACTS_TAIL), (char *)&m->acts, &a, &total, d, B, T);
+    carve_acts(GRAD_ACTS, ROWS(GRAD_ACTS), (char *)&m->gacts, &g, &total, d, B, T);
+    size_t BT = (size_t)B * T;
     m->attn_scratch = xmalloc_aligned(attention_scratch_size(T, m->head_dim) * (size_t)thread_max() * sizeof(real) + 64,
                                       "attention scratch");
     m->inputs = xcalloc(BT, sizeof(int), "inputs");
@@ -430,7 +477,36 @@ void gpt_enable_batch_threads(GPT *m, int n_threads, int B, int T) {
     m->workers = xcalloc((size_t)n_threads, sizeof(GPT), "batch workers");
     m->n_workers = n_threads;
     int rows = (B + n_threads - 1) / n_threads;  // the largest share
-    for (int i = 0; i < n_threads; i++) build(&m->workers[i], &m->dims, m->attn_scale, rows, T, m->params);
+    for (int i = 0; i < n_threads; i++) build(&m->workers[i], &m->dims, m->attn.scale, rows, T, m->params);
+}
+
+void gpt_set_attention(GPT *m, const AttentionImpl *impl, const AttnSpec *spec) {
+    m->attn_impl = impl;
+    m->attn = *spec;
+    for (int i = 0; i < m->n_workers; i++) gpt_set_attention(&m->workers[i], impl, spec);
+}
+
+int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const char *axis) {
+    static const char *const masks[] = {"causal", "zero", "none"}, *const axes[] = {"keys", "queries"};
+    AttnSpec spec = m->attn;
+    int mi = -1, ai = -1;
+    for (int i = 0; i < 3; i++) if (strcmp(mask, masks[i]) == 0) mi = i;
+    for (int i = 0; i < 2; i++) if (strcmp(axis, axes[i]) == 0) ai = i;
+    const AttentionImpl *ip = strcmp(impl, "fast") == 0 ? &attention_fast : strcmp(impl, "reference") == 0 ? &attention_reference : NULL;
+    if (mi < 0 || ai < 0 || !ip) return 0;
+    spec.mask = (AttnMask)mi;  // the enums follow the names' order
+    spec.axis = (SoftmaxAxis)ai;
+    gpt_set_attention(m, ip, &spec);
+    return 1;
+}
+
+int gpt_attention_falls_back(const GPT *m) { return !m->attn_impl->supports(&m->attn); }
+
+// The implementation a pass runs: the model's, unless it collects statistics or cannot compute
+// the model's spec; the definition (attention.c) then runs.
+static const AttentionImpl *attention_impl(const GPT *m) {
+    if ((m->collect_stats && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn)) return &attention_reference;
+    return m->attn_impl;
 }
 
 void gpt_free(GPT *m) {
@@ -454,32 +530,25 @@ void gpt_free(GPT *m) {
     memset(m, 0, sizeof *m);
 }
 
-static int ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 void gpt_init(GPT *m, int init_scheme, Rng *rng) {
     int L = m->dims.n_layer, C = m->dims.n_embd;
     for (int i = 0; i < m->n_tensors; i++) {
         const TensorInfo *t = &m->tensors[i];
         real *p = m->params + t->offset;
-        if (t->ndim == 1) {  // LayerNorm: weight 1, bias 0
-            real val = ends_with(t->name, "_w") ? 1 : 0;
-            for (size_t j = 0; j < t->size; j++) p[j] = val;
+        if (t->init == PINIT_ONES || t->init == PINIT_ZEROS) {  // LayerNorm: gain 1, bias 0
+            for (size_t j = 0; j < t->size; j++) p[j] = t->init == PINIT_ONES ? 1 : 0;
             continue;
         }
         double std;
-        int is_embedding = strcmp(t->name, "wte") == 0 || strcmp(t->name, "wpe") == 0;
         if (init_scheme == INIT_GPT2) {
             std = 0.02;
             // residual projections add into the stream once per layer: scale them down so the
             // stream's variance does not grow with depth (GPT-2)
-            if (ends_with(t->name, ".wo") || ends_with(t->name, ".w_proj")) std /= sqrt(2.0 * L);
+            if (t->init == PINIT_RESIDUAL) std /= sqrt(2.0 * L);
         } else {
             // fan_in: unit-variance inputs give unit-variance outputs; the embeddings feed the
             // tied head, whose fan-in is C
-            std = 1.0 / sqrt(is_embedding ? (double)C : (double)t->shape[0]);
+            std = 1.0 / sqrt(t->init == PINIT_EMBEDDING ? (double)C : (double)t->shape[0]);
         }
         for (size_t j = 0; j < t->size; j++) p[j] = (real)(std * rng_normal(rng));
     }
@@ -522,18 +591,18 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
         gpt_phase(m, PHASE_MATMUL_FWD);
         qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         gpt_phase(m, PHASE_ATTENTION);
-        attention_forward(A->atty, A->att, m->attn_scratch, A->q, A->k, A->v, B, T, C, NH, m->attn_scale,
-                          m->collect_stats ? &m->attn_stats[l * NH] : NULL);
+        attention_impl(m)->forward(A->atty, A->att, m->attn_scratch, A->q, A->k, A->v, B, T, C, NH, &m->attn,
+                                   m->collect_stats ? &m->attn_stats[l * NH] : NULL);
         gpt_phase(m, PHASE_MATMUL_FWD);
         matmul_forward(A->res2, A->atty, P->wo, N, C, C);
         gpt_phase(m, PHASE_OTHER);
         residual_forward(A->res2, A->res2, residual, (size_t)N * C);
         layernorm_forward(A->ln2, A->ln2_mean, A->ln2_rstd, A->res2, P->ln2_w, P->ln2_b, N, C);
         gpt_phase(m, PHASE_MATMUL_FWD);
-        matmul_forward(A->fch, A->ln2, P->w_fc, N, C, 4 * C);
+        matmul_forward(A->fc_dgelu, A->ln2, P->w_fc, N, C, 4 * C);
         gpt_phase(m, PHASE_OTHER);
-        // fch is not needed after this: it is replaced by GELU'(fch), which is all backward needs
-        gelu_forward(A->fch_gelu, A->fch, A->fch, (size_t)N * 4 * C);
+        // x = ln2 W_fc is not needed after GELU(x): GELU'(x) replaces it, all backward needs
+        gelu_forward(A->fch_gelu, A->fc_dgelu, A->fc_dgelu, (size_t)N * 4 * C);
         gpt_phase(m, PHASE_MATMUL_FWD);
         matmul_forward(A->res3, A->fch_gelu, P->w_proj, N, 4 * C, C);
         gpt_phase(m, PHASE_OTHER);
@@ -575,7 +644,8 @@ static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int 
         for (int k = t; k < n; k += nth) {
             int r0 = share_start(B, n, k), r1 = share_start(B, n, k + 1);
             GPT *w = &m->workers[k];
-            w->attn_scale = m->attn_scale;
+            w->attn = m->attn;
+            w->attn_impl = m->attn_impl;
             w->profile = m->profile && k == 0;  // the benchmark's phases are worker 0's
             share_loss[k] = gpt_forward(w, x + (size_t)r0 * T, y + (size_t)r0 * T, r1 - r0, T);
             if (backward) gpt_backward(w);
@@ -645,7 +715,7 @@ void gpt_backward(GPT *m) {
     // the rows) and wpe (over the batch). wte is stored by the LM head and the encoder adds to it.
     for (int i = 0; i < m->n_tensors; i++) {
         const TensorInfo *t = &m->tensors[i];
-        if (t->ndim == 1 || strcmp(t->name, "wpe") == 0) memset(m->grads + t->offset, 0, t->size * sizeof(real));
+        if (t->grad_summed) memset(m->grads + t->offset, 0, t->size * sizeof(real));
     }
     memset(G->logits, 0, (size_t)N * V * sizeof(real));
     crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V);
@@ -671,7 +741,7 @@ void gpt_backward(GPT *m) {
         matmul_backward(G->fch, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C,
                         GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_OTHER);
-        gelu_backward(G->fch, A->fch, G->fch, 4 * NC, GRAD_STORE);  // A->fch holds GELU'
+        gelu_backward(G->fch, A->fc_dgelu, G->fch, 4 * NC, GRAD_STORE);
         gpt_phase(m, PHASE_MATMUL_BWD);
         matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C, GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_OTHER);
@@ -681,10 +751,9 @@ void gpt_backward(GPT *m) {
         gpt_phase(m, PHASE_MATMUL_BWD);
         matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_ATTENTION);
-        attention_backward(G->q, G->k, G->v, m->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
-                           B, T, C, NH, m->attn_scale,
-                           m->collect_stats ? &m->attn_stats[l * NH] : NULL,
-                           m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL, GRAD_STORE);
+        attention_impl(m)->backward(G->q, G->k, G->v, m->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
+                                    B, T, C, NH, &m->attn, m->collect_stats ? &m->attn_stats[l * NH] : NULL,
+                                    m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL, GRAD_STORE);
         gpt_phase(m, PHASE_MATMUL_BWD);
         qkv_backward(G->ln, dP->wq, dP->wk, dP->wv, G->q, G->k, G->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         gpt_phase(m, PHASE_OTHER);
@@ -710,8 +779,7 @@ double gpt_grad_norm(const GPT *m) {
         for (long c = 0; c < cnt; c++) {
             size_t lo = (size_t)(base + c) * GRAD_NORM_CHUNK;
             size_t hi = lo + GRAD_NORM_CHUNK < n ? lo + GRAD_NORM_CHUNK : n;
-            // squares (deviations from 0) in LayerNorm's fixed lanes: one chain of dependent adds
-            // took ~7 ms of a W2 step
+            // squares (deviations from 0) in LayerNorm's fixed lanes, not one chain of dependent adds
             partial[c] = row_sum_sq_dev(m->grads + lo, 0.0, (int)(hi - lo));
         }
         for (long c = 0; c < cnt; c++) total += partial[c];
@@ -775,6 +843,54 @@ double gpt_flops_per_step(const GPT *m, int B, int T) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// the honest loss
+
+int gpt_attention_is_causal(const GPT *m) { return m->attn.mask == ATTN_MASK_CAUSAL && m->attn.axis == SOFTMAX_OVER_KEYS; }
+
+// -log softmax(logits)[target], in double
+static double token_loss(const real *logits, int V, int target) {
+    double maxv = logits[0], sum = 0.0;
+    for (int i = 1; i < V; i++) maxv = logits[i] > maxv ? logits[i] : maxv;
+    for (int i = 0; i < V; i++) sum += exp((double)logits[i] - maxv);
+    return maxv + log(sum) - (double)logits[target];
+}
+
+double gpt_generation_loss(GPT *m, const int *x, const int *y, int n, int T, double *teacher_forced) {
+    int V = m->dims.vocab_size;
+    if (T > m->dims.block_size || T > m->T || n < 1) die(EXIT_RUNTIME, "internal: generation loss over (%d,%d)", n, T);
+    double total = 0.0, forced = 0.0;
+    real *logits = xmalloc((size_t)V * sizeof(real), "logits");
+    KVCache cache;
+    int causal = gpt_attention_is_causal(m);
+    if (causal) kv_cache_init(&cache, m);
+    for (int w = 0; w < n; w++) {
+        const int *xw = x + (size_t)w * T, *yw = y + (size_t)w * T;
+        if (causal) {
+            cache.len = 0;  // position t is decoded after positions 0..t-1, seeing only them
+            for (int t = 0; t < T; t++) {
+                gpt_decode_step(m, &cache, xw[t], logits);
+                total += token_loss(logits, V, yw[t]);
+            }
+        } else {
+            for (int t = 0; t < T; t++) {  // the prefix 0..t, its last position predicting y[t]
+                gpt_forward(m, xw, NULL, 1, t + 1);
+                total += token_loss(m->acts.logits + (size_t)t * V, V, yw[t]);
+            }
+        }
+    }
+    if (teacher_forced) {
+        for (int w0 = 0; w0 < n; w0 += m->B) {  // in batches the model has room for
+            int nb = n - w0 < m->B ? n - w0 : m->B;
+            forced += gpt_forward(m, x + (size_t)w0 * T, y + (size_t)w0 * T, nb, T) * nb;
+        }
+        *teacher_forced = forced / n;
+    }
+    if (causal) kv_cache_free(&cache);
+    free(logits);
+    return total / ((double)n * T);
+}
+
+// ---------------------------------------------------------------------------------------------
 // attention statistics
 
 static int cmp_real(const void *a, const void *b) {
@@ -788,6 +904,16 @@ static double slice_norm(const real *g, size_t n) {
     return sqrt(s);
 }
 
+// The per-head statistics averaged over all layers and heads (score_absmax: the max over them)
+static const size_t HEAD_MEAN_FIELDS[] = {
+    offsetof(HeadStats, entropy),     offsetof(HeadStats, entropy_norm), offsetof(HeadStats, max_weight),
+    offsetof(HeadStats, frac_gt_090), offsetof(HeadStats, frac_gt_099),  offsetof(HeadStats, future_mass),
+    offsetof(HeadStats, score_std),   offsetof(HeadStats, gnorm_wq),     offsetof(HeadStats, gnorm_wk),
+    offsetof(HeadStats, gnorm_wv),    offsetof(HeadStats, gnorm_wo),     offsetof(HeadStats, ds_over_dp),
+    offsetof(HeadStats, row_gain_median),
+};
+static double *head_field(HeadStats *h, size_t offset) { return (double *)(void *)((char *)h + offset); }
+
 void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats *per_head, HeadStats *mean) {
     int L = m->dims.n_layer, NH = m->dims.n_head, C = m->dims.n_embd;
     size_t N = (size_t)B * T, CC = (size_t)C * C;
@@ -795,6 +921,8 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
     double loss = gpt_forward(m, x, y, B, T);
     gpt_backward(m);
     m->collect_stats = 0;
+    // the rows that see at least two keys: t >= 1 under the causal mask, all of them otherwise
+    int first_row = attention_visible_keys(&m->attn, 0, T) >= 2 ? 0 : 1;
     real *gains = xmalloc(N * sizeof(real), "row gains");
     HeadStats sum;
     memset(&sum, 0, sizeof sum);
@@ -810,6 +938,7 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
             hs.max_weight = s->max_weight / rows;
             hs.frac_gt_090 = s->rows_gt_090 / rows;
             hs.frac_gt_099 = s->rows_gt_099 / rows;
+            hs.future_mass = s->future_mass / rows;
             double mu = s->score_sum / s->score_n;
             double var = s->score_sumsq / s->score_n - mu * mu;
             hs.score_std = sqrt(var > 0 ? var : 0);
@@ -819,44 +948,23 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
             hs.gnorm_wv = gv;
             hs.gnorm_wo = go;
             hs.ds_over_dp = s->dp_sumsq > 0 ? sqrt(s->ds_sumsq / s->dp_sumsq) : NAN;
-            // median over the causal rows t >= 1 of every sequence in the batch
+            // median over those rows of every sequence in the batch
             size_t n = 0;
             for (int b = 0; b < B; b++)
-                for (int t = 1; t < T; t++) gains[n++] = m->row_gain[(size_t)l * N * NH + ((size_t)b * NH + h) * T + t];
+                for (int t = first_row; t < T; t++) gains[n++] = m->row_gain[(size_t)l * N * NH + ((size_t)b * NH + h) * T + t];
             qsort(gains, n, sizeof(real), cmp_real);
             hs.row_gain_median = n == 0 ? NAN : n % 2 ? gains[n / 2] : 0.5 * ((double)gains[n / 2 - 1] + gains[n / 2]);
             hs.loss = loss;
             if (per_head) per_head[l * NH + h] = hs;
-            sum.entropy += hs.entropy;
-            sum.entropy_norm += hs.entropy_norm;
-            sum.max_weight += hs.max_weight;
-            sum.frac_gt_090 += hs.frac_gt_090;
-            sum.frac_gt_099 += hs.frac_gt_099;
-            sum.score_std += hs.score_std;
+            for (size_t f = 0; f < sizeof HEAD_MEAN_FIELDS / sizeof HEAD_MEAN_FIELDS[0]; f++)
+                *head_field(&sum, HEAD_MEAN_FIELDS[f]) += *head_field(&hs, HEAD_MEAN_FIELDS[f]);
             if (hs.score_absmax > sum.score_absmax) sum.score_absmax = hs.score_absmax;
-            sum.gnorm_wq += hs.gnorm_wq;
-            sum.gnorm_wk += hs.gnorm_wk;
-            sum.gnorm_wv += hs.gnorm_wv;
-            sum.gnorm_wo += hs.gnorm_wo;
-            sum.ds_over_dp += hs.ds_over_dp;
-            sum.row_gain_median += hs.row_gain_median;
         }
     }
-    double k = (double)L * NH;
     if (mean) {
-        mean->entropy = sum.entropy / k;
-        mean->entropy_norm = sum.entropy_norm / k;
-        mean->max_weight = sum.max_weight / k;
-        mean->frac_gt_090 = sum.frac_gt_090 / k;
-        mean->frac_gt_099 = sum.frac_gt_099 / k;
-        mean->score_std = sum.score_std / k;
-        mean->score_absmax = sum.score_absmax;  // the max over all heads, not a mean
-        mean->gnorm_wq = sum.gnorm_wq / k;
-        mean->gnorm_wk = sum.gnorm_wk / k;
-        mean->gnorm_wv = sum.gnorm_wv / k;
-        mean->gnorm_wo = sum.gnorm_wo / k;
-        mean->ds_over_dp = sum.ds_over_dp / k;
-        mean->row_gain_median = sum.row_gain_median / k;
+        *mean = sum;  // score_absmax: the max over all heads, not a mean
+        for (size_t f = 0; f < sizeof HEAD_MEAN_FIELDS / sizeof HEAD_MEAN_FIELDS[0]; f++)
+            *head_field(mean, HEAD_MEAN_FIELDS[f]) /= (double)L * NH;
         mean->loss = loss;
     }
     free(gains);
@@ -866,22 +974,31 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
 // ---------------------------------------------------------------------------------------------
 // generation with a key/value cache
 
+// One position's scratch of decoding, in layout order (x first: kv_cache_free frees from it).
+typedef enum { S_C, S_4C, S_TMAX, S_STAT } DecodeSize;
+static const struct { DecodeSize size; size_t view; } DECODE_SCRATCH[] = {
+    {S_C, offsetof(KVCache, x)},    {S_C, offsetof(KVCache, ln)},      {S_C, offsetof(KVCache, q)},
+    {S_C, offsetof(KVCache, atty)}, {S_C, offsetof(KVCache, tmp)},     {S_4C, offsetof(KVCache, h)},
+    {S_4C, offsetof(KVCache, h_gelu)}, {S_TMAX, offsetof(KVCache, scores)},
+    {S_STAT, offsetof(KVCache, stat)},  // mean and rstd of one LayerNorm row
+};
+
+static size_t decode_reals(DecodeSize size, int C, int T) {
+    return size == S_C ? (size_t)C : size == S_4C ? 4 * (size_t)C : size == S_TMAX ? (size_t)T : 2;
+}
+
 void kv_cache_init(KVCache *c, const GPT *m) {
     int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd;
-    size_t kv = (size_t)L * T * C;
+    size_t kv = (size_t)L * T * C, reals = 0;
     c->len = 0;
     c->k = xmalloc_aligned(kv * sizeof(real), "key cache");
     c->v = xmalloc_aligned(kv * sizeof(real), "value cache");
-    real *s = xmalloc_aligned((size_t)(5 * C + 8 * C + T + 2) * sizeof(real), "decoding scratch");
-    c->x = s; s += C;
-    c->ln = s; s += C;
-    c->q = s; s += C;
-    c->atty = s; s += C;
-    c->tmp = s; s += C;
-    c->h = s; s += 4 * C;
-    c->h_gelu = s; s += 4 * C;
-    c->scores = s; s += T;
-    c->stat = s;  // mean and rstd of one LayerNorm row
+    for (int i = 0; i < ROWS(DECODE_SCRATCH); i++) reals += decode_reals(DECODE_SCRATCH[i].size, C, T);
+    real *s = xmalloc_aligned(reals * sizeof(real), "decoding scratch");
+    for (int i = 0; i < ROWS(DECODE_SCRATCH); i++) {
+        *(real **)(void *)((char *)c + DECODE_SCRATCH[i].view) = s;
+        s += decode_reals(DECODE_SCRATCH[i].size, C, T);
+    }
 }
 
 void kv_cache_free(KVCache *c) {
@@ -895,8 +1012,12 @@ void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits) {
     int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, V = m->dims.vocab_size;
     if (n < 1 || n > T || n > m->T) die(EXIT_RUNTIME, "internal: prefill of %d tokens (block %d)", n, T);
     // one batched forward pass (matrix products, not n matrix-vector ones), then keep its keys
-    // and values; every row is computed exactly as gpt_decode_step would
+    // and values; every row is computed exactly as gpt_decode_step would, by the engine, whose
+    // rows attention_decode_step reproduces bit for bit
+    const AttentionImpl *impl = m->attn_impl;
+    m->attn_impl = &attention_fast;
     gpt_forward(m, tokens, NULL, 1, n);
+    m->attn_impl = impl;
     for (int l = 0; l < L; l++) {
         memcpy(c->k + (size_t)l * T * C, m->acts.layers[l].k, (size_t)n * C * sizeof(real));
         memcpy(c->v + (size_t)l * T * C, m->acts.layers[l].v, (size_t)n * C * sizeof(real));
@@ -918,7 +1039,7 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
         matmul_forward(c->q, c->ln, P->wq, 1, C, C);
         matmul_forward(k_cache + (size_t)pos * C, c->ln, P->wk, 1, C, C);
         matmul_forward(v_cache + (size_t)pos * C, c->ln, P->wv, 1, C, C);
-        attention_decode_step(c->atty, c->scores, c->q, k_cache, v_cache, pos, C, NH, m->attn_scale);
+        attention_decode_step(c->atty, c->scores, c->q, k_cache, v_cache, pos, C, NH, m->attn.scale);
         matmul_forward(c->tmp, c->atty, P->wo, 1, C, C);
         residual_forward(c->x, c->tmp, c->x, (size_t)C);
         layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln2_w, P->ln2_b, 1, C);

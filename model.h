@@ -19,14 +19,22 @@ enum { INIT_GPT2 = 0, INIT_FAN_IN = 1 };
 // Phases of a training step, for the benchmark's breakdown.
 enum { PHASE_MATMUL_FWD, PHASE_MATMUL_BWD, PHASE_ATTENTION, PHASE_OTHER, PHASE_OPTIMIZER, PHASE_COUNT, PHASE_NONE = -1 };
 
-// A named view into the parameter buffer, in checkpoint order.
+// How a parameter tensor starts (gpt_init): LayerNorm gains 1 and biases 0; the matrices drawn
+// from a normal, the residual projections (wo, w_proj) scaled down under GPT-2's init and the
+// embeddings scaled by their width under fan_in.
+typedef enum { PINIT_ONES, PINIT_ZEROS, PINIT_EMBEDDING, PINIT_MATRIX, PINIT_RESIDUAL } ParamInit;
+
+// A named view into the parameter buffer, in checkpoint order; model.c's parameter table
+// (PARAMS_*) is the one place that lists them.
 #define TENSOR_NAME_MAX 32
 typedef struct {
     char name[TENSOR_NAME_MAX];   // e.g. "wte", "layer0.wq"
-    int ndim;                     // 1 or 2
+    int ndim;                     // 1 or 2; AdamW decays the 2-D ones (the matrices)
     int shape[2];
     size_t offset;                // into the parameter buffer, in reals
     size_t size;                  // element count
+    ParamInit init;
+    int grad_summed;              // its gradient is a sum over rows, cleared before each backward
 } TensorInfo;
 
 // Views of one layer's parameters. Linear weights are stored (in, out): y = x W.
@@ -54,7 +62,8 @@ typedef struct {
     real *atty;                       // (B,T,C) P V, before Wo
     real *res2;                       // (B,T,C) residual after attention
     real *ln2, *ln2_mean, *ln2_rstd;  // (B,T,C), (B,T), (B,T)
-    real *fch, *fch_gelu;             // (B,T,4C) each; fch becomes GELU'(fch) in the forward
+    real *fc_dgelu;                   // (B,T,4C) the MLP's ln2 W_fc, then GELU' of it (all backward needs)
+    real *fch_gelu;                   // (B,T,4C) GELU(ln2 W_fc)
     real *res3;                       // (B,T,C) residual after the MLP = the layer's output
 } LayerActs;
 
@@ -70,13 +79,14 @@ typedef struct {
 typedef struct {
     real *residual;                   // (B,T,C) gradient flowing down the residual stream
     real *ln, *q, *k, *v, *atty;      // (B,T,C)
-    real *fch;                        // (B,T,4C) gradient of fch_gelu, turned into fch's in place
+    real *fch;                        // (B,T,4C) dL/d GELU(ln2 W_fc), turned into dL/d(ln2 W_fc) in place
     real *logits;                     // (B,T,V)
 } GradActs;
 
 typedef struct GPT {
     ModelDims dims;
-    real attn_scale;                  // multiplies Q K^T; 1/sqrt(head_dim) is the default
+    AttnSpec attn;                    // the scale of Q K^T, the mask and the softmax axis
+    const AttentionImpl *attn_impl;   // the engine (attention_fast) unless set otherwise
     int head_dim;
 
     size_t n_params;
@@ -120,7 +130,17 @@ void gpt_phase(GPT *m, int phase);
 // overflows size_t. Checked before allocating so absurd configs are refused with the size.
 size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out);
 // Allocate everything for dims and a batch capacity (B,T). Parameters are zero until gpt_init.
+// Attention: the causal softmax over keys with attn_scale, computed by attention_fast.
 void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T);
+// Which attention the model computes (spec) and which implementation trains it. Passes that
+// collect statistics, and specs the implementation does not support, run the definition.
+void gpt_set_attention(GPT *m, const AttentionImpl *impl, const AttnSpec *spec);
+// The same from the configuration's names: impl "fast" or "reference", mask "causal", "zero" or
+// "none", axis "keys" or "queries" (the scale stays gpt_build's). Returns 0 on an unknown name.
+int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const char *axis);
+// Whether the attention of a pass over the model runs the definition because the chosen
+// implementation does not compute its spec (the engine computes the causal softmax over keys).
+int gpt_attention_falls_back(const GPT *m);
 void gpt_free(GPT *m);
 // Draw the initial parameters from rng, tensor by tensor in checkpoint order.
 void gpt_init(GPT *m, int init_scheme, Rng *rng);
@@ -175,6 +195,18 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits);
 // and write the logits after the last one. Same values as n decode steps.
 void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits);
 
+// ---- the honest loss ----
+// Whether the model's attention is the correct one (causal mask, softmax over keys): position t
+// then depends on tokens 0..t only, so the usual teacher-forced loss is what generation gets.
+int gpt_attention_is_causal(const GPT *m);
+// gen_loss: the mean cross-entropy of predicting y[w][t] (the token after x[w][t]) from
+// x[w][0..t] only, exactly as generation sees them, over n windows of T tokens (x, y are (n,T)).
+// For the correct model, KV-cache decoding gives every position at the cost of one forward; a
+// model that sees the future (a masking or softmax-axis mistake) runs one forward per prefix,
+// taking its last position. *teacher_forced (may be NULL) receives the usual loss over the same
+// windows, in which every position sees the whole window. Needs T <= block_size and m->T >= T.
+double gpt_generation_loss(GPT *m, const int *x, const int *y, int n, int T, double *teacher_forced);
+
 // ---- attention statistics on a probe batch ----
 // One (layer, head)'s statistics, or their average over all layers and heads.
 typedef struct {
@@ -183,6 +215,7 @@ typedef struct {
     double max_weight;       // mean row max weight
     double frac_gt_090;      // fraction of rows whose max weight > 0.9
     double frac_gt_099;      // ... > 0.99
+    double future_mass;      // mean weight a row puts on positions after its own: 0 when causal
     double score_std;        // standard deviation of the scaled scores S (unmasked entries)
     double score_absmax;     // max |S|
     double gnorm_wq, gnorm_wk, gnorm_wv, gnorm_wo;  // ||dL/dW|| of the layer's whole matrices

@@ -1,6 +1,5 @@
 // sample.c: generate text from a checkpoint, and draw attention maps for a prompt.
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,25 +13,35 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top_k K] [--seed S]\n"
+            "usage: sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
             "                         [--attention-map FILE.svg]\n"
             "\n"
             "Generates N characters (default 500) after PROMPT (default a newline) from a checkpoint\n"
-            "written by ./train. temperature > 0 (default 0.8) sharpens (<1) or flattens (>1) the\n"
-            "distribution; top_k keeps only the K most likely characters (default 40, 0 = all).\n"
+            "written by ./train. temperature (default 0.8) sharpens (<1) or flattens (>1) the\n"
+            "distribution; 0 is greedy decoding (always the most likely character, whatever the seed).\n"
+            "top-k keeps only the K most likely characters (default 40, 0 = all). Multi-word options may\n"
+            "also be written with an underscore (--top_k, --attention_map).\n"
             "--attention-map writes the attention weights of every layer and head for the prompt as\n"
             "labelled heatmaps in one SVG file (then no text is generated unless --tokens is given).\n"
             "Generation keeps a key/value cache: each character costs one position's forward pass. The\n"
-            "context is the last block_size characters; when it is full it restarts from its last half.\n");
+            "context is the last block_size characters; when it is full it restarts from its last half.\n"
+            "A model trained with an attention mistake (model.attn_mask zero or none, model.softmax_axis\n"
+            "queries) sees the future, so it recomputes its window for every character instead.\n");
 }
 
-static double parse_num(const char *opt, const char *v, double lo, double hi) {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || *end || errno || !(x >= lo && x <= hi))
-        die(EXIT_USAGE, "%s expects a number from %g to %g, got '%s'", opt, lo, hi, v);
-    return x;
+static const char *const OPTIONS[] = {"--prompt", "--tokens", "--temperature", "--top-k", "--seed", "--attention-map"};
+#define N_OPTIONS (int)(sizeof OPTIONS / sizeof OPTIONS[0])
+
+// An option's canonical spelling: "--top_k" is "--top-k" (both styles are accepted).
+static void canonical_option(char *name) {
+    for (char *p = name + 2; *p; p++)
+        if (*p == '_') *p = '-';
+}
+
+static _Noreturn void unknown_option(const char *arg, const char *name) {
+    const char *guess = closest_name(name, OPTIONS, N_OPTIONS);
+    if (guess) die(EXIT_USAGE, "unknown option '%s' (did you mean '%s'?)", arg, guess);
+    die(EXIT_USAGE, "unknown option '%s' (see --help)", arg);
 }
 
 int main(int argc, char **argv) {
@@ -44,6 +53,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout); return 0; }
+        if (a[0] == '-' && a[1] != '-' && a[1] != 0) die(EXIT_USAGE, "unknown option '%s' (see --help)", a);
         if (a[0] == '-' && a[1] == '-') {
             const char *eq = strchr(a, '=');
             char name[64];
@@ -51,19 +61,22 @@ int main(int argc, char **argv) {
             if (n >= sizeof name) die(EXIT_USAGE, "unknown option '%s' (see --help)", a);
             memcpy(name, a, n);
             name[n] = 0;
+            char canon[64];  // errors name the option as typed; matching uses the canonical spelling
+            memcpy(canon, name, n + 1);
+            canonical_option(canon);
             const char *v = eq ? eq + 1 : NULL;
-            int known = !strcmp(name, "--prompt") || !strcmp(name, "--tokens") || !strcmp(name, "--temperature") ||
-                        !strcmp(name, "--top_k") || !strcmp(name, "--seed") || !strcmp(name, "--attention-map");
-            if (!known) die(EXIT_USAGE, "unknown option '%s' (see --help)", a);
+            int known = 0;
+            for (int k = 0; k < N_OPTIONS; k++) known |= !strcmp(canon, OPTIONS[k]);
+            if (!known) unknown_option(a, canon);
             if (!v) {
                 if (i + 1 >= argc) die(EXIT_USAGE, "%s needs a value", name);
                 v = argv[++i];
             }
-            if (!strcmp(name, "--prompt")) prompt = v;
-            else if (!strcmp(name, "--tokens")) { tokens = (int)parse_num(name, v, 0, 1e7); tokens_given = 1; }
-            else if (!strcmp(name, "--temperature")) temperature = parse_num(name, v, 1e-6, 100);
-            else if (!strcmp(name, "--top_k")) top_k = (int)parse_num(name, v, 0, 1e7);
-            else if (!strcmp(name, "--seed")) seed = (long)parse_num(name, v, 0, 2147483647.0);
+            if (!strcmp(canon, "--prompt")) prompt = v;
+            else if (!strcmp(canon, "--tokens")) { tokens = (int)flag_integer(name, v, 0, 10000000); tokens_given = 1; }
+            else if (!strcmp(canon, "--temperature")) temperature = flag_number(name, v, 0, 100);
+            else if (!strcmp(canon, "--top-k")) top_k = (int)flag_integer(name, v, 0, 10000000);
+            else if (!strcmp(canon, "--seed")) seed = (long)flag_integer(name, v, 0, 2147483647);
             else map_path = v;
             continue;
         }
@@ -74,7 +87,10 @@ int main(int argc, char **argv) {
 
     char err[1024];
     Checkpoint ck;
+    // checkpoint_open validates the whole file (dimensions against the config record and the
+    // tensors' sizes, finite values, the restored state) before anything is built from it
     if (!checkpoint_open(&ck, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    if (!checkpoint_check_memory(&ck, 1, ck.dims.block_size, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     Config cfg;
     config_defaults(&cfg);
     if (!config_load_json(&cfg, ck.config_json, strlen(ck.config_json), ckpt_path, err, sizeof err) ||
@@ -82,6 +98,8 @@ int main(int argc, char **argv) {
         die(EXIT_RUNTIME, "%s", err);
     GPT m;
     gpt_build(&m, &ck.dims, (real)config_attn_scale(&cfg), 1, ck.dims.block_size);
+    if (!gpt_configure_attention(&m, cfg.attn_impl, cfg.attn_mask, cfg.softmax_axis))
+        die(EXIT_RUNTIME, "'%s': unknown attention setting in its config", ckpt_path);
     if (!checkpoint_restore(&ck, &m, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
 
     int *ptoks = xmalloc((strlen(prompt) + 1) * sizeof(int), "prompt");

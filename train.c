@@ -55,7 +55,7 @@ static const Comparison COMPARE_SCALING = {
 // anything the variants share (the data, the batches, the initial weights, the steps at which
 // all of them evaluate, probe and checkpoint).
 static const char *const COMPARABLE_KEYS[] = {
-    "model.attn_scale", "train.lr", "train.min_lr", "train.warmup_steps", "train.lr_decay_steps", "train.beta1",
+    "model.attn_scale", "model.attn_impl", "model.attn_mask", "model.softmax_axis", "train.lr", "train.min_lr", "train.warmup_steps", "train.lr_decay_steps", "train.beta1",
     "train.beta2", "train.eps", "train.weight_decay", "train.grad_clip", "train.max_bad_steps", "train.spike_zscore",
     "train.spike_window", NULL};
 
@@ -70,8 +70,9 @@ static const Comparison *parse_compare(const char *spec) {
     for (int i = 0; COMPARABLE_KEYS[i]; i++) known |= strlen(COMPARABLE_KEYS[i]) == klen && strncmp(COMPARABLE_KEYS[i], spec, klen) == 0;
     if (!eq || !known)
         die(EXIT_USAGE, "--compare expects KEY=V1,V2[,V3,V4] with a KEY that changes no shape and nothing the runs share"
-            " (model.attn_scale, train.lr, train.min_lr, train.warmup_steps, train.lr_decay_steps, train.beta1, train.beta2,"
-            " train.eps, train.weight_decay, train.grad_clip, ...), got '%s'", spec);
+            " (model.attn_scale, model.attn_impl, model.attn_mask, model.softmax_axis, train.lr, train.min_lr,"
+            " train.warmup_steps, train.lr_decay_steps, train.beta1, train.beta2, train.eps, train.weight_decay,"
+            " train.grad_clip, ...), got '%s'", spec);
     Comparison *c = &g_compare;
     memset(c, 0, sizeof *c);
     int w = snprintf(g_compare_what, sizeof g_compare_what, "%.*s", (int)klen, spec);

@@ -15,6 +15,7 @@
 
 #include "../checkpoint.h"
 #include "../config.h"
+#include "craft.h"
 #include "test.h"
 
 static char g_dir[64];
@@ -161,6 +162,9 @@ static const BadInput BAD_INPUTS[] = {
     {"sample without checkpoint", "./sample", 2, "CHECKPOINT", NULL},
     {"sample with bad temperature", "./sample @/run/checkpoint.bin --temperature=-1", 2, "--temperature", NULL},
     {"sample with unknown option", "./sample @/run/checkpoint.bin --frobnicate", 2, "--frobnicate", NULL},
+    {"sample with a misspelt option", "./sample @/run/checkpoint.bin --topk 3", 2, "'--topk'", "did you mean '--top-k'"},
+    {"sample with a misspelt option, underscore", "./sample @/run/checkpoint.bin --temprature=1", 2, "'--temprature=1'",
+     "did you mean '--temperature'"},
     // data (exit 1)
     {"missing data file", "./train @/cfg.json --data.path=@/nope.txt", 1, "nope.txt", NULL},
     {"empty data file", "./train @/cfg.json --data.path=@/empty.txt", 1, "empty", NULL},
@@ -186,6 +190,70 @@ static const BadInput BAD_INPUTS[] = {
     {"resume changing the model shape", "./train --resume @/run/checkpoint.bin --model.n_embd=32", 2, "shape", NULL},
     {"resume on text outside the vocabulary", "./train --resume @/run/checkpoint.bin --train.max_steps=50 --data.path=@/cfg.json",
      1, "vocabulary", NULL},
+    // nothing blocks: a FIFO, a device or a directory is refused before the first read (every
+    // row runs under a timeout: a hang fails it)
+    {"FIFO as config", "./train @/fifo", 2, "fifo", "FIFO"},
+    {"FIFO as data", "./train @/cfg.json --data.path=@/fifo", 1, "fifo", "FIFO"},
+    {"FIFO as checkpoint to resume", "./train --resume @/fifo", 1, "fifo", "FIFO"},
+    {"sample: FIFO as checkpoint", "./sample @/fifo", 1, "fifo", "FIFO"},
+    {"lab: FIFO as config", "./lab gradcheck @/fifo", 2, "fifo", "FIFO"},
+    {"sample: FIFO without reader as attention map", "./sample @/run/checkpoint.bin --prompt ab --attention-map @/fifo", 1,
+     "fifo", "no reader"},
+    {"/dev/zero as config", "./train /dev/zero", 2, "/dev/zero", "character device"},
+    {"/dev/zero as data", "./train @/cfg.json --data.path=/dev/zero", 1, "/dev/zero", "character device"},
+    {"/dev/zero as checkpoint to resume", "./train --resume /dev/zero", 1, "/dev/zero", "character device"},
+    {"sample: /dev/zero as checkpoint", "./sample /dev/zero", 1, "/dev/zero", "character device"},
+    {"lab: /dev/zero as config", "./lab gradcheck /dev/zero", 2, "/dev/zero", "character device"},
+    {"directory as config", "./train @/run", 2, "run", "directory"},
+    {"directory as checkpoint to resume", "./train --resume @/run", 1, "run", "directory"},
+    {"sample: directory as checkpoint", "./sample @/run", 1, "run", "directory"},
+    // checkpoints validated before anything is built from them (exit 1)
+    {"resume: dims disagree with the config record", "./train --resume @/ck_dims.bin", 1, "inconsistent", "n_layer"},
+    {"sample: dims disagree with the config record", "./sample @/ck_dims.bin", 1, "inconsistent", "n_layer"},
+    {"sample: crafted huge dims", "./sample @/ck_huge.bin", 1, "inconsistent", "wte"},
+    {"resume: crafted huge dims", "./train --resume @/ck_huge.bin", 1, "inconsistent", "wte"},
+    {"sample: dims disagree with the tensors", "./sample @/ck_layers.bin", 1, "inconsistent", "parameter tensors"},
+    {"resume: trailing garbage", "./train --resume @/ck_trailing.bin", 1, "trailing data", NULL},
+    {"sample: trailing garbage", "./sample @/ck_trailing.bin", 1, "trailing data", NULL},
+    {"resume: NaN parameter", "./train --resume @/ck_nan.bin", 1, "non-finite", "wte"},
+    {"sample: NaN parameter", "./sample @/ck_nan.bin", 1, "non-finite", "wte"},
+    {"resume: infinite optimizer state", "./train --resume @/ck_inf_adam.bin", 1, "non-finite", "adam_v.lnf_w"},
+    {"sample: infinite optimizer state", "./sample @/ck_inf_adam.bin", 1, "non-finite", "adam_v.lnf_w"},
+    {"resume: all-zero RNG state", "./train --resume @/ck_zero_rng.bin", 1, "all-zero random state", NULL},
+    {"sample: all-zero RNG state", "./sample @/ck_zero_rng.bin", 1, "all-zero random state", NULL},
+    {"resume: NaN best_val_loss", "./train --resume @/ck_nan_best.bin", 1, "best_val_loss", NULL},
+    {"sample: surrogate in the vocabulary", "./sample @/ck_surrogate.bin", 1, "invalid vocabulary", "0xDC00"},
+    {"resume: config record not JSON", "./train --resume @/ck_cfg_json.bin", 1, "invalid config record", "invalid JSON"},
+    {"sample: config record not UTF-8", "./sample @/ck_cfg_utf8.bin", 1, "invalid config record", "UTF-8"},
+    // configs: every string valid UTF-8, or refused with the byte offset (exit 2)
+    {"config not UTF-8", "./train @/c_utf8.json", 2, "UTF-8", "byte offset 15"},
+    {"config with a lone surrogate escape", "./train @/c_surrogate.json", 2, "c_surrogate.json", NULL},
+    {"override not UTF-8", "./train @/cfg.json '--sample.prompt=ab\xc3'", 2, "sample.prompt", "UTF-8"},
+    {"lab: config not UTF-8", "./lab gradcheck @/c_utf8.json", 2, "UTF-8", "byte offset 15"},
+    // strict numeric flags (exit 2, naming the flag and the value)
+    {"sample: hexadecimal --tokens", "./sample @/run/checkpoint.bin --tokens 0x10", 2, "--tokens", "'0x10'"},
+    {"sample: --tokens with a space", "./sample @/run/checkpoint.bin --tokens ' 5'", 2, "--tokens", "' 5'"},
+    {"sample: fractional --tokens", "./sample @/run/checkpoint.bin --tokens 2.7", 2, "--tokens", "'2.7'"},
+    {"sample: empty --tokens", "./sample @/run/checkpoint.bin --tokens=", 2, "--tokens", "''"},
+    {"sample: overflowing --tokens", "./sample @/run/checkpoint.bin --tokens 99999999999999999999", 2, "--tokens", "99999999999999999999"},
+    {"sample: exponent --top_k", "./sample @/run/checkpoint.bin --top_k 1e3", 2, "--top_k", "'1e3'"},
+    {"sample: negative --top_k", "./sample @/run/checkpoint.bin --top_k -1", 2, "--top_k", "'-1'"},
+    {"sample: fractional --seed", "./sample @/run/checkpoint.bin --seed 1.5", 2, "--seed", "'1.5'"},
+    {"sample: inf --temperature", "./sample @/run/checkpoint.bin --temperature inf", 2, "--temperature", "'inf'"},
+    {"sample: nan --temperature", "./sample @/run/checkpoint.bin --temperature nan", 2, "--temperature", "'nan'"},
+    {"sample: hexadecimal --temperature", "./sample @/run/checkpoint.bin --temperature 0x1p-1", 2, "--temperature", "0x1p-1"},
+    {"sample: --temperature with a space", "./sample @/run/checkpoint.bin --temperature ' 0.5'", 2, "--temperature", NULL},
+    {"lab: --T with a space", "./lab exercise --T ' 3'", 2, "--T", "' 3'"},
+    {"lab: hexadecimal --seed", "./lab exercise --seed 0x10", 2, "--seed", "'0x10'"},
+    {"lab: hexadecimal score", "./lab softmax --scores 0x10,1", 2, "--scores", "0x10"},
+    {"lab: infinite score", "./lab softmax --scores 1,inf", 2, "--scores", NULL},
+    // unknown short flags are named as such, and a missing command is a usage error (exit 2)
+    {"train: unknown short flag", "./train -x", 2, "unknown option '-x'", NULL},
+    {"sample: unknown short flag", "./sample -x", 2, "unknown option '-x'", NULL},
+    {"sample: unknown short flag after the checkpoint", "./sample @/run/checkpoint.bin -t 5", 2, "unknown option '-t'", NULL},
+    {"lab: unknown short flag", "./lab -x", 2, "unknown option '-x'", NULL},
+    {"lab: unknown short flag of a command", "./lab exercise -x", 2, "unknown option '-x'", NULL},
+    {"lab without a command", "./lab", 2, "COMMAND", "usage"},
     // another run's output directory (exit 2): a new run, a comparison, or a resume writing there
     {"new run over a finished run", "./train @/cfg.json", 2, "already holds a run (checkpoint.bin)", "--train.overwrite=true"},
     {"new run over a finished run offers the resume", "./train @/cfg.json", 2, "--resume @/out/checkpoint.bin", "--name"},
@@ -229,6 +297,8 @@ static const ConfigFixture CONFIG_FIXTURES[] = {
                       " \"train\": {\"batch_size\": 65536}}"},
     {"c_empty.json", ""},
     {"c_binary.json", "\x01\x02\x7f garbage \x10"},
+    {"c_utf8.json", "{\"name\": \"caf\xc3\xa9\xff\"}"},
+    {"c_surrogate.json", "{\"name\": \"x\\ud800y\"}"},
     {"c_longname.json", "{\"name\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
                         "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}"},
 };
@@ -241,6 +311,63 @@ static void expand(char *out, size_t n, const char *tmpl) {
         else out[o++] = *p;
     }
     out[o] = 0;
+}
+
+// Crafted checkpoints: the good one with one thing changed, and a valid CRC (tests/craft.h).
+static void craft_i64(Craft *c, const char *rec, int index, int64_t v) { memcpy(craft_find(c, rec)->data + 8 * (size_t)index, &v, 8); }
+static void craft_f32(Craft *c, const char *rec, size_t index, float v) { memcpy(craft_find(c, rec)->data + 4 * index, &v, 4); }
+static void craft_config(Craft *c, const char *from, const char *to) {
+    CraftRec *r = craft_find(c, "config");
+    char text[8192], out[8192];
+    snprintf(text, sizeof text, "%.*s", (int)r->bytes, (const char *)r->data);
+    char *at = strstr(text, from);
+    CHECK_MSG(at != NULL, "'%s' not in the config record", from);
+    if (!at) return;
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    craft_set(r, DT_U8, strlen(out), out, 1);
+}
+
+static void make_crafted_checkpoints(const char *good) {
+    static const char *const names[] = {"ck_dims.bin", "ck_huge.bin", "ck_layers.bin", "ck_nan.bin", "ck_inf_adam.bin",
+                                        "ck_zero_rng.bin", "ck_nan_best.bin", "ck_surrogate.bin", "ck_cfg_json.bin",
+                                        "ck_cfg_utf8.bin"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        Craft c;
+        if (!craft_load(&c, good)) { CHECK(0); return; }
+        switch (i) {
+        case 0: craft_i64(&c, "dims", 2, 3); break;  // n_layer 3 in dims, 2 in the config record
+        case 1:  // large dimensions, the config record agreeing, the tensors of the small model
+            craft_i64(&c, "dims", 1, 65536); craft_i64(&c, "dims", 2, 64); craft_i64(&c, "dims", 3, 64);
+            craft_i64(&c, "dims", 4, 8192);
+            craft_config(&c, "\"n_layer\": 2", "\"n_layer\": 64");
+            craft_config(&c, "\"n_head\": 2", "\"n_head\": 64");
+            craft_config(&c, "\"n_embd\": 16", "\"n_embd\": 8192");
+            craft_config(&c, "\"block_size\": 16", "\"block_size\": 65536");
+            break;
+        case 2: craft_i64(&c, "dims", 2, 3); craft_config(&c, "\"n_layer\": 2", "\"n_layer\": 3"); break;
+        case 3: craft_f32(&c, "wte", 7, NAN); break;
+        case 4: craft_f32(&c, "adam_v.lnf_w", 0, INFINITY); break;
+        case 5: memset(craft_find(&c, "rng")->data, 0, 32); break;
+        case 6: { double nan = NAN; memcpy(craft_find(&c, "best_val_loss")->data, &nan, 8); break; }
+        case 7: { uint32_t cp = 0xDC00; memcpy(craft_find(&c, "vocab")->data + craft_find(&c, "vocab")->bytes - 4, &cp, 4); break; }
+        case 8: craft_config(&c, "{", "{,"); break;
+        case 9: craft_config(&c, "\"tiny\"", "\"ti\xffny\""); break;
+        }
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", g_dir, names[i]);
+        CHECK(craft_write(&c, path));
+        craft_free(&c);
+    }
+    // trailing garbage: the good file with text appended
+    unsigned char *bytes = NULL;
+    size_t len = 0;
+    CHECK(file_bytes(good, &bytes, &len));
+    unsigned char *longer = malloc(len + 32);
+    memcpy(longer, bytes, len);
+    memcpy(longer + len, "appended by mistake\n", 20);
+    write_file("ck_trailing.bin", longer, len + 20);
+    free(longer);
+    free(bytes);
 }
 
 static void make_bad_input_fixture(void) {
@@ -282,6 +409,10 @@ static void make_bad_input_fixture(void) {
     write_file("good_copy.bin", good, len);
     free(bytes);
     free(good);
+    make_crafted_checkpoints(path);
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "%s/fifo", g_dir);
+    CHECK(mkfifo(fifo, 0600) == 0);
     write_sentinels();
 }
 
@@ -289,7 +420,7 @@ static void test_bad_input_table(void) {
     tmpdir();
     make_bad_input_fixture();
     size_t rows = sizeof BAD_INPUTS / sizeof BAD_INPUTS[0];
-    CHECK(rows >= 60);
+    CHECK(rows >= 100);
     for (size_t i = 0; i < rows; i++) {
         const BadInput *b = &BAD_INPUTS[i];
         char cmd[1024], n1[256] = "", n2[256] = "";
@@ -303,7 +434,8 @@ static void test_bad_input_table(void) {
         }
         int before = g_test_failed;
         g_test_failed = 0;
-        expect_error(run("%s", cmd), b->code, b->needle1 ? n1 : NULL, b->needle2 ? n2 : NULL);
+        // under a timeout: a program that blocks (on a FIFO, say) fails its row (exit 124)
+        expect_error(run("timeout -k 5 60 %s", cmd), b->code, b->needle1 ? n1 : NULL, b->needle2 ? n2 : NULL);
         if (g_test_failed) fprintf(stderr, "  ^ in row \"%s\": %s\n", b->name, cmd);
         g_test_failed |= before;
     }
@@ -329,6 +461,24 @@ static void test_help_and_version(void) {
     CHECK(run("./train --help") == 0 && strstr(g_out, "model.attn_scale") && strstr(g_out, "--resume"));
     CHECK(run("./train --version") == 0 && strstr(g_out, "OpenMP") && strstr(g_out, "SIMD"));
     CHECK(run("./sample --help") == 0 && strstr(g_out, "--prompt"));
+    cleanup();
+}
+
+// ./sample takes both spellings of its multi-word options (--top-k and --top_k), and temperature
+// 0 is greedy: the same text whatever the seed.
+static void test_sample_options(void) {
+    tmpdir();
+    CHECK(run("./train configs/default.json --train.max_steps=3 --sample.tokens=0 --train.out_dir=%s/run", g_dir) == 0);
+    static char a[sizeof g_out], b[sizeof g_out];
+    CHECK(run("./sample %s/run/checkpoint.bin --tokens 30 --top-k 5 --seed 3", g_dir) == 0);
+    snprintf(a, sizeof a, "%s", g_out);
+    CHECK(run("./sample %s/run/checkpoint.bin --tokens=30 --top_k=5 --seed=3", g_dir) == 0);
+    CHECK_MSG(strcmp(a, g_out) == 0 && strlen(a) > 30, "--top-k and --top_k gave different text");
+    CHECK(run("./sample %s/run/checkpoint.bin --tokens 30 --temperature 0 --seed 1", g_dir) == 0);
+    snprintf(b, sizeof b, "%s", g_out);
+    CHECK(run("./sample %s/run/checkpoint.bin --tokens 30 --temperature 0 --seed 2", g_dir) == 0);
+    CHECK_MSG(strcmp(b, g_out) == 0, "greedy sampling depends on the seed");
+    CHECK(run("./sample %s/run/checkpoint.bin --help", g_dir) == 0 && strstr(g_out, "--top-k") && !strstr(g_out, "[--top_k"));
     cleanup();
 }
 
@@ -761,6 +911,7 @@ const TestCase tests_cli[] = {
     {"cli_readme_documents_every_key", test_readme_documents_every_key},
     {"cli_bad_input_table", test_bad_input_table},
     {"cli_help_and_version", test_help_and_version},
+    {"cli_sample_options", test_sample_options},
     {"cli_bad_out_dir", test_bad_out_dir},
     {"cli_train_outputs_and_determinism", test_train_outputs_and_determinism},
     {"cli_resume_is_exact", test_resume_is_exact},

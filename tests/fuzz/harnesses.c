@@ -23,8 +23,11 @@ int fuzz_config_one(const uint8_t *data, size_t size) {
         char *json = config_to_json(&cfg);
         Config again;
         config_defaults(&again);
-        if (!config_load_json(&again, json, strlen(json), "round trip", err, sizeof err)) abort();
+        if (!config_load_json(&again, json, strlen(json), "round trip", err, sizeof err) ||
+            !config_finalize(&again, err, sizeof err))
+            abort();
         free(json);
+        if (memcmp(&cfg, &again, sizeof cfg) != 0) abort();  // the round trip gives the same config
     }
     // the same bytes as a command-line override
     char *arg = malloc(size + 1);
@@ -89,11 +92,18 @@ int fuzz_utf8_one(const uint8_t *data, size_t size) {
         vocab_build(&v, cps, n);
         for (size_t i = 0; i < n; i++)
             if (vocab_lookup(&v, cps[i]) < 0) abort();
+        // encoding the code points again gives the input back, byte for byte
         char buf[5];
-        for (size_t i = 0; i < n && i < 64; i++) utf8_encode(cps[i], buf);
+        size_t at = 0;
+        for (size_t i = 0; i < n; i++) {
+            int len = utf8_encode(cps[i], buf);
+            if (len <= 0 || at + (size_t)len > size || memcmp(data + at, buf, (size_t)len) != 0) abort();
+            at += (size_t)len;
+        }
+        if (at != size) abort();
         vocab_free(&v);
         free(cps);
-    } else if (bad > size) {
+    } else if (bad >= size) {
         abort();  // the reported offset must lie inside the input
     }
     char path[64], err[1024];

@@ -1,0 +1,490 @@
+// tests/browser_test.c: the lab's step-through pages in a real browser (make test-browser).
+//
+// For each page (./lab examples --html, ./lab exercise --html, and the exercise with --causal) it
+// asks ./lab for the page, its numbers (--json) and its terminal output, then opens the page in
+// headless Chromium once per step N and per size:
+//   FILE#step=N        at 1280x800: the DOM after the script ran (--dump-dom), a screenshot, and
+//                      the browser's network log
+//   FILE#step=N&alt=1  at 390x844 (a phone), with the unscaled panels switched on: DOM, screenshot
+// and checks that exactly step N is shown, with its title, its caption and every number of every
+// table equal to the JSON's printed with "%.6f" (the terminal's digits), the alternative panels
+// hidden or shown as the switch says, the status line and the buttons' state, and that no request
+// left the file. Then: the page without its script (every step shown in order), the buttons and
+// arrow keys (a copy of the page with a script that presses them and writes down what it saw),
+// and two control pages proving the network check sees a request when there is one.
+//
+// One line per check, then "N passed, N failed"; exit status 1 on any failure. Screenshots stay
+// in build/browser/ (or --out DIR) to be looked at. Without Chromium it says so and exits 0.
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "page_check.h"
+
+static int g_passed = 0, g_failed = 0;
+static char g_out[512] = "build/browser";
+static char g_abs[1024];  // g_out as an absolute path, for file:// addresses
+static const char *g_chromium = NULL;
+static int g_verbose = 0;
+
+static void result(int ok, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "ok  " : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+    if (ok) g_passed++;
+    else g_failed++;
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)(n > 0 ? n : 0) + 1);
+    size_t got = n > 0 ? fread(s, 1, (size_t)n, f) : 0;
+    s[got] = 0;
+    fclose(f);
+    return s;
+}
+
+static int write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    fputs(text, f);
+    return fclose(f) == 0;
+}
+
+static int sh(const char *fmt, ...) {
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    if (g_verbose) fprintf(stderr, "+ %s\n", cmd);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the browser
+
+// Open url headless at w x h. dom (may be NULL) receives --dump-dom's output, png a screenshot,
+// netlog the network log. A fresh empty profile each time; 90 s at most.
+static int chromium(const char *url, int w, int h, const char *dom, const char *png, const char *netlog) {
+    char prof[1100];
+    snprintf(prof, sizeof prof, "%s/profile", g_abs);
+    sh("rm -rf '%s'", prof);
+    if (mkdir(prof, 0700) != 0) return 0;
+    char extra[4200] = "";
+    size_t n = 0;
+    if (png) n += (size_t)snprintf(extra + n, sizeof extra - n, " --screenshot='%s'", png);
+    if (netlog) n += (size_t)snprintf(extra + n, sizeof extra - n, " --log-net-log='%s'", netlog);
+    if (dom) snprintf(extra + n, sizeof extra - n, " --dump-dom");
+    // the flags that keep Chromium from reaching out on its own (updates, sync, ...) and let it
+    // run as root in a container
+    int rc = sh("timeout 90 '%s' --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+                "--disable-background-networking --disable-component-update --disable-sync "
+                "--disable-default-apps --disable-extensions --mute-audio --user-data-dir='%s' "
+                "--window-size=%d,%d%s '%s' >'%s' 2>'%s/chromium.log'",
+                g_chromium, prof, w, h, extra, url, dom ? dom : "/dev/null", g_abs);
+    sh("rm -rf '%s'", prof);
+    return rc == 0;
+}
+
+// The page's own requests in a network log: events with a URL whose initiator is the page (a
+// file:// document has the opaque origin "null") or whose isolation key is the file's, as
+// opposed to Chromium's own background requests ("not an origin"). Returns their count, the
+// first URL in first; -1 when the log cannot be read.
+static int page_requests(const char *netlog, char *first, size_t n) {
+    char *text = slurp(netlog);
+    if (!text) return -1;
+    // a log cut off at exit lacks its closing "]}"
+    size_t len = strlen(text);
+    while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == ',')) text[--len] = 0;
+    cJSON *j = cJSON_Parse(text);
+    if (!j) {
+        char *fixed = malloc(len + 4);
+        memcpy(fixed, text, len);
+        memcpy(fixed + len, "]}", 3);
+        j = cJSON_Parse(fixed);
+        free(fixed);
+    }
+    free(text);
+    if (!j) return -1;
+    int count = 0;
+    first[0] = 0;
+    const cJSON *events = cJSON_GetObjectItemCaseSensitive(j, "events");
+    for (const cJSON *e = events ? events->child : NULL; e; e = e->next) {
+        const cJSON *params = cJSON_GetObjectItemCaseSensitive(e, "params");
+        const cJSON *url = cJSON_GetObjectItemCaseSensitive(params, "url");
+        if (!cJSON_IsString(url)) continue;
+        const cJSON *ini = cJSON_GetObjectItemCaseSensitive(params, "initiator");
+        const cJSON *nik = cJSON_GetObjectItemCaseSensitive(params, "network_isolation_key");
+        int from_page = (cJSON_IsString(ini) && strcmp(ini->valuestring, "not an origin") != 0) ||
+                        (cJSON_IsString(nik) && strstr(nik->valuestring, "file://") != NULL);
+        if (!from_page) continue;
+        if (count++ == 0) snprintf(first, n, "%s", url->valuestring);
+    }
+    cJSON_Delete(j);
+    return count;
+}
+
+// Width and height of a PNG from its IHDR chunk; 0 when the file is not a PNG.
+static int png_size(const char *path, int *w, int *h) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char b[24];
+    size_t got = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (got < 24 || memcmp(b, "\x89PNG\r\n\x1a\n", 8) != 0 || memcmp(b + 12, "IHDR", 4) != 0) return 0;
+    *w = (b[16] << 24) | (b[17] << 16) | (b[18] << 8) | b[19];
+    *h = (b[20] << 24) | (b[21] << 16) | (b[22] << 8) | b[23];
+    return 1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// one page
+
+typedef struct {
+    const char *name;      // file stem
+    const char *args;      // ./lab arguments before --html / --json
+    int examples, causal;  // which expectation table
+} PageSpec;
+
+// The step shown in a parsed DOM: exactly one step must be visible.
+static const PcStep *shown_step(const PcPage *pg, int *visible) {
+    const PcStep *s = NULL;
+    *visible = 0;
+    for (int i = 0; i < pg->n_steps; i++)
+        if (!pg->steps[i].hidden) {
+            (*visible)++;
+            s = &pg->steps[i];
+        }
+    return s;
+}
+
+// The checks of one rendered step. Returns 1 when all hold (one problem is described in why).
+static int check_rendered(const char *html, int N, int n_steps, int alt, const PcExpect *want, const cJSON *json,
+                          const PcPage *file, const char *verdict, char *why, size_t n) {
+    PcPage pg;
+    if (!pc_parse(&pg, html, why, n)) return 0;
+    int ok = 0, visible;
+    const PcStep *s = shown_step(&pg, &visible);
+    char expect_status[256];
+    snprintf(expect_status, sizeof expect_status, "Step %d of %d: %s", N, n_steps, want->title);
+    if (pg.n_steps != n_steps) snprintf(why, n, "%d steps in the DOM, expected %d", pg.n_steps, n_steps);
+    else if (visible != 1 || !s) snprintf(why, n, "%d steps shown, expected exactly step %d", visible, N);
+    else if (s->number != N) snprintf(why, n, "step %d shown, expected step %d", s->number, N);
+    else if (pc_check_step(s, want, json, why, n) != 0) { /* why says it */ }
+    else if (strcmp(s->caption, file->steps[N - 1].caption) != 0)
+        snprintf(why, n, "the caption differs from the file's: \"%.400s\"", s->caption);
+    else if (verdict && strcmp(want->title, "Row maxima") == 0 && !strstr(s->caption, verdict))
+        snprintf(why, n, "the caption lacks the terminal's verdict \"%s\"", verdict);
+    else if (pg.controls_hidden != 0) snprintf(why, n, "the Previous/Next bar is hidden (did the script run?)");
+    else if (strcmp(pg.status, expect_status) != 0)
+        snprintf(why, n, "status \"%s\", expected \"%s\"", pg.status, expect_status);
+    else if (pg.prev_disabled != (N == 1) || pg.next_disabled != (N == n_steps))
+        snprintf(why, n, "Previous %s and Next %s at step %d of %d", pg.prev_disabled ? "disabled" : "enabled",
+                 pg.next_disabled ? "disabled" : "enabled", N, n_steps);
+    else if (!pg.has_switch || pg.switch_hidden || pg.switch_pressed != alt)
+        snprintf(why, n, "the switch is %s, %s; expected shown, %s", pg.has_switch ? "there" : "missing",
+                 pg.switch_pressed ? "pressed" : "not pressed", alt ? "pressed" : "not pressed");
+    else {
+        ok = 1;
+        for (int t = 0; t < s->n_tables && ok; t++)
+            if (s->tables[t].where == 2 && s->tables[t].hidden == alt) {
+                snprintf(why, n, "%s is %s with the switch %s", s->tables[t].key, alt ? "hidden" : "shown",
+                         alt ? "on" : "off");
+                ok = 0;
+            } else if (s->tables[t].where != 2 && s->tables[t].hidden) {
+                snprintf(why, n, "%s is hidden", s->tables[t].key);
+                ok = 0;
+            }
+    }
+    pc_free(&pg);
+    return ok;
+}
+
+// A copy of the page with a script after the page's own that clicks the buttons and presses the
+// arrow keys, writing what each did into <pre id="navlog">: "what|status|hash|shown steps".
+static const char *const NAV_SCRIPT =
+    "<script>(function(){var log=[];function st(w){var v=[].map.call(document.querySelectorAll('section.step'),"
+    "function(s){return s.hidden?'':s.getAttribute('data-step');}).join('');"
+    "var a=[].filter.call(document.querySelectorAll('section.step:not([hidden]) .panel.alt'),function(p){return !p.hidden;}).length;"
+    "log.push(w+'|'+document.getElementById('status').textContent+'|'+location.hash+'|'+v+'|'+a+'|'"
+    "+(document.activeElement&&document.activeElement.id));}"
+    "function key(k){document.dispatchEvent(new KeyboardEvent('keydown',{key:k,bubbles:true}));}"
+    "st('start');document.getElementById('next').focus();document.getElementById('next').click();st('next');"
+    "key('ArrowRight');st('right');key('ArrowLeft');st('left');document.getElementById('prev').click();st('prev');"
+    "document.getElementById('alt').click();st('alt');key('ArrowRight');st('right-alt');"
+    "document.getElementById('alt').click();st('alt-off');"
+    "var p=document.createElement('pre');p.id='navlog';p.textContent=log.join('\\n');document.body.appendChild(p);"
+    "})();</script>\n";
+
+static void check_navigation(const PageSpec *ps, const char *html, int n_steps, const PcExpect *want) {
+    char path[1200], url[1300], dom[1200], why[512] = "";
+    const char *tail = strstr(html, "</body>");
+    if (!tail) {
+        result(0, "%s: buttons and arrow keys: no </body> in the page", ps->name);
+        return;
+    }
+    size_t head = (size_t)(tail - html);
+    char *copy = malloc(strlen(html) + strlen(NAV_SCRIPT) + 1);
+    memcpy(copy, html, head);
+    strcpy(copy + head, NAV_SCRIPT);
+    strcat(copy, tail);
+    snprintf(path, sizeof path, "%s/%s_nav.html", g_abs, ps->name);
+    write_text(path, copy);
+    free(copy);
+    snprintf(url, sizeof url, "file://%s#step=2", path);
+    snprintf(dom, sizeof dom, "%s/%s_nav.dom", g_abs, ps->name);
+    int ok = chromium(url, 1280, 800, dom, NULL, NULL);
+    char *out = ok ? slurp(dom) : NULL;
+    const char *log = out ? strstr(out, "<pre id=\"navlog\">") : NULL;
+    // each line: what|status|hash|shown|alt panels shown|focused
+    struct { const char *what; int step, alt; } expect[] = {
+        {"start", 2, 0}, {"next", 3, 0}, {"right", 4, 0}, {"left", 3, 0}, {"prev", 2, 0},
+        {"alt", 2, 1}, {"right-alt", 3, 1}, {"alt-off", 3, 0}};
+    ok = log != NULL;
+    if (!ok) snprintf(why, sizeof why, "no navigation log in the DOM (did the scripts run?)");
+    const char *p = log ? log + strlen("<pre id=\"navlog\">") : NULL;
+    for (size_t i = 0; ok && i < sizeof expect / sizeof expect[0]; i++) {
+        char line[512];
+        const char *e = strchr(p, '\n'), *end = strstr(p, "</pre>");
+        if (!e || (end && end < e)) e = end;
+        if (!e) { ok = 0; snprintf(why, sizeof why, "the log ends early"); break; }
+        snprintf(line, sizeof line, "%.*s", (int)(e - p), p);
+        p = *e == '\n' ? e + 1 : e;
+        char want_line[512];
+        int steps_with_alt = 0;  // alt panels in the shown step
+        const char *tables = want[expect[i].step - 1].tables;
+        for (const char *q = tables; (q = strstr(q, "A:")) != NULL; q += 2) steps_with_alt = 1;
+        snprintf(want_line, sizeof want_line, "%s|Step %d of %d: %s|#step=%d%s|%d|%d|", expect[i].what,
+                 expect[i].step, n_steps, want[expect[i].step - 1].title, expect[i].step, expect[i].alt ? "&amp;alt=1" : "",
+                 expect[i].step, expect[i].alt && steps_with_alt ? 1 : 0);
+        if (strncmp(line, want_line, strlen(want_line)) != 0) {
+            ok = 0;
+            snprintf(why, sizeof why, "after '%s': \"%.200s\", expected \"%.200s...\"", expect[i].what, line, want_line);
+        }
+    }
+    result(ok, "%s: Previous/Next buttons, arrow keys and the switch move as expected%s%s", ps->name,
+           ok ? "" : ": ", why);
+    free(out);
+}
+
+static void check_page(const PageSpec *ps) {
+    char page[1100], json_path[1100], text_path[1100], why[1024];
+    snprintf(page, sizeof page, "%s/%s.html", g_abs, ps->name);
+    snprintf(json_path, sizeof json_path, "%s/%s.json", g_abs, ps->name);
+    snprintf(text_path, sizeof text_path, "%s/%s.txt", g_abs, ps->name);
+    int rc1 = sh("./lab %s --html '%s' >'%s' 2>/dev/null", ps->args, page, text_path);
+    int rc2 = sh("./lab %s --json >'%s'", ps->args, json_path);
+    char *html = slurp(page), *json_text = slurp(json_path), *terminal = slurp(text_path);
+    cJSON *json = json_text ? cJSON_Parse(json_text) : NULL;
+    PcPage file;
+    int parsed = html && pc_parse(&file, html, why, sizeof why);
+    result(rc1 == 0 && rc2 == 0 && json && parsed, "%s: ./lab %s --html / --json%s%s", ps->name, ps->args,
+           parsed ? "" : ": ", parsed ? "" : why);
+    if (!(rc1 == 0 && rc2 == 0 && json && parsed)) {
+        free(html);
+        free(json_text);
+        free(terminal);
+        cJSON_Delete(json);
+        return;
+    }
+    const PcExpect *want;
+    int n_steps = ps->examples ? pc_examples_expect(&want) : pc_exercise_expect(&want, ps->causal);
+    result(file.n_steps == n_steps, "%s: %d steps in the file (expected %d)", ps->name, file.n_steps, n_steps);
+    result(pc_check_offline(&file, html, why, sizeof why) == 0, "%s: self-contained (CSP default-src 'none', no "
+           "http(s):// or external reference)%s%s", ps->name, why[0] ? ": " : "", why);
+    // the exercise's verdict, as the terminal printed it (both lines, as one sentence)
+    char verdict[512] = "";
+    const char *v = terminal ? strstr(terminal, "verdict: ") : NULL;
+    if (v) {
+        const char *e = strchr(v, '\n');
+        snprintf(verdict, sizeof verdict, "%.*s", e ? (int)(e - v) : (int)strlen(v), v);
+    }
+    if (file.n_steps != n_steps) n_steps = file.n_steps < n_steps ? file.n_steps : n_steps;
+
+    for (int N = 1; N <= n_steps; N++) {
+        static const struct { int w, h, alt; } views[2] = {{1280, 800, 0}, {390, 844, 1}};
+        for (int k = 0; k < 2; k++) {
+            int w = views[k].w, h = views[k].h, alt = views[k].alt;
+            char url[1300], dom[1200], png[1200], net[1200];
+            snprintf(url, sizeof url, "file://%s#step=%d%s", page, N, alt ? "&alt=1" : "");
+            snprintf(dom, sizeof dom, "%s/%s_step%02d_%dx%d%s.dom", g_abs, ps->name, N, w, h, alt ? "_alt" : "");
+            snprintf(png, sizeof png, "%s/%s_step%02d_%dx%d%s.png", g_abs, ps->name, N, w, h, alt ? "_alt" : "");
+            snprintf(net, sizeof net, "%s/%s_step%02d.netlog.json", g_abs, ps->name, N);
+            unlink(png);
+            int ran = chromium(url, w, h, dom, png, k == 0 ? net : NULL);
+            char *out = ran ? slurp(dom) : NULL;
+            int ok = out && check_rendered(out, N, n_steps, alt, &want[N - 1], json, &file,
+                                           verdict[0] ? verdict : NULL, why, sizeof why);
+            if (!ran) snprintf(why, sizeof why, "chromium failed (see %s/chromium.log)", g_out);
+            int pw = 0, ph = 0;
+            if (ok && !(png_size(png, &pw, &ph) && pw == w && ph == h)) {
+                ok = 0;
+                snprintf(why, sizeof why, "no %dx%d screenshot (got %dx%d)", w, h, pw, ph);
+            }
+            if (ok && k == 0) {
+                char first[512];
+                int req = page_requests(net, first, sizeof first);
+                if (req != 0) {
+                    ok = 0;
+                    if (req < 0) snprintf(why, sizeof why, "cannot read the network log %.400s", net);
+                    else snprintf(why, sizeof why, "%d request(s) left the file, first %s", req, first);
+                }
+            }
+            result(ok, "%s: #step=%d%s (%s) at %dx%d: step shown with its caption and numbers%s%s%s", ps->name, N,
+                   alt ? "&alt=1" : "", want[N - 1].title, w, h, k == 0 ? ", no request left the file" : "",
+                   ok ? "" : ": ", ok ? "" : why);
+            free(out);
+            if (ok) unlink(dom);
+            unlink(net);
+        }
+    }
+
+    // without JavaScript: the page with its script taken out shows every step, in order
+    {
+        char nojs[1200], url[1300], dom[1200], png[1200];
+        snprintf(nojs, sizeof nojs, "%s/%s_nojs.html", g_abs, ps->name);
+        char *copy = strdup(html);
+        char *s = strstr(copy, "<script>"), *e = s ? strstr(s, "</script>") : NULL;
+        if (s && e) memmove(s, e + strlen("</script>"), strlen(e + strlen("</script>")) + 1);
+        write_text(nojs, copy);
+        free(copy);
+        snprintf(url, sizeof url, "file://%s#step=3", nojs);
+        snprintf(dom, sizeof dom, "%s/%s_nojs.dom", g_abs, ps->name);
+        snprintf(png, sizeof png, "%s/%s_nojs_1280x2400.png", g_abs, ps->name);
+        int ok = chromium(url, 1280, 2400, dom, png, NULL);
+        char *out = ok ? slurp(dom) : NULL;
+        PcPage pg;
+        why[0] = 0;
+        ok = out && pc_parse(&pg, out, why, sizeof why);
+        if (ok) {
+            if (pg.n_steps != n_steps) { ok = 0; snprintf(why, sizeof why, "%d steps", pg.n_steps); }
+            for (int i = 0; ok && i < pg.n_steps; i++) {
+                if (pg.steps[i].hidden || pg.steps[i].number != i + 1) {
+                    ok = 0;
+                    snprintf(why, sizeof why, "step %d hidden or out of order", i + 1);
+                } else if (pc_check_step(&pg.steps[i], &want[i], json, why, sizeof why) != 0) {
+                    ok = 0;
+                }
+                for (int t = 0; ok && t < pg.steps[i].n_tables; t++)
+                    if (pg.steps[i].tables[t].hidden) {
+                        ok = 0;
+                        snprintf(why, sizeof why, "step %d: %s hidden", i + 1, pg.steps[i].tables[t].key);
+                    }
+            }
+            if (ok && pg.controls_hidden != 1) {
+                ok = 0;
+                snprintf(why, sizeof why, "the Previous/Next bar shows without the script that runs it");
+            }
+            pc_free(&pg);
+        }
+        result(ok, "%s: without JavaScript every step is shown in order with its numbers%s%s", ps->name,
+               ok ? "" : ": ", why);
+        free(out);
+    }
+    check_navigation(ps, html, n_steps, want);
+    pc_free(&file);
+    free(html);
+    free(json_text);
+    free(terminal);
+    cJSON_Delete(json);
+}
+
+// Two pages made here that request http://127.0.0.1:9/ (a closed port on this machine): without
+// a CSP the network log must show the request (else the check above could never fail); with the
+// pages' CSP it must not.
+static void check_network_detector(void) {
+    static const char *const csp = "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+                                   "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">";
+    for (int with_csp = 0; with_csp <= 1; with_csp++) {
+        char path[1200], url[1300], net[1200], html[1024], first[512];
+        snprintf(html, sizeof html, "<!DOCTYPE html><html><head><meta charset=\"utf-8\">%s<title>control</title></head>"
+                 "<body><p>control</p><img alt=\"\" src=\"http://127.0.0.1:9/control.png\"></body></html>\n",
+                 with_csp ? csp : "");
+        snprintf(path, sizeof path, "%s/control%d.html", g_abs, with_csp);
+        snprintf(net, sizeof net, "%s/control%d.netlog.json", g_abs, with_csp);
+        write_text(path, html);
+        snprintf(url, sizeof url, "file://%s", path);
+        char dom[1200];
+        snprintf(dom, sizeof dom, "%s/control%d.dom", g_abs, with_csp);
+        int ran = chromium(url, 800, 600, dom, NULL, net);
+        unlink(dom);
+        int req = ran ? page_requests(net, first, sizeof first) : -1;
+        if (with_csp)
+            result(req == 0, "control page with the CSP: its request is blocked (%d seen in the network log)", req);
+        else
+            result(req > 0, "control page without a CSP: the network log shows its request (%d seen%s%s)", req,
+                   req > 0 ? ": " : "", req > 0 ? first : "");
+        unlink(net);
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) snprintf(g_out, sizeof g_out, "%s", argv[++i]);
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        else if (strcmp(argv[i], "--chromium") == 0 && i + 1 < argc) g_chromium = argv[++i];
+        else if (strcmp(argv[i], "-v") == 0) g_verbose = 1;
+        else {
+            fprintf(stderr, "usage: tests/browser_test [--out DIR] [--only PAGE] [--chromium PATH] [-v]\n");
+            return 2;
+        }
+    }
+    static const char *const names[] = {"chromium", "chromium-browser", "google-chrome", NULL};
+    static char found[512];
+    if (!g_chromium) g_chromium = getenv("CHROMIUM");
+    for (int i = 0; !g_chromium && names[i]; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "command -v %s 2>/dev/null", names[i]);
+        FILE *p = popen(cmd, "r");
+        if (p && fgets(found, sizeof found, p)) {
+            found[strcspn(found, "\n")] = 0;
+            if (found[0]) g_chromium = found;
+        }
+        if (p) pclose(p);
+    }
+    if (!g_chromium) {
+        printf("browser_test: SKIPPED: no Chromium found (install it: apt-get install chromium)\n");
+        printf("0 passed, 0 failed, 1 skipped\n");
+        return 0;
+    }
+    if (access("./lab", X_OK) != 0) {
+        fprintf(stderr, "browser_test: ./lab not found: run from the repository root after make\n");
+        return 2;
+    }
+    sh("mkdir -p '%s' && rm -f '%s'/*.png '%s'/*.dom '%s'/*.html", g_out, g_out, g_out, g_out);
+    if (!realpath(g_out, g_abs)) {
+        fprintf(stderr, "browser_test: cannot use %s: %s\n", g_out, strerror(errno));
+        return 2;
+    }
+    printf("browser test with %s; screenshots in %s/\n", g_chromium, g_out);
+    fflush(stdout);
+    static const PageSpec pages[] = {
+        {"examples", "examples", 1, 0},
+        {"exercise", "exercise", 0, 0},
+        {"exercise_causal", "exercise --causal --seed 3", 0, 1},
+    };
+    check_network_detector();
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)
+        if (!only || strcmp(only, pages[i].name) == 0) check_page(&pages[i]);
+    printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed ? 1 : 0;
+}

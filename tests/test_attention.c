@@ -1,0 +1,612 @@
+// tests/test_attention.c: attention, both implementations.
+//   - The definition (attention.c) against central finite differences (every mask and axis),
+//     hand-computed examples, and its formulas evaluated independently in double.
+//   - The engine (attention_fast.c) proven equal to the definition: forward and backward at many
+//     shapes (T not a multiple of any tile, T = 1, head widths 1, 5, 64, 100), scales, batch
+//     sizes and thread counts, with a stated relative bound per quantity; and bit-identical
+//     results across thread counts.
+//   - The statistics on hand-built weights, and the attention probe running the definition.
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "../attention.h"
+#include "../lab_core.h"
+#include "../model.h"
+#include "../rng.h"
+#include "test.h"
+#include "test_numeric.h"
+
+static AttnSpec spec_of(real scale, AttnMask mask, SoftmaxAxis axis) {
+    AttnSpec s = {scale, mask, axis};
+    return s;
+}
+static AttnSpec causal(real scale) { return spec_of(scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS); }
+
+// ---------------------------------------------------------------------------------------------
+// gradient checks: L = sum(R * out) for a fixed random R
+
+typedef struct {
+    const AttentionImpl *impl;
+    AttnSpec spec;
+    int B, T, C, NH;
+    real *q, *k, *v, *att, *out, *R, *scratch;
+} AttCtx;
+
+static double att_loss(void *vc) {
+    AttCtx *c = vc;
+    c->impl->forward(c->out, c->att, c->scratch, c->q, c->k, c->v, c->B, c->T, c->C, c->NH, &c->spec, NULL);
+    return dot_r(c->out, c->R, (size_t)c->B * c->T * c->C);
+}
+
+static void attention_gradcheck(const AttentionImpl *impl, AttnSpec spec, const char *what) {
+    Rng rng;
+    rng_seed(&rng, 6);
+    AttCtx c = {impl, spec, 2, 5, 6, 2, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t n = (size_t)c.B * c.T * c.C;
+    c.q = randn_array(n, &rng, 1); c.k = randn_array(n, &rng, 1); c.v = randn_array(n, &rng, 1);
+    c.att = zeros((size_t)c.B * c.NH * c.T * c.T); c.out = zeros(n); c.R = randn_array(n, &rng, 1);
+    c.scratch = attn_scratch(c.T, c.C / c.NH);
+    real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
+    att_loss(&c);
+    impl->backward(dq, dk, dv, c.scratch, c.R, c.att, c.q, c.k, c.v, c.B, c.T, c.C, c.NH, &c.spec, NULL, NULL, GRAD_ADD);
+    char name[128];
+    snprintf(name, sizeof name, "%s %s dq", impl->name, what);
+    check_grad(att_loss, &c, c.q, dq, n, name);
+    snprintf(name, sizeof name, "%s %s dk", impl->name, what);
+    check_grad(att_loss, &c, c.k, dk, n, name);
+    snprintf(name, sizeof name, "%s %s dv", impl->name, what);
+    check_grad(att_loss, &c, c.v, dv, n, name);
+    free(c.q); free(c.k); free(c.v); free(c.att); free(c.out); free(c.R); free(c.scratch); free(dq); free(dk); free(dv);
+}
+
+static void gradcheck_attention_definition(void) {
+    real s = (real)(1.0 / sqrt(3.0));
+    attention_gradcheck(&attention_reference, causal(s), "scaled");
+    attention_gradcheck(&attention_reference, causal(1), "unscaled");
+    // the mistakes have hand-written backward passes too
+    attention_gradcheck(&attention_reference, spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS), "mask zero");
+    attention_gradcheck(&attention_reference, spec_of(s, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS), "no mask");
+    attention_gradcheck(&attention_reference, spec_of(s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES), "softmax over queries");
+    attention_gradcheck(&attention_reference, spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_QUERIES), "mask zero, over queries");
+}
+
+static void gradcheck_attention_engine(void) {
+    attention_gradcheck(&attention_fast, causal((real)(1.0 / sqrt(3.0))), "scaled");
+    attention_gradcheck(&attention_fast, causal(1), "unscaled");
+}
+
+// The check must catch a wrong backward: the lab's broken one drops "- rowsum(dP * P)", which
+// breaks dq and dk (and leaves dv alone).
+static void gradcheck_attention_catches_broken_backward(void) {
+    Rng rng;
+    rng_seed(&rng, 7);
+    AttCtx c = {&lab_broken_attention, causal((real)0.5), 1, 4, 4, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t n = 16;
+    c.q = randn_array(n, &rng, 1); c.k = randn_array(n, &rng, 1); c.v = randn_array(n, &rng, 1);
+    c.att = zeros(16); c.out = zeros(n); c.R = randn_array(n, &rng, 1); c.scratch = attn_scratch(4, 4);
+    real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
+    att_loss(&c);
+    c.impl->backward(dq, dk, dv, c.scratch, c.R, c.att, c.q, c.k, c.v, 1, 4, 4, 1, &c.spec, NULL, NULL, GRAD_ADD);
+    double *num = malloc(n * sizeof(double));
+    numeric_grad(att_loss, &c, c.q, n, num);
+    CHECK(grad_error(dq, num, n) > 10 * FD_TOL);
+    numeric_grad(att_loss, &c, c.k, n, num);
+    CHECK(grad_error(dk, num, n) > 10 * FD_TOL);
+    numeric_grad(att_loss, &c, c.v, n, num);
+    CHECK(grad_error(dv, num, n) < FD_TOL);
+    free(num);
+    free(c.q); free(c.k); free(c.v); free(c.att); free(c.out); free(c.R); free(c.scratch); free(dq); free(dk); free(dv);
+}
+
+// softmax_backward is the VJP of softmax: compare with the full Jacobian J = diag(p) - p p^T.
+static void gradcheck_softmax_vjp_matches_jacobian(void) {
+    real s[5] = {2, 1, (real)0.1, -1, (real)0.5}, p[5], dp[5] = {(real)0.3, -1, 2, (real)0.7, 0}, ds[5];
+    softmax_forward(p, s, 5);
+    softmax_backward(ds, dp, p, 5);
+    for (int i = 0; i < 5; i++) {
+        double viaJ = 0;
+        for (int j = 0; j < 5; j++) viaJ += ((i == j ? p[i] : 0) - (double)p[i] * p[j]) * dp[j];
+        CHECK_NEAR(ds[i], viaJ, IS_F64 ? 1e-12 : 1e-6);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// worked examples
+
+// One query [1,0] over keys [1,0],[0,1] with values [10,0],[0,10], d_k = 2, scaled: row 1 of a
+// causal T=2 attention sees exactly those two keys. Backward with dO = [1, 0] for that row (the
+// loss is its first output): the complete example of docs/backprop-through-softmax.md.
+static void test_attention_hand_computed_example(void) {
+    real q[4] = {0, 0, 1, 0}, k[4] = {1, 0, 0, 1}, v[4] = {10, 0, 0, 10}, att[4], out[4];
+    real dout[4] = {0, 0, 1, 0}, dq[4], dk[4], dv[4];
+    real *scratch = attn_scratch(2, 2);
+    AttnSpec spec = causal((real)(1.0 / sqrt(2.0)));
+    attention_forward(out, att, scratch, q, k, v, 1, 2, 2, 1, &spec, NULL);
+    attention_backward(dq, dk, dv, scratch, dout, att, q, k, v, 1, 2, 2, 1, &spec, NULL, NULL, GRAD_STORE);
+    free(scratch);
+    double tol = IS_F64 ? 1e-6 : 2e-6;
+    CHECK_NEAR(att[2], 0.669762, tol);
+    CHECK_NEAR(att[3], 0.330238, tol);
+    CHECK_NEAR(out[2], 6.697615, 10 * tol);
+    CHECK_NEAR(out[3], 3.302385, 10 * tol);
+    // dQ = c dS K = [1.563986, -1.563986]; dK[0] = [1.563986, 0], dK[1] = [-1.563986, 0];
+    // dV[0] = [0.669762, 0], dV[1] = [0.330238, 0]; row 0 sends nothing back
+    double expect_dq[4] = {0, 0, 1.563986, -1.563986}, expect_dk[4] = {1.563986, 0, -1.563986, 0};
+    double expect_dv[4] = {0.669762, 0, 0.330238, 0};
+    for (int i = 0; i < 4; i++) {
+        CHECK_NEAR(dq[i], expect_dq[i], 10 * tol);
+        CHECK_NEAR(dk[i], expect_dk[i], 10 * tol);
+        CHECK_NEAR(dv[i], expect_dv[i], 10 * tol);
+    }
+}
+
+// T=3: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2. Without the mask every
+// row sees all keys; with it, masked weights are exactly 0 and rows still sum to 1.
+static void test_attention_t3_example(void) {
+    real Q[6] = {1, 0, 0, 1, 1, 1}, V[6] = {10, 0, 0, 10, 5, 5};
+    real att[9], out[6], *scratch = attn_scratch(3, 2);
+    AttnSpec none = spec_of((real)(1.0 / sqrt(2.0)), ATTN_MASK_NONE, SOFTMAX_OVER_KEYS);
+    attention_forward(out, att, scratch, Q, Q, V, 1, 3, 2, 1, &none, NULL);
+    double tol = IS_F64 ? 1e-6 : 2e-6;
+    CHECK_NEAR(att[0], 0.401112, tol);
+    CHECK_NEAR(att[1], 0.197776, tol);
+    CHECK_NEAR(att[2], 0.401112, tol);
+    double expect[6] = {6.016681, 3.983319, 3.983319, 6.016681, 5, 5};
+    for (int i = 0; i < 6; i++) CHECK_NEAR(out[i], expect[i], 10 * tol);
+    AttnSpec masked = causal(none.scale);
+    attention_forward(out, att, scratch, Q, Q, V, 1, 3, 2, 1, &masked, NULL);
+    for (int t = 0; t < 3; t++) {
+        double sum = 0;
+        for (int u = 0; u < 3; u++) {
+            if (u > t) CHECK(att[3 * t + u] == 0);
+            sum += att[3 * t + u];
+        }
+        CHECK_NEAR(sum, 1.0, 1e-6);
+    }
+    CHECK(att[0] == 1);
+    CHECK_NEAR(out[0], 10, 1e-5);
+    free(scratch);
+}
+
+// The mistakes on the same example: "zero" leaves weight on the future (row 0 sees keys 1 and 2
+// through their score 0), "queries" makes columns, not rows, sum to 1.
+static void test_attention_mistakes_t3(void) {
+    real Q[6] = {1, 0, 0, 1, 1, 1}, V[6] = {10, 0, 0, 10, 5, 5}, att[9], out[6], *scratch = attn_scratch(3, 2);
+    real s = (real)(1.0 / sqrt(2.0));
+    AttnSpec zero = spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS);
+    attention_forward(out, att, scratch, Q, Q, V, 1, 3, 2, 1, &zero, NULL);
+    // row 0: scores [s, 0, 0] -> weights e^s, 1, 1 over their sum
+    double z = exp(s) + 2;
+    CHECK_NEAR(att[0], exp(s) / z, 1e-6);
+    CHECK_NEAR(att[1], 1 / z, 1e-6);
+    CHECK_NEAR(att[2], 1 / z, 1e-6);
+    AttnSpec axis = spec_of(s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES);
+    attention_forward(out, att, scratch, Q, Q, V, 1, 3, 2, 1, &axis, NULL);
+    for (int u = 0; u < 3; u++) {
+        double col = 0;
+        for (int t = 0; t < 3; t++) col += att[3 * t + u];
+        CHECK_NEAR(col, 1.0, 1e-6);
+    }
+    CHECK(att[8] == 1);  // the last key is seen by the last query only
+    CHECK(fabs(att[0] + att[1] + att[2] - 1.0) > 0.1);  // rows no longer sum to 1
+    free(scratch);
+}
+
+// ---------------------------------------------------------------------------------------------
+// statistics
+
+static void test_attention_row_stats(void) {
+    real uniform[4] = {0.25, 0.25, 0.25, 0.25}, onehot[3] = {0, 1, 0};
+    double h, m;
+    attention_row_stats(uniform, 4, &h, &m);
+    CHECK_NEAR(h, log(4.0), 1e-6);
+    CHECK_NEAR(m, 0.25, 1e-7);
+    attention_row_stats(onehot, 3, &h, &m);
+    CHECK_NEAR(h, 0.0, 1e-12);
+    CHECK_NEAR(m, 1.0, 1e-12);
+}
+
+// Equal scores give uniform causal rows: normalised entropy exactly 1 for every row t >= 1,
+// row 0 (one key) left out of the row counts, and no weight on the future. Without the mask
+// every row sees all T keys and puts (T-1-t)/T of its weight on the future.
+static void test_attention_stats_uniform_and_row0(void) {
+    int T = 6, C = 4;
+    real *q = zeros((size_t)T * C), *k = zeros((size_t)T * C), *v = zeros((size_t)T * C);
+    real *att = zeros((size_t)T * T), *out = zeros((size_t)T * C), *scratch = attn_scratch(T, C);
+    AttnStats st;
+    memset(&st, 0, sizeof st);
+    AttnSpec spec = causal(1);
+    attention_forward(out, att, scratch, q, k, v, 1, T, C, 1, &spec, &st);
+    CHECK_NEAR(st.rows, T - 1, 0);
+    CHECK_NEAR(st.entropy_norm / st.rows, 1.0, 1e-6);
+    double expect_max = 0;
+    for (int t = 1; t < T; t++) expect_max += 1.0 / (t + 1);
+    CHECK_NEAR(st.max_weight / st.rows, expect_max / (T - 1), 1e-6);
+    CHECK_NEAR(st.rows_gt_090, 0, 0);
+    CHECK_NEAR(st.score_n, T * (T + 1) / 2, 0);
+    CHECK(st.future_mass == 0);
+    // row t is uniform over t + 1 keys: entropy ln(t + 1), summed over t = 1..5: ln 720
+    CHECK_NEAR(st.entropy, log(720.0), 1e-6);
+    memset(&st, 0, sizeof st);
+    AttnSpec none = spec_of(1, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS);
+    attention_forward(out, att, scratch, q, k, v, 1, T, C, 1, &none, &st);
+    CHECK_NEAR(st.rows, T, 0);
+    double expect_future = 0;
+    for (int t = 0; t < T; t++) expect_future += (double)(T - 1 - t) / T;
+    CHECK_NEAR(st.future_mass, expect_future, 1e-6);
+    CHECK_NEAR(st.score_n, T * T, 0);
+    CHECK_NEAR(st.entropy, T * log((double)T), 1e-6);  // every row uniform over all T keys
+    free(q); free(k); free(v); free(att); free(out); free(scratch);
+}
+
+// Large scores saturate rows: with keys aligned to queries scaled by 50, every row t >= 1
+// puts > 0.99 on its best key; the fractions count exactly those rows.
+static void test_attention_stats_peaked(void) {
+    int T = 5, C = 2;
+    real q[10], k[10], v[10] = {0};
+    for (int t = 0; t < T; t++) {
+        q[2 * t] = 50; q[2 * t + 1] = 0;
+        k[2 * t] = (real)(t == 0 ? 1 : 0); k[2 * t + 1] = 0;  // only key 0 matches
+    }
+    real att[25], out[10], *scratch = attn_scratch(T, C);
+    AttnStats st;
+    memset(&st, 0, sizeof st);
+    AttnSpec spec = causal(1);
+    attention_forward(out, att, scratch, q, k, v, 1, T, C, 1, &spec, &st);
+    free(scratch);
+    CHECK_NEAR(st.rows, 4, 0);
+    CHECK_NEAR(st.rows_gt_099, 4, 0);
+    CHECK_NEAR(st.rows_gt_090, 4, 0);
+    CHECK(st.entropy_norm / st.rows < 0.01);
+    CHECK_NEAR(st.score_absmax, 50, 1e-5);
+    // the visible scores: 50 where a query meets key 0 (5 of them), 0 elsewhere (10)
+    CHECK_NEAR(st.score_n, 15, 0);
+    CHECK_NEAR(st.score_sum, 250, 1e-3);
+    CHECK_NEAR(st.score_sumsq, 12500, 1e-2);
+}
+
+// The definition's forward, backward and backward statistics against the formulas evaluated by
+// plain loops in double, per head: S = scale Q K^T (masked), P = softmax(S), O = P V,
+// dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dP * P)), dQ = scale dS K, dK = scale dS^T Q.
+static void test_attention_definition_matches_formulas_in_double(void) {
+    int B = 2, T = 37, C = 40, NH = 2, hd = C / NH;
+    Rng rng;
+    rng_seed(&rng, 21);
+    size_t n = (size_t)B * T * C;
+    real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
+    real *dout = randn_array(n, &rng, 1), *dq = randn_array(n, &rng, 1), *dk = zeros(n), *dv = zeros(n);
+    real *dq0 = malloc(n * sizeof(real));
+    memcpy(dq0, dq, n * sizeof(real));  // GRAD_ADD adds to what is there
+    real *att = zeros((size_t)B * NH * T * T), *out = zeros(n), *scratch = attn_scratch(T, hd);
+    real *row_gain = zeros((size_t)B * NH * T);
+    AttnSpec spec = causal((real)(1.0 / sqrt((double)hd)));
+    double scale = spec.scale;
+    AttnStats st[2];
+    memset(st, 0, sizeof st);
+    attention_forward(out, att, scratch, q, k, v, B, T, C, NH, &spec, NULL);
+    attention_backward(dq, dk, dv, scratch, dout, att, q, k, v, B, T, C, NH, &spec, st, row_gain, GRAD_ADD);
+    double tol = IS_F64 ? 1e-12 : 2e-5, worst = 0, ds_sumsq[2] = {0, 0}, dp_sumsq[2] = {0, 0}, gain_err = 0;
+    int masked_zero = 1;
+    double *P = malloc((size_t)T * T * sizeof(double)), *dS = malloc((size_t)T * T * sizeof(double));
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            size_t off = (size_t)b * T * C + (size_t)h * hd;
+#define AT(x, t, i) ((double)(x)[off + (size_t)(t) * C + (i)])
+            const real *ph = att + ((size_t)b * NH + h) * T * T;
+            for (int t = 0; t < T; t++) {
+                double mx = -1e300, sum = 0, rowsum = 0, ds2 = 0, dp2 = 0, dp[64];
+                for (int u = 0; u <= t; u++) {
+                    double s = 0;
+                    for (int i = 0; i < hd; i++) s += AT(q, t, i) * AT(k, u, i);
+                    P[t * T + u] = s * scale;
+                    if (s * scale > mx) mx = s * scale;
+                }
+                for (int u = 0; u <= t; u++) {
+                    P[t * T + u] = exp(P[t * T + u] - mx);
+                    sum += P[t * T + u];
+                }
+                for (int u = 0; u <= t; u++) P[t * T + u] /= sum;
+                for (int u = 0; u <= t; u++) worst = fmax(worst, fabs(P[t * T + u] - ph[t * T + u]));
+                for (int u = t + 1; u < T; u++) masked_zero &= ph[t * T + u] == 0;
+                for (int i = 0; i < hd; i++) {
+                    double o = 0;
+                    for (int u = 0; u <= t; u++) o += P[t * T + u] * AT(v, u, i);
+                    worst = fmax(worst, fabs(o - AT(out, t, i)));
+                }
+                for (int u = 0; u <= t; u++) {
+                    dp[u] = 0;
+                    for (int i = 0; i < hd; i++) dp[u] += AT(dout, t, i) * AT(v, u, i);
+                    rowsum += dp[u] * P[t * T + u];
+                }
+                for (int u = 0; u <= t; u++) {
+                    dS[t * T + u] = P[t * T + u] * (dp[u] - rowsum);
+                    ds2 += dS[t * T + u] * dS[t * T + u];
+                    dp2 += dp[u] * dp[u];
+                }
+                ds_sumsq[h] += ds2;
+                dp_sumsq[h] += dp2;
+                if (t >= 1) gain_err = fmax(gain_err, fabs(sqrt(ds2 / dp2) - row_gain[((size_t)b * NH + h) * T + t]));
+            }
+            for (int t = 0; t < T; t++)
+                for (int i = 0; i < hd; i++) {
+                    double gq = AT(dq0, t, i), gk = 0, gv = 0;
+                    for (int u = 0; u <= t; u++) gq += scale * dS[t * T + u] * AT(k, u, i);
+                    for (int u = t; u < T; u++) {  // here t plays the key: rows u >= t see it
+                        gk += scale * dS[u * T + t] * AT(q, u, i);
+                        gv += P[u * T + t] * AT(dout, u, i);
+                    }
+                    worst = fmax(worst, fabs(gq - AT(dq, t, i)));
+                    worst = fmax(worst, fabs(gk - AT(dk, t, i)));
+                    worst = fmax(worst, fabs(gv - AT(dv, t, i)));
+                }
+#undef AT
+        }
+    CHECK_MSG(worst <= tol, "largest difference from the formulas %g (tol %g)", worst, tol);
+    CHECK(masked_zero);
+    for (int h = 0; h < 2; h++) {
+        CHECK_NEAR(st[h].ds_sumsq, ds_sumsq[h], (IS_F64 ? 1e-12 : 1e-6) * ds_sumsq[h]);  // seen: 2e-16, 8e-8
+        CHECK_NEAR(st[h].dp_sumsq, dp_sumsq[h], (IS_F64 ? 1e-12 : 1e-6) * dp_sumsq[h]);
+    }
+    CHECK_MSG(gain_err <= (IS_F64 ? 1e-14 : 1e-6), "row gain off by %g", gain_err);  // seen: 6e-17, 4e-8
+    free(q); free(k); free(v); free(dout); free(dq); free(dk); free(dv); free(dq0); free(att); free(out);
+    free(scratch); free(row_gain); free(P); free(dS);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the engine is the definition
+
+// max |a - b| / max |b| over n values: the error relative to the quantity's own scale
+static double rel_max_err(const real *a, const real *b, size_t n) {
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        diff = isnan(d) ? INFINITY : fmax(diff, d);
+        scale = fmax(scale, fabs((double)b[i]));
+    }
+    return scale > 0 ? diff / scale : diff;
+}
+
+// The bound on rel_max_err of each quantity, engine against definition. Every entry is a sum
+// of about T or hd rounded terms, summed in a different order by each (and in float32 exp is a
+// polynomial in the engine, libm's in the definition): rounding errors that grow as the square
+// root of the terms' count, sqrt(T + hd) units of eps (2^-23 in float32, 2^-52 in float64).
+// Forward (P, O): 4 eps sqrt(T + hd). Backward (dQ, dK, dV): 8 eps sqrt(T + hd), as it chains two
+// such sums (dP, then dS K and dS^T Q) through dS = P * (dP - rowsum(dP * P)). The worst seen
+// over these shapes is 0.67 eps sqrt(T + hd); the test prints its worst each run.
+#define EPS_REAL (IS_F64 ? 2.220446049250313e-16 : 1.1920928955078125e-7)
+
+typedef struct {
+    int B, T, C, NH;
+    double scale;  // 0: 1/sqrt(head_dim); otherwise the factor (1 = unscaled)
+} AttnShape;
+
+static const AttnShape SHAPES[] = {
+    {1, 1, 1, 1, 0},       // T = 1, head_dim 1
+    {2, 1, 8, 2, 0},       // T = 1
+    {1, 5, 5, 1, 0},       // head_dim 5, T below one tile
+    {3, 7, 10, 2, 1},      // unscaled, T = one tile + 1
+    {2, 13, 128, 2, 0},    // head_dim 64
+    {1, 17, 100, 1, 0},    // head_dim 100 (not a multiple of the tile width)
+    {2, 37, 64, 1, 1},     // head_dim 64 unscaled: saturated rows
+    {1, 70, 15, 3, 0.37},  // head_dim 5, a fixed factor
+    {3, 64, 256, 4, 0},    // the default model's T, head_dim 64
+    {1, 100, 64, 1, 0},    // long T, one head
+    {4, 23, 12, 12, 0},    // head_dim 1, many heads
+    {1, 256, 64, 1, 1},    // long T unscaled
+    {4, 64, 128, 2, 0},    // more (batch, head) tasks than threads: the threads share the work
+    {2, 45, 96, 3, 0},
+};
+
+static void test_attention_engine_equals_definition(void) {
+    double worst[5] = {0, 0, 0, 0, 0};  // P, O, dQ, dK, dV: the largest rel_max_err / (eps sqrt(T + hd))
+    static const char *const names[5] = {"P", "O", "dQ", "dK", "dV"};
+#ifdef _OPENMP
+    int threads_before = omp_get_max_threads();
+#endif
+    for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
+        const AttnShape *sh = &SHAPES[s];
+        int B = sh->B, T = sh->T, C = sh->C, NH = sh->NH, hd = C / NH;
+        AttnSpec spec = causal((real)(sh->scale > 0 ? sh->scale : 1.0 / sqrt((double)hd)));
+        Rng rng;
+        rng_seed(&rng, 100 + s);
+        size_t n = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+        real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
+        real *dout = randn_array(n, &rng, 1), *dq_start = randn_array(n, &rng, 1);
+        // definition: forward, then the gradients added onto dq_start (GRAD_ADD)
+        real *att_r = zeros(na), *out_r = zeros(n), *g_r[3] = {zeros(n), zeros(n), zeros(n)};
+        real *scratch = zeros(attention_scratch_size(T, hd) * 4);
+        attention_forward(out_r, att_r, scratch, q, k, v, B, T, C, NH, &spec, NULL);
+        for (int i = 0; i < 3; i++) memcpy(g_r[i], dq_start, n * sizeof(real));
+        attention_backward(g_r[0], g_r[1], g_r[2], scratch, dout, att_r, q, k, v, B, T, C, NH, &spec, NULL, NULL,
+                           GRAD_ADD);
+        real *att_1 = NULL, *out_1 = NULL, *g_1[3] = {NULL, NULL, NULL};
+        // 1 thread, then 2 and 3 threads three times each (a race between threads shows only now
+        // and then)
+        for (int pass = 0; pass < 7; pass++) {
+            int threads = pass == 0 ? 1 : 2 + (pass - 1) % 2;
+#ifdef _OPENMP
+            omp_set_num_threads(threads);
+#else
+            if (threads > 1) break;  // a single-threaded build: the thread-count check cannot run
+#endif
+            real *att = zeros(na), *out = zeros(n), *g[3] = {zeros(n), zeros(n), zeros(n)};
+            for (size_t i = 0; i < na; i++) att[i] = NAN;  // every entry must be written
+            attention_fast_forward(out, att, scratch, q, k, v, B, T, C, NH, &spec, NULL);
+            for (int i = 0; i < 3; i++) memcpy(g[i], dq_start, n * sizeof(real));
+            attention_fast_backward(g[0], g[1], g[2], scratch, dout, att, q, k, v, B, T, C, NH, &spec, NULL, NULL,
+                                    GRAD_ADD);
+            double e[5] = {rel_max_err(att, att_r, na), rel_max_err(out, out_r, n), rel_max_err(g[0], g_r[0], n),
+                           rel_max_err(g[1], g_r[1], n), rel_max_err(g[2], g_r[2], n)};
+            for (int i = 0; i < 5; i++) {
+                double bound = (i < 2 ? 4 : 8) * EPS_REAL * sqrt((double)T + hd);
+                CHECK_MSG(e[i] <= bound, "B %d T %d C %d NH %d scale %g, %d threads: %s differs by %.3g (bound %.1g)",
+                          B, T, C, NH, (double)spec.scale, threads, names[i], e[i], bound);
+                worst[i] = fmax(worst[i], e[i] / (EPS_REAL * sqrt((double)T + hd)));
+            }
+            if (threads == 1) {
+                att_1 = att; out_1 = out;
+                for (int i = 0; i < 3; i++) g_1[i] = g[i];
+                continue;
+            }
+            // the engine gives the same bits for any thread count
+            int same = memcmp(att, att_1, na * sizeof(real)) == 0 && memcmp(out, out_1, n * sizeof(real)) == 0;
+            for (int i = 0; i < 3; i++) same &= memcmp(g[i], g_1[i], n * sizeof(real)) == 0;
+            CHECK_MSG(same, "B %d T %d C %d NH %d: %d threads differ from one", B, T, C, NH, threads);
+            free(att); free(out);
+            for (int i = 0; i < 3; i++) free(g[i]);
+        }
+        free(att_1); free(out_1);
+        for (int i = 0; i < 3; i++) { free(g_1[i]); free(g_r[i]); }
+        free(q); free(k); free(v); free(dout); free(dq_start); free(att_r); free(out_r); free(scratch);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(threads_before);
+#else
+    fprintf(stderr, "  note: built without OpenMP: the engine's results across thread counts are not compared\n");
+#endif
+    fprintf(stderr, "  engine vs definition (%s), worst difference in units of eps sqrt(T + hd): P %.2f, O %.2f, "
+                    "dQ %.2f, dK %.2f, dV %.2f\n",
+            REAL_NAME, worst[0], worst[1], worst[2], worst[3], worst[4]);
+}
+
+// GRAD_STORE overwrites what the gradient buffers held (NaN here, which any read would carry)
+// with exactly what GRAD_ADD adds onto zeros, in both implementations.
+static void fill(real *x, size_t n, real v) { for (size_t i = 0; i < n; i++) x[i] = v; }
+static void test_attention_store_overwrites(void) {
+    const AttentionImpl *impls[2] = {&attention_reference, &attention_fast};
+    Rng rng;
+    rng_seed(&rng, 12);
+    int B = 2, T = 11, C = 20, NH = 2;
+    size_t n = (size_t)B * T * C;
+    real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
+    real *dout = randn_array(n, &rng, 1), *att = zeros((size_t)B * NH * T * T), *out = zeros(n);
+    real *scratch = attn_scratch(T, C / NH);
+    AttnSpec spec = causal((real)(1.0 / sqrt(C / NH)));
+    for (int m = 0; m < 2; m++) {
+        impls[m]->forward(out, att, scratch, q, k, v, B, T, C, NH, &spec, NULL);
+        real *g_add[3], *g_set[3];
+        for (int i = 0; i < 3; i++) { g_add[i] = zeros(n); g_set[i] = zeros(n); fill(g_set[i], n, NAN); }
+        impls[m]->backward(g_add[0], g_add[1], g_add[2], scratch, dout, att, q, k, v, B, T, C, NH, &spec, NULL, NULL,
+                           GRAD_ADD);
+        impls[m]->backward(g_set[0], g_set[1], g_set[2], scratch, dout, att, q, k, v, B, T, C, NH, &spec, NULL, NULL,
+                           GRAD_STORE);
+        for (int i = 0; i < 3; i++) {
+            CHECK_MSG(memcmp(g_add[i], g_set[i], n * sizeof(real)) == 0, "%s: gradient %d", impls[m]->name, i);
+            free(g_add[i]); free(g_set[i]);
+        }
+    }
+    free(q); free(k); free(v); free(dout); free(att); free(out); free(scratch);
+}
+
+// Decoding one position must give row `pos` of the engine's forward bit for bit (KV-cache
+// generation relies on it), whatever the head width and however the rows fall into tiles.
+static void test_attention_decode_matches_engine_rows(void) {
+    int shapes[][3] = {{37, 40, 2}, {19, 96, 3}, {8, 3, 1}, {70, 128, 2}};  // T, C, NH
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int T = shapes[s][0], C = shapes[s][1], NH = shapes[s][2];
+        Rng rng;
+        rng_seed(&rng, 11 + (uint64_t)s);
+        size_t n = (size_t)T * C;
+        real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
+        real *att = zeros((size_t)NH * T * T), *out = zeros(n), *scratch = attn_scratch(T, C / NH);
+        real *row = zeros((size_t)C), *scores = zeros((size_t)T);
+        AttnSpec spec = causal((real)(1.0 / sqrt((double)C / NH)));
+        attention_fast_forward(out, att, scratch, q, k, v, 1, T, C, NH, &spec, NULL);
+        int rows_equal = 0, p_equal = 0;
+        for (int pos = 0; pos < T; pos++) {
+            attention_decode_step(row, scores, q + (size_t)pos * C, k, v, pos, C, NH, spec.scale);
+            rows_equal += memcmp(row, out + (size_t)pos * C, (size_t)C * sizeof(real)) == 0;
+            // scores keeps the last head's weights
+            p_equal += memcmp(scores, att + ((size_t)(NH - 1) * T + pos) * T, (size_t)(pos + 1) * sizeof(real)) == 0;
+        }
+        CHECK_MSG(rows_equal == T && p_equal == T, "T %d C %d NH %d: %d/%d output rows and %d/%d weight rows equal",
+                  T, C, NH, rows_equal, T, p_equal, T);
+        free(q); free(k); free(v); free(att); free(out); free(scratch); free(row); free(scores);
+    }
+}
+
+// The probe's statistics are the definition's whichever implementation trains: a model training
+// on the engine and one training on the definition report identical statistics. Each head's
+// figures follow from the sums the passes gathered (score_std, ds_over_dp, the row gains'
+// median); and with wq = wk = 0 every score is 0, every causal row uniform, and the figures are
+// known exactly.
+static void test_probe_statistics_come_from_the_definition(void) {
+    ModelDims d = {9, 8, 2, 2, 8};
+    GPT a, b;
+    gpt_build(&a, &d, (real)0.5, 2, 8);
+    gpt_build(&b, &d, (real)0.5, 2, 8);
+    Rng rng;
+    rng_seed(&rng, 3);
+    gpt_init(&a, INIT_FAN_IN, &rng);
+    memcpy(b.params, a.params, a.n_params * sizeof(real));
+    gpt_set_attention(&b, &attention_reference, &a.attn);
+    CHECK(a.attn_impl == &attention_fast);
+    int x[16], y[16];
+    for (int i = 0; i < 16; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
+    HeadStats ha[4], hb[4], ma, mb;
+    attention_probe(&a, x, y, 2, 8, ha, &ma);
+    attention_probe(&b, x, y, 2, 8, hb, &mb);
+    CHECK(memcmp(ha, hb, sizeof ha) == 0 && memcmp(&ma, &mb, sizeof ma) == 0);
+    CHECK(ma.entropy_norm > 0 && ma.entropy_norm <= 1 && ma.ds_over_dp > 0);
+    // each head's figures from its sums (the probe leaves them in attn_stats and row_gain)
+    for (int k = 0; k < 4; k++) {
+        const AttnStats *s = &a.attn_stats[k];
+        double mu = s->score_sum / s->score_n;
+        CHECK_NEAR(ha[k].score_std, sqrt(s->score_sumsq / s->score_n - mu * mu), 1e-9);
+        CHECK_NEAR(ha[k].ds_over_dp, sqrt(s->ds_sumsq / s->dp_sumsq), 1e-12);
+        CHECK_NEAR(ha[k].entropy, s->entropy / s->rows, 1e-12);
+        real gains[14];
+        int n = 0, l = k / 2, h = k % 2;
+        for (int bb = 0; bb < 2; bb++)
+            for (int t = 1; t < 8; t++) gains[n++] = a.row_gain[(size_t)l * 16 * 2 + ((size_t)bb * 2 + h) * 8 + t];
+        for (int i = 1; i < n; i++)  // insertion sort, then the median of 14
+            for (int j = i; j > 0 && gains[j - 1] > gains[j]; j--) { real t = gains[j]; gains[j] = gains[j - 1]; gains[j - 1] = t; }
+        CHECK_NEAR(ha[k].row_gain_median, 0.5 * ((double)gains[6] + gains[7]), 1e-12);
+    }
+    double mean_gq = 0;
+    for (int k = 0; k < 4; k++) mean_gq += ha[k].gnorm_wq / 4;
+    CHECK_NEAR(ma.gnorm_wq, mean_gq, 1e-12);
+    CHECK(ha[0].gnorm_wq != ha[0].gnorm_wk);
+    // and the training passes of the two differ only by rounding
+    double la = gpt_forward_backward(&a, x, y, 2, 8), lb = gpt_forward_backward(&b, x, y, 2, 8);
+    CHECK_NEAR(la, lb, IS_F64 ? 1e-12 : 1e-5);
+    // wq = wk = 0: uniform causal rows over t + 1 keys, t = 1..7
+    for (int l = 0; l < 2; l++) {
+        memset(a.p.layers[l].wq, 0, 64 * sizeof(real));
+        memset(a.p.layers[l].wk, 0, 64 * sizeof(real));
+    }
+    attention_probe(&a, x, y, 2, 8, ha, &ma);
+    double harmonic = 0;
+    for (int t = 2; t <= 8; t++) harmonic += 1.0 / t;
+    CHECK_NEAR(ma.entropy, log(40320.0) / 7, 1e-6);  // ln(8!) / 7
+    CHECK_NEAR(ma.entropy_norm, 1.0, 1e-6);
+    CHECK_NEAR(ma.max_weight, harmonic / 7, 1e-6);
+    CHECK(ma.frac_gt_090 == 0 && ma.frac_gt_099 == 0 && ma.future_mass == 0);
+    CHECK(ma.score_std == 0 && ma.score_absmax == 0 && ma.gnorm_wq == 0 && ma.gnorm_wk == 0);
+    gpt_free(&a);
+    gpt_free(&b);
+}
+
+const TestCase tests_attention[] = {
+    {"gradcheck_attention_definition", gradcheck_attention_definition},
+    {"gradcheck_attention_engine", gradcheck_attention_engine},
+    {"gradcheck_attention_catches_broken_backward", gradcheck_attention_catches_broken_backward},
+    {"gradcheck_softmax_vjp_matches_jacobian", gradcheck_softmax_vjp_matches_jacobian},
+    {"attention_hand_computed_example", test_attention_hand_computed_example},
+    {"attention_t3_example", test_attention_t3_example},
+    {"attention_mistakes_t3", test_attention_mistakes_t3},
+    {"attention_row_stats", test_attention_row_stats},
+    {"attention_stats_uniform_and_row0", test_attention_stats_uniform_and_row0},
+    {"attention_stats_peaked", test_attention_stats_peaked},
+    {"attention_definition_matches_formulas_in_double", test_attention_definition_matches_formulas_in_double},
+    {"attention_engine_equals_definition", test_attention_engine_equals_definition},
+    {"attention_store_overwrites", test_attention_store_overwrites},
+    {"attention_decode_matches_engine_rows", test_attention_decode_matches_engine_rows},
+    {"probe_statistics_come_from_the_definition", test_probe_statistics_come_from_the_definition},
+    {NULL, NULL},
+};

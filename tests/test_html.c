@@ -1,0 +1,549 @@
+// tests/test_html.c: the HTML writer (html.c: structure, escaping, numbers, self-containment),
+// the lab's pages (lab_pages.c: every step shows the numbers of the lab's JSON under the right
+// key, in the right place), the backward the pages show (lab_attention_backward against finite
+// differences), and `./lab examples|exercise --html FILE` from the command line. The same pages
+// in a real browser are `make test-browser` (tests/browser_test.c).
+#define _POSIX_C_SOURCE 200809L
+#include "test.h"
+#include "page_check.h"
+#include "../attention.h"
+#include "../html.h"
+#include "../lab_core.h"
+#include "../lab_pages.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+// Everything a writer function puts on a stream, as a string (free it).
+static char *stream_text(FILE *f) {
+    long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)(n > 0 ? n : 0) + 1);
+    size_t got = n > 0 ? fread(s, 1, (size_t)n, f) : 0;
+    s[got] = 0;
+    fclose(f);
+    return s;
+}
+
+static char *page_html(const HtmlPage *p) {
+    FILE *f = tmpfile();
+    if (!f) return NULL;
+    CHECK(html_page_fwrite(p, f));
+    return stream_text(f);
+}
+
+static cJSON *arrays_json(const LabArrays *s) {
+    FILE *f = tmpfile();
+    lab_arrays_json(f, s);
+    char *text = stream_text(f);
+    cJSON *j = cJSON_Parse(text);
+    CHECK_MSG(j != NULL, "lab_arrays_json wrote invalid JSON");
+    free(text);
+    return j;
+}
+
+static int count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+static char g_hdir[64];
+static char *g_hout, *g_herr;
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)(n > 0 ? n : 0) + 1);
+    size_t got = n > 0 ? fread(s, 1, (size_t)n, f) : 0;
+    s[got] = 0;
+    fclose(f);
+    return s;
+}
+
+// Run a shell command from the repository root; its stdout and stderr land in g_hout, g_herr.
+static int run(const char *fmt, ...) {
+    char cmd[2048], full[2600], po[128], pe[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(po, sizeof po, "%s/.stdout", g_hdir);
+    snprintf(pe, sizeof pe, "%s/.stderr", g_hdir);
+    snprintf(full, sizeof full, "(%s) >'%s' 2>'%s' </dev/null", cmd, po, pe);
+    int st = system(full);
+    free(g_hout);
+    free(g_herr);
+    g_hout = slurp(po);
+    g_herr = slurp(pe);
+    if (!g_hout) g_hout = calloc(1, 1);
+    if (!g_herr) g_herr = calloc(1, 1);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void tmpdir(void) {
+    snprintf(g_hdir, sizeof g_hdir, "/tmp/tgpt_html_XXXXXX");
+    if (!mkdtemp(g_hdir)) { perror("mkdtemp"); exit(1); }
+}
+
+static void cleanup(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_hdir);
+    if (system(cmd) != 0) fprintf(stderr, "  (could not remove %s)\n", g_hdir);
+    free(g_hout);
+    free(g_herr);
+    g_hout = g_herr = NULL;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the writer
+
+static void html_escapes_text_and_code(void) {
+    FILE *f = tmpfile();
+    html_text(f, "a<b & 'c' \"d\" `x<y` end`");
+    char *s = stream_text(f);
+    CHECK_MSG(strcmp(s, "a&lt;b &amp; &#39;c&#39; &quot;d&quot; <code>x&lt;y</code> end`") == 0, "got %s", s);
+    free(s);
+    f = tmpfile();
+    html_escape(f, "<script>alert('x')</script>");
+    s = stream_text(f);
+    CHECK(strcmp(s, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;") == 0);
+    free(s);
+}
+
+// A page of two sequences and three steps, every kind of matrix, mark and extra column.
+static HtmlPage *small_page(int with_alt) {
+    HtmlPage *p = html_page_new("A <title> & more", "./lab x --html 'a b.html'");
+    html_page_note(p, "A note with `code`.");
+    html_page_switch(p, "Main <m>", "Alt", "Show alt");
+    html_page_sequence(p, "first", "First", "Intro of the first.");
+    HtmlStep *s = html_page_step(p, "One", "Caption with `S = Q K^T` and <b>bold</b> & more.");
+    HtmlMatrix *m = html_step_matrix(s, HTML_SHARED, "g.a", "A", 2, 2);
+    const double v[4] = {1, -2.5, -INFINITY, 0.1234567};
+    html_mat_fill(m, v);
+    html_mat_mark(m, 0, 0, HTML_CELL_CHANGED);
+    html_mat_mark(m, 1, 0, HTML_CELL_MASKED | HTML_CELL_CHANGED);
+    html_mat_mark(m, 1, 1, HTML_CELL_MAX);
+    const double sums[2] = {-1.5, 2};
+    html_mat_extra(m, "g.sum", "sum", sums);
+    s = html_page_step(p, "Two", "Second.");
+    m = html_step_matrix(s, HTML_MAIN, "g.b", "B", 1, 3);
+    html_mat_set(m, 0, 2, 7);
+    html_mat_format(m, "%.2f");
+    static const char *const labels[3] = {"x", "y<", "z"};
+    html_mat_col_labels(m, labels);
+    if (with_alt) html_step_matrix(s, HTML_ALT, "g.c", "C", 1, 1);
+    html_page_sequence(p, "second", "Second", NULL);
+    html_page_step(p, "Three", "Third, no matrices.");
+    return p;
+}
+
+static void html_page_structure(void) {
+    HtmlPage *p = small_page(1);
+    CHECK(html_page_n_steps(p) == 3);
+    char *html = page_html(p);
+    html_page_free(p);
+    CHECK(strncmp(html, "<!DOCTYPE html>", 15) == 0);
+    CHECK(strstr(html, "<title>A &lt;title&gt; &amp; more</title>") != NULL);
+    CHECK(count(html, "<section class=\"step\"") == 3);
+    CHECK(count(html, "<section class=\"seq\"") == 2);
+    CHECK(count(html, "<script>") == 1 && count(html, "<style>") == 1);
+    CHECK(strstr(html, "<button type=\"button\" id=\"prev\">") != NULL);
+    CHECK(strstr(html, "<button type=\"button\" id=\"next\">") != NULL);
+    CHECK(strstr(html, "<th scope=\"col\">y&lt;</th>") != NULL);
+    CHECK(strstr(html, "<h4>Main &lt;m&gt;</h4>") != NULL);
+    PcPage pg;
+    char err[512];
+    CHECK_MSG(pc_parse(&pg, html, err, sizeof err), "%s", err);
+    CHECK(pc_check_offline(&pg, html, err, sizeof err) == 0);
+    CHECK(strcmp(pg.command, "./lab x --html 'a b.html'") == 0);
+    // without the script: every step visible, the controls (which need it) hidden
+    CHECK(pg.controls_hidden == 1);
+    CHECK(pg.has_switch && pg.switch_hidden);
+    CHECK(pg.n_steps == 3);
+    for (int i = 0; i < pg.n_steps && pg.n_steps == 3; i++) {
+        CHECK(pg.steps[i].number == i + 1);
+        CHECK(!pg.steps[i].hidden);
+    }
+    if (pg.n_steps == 3) {
+        const PcStep *s = &pg.steps[0];
+        CHECK(strcmp(s->title, "One") == 0);
+        CHECK_MSG(strcmp(s->caption, "Caption with S = Q K^T and <b>bold</b> & more.") == 0, "%s", s->caption);
+        CHECK(s->n_tables == 1);
+        const PcTable *t = &s->tables[0];
+        CHECK(strcmp(t->key, "g.a") == 0 && t->where == 0 && t->rows == 2 && t->cols == 2 && t->n_cells == 4);
+        static const char *const want[4] = {"1.000000", "-2.500000", "-inf", "0.123457"};
+        static const char *const marks[4] = {"c", "", "cm", "k"};
+        for (int i = 0; i < 4 && t->n_cells == 4; i++) {
+            CHECK_MSG(strcmp(t->cells[i], want[i]) == 0, "cell %d: %s", i, t->cells[i]);
+            CHECK_MSG(strcmp(t->marks[i], marks[i]) == 0, "cell %d marks: %s", i, t->marks[i]);
+        }
+        CHECK(t->n_extra == 1 && strcmp(t->extra_key[0], "g.sum") == 0);
+        CHECK(t->n_extra_cells == 2 && strcmp(t->extra_cells[0], "-1.500000") == 0 &&
+              strcmp(t->extra_cells[1], "2.000000") == 0);
+        s = &pg.steps[1];
+        CHECK(s->n_tables == 2 && s->tables[0].where == 1 && s->tables[1].where == 2);
+        CHECK(s->n_tables == 2 && strcmp(s->tables[0].cells[2], "7.00") == 0);
+        CHECK(pg.steps[2].n_tables == 0);
+    }
+    pc_free(&pg);
+    free(html);
+    // a page without ALT matrices has no switch
+    p = small_page(0);
+    html = page_html(p);
+    html_page_free(p);
+    CHECK(strstr(html, "id=\"alt\"") == NULL);
+    free(html);
+}
+
+// The pieces a page without steps (a report) is made of: head, a matrix of no step, tail.
+static void html_pieces_without_steps(void) {
+    FILE *f = tmpfile();
+    html_write_head(f, "Report", "./train --compare-scaling");
+    HtmlMatrix *m = html_matrix_new("report.w", "weights", 1, 2);
+    html_mat_set(m, 0, 0, 0.25);
+    html_mat_set(m, 0, 1, 0.75);
+    html_mat_mark(m, 0, 1, HTML_CELL_MAX);
+    html_mat_format(m, "%.3f");
+    html_write_matrix(f, m);
+    html_matrix_free(m);
+    html_write_tail(f, 0);
+    char *html = stream_text(f);
+    CHECK(strncmp(html, "<!DOCTYPE html>", 15) == 0 && strstr(html, "</html>\n") != NULL);
+    CHECK(strstr(html, "default-src 'none'") != NULL);
+    CHECK(strstr(html, "<script>") == NULL);  // no step controls to drive
+    CHECK(strstr(html, "<code class=\"cmd\">./train --compare-scaling</code>") != NULL);
+    CHECK(strstr(html, "data-key=\"report.w\"") != NULL);
+    CHECK(strstr(html, "<td class=\"v\">0.250</td><td class=\"v k\">0.750</td>") != NULL);
+    free(html);
+}
+
+static void html_page_write_file(void) {
+    tmpdir();
+    HtmlPage *p = small_page(1);
+    char path[128], err[512];
+    snprintf(path, sizeof path, "%s/page.html", g_hdir);
+    CHECK(html_page_write(p, path, err, sizeof err));
+    char *html = slurp(path);
+    CHECK(html && strstr(html, "</html>\n") != NULL);
+    free(html);
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CHECK(access(tmp, F_OK) != 0);  // renamed into place, nothing left behind
+    // a directory that does not exist: refused, naming the file
+    snprintf(path, sizeof path, "%s/no/such/dir/page.html", g_hdir);
+    CHECK(!html_page_write(p, path, err, sizeof err));
+    CHECK_MSG(strstr(err, path) != NULL && strchr(err, '\n') == NULL, "%s", err);
+    html_page_free(p);
+    cleanup();
+}
+
+// The checker must notice a wrong number, a wrong place and a reference to the network.
+static void html_checker_catches_mistakes(void) {
+    LabArrays s = {0};
+    lab_examples_arrays(&s);
+    cJSON *j = arrays_json(&s);
+    HtmlPage *p = lab_examples_page(&s, "./lab examples --html x.html");
+    char *html = page_html(p);
+    html_page_free(p);
+    PcPage pg;
+    char err[512];
+    const PcExpect *want;
+    pc_examples_expect(&want);
+    CHECK(pc_parse(&pg, html, err, sizeof err));
+    CHECK(pg.n_steps >= 8);
+    if (pg.n_steps >= 8) {
+        PcStep *st = &pg.steps[7];  // T = 3 softmax
+        CHECK(pc_check_step(st, &want[7], j, err, sizeof err) == 0);
+        snprintf(st->tables[0].cells[3], 32, "0.330239");  // one digit off
+        CHECK(pc_check_step(st, &want[7], j, err, sizeof err) > 0);
+        CHECK(strstr(err, "0.330239") != NULL);
+        CHECK(pc_check_step(&pg.steps[6], &want[7], j, err, sizeof err) > 0);  // the Mask step is not Softmax
+        st->tables[1].where = 1;                                               // alt drawn as main
+        CHECK(pc_check_step(st, &want[7], j, err, sizeof err) > 0);
+    }
+    const char *bad = "<html><head><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\">"
+                      "</head><body><section class=\"step\" data-step=\"1\"><img src=\"https://example.com/a.png\">"
+                      "</section></body></html>";
+    PcPage pb;
+    CHECK(pc_parse(&pb, bad, err, sizeof err));
+    CHECK(pc_check_offline(&pb, bad, err, sizeof err) > 0);
+    pc_free(&pb);
+    pc_free(&pg);
+    free(html);
+    cJSON_Delete(j);
+    lab_arrays_free(&s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the lab's pages against the lab's numbers
+
+static void check_page(const HtmlPage *p, const cJSON *j, const PcExpect *want, int n_want) {
+    char *html = page_html(p);
+    PcPage pg;
+    char err[1024];
+    CHECK_MSG(pc_parse(&pg, html, err, sizeof err), "%s", err);
+    CHECK_MSG(pc_check_offline(&pg, html, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(pg.n_steps == n_want, "%d steps, expected %d", pg.n_steps, n_want);
+    for (int i = 0; i < pg.n_steps && i < n_want; i++) {
+        CHECK(pg.steps[i].number == i + 1 && !pg.steps[i].hidden);
+        CHECK_MSG(pc_check_step(&pg.steps[i], &want[i], j, err, sizeof err) == 0, "%s", err);
+    }
+    pc_free(&pg);
+    free(html);
+}
+
+static void html_examples_page_matches_json(void) {
+    LabArrays s = {0};
+    lab_examples_arrays(&s);
+    cJSON *j = arrays_json(&s);
+    HtmlPage *p = lab_examples_page(&s, "./lab examples --html x.html");
+    const PcExpect *want;
+    int n = pc_examples_expect(&want);
+    CHECK(n == 14);
+    check_page(p, j, want, n);
+    html_page_free(p);
+    // the numbers themselves, against the worked example (test_lab.c has the forward ones)
+    char buf[64];
+    pc_format(buf, sizeof buf, cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.weights_scaled"), 1), 0));
+    CHECK(strcmp(buf, "0.330238") == 0);
+    pc_format(buf, sizeof buf, cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.masked_scaled"), 0), 1));
+    CHECK(strcmp(buf, "-inf") == 0);
+    cJSON_Delete(j);
+    lab_arrays_free(&s);
+}
+
+static void html_exercise_page_matches_json(void) {
+    for (int causal = 0; causal <= 1; causal++) {
+        LabExercise e;
+        CHECK(lab_exercise_run(&e, 0, 5, 8, causal));
+        LabArrays s = {0};
+        lab_exercise_arrays(&s, &e);
+        cJSON *j = arrays_json(&s);
+        HtmlPage *p = lab_exercise_page(&s, &e, "./lab exercise --html x.html");
+        const PcExpect *want;
+        int n = pc_exercise_expect(&want, causal);
+        CHECK(n == (causal ? 11 : 10));
+        check_page(p, j, want, n);
+        html_page_free(p);
+        // the exercise's original JSON keys come first, in their order
+        static const char *const first[] = {"Q", "K", "V", "scores", "weights_scaled", "weights_unscaled",
+                                            "rowmax_scaled", "rowmax_unscaled", "entropy_scaled", "entropy_unscaled"};
+        const cJSON *it = j->child;
+        for (int k = 0; k < 10; k++, it = it ? it->next : NULL) CHECK(it && strcmp(it->string, first[k]) == 0);
+        cJSON_Delete(j);
+        lab_arrays_free(&s);
+        lab_exercise_free(&e);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the backward the pages show
+
+// L = sum(dO * O) with O = lab_attention(Q, K, V): the loss whose gradient lab_attention_backward
+// computes for upstream dO.
+static double loss_of(const real *Q, const real *K, const real *V, const real *dout, int T, int dk, real scale,
+                      int causal) {
+    real out[64], w[64], sc[64];
+    lab_attention(out, w, sc, Q, T, K, V, T, dk, scale, causal);
+    double L = 0.0;
+    for (int i = 0; i < T * dk; i++) L += (double)dout[i] * out[i];
+    return L;
+}
+
+static void check_backward(const real *Q0, const real *K0, const real *V0, const real *dout, int T, int dk, real scale,
+                           int causal) {
+    real Q[64], K[64], V[64], out[64], P[64], sc[64];
+    memcpy(Q, Q0, sizeof(real) * T * dk);
+    memcpy(K, K0, sizeof(real) * T * dk);
+    memcpy(V, V0, sizeof(real) * T * dk);
+    lab_attention(out, P, sc, Q, T, K, V, T, dk, scale, causal);
+    LabBackward g;
+    lab_backward_alloc(&g, T, dk);
+    lab_attention_backward(g.dQ, g.dK, g.dV, g.dP, g.dS, g.rowsum, dout, P, Q, K, V, T, dk, scale, causal);
+    double h = sizeof(real) == 8 ? 1e-6 : 1e-2, tol = sizeof(real) == 8 ? 1e-7 : 2e-2;
+    real *mats[3] = {Q, K, V};
+    const real *grads[3] = {g.dQ, g.dK, g.dV};
+    for (int m = 0; m < 3; m++)
+        for (int i = 0; i < T * dk; i++) {
+            real orig = mats[m][i];
+            mats[m][i] = (real)(orig + h);
+            double lp = loss_of(Q, K, V, dout, T, dk, scale, causal);
+            mats[m][i] = (real)(orig - h);
+            double lm = loss_of(Q, K, V, dout, T, dk, scale, causal);
+            mats[m][i] = orig;
+            double fd = (lp - lm) / (2 * h);
+            CHECK_MSG(fabs(fd - grads[m][i]) <= tol * fmax(1.0, fabs(fd)), "%c[%d]: backward %.9g, differences %.9g",
+                      "QKV"[m], i, (double)grads[m][i], fd);
+        }
+    // the page's dS and the kernel's dQ tell one story: dQ = scale * dS K; each row of dS sums to 0
+    for (int t = 0; t < T; t++) {
+        double rs = 0.0;
+        for (int u = 0; u < T; u++) rs += g.dS[t * T + u];
+        CHECK_NEAR(rs, 0.0, sizeof(real) == 8 ? 1e-12 : 1e-5);
+        for (int i = 0; i < dk; i++) {
+            double q = 0.0;
+            for (int u = 0; u < T; u++) q += (double)g.dS[t * T + u] * K[u * dk + i];
+            CHECK_NEAR(g.dQ[t * dk + i], scale * q, sizeof(real) == 8 ? 1e-12 : 1e-5);
+        }
+        if (causal)
+            for (int u = t + 1; u < T; u++) CHECK(g.dS[t * T + u] == 0);
+    }
+    lab_backward_free(&g);
+}
+
+static void lab_backward_matches_finite_differences(void) {
+    static const real Q3[] = {1, 0, 0, 1, 1, 1}, V3[] = {10, 0, 0, 10, 5, 5}, dO3[] = {1, -1, 1, -1, 1, -1};
+    for (int causal = 0; causal <= 1; causal++) {
+        check_backward(Q3, Q3, V3, dO3, 3, 2, (real)(1.0 / sqrt(2.0)), causal);
+        check_backward(Q3, Q3, V3, dO3, 3, 2, 1, causal);
+    }
+    // random inputs of the exercise's kind, T = 4, d_k = 3
+    NumpyRng r;
+    numpy_seed(&r, 5);
+    real Q[12], K[12], V[12], dO[12];
+    lab_randn(Q, 12, &r);
+    lab_randn(K, 12, &r);
+    lab_randn(V, 12, &r);
+    lab_randn(dO, 12, &r);
+    for (int causal = 0; causal <= 1; causal++) check_backward(Q, K, V, dO, 4, 3, (real)(1.0 / sqrt(3.0)), causal);
+    // the exercise stores the same backward for dO drawn after V
+    LabExercise e;
+    CHECK(lab_exercise_run(&e, 5, 4, 3, 1));
+    for (int i = 0; i < 12; i++) CHECK(e.dout[i] == dO[i] && e.Q[i] == Q[i]);
+    LabBackward g;
+    lab_backward_alloc(&g, 4, 3);
+    lab_attention_backward(g.dQ, g.dK, g.dV, g.dP, g.dS, g.rowsum, dO, e.weights_scaled, Q, K, V, 4, 3,
+                           (real)(1.0 / sqrt(3.0)), 1);
+    CHECK(memcmp(g.dQ, e.grad_scaled.dQ, sizeof(real) * 12) == 0);
+    CHECK(memcmp(g.dS, e.grad_scaled.dS, sizeof(real) * 16) == 0);
+    lab_backward_free(&g);
+    lab_exercise_free(&e);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the command line: the same digits as the terminal, --html, its errors
+
+// Rows of the JSON matrix key, printed as the terminal prints matrices (" %10.6f" per entry),
+// must each appear in text.
+static void rows_in_terminal(const cJSON *j, const char *key, const char *text) {
+    const cJSON *a = pc_json_get(j, key);
+    CHECK_MSG(a != NULL, "no %s", key);
+    if (!a) return;
+    for (const cJSON *row = a->child; row; row = row->next) {
+        char line[512] = "";
+        size_t n = 0;
+        for (const cJSON *x = row->child; x; x = x->next)
+            n += (size_t)snprintf(line + n, sizeof line - n, " %10.6f", x->valuedouble);
+        CHECK_MSG(strstr(text, line) != NULL, "%s: row \"%s\" is not in the terminal output", key, line);
+    }
+}
+
+static void lab_pages_same_digits_as_terminal(void) {
+    tmpdir();
+    CHECK(run("./lab examples") == 0);
+    char *text = strdup(g_hout);
+    CHECK(run("./lab examples --json") == 0);
+    cJSON *j = cJSON_Parse(g_hout);
+    CHECK(j != NULL);
+    if (j) {
+        static const char *const keys[] = {"t3.Q", "t3.V", "t3.scores", "t3.weights_scaled", "t3.weights_unscaled",
+                                           "t3.out_scaled", "t3.out_unscaled", "one_query.weights_scaled",
+                                           "one_query.weights_unscaled", "one_query.out_scaled",
+                                           "one_query.out_unscaled"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) rows_in_terminal(j, keys[k], text);
+    }
+    cJSON_Delete(j);
+    free(text);
+    CHECK(run("./lab exercise --causal --seed 3") == 0);
+    text = strdup(g_hout);
+    CHECK(run("./lab exercise --causal --seed 3 --json") == 0);
+    j = cJSON_Parse(g_hout);
+    CHECK(j != NULL);
+    if (j) {
+        static const char *const keys[] = {"Q", "K", "V", "scores", "weights_scaled", "weights_unscaled"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) rows_in_terminal(j, keys[k], text);
+        // the row table: max and entropy, scaled and unscaled
+        const cJSON *ms = pc_json_get(j, "rowmax_scaled"), *mu = pc_json_get(j, "rowmax_unscaled");
+        const cJSON *hs = pc_json_get(j, "entropy_scaled"), *hu = pc_json_get(j, "entropy_unscaled");
+        for (int t = 0; t < cJSON_GetArraySize(ms); t++) {
+            char line[256];
+            snprintf(line, sizeof line, "%-5d  %12.6f  %12.6f  %14.6f  %14.6f", t, cJSON_GetArrayItem(ms, t)->valuedouble,
+                     cJSON_GetArrayItem(mu, t)->valuedouble, cJSON_GetArrayItem(hs, t)->valuedouble,
+                     cJSON_GetArrayItem(hu, t)->valuedouble);
+            CHECK_MSG(strstr(text, line) != NULL, "row \"%s\" is not in the terminal output", line);
+        }
+    }
+    cJSON_Delete(j);
+    free(text);
+    cleanup();
+}
+
+static void lab_html_command_line(void) {
+    tmpdir();
+    CHECK(run("./lab examples") == 0);
+    char *plain = strdup(g_hout);
+    // --html writes the page and leaves the terminal output as it was
+    CHECK(run("./lab examples --html %s/ex.html", g_hdir) == 0);
+    CHECK(strcmp(g_hout, plain) == 0);
+    CHECK(strstr(g_herr, "wrote") != NULL && strstr(g_herr, "14 steps") != NULL);
+    free(plain);
+    char path[128], err[512];
+    snprintf(path, sizeof path, "%s/ex.html", g_hdir);
+    char *html = slurp(path);
+    CHECK(html != NULL);
+    PcPage pg;
+    if (html && pc_parse(&pg, html, err, sizeof err)) {
+        char want[160];
+        snprintf(want, sizeof want, "./lab examples --html %s/ex.html", g_hdir);
+        CHECK_MSG(strcmp(pg.command, want) == 0, "the page says '%s' wrote it", pg.command);
+        CHECK(pg.n_steps == 14);
+        pc_free(&pg);
+    }
+    free(html);
+    CHECK(run("./lab exercise --causal --seed 3 --html=%s/x.html", g_hdir) == 0);
+    snprintf(path, sizeof path, "%s/x.html", g_hdir);
+    html = slurp(path);
+    CHECK(html && pc_parse(&pg, html, err, sizeof err));
+    if (html) {
+        CHECK(pg.n_steps == 11);
+        CHECK(strstr(pg.command, "--causal --seed 3") != NULL);
+        pc_free(&pg);
+    }
+    free(html);
+    // usage errors: exit 2, one line naming the option; a file that cannot be written: exit 1
+    CHECK(run("./lab examples --html") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--html"));
+    CHECK(run("./lab examples --html=") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--html"));
+    CHECK(run("./lab exercise --T 40 --html %s/big.html", g_hdir) == 2 && strstr(g_herr, "--T"));
+    CHECK(access(path, F_OK) == 0);
+    snprintf(path, sizeof path, "%s/big.html", g_hdir);
+    CHECK(access(path, F_OK) != 0);
+    CHECK(run("./lab examples --html %s/none/ex.html", g_hdir) == 1 && count(g_herr, "\n") == 1);
+    CHECK(strstr(g_herr, "none/ex.html") != NULL);
+    cleanup();
+}
+
+const TestCase tests_html[] = {
+    {"html_escapes_text_and_code", html_escapes_text_and_code},
+    {"html_page_structure", html_page_structure},
+    {"html_pieces_without_steps", html_pieces_without_steps},
+    {"html_page_write_file", html_page_write_file},
+    {"html_checker_catches_mistakes", html_checker_catches_mistakes},
+    {"html_examples_page_matches_json", html_examples_page_matches_json},
+    {"html_exercise_page_matches_json", html_exercise_page_matches_json},
+    {"lab_backward_matches_finite_differences", lab_backward_matches_finite_differences},
+    {"lab_pages_same_digits_as_terminal", lab_pages_same_digits_as_terminal},
+    {"lab_html_command_line", lab_html_command_line},
+    {NULL, NULL},
+};
