@@ -1,6 +1,6 @@
 // tests/chaos.c: `make test-chaos`. Signals at random moments in every phase of ./train (start-up,
 // steps, checkpoint writes, evaluation, the final evaluation, sampling, compare mode): SIGKILL,
-// SIGTERM and SIGINT, seven rounds of each per phase; then two trainers started on one out_dir,
+// SIGTERM and SIGINT, six rounds per phase (two of each signal): 42; then two trainers on one out_dir,
 // and a real divergence. After each: every checkpoint present loads in ./sample, --resume
 // continues, no temporary file is left (after a SIGKILL: once the next run in that directory
 // has started), and no finished run's files changed (md5 before and after).
