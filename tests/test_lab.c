@@ -5,6 +5,7 @@
 // Tolerances: 1e-6 on printed numbers in float64, 1e-5 in float32. The gradcheck_* tests are the
 // float64 ones (`run_tests64 --only gradcheck`); in float32 they check only what float32 finite
 // differences can resolve (the fan_in init) and skip the rest.
+#define _POSIX_C_SOURCE 200809L  // popen
 #include "test.h"
 #include "../attention.h"
 #include "../lab_core.h"
