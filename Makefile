@@ -100,7 +100,7 @@ TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test test-asan test-browser test-arm64 fuzz demo bench docs-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test test-asan test-browser test-arm64 test-chaos fuzz demo bench docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -114,12 +114,26 @@ $(OBJDIR)/f64/%.o: %.c $(CORE_H) | deps
 	@mkdir -p $(OBJDIR)/f64
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -c $< -o $@
 
-train: $(OBJDIR)/train.o $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
+# ./train: train.c (the command line and the modes) over run.c (one run's life), outdir.c (its
+# output directory), stop.c (signals) and report.c (the comparison's report)
+TRAIN_SRC := train.c run.c outdir.c stop.c report.c
+TRAIN_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/%.o)
+train: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
+
+# The test build of train (build/train-test): the same sources with the fault injection the tests
+# drive through TGPT_TEST_* environment variables (run.c). The shipped ./train has none of it.
+TRAIN_TEST_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/hooks/%.o)
+$(OBJDIR)/hooks/%.o: %.c $(CORE_H) | deps
+	@mkdir -p $(OBJDIR)/hooks
+	$(CC) $(ALL_CFLAGS) -DTGPT_TEST_HOOKS -c $< -o $@
+
+build/train-test: $(TRAIN_TEST_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 # The MPI build of train that the tests run under mpirun (build/train-mpi; ./train stays as it is).
 # `make test` builds it when mpicc is installed; the MPI tests skip, saying so, when it is not.
-build/train-mpi: $(OBJDIR)/train.o $(OBJDIR)/report.o $(CORE_OBJ) $(STAMP)
+build/train-mpi: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 mpi-test-build:
@@ -167,11 +181,19 @@ test-browser: lab tests/browser_test
 	@if sh tools/ensure-chromium.sh; then ./tests/browser_test; \
 	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
 
+# The chaos test (its own target; CI runs it): SIGKILL, SIGTERM and SIGINT at random moments in
+# every phase of ./train, two trainers on one out_dir, a real divergence (tests/chaos.c).
+tests/chaos: tests/chaos.c tests/test.h $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. tests/chaos.c $(CORE_OBJ) -o $@ $(LDLIBS)
+
+test-chaos: all tests/chaos
+	./tests/chaos $(CHAOS_SEED)
+
 run: all
 	./train configs/default.json
 
 # One runner, one closing line: the float32 suite also runs the float64 build's numeric tests.
-test: all tools/gencorpus tests/run_tests tests/run_tests64 mpi-test-build
+test: all tools/gencorpus build/train-test tests/run_tests tests/run_tests64 mpi-test-build
 	./tests/run_tests
 
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (binaries included)
@@ -231,4 +253,4 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/train $(DESTDIR)$(PREFIX)/bin/sample $(DESTDIR)$(PREFIX)/bin/lab
 
 clean:
-	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tests/browser_test tools/gencorpus tools/bench_gemm $(FUZZ_TARGETS)
+	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tests/browser_test tests/chaos tools/gencorpus tools/bench_gemm $(FUZZ_TARGETS)

@@ -425,6 +425,10 @@ static int state_problem(const TrainState *st, char *buf, size_t n) {
         snprintf(buf, n, "an invalid best_val_loss (%g)", st->best_val_loss);
         return 1;
     }
+    if (!(st->elapsed_s >= 0 && st->elapsed_s < 1e12)) {  // seconds: at most 30,000 years
+        snprintf(buf, n, "an invalid elapsed_s (%g)", st->elapsed_s);
+        return 1;
+    }
     return 0;
 }
 
@@ -460,6 +464,7 @@ int checkpoint_save(const char *path, const GPT *m, const char *config_json, con
     tw_record(w, "rng", DT_U64, 1, shape, st->rng.s);
     shape[0] = 1;
     tw_record(w, "best_val_loss", DT_F64, 1, shape, &st->best_val_loss);
+    tw_record(w, "elapsed_s", DT_F64, 1, shape, &st->elapsed_s);
     static const char *const prefix[3] = {"", "adam_m.", "adam_v."};
     const real *bufs[3] = {m->params, m->adam_m, m->adam_v};
     char name[TENSOR_NAME_MAX + 16];
@@ -493,7 +498,7 @@ static int refuse(char *err, size_t errlen, const char *fmt, ...) {
 // The header records that are not tensors; every other record of a checkpoint is a parameter,
 // an AdamW first moment ("adam_m.") or a second moment ("adam_v.").
 static int is_header_record(const char *name) {
-    static const char *const names[] = {"config", "vocab", "dims", "state", "rng", "best_val_loss"};
+    static const char *const names[] = {"config", "vocab", "dims", "state", "rng", "best_val_loss", "elapsed_s"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0) return 1;
     return 0;
@@ -645,6 +650,12 @@ int checkpoint_open(Checkpoint *ck, const char *path, char *err, size_t errlen) 
     ck->state.skipped_steps = (long)sv[1];
     memcpy(ck->state.rng.s, rng->data, sizeof ck->state.rng.s);
     memcpy(&ck->state.best_val_loss, best->data, sizeof(double));
+    const TRecord *elapsed = tfile_find(f, "elapsed_s");  // absent from checkpoints of earlier versions: 0
+    if (elapsed && !record_is(elapsed, DT_F64, 1)) {
+        snprintf(err, errlen, "'%s' has an elapsed_s record of the wrong type or size", path);
+        goto fail;
+    }
+    if (elapsed) memcpy(&ck->state.elapsed_s, elapsed->data, sizeof(double));
     char problem[160];
     if (sv[0] != (long)sv[0] || sv[1] != (long)sv[1] || state_problem(&ck->state, problem, sizeof problem)) {
         if (sv[0] != (long)sv[0] || sv[1] != (long)sv[1]) snprintf(problem, sizeof problem, "an invalid step count");

@@ -69,6 +69,7 @@ typedef struct {
     Rng rng;               // the batch sampler's state after `step` steps
     double best_val_loss;  // best evaluated validation loss so far (INFINITY if none)
     long skipped_steps;    // steps skipped as non-finite
+    double elapsed_s;      // wall-clock seconds of training so far, over every segment of the run
 } TrainState;
 
 // Save the model (parameters and AdamW moments), the resolved config JSON, the vocabulary and

@@ -51,6 +51,7 @@ static const char *const INIT_NAMES[] = {"gpt2", "fan_in", NULL};
 static const char *const ATTN_IMPL_NAMES[] = {"fast", "reference", NULL};
 static const char *const ATTN_MASK_NAMES[] = {"causal", "zero", "none", NULL};
 static const char *const SOFTMAX_AXIS_NAMES[] = {"keys", "queries", NULL};
+static const char *const BOOL_NAMES[] = {"false", "true", NULL};
 
 // Rows of one section must be contiguous (config_to_json writes them as one JSON object).
 static const KeySpec KEYS[] = {
@@ -124,6 +125,8 @@ static const KeySpec KEYS[] = {
      .help = "number of recent losses the spike guard looks at"},
     {.key = "train.out_dir", .type = T_STR, FIELD(out_dir), .def_str = "", .min = 0, .max = 1023,
      .help = "output directory; empty = out/<name>"},
+    {.key = "train.overwrite", .type = T_STR, FIELD(overwrite), .def_str = "false", .min = 1, .max = 5, .enums = BOOL_NAMES,
+     .help = "\"true\": a new run replaces a run already in train.out_dir (its files are removed); else it is refused"},
 
     {.key = "log.log_interval", .type = T_INT, FIELD(log_interval), .def = 10, .min = 1, .max = STEPS_MAX,
      .help = "steps between training log lines"},

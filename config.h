@@ -44,6 +44,7 @@ typedef struct {
     double spike_zscore;       // loss-spike guard threshold; 0 = off
     int spike_window;
     char out_dir[1024];        // default: out/<name>
+    char overwrite[8];         // "true": a new run replaces the run in out_dir; "false": refused
 
     // log
     int log_interval;

@@ -84,12 +84,19 @@ static int *start_context(const int *prompt, int n_prompt, int n_tokens, int *n)
 
 void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
               double temperature, int top_k, Rng *rng, FILE *out) {
+    generate_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, NULL);
+}
+
+// generate_full_window's loop, stopping early once *stop is non-zero; returns the tokens written.
+static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens, double temperature,
+                             int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop);
+
+int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+                   double temperature, int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop) {
     // a model that sees the future (an attention mistake) has no valid cache: every position's
     // keys would change with the tokens after it. Recompute the window, as gen_loss does.
-    if (!gpt_attention_is_causal(m)) {
-        generate_full_window(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out);
-        return;
-    }
+    if (!gpt_attention_is_causal(m))
+        return full_window_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, stop);
     int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
     int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
@@ -99,11 +106,12 @@ void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tok
     // prefill: the last block_size tokens of the prompt
     int start = n > Tmax ? n - Tmax : 0;
     gpt_prefill(m, &cache, ctx + start, n - start, logits);
-    for (int i = 0; i < n_tokens; i++) {
+    int written = 0;
+    while (written < n_tokens && !(stop && *stop)) {
         int next = sample_logits(logits, V, temperature, top_k, rng, work);
         ctx[n++] = next;
         put_token(v, next, out);
-        if (i + 1 == n_tokens) break;
+        if (++written == n_tokens) break;
         if (cache.len < Tmax) {
             gpt_decode_step(m, &cache, next, logits);
         } else {
@@ -119,14 +127,21 @@ void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tok
     free(logits);
     free(work);
     free(ctx);
+    return written;
 }
 
 void generate_full_window(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
                           double temperature, int top_k, Rng *rng, FILE *out) {
+    full_window_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, NULL);
+}
+
+static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens, double temperature,
+                             int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop) {
     int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
     int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
-    for (int i = 0; i < n_tokens; i++) {
+    int written = 0;
+    for (; written < n_tokens && !(stop && *stop); written++) {
         int T = n < Tmax ? n : Tmax;
         gpt_forward(m, ctx + (n - T), NULL, 1, T);  // the whole window, every token
         int next = sample_logits(m->acts.logits + (size_t)(T - 1) * V, V, temperature, top_k, rng, work);
@@ -136,4 +151,5 @@ void generate_full_window(GPT *m, const Vocab *v, const int *prompt, int n_promp
     if (out) fflush(out);
     free(work);
     free(ctx);
+    return written;
 }

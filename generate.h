@@ -2,6 +2,7 @@
 #ifndef GENERATE_H
 #define GENERATE_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "data.h"
@@ -22,6 +23,10 @@ int encode_prompt(const Vocab *v, const char *prompt, int *tokens, char *err, si
 // from its last block_size/2 tokens (so it holds between block_size/2 and block_size tokens).
 void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
               double temperature, int top_k, Rng *rng, FILE *out);
+// The same, stopping early once *stop is non-zero (checked before every token; a signal handler
+// sets it). Returns the number of tokens written.
+int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+                   double temperature, int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop);
 // The same without a cache: a full forward pass over the last block_size tokens for every new
 // token (the reference for the tests and the benchmark). The model needs T capacity block_size.
 void generate_full_window(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,

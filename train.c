@@ -1,5 +1,7 @@
-// train.c: the command line, the training loop, evaluation, logging, checkpoints, and the
-// side-by-side scaled-vs-unscaled experiment (--compare-scaling).
+// train.c: the front door of ./train: the command line, the configuration (and the checkpoint
+// a run resumes from), the data, and the modes: training one run, or several side by side on
+// the same batches (--compare-scaling); timing steps (--bench); a debug dump (--dump-state).
+// One run's life (a step, evaluation, checkpoints, the finish) is in run.c.
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -21,358 +23,87 @@
 #include "generate.h"
 #include "matmul.h"
 #include "model.h"
+#include "outdir.h"
 #include "report.h"
 #include "rng.h"
+#include "run.h"
+#include "stop.h"
 #include "version.h"
 
-#define ERRLEN 1024
+#define ERRLEN RUN_ERRLEN
 #define BENCH_VOCAB 65
 
 // ---------------------------------------------------------------------------------------------
-// signals: the first SIGINT/SIGTERM asks the loop to stop after the current step and save; a
-// second SIGINT exits at once without writing anything.
-
-static volatile sig_atomic_t g_stop_signal = 0;
-
-// Test-only fault injection, so the tests can exercise the guards; unset in normal use.
-// TGPT_TEST_NONFINITE="FROM:COUNT" makes the loss of steps [FROM, FROM+COUNT) NaN;
-// TGPT_TEST_SPIKE="STEP" adds 100 to the loss of that step (the spike guard's input).
-static long g_fault_from = -1, g_fault_count = 0, g_spike_step = -1;
-
-static void read_fault_injection(void) {
-    const char *v = getenv("TGPT_TEST_NONFINITE");
-    if (v && sscanf(v, "%ld:%ld", &g_fault_from, &g_fault_count) != 2) g_fault_from = -1, g_fault_count = 0;
-    v = getenv("TGPT_TEST_SPIKE");
-    if (v && sscanf(v, "%ld", &g_spike_step) != 1) g_spike_step = -1;
-}
-
-static void on_signal(int sig) {
-    if (g_stop_signal && sig == SIGINT) _exit(130);
-    g_stop_signal = sig;
-}
-
-static void install_signal_handlers(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
-
-// ---------------------------------------------------------------------------------------------
-// small file helpers
-
-static int ensure_dir(const char *path, char *err, size_t errlen) {
-    char buf[2048];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == 0) {
-            char saved = *p;
-            *p = 0;
-            struct stat st;
-            if (stat(buf, &st) != 0) {
-                if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-                    snprintf(err, errlen, "cannot create output directory '%.900s': %s", buf, strerror(errno));
-                    return 0;
-                }
-            } else if (!S_ISDIR(st.st_mode)) {
-                snprintf(err, errlen, "output path '%.900s' exists and is not a directory", buf);
-                return 0;
-            }
-            *p = saved;
-            if (saved == 0) break;
-        }
-    }
-    if (access(path, W_OK) != 0) {
-        snprintf(err, errlen, "output directory '%s' is not writable: %s", path, strerror(errno));
-        return 0;
-    }
-    return 1;
-}
-
-static FILE *open_or_die(const char *path, const char *mode) {
-    FILE *f = fopen(path, mode);
-    if (!f) die(EXIT_RUNTIME, "cannot open '%s' for writing: %s", path, strerror(errno));
-    return f;
-}
-
-// Keep the header and the rows of a CSV whose first field (the step) is <= max_step, so a
-// resumed run continues its logs without repeating rows written after the last checkpoint.
-static void truncate_csv(const char *path, long max_step) {
-    FILE *in = fopen(path, "r");
-    if (!in) return;
-    char tmp[2100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *out = open_or_die(tmp, "w");
-    char line[8192];
-    int first = 1;
-    while (fgets(line, sizeof line, in)) {
-        if (first || strtol(line, NULL, 10) <= max_step) fputs(line, out);
-        first = 0;
-    }
-    fclose(in);
-    if (fflush(out) != 0 || fclose(out) != 0) die(EXIT_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
-    if (rename(tmp, path) != 0) die(EXIT_RUNTIME, "cannot replace '%s': %s", path, strerror(errno));
-}
-
-static void join_path(char *out, size_t n, const char *dir, const char *file) {
-    int w = snprintf(out, n, "%s/%s", dir, file);
-    if (w < 0 || (size_t)w >= n) die(EXIT_USAGE, "path too long: '%s/%s'", dir, file);
-}
-
-// ---------------------------------------------------------------------------------------------
-// batches
-
-// B random windows of T+1 tokens from [lo, hi): inputs x and next-token targets y, (B,T) each.
-static void sample_batch(const Dataset *ds, int split_val, Rng *rng, int B, int T, int *x, int *y) {
-    size_t lo = split_val ? ds->n_train : 0, hi = split_val ? ds->n_tokens : ds->n_train;
-    size_t span = hi - lo - (size_t)T;  // valid starts: [lo, hi - T - 1]
-    for (int b = 0; b < B; b++) {
-        size_t start = lo + (size_t)rng_below(rng, span);
-        for (int t = 0; t < T; t++) {
-            x[b * T + t] = ds->tokens[start + t];
-            y[b * T + t] = ds->tokens[start + t + 1];
-        }
-    }
-}
-
-// nanoGPT's schedule: linear warmup, then cosine decay from lr to min_lr at lr_decay_steps.
-static double lr_at(const Config *c, long step) {
-    long decay = c->lr_decay_steps > 0 ? c->lr_decay_steps : c->max_steps;
-    if (step < c->warmup_steps) return c->lr * (double)(step + 1) / (double)(c->warmup_steps + 1);
-    if (step >= decay) return c->min_lr;
-    double ratio = (double)(step - c->warmup_steps) / (double)(decay - c->warmup_steps);
-    double coeff = 0.5 * (1.0 + cos(3.14159265358979323846 * ratio));
-    return c->min_lr + coeff * (c->lr - c->min_lr);
-}
-
-// ---------------------------------------------------------------------------------------------
-// one training run (two of them side by side in --compare-scaling)
-
-typedef struct {
-    const char *variant;     // NULL for a normal run, else "scaled" / "unscaled"
-    Config cfg;
-    int rows, row0;          // this rank's rows [row0, row0 + rows) of every batch (all of it in one process)
-    char *cfg_json;
-    GPT model;
-    TrainState st;
-    char dir[1100];
-    FILE *metrics, *attn_csv;
-    // divergence guard
-    int bad_streak;
-    double last_finite_loss;
-    double *spike_window;
-    int spike_n, spike_pos;
-    // results of the last step / probe / evaluation
-    double loss, grad_norm, lr, ms;
-    int skipped;
-    const char *skip_reason;
-    double train_seconds, comm_seconds;  // comm: time in the gradient allreduce (MPI)
-    long tokens_trained;
-    HeadStats probe;         // last attention probe (averages over layers and heads)
-    int have_probe;
-    double eval_train, eval_val;
-} Run;
-
-// Mean loss over a set of fixed batches (eval_steps of them) from one split.
-static double estimate_loss(Run *r, const Dataset *ds, int split_val, int *x, int *y) {
-    const Config *c = &r->cfg;
-    Rng eval_rng;
-    rng_seed(&eval_rng, (uint64_t)c->seed * 2654435761u + (split_val ? 17 : 3));
-    double total = 0.0;
-    size_t off = (size_t)r->row0 * c->block_size;
-    for (int i = 0; i < c->eval_steps; i++) {
-        // every rank draws the whole batch and evaluates its rows: the mean over the ranks'
-        // equal shares is the mean over the batch
-        sample_batch(ds, split_val, &eval_rng, c->batch_size, c->block_size, x, y);
-        total += gpt_loss(&r->model, x + off, y + off, r->rows, c->block_size);
-    }
-    dist_sum_double(&total, 1);
-    return total / c->eval_steps / dist_size();
-}
-
-// Loss over the whole validation split: every non-overlapping window of block_size targets.
-static double full_val_loss(Run *r, const Dataset *ds, int *x, int *y) {
-    const Config *c = &r->cfg;
-    int T = c->block_size, B = c->batch_size;
-    size_t n_val = ds->n_tokens - ds->n_train;
-    size_t n_windows = (n_val - 1) / (size_t)T;
-    // sums[0] = summed loss, sums[1] = positions counted; each rank takes its rows of each
-    // group of B windows
-    double sums[2] = {0.0, 0.0};
-    for (size_t w0 = 0; w0 < n_windows; w0 += (size_t)B) {
-        size_t first = w0 + (size_t)r->row0, end = w0 + (size_t)r->row0 + (size_t)r->rows;
-        if (end > n_windows) end = n_windows;
-        if (first >= end) continue;
-        int nb = (int)(end - first);
-        for (int b = 0; b < nb; b++) {
-            size_t start = ds->n_train + (first + (size_t)b) * (size_t)T;
-            for (int t = 0; t < T; t++) {
-                x[b * T + t] = ds->tokens[start + t];
-                y[b * T + t] = ds->tokens[start + t + 1];
-            }
-        }
-        sums[0] += gpt_loss(&r->model, x, y, nb, T) * nb * T;
-        sums[1] += (double)nb * T;
-    }
-    dist_sum_double(sums, 2);
-    return sums[1] > 0 ? sums[0] / sums[1] : NAN;
-}
-
-// One optimisation step on batch (x, y). A non-finite loss or gradient norm (or a loss spike,
-// when the guard is on) skips the update: nothing reaches the parameters.
-static void run_step(Run *r, const int *x, const int *y, long step) {
-    const Config *c = &r->cfg;
-    GPT *m = &r->model;
-    double t0 = now_seconds();
-    r->lr = lr_at(c, step);
-    // forward and backward (split between the threads by rows when the model has batch workers);
-    // a non-finite loss is caught below, before anything reaches the parameters
-    r->loss = gpt_forward_backward(m, x, y, r->rows, c->block_size);
-    if (dist_size() > 1) {  // the batch loss is the mean of the ranks' equal shares
-        double loss = r->loss;
-        dist_sum_double(&loss, 1);
-        r->loss = loss / dist_size();
-    }
-    if (step >= g_fault_from && step < g_fault_from + g_fault_count) r->loss = NAN;  // test-only fault injection
-    if (step == g_spike_step) r->loss += 100;
-    r->skipped = 0;
-    r->skip_reason = NULL;
-    if (!isfinite(r->loss)) {
-        r->skipped = 1;
-        r->skip_reason = "non-finite loss";
-        r->grad_norm = NAN;
-    } else {
-        gpt_phase(m, PHASE_OPTIMIZER);
-        if (dist_size() > 1) {
-            // one allreduce over the one contiguous gradient buffer: the sum of the ranks' mean
-            // gradients, divided by their number, is the gradient of the whole batch's mean loss
-            double c0 = now_seconds();
-            dist_sum_real(m->grads, m->n_params);
-            r->comm_seconds += now_seconds() - c0;
-            gpt_scale_grads(m, (real)(1.0 / dist_size()));
-        }
-        r->grad_norm = gpt_grad_norm(m);
-        if (!isfinite(r->grad_norm)) { r->skipped = 1; r->skip_reason = "non-finite gradient"; }
-    }
-    if (!r->skipped && c->spike_zscore > 0 && r->spike_n >= c->spike_window / 2 && r->spike_n >= 2) {
-        double mean = 0, var = 0;
-        for (int i = 0; i < r->spike_n; i++) mean += r->spike_window[i];
-        mean /= r->spike_n;
-        for (int i = 0; i < r->spike_n; i++) var += (r->spike_window[i] - mean) * (r->spike_window[i] - mean);
-        double sd = sqrt(var / (r->spike_n - 1));
-        if (sd > 0 && (r->loss - mean) / sd > c->spike_zscore) { r->skipped = 1; r->skip_reason = "loss spike"; }
-    }
-    if (!r->skipped) {
-        if (c->grad_clip > 0 && r->grad_norm > c->grad_clip) gpt_scale_grads(m, (real)(c->grad_clip / r->grad_norm));
-        gpt_adamw_update(m, r->lr, c->beta1, c->beta2, c->eps, c->weight_decay, step + 1 - r->st.skipped_steps);
-        r->last_finite_loss = r->loss;
-        r->bad_streak = 0;
-        if (c->spike_zscore > 0) {
-            r->spike_window[r->spike_pos] = r->loss;
-            r->spike_pos = (r->spike_pos + 1) % c->spike_window;
-            if (r->spike_n < c->spike_window) r->spike_n++;
-        }
-    } else {
-        r->st.skipped_steps++;
-        r->bad_streak++;
-    }
-    gpt_phase(m, PHASE_NONE);
-    r->ms = 1000.0 * (now_seconds() - t0);
-    r->train_seconds += r->ms / 1000.0;
-    r->tokens_trained += (long)c->batch_size * c->block_size;  // the whole batch, over all ranks
-}
-
-// Attention statistics on the fixed probe batch: a forward and backward with statistics on,
-// which leaves the gradients zeroed again so training is unaffected.
-static void run_probe(Run *r, const int *px, const int *py, long step) {
-    const Config *c = &r->cfg;
-    GPT *m = &r->model;
-    int L = m->dims.n_layer, NH = m->dims.n_head;
-    HeadStats *hs = xcalloc((size_t)L * NH, sizeof(HeadStats), "attention probe");
-    attention_probe(m, px, py, c->batch_size, c->block_size, hs, &r->probe);
-    r->have_probe = 1;
-    if (r->attn_csv) {
-        for (int l = 0; l < L; l++)
-            for (int h = 0; h < NH; h++) {
-                const HeadStats *s = &hs[l * NH + h];
-                fprintf(r->attn_csv, "%ld,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
-                        step, l, h, s->entropy, s->entropy_norm, s->max_weight, s->frac_gt_090, s->frac_gt_099,
-                        s->score_std, s->score_absmax, s->gnorm_wq, s->gnorm_wk, s->gnorm_wv, s->gnorm_wo,
-                        s->ds_over_dp, s->row_gain_median);
-            }
-        fflush(r->attn_csv);
-    }
-    free(hs);
-}
-
-// Only rank 0 writes files; the others hold the same parameters.
-static void run_save(Run *r, const Vocab *vocab, const char *file) {
-    if (!dist_is_root()) return;
-    char path[2200], err[ERRLEN];
-    join_path(path, sizeof path, r->dir, file);
-    if (!checkpoint_save(path, &r->model, r->cfg_json, vocab, &r->st, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-}
-
-// Write checkpoint.bin and, with keep_checkpoints N, checkpoint_<step>.bin, removing the one
-// that falls out of the window of the last N.
-static void run_checkpoint(Run *r, const Vocab *vocab) {
-    // every rank took the same AdamW steps from the same summed gradients, so they hold the same
-    // bytes; check it (cheaply, at checkpoints only) rather than trust it
-    if (!dist_same_bytes(r->model.params, r->model.n_params * sizeof(real)))
-        die(EXIT_RUNTIME, "the ranks' parameters differ at step %ld (the MPI sum was not identical on every rank)",
-            r->st.step);
-    if (!dist_is_root()) return;
-    run_save(r, vocab, "checkpoint.bin");
-    int keep = r->cfg.keep_checkpoints;
-    if (keep > 0) {
-        char name[64], path[2200];
-        snprintf(name, sizeof name, "checkpoint_%ld.bin", r->st.step);
-        run_save(r, vocab, name);
-        long interval = r->cfg.ckpt_interval > 0 ? r->cfg.ckpt_interval : r->cfg.max_steps;
-        long old = r->st.step - (long)keep * interval;
-        if (old > 0) {
-            snprintf(name, sizeof name, "checkpoint_%ld.bin", old);
-            join_path(path, sizeof path, r->dir, name);
-            remove(path);
-        }
-    }
-}
-
-static void run_open_logs(Run *r, int resuming) {
-    if (!dist_is_root()) return;  // metrics and attn_csv stay NULL on the other ranks
-    char path[2200];
-    join_path(path, sizeof path, r->dir, "metrics.csv");
-    if (resuming) truncate_csv(path, r->st.step);
-    struct stat st;
-    int exists = resuming && stat(path, &st) == 0 && st.st_size > 0;
-    r->metrics = open_or_die(path, exists ? "a" : "w");
-    if (!exists) fprintf(r->metrics, "step,loss,lr,grad_norm,ms,val_loss\n");
-    join_path(path, sizeof path, r->dir, "attention.csv");
-    if (resuming) truncate_csv(path, r->st.step - 1);
-    exists = resuming && stat(path, &st) == 0 && st.st_size > 0;
-    r->attn_csv = open_or_die(path, exists ? "a" : "w");
-    if (!exists)
-        fprintf(r->attn_csv, "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,"
-                             "score_std,score_absmax,gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median\n");
-}
-
-static void run_close_logs(Run *r) {
-    if (r->metrics && fclose(r->metrics) != 0) die(EXIT_RUNTIME, "cannot write metrics.csv in '%s'", r->dir);
-    if (r->attn_csv && fclose(r->attn_csv) != 0) die(EXIT_RUNTIME, "cannot write attention.csv in '%s'", r->dir);
-    r->metrics = r->attn_csv = NULL;
-}
-
-// ---------------------------------------------------------------------------------------------
 // command line
+
+// Runs trained side by side from the same initial weights on the same batches, each variant
+// a name (its directory under out_dir) and config overrides.
+typedef struct {
+    const char *what;            // what is compared, for the first line: "attention scale sqrt vs none"
+    int report;                  // write compare.csv, report.md and scaling.svg (the two-variant scaling report)
+    int n;
+    Variant v[MAX_VARIANTS];
+} Comparison;
+
+// --compare-scaling: the attention scale 1/sqrt(head_dim) against none, with the scaling report.
+static const Comparison COMPARE_SCALING = {
+    "attention scale sqrt vs none", 1, 2,
+    {{"scaled", {"model.attn_scale=sqrt"}}, {"unscaled", {"model.attn_scale=none"}}},
+};
+
+// The keys --compare KEY=V1,V2[,V3,V4] may vary: those that change neither a tensor's shape nor
+// anything the variants share (the data, the batches, the initial weights, the steps at which
+// all of them evaluate, probe and checkpoint).
+static const char *const COMPARABLE_KEYS[] = {
+    "model.attn_scale", "model.attn_impl", "model.attn_mask", "model.softmax_axis", "train.lr", "train.min_lr", "train.warmup_steps", "train.lr_decay_steps", "train.beta1",
+    "train.beta2", "train.eps", "train.weight_decay", "train.grad_clip", "train.max_bad_steps", "train.spike_zscore",
+    "train.spike_window", NULL};
+
+// --compare KEY=V1,V2[,V3,V4]: one variant per value, named by it (out_dir/<value>/).
+static Comparison g_compare;
+static char g_compare_what[600], g_compare_names[MAX_VARIANTS][64], g_compare_overrides[MAX_VARIANTS][320];
+
+static const Comparison *parse_compare(const char *spec) {
+    const char *eq = strchr(spec, '=');
+    size_t klen = eq ? (size_t)(eq - spec) : 0;
+    int known = 0;
+    for (int i = 0; COMPARABLE_KEYS[i]; i++) known |= strlen(COMPARABLE_KEYS[i]) == klen && strncmp(COMPARABLE_KEYS[i], spec, klen) == 0;
+    if (!eq || !known)
+        die(EXIT_USAGE, "--compare expects KEY=V1,V2[,V3,V4] with a KEY that changes no shape and nothing the runs share"
+            " (model.attn_scale, model.attn_impl, model.attn_mask, model.softmax_axis, train.lr, train.min_lr,"
+            " train.warmup_steps, train.lr_decay_steps, train.beta1, train.beta2, train.eps, train.weight_decay,"
+            " train.grad_clip, ...), got '%s'", spec);
+    Comparison *c = &g_compare;
+    memset(c, 0, sizeof *c);
+    int w = snprintf(g_compare_what, sizeof g_compare_what, "%.*s", (int)klen, spec);
+    for (const char *v = eq + 1; ; ) {
+        size_t len = strcspn(v, ",");
+        if (c->n == MAX_VARIANTS) die(EXIT_USAGE, "--compare takes 2 to %d values, got more in '%s'", MAX_VARIANTS, spec);
+        if (len == 0 || len >= sizeof g_compare_names[0] || memchr(v, '/', len) || (len <= 2 && strncmp(v, "..", len) == 0))
+            die(EXIT_USAGE, "--compare: each value names a directory under train.out_dir: '%.*s' cannot (in '%s')", (int)len, v, spec);
+        snprintf(g_compare_names[c->n], sizeof g_compare_names[0], "%.*s", (int)len, v);
+        for (int j = 0; j < c->n; j++)
+            if (strcmp(g_compare_names[j], g_compare_names[c->n]) == 0) die(EXIT_USAGE, "--compare: '%s' is given twice", g_compare_names[j]);
+        snprintf(g_compare_overrides[c->n], sizeof g_compare_overrides[0], "%.*s=%s", (int)klen, spec, g_compare_names[c->n]);
+        if (w < (int)sizeof g_compare_what)
+            w += snprintf(g_compare_what + w, sizeof g_compare_what - (size_t)w, "%s%s", c->n ? " vs " : " ", g_compare_names[c->n]);
+        c->v[c->n].name = g_compare_names[c->n];
+        c->v[c->n].overrides[0] = g_compare_overrides[c->n];
+        c->n++;
+        if (!v[len]) break;
+        v += len + 1;
+    }
+    if (c->n < 2) die(EXIT_USAGE, "--compare takes 2 to %d values, got '%s'", MAX_VARIANTS, spec);
+    c->what = g_compare_what;
+    return c;
+}
 
 typedef struct {
     const char *config_path;
     const char *resume_path;
     const char *dump_path;
     int bench_steps;
-    int compare_scaling;
+    const Comparison *comparison;  // --compare-scaling or --compare; NULL = one run
     int n_overrides;
     const char **overrides;
 } Args;
@@ -382,21 +113,27 @@ static void print_usage(FILE *f) {
             "usage: train [CONFIG.json] [--section.key=value ...] [options]\n"
             "\n"
             "Trains a character-level GPT on a UTF-8 text file. CONFIG defaults to configs/default.json;\n"
-            "any config key can be overridden with its dotted path, e.g. --train.max_steps=500.\n"
+            "any config key can be overridden with its dotted path, e.g. --train.max_steps=500 or --name=mine.\n"
+            "A new run refuses an out_dir that holds another run's files (resume that run, choose another\n"
+            "--name or --train.out_dir, or replace it with --train.overwrite=true), and one that another\n"
+            "trainer is using.\n"
             "\n"
             "options:\n"
             "  --resume CHECKPOINT   continue the run saved in CHECKPOINT (overrides such as a larger\n"
             "                        --train.max_steps apply on top of its configuration)\n"
             "  --compare-scaling     train attn_scale \"sqrt\" and \"none\" side by side (same initial\n"
             "                        weights, same batches) and write compare.csv, report.md, scaling.svg\n"
+            "  --compare KEY=V1,V2   train 2 to 4 variants side by side the same way, one per value of KEY\n"
+            "                        (a key that changes no shape, e.g. train.lr), in out_dir/<value>/\n"
             "  --bench=N             time N training steps on random tokens and print one 'bench' line\n"
             "  --dump-state FILE     run one forward/backward on the first batch and write a debug state\n"
             "  --help, --version\n"
             "\n"
             "outputs (in train.out_dir, default out/<name>): metrics.csv, attention.csv, checkpoint.bin,\n"
             "summary.json; the last line printed is 'final: step=N train_loss=X val_loss=Y tokens_per_s=Z'.\n"
-            "exit codes: 0 ok, 1 runtime error (I/O, data, checkpoint, divergence), 2 usage or config error,\n"
-            "130/143 stopped by SIGINT/SIGTERM after saving a checkpoint.\n"
+            "exit codes: 0 ok, 1 runtime error (I/O, data, checkpoint, divergence), 2 usage or config error\n"
+            "(also: out_dir holds another run or is in use), 128 + the signal after a stop by SIGINT (130),\n"
+            "SIGTERM (143), SIGHUP (129) or SIGPIPE (141), having saved what was consistent.\n"
             "data-parallel: build with `make MPI=1` and run `mpirun -np N ./train CONFIG`; each rank trains on\n"
             "train.batch_size / N rows of every batch (see docs/DISTRIBUTED.md).\n"
             "\nconfiguration keys:\n");
@@ -423,10 +160,14 @@ static void parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
     a->overrides = xcalloc((size_t)argc, sizeof(char *), "arguments");
     for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *v;
+        const char *arg = argv[i], *v = NULL;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { print_usage(stdout); exit(0); }
         if (strcmp(arg, "--version") == 0) { print_version(); exit(0); }
-        if (strcmp(arg, "--compare-scaling") == 0) { a->compare_scaling = 1; continue; }
+        if (strcmp(arg, "--compare-scaling") == 0 || (v = option_value(argc, argv, &i, "--compare"))) {
+            if (a->comparison) die(EXIT_USAGE, "give one of --compare-scaling and --compare, once");
+            a->comparison = v ? parse_compare(v) : &COMPARE_SCALING;
+            continue;
+        }
         if ((v = option_value(argc, argv, &i, "--resume"))) { a->resume_path = v; continue; }
         if ((v = option_value(argc, argv, &i, "--dump-state"))) { a->dump_path = v; continue; }
         if ((v = option_value(argc, argv, &i, "--bench"))) {
@@ -436,7 +177,8 @@ static void parse_args(int argc, char **argv, Args *a) {
             a->bench_steps = (int)n;
             continue;
         }
-        if (strncmp(arg, "--", 2) == 0 && strchr(arg, '.') && strchr(arg, '=')) { a->overrides[a->n_overrides++] = arg + 2; continue; }
+        // a config key, in a section (--train.lr=...) or at the top level (--name=...)
+        if (strncmp(arg, "--", 2) == 0 && strchr(arg, '=')) { a->overrides[a->n_overrides++] = arg + 2; continue; }
         if (strncmp(arg, "--", 2) == 0 && strchr(arg, '.'))
             die(EXIT_USAGE, "override '%s' has no value: write %s=VALUE", arg, arg);
         if (arg[0] == '-') die(EXIT_USAGE, "unknown option '%s' (see --help)", arg);
@@ -444,8 +186,17 @@ static void parse_args(int argc, char **argv, Args *a) {
         a->config_path = arg;
     }
     if (a->resume_path && a->config_path) die(EXIT_USAGE, "give either a config file or --resume, not both");
-    if (a->resume_path && a->compare_scaling) die(EXIT_USAGE, "--resume cannot be combined with --compare-scaling");
+    if (a->resume_path && a->comparison)
+        die(EXIT_USAGE, "--resume cannot be combined with a comparison (each variant resumes on its own)");
     if (!a->config_path && !a->resume_path) a->config_path = "configs/default.json";
+}
+
+// The learning-rate schedule's decay horizon is fixed when a run starts: train.lr_decay_steps 0
+// ("train.max_steps") becomes the number, which the checkpoint's config keeps, so a resume that
+// extends max_steps keeps the schedule (beyond the horizon lr stays at min_lr) unless it sets
+// train.lr_decay_steps itself.
+static void fix_decay_horizon(Config *cfg) {
+    if (cfg->lr_decay_steps == 0) cfg->lr_decay_steps = cfg->max_steps;
 }
 
 static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
@@ -454,18 +205,63 @@ static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
     if (ck) {
         if (!config_load_json(cfg, ck->config_json, strlen(ck->config_json), a->resume_path, err, sizeof err))
             die(EXIT_RUNTIME, "%s", err);
+        fix_decay_horizon(cfg);  // a checkpoint of an earlier version may hold 0: its run's horizon was its max_steps
+        // replacing another run's files is asked for on the command line, never inherited
+        snprintf(cfg->overwrite, sizeof cfg->overwrite, "false");
     } else if (!config_load_file(cfg, a->config_path, err, sizeof err)) {
         die(EXIT_USAGE, "%s", err);
     }
     for (int i = 0; i < a->n_overrides; i++)
         if (!config_apply_override(cfg, a->overrides[i], err, sizeof err)) die(EXIT_USAGE, "%s", err);
     if (!config_finalize(cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    fix_decay_horizon(cfg);
     if (ck) {
         const ModelDims *d = &ck->dims;
         if (cfg->block_size != d->block_size || cfg->n_layer != d->n_layer || cfg->n_head != d->n_head ||
             cfg->n_embd != d->n_embd)
             die(EXIT_USAGE, "the overrides change the model shape of '%s' (n_layer %d, n_head %d, n_embd %d, block_size %d);"
                 " a resumed run keeps its shape", a->resume_path, d->n_layer, d->n_head, d->n_embd, d->block_size);
+    }
+}
+
+// Every variant's overrides apply to the configuration (a usage error before anything is read).
+static void check_variants(const Config *cfg, const Comparison *cmp) {
+    char err[ERRLEN];
+    for (int i = 0; cmp && i < cmp->n; i++) {
+        Config c = *cfg;
+        for (int k = 0; k < MAX_VARIANT_OVERRIDES && cmp->v[i].overrides[k]; k++)
+            if (!config_apply_override(&c, cmp->v[i].overrides[k], err, sizeof err)) die(EXIT_USAGE, "%s", err);
+        if (!config_finalize(&c, err, sizeof err)) die(EXIT_USAGE, "variant '%s': %s", cmp->v[i].name, err);
+    }
+}
+
+static void set_threads(const Config *cfg) {
+#ifdef _OPENMP
+    if (cfg->threads > 0) omp_set_num_threads(cfg->threads);
+    else if (dist_local_size() > 1 && !getenv("OMP_NUM_THREADS")) {
+        // ranks sharing a machine share its cores: oversubscribed OpenMP threads spin and crawl
+        int per_rank = omp_get_num_procs() / dist_local_size();
+        omp_set_num_threads(per_rank > 0 ? per_rank : 1);
+    }
+#else
+    (void)cfg;
+#endif
+}
+
+// Errors every rank sees alike: rank 0 says it once, and all ranks exit normally. (With rank 0
+// in MPI_Abort while the others finalize, Open MPI's mpirun once hung after all three processes
+// had exited.)
+static void check_ranks(const Config *cfg, const Args *args) {
+    if (dist_size() <= 1) return;
+    if (cfg->batch_size % dist_size() != 0) {
+        if (dist_is_root())
+            err_print("train.batch_size %d does not divide over %d ranks: use a multiple of %d or another rank count",
+                      cfg->batch_size, dist_size(), dist_size());
+        dist_exit(EXIT_USAGE);
+    }
+    if (args->dump_path) {
+        if (dist_is_root()) err_print("--dump-state runs in one process, not under mpirun -np %d", dist_size());
+        dist_exit(EXIT_USAGE);
     }
 }
 
@@ -482,6 +278,22 @@ static void check_memory(const ModelDims *d, int B, int T, int n_models) {
             need / 1073741824.0, n_params, phys / 1073741824.0);
 }
 
+// The text (the vocabulary of the checkpoint when resuming), or for --bench no text at all.
+static void load_data(Dataset *ds, const Config *cfg, const Args *args, const Checkpoint *ck) {
+    char err[ERRLEN];
+    memset(ds, 0, sizeof *ds);
+    if (args->bench_steps) {
+        // the benchmark trains on random tokens: no data file, and the Tiny Shakespeare
+        // vocabulary size (65) so the figures compare with the reference measurements
+        ds->vocab.vocab_size = BENCH_VOCAB;
+        return;
+    }
+    int min_len = cfg->block_size + 2;
+    int ok = ck ? dataset_load_with_vocab(ds, cfg->data_path, cfg->val_fraction, min_len, &ck->vocab, err, sizeof err)
+                : dataset_load(ds, cfg->data_path, cfg->val_fraction, min_len, err, sizeof err);
+    if (!ok) die(EXIT_RUNTIME, "%s", err);
+}
+
 // Time left as "42s", "3m05s" or "1h07m" ("?" before it can be estimated).
 static void fmt_eta(char *buf, size_t n, double seconds) {
     if (!(seconds >= 0) || seconds > 1e7) { snprintf(buf, n, "?"); return; }
@@ -491,22 +303,28 @@ static void fmt_eta(char *buf, size_t n, double seconds) {
     else snprintf(buf, n, "%lds", s);
 }
 
-static void write_summary(const Run *r, const char *path, double train_loss, double val_loss, double wall) {
-    FILE *f = open_or_die(path, "w");
-    double tps = r->train_seconds > 0 ? (double)r->tokens_trained / r->train_seconds : 0;
-    fprintf(f, "{\n  \"train_loss\": %.6f,\n  \"val_loss\": %.6f,\n", train_loss, val_loss);
-    if (isfinite(r->st.best_val_loss)) fprintf(f, "  \"best_val_loss\": %.6f,\n", r->st.best_val_loss);
-    else fprintf(f, "  \"best_val_loss\": null,\n");
-    fprintf(f, "  \"steps\": %ld,\n  \"skipped_steps\": %ld,\n  \"params\": %zu,\n  \"tokens_per_s\": %.1f,\n"
-               "  \"wall_s\": %.2f,\n  \"config\": ",
-            r->st.step, r->st.skipped_steps, r->model.n_params, tps, wall);
-    // indent the config object by two spaces to nest it
-    for (const char *p = r->cfg_json; *p; p++) {
-        fputc(*p, f);
-        if (*p == '\n' && p[1]) fputs("  ", f);
+// Print the progress line of one or two runs.
+static void print_progress(Run *runs, int n_runs, long step, long max_steps, double eta_s) {
+    char eta[32];
+    fmt_eta(eta, sizeof eta, eta_s);
+    if (n_runs == 1) {
+        Run *r = &runs[0];
+        printf("step %5ld/%ld | loss %.4f | lr %.2e | gnorm %6.3f | %6.1f ms | %7.0f tok/s | eta %s", step, max_steps,
+               r->loss, r->lr, r->grad_norm, r->ms, (double)r->cfg.batch_size * r->cfg.block_size / (r->ms / 1000.0), eta);
+        if (r->have_probe) printf(" | attn H %.2f max %.2f", r->probe.entropy_norm, r->probe.max_weight);
+        if (r->st.skipped_steps) printf(" | skipped %ld", r->st.skipped_steps);
+        if (r->skipped) printf(" | SKIPPED (%s)", r->skip_reason);
+        printf("\n");
+    } else {
+        printf("step %5ld/%ld |", step, max_steps);
+        for (int i = 0; i < n_runs; i++) {
+            Run *r = &runs[i];
+            printf(" %-8s loss %.4f H %.2f max %.2f%s |", r->variant, r->loss, r->probe.entropy_norm,
+                   r->probe.max_weight, r->skipped ? " SKIPPED" : "");
+        }
+        printf(" eta %s\n", eta);
     }
-    fprintf(f, "\n}\n");
-    if (fclose(f) != 0) die(EXIT_RUNTIME, "cannot write '%s'", path);
+    fflush(stdout);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -644,42 +462,429 @@ static void bench(Run *r, int steps) {
     free(ms); free(x); free(y);
 }
 
-// Print the progress line of one or two runs.
-static void print_progress(Run *runs, int n_runs, long step, long max_steps, double eta_s) {
-    char eta[32];
-    fmt_eta(eta, sizeof eta, eta_s);
-    if (n_runs == 1) {
-        Run *r = &runs[0];
-        printf("step %5ld/%ld | loss %.4f | lr %.2e | gnorm %6.3f | %6.1f ms | %7.0f tok/s | eta %s", step, max_steps,
-               r->loss, r->lr, r->grad_norm, r->ms, (double)r->cfg.batch_size * r->cfg.block_size / (r->ms / 1000.0), eta);
-        if (r->have_probe) printf(" | attn H %.2f max %.2f", r->probe.entropy_norm, r->probe.max_weight);
-        if (r->st.skipped_steps) printf(" | skipped %ld", r->st.skipped_steps);
-        if (r->skipped) printf(" | SKIPPED (%s)", r->skip_reason);
-        printf("\n");
+// ---------------------------------------------------------------------------------------------
+// the session: the runs trained side by side (one, or the variants of a comparison)
+
+#define ETA_WINDOW 50  // the time left is estimated from the last ETA_WINDOW - 1 step times
+
+typedef struct {
+    Run runs[MAX_VARIANTS];
+    int n_runs;
+    const Comparison *cmp_set;   // NULL for a single run
+    const Config *cfg;           // the base configuration
+    const Args *args;
+    const Dataset *ds;
+    const Vocab *vocab;          // the checkpoint's when resuming, else the data's
+    const Checkpoint *resume;    // NULL for a fresh start
+    int writes;                  // whether this process writes files (rank 0 of a training run)
+    Batches b;
+    CompareLog *cmp;             // the scaling report's log, when there is one
+    long start_step, max_steps;
+    double wall0;                // when this process's training began
+    double step_end[ETA_WINDOW]; // when the last steps ended (a ring), for the time left
+    long n_step_ends;
+} Session;
+
+// The runs, built, with their first weights: from the seed (every variant gets a copy) or from
+// the checkpoint.
+static void setup_runs(Session *s, const Config *cfg, const Args *args, const Checkpoint *resume, const Dataset *ds) {
+    char err[ERRLEN];
+    memset(s, 0, sizeof *s);
+    s->cfg = cfg;
+    s->args = args;
+    s->ds = ds;
+    s->resume = resume;
+    s->cmp_set = args->comparison;
+    s->n_runs = s->cmp_set ? s->cmp_set->n : 1;
+    s->vocab = resume ? &resume->vocab : &ds->vocab;
+    s->writes = args->bench_steps == 0 && !args->dump_path && dist_is_root();
+    if (s->writes && !ensure_dir(cfg->out_dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    ModelDims dims = {ds->vocab.vocab_size, cfg->block_size, cfg->n_layer, cfg->n_head, cfg->n_embd};
+    int rows = cfg->batch_size / dist_size();
+    for (int i = 0; i < s->n_runs; i++) run_setup(&s->runs[i], cfg, s->cmp_set ? &s->cmp_set->v[i] : NULL, &dims, rows);
+    Run *first = &s->runs[0];
+    if (resume) {
+        if (!checkpoint_restore(resume, &first->model, args->resume_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+        first->st = resume->state;
+        first->elapsed_before = resume->state.elapsed_s;
+        if (!resume->has_optimizer) die(EXIT_RUNTIME, "'%s' holds no optimizer state and cannot be resumed", args->resume_path);
     } else {
-        printf("step %5ld/%ld |", step, max_steps);
-        for (int i = 0; i < n_runs; i++) {
-            Run *r = &runs[i];
-            printf(" %-8s loss %.4f H %.2f max %.2f%s |", r->variant, r->loss, r->probe.entropy_norm,
-                   r->probe.max_weight, r->skipped ? " SKIPPED" : "");
+        // the same seed draws the same initial weights; in a comparison every variant gets a copy
+        Rng init_rng;
+        rng_seed(&init_rng, (uint64_t)cfg->seed);
+        gpt_init(&first->model, strcmp(cfg->init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2, &init_rng);
+        rng_seed(&first->st.rng, (uint64_t)cfg->seed + 1);
+        for (int i = 1; i < s->n_runs; i++) {
+            memcpy(s->runs[i].model.params, first->model.params, first->model.n_params * sizeof(real));
+            s->runs[i].st = first->st;
         }
-        printf(" eta %s\n", eta);
     }
-    fflush(stdout);
+    s->start_step = first->st.step;
+    s->max_steps = cfg->max_steps;
 }
 
-// Free everything main() allocated (so leak checkers see a clean exit on every path).
-static void release(Run *runs, int n_runs, Dataset *ds, Checkpoint *ck, Args *args, int **batches, int n_batches) {
-    for (int i = 0; i < n_runs; i++) {
-        gpt_free(&runs[i].model);
-        free(runs[i].cfg_json);
-        free(runs[i].spike_window);
-    }
-    for (int i = 0; i < n_batches; i++) free(batches[i]);
-    free(args->overrides);
-    dataset_free(ds);
-    if (ck) checkpoint_close(ck);
+// The directory a path's file is in.
+static void dir_of(const char *path, char *dir, size_t n) {
+    snprintf(dir, n, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, n, ".");
+    else if (slash == dir) slash[1] = 0;
+    else *slash = 0;
 }
+
+// Rank 0's part of claim_out_dirs: 0, or the exit code with a message in err.
+static int claim_out_dirs_root(Session *s, char *err, size_t errlen) {
+    const Config *cfg = s->cfg;
+    const char *resume_path = s->args->resume_path;
+    char found[300], ckpt_dir[2048];
+    int overwrite = strcmp(cfg->overwrite, "true") == 0;
+    if (!outdir_lock(cfg->out_dir, err, errlen)) return EXIT_USAGE;
+    // a resumed run continues the files of the directory its checkpoint is in
+    if (resume_path) dir_of(resume_path, ckpt_dir, sizeof ckpt_dir);
+    int own = resume_path && outdir_same_dir(ckpt_dir, cfg->out_dir);
+    // the directories this session writes: out_dir, and in a comparison each variant's too
+    const char *dirs[MAX_VARIANTS + 1];
+    int n_dirs = 0;
+    dirs[n_dirs++] = cfg->out_dir;
+    for (int i = 0; s->cmp_set && i < s->n_runs; i++) dirs[n_dirs++] = s->runs[i].dir;
+    for (int d = 0; d < n_dirs; d++) {
+        struct stat st;
+        int exists = stat(dirs[d], &st) == 0;
+        if (d > 0 && exists && !outdir_lock(dirs[d], err, errlen)) return EXIT_USAGE;
+        if (own || overwrite || !exists || !outdir_run_file(dirs[d], found, sizeof found)) continue;
+        char resume_it[2300] = "";
+        if (resume_path)
+            snprintf(err, errlen, "'%.600s' holds another run (%s) than the one '%.600s' comes from: resume with"
+                     " --train.out_dir=%.600s (the checkpoint's directory), or replace that run with --train.overwrite=true",
+                     dirs[d], found, resume_path, ckpt_dir);
+        else {
+            char ckpt[2200];
+            join_path(ckpt, sizeof ckpt, dirs[d], "checkpoint.bin");
+            if (!s->cmp_set && access(ckpt, F_OK) == 0) snprintf(resume_it, sizeof resume_it, "continue it with --resume %s, ", ckpt);
+            snprintf(err, errlen, "'%.600s' already holds a run (%s): %.1300sgive this %s another --name or --train.out_dir, or replace"
+                     " it with --train.overwrite=true", dirs[d], found, resume_it, s->cmp_set ? "comparison" : "run");
+        }
+        return EXIT_USAGE;
+    }
+    for (int d = 0; d < n_dirs; d++) {
+        if (d > 0) {
+            struct stat st;
+            int existed = stat(dirs[d], &st) == 0;
+            if (!ensure_dir(dirs[d], err, errlen)) return EXIT_RUNTIME;
+            if (!existed && !outdir_lock(dirs[d], err, errlen)) return EXIT_USAGE;
+        }
+        if (overwrite && !own) outdir_clear_run(dirs[d]);
+        // with the directory locked, every temporary file in it is a killed writer's
+        outdir_remove_stale_temps(dirs[d]);
+    }
+    return 0;
+}
+
+// The directories the session writes (out_dir, and each variant's): locked for the session's
+// life, so a second trainer is refused; a new run (or a resumed one writing elsewhere than its
+// checkpoint's directory) refuses one that holds another run's files unless train.overwrite is
+// "true", which removes them first; temporary files that killed runs left are removed. Rank 0
+// decides; on a refusal every rank exits alike.
+static void claim_out_dirs(Session *s) {
+    char err[4096] = "";
+    int code = s->writes ? claim_out_dirs_root(s, err, sizeof err) : 0;
+    code = dist_max_int(code);
+    if (code) {
+        if (dist_is_root()) err_print("%s", err);
+        dist_exit(code);
+    }
+}
+
+// The latest good checkpoint of run r: the one this process wrote last, else the one it resumed
+// from. 0 when there is none.
+static int latest_checkpoint(const Session *s, const Run *r, char *path, size_t n, long *step) {
+    if (r->saved_step >= 0) {
+        join_path(path, n, r->dir, "checkpoint.bin");
+        *step = r->saved_step;
+        return 1;
+    }
+    if (s->resume) {
+        snprintf(path, n, "%s", s->args->resume_path);
+        *step = s->resume->state.step;
+        return 1;
+    }
+    return 0;
+}
+
+// The line a second Ctrl-C prints names the latest checkpoint (of the first run in a comparison).
+static void note_latest_checkpoint(const Session *s) {
+    char path[2200];
+    long step;
+    if (latest_checkpoint(s, &s->runs[0], path, sizeof path, &step))
+        stop_note_latest("the latest checkpoint%s is %s (step %ld)", s->n_runs > 1 ? " of the first variant" : "", path, step);
+    else
+        stop_note_latest("no checkpoint was written");
+}
+
+// A stop signal before training: nothing trained; exit 128 + signal.
+static void stop_if_signalled(const Args *args, const char *phase) {
+    int sig = stop_agreed();
+    if (!sig) return;
+    if (dist_is_root())
+        fprintf(stderr, "train: %s during %s: nothing trained%s%s\n", stop_reason(sig), phase,
+                args->resume_path ? "; unchanged: " : "", args->resume_path ? args->resume_path : "");
+    dist_exit(stop_exit_code(sig));
+}
+
+// The batch buffers and the fixed probe batch, the logs, the comparison's log; the first lines.
+static void start_training(Session *s) {
+    const Config *cfg = s->cfg;
+    int B = cfg->batch_size, T = cfg->block_size;
+    size_t BT = (size_t)B * T;
+    int **bufs[6] = {&s->b.x, &s->b.y, &s->b.ex, &s->b.ey, &s->b.px, &s->b.py};
+    for (int i = 0; i < 6; i++) *bufs[i] = xmalloc(BT * sizeof(int), "batch");
+    {   // the probe batch is fixed for the whole run (and identical for every variant)
+        Rng probe_rng;
+        rng_seed(&probe_rng, (uint64_t)cfg->seed * 7919u + 101u);
+        sample_batch(s->ds, 1, &probe_rng, B, T, s->b.px, s->b.py);
+    }
+    for (int i = 0; i < s->n_runs; i++) run_open_logs(&s->runs[i], s->resume != NULL);
+    if (s->cmp_set && s->cmp_set->report && dist_is_root()) s->cmp = compare_log_open(cfg->out_dir, cfg->max_steps);
+    note_latest_checkpoint(s);
+    // resumed between two probes: probe now (not logged), so the progress line shows the
+    // attention from the first step on
+    if (s->resume && cfg->attn_interval > 0 && s->start_step % cfg->attn_interval != 0 && s->start_step < s->max_steps &&
+        dist_is_root())
+        for (int i = 0; i < s->n_runs; i++) run_probe(&s->runs[i], s->b.px, s->b.py, s->start_step, 0);
+
+    char what[128];
+    if (s->cmp_set) snprintf(what, sizeof what, "comparing %s", s->cmp_set->what);
+    else snprintf(what, sizeof what, "with attention scale %s", cfg->attn_scale_str);
+    printf("%s %s: %zu parameters, vocab %d, %zu train / %zu val tokens, %s, init %s\n",
+           s->resume ? "resuming" : "training", cfg->name, s->runs[0].model.n_params, s->runs[0].model.dims.vocab_size,
+           s->ds->n_train, s->ds->n_tokens - s->ds->n_train, what, cfg->init);
+    if (dist_size() > 1)
+        printf("data-parallel over %d MPI ranks: %d of the %d rows of each batch per rank, %d threads each\n", dist_size(),
+               s->runs[0].rows, B, thread_max());
+    if (s->resume) printf("continuing from step %ld of %ld, writing to %s\n", s->start_step, s->max_steps, cfg->out_dir);
+    else printf("writing to %s (step %ld of %ld)\n", cfg->out_dir, s->start_step, s->max_steps);
+}
+
+// Run r diverged (why): stop with exit 1, keeping its last checkpoint from finite steps (a
+// diverged state is never written over it); the other variants of a comparison save theirs.
+static _Noreturn void stop_diverged(Session *s, Run *r, const char *why) {
+    // every rank gets here at the same step: the guard's inputs are the same on every rank
+    for (int i = 0; i < s->n_runs; i++) {
+        Run *other = &s->runs[i];
+        run_close_logs(other);
+        // a variant after r in the session has not taken this step yet: its last checkpoint stays
+        if (other != r && other->st.step == r->st.step) run_checkpoint(other, s->vocab);
+    }
+    dist_barrier();  // let rank 0 finish writing
+    if (dist_is_root()) {
+        char path[2200], lr[128], last[64];
+        long step;
+        const Config *c = &r->cfg;
+        snprintf(lr, sizeof lr, "--train.lr=%g --train.min_lr=%g", c->lr / 10, c->min_lr / 10);
+        if (isfinite(r->last_finite_loss)) snprintf(last, sizeof last, "last finite loss %.4f", r->last_finite_loss);
+        else snprintf(last, sizeof last, "no finite loss since step %ld", s->start_step);
+        if (latest_checkpoint(s, r, path, sizeof path, &step))
+            err_print("%s%sstopping at step %ld: %s (%s). The diverged state is not saved; the last checkpoint from finite"
+                      " steps is %s (step %ld). Resume it with a lower learning rate: ./train --resume %s %s (or a smaller"
+                      " train.grad_clip, or model.attn_scale=sqrt)", r->variant ? r->variant : "", r->variant ? ": " : "",
+                      r->st.step, why, last, path, step, path, lr);
+        else
+            err_print("%s%sstopping at step %ld: %s (%s). No checkpoint was written before it: start again with %s (or a"
+                      " smaller train.grad_clip, or model.attn_scale=sqrt)", r->variant ? r->variant : "",
+                      r->variant ? ": " : "", r->st.step, why, last, lr);
+    }
+    dist_exit(EXIT_RUNTIME);
+}
+
+// One step of every run on the same batch. Returns whether it evaluated.
+static int step_runs(Session *s, long step) {
+    const Config *cfg = s->cfg;
+    long done = step + 1;
+    stop_test_point("step");
+    int probe = cfg->attn_interval > 0 && step % cfg->attn_interval == 0 && dist_is_root();
+    int eval = cfg->eval_interval > 0 && (done % cfg->eval_interval == 0 || done == s->max_steps);
+    // every rank draws the whole batch from the same stream and trains on its own rows, so
+    // the ranks' rows together are exactly the batch one process would draw
+    sample_batch(s->ds, 0, &s->runs[0].st.rng, cfg->batch_size, cfg->block_size, s->b.x, s->b.y);
+    for (int i = 1; i < s->n_runs; i++) s->runs[i].st.rng = s->runs[0].st.rng;  // identical batches, in order
+    int evaluated = 0;
+    double segment = now_seconds() - s->wall0;
+    for (int i = 0; i < s->n_runs; i++) {
+        Run *r = &s->runs[i];
+        r->st.elapsed_s = r->elapsed_before + segment;  // as best.bin records it
+        if (run_advance(r, s->ds, &s->b, s->vocab, step, probe, eval)) {
+            char why[128];
+            snprintf(why, sizeof why, "%d consecutive steps with a non-finite loss or gradient", r->bad_streak);
+            stop_diverged(s, r, why);
+        }
+        evaluated |= r->evaluated;
+        if (s->cmp) {
+            if (probe) compare_log_probe(s->cmp, i, step, &r->probe);
+            compare_log_step(s->cmp, i, done, r->loss, r->eval_val);
+        }
+    }
+    return evaluated;
+}
+
+// The time left from the mean of the recent step times (evaluations, probes and checkpoints
+// included), once three steps after the first have run (the first carries start-up costs);
+// -1 before ("eta ?").
+static double time_left(Session *s, long done) {
+    double now = now_seconds();
+    s->step_end[s->n_step_ends % ETA_WINDOW] = now;
+    s->n_step_ends++;
+    long k = s->n_step_ends - 1 < ETA_WINDOW - 1 ? s->n_step_ends - 1 : ETA_WINDOW - 1;  // step times in the ring
+    if (k < 3) return -1;
+    double oldest = s->step_end[(s->n_step_ends - 1 - k) % ETA_WINDOW];
+    return (now - oldest) / (double)k * (double)(s->max_steps - done);
+}
+
+// What the terminal shows after a step: the progress line every log_interval steps (and on the
+// first and on skipped steps), the losses after an evaluation.
+static void report_step(Session *s, long done, int evaluated) {
+    const Config *cfg = s->cfg;
+    double eta = time_left(s, done);
+    if (cfg->log_interval > 0 && (done % cfg->log_interval == 0 || done == s->start_step + 1 || s->runs[0].skipped))
+        print_progress(s->runs, s->n_runs, done, s->max_steps, eta);
+    if (evaluated)
+        for (int i = 0; i < s->n_runs; i++) {
+            const Run *r = &s->runs[i];
+            printf("step %5ld: %s%strain loss %.4f, val loss %.4f\n", done, r->variant ? r->variant : "",
+                   r->variant ? " " : "", r->eval_train, r->eval_val);
+        }
+}
+
+// Checkpoint the runs (all when `due`, else those with a postponed checkpoint). A run whose
+// optimizer state is no longer finite stops as diverged.
+static void checkpoint_runs(Session *s, int due) {
+    double segment = now_seconds() - s->wall0;
+    for (int i = 0; i < s->n_runs; i++) {
+        Run *r = &s->runs[i];
+        r->st.elapsed_s = r->elapsed_before + segment;
+        if ((due || r->ckpt_pending) && run_checkpoint(r, s->vocab) == CKPT_NONFINITE)
+            stop_diverged(s, r, "the parameters or the optimizer moments are no longer finite");
+    }
+    note_latest_checkpoint(s);
+}
+
+// The message of a stop in the training loop after update `done`.
+static void say_stopped_training(const Session *s, int sig, long done) {
+    if (!dist_is_root()) return;
+    fprintf(stderr, "\n%s at step %ld: ", stop_reason(sig), done);
+    for (int i = 0; i < s->n_runs; i++) {
+        const Run *r = &s->runs[i];
+        char path[2200];
+        long step;
+        if (s->n_runs > 1) fprintf(stderr, "%s%s: ", i ? "; " : "", r->variant);
+        if (r->saved_step == done) fprintf(stderr, "checkpoint saved");
+        else if (latest_checkpoint(s, r, path, sizeof path, &step))
+            fprintf(stderr, "not saved (the last %d steps were skipped as non-finite); the latest checkpoint is %s (step %ld)",
+                    r->bad_streak, path, step);
+        else fprintf(stderr, "not saved (the last %d steps were skipped as non-finite)", r->bad_streak);
+    }
+    char path[2200];
+    long step;
+    if (latest_checkpoint(s, &s->runs[0], path, sizeof path, &step)) {
+        if (s->n_runs > 1) fprintf(stderr, ". A comparison does not resume as one; each variant resumes on its own, e.g.");
+        fprintf(stderr, ". Resume with:\n  ./train --resume %s\n", path);
+    } else {
+        fprintf(stderr, ".\n");
+    }
+}
+
+// The training loop, from the start step to max_steps, with checkpoints every ckpt_interval
+// steps and at the end. Returns 0, or the signal that stopped it (after saving what was
+// consistent).
+static int train_loop(Session *s) {
+    const Config *cfg = s->cfg;
+    s->wall0 = now_seconds();
+    for (long step = s->start_step; step < s->max_steps; step++) {
+        long done = step + 1;
+        int evaluated = step_runs(s, step);
+        report_step(s, done, evaluated);
+        checkpoint_runs(s, (cfg->ckpt_interval > 0 && done % cfg->ckpt_interval == 0) || done == s->max_steps);
+        // a signal may reach the ranks at different steps: they agree on it before acting (a
+        // signal during the step or the checkpoint stops here, after this step)
+        int sig = stop_agreed();
+        if (sig) {
+            checkpoint_runs(s, 1);
+            for (int i = 0; i < s->n_runs; i++) run_close_logs(&s->runs[i]);
+            say_stopped_training(s, sig, done);
+            return sig;
+        }
+    }
+    return 0;
+}
+
+// The message of a stop while finishing: what is saved and what is not.
+static void say_stopped_finishing(const Session *s, int sig, const char *phase, const char *missing) {
+    if (!dist_is_root()) return;
+    char path[2200];
+    long step = -1;
+    fprintf(stderr, "\n%s during %s: ", stop_reason(sig), phase);
+    if (latest_checkpoint(s, &s->runs[0], path, sizeof path, &step))
+        fprintf(stderr, "the checkpoint%s at step %ld %s saved", s->n_runs > 1 ? "s" : "", step, s->n_runs > 1 ? "are" : "is");
+    if (missing) {
+        fprintf(stderr, "; %s not written.", missing);
+        if (s->n_runs == 1 && step >= s->max_steps) fprintf(stderr, " Finish the run with:\n  ./train --resume %s", path);
+        fprintf(stderr, "\n");
+    } else {
+        fprintf(stderr, "; the run is complete.\n");
+    }
+}
+
+// After the last step: the closing probe; every run's final evaluation and summary.json, then
+// the comparison's report; then the samples and the final lines. Returns 0, or the signal that
+// cut it short (what was complete stays saved).
+static int finish_runs(Session *s) {
+    char err[ERRLEN];
+    const Config *cfg = s->cfg;
+    // the statistics after the last step close the curves
+    if (cfg->attn_interval > 0 && s->max_steps % cfg->attn_interval == 0 && s->start_step < s->max_steps && dist_is_root())
+        for (int i = 0; i < s->n_runs; i++) {
+            run_probe(&s->runs[i], s->b.px, s->b.py, s->max_steps, 1);
+            if (s->cmp) compare_log_probe(s->cmp, i, s->max_steps, &s->runs[i].probe);
+        }
+    if (s->start_step >= s->max_steps)
+        printf("the checkpoint is already at step %ld of %ld: nothing to train\n", s->start_step, s->max_steps);
+    FinalLosses f[MAX_VARIANTS];
+    for (int i = 0; i < s->n_runs; i++) {
+        if (!run_finish(&s->runs[i], s->ds, &s->b, s->vocab, s->wall0, &f[i])) {
+            int sig = stop_agreed();
+            say_stopped_finishing(s, sig, "the final evaluation",
+                                  s->n_runs > 1 ? "the report and the unfinished variants' summary.json are" : "summary.json is");
+            return sig;
+        }
+        if (s->cmp) compare_log_final(s->cmp, i, f[i].train_loss, f[i].val_loss);
+    }
+    int wrote_report = s->cmp != NULL;
+    if (s->cmp) {
+        CompareLog *cmp = s->cmp;
+        s->cmp = NULL;
+        stop_test_point("report");
+        if (!compare_log_finish(cmp, cfg, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    }
+    if (!dist_is_root()) return 0;
+    for (int i = 0; i < s->n_runs; i++)
+        if (g_stop_signal || !run_sample(&s->runs[i], s->vocab)) {
+            say_stopped_finishing(s, g_stop_signal, "sampling", NULL);
+            return g_stop_signal;
+        }
+    for (int i = 0; i < s->n_runs; i++) run_print_final(&s->runs[i], f[i]);
+    if (wrote_report) printf("wrote %s/compare.csv, %s/report.md and %s/scaling.svg\n", cfg->out_dir, cfg->out_dir, cfg->out_dir);
+    return 0;
+}
+
+// Free everything (so leak checkers see a clean exit on every path).
+static void release_session(Session *s) {
+    for (int i = 0; i < s->n_runs; i++) run_release(&s->runs[i]);
+    int *bufs[6] = {s->b.x, s->b.y, s->b.ex, s->b.ey, s->b.px, s->b.py};
+    for (int i = 0; i < 6; i++) free(bufs[i]);
+    if (s->cmp) compare_log_discard(s->cmp);
+    s->cmp = NULL;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 int main(int argc, char **argv) {
     g_progname = "train";
@@ -687,262 +892,58 @@ int main(int argc, char **argv) {
     // only rank 0 speaks; the other ranks' errors still reach stderr
     if (!dist_is_root() && !freopen("/dev/null", "w", stdout)) die(EXIT_RUNTIME, "cannot redirect stdout to /dev/null");
     setvbuf(stdout, NULL, _IOLBF, 0);
-    read_fault_injection();
+
+    // the command line, the configuration (from the checkpoint when resuming), the data
     Args args;
     parse_args(argc, argv, &args);
+    int training = !args.bench_steps && !args.dump_path;
+    if (training) stop_install();  // --bench and --dump-state have nothing to save: a signal ends them
     char err[ERRLEN];
-
-    Checkpoint ck;
-    int resuming = args.resume_path != NULL;
-    if (resuming && !checkpoint_open(&ck, args.resume_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    Checkpoint ck, *resume = NULL;
+    if (args.resume_path) {
+        if (!checkpoint_open(&ck, args.resume_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+        resume = &ck;
+    }
     Config cfg;
-    load_config(&cfg, &args, resuming ? &ck : NULL);
-#ifdef _OPENMP
-    if (cfg.threads > 0) omp_set_num_threads(cfg.threads);
-    else if (dist_local_size() > 1 && !getenv("OMP_NUM_THREADS")) {
-        // ranks sharing a machine share its cores: oversubscribed OpenMP threads spin and crawl
-        int per_rank = omp_get_num_procs() / dist_local_size();
-        omp_set_num_threads(per_rank > 0 ? per_rank : 1);
-    }
-#endif
-    if (dist_size() > 1) {
-        // Errors every rank sees alike: rank 0 says it once, and all ranks exit normally. (With
-        // rank 0 in MPI_Abort while the others finalize, Open MPI's mpirun once hung after all
-        // three processes had exited.)
-        if (cfg.batch_size % dist_size() != 0) {
-            if (dist_is_root())
-                err_print("train.batch_size %d does not divide over %d ranks: use a multiple of %d or another rank count",
-                          cfg.batch_size, dist_size(), dist_size());
-            dist_exit(EXIT_USAGE);
-        }
-        if (args.dump_path) {
-            if (dist_is_root()) err_print("--dump-state runs in one process, not under mpirun -np %d", dist_size());
-            dist_exit(EXIT_USAGE);
-        }
-    }
-    int rows = cfg.batch_size / dist_size();
-
-    int n_runs = args.compare_scaling ? 2 : 1;
+    load_config(&cfg, &args, resume);
+    set_threads(&cfg);
+    check_ranks(&cfg, &args);
+    check_variants(&cfg, args.comparison);
+    int n_models = args.comparison ? args.comparison->n : 1;
     {   // refuse absurd sizes before reading any data (the vocabulary adds little; count one token)
         ModelDims lower = {1, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
-        check_memory(&lower, cfg.batch_size, cfg.block_size, n_runs);
+        check_memory(&lower, cfg.batch_size, cfg.block_size, n_models);
+    }
+    if (training) {
+        stop_test_point("startup");
+        stop_if_signalled(&args, "start-up");
     }
     Dataset ds;
-    memset(&ds, 0, sizeof ds);
-    if (args.bench_steps) {
-        // the benchmark trains on random tokens: no data file, and the Tiny Shakespeare
-        // vocabulary size (65) so the figures compare with the reference measurements
-        ds.vocab.vocab_size = BENCH_VOCAB;
-    } else {
-        int min_len = cfg.block_size + 2;
-        int ok = resuming ? dataset_load_with_vocab(&ds, cfg.data_path, cfg.val_fraction, min_len, &ck.vocab, err, sizeof err)
-                          : dataset_load(&ds, cfg.data_path, cfg.val_fraction, min_len, err, sizeof err);
-        if (!ok) die(EXIT_RUNTIME, "%s", err);
-    }
-
+    load_data(&ds, &cfg, &args, resume);
     ModelDims dims = {ds.vocab.vocab_size, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
     // with batch threads, each run also holds one gradient buffer per thread and activations for
     // the batch once more: at most as much again as the model itself for up to 8 threads
-    check_memory(&dims, cfg.batch_size, cfg.block_size, n_runs * (thread_max() > 1 ? 2 : 1));
-    int writes = args.bench_steps == 0 && !args.dump_path && dist_is_root();
-    if (writes && !ensure_dir(cfg.out_dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    check_memory(&dims, cfg.batch_size, cfg.block_size, n_models * (thread_max() > 1 ? 2 : 1));
 
-    Run runs[2];
-    memset(runs, 0, sizeof runs);
-    for (int i = 0; i < n_runs; i++) {
-        Run *r = &runs[i];
-        r->cfg = cfg;
-        r->rows = rows;
-        r->row0 = dist_rank() * rows;
-        if (args.compare_scaling) {
-            r->variant = i == 0 ? "scaled" : "unscaled";
-            snprintf(r->cfg.attn_scale_str, sizeof r->cfg.attn_scale_str, "%s", i == 0 ? "sqrt" : "none");
-            if (!config_finalize(&r->cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
-            snprintf(r->dir, sizeof r->dir, "%s/%s", cfg.out_dir, r->variant);
-            if (writes && !ensure_dir(r->dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-        } else {
-            snprintf(r->dir, sizeof r->dir, "%s", cfg.out_dir);
-        }
-        if (writes && checkpoint_remove_stale_temps(r->dir, err, sizeof err) < 0) die(EXIT_RUNTIME, "%s", err);
-        r->cfg_json = config_to_json(&r->cfg);
-        // rank 0 also runs the attention probe on the whole probe batch; the others need their share
-        gpt_build(&r->model, &dims, (real)config_attn_scale(&r->cfg), dist_is_root() ? cfg.batch_size : rows, cfg.block_size);
-        if (!gpt_configure_attention(&r->model, r->cfg.attn_impl, r->cfg.attn_mask, r->cfg.softmax_axis))
-            die(EXIT_USAGE, "internal: unknown attention setting");
-        gpt_enable_batch_threads(&r->model, thread_max(), rows, cfg.block_size);
-        r->st.best_val_loss = INFINITY;
-        r->last_finite_loss = NAN;
-        if (cfg.spike_zscore > 0) r->spike_window = xcalloc((size_t)cfg.spike_window, sizeof(double), "spike window");
-    }
-    if (resuming) {
-        if (!checkpoint_restore(&ck, &runs[0].model, args.resume_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-        runs[0].st = ck.state;
-        if (!ck.has_optimizer) die(EXIT_RUNTIME, "'%s' holds no optimizer state and cannot be resumed", args.resume_path);
+    // set up the runs, then train them (or time them, or dump one step)
+    Session s;
+    setup_runs(&s, &cfg, &args, resume, &ds);
+    int code = 0;
+    if (args.dump_path) {
+        dump_state(&s.runs[0], &ds, args.dump_path);
+    } else if (args.bench_steps) {
+        bench(&s.runs[0], args.bench_steps);
     } else {
-        // the same seed draws the same initial weights; in --compare-scaling both variants get a copy
-        Rng init_rng;
-        rng_seed(&init_rng, (uint64_t)cfg.seed);
-        gpt_init(&runs[0].model, strcmp(cfg.init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2, &init_rng);
-        rng_seed(&runs[0].st.rng, (uint64_t)cfg.seed + 1);
-        if (n_runs == 2) {
-            memcpy(runs[1].model.params, runs[0].model.params, runs[0].model.n_params * sizeof(real));
-            runs[1].st = runs[0].st;
-        }
+        claim_out_dirs(&s);
+        start_training(&s);
+        stop_if_signalled(&args, "start-up");
+        int sig = train_loop(&s);
+        if (!sig) sig = finish_runs(&s);
+        if (sig) code = stop_exit_code(sig);
     }
-    const Vocab *vocab = resuming ? &ck.vocab : &ds.vocab;
-
-    Checkpoint *ckp = resuming ? &ck : NULL;
-    if (args.dump_path || args.bench_steps) {
-        if (args.dump_path) dump_state(&runs[0], &ds, args.dump_path);
-        else bench(&runs[0], args.bench_steps);
-        release(runs, n_runs, &ds, ckp, &args, NULL, 0);
-        return 0;
-    }
-
-    int B = cfg.batch_size, T = cfg.block_size;
-    size_t BT = (size_t)B * T;
-    int *batches[6];  // training x, y; evaluation x, y; probe x, y
-    for (int i = 0; i < 6; i++) batches[i] = xmalloc(BT * sizeof(int), "batch");
-    int *x = batches[0], *y = batches[1], *ex = batches[2], *ey = batches[3], *px = batches[4], *py = batches[5];
-    {   // the probe batch is fixed for the whole run (and identical for both variants)
-        Rng probe_rng;
-        rng_seed(&probe_rng, (uint64_t)cfg.seed * 7919u + 101u);
-        sample_batch(&ds, 1, &probe_rng, B, T, px, py);
-    }
-    for (int i = 0; i < n_runs; i++) run_open_logs(&runs[i], resuming);
-    CompareLog *cmp = n_runs == 2 && dist_is_root() ? compare_log_open(cfg.out_dir, cfg.max_steps) : NULL;
-
-    long start_step = runs[0].st.step, max_steps = cfg.max_steps;
-    printf("%s %s: %zu parameters, vocab %d, %zu train / %zu val tokens, %s attention scale %s, init %s\n",
-           resuming ? "resuming" : "training", cfg.name, runs[0].model.n_params, dims.vocab_size, ds.n_train,
-           ds.n_tokens - ds.n_train, n_runs == 2 ? "comparing" : "with", n_runs == 2 ? "sqrt vs none" : cfg.attn_scale_str,
-           cfg.init);
-    if (dist_size() > 1)
-        printf("data-parallel over %d MPI ranks: %d of the %d rows of each batch per rank, %d threads each\n", dist_size(),
-               rows, B, thread_max());
-    if (resuming) printf("continuing from step %ld of %ld, writing to %s\n", start_step, max_steps, cfg.out_dir);
-    else printf("writing to %s (step %ld of %ld)\n", cfg.out_dir, start_step, max_steps);
-    install_signal_handlers();
-    double wall0 = now_seconds();
-
-    for (long step = start_step; step < max_steps; step++) {
-        if (cfg.attn_interval > 0 && step % cfg.attn_interval == 0 && dist_is_root())
-            for (int i = 0; i < n_runs; i++) {
-                run_probe(&runs[i], px, py, step);
-                if (cmp) compare_log_probe(cmp, i, step, &runs[i].probe);
-            }
-        // every rank draws the whole batch from the same stream and trains on its own rows, so
-        // the ranks' rows together are exactly the batch one process would draw
-        sample_batch(&ds, 0, &runs[0].st.rng, B, T, x, y);
-        for (int i = 1; i < n_runs; i++) runs[i].st.rng = runs[0].st.rng;  // identical batches, in order
-        for (int i = 0; i < n_runs; i++) {
-            Run *r = &runs[i];
-            run_step(r, x + (size_t)r->row0 * T, y + (size_t)r->row0 * T, step);
-            r->st.step = step + 1;
-            if (r->bad_streak >= cfg.max_bad_steps) {
-                // the skipped steps left the parameters as they were after the last good step:
-                // save them so nothing is lost, then stop
-                run_close_logs(r);
-                run_checkpoint(r, vocab);
-                dist_barrier();  // every rank got here at the same step; let rank 0 finish writing
-                if (!dist_is_root()) dist_exit(EXIT_RUNTIME);
-                die(EXIT_RUNTIME, "%s%sstopping at step %ld: %d consecutive steps with a non-finite loss or gradient"
-                    " (last finite loss %.4f; checkpoint saved). Try a lower train.lr (now %g), a smaller"
-                    " train.grad_clip, or model.attn_scale=sqrt.", r->variant ? r->variant : "", r->variant ? ": " : "",
-                    step + 1, r->bad_streak, r->last_finite_loss, cfg.lr);
-            }
-        }
-        long done = step + 1;
-        int do_eval = cfg.eval_interval > 0 && (done % cfg.eval_interval == 0 || done == max_steps);
-        for (int i = 0; i < n_runs; i++) {
-            Run *r = &runs[i];
-            r->eval_val = NAN;
-            if (do_eval) {
-                r->eval_train = estimate_loss(r, &ds, 0, ex, ey);
-                r->eval_val = estimate_loss(r, &ds, 1, ex, ey);
-                if (r->eval_val < r->st.best_val_loss) {
-                    r->st.best_val_loss = r->eval_val;
-                    run_save(r, vocab, "best.bin");
-                }
-            }
-            if (r->metrics) {
-                fprintf(r->metrics, "%ld,%.6f,%.6e,%.6f,%.3f,", done, r->loss, r->lr, r->grad_norm, r->ms);
-                if (do_eval) fprintf(r->metrics, "%.6f", r->eval_val);
-                fprintf(r->metrics, "\n");
-                fflush(r->metrics);
-            }
-            if (cmp) compare_log_step(cmp, i, done, r->loss, r->eval_val);
-        }
-        double elapsed = now_seconds() - wall0;
-        double eta = elapsed / (double)(done - start_step) * (double)(max_steps - done);
-        if (cfg.log_interval > 0 && (done % cfg.log_interval == 0 || done == start_step + 1 || runs[0].skipped))
-            print_progress(runs, n_runs, done, max_steps, eta);
-        if (do_eval) {
-            for (int i = 0; i < n_runs; i++)
-                printf("step %5ld: %s%strain loss %.4f, val loss %.4f\n", done, runs[i].variant ? runs[i].variant : "",
-                       runs[i].variant ? " " : "", runs[i].eval_train, runs[i].eval_val);
-        }
-        // a signal may reach the ranks at different steps: they agree on it before acting
-        int sig = dist_max_int((int)g_stop_signal), stop = sig != 0;
-        if (stop || (cfg.ckpt_interval > 0 && done % cfg.ckpt_interval == 0) || done == max_steps)
-            for (int i = 0; i < n_runs; i++) run_checkpoint(&runs[i], vocab);
-        if (stop) {
-            for (int i = 0; i < n_runs; i++) run_close_logs(&runs[i]);
-            if (dist_is_root())
-                fprintf(stderr, "\n%s at step %ld: checkpoint saved. Resume with:\n  ./train --resume %s/checkpoint.bin\n",
-                        sig == SIGINT ? "interrupted" : "terminated", done, runs[0].dir);
-            if (cmp) compare_log_discard(cmp);
-            release(runs, n_runs, &ds, ckp, &args, batches, 6);
-            return sig == SIGINT ? 130 : 143;
-        }
-    }
-    // the statistics after the last step close the curves
-    if (cfg.attn_interval > 0 && max_steps % cfg.attn_interval == 0 && start_step < max_steps && dist_is_root())
-        for (int i = 0; i < n_runs; i++) {
-            run_probe(&runs[i], px, py, max_steps);
-            if (cmp) compare_log_probe(cmp, i, max_steps, &runs[i].probe);
-        }
-
-    for (int i = 0; i < n_runs; i++) {
-        Run *r = &runs[i];
-        if (start_step >= max_steps) printf("the checkpoint is already at step %ld of %ld: nothing to train\n", start_step, max_steps);
-        double train_loss = cfg.eval_steps > 0 ? estimate_loss(r, &ds, 0, ex, ey) : NAN;
-        double val_loss = full_val_loss(r, &ds, ex, ey);
-        if (val_loss < r->st.best_val_loss) {
-            r->st.best_val_loss = val_loss;
-            run_save(r, vocab, "best.bin");
-        }
-        run_close_logs(r);
-        if (!dist_is_root()) continue;
-        char path[2200];
-        join_path(path, sizeof path, r->dir, "summary.json");
-        write_summary(r, path, train_loss, val_loss, now_seconds() - wall0);
-        if (cmp) compare_log_final(cmp, i, train_loss, val_loss);
-        if (cfg.sample_tokens > 0) {
-            int *prompt = xmalloc((strlen(cfg.sample_prompt) + 1) * sizeof(int), "prompt");
-            int n_prompt = encode_prompt(vocab, cfg.sample_prompt, prompt, err, sizeof err);
-            if (n_prompt < 0) {
-                fprintf(stderr, "train: warning: no sample: %s\n", err);
-            } else {
-                Rng srng;
-                rng_seed(&srng, (uint64_t)cfg.seed + 99);
-                printf("---- sample%s%s (%d characters, temperature %.2f, top_k %d) ----\n%s", r->variant ? " from " : "",
-                       r->variant ? r->variant : "", cfg.sample_tokens, cfg.sample_temperature, cfg.sample_top_k, cfg.sample_prompt);
-                generate(&r->model, vocab, prompt, n_prompt, cfg.sample_tokens, cfg.sample_temperature, cfg.sample_top_k, &srng, stdout);
-                printf("\n----\n");
-            }
-            free(prompt);
-        }
-        double tps = r->train_seconds > 0 ? (double)r->tokens_trained / r->train_seconds : 0;
-        if (n_runs == 1)
-            printf("final: step=%ld train_loss=%.4f val_loss=%.4f tokens_per_s=%.0f\n", r->st.step, train_loss, val_loss, tps);
-        else
-            printf("final %s: step=%ld train_loss=%.4f val_loss=%.4f tokens_per_s=%.0f\n", r->variant, r->st.step, train_loss, val_loss, tps);
-    }
-    if (cmp) {
-        if (!compare_log_finish(cmp, &cfg, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-        printf("wrote %s/compare.csv, %s/report.md and %s/scaling.svg\n", cfg.out_dir, cfg.out_dir, cfg.out_dir);
-    }
-    release(runs, n_runs, &ds, ckp, &args, batches, 6);
-    return 0;
+    release_session(&s);
+    free(args.overrides);
+    dataset_free(&ds);
+    if (resume) checkpoint_close(resume);
+    return code;
 }

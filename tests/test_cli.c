@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "../checkpoint.h"
 #include "../config.h"
 #include "craft.h"
@@ -252,6 +254,23 @@ static const BadInput BAD_INPUTS[] = {
     {"lab: unknown short flag", "./lab -x", 2, "unknown option '-x'", NULL},
     {"lab: unknown short flag of a command", "./lab exercise -x", 2, "unknown option '-x'", NULL},
     {"lab without a command", "./lab", 2, "COMMAND", "usage"},
+    // another run's output directory (exit 2): a new run, a comparison, or a resume writing there
+    {"new run over a finished run", "./train @/cfg.json", 2, "already holds a run (checkpoint.bin)", "--train.overwrite=true"},
+    {"new run over a finished run offers the resume", "./train @/cfg.json", 2, "--resume @/out/checkpoint.bin", "--name"},
+    {"comparison over a finished run", "./train @/cfg.json --compare-scaling", 2, "already holds a run", "--train.overwrite=true"},
+    {"resume writing over another run", "./train --resume @/run/checkpoint.bin --train.out_dir=@/out", 2, "holds another run",
+     "--train.out_dir=@/run"},
+    {"overwrite that is not a boolean", "./train @/cfg.json --train.overwrite=yes", 2, "train.overwrite", "true"},
+    // top-level keys on the command line (exit 2 for bad ones)
+    {"misspelt top-level key", "./train @/cfg.json --nme=x", 2, "nme", "name"},
+    {"top-level key with a bad value", "./train @/cfg.json --name=a/b", 2, "name", "path component"},
+    // --compare (exit 2)
+    {"compare a shape key", "./train @/cfg.json --compare model.n_embd=16,32", 2, "--compare", "model.n_embd=16,32"},
+    {"compare one value", "./train @/cfg.json --compare train.lr=0.01", 2, "--compare", "2 to 4"},
+    {"compare a value twice", "./train @/cfg.json --compare train.lr=0.01,0.01", 2, "twice", NULL},
+    {"compare a value that is no directory", "./train @/cfg.json --compare train.lr=0.01,..", 2, "directory", NULL},
+    {"compare a value the config refuses", "./train @/cfg.json --compare train.lr=0.01,0.00001", 2, "0.00001", "train.min_lr"},
+    {"compare with resume", "./train --resume @/run/checkpoint.bin --compare train.lr=0.01,0.02", 2, "--resume", NULL},
 };
 
 typedef struct { const char *file, *json; } ConfigFixture;
@@ -521,7 +540,7 @@ static int same_tensors(const char *a, const char *b) {
                memcmp(ca.state.rng.s, cb.state.rng.s, sizeof ca.state.rng.s) == 0;
     for (int i = 0; same && i < ca.file.n_records; i++) {
         const TRecord *ra = &ca.file.records[i];
-        if (strcmp(ra->name, "config") == 0) continue;
+        if (strcmp(ra->name, "config") == 0 || strcmp(ra->name, "elapsed_s") == 0) continue;  // wall-clock time differs
         const TRecord *rb = tfile_find(&cb.file, ra->name);
         size_t esz = ra->dtype == DT_U8 ? 1 : ra->dtype == DT_F64 || ra->dtype == DT_U64 || ra->dtype == DT_I64 ? 8 : 4;
         if (!rb || rb->count != ra->count || memcmp(ra->data, rb->data, ra->count * esz) != 0) {
@@ -565,7 +584,7 @@ static void test_train_outputs_and_determinism(void) {
     char saved[256];
     snprintf(saved, sizeof saved, "%s/first.bin", g_dir);
     CHECK(rename(path, saved) == 0);
-    CHECK(run("./train %s/cfg.json", g_dir) == 0);
+    CHECK(run("./train %s/cfg.json --train.overwrite=true", g_dir) == 0);
     snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
     metrics_without_ms(path, m2, sizeof m2);
     CHECK_MSG(strcmp(m1, m2) == 0, "metrics differ between identical runs");
@@ -608,7 +627,7 @@ static void test_resume_is_exact(void) {
     snprintf(saved, sizeof saved, "%s/straight.bin", g_dir);
     CHECK(rename(path, saved) == 0);
     // 20 steps, stop, resume to 40: the logs continue without repeats and the weights agree bit for bit
-    CHECK(run("./train %s/cfg.json --train.max_steps=20", g_dir) == 0);
+    CHECK(run("./train %s/cfg.json --train.max_steps=20 --train.overwrite=true", g_dir) == 0);
     int code = run("./train --resume %s --train.max_steps=40", path);
     CHECK_MSG(code == 0, "resume exit %d: %s", code, g_err);
     snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
@@ -616,6 +635,50 @@ static void test_resume_is_exact(void) {
     CHECK_MSG(strcmp(straight, resumed) == 0, "metrics differ:\n%s\nvs\n%s", straight, resumed);
     snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_dir);
     CHECK(same_tensors(saved, path));
+    // the same from step 25, between two attention probes (every 10 steps): the resume probes at
+    // once (not logged) so the progress line shows the attention from its first step, and the
+    // probe changes nothing
+    CHECK(run("./train %s/cfg.json --train.max_steps=25 --train.overwrite=true", g_dir) == 0);
+    code = run("./train --resume %s --train.max_steps=40 --log.log_interval=1", path);
+    CHECK_MSG(code == 0, "resume exit %d: %s", code, g_err);
+    const char *first = strstr(g_out, "step    26/40");
+    const char *eol = first ? strchr(first, '\n') : NULL;
+    const char *attn = first ? strstr(first, "attn H") : NULL;
+    CHECK_MSG(first && eol && attn && attn < eol, "the first progress line after the resume lacks 'attn H':\n%s", g_out);
+    // (the first segment evaluated at its last step, 25, which the straight run did not: compare
+    // step, loss, lr and grad_norm)
+    snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
+    metrics_without_ms(path, resumed, sizeof resumed);
+    for (char *a = straight, *b = resumed; *a || *b;) {
+        size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+        const char *ca = memchr(a, ',', la), *cb = memchr(b, ',', lb);
+        for (int k = 0; k < 3 && ca && cb; k++) {  // to the comma before val_loss
+            ca = memchr(ca + 1, ',', la - (size_t)(ca + 1 - a));
+            cb = memchr(cb + 1, ',', lb - (size_t)(cb + 1 - b));
+        }
+        CHECK_MSG(ca && cb && ca - a == cb - b && memcmp(a, b, (size_t)(ca - a)) == 0, "metrics differ after a resume at step 25:"
+                  " %.*s vs %.*s", (int)la, a, (int)lb, b);
+        if (!ca || !cb || ca - a != cb - b || memcmp(a, b, (size_t)(ca - a)) != 0) break;
+        a += la + (a[la] != 0);
+        b += lb + (b[lb] != 0);
+    }
+    char resumed_attn[65536], apath[256];
+    snprintf(apath, sizeof apath, "%s/out/attention.csv", g_dir);
+    slurp(apath, resumed_attn, sizeof resumed_attn);
+    CHECK(count_lines(resumed_attn) == 1 + 5 * 2 * 2);  // steps 0, 10, 20, 30, 40: nothing at 25
+    snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_dir);
+    CHECK(same_tensors(saved, path));
+    // summary.json's wall_s covers both segments, segment_wall_s the last one
+    char sum[65536];
+    snprintf(apath, sizeof apath, "%s/out/summary.json", g_dir);
+    slurp(apath, sum, sizeof sum);
+    const char *w = strstr(sum, "\"wall_s\": "), *sw = strstr(sum, "\"segment_wall_s\": ");
+    Checkpoint ck;
+    char err[512];
+    CHECK(checkpoint_open(&ck, path, err, sizeof err));
+    CHECK_MSG(w && sw && atof(w + 10) > atof(sw + 18) && atof(w + 10) >= ck.state.elapsed_s - 0.01 && ck.state.elapsed_s > 0,
+              "wall_s %s, segment_wall_s %s, checkpoint elapsed_s %g", w ? w + 10 : "?", sw ? sw + 18 : "?", ck.state.elapsed_s);
+    checkpoint_close(&ck);
     // a resume that changes the model's shape is refused, and the checkpoint is untouched
     unsigned char *before = NULL, *after = NULL;
     size_t nb = 0, na = 0;
@@ -626,6 +689,96 @@ static void test_resume_is_exact(void) {
     CHECK(nb == na && memcmp(before, after, nb) == 0);
     free(before);
     free(after);
+    cleanup();
+}
+
+// Extending a finished run keeps its learning-rate schedule: the decay horizon (lr_decay_steps 0
+// = max_steps) is fixed when the run starts, so a larger max_steps on resume continues at min_lr
+// instead of restarting the cosine: after the warmup the learning rate never goes up. Setting
+// lr_decay_steps on the resume changes the schedule on purpose.
+static void test_extend_keeps_lr_schedule(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 30);
+    CHECK(run("./train %s/cfg.json --train.lr_decay_steps=0", g_dir) == 0);
+    char path[256], ckpt[256], line[256];
+    snprintf(ckpt, sizeof ckpt, "%s/out/checkpoint.bin", g_dir);
+    Checkpoint ck;
+    char err[512];
+    CHECK(checkpoint_open(&ck, ckpt, err, sizeof err));
+    CHECK_MSG(ck.config_json && strstr(ck.config_json, "\"lr_decay_steps\": 30"), "%s", ck.config_json ? ck.config_json : "");
+    checkpoint_close(&ck);
+    int code = run("./train --resume %s --train.max_steps=60", ckpt);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
+    FILE *f = fopen(path, "r");
+    double prev = INFINITY, min_lr = 1e-4;
+    int rows = 0, rises = 0, at_min = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        long step;
+        double loss, lr;
+        if (sscanf(line, "%ld,%lf,%lf", &step, &loss, &lr) != 3) continue;
+        rows++;
+        if (step > 6 && lr > prev * (1 + 1e-9)) rises++;  // after the warmup (steps 1-5) and the peak (6)
+        if (step > 30) at_min += fabs(lr - min_lr) <= 1e-9;
+        prev = lr;
+    }
+    if (f) fclose(f);
+    CHECK_MSG(rows == 60 && rises == 0 && at_min == 30, "%d rows, the learning rate rose %d times, %d of 30 steps at min_lr",
+              rows, rises, at_min);
+    // lr_decay_steps given on the resume is a new schedule: the cosine of the new horizon
+    code = run("./train --resume %s --train.max_steps=70 --train.lr_decay_steps=100", ckpt);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    f = fopen(path, "r");
+    double lr61 = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        long step;
+        double loss, lr;
+        if (sscanf(line, "%ld,%lf,%lf", &step, &loss, &lr) == 3 && step == 61) lr61 = lr;
+    }
+    if (f) fclose(f);
+    CHECK_MSG(lr61 > 2 * min_lr, "lr at step 61 with lr_decay_steps=100: %g", lr61);
+    cleanup();
+}
+
+// The time left is estimated from recent step times once a few steps have run: "eta ?" before.
+static void test_eta_waits_for_step_times(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 12);
+    int code = run("./train %s/cfg.json --log.log_interval=1", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    const char *s1 = strstr(g_out, "step     1/12"), *s3 = strstr(g_out, "step     3/12"), *s4 = strstr(g_out, "step     4/12");
+    CHECK_MSG(s1 && s3 && s4, "%s", g_out);
+    if (s1 && s3 && s4) {
+        const char *e1 = strstr(s1, "eta "), *e3 = strstr(s3, "eta "), *e4 = strstr(s4, "eta ");
+        CHECK_MSG(e1 && e1[4] == '?' && e3 && e3[4] == '?', "steps 1-3 claim a time left: %s", g_out);
+        CHECK_MSG(e4 && e4[4] >= '0' && e4[4] <= '9', "step 4 has no time left: %s", g_out);
+    }
+    cleanup();
+}
+
+// --compare KEY=V1,V2[,V3,V4] trains one variant per value side by side, in out_dir/<value>/:
+// the same initial weights and batches, so the first loss is the same and the lr differs.
+static void test_compare_values(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 10);
+    int code = run("./train %s/cfg.json --compare train.lr=0.001,0.003,0.01", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    CHECK(strstr(g_out, "comparing train.lr 0.001 vs 0.003 vs 0.01") && strstr(g_out, "final 0.001: step=10") &&
+          strstr(g_out, "final 0.01: step=10"));
+    const char *values[3] = {"0.001", "0.003", "0.01"};
+    char path[256], m[3][65536];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/out/%s/metrics.csv", g_dir, values[i]);
+        metrics_without_ms(path, m[i], sizeof m[i]);
+        CHECK_MSG(count_lines(m[i]) == 11, "%s: %s", values[i], m[i]);
+    }
+    // row 1: the same loss (same weights, same batch); later rows differ (another lr)
+    CHECK(strncmp(strchr(m[0], '\n') + 1, strchr(m[2], '\n') + 1, 10) == 0 && strcmp(m[0], m[2]) != 0);
+    snprintf(path, sizeof path, "%s/out/compare.csv", g_dir);
+    CHECK_MSG(access(path, F_OK) != 0, "the scaling report is --compare-scaling's");
+    // a variant resumes on its own, in its directory
+    code = run("./train --resume %s/out/0.003/checkpoint.bin --train.max_steps=12", g_dir);
+    CHECK_MSG(code == 0 && strstr(g_out, "final: step=12"), "exit %d: %s", code, g_err);
     cleanup();
 }
 
@@ -687,6 +840,39 @@ static void test_keep_checkpoints(void) {
         snprintf(path, sizeof path, "%s/out/%s", g_dir, gone[i]);
         CHECK_MSG(access(path, F_OK) != 0, "%s should have been removed", gone[i]);
     }
+    // resumed with another interval: every older checkpoint_<step>.bin goes, not only the one
+    // the new interval would compute
+    snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_dir);
+    CHECK(run("./train --resume %s --train.max_steps=60 --train.ckpt_interval=7 --train.keep_checkpoints=2", path) == 0);
+    CHECK(run("ls %s/out | grep '^checkpoint_' | tr '\\n' ' '", g_dir) == 0);
+    CHECK_MSG(strcmp(g_out, "checkpoint_56.bin checkpoint_60.bin ") == 0, "left: %s", g_out);
+    cleanup();
+}
+
+// summary.json is JSON whatever the strings hold, and top-level keys work on the command line.
+static void test_summary_is_json_and_top_level_keys(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 10);
+    const char *name = "we\"ird \\ n\xc3\xa4me {}";  // a quote, a backslash and UTF-8
+    int code = run("./train %s/cfg.json --name='%s' --sample.prompt='say \"hi\"\t' --train.out_dir=%s/x", g_dir, name, g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    char path[256], buf[65536];
+    snprintf(path, sizeof path, "%s/x/summary.json", g_dir);
+    slurp(path, buf, sizeof buf);
+    cJSON *root = cJSON_Parse(buf);
+    CHECK_MSG(root != NULL, "summary.json is not JSON:\n%s", buf);
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(cfg, "name");
+    CHECK_MSG(cJSON_IsString(n) && strcmp(n->valuestring, name) == 0, "name: %s", cJSON_IsString(n) ? n->valuestring : "?");
+    const cJSON *sample = cJSON_GetObjectItemCaseSensitive(cfg, "sample");
+    const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(sample, "prompt");
+    CHECK(cJSON_IsString(prompt) && strcmp(prompt->valuestring, "say \"hi\"\t") == 0);
+    const char *numbers[] = {"train_loss", "val_loss", "best_val_loss", "steps", "params", "tokens_per_s", "wall_s"};
+    for (int i = 0; i < 7; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, numbers[i]);
+        CHECK_MSG(cJSON_IsNumber(v), "%s is not a number", numbers[i]);
+    }
+    cJSON_Delete(root);
     cleanup();
 }
 
@@ -717,6 +903,10 @@ static void test_readme_documents_every_key(void) {
 
 const TestCase tests_cli[] = {
     {"cli_keep_checkpoints", test_keep_checkpoints},
+    {"cli_compare_values", test_compare_values},
+    {"cli_extend_keeps_lr_schedule", test_extend_keeps_lr_schedule},
+    {"cli_eta_waits_for_step_times", test_eta_waits_for_step_times},
+    {"cli_summary_is_json_and_top_level_keys", test_summary_is_json_and_top_level_keys},
     {"cli_compare_scaling_same_start_and_batches", test_compare_scaling_same_start_and_batches},
     {"cli_corpus_is_reproducible", test_corpus_is_reproducible},
     {"cli_readme_documents_every_key", test_readme_documents_every_key},

@@ -155,7 +155,7 @@ static void write_good_checkpoint(const char *path) {
     uint32_t chars[8];
     for (int i = 0; i < 8; i++) chars[i] = (uint32_t)('a' + i);
     Vocab v = {8, chars};
-    TrainState st = {10, {{0}}, 2.5, 1};
+    TrainState st = {10, {{0}}, 2.5, 1, 0};
     rng_seed(&st.rng, 11);
     CHECK_MSG(checkpoint_save(path, &m, json, &v, &st, err, sizeof err), "%s", err);
     gpt_free(&m);
@@ -447,10 +447,10 @@ static void test_save_refuses_invalid_state(void) {
     uint32_t chars[8] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'};
     Vocab v = {8, chars};
     char err[512];
-    TrainState zero = {0, {{0}}, INFINITY, 0};
+    TrainState zero = {0, {{0}}, INFINITY, 0, 0};
     CHECK(!checkpoint_save(rpath("z.bin"), &m, "{}", &v, &zero, err, sizeof err));
     CHECK_MSG(strstr(err, "refusing") && strstr(err, "all-zero random state"), "%s", err);
-    TrainState nan_best = {0, {{1, 2, 3, 4}}, NAN, 0};
+    TrainState nan_best = {0, {{1, 2, 3, 4}}, NAN, 0, 0};
     CHECK(!checkpoint_save(rpath("z.bin"), &m, "{}", &v, &nan_best, err, sizeof err));
     CHECK_MSG(strstr(err, "best_val_loss"), "%s", err);
     CHECK(count_entries("z.bin") == 0);
