@@ -1,4 +1,5 @@
-// report.h: the outputs of --compare-scaling: compare.csv, report.md and scaling.svg.
+// report.h: the outputs of a side-by-side comparison (--compare KEY=V1,V2[,V3,V4], and its alias
+// --compare-scaling): compare.csv, report.md and the SVG panels, for 2 to 4 variants of one key.
 #ifndef REPORT_H
 #define REPORT_H
 
@@ -7,20 +8,44 @@
 #include "config.h"
 #include "model.h"
 
-// Collects both variants' per-step numbers during the run; writes the files at the end.
-// variant 0 is "scaled" (attn_scale sqrt), 1 is "unscaled" (attn_scale none).
+#define COMPARE_MAX_VARIANTS 4
+
+// Collects every variant's per-step numbers during the run; writes the files at the end.
 typedef struct CompareLog CompareLog;
 
-CompareLog *compare_log_open(const char *out_dir, long max_steps);
+// key: the config key compared ("model.attn_scale", "model.attn_mask", "model.softmax_axis",
+// "train.lr", ...); values[i]: its value in variant i as given on the command line; n: 2 to 4.
+// Variant i is named after its value (its subdirectory's name, see compare_variant_name), except
+// that under model.attn_scale "sqrt" is named "scaled" and "none" "unscaled": --compare-scaling
+// is key "model.attn_scale" with values {"sqrt", "none"}. The caller makes sure the values are
+// distinct and usable as directory names. Returns NULL when n is out of range or an argument is
+// NULL. The reading report.md gives depends on the key: the scale (model.attn_scale), a leak
+// (model.attn_mask, model.softmax_axis) or any other key.
+CompareLog *compare_log_open(const char *out_dir, long max_steps, const char *key, const char *const *values, int n);
 // Attention statistics (averaged over layers and heads) measured after `step` updates.
 void compare_log_probe(CompareLog *log, int variant, long step, const HeadStats *mean);
-// The training loss of update `step` (1-based) and the validation loss evaluated after it (NaN if not evaluated).
-void compare_log_step(CompareLog *log, int variant, long step, double loss, double val_loss);
-// The final train loss (eval batches) and whole-split validation loss.
-void compare_log_final(CompareLog *log, int variant, double train_loss, double val_loss);
-// Write OUT_DIR/compare.csv, OUT_DIR/report.md, OUT_DIR/scaling.svg and free the log.
+// The training loss of update `step` (1-based), and the validation loss and gen_loss evaluated
+// after it (each NaN when not evaluated at this step).
+void compare_log_step(CompareLog *log, int variant, long step, double loss, double val_loss, double gen_loss);
+
+// What a variant ends with (NaN for a number not measured).
+typedef struct {
+    double train_loss, val_loss;  // eval batches; whole validation split (teacher-forced)
+    double gen_loss;              // the honest loss on the fixed generation windows
+    double gen_loss_tf;           // the teacher-forced loss on those same windows
+    const char *sample;           // the sample text the run printed at the end (may be NULL; copied)
+} CompareFinal;
+void compare_log_final(CompareLog *log, int variant, const CompareFinal *f);
+
+// Write OUT_DIR/compare.csv, OUT_DIR/report.md and the panels (OUT_DIR/scaling.svg for
+// model.attn_scale, OUT_DIR/compare.svg otherwise), then free the log. Returns 0 with a one-line
+// message in err on an I/O error (the log is freed either way).
 int compare_log_finish(CompareLog *log, const Config *cfg, char *err, size_t errlen);
 // Free the log without writing anything (a run stopped early).
 void compare_log_discard(CompareLog *log);
+// The name of variant i: its subdirectory, its label in the files (NULL when i is out of range).
+const char *compare_variant_name(const CompareLog *log, int i);
+// The name of the SVG file compare_log_finish writes: "scaling.svg" or "compare.svg".
+const char *compare_svg_name(const CompareLog *log);
 
 #endif

@@ -1,4 +1,6 @@
-// tests/test_report.c: compare.csv, report.md and scaling.svg from synthetic comparison logs.
+// tests/test_report.c: compare.csv, report.md and the SVG panels from synthetic comparison logs
+// of 2 to 4 variants: the scale (--compare-scaling), a leak (attn_mask, softmax_axis) and any
+// other key.
 #define _POSIX_C_SOURCE 200809L
 #include "../config.h"
 #include "../report.h"
@@ -21,7 +23,7 @@ static int tmp_setup(void) {
 }
 
 static void tmp_cleanup(void) {
-    static const char *const names[] = {"compare.csv", "report.md", "scaling.svg"};
+    static const char *const names[] = {"compare.csv", "report.md", "scaling.svg", "compare.svg"};
     char path[128];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof(path), "%s/%s", g_dir, names[i]);
@@ -30,10 +32,8 @@ static void tmp_cleanup(void) {
     rmdir(g_dir);
 }
 
-// The whole of DIR/name as a string (malloc'd), or NULL.
-static char *slurp(const char *name) {
-    char path[128];
-    snprintf(path, sizeof(path), "%s/%s", g_dir, name);
+// The whole of a file as a string (malloc'd), or NULL.
+static char *slurp_path(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 4096, n = 0;
@@ -54,12 +54,77 @@ static char *slurp(const char *name) {
     return buf;
 }
 
+// The whole of DIR/name as a string (malloc'd), or NULL.
+static char *slurp(const char *name) {
+    char path[128];
+    snprintf(path, sizeof(path), "%s/%s", g_dir, name);
+    return slurp_path(path);
+}
+
 static int count_substr(const char *s, const char *sub) {
     int n = 0;
     size_t len = strlen(sub);
     for (const char *p = strstr(s, sub); p; p = strstr(p + len, sub)) n++;
     return n;
 }
+
+// The line of md that starts with `start` (a copy, malloc'd), or NULL: the readings are one
+// bullet per line, so checks on a variant's bullet look only there.
+static char *line_starting(const char *md, const char *start) {
+    size_t n = strlen(start);
+    for (const char *p = md; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, start, n) != 0) continue;
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char *line = malloc(len + 1);
+        if (!line) return NULL;
+        memcpy(line, p, len);
+        line[len] = '\0';
+        return line;
+    }
+    return NULL;
+}
+
+static int has(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
+
+// Whether DIR/name exists.
+static int exists(const char *name) {
+    char path[128];
+    snprintf(path, sizeof(path), "%s/%s", g_dir, name);
+    return access(path, F_OK) == 0;
+}
+
+// Whether every element of an XML text is closed in order (comments and declarations skipped).
+static int xml_balanced(const char *s) {
+    char stack[64][32];
+    int depth = 0;
+    for (const char *p = strchr(s, '<'); p; p = strchr(p + 1, '<')) {
+        if (p[1] == '?' || p[1] == '!') continue;
+        int closing = p[1] == '/';
+        const char *name = p + 1 + closing;
+        size_t len = strcspn(name, " \t\n/>");
+        const char *gt = strchr(p, '>');
+        if (!gt || len == 0 || len >= sizeof stack[0]) return 0;
+        if (closing) {
+            if (depth == 0 || strlen(stack[depth - 1]) != len || strncmp(stack[depth - 1], name, len) != 0) return 0;
+            depth--;
+        } else if (gt[-1] != '/') {
+            if (depth == 64) return 0;
+            memcpy(stack[depth], name, len);
+            stack[depth++][len] = '\0';
+        }
+    }
+    return depth == 0;
+}
+
+// The number of drawn curves (path elements) with a colour.
+static int paths_in_colour(const char *svg, const char *colour) {
+    char attr[64];
+    snprintf(attr, sizeof attr, "fill=\"none\" stroke=\"%s\"", colour);
+    return count_substr(svg, attr);
+}
+
+static const char *const COLOURS[4] = {"#1f66b0", "#e0620d", "#2a9d3c", "#8e44ad"};
 
 static HeadStats stats(double en, double mw, double f99, double ds_dp, double row_gain, double gq) {
     HeadStats h;
@@ -92,16 +157,24 @@ static void small_config(Config *cfg) {
     cfg->eval_interval = 5;
 }
 
+static const char *const SCALE_VALUES[2] = {"sqrt", "none"};
+
+static void final_losses(CompareLog *log, int v, double train, double val) {
+    CompareFinal f = {train, val, NAN, NAN, NULL};
+    compare_log_final(log, v, &f);
+}
+
 #define N_STEPS 10
 
-// Feed a 10-step run in train.c's order: probes at 0, 5 and 10, validation at 5 and 10.
-// Scaled: loss 3.0 - 0.1 s, val 2.55 / 2.10, final val 2.05. Unscaled: when scaled_wins, loss
-// 3.1 - 0.05 s, val 2.90 / 2.65, final 2.65 (gap 0.600); otherwise loss 2.9 - 0.12 s, val
-// 2.40 / 1.85, final 1.80 (gap 0.250 the other way).
+// --compare-scaling's log: a 10-step run in train.c's order: probes at 0, 5 and 10, validation
+// at 5 and 10. Scaled: loss 3.0 - 0.1 s, val 2.55 / 2.10, final val 2.05. Unscaled: when
+// scaled_wins, loss 3.1 - 0.05 s, val 2.90 / 2.65, final 2.65 (gap 0.600); otherwise loss
+// 2.9 - 0.12 s, val 2.40 / 1.85, final 1.80 (gap 0.250 the other way). gen_loss is evaluated
+// with the validation loss (val + 0.01) but the scale's report leaves it out of its text.
 static int run_synthetic(int scaled_wins, char *err, size_t errlen) {
     Config cfg;
     small_config(&cfg);
-    CompareLog *log = compare_log_open(g_dir, N_STEPS);
+    CompareLog *log = compare_log_open(g_dir, N_STEPS, "model.attn_scale", SCALE_VALUES, 2);
     if (!log) return 0;
     HeadStats p0[2] = {stats(0.95, 0.15, 0.0, 0.3, 0.25, 0.01), stats(0.60, 0.55, 0.125, 0.05, 0.0025, 0.012)};
     HeadStats p5[2] = {stats(0.80, 0.30, 0.0, 0.2, 0.15, 0.02), stats(0.40, 0.70, 0.25, 0.04, 0.002, 0.03)};
@@ -114,12 +187,59 @@ static int run_synthetic(int scaled_wins, char *err, size_t errlen) {
         double u_loss = scaled_wins ? 3.1 - 0.05 * (double)done : 2.9 - 0.12 * (double)done;
         double s_val = done == 5 ? 2.55 : done == 10 ? 2.10 : NAN;
         double u_val = done == 5 ? (scaled_wins ? 2.90 : 2.40) : done == 10 ? (scaled_wins ? 2.65 : 1.85) : NAN;
-        compare_log_step(log, 0, done, s_loss, s_val);
-        compare_log_step(log, 1, done, u_loss, u_val);
+        compare_log_step(log, 0, done, s_loss, s_val, s_val + 0.01);
+        compare_log_step(log, 1, done, u_loss, u_val, u_val + 0.01);
     }
     for (int v = 0; v < 2; v++) compare_log_probe(log, v, N_STEPS, &p10[v]);
-    compare_log_final(log, 0, 2.0, 2.05);
-    compare_log_final(log, 1, scaled_wins ? 2.6 : 1.75, scaled_wins ? 2.65 : 1.80);
+    CompareFinal fs = {2.0, 2.05, 2.06, 2.06, "scaled sample"};
+    CompareFinal fu = {scaled_wins ? 2.6 : 1.75, scaled_wins ? 2.65 : 1.80, 2.7, 2.7, "unscaled sample"};
+    compare_log_final(log, 0, &fs);
+    compare_log_final(log, 1, &fu);
+    return compare_log_finish(log, &cfg, err, errlen);
+}
+
+// A synthetic run of any key: 10 steps, probes at 0, 5 and 10, evaluations at 5 and 10.
+// Variant v ends with the teacher-forced validation loss val[v] (val + 0.3 at step 5), gen_loss
+// gen[v] (gen + 0.3 at step 5), the teacher-forced loss tf[v] on the generation windows, and
+// future_mass fm[v] at the end (half of it at step 5, 0 at step 0).
+typedef struct {
+    const char *key;
+    const char *values[COMPARE_MAX_VARIANTS];
+    int n;
+    double val[COMPARE_MAX_VARIANTS], gen[COMPARE_MAX_VARIANTS], tf[COMPARE_MAX_VARIANTS], fm[COMPARE_MAX_VARIANTS];
+    const char *sample[COMPARE_MAX_VARIANTS];
+    const char *softmax_axis;  // the shared configuration's, when not the default
+} Scenario;
+
+static int run_scenario(const Scenario *sc, char *err, size_t errlen) {
+    Config cfg;
+    small_config(&cfg);
+    if (sc->softmax_axis) snprintf(cfg.softmax_axis, sizeof cfg.softmax_axis, "%s", sc->softmax_axis);
+    CompareLog *log = compare_log_open(g_dir, N_STEPS, sc->key, sc->values, sc->n);
+    if (!log) {
+        snprintf(err, errlen, "compare_log_open refused %d variants of %s", sc->n, sc->key);
+        return 0;
+    }
+    for (long step = 0; step <= N_STEPS; step++) {
+        if (step % 5 == 0)
+            for (int v = 0; v < sc->n; v++) {
+                HeadStats h = stats(0.9 - 0.02 * (double)step, 0.2 + 0.03 * (double)step, 0.01, 0.05, 0.04, 0.1);
+                h.future_mass = sc->fm[v] * (double)step / N_STEPS;
+                compare_log_probe(log, v, step, &h);
+            }
+        if (step == N_STEPS) break;
+        long done = step + 1;
+        for (int v = 0; v < sc->n; v++) {
+            double late = done == 5 ? 0.3 : 0.0;
+            int eval = done % 5 == 0;
+            compare_log_step(log, v, done, 3.0 - 0.1 * (double)done + 0.01 * v, eval ? sc->val[v] + late : NAN,
+                             eval ? sc->gen[v] + late : NAN);
+        }
+    }
+    for (int v = 0; v < sc->n; v++) {
+        CompareFinal f = {sc->val[v] - 0.05, sc->val[v], sc->gen[v], sc->tf[v], sc->sample[v]};
+        compare_log_final(log, v, &f);
+    }
     return compare_log_finish(log, &cfg, err, errlen);
 }
 
@@ -138,12 +258,14 @@ static int split_csv(char *line, char **fields, int max) {
     return n;
 }
 
+// --compare-scaling's columns, then the ones added at the end
 static const char *const CSV_HEADER =
     "step,variant,loss,val_loss,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,score_std,"
-    "gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median";
+    "gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median,gen_loss,future_mass";
+#define CSV_FIELDS 17
 
 // ----------------------------------------------------------------------------
-// tests
+// the scale: --compare-scaling's files
 
 static void test_csv_layout_and_values(void) {
     if (!tmp_setup()) SKIP("mkdtemp failed");
@@ -160,8 +282,8 @@ static void test_csv_layout_and_values(void) {
     while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
         char *f[20];
         int nf = split_csv(line, f, 20);
-        CHECK_MSG(nf == 15, "row %d has %d fields", row, nf);
-        if (nf != 15) { row++; continue; }
+        CHECK_MSG(nf == CSV_FIELDS, "row %d has %d fields", row, nf);
+        if (nf != CSV_FIELDS) { row++; continue; }
         long step = strtol(f[0], NULL, 10);
         const char *want_variant = row % 2 == 0 ? "scaled" : "unscaled";
         CHECK_MSG(strcmp(f[1], want_variant) == 0, "row %d: variant %s", row, f[1]);
@@ -172,18 +294,18 @@ static void test_csv_layout_and_values(void) {
         // loss: empty only at step 0
         if (step == 0) CHECK_MSG(f[2][0] == '\0', "loss at step 0: '%s'", f[2]);
         else CHECK_MSG(f[2][0] != '\0', "no loss at step %ld", step);
-        // val_loss: only at 5 and 10
-        if (step == 5 || step == 10) CHECK_MSG(f[3][0] != '\0', "no val at step %ld", step);
-        else CHECK_MSG(f[3][0] == '\0', "val at step %ld: '%s'", step, f[3]);
+        // val_loss and gen_loss: only at 5 and 10
+        int evaluated = step == 5 || step == 10;
+        CHECK_MSG((f[3][0] != '\0') == evaluated, "val at step %ld: '%s'", step, f[3]);
+        CHECK_MSG((f[15][0] != '\0') == evaluated, "gen_loss at step %ld: '%s'", step, f[15]);
         // attention columns: only where probed
-        for (int i = 4; i < 15; i++) {
-            if (probed) CHECK_MSG(f[i][0] != '\0', "step %ld column %d empty", step, i);
-            else CHECK_MSG(f[i][0] == '\0', "step %ld column %d: '%s'", step, i, f[i]);
-        }
+        for (int i = 4; i < 15; i++) CHECK_MSG((f[i][0] != '\0') == probed, "step %ld column %d: '%s'", step, i, f[i]);
+        CHECK_MSG((f[16][0] != '\0') == probed, "future_mass at step %ld: '%s'", step, f[16]);
         // round trips
         if (step == 3 && row % 2 == 0) CHECK_NEAR(strtod(f[2], NULL), 2.7, 1e-6);
         if (step == 3 && row % 2 == 1) CHECK_NEAR(strtod(f[2], NULL), 2.95, 1e-6);
         if (step == 5 && row % 2 == 1) CHECK_NEAR(strtod(f[3], NULL), 2.90, 1e-6);
+        if (step == 5 && row % 2 == 1) CHECK_NEAR(strtod(f[15], NULL), 2.91, 1e-6);
         if (step == 0 && row % 2 == 1) {
             CHECK_NEAR(strtod(f[4], NULL), 0.60, 1e-6);   // entropy_norm
             CHECK_NEAR(strtod(f[5], NULL), 0.55, 1e-6);   // max_weight
@@ -194,6 +316,7 @@ static void test_csv_layout_and_values(void) {
             CHECK_NEAR(strtod(f[12], NULL), 0.048, 1e-9); // gnorm_wo
             CHECK_NEAR(strtod(f[13], NULL), 0.05, 1e-9);  // ds_over_dp
             CHECK_NEAR(strtod(f[14], NULL), 0.0025, 1e-9); // row_gain_median
+            CHECK_NEAR(strtod(f[16], NULL), 0.0, 1e-12);  // future_mass
         }
         if (step == 10 && row % 2 == 0) CHECK_NEAR(strtod(f[14], NULL), 0.1, 1e-9);
         row++;
@@ -201,6 +324,50 @@ static void test_csv_layout_and_values(void) {
     CHECK_MSG(row == 2 * (N_STEPS + 1), "%d rows", row);
     free(csv);
     tmp_cleanup();
+}
+
+// The first `ncols` comma-separated fields of every line of text, as one string (malloc'd).
+static char *first_fields(const char *text, int ncols) {
+    char *outbuf = malloc(strlen(text) + 1), *o = outbuf;
+    if (!outbuf) return NULL;
+    for (const char *p = text; *p;) {
+        int col = 0;
+        for (; *p && *p != '\n'; p++) {
+            if (*p == ',' && ++col >= ncols) { p += strcspn(p, "\n"); break; }
+            *o++ = *p;
+        }
+        if (*p == '\n') *o++ = *p++;
+    }
+    *o = '\0';
+    return outbuf;
+}
+
+// --compare-scaling's report.md and compare.csv are what they were before the comparison took
+// any key: tests/golden holds the files the previous report.c (commit 06eaed6) wrote from this
+// very log. report.md is byte-identical; compare.csv is, up to the columns added at its end.
+static void test_scale_output_unchanged(void) {
+    static const char *const CASES[2] = {"unscaled_wins", "scaled_wins"};
+    for (int scaled_wins = 0; scaled_wins <= 1; scaled_wins++) {
+        if (!tmp_setup()) SKIP("mkdtemp failed");
+        char err[256] = "", path[128];
+        CHECK_MSG(run_synthetic(scaled_wins, err, sizeof(err)), "%s", err);
+        snprintf(path, sizeof path, "tests/golden/scale_%s_report.md", CASES[scaled_wins]);
+        char *want_md = slurp_path(path), *md = slurp("report.md");
+        snprintf(path, sizeof path, "tests/golden/scale_%s_compare.csv", CASES[scaled_wins]);
+        char *want_csv = slurp_path(path), *csv = slurp("compare.csv");
+        char *csv15 = csv ? first_fields(csv, 15) : NULL;
+        CHECK_MSG(want_md && want_csv, "missing %s (run the tests from the repository's root)", path);
+        CHECK(md && csv15);
+        if (want_md && md) CHECK_MSG(strcmp(md, want_md) == 0, "%s: report.md differs from the golden file", CASES[scaled_wins]);
+        if (want_csv && csv15)
+            CHECK_MSG(strcmp(csv15, want_csv) == 0, "%s: compare.csv's first 15 columns differ", CASES[scaled_wins]);
+        free(want_md);
+        free(md);
+        free(want_csv);
+        free(csv);
+        free(csv15);
+        tmp_cleanup();
+    }
 }
 
 static void check_common_md(const char *md) {
@@ -223,6 +390,9 @@ static void check_common_md(const char *md) {
     CHECK(strstr(md, "scaling.svg") != NULL);
     CHECK(strstr(md, "scaled/attention.csv") != NULL);
     CHECK(strstr(md, "unscaled/attention.csv") != NULL);
+    // the scale's report keeps its table and says nothing of gen_loss or samples
+    CHECK(strstr(md, "gen loss") == NULL && strstr(md, "gen_loss") == NULL);
+    CHECK(strstr(md, "sample") == NULL);
 }
 
 static void test_md_scaled_wins(void) {
@@ -264,17 +434,38 @@ static void test_md_unscaled_wins(void) {
     tmp_cleanup();
 }
 
+// Checks every SVG must pass: well-formed, self-contained, the panels titled, one curve per
+// variant in each, and no other variant's colour.
+static void check_svg(const char *svg, int n_variants, int n_panels, int curves_per_variant) {
+    size_t n = strlen(svg);
+    CHECK(strncmp(svg, "<svg", 4) == 0);
+    CHECK(n >= 7 && strcmp(svg + n - 7, "</svg>\n") == 0);
+    CHECK_MSG(xml_balanced(svg), "unbalanced tags");
+    CHECK(strstr(svg, "<script") == NULL);
+    CHECK(strstr(svg, "href") == NULL);
+    CHECK(strstr(svg, "sans-serif") != NULL);
+    CHECK(strstr(svg, "nan") == NULL && strstr(svg, "inf") == NULL);
+    CHECK(strstr(svg, ">step<") != NULL);
+    CHECK(strstr(svg, "synthetic") != NULL);
+    static const char *const LETTERS[6] = {"(a) ", "(b) ", "(c) ", "(d) ", "(e) ", "(f) "};
+    for (int p = 0; p < 6; p++) CHECK_MSG(has(svg, LETTERS[p]) == (p < n_panels), "panel %s", LETTERS[p]);
+    for (int v = 0; v < 4; v++) {
+        int curves = paths_in_colour(svg, COLOURS[v]);
+        if (v < n_variants) CHECK_MSG(curves == curves_per_variant, "variant %d: %d curves", v, curves);
+        else CHECK_MSG(curves == 0 && !has(svg, COLOURS[v]), "colour of a variant %d that does not exist", v);
+    }
+}
+
 static void test_svg(void) {
     if (!tmp_setup()) SKIP("mkdtemp failed");
     char err[256] = "";
     CHECK_MSG(run_synthetic(1, err, sizeof(err)), "%s", err);
     char *svg = slurp("scaling.svg");
     CHECK(svg != NULL);
+    CHECK(!exists("compare.svg"));
     if (svg) {
-        size_t n = strlen(svg);
-        while (n > 0 && (svg[n - 1] == '\n' || svg[n - 1] == ' ')) svg[--n] = '\0';
-        CHECK(strncmp(svg, "<svg", 4) == 0);
-        CHECK(n >= 6 && strcmp(svg + n - 6, "</svg>") == 0);
+        // loss: train and validation; entropy; max weight and rows > 0.99; whole head and row gain
+        check_svg(svg, 2, 4, 2 + 1 + 2 + 2);
         CHECK(strstr(svg, "(a) Loss") != NULL);
         CHECK(strstr(svg, "(b) Normalised attention entropy") != NULL);
         CHECK(strstr(svg, "(c) Mean max attention weight") != NULL);
@@ -283,15 +474,8 @@ static void test_svg(void) {
         CHECK(strstr(svg, ">1e-1<") != NULL);
         CHECK(strstr(svg, "scaled (") != NULL);
         CHECK(strstr(svg, "unscaled (") != NULL);
-        CHECK(strstr(svg, ">step<") != NULL);
-        CHECK(strstr(svg, "synthetic") != NULL);
         CHECK(strstr(svg, "no data") == NULL);
-        CHECK(strstr(svg, "<script") == NULL);
-        CHECK(strstr(svg, "href") == NULL);
-        CHECK(strstr(svg, "sans-serif") != NULL);
-        CHECK(strstr(svg, "nan") == NULL && strstr(svg, "inf") == NULL);
-        CHECK_MSG(count_substr(svg, "<g") == count_substr(svg, "</g>"), "unbalanced <g>: %d vs %d",
-                  count_substr(svg, "<g"), count_substr(svg, "</g>"));
+        CHECK(strstr(svg, "future") == NULL);
     }
     free(svg);
     tmp_cleanup();
@@ -304,20 +488,20 @@ static void test_no_probes(void) {
     Config cfg;
     small_config(&cfg);
     cfg.attn_interval = 0;
-    CompareLog *log = compare_log_open(g_dir, 4);
+    CompareLog *log = compare_log_open(g_dir, 4, "model.attn_scale", SCALE_VALUES, 2);
     for (long s = 1; s <= 4; s++) {
-        compare_log_step(log, 0, s, 3.0 - 0.1 * (double)s, s == 4 ? 2.5 : NAN);
-        compare_log_step(log, 1, s, s == 2 ? NAN : 3.0 - 0.05 * (double)s, s == 4 ? 2.8 : NAN);
+        compare_log_step(log, 0, s, 3.0 - 0.1 * (double)s, s == 4 ? 2.5 : NAN, NAN);
+        compare_log_step(log, 1, s, s == 2 ? NAN : 3.0 - 0.05 * (double)s, s == 4 ? 2.8 : NAN, NAN);
     }
-    compare_log_final(log, 0, 2.6, 2.55);
-    compare_log_final(log, 1, 2.8, 2.85);
+    final_losses(log, 0, 2.6, 2.55);
+    final_losses(log, 1, 2.8, 2.85);
     char err[256] = "";
     CHECK_MSG(compare_log_finish(log, &cfg, err, sizeof(err)), "%s", err);
     char *csv = slurp("compare.csv"), *md = slurp("report.md"), *svg = slurp("scaling.svg");
     CHECK(csv && md && svg);
     if (csv) {
         CHECK(count_substr(csv, "\n") == 1 + 8);
-        CHECK(strstr(csv, "\n1,scaled,2.9,,,,,,,,,,,,\n") != NULL);
+        CHECK(strstr(csv, "\n1,scaled,2.9,,,,,,,,,,,,,,\n") != NULL);
         CHECK(strstr(csv, "\n2,unscaled,nan,,") != NULL);
         CHECK(strstr(csv, "\n4,unscaled,2.8,2.8,") != NULL);
     }
@@ -338,12 +522,12 @@ static void test_unordered_input(void) {
     if (!tmp_setup()) SKIP("mkdtemp failed");
     Config cfg;
     small_config(&cfg);
-    CompareLog *log = compare_log_open(g_dir, 3);
+    CompareLog *log = compare_log_open(g_dir, 3, "model.attn_scale", SCALE_VALUES, 2);
     HeadStats h = stats(0.5, 0.5, 0.1, 0.1, 0.01, 0.01);
-    compare_log_step(log, 1, 2, 2.0, NAN);
-    compare_log_step(log, 0, 3, 1.5, NAN);
-    compare_log_step(log, 0, 1, 2.5, NAN);
-    compare_log_step(log, 0, 1, 2.25, NAN);  // replaces the 2.5
+    compare_log_step(log, 1, 2, 2.0, NAN, NAN);
+    compare_log_step(log, 0, 3, 1.5, NAN, NAN);
+    compare_log_step(log, 0, 1, 2.5, NAN, NAN);
+    compare_log_step(log, 0, 1, 2.25, NAN, NAN);  // replaces the 2.5
     compare_log_probe(log, 1, 0, &h);
     char err[256] = "";
     CHECK_MSG(compare_log_finish(log, &cfg, err, sizeof(err)), "%s", err);
@@ -366,22 +550,366 @@ static void test_unordered_input(void) {
 static void test_io_error(void) {
     Config cfg;
     small_config(&cfg);
-    CompareLog *log = compare_log_open("/nonexistent_test_report_dir/sub", 2);
-    compare_log_step(log, 0, 1, 2.0, NAN);
-    compare_log_step(log, 1, 1, 2.1, NAN);
+    CompareLog *log = compare_log_open("/nonexistent_test_report_dir/sub", 2, "model.attn_scale", SCALE_VALUES, 2);
+    compare_log_step(log, 0, 1, 2.0, NAN, NAN);
+    compare_log_step(log, 1, 1, 2.1, NAN, NAN);
     char err[256] = "";
     CHECK(!compare_log_finish(log, &cfg, err, sizeof(err)));
     CHECK_MSG(strstr(err, "compare.csv") != NULL, "%s", err);
     CHECK(strchr(err, '\n') == NULL);
 }
 
+// ----------------------------------------------------------------------------
+// the API: 2 to 4 variants, named after their values (the scale's sqrt and none as before)
+
+static void test_open_and_names(void) {
+    const char *vals[5] = {"causal", "zero", "none", "x", "y"};
+    CHECK(compare_log_open(".", 10, "model.attn_mask", vals, 1) == NULL);
+    CHECK(compare_log_open(".", 10, "model.attn_mask", vals, 5) == NULL);
+    CHECK(compare_log_open(".", 10, NULL, vals, 2) == NULL);
+    CompareLog *log = compare_log_open(".", 10, "model.attn_mask", vals, 3);
+    CHECK(log != NULL);
+    if (log) {
+        CHECK(strcmp(compare_variant_name(log, 0), "causal") == 0);
+        CHECK(strcmp(compare_variant_name(log, 2), "none") == 0);
+        CHECK(compare_variant_name(log, 3) == NULL && compare_variant_name(log, -1) == NULL);
+        CHECK(strcmp(compare_svg_name(log), "compare.svg") == 0);
+        compare_log_step(log, 7, 1, 1.0, NAN, NAN);  // out of range: ignored
+        compare_log_discard(log);
+    }
+    const char *scale[3] = {"none", "0.5", "sqrt"};
+    log = compare_log_open(".", 10, "model.attn_scale", scale, 3);
+    CHECK(log != NULL);
+    if (log) {
+        CHECK(strcmp(compare_variant_name(log, 0), "unscaled") == 0);
+        CHECK(strcmp(compare_variant_name(log, 1), "0.5") == 0);
+        CHECK(strcmp(compare_variant_name(log, 2), "scaled") == 0);
+        CHECK(strcmp(compare_svg_name(log), "scaling.svg") == 0);
+        compare_log_discard(log);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// a leak: attn_mask and softmax_axis
+
+// causal, zero and none as the lesson says: the leaking models' teacher-forced loss far below
+// causal's, their gen_loss far above it, weight on the future; causal's gen_loss and
+// teacher-forced loss on the same windows equal up to rounding.
+static const Scenario MASK3 = {
+    "model.attn_mask", {"causal", "zero", "none"}, 3,
+    {1.75, 1.20, 0.90}, {1.7512, 3.40, 4.10}, {1.7507, 1.21, 0.91}, {0, 0.31, 0.48},
+    {"ROMEO:\nWhat light through yonder window breaks?", "ROMEO:\nthe ``` the\n", "none's text"}, NULL,
+};
+
+static void test_leak_mask_symptoms(void) {
+    if (!tmp_setup()) SKIP("mkdtemp failed");
+    char err[256] = "";
+    CHECK_MSG(run_scenario(&MASK3, err, sizeof err), "%s", err);
+    char *md = slurp("report.md"), *csv = slurp("compare.csv"), *svg = slurp("compare.svg");
+    CHECK(md && csv && svg);
+    CHECK(!exists("scaling.svg"));
+    if (md) {
+        CHECK(has(md, "# Attention mask: causal vs zero vs none — synthetic"));
+        CHECK(has(md, "Each cell: **causal / zero / none**."));
+        CHECK(has(md, "| step | val loss | gen loss | train loss | future mass |"));
+        CHECK(has(md, "| 10 (end) | 1.7500 / 1.2000 / 0.9000 | 1.7512 / 3.4000 / 4.1000 |"));
+        CHECK(has(md, "| 5 | 2.0500 / 1.5000 / 1.2000 | 2.0512 / 3.7000 / 4.4000 |"));
+        char *ref = line_starting(md, "- **`causal` is the correct model**");
+        CHECK_MSG(ref && has(ref, "agree up to rounding: 1.7512 vs 1.7507") && has(ref, "future_mass is 0 at step 10"),
+                  "%s", ref ? ref : "no bullet for causal");
+        const char *names[2] = {"zero", "none"};
+        const char *numbers[2][3] = {{"1.2000 vs 1.7500 (0.550 lower)", "3.4000 vs 1.7512 (1.649 higher)",
+                                      "2.190 above its teacher-forced loss (3.4000 vs 1.2100)"},
+                                     {"0.9000 vs 1.7500 (0.850 lower)", "4.1000 vs 1.7512 (2.349 higher)",
+                                      "3.190 above its teacher-forced loss (4.1000 vs 0.9100)"}};
+        const char *mass[2] = {"future_mass is 0.31 at step 10: on average 31.0%", "future_mass is 0.48 at step 10: "
+                                                                                   "on average 48.0%"};
+        for (int i = 0; i < 2; i++) {
+            char start[32];
+            snprintf(start, sizeof start, "- **`%s`.**", names[i]);
+            char *b = line_starting(md, start);
+            CHECK_MSG(b != NULL, "no bullet for %s", names[i]);
+            if (!b) continue;
+            CHECK_MSG(has(b, "teacher-forced whole-split validation loss is far below `causal`'s") && has(b, numbers[i][0]),
+                      "%s", b);
+            CHECK_MSG(has(b, "gen_loss is far above `causal`'s") && has(b, numbers[i][1]), "%s", b);
+            CHECK_MSG(has(b, "signature of a leak"), "%s", b);
+            CHECK_MSG(has(b, numbers[i][2]) && has(b, "the measured size of the cheat"), "%s", b);
+            CHECK_MSG(has(b, mass[i]), "%s", b);
+            free(b);
+        }
+        free(ref);
+        CHECK(has(md, "lowest first: `none` 0.9000, `zero` 1.2000 and `causal` 1.7500"));
+        CHECK(has(md, "By gen_loss: `causal` 1.7512, `zero` 3.4000 and `none` 4.1000. The orders differ"));
+        // the samples, each in a fence longer than any run of backticks in it
+        CHECK(has(md, "**causal**:\n\n```\nROMEO:\nWhat light through yonder window breaks?\n```\n"));
+        CHECK(has(md, "**zero**:\n\n````\nROMEO:\nthe ``` the\n````\n"));
+        CHECK(has(md, "**none**:\n\n```\nnone's text\n```\n"));
+        CHECK(has(md, "`compare.svg`: loss, normalised entropy, max weight, the gradient surviving the softmax, "
+                      "gen_loss against the teacher-forced val_loss and future_mass over training, all three variants"));
+        CHECK(has(md, "`causal/attention.csv`, `zero/attention.csv` and `none/attention.csv`"));
+    }
+    if (csv) {
+        CHECK(strncmp(csv, CSV_HEADER, strlen(CSV_HEADER)) == 0);
+        CHECK(count_substr(csv, "\n") == 1 + 3 * (N_STEPS + 1));
+        CHECK(has(csv, "\n10,none,2.02,0.9,"));
+        CHECK(has(csv, ",4.1,0.48\n"));       // none at step 10: gen_loss, future_mass
+        CHECK(has(csv, "\n5,zero,2.51,1.5,"));
+        CHECK(has(csv, ",3.7,0.155\n"));      // zero at step 5
+        CHECK(has(csv, "\n3,causal,2.7,,,,,,,,,,,,,,\n"));  // neither evaluated nor probed
+        CHECK(has(csv, "\n0,causal,,,0.9,"));            // probed before any step: no losses
+        CHECK(has(csv, ",0.04,,0\n"));                    // ... its row gain, no gen_loss, future_mass 0
+    }
+    if (svg) {
+        // the four panels (7 curves per variant) and gen vs val (2) and future_mass (1)
+        check_svg(svg, 3, 6, 7 + 2 + 1);
+        CHECK(has(svg, "(e) gen_loss vs the teacher-forced val_loss"));
+        CHECK(has(svg, "(f) Future mass"));
+        CHECK(has(svg, ">causal (correct)<") && has(svg, ">zero<") && has(svg, ">none<"));
+        CHECK(has(svg, "stroke-dasharray=\"7 4\"") && has(svg, "stroke-dasharray=\"2 3\""));
+    }
+    free(md);
+    free(csv);
+    free(svg);
+    tmp_cleanup();
+}
+
+// A "zero" model whose numbers do not show the symptoms: its teacher-forced loss is not below
+// causal's and its gen_loss is below causal's; the report says so and claims no cheat.
+static void test_leak_without_symptoms(void) {
+    if (!tmp_setup()) SKIP("mkdtemp failed");
+    Scenario sc = {"model.attn_mask", {"causal", "zero"}, 2,
+                   {1.75, 1.80}, {1.7505, 1.70}, {1.7505, 1.81}, {0, 0.05}, {NULL, NULL}, NULL};
+    char err[256] = "";
+    CHECK_MSG(run_scenario(&sc, err, sizeof err), "%s", err);
+    char *md = slurp("report.md");
+    CHECK(md != NULL);
+    char *b = md ? line_starting(md, "- **`zero`.**") : NULL;
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_MSG(has(b, "validation loss is above `causal`'s: 1.8000 vs 1.7500 (0.050 higher)"), "%s", b);
+        CHECK_MSG(has(b, "gen_loss is below `causal`'s: 1.7000 vs 1.7505 (0.050 lower)"), "%s", b);
+        CHECK_MSG(has(b, "Neither loss shows the symptom of a leak"), "%s", b);
+        CHECK_MSG(has(b, "0.110 *below* its teacher-forced loss") && has(b, "no cheat measured"), "%s", b);
+        CHECK(!has(b, "signature of a leak") && !has(b, "far ") && !has(b, "size of the cheat"));
+        CHECK_MSG(has(b, "future_mass is 0.05 at step 10"), "%s", b);
+    }
+    if (md) {
+        CHECK(has(md, "lowest first: `causal` 1.7500 and `zero` 1.8000. By gen_loss: `zero` 1.7000 and `causal` "
+                      "1.7505. The orders differ"));
+        CHECK(!has(md, "## Samples"));
+    }
+    free(b);
+    free(md);
+    // only the teacher-forced loss rewards the leak: gen_loss level with causal's
+    tmp_cleanup();
+    if (!tmp_setup()) SKIP("mkdtemp failed");
+    Scenario level = {"model.attn_mask", {"causal", "none"}, 2,
+                      {1.75, 1.20}, {1.7505, 1.755}, {1.7505, 1.21}, {0, 0.4}, {NULL, NULL}, NULL};
+    CHECK_MSG(run_scenario(&level, err, sizeof err), "%s", err);
+    md = slurp("report.md");
+    b = md ? line_starting(md, "- **`none`.**") : NULL;
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_MSG(has(b, "far below `causal`'s") && has(b, "gen_loss is level with `causal`'s: 1.7550 vs 1.7505"), "%s", b);
+        CHECK_MSG(has(b, "its gen_loss is not above `causal`'s"), "%s", b);
+        CHECK(!has(b, "signature of a leak"));
+        CHECK_MSG(has(b, "0.545 above its teacher-forced loss") && has(b, "size of the cheat"), "%s", b);
+    }
+    free(b);
+    free(md);
+    tmp_cleanup();
+}
+
+// The softmax over the queries leaks with no weight on future positions: the report says the
+// future_mass is 0 and puts the leak in the normalisation, and only because a cheat is measured.
+static void test_leak_softmax_axis(void) {
+    if (!tmp_setup()) SKIP("mkdtemp failed");
+    Scenario sc = {"model.softmax_axis", {"keys", "queries"}, 2,
+                   {1.75, 1.10}, {1.7505, 3.9}, {1.7505, 1.11}, {0, 0}, {"a", "b"}, NULL};
+    char err[256] = "";
+    CHECK_MSG(run_scenario(&sc, err, sizeof err), "%s", err);
+    char *md = slurp("report.md");
+    CHECK(md != NULL);
+    char *b = md ? line_starting(md, "- **`queries`.**") : NULL;
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_MSG(has(b, "far below `keys`'s") && has(b, "far above `keys`'s") && has(b, "signature of a leak"), "%s", b);
+        CHECK_MSG(has(b, "future_mass is 0 at step 10: no weight lands on a position after the query's own; the leak "
+                         "is in the normalisation"), "%s", b);
+        CHECK(!has(b, "% of a row's weight"));
+    }
+    if (md) {
+        CHECK(has(md, "# Softmax axis: keys vs queries"));
+        CHECK(has(md, "- **`keys` is the correct model**"));
+        CHECK(has(md, "difference 0)"));
+        CHECK(has(md, "Shared by all: `model.attn_scale` = sqrt, `model.attn_mask` = causal."));
+    }
+    free(b);
+    free(md);
+    tmp_cleanup();
+    // no cheat measured (gen_loss equal to the teacher-forced loss): no leak to place anywhere
+    if (!tmp_setup()) SKIP("mkdtemp failed");
+    Scenario honest = {"model.softmax_axis", {"keys", "queries"}, 2,
+                       {1.75, 1.755}, {1.7505, 1.7555}, {1.7505, 1.7555}, {0, 0}, {NULL, NULL}, NULL};
+    CHECK_MSG(run_scenario(&honest, err, sizeof err), "%s", err);
+    md = slurp("report.md");
+    b = md ? line_starting(md, "- **`queries`.**") : NULL;
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_MSG(has(b, "agree up to rounding: 1.7555 vs 1.7555 (difference 0): no cheat measured"), "%s", b);
+        CHECK_MSG(has(b, "future_mass is 0 at step 10") && !has(b, "normalisation"), "%s", b);
+        CHECK_MSG(has(b, "is level with `keys`'s: 1.7550 vs 1.7500.") && has(b, "Neither loss shows the symptom of a leak"),
+                  "%s", b);
+    }
+    free(b);
+    free(md);
+    tmp_cleanup();
+}
+
+// No variant is correct: zero and none, or causal with the softmax over the queries shared.
+static void test_leak_without_correct_model(void) {
+    Scenario a = {"model.attn_mask", {"zero", "none"}, 2, {1.2, 0.9}, {3.4, 4.1}, {1.21, 0.91}, {0.3, 0.5},
+                  {NULL, NULL}, NULL};
+    Scenario b = {"model.attn_mask", {"causal", "none"}, 2, {1.2, 0.9}, {3.4, 4.1}, {1.21, 0.91}, {0.0, 0.5},
+                  {NULL, NULL}, "queries"};
+    const Scenario *cases[2] = {&a, &b};
+    for (int k = 0; k < 2; k++) {
+        if (!tmp_setup()) SKIP("mkdtemp failed");
+        char err[256] = "";
+        CHECK_MSG(run_scenario(cases[k], err, sizeof err), "%s", err);
+        char *md = slurp("report.md");
+        CHECK(md != NULL);
+        if (md) {
+            CHECK_MSG(has(md, "- **No variant here is the correct model**"), "case %d", k);
+            CHECK(!has(md, "` is the correct model**"));
+            CHECK(!has(md, "'s:"));  // nothing compared with a reference
+            CHECK(has(md, "Its teacher-forced whole-split validation loss is 0.9000. Its gen_loss is 4.1000."));
+            CHECK(has(md, "3.190 above its teacher-forced loss"));
+        }
+        free(md);
+        tmp_cleanup();
+    }
+}
+
+// ----------------------------------------------------------------------------
+// any other key
+
+static void test_other_key_four_variants(void) {
+    if (!tmp_setup()) SKIP("mkdtemp failed");
+    Scenario sc = {"train.lr", {"0.001", "0.003", "0.01", "0.0003"}, 4,
+                   {1.75, 1.60, 1.605, 2.10}, {1.7505, 1.6005, 1.6055, 2.1005}, {1.7505, 1.6005, 1.6055, 2.1005},
+                   {0, 0, 0, 0}, {"s1", NULL, "s3", "s4"}, NULL};
+    char err[256] = "";
+    CHECK_MSG(run_scenario(&sc, err, sizeof err), "%s", err);
+    char *md = slurp("report.md"), *svg = slurp("compare.svg"), *csv = slurp("compare.csv");
+    CHECK(md && svg && csv);
+    if (md) {
+        CHECK(has(md, "# `train.lr`: 0.001 vs 0.003 vs 0.01 vs 0.0003 — synthetic"));
+        CHECK(has(md, "The only difference is `train.lr`: **0.001**, **0.003**, **0.01** and **0.0003**."));
+        CHECK(has(md, "Each cell: **0.001 / 0.003 / 0.01 / 0.0003**."));
+        CHECK(has(md, "| 10 (end) | 1.7500 / 1.6000 / 1.6050 / 2.1000 |"));
+        CHECK(has(md, "lowest first: `0.003` 1.6000, `0.01` 1.6050, `0.001` 1.7500 and `0.0003` 2.1000."));
+        CHECK(has(md, "- **`0.003` ends ahead.** Its final loss is lower than `0.01`'s by only 0.005 (level, within "
+                      "0.01), `0.001`'s by 0.150 (8.6% below it) and `0.0003`'s by 0.500 (23.8% below it)."));
+        CHECK(has(md, "gap between `0.003` and `0.01` never exceeded 0.05"));
+        CHECK(has(md, "gap between `0.003` and `0.001` first exceeded 0.05 at step 5 (`0.003` ahead by 0.150 there)"));
+        CHECK(has(md, "gap between `0.003` and `0.0003` first exceeded 0.05 at step 5 (`0.003` ahead by 0.500 there)"));
+        CHECK(has(md, ": the same order as the whole-split validation loss."));
+        CHECK(has(md, "agree up to rounding (largest difference 0): none sees the future."));
+        CHECK(!has(md, "leak") && !has(md, "cheat"));
+        CHECK(has(md, "**0.003**:\n\n(no sample)\n"));
+        CHECK(has(md, "**0.0003**:\n\n```\ns4\n```\n"));
+        CHECK(has(md, "`0.001/metrics.csv`, `0.003/metrics.csv`, `0.01/metrics.csv` and `0.0003/metrics.csv`"));
+        CHECK(has(md, "all four variants overlaid"));
+    }
+    if (svg) {
+        check_svg(svg, 4, 4, 7);
+        CHECK(has(svg, ">lr = 0.0003<"));
+    }
+    if (csv) CHECK(count_substr(csv, "\n") == 1 + 4 * (N_STEPS + 1));
+    free(md);
+    free(svg);
+    free(csv);
+    tmp_cleanup();
+}
+
+// A generic comparison in which one variant's gen_loss is above its teacher-forced loss on the
+// same windows (it sees the future), and the variants end level.
+static void test_other_key_level_and_leaking(void) {
+    if (!tmp_setup()) SKIP("mkdtemp failed");
+    Scenario sc = {"model.attn_impl", {"fast", "reference"}, 2,
+                   {1.75, 1.755}, {1.7505, 2.5}, {1.7505, 1.76}, {0, 0}, {NULL, NULL}, NULL};
+    char err[256] = "";
+    CHECK_MSG(run_scenario(&sc, err, sizeof err), "%s", err);
+    char *md = slurp("report.md");
+    CHECK(md != NULL);
+    if (md) {
+        CHECK(has(md, "- **The variants end level**: every final loss is within 0.01 of `fast`'s 1.7500."));
+        CHECK(!has(md, "ends ahead"));
+        CHECK(has(md, "- On the same windows `reference`'s gen_loss is 0.740 above its teacher-forced loss (2.5000 vs "
+                      "1.7600): it sees the future"));
+        CHECK(!has(md, "none sees the future"));
+        CHECK(has(md, "gen_loss**, lowest first: `fast` 1.7505 and `reference` 2.5000: the same order"));
+    }
+    free(md);
+    tmp_cleanup();
+}
+
+// ----------------------------------------------------------------------------
+// the scale with three variants: each read against the 1/sqrt(d_k) one
+
+static void test_scale_three_variants(void) {
+    if (!tmp_setup()) SKIP("mkdtemp failed");
+    Scenario sc = {"model.attn_scale", {"none", "sqrt", "0.5"}, 3,
+                   {2.1, 1.75, 1.80}, {2.1, 1.75, 1.80}, {2.1, 1.75, 1.80}, {0, 0, 0}, {"x", "y", "z"}, NULL};
+    char err[256] = "";
+    CHECK_MSG(run_scenario(&sc, err, sizeof err), "%s", err);
+    char *md = slurp("report.md"), *svg = slurp("scaling.svg"), *csv = slurp("compare.csv");
+    CHECK(md && svg && csv);
+    if (md) {
+        CHECK(has(md, "# Attention scale: none vs sqrt vs 0.5 — synthetic"));
+        CHECK(has(md, "Each cell: **unscaled / scaled / 0.5**."));
+        CHECK(has(md, "**unscaled** does not scale the attention scores; **scaled** multiplies the attention scores "
+                      "Q·Kᵀ by 1/sqrt(d_k) = 1/sqrt(8) = 0.3536; **0.5** multiplies the attention scores by 0.5."));
+        CHECK(has(md, "### unscaled against scaled\n\n- **Scaled attention ends ahead.** Final whole-split validation "
+                      "loss: 1.7500 scaled vs 2.1000 unscaled; the scaled model is lower by 0.350"));
+        CHECK(has(md, "### `0.5` against scaled\n\n- **Scaled attention ends ahead.** Final whole-split validation "
+                      "loss: 1.7500 scaled vs 1.8000 `0.5`; the scaled model is lower by 0.050"));
+        // the scale's report: no gen_loss column, no samples
+        CHECK(!has(md, "gen loss") && !has(md, "## Samples"));
+        CHECK(has(md, "`unscaled/attention.csv`, `scaled/attention.csv` and `0.5/attention.csv`"));
+        CHECK(has(md, "`scaling.svg`"));
+        // dQ and dK carry the scale: 0.5 is 0.5 / (1/sqrt(8)) = 1.41 times the reference's
+        CHECK(has(md, "(`0.5`'s is 1.41 times scaled's)"));
+    }
+    if (svg) {
+        check_svg(svg, 3, 4, 7);
+        CHECK(has(svg, ">0.5 (scores × 0.5)<") && has(svg, ">scaled (scores × 1/√d_k)<"));
+    }
+    if (csv) CHECK(has(csv, "\n10,unscaled,") && has(csv, "\n10,scaled,") && has(csv, "\n10,0.5,"));
+    free(md);
+    free(svg);
+    free(csv);
+    tmp_cleanup();
+}
+
 const TestCase tests_report[] = {
     {"report_csv_layout_and_values", test_csv_layout_and_values},
+    {"report_scale_output_unchanged", test_scale_output_unchanged},
     {"report_md_scaled_wins", test_md_scaled_wins},
     {"report_md_unscaled_wins", test_md_unscaled_wins},
     {"report_svg", test_svg},
     {"report_no_probes", test_no_probes},
     {"report_unordered_input", test_unordered_input},
     {"report_io_error", test_io_error},
+    {"report_open_and_names", test_open_and_names},
+    {"report_leak_mask_symptoms", test_leak_mask_symptoms},
+    {"report_leak_without_symptoms", test_leak_without_symptoms},
+    {"report_leak_softmax_axis", test_leak_softmax_axis},
+    {"report_leak_without_correct_model", test_leak_without_correct_model},
+    {"report_other_key_four_variants", test_other_key_four_variants},
+    {"report_other_key_level_and_leaking", test_other_key_level_and_leaking},
+    {"report_scale_three_variants", test_scale_three_variants},
     {NULL, NULL},
 };
