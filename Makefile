@@ -100,7 +100,7 @@ TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test test-asan test-browser test-arm64 test-chaos fuzz demo bench docs-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes bench docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -189,8 +189,9 @@ tests/chaos: tests/chaos.c tests/test.h $(CORE_OBJ) $(STAMP)
 test-chaos: all tests/chaos
 	./tests/chaos $(CHAOS_SEED)
 
+# the default job; a second `make run` replaces its own earlier output (out/default)
 run: all
-	./train configs/default.json
+	./train configs/default.json --train.overwrite=true
 
 # One runner, one closing line: the float32 suite also runs the float64 build's numeric tests.
 test: all tools/gencorpus build/train-test tests/run_tests tests/run_tests64 mpi-test-build
@@ -234,7 +235,13 @@ docs-check: all
 	sh tools/docs-check.sh
 
 demo: all
-	./train configs/scaling_demo.json --compare-scaling
+	./train configs/scaling_demo.json --compare-scaling --train.overwrite=true
+
+# The other common mistakes (docs/mistakes.md): masking with 0 instead of -inf or not at all, and
+# the softmax over the wrong axis, each against the correct model, with the honest loss gen_loss.
+demo-mistakes: all
+	./train configs/mistake_mask.json --compare model.attn_mask=causal,zero,none --train.overwrite=true
+	./train configs/mistake_axis.json --compare model.softmax_axis=keys,queries --train.overwrite=true
 
 bench: all
 	@./train configs/bench_w1.json --bench=30

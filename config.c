@@ -134,6 +134,9 @@ static const KeySpec KEYS[] = {
      .help = "steps between validation evaluations"},
     {.key = "log.eval_steps", .type = T_INT, FIELD(eval_steps), .def = 20, .min = 1, .max = 1000000,
      .help = "batches of each split (train and val) averaged per evaluation"},
+    {.key = "log.gen_windows", .type = T_INT, FIELD(gen_windows), .def = 8, .min = 0, .max = 4096,
+     .help = "gen_loss, the honest loss (each character predicted from the ones before it only, as generation sees "
+             "them), over the first N block_size windows of the validation split at every evaluation and at the end; 0 = off"},
     {.key = "log.attn_interval", .type = T_INT, FIELD(attn_interval), .def = 50, .min = 0, .max = STEPS_MAX,
      .help = "attention statistics every N steps (and at step 0); 0 = off"},
 

@@ -51,6 +51,7 @@ typedef struct {
     int eval_interval;
     int eval_steps;
     int attn_interval;         // attention statistics every N steps (and step 0); 0 = off
+    int gen_windows;           // validation windows of the honest loss gen_loss; 0 = off
 
     // sample (printed at the end of training)
     int sample_tokens;

@@ -67,14 +67,15 @@ void run_open_logs(Run *r, int resuming) {
     struct stat st;
     int exists = resuming && stat(path, &st) == 0 && st.st_size > 0;
     r->metrics = open_or_die(path, exists ? "a" : "w");
-    if (!exists) fprintf(r->metrics, "step,loss,lr,grad_norm,ms,val_loss\n");
+    if (!exists) fprintf(r->metrics, "step,loss,lr,grad_norm,ms,val_loss,gen_loss\n");
     join_path(path, sizeof path, r->dir, "attention.csv");
     if (resuming) truncate_csv(path, r->st.step - 1);
     exists = resuming && stat(path, &st) == 0 && st.st_size > 0;
     r->attn_csv = open_or_die(path, exists ? "a" : "w");
     if (!exists)
         fprintf(r->attn_csv, "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,"
-                             "score_std,score_absmax,gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median\n");
+                             "score_std,score_absmax,gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median,"
+                             "future_mass\n");
 }
 
 void run_close_logs(Run *r) {
@@ -205,10 +206,10 @@ void run_probe(Run *r, const int *px, const int *py, long step, int log) {
         for (int l = 0; l < L; l++)
             for (int h = 0; h < NH; h++) {
                 const HeadStats *s = &hs[l * NH + h];
-                fprintf(r->attn_csv, "%ld,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+                fprintf(r->attn_csv, "%ld,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6f\n",
                         step, l, h, s->entropy, s->entropy_norm, s->max_weight, s->frac_gt_090, s->frac_gt_099,
                         s->score_std, s->score_absmax, s->gnorm_wq, s->gnorm_wk, s->gnorm_wv, s->gnorm_wo,
-                        s->ds_over_dp, s->row_gain_median);
+                        s->ds_over_dp, s->row_gain_median, s->future_mass);
             }
         fflush(r->attn_csv);
     }
@@ -269,6 +270,39 @@ static int full_val_loss(Run *r, const Dataset *ds, int *x, int *y, double *loss
     return 1;
 }
 
+// gen_loss, the honest loss, over the first log.gen_windows windows of block_size characters of
+// the validation split (fewer when the split is shorter): each character predicted from the
+// characters before it only, as generation sees them (gpt_generation_loss), into *gen, and the
+// usual teacher-forced loss over the same windows into *tf. Window by window, so a stop signal
+// ends it within one window. Returns 0 when a stop signal cut it short (or it is off: NaN).
+static int gen_loss(Run *r, const Dataset *ds, double *gen, double *tf) {
+    const Config *c = &r->cfg;
+    int T = c->block_size;
+    size_t n = (ds->n_tokens - ds->n_train - 1) / (size_t)T;
+    if (n > (size_t)c->gen_windows) n = (size_t)c->gen_windows;
+    *gen = *tf = NAN;
+    if (n == 0) return 1;
+    int *x = xmalloc((size_t)T * sizeof(int), "gen_loss window"), *y = xmalloc((size_t)T * sizeof(int), "gen_loss window");
+    double sum_gen = 0, sum_tf = 0;
+    size_t w = 0;
+    for (; w < n && !stop_agreed(); w++) {
+        size_t start = ds->n_train + w * (size_t)T;
+        for (int t = 0; t < T; t++) {
+            x[t] = ds->tokens[start + t];
+            y[t] = ds->tokens[start + t + 1];
+        }
+        double forced;
+        sum_gen += gpt_generation_loss(&r->model, x, y, 1, T, &forced);
+        sum_tf += forced;
+    }
+    free(x);
+    free(y);
+    if (w < n) return 0;
+    *gen = sum_gen / (double)n;
+    *tf = sum_tf / (double)n;
+    return 1;
+}
+
 // Only rank 0 writes files; the others hold the same parameters.
 static void run_save(Run *r, const Vocab *vocab, const char *file) {
     if (!dist_is_root()) return;
@@ -279,9 +313,10 @@ static void run_save(Run *r, const Vocab *vocab, const char *file) {
 
 static void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long done, int do_eval) {
     if (do_eval) stop_test_point("eval");
+    double tf;
     r->evaluated = do_eval && estimate_loss(r, ds, 0, b->ex, b->ey, &r->eval_train) &&
-                   estimate_loss(r, ds, 1, b->ex, b->ey, &r->eval_val);
-    if (!r->evaluated) r->eval_val = NAN;
+                   estimate_loss(r, ds, 1, b->ex, b->ey, &r->eval_val) && gen_loss(r, ds, &r->eval_gen, &tf);
+    if (!r->evaluated) r->eval_val = r->eval_gen = NAN;
     // best.bin holds the best finite validation loss: a NaN never compares better, and a
     // diverged state is never the best
     if (r->evaluated && isfinite(r->eval_val) && r->eval_val < r->st.best_val_loss) {
@@ -290,7 +325,9 @@ static void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vo
     }
     if (r->metrics) {
         fprintf(r->metrics, "%ld,%.6f,%.6e,%.6f,%.3f,", done, r->loss, r->lr, r->grad_norm, r->ms);
-        if (r->evaluated) fprintf(r->metrics, "%.6f", r->eval_val);
+        if (r->evaluated) fprintf(r->metrics, "%.6f,", r->eval_val);
+        else fprintf(r->metrics, ",");
+        if (r->evaluated && isfinite(r->eval_gen)) fprintf(r->metrics, "%.6f", r->eval_gen);
         fprintf(r->metrics, "\n");
         fflush(r->metrics);
     }
@@ -355,12 +392,15 @@ static void json_number(FILE *f, const char *key, double v, const char *fmt, int
 
 // summary.json, replaced whole: the final losses, counts, speed, time and the resolved config
 // (config_to_json's text: valid JSON, with every string escaped).
-static void write_summary(const Run *r, const char *path, double train_loss, double val_loss, double segment_wall) {
+static void write_summary(const Run *r, const char *path, const FinalLosses *fl, double segment_wall) {
     FILE *f = outfile_open(path);
     double tps = r->train_seconds > 0 ? (double)r->tokens_trained / r->train_seconds : 0;
     fputs("{\n", f);
-    json_number(f, "train_loss", train_loss, "%.6f", 0);
-    json_number(f, "val_loss", val_loss, "%.6f", 0);
+    json_number(f, "train_loss", fl->train_loss, "%.6f", 0);
+    json_number(f, "val_loss", fl->val_loss, "%.6f", 0);
+    // the honest loss and the teacher-forced loss over the same validation windows
+    json_number(f, "gen_loss", fl->gen_loss, "%.6f", 0);
+    json_number(f, "gen_loss_teacher_forced", fl->gen_loss_tf, "%.6f", 0);
     json_number(f, "best_val_loss", r->st.best_val_loss, "%.6f", 0);
     fprintf(f, "  \"steps\": %ld,\n  \"skipped_steps\": %ld,\n  \"params\": %zu,\n", r->st.step, r->st.skipped_steps,
             r->model.n_params);
@@ -382,6 +422,7 @@ int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double
     f->train_loss = NAN;
     if (r->cfg.eval_steps > 0 && !estimate_loss(r, ds, 0, b->ex, b->ey, &f->train_loss)) return 0;
     if (!full_val_loss(r, ds, b->ex, b->ey, &f->val_loss)) return 0;
+    if (!gen_loss(r, ds, &f->gen_loss, &f->gen_loss_tf)) return 0;
     if (isfinite(f->val_loss) && f->val_loss < r->st.best_val_loss) {
         r->st.best_val_loss = f->val_loss;
         run_save(r, vocab, "best.bin");
@@ -390,13 +431,14 @@ int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double
     if (dist_is_root()) {
         char path[2200];
         join_path(path, sizeof path, r->dir, "summary.json");
-        write_summary(r, path, f->train_loss, f->val_loss, now_seconds() - wall0);
+        write_summary(r, path, f, now_seconds() - wall0);
     }
     return 1;
 }
 
-int run_sample(Run *r, const Vocab *vocab) {
+int run_sample(Run *r, const Vocab *vocab, char **text) {
     const Config *c = &r->cfg;
+    if (text) *text = NULL;
     if (c->sample_tokens <= 0 || !dist_is_root()) return 1;
     stop_test_point("sample");
     char err[RUN_ERRLEN];
@@ -409,8 +451,23 @@ int run_sample(Run *r, const Vocab *vocab) {
         rng_seed(&srng, (uint64_t)c->seed + 99);
         printf("---- sample%s%s (%d characters, temperature %.2f, top_k %d) ----\n%s", r->variant ? " from " : "",
                r->variant ? r->variant : "", c->sample_tokens, c->sample_temperature, c->sample_top_k, c->sample_prompt);
+        // into memory too when asked for (the comparison's report shows every variant's sample)
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *out = text ? open_memstream(&buf, &len) : NULL;
         int n = generate_until(&r->model, vocab, prompt, n_prompt, c->sample_tokens, c->sample_temperature,
-                               c->sample_top_k, &srng, stdout, &g_stop_signal);
+                               c->sample_top_k, &srng, out ? out : stdout, &g_stop_signal);
+        if (out) {
+            fclose(out);
+            fputs(buf, stdout);
+            if (text) {
+                size_t plen = strlen(c->sample_prompt);  // the report shows the prompt as the sample began
+                *text = xmalloc(plen + len + 1, "sample text");
+                memcpy(*text, c->sample_prompt, plen);
+                memcpy(*text + plen, buf, len + 1);
+            }
+            free(buf);
+        }
         done = n == c->sample_tokens;
         printf("\n----\n");
     }
@@ -420,6 +477,8 @@ int run_sample(Run *r, const Vocab *vocab) {
 
 void run_print_final(const Run *r, FinalLosses f) {
     double tps = r->train_seconds > 0 ? (double)r->tokens_trained / r->train_seconds : 0;
-    printf("final%s%s: step=%ld train_loss=%.4f val_loss=%.4f tokens_per_s=%.0f\n", r->variant ? " " : "",
-           r->variant ? r->variant : "", r->st.step, f.train_loss, f.val_loss, tps);
+    printf("final%s%s: step=%ld train_loss=%.4f val_loss=%.4f gen_loss=%.4f tokens_per_s=%.0f\n", r->variant ? " " : "",
+           r->variant ? r->variant : "", r->st.step, f.train_loss, f.val_loss, f.gen_loss, tps);
 }
+
+int run_attention_falls_back(const Run *r) { return gpt_attention_falls_back(&r->model); }

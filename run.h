@@ -46,6 +46,7 @@ typedef struct {
     HeadStats probe;         // last attention probe (averages over layers and heads)
     int have_probe;
     double eval_train, eval_val;
+    double eval_gen;         // gen_loss at the last evaluation (NaN when not measured)
     int evaluated;           // whether the last step's evaluation ran to its end (a stop signal cuts it short)
     // checkpoints
     long saved_step;         // step of the last checkpoint.bin this process wrote; -1 = none yet
@@ -94,15 +95,21 @@ CkptResult run_checkpoint(Run *r, const Vocab *vocab);
 
 // ---- finishing ----
 // Final losses: the mean over eval batches of the training split, and the whole validation split.
-typedef struct { double train_loss, val_loss; } FinalLosses;
+// gen_loss: the honest loss over the first log.gen_windows windows of the validation split, and
+// gen_loss_tf the usual (teacher-forced) loss over those same windows (NaN when log.gen_windows 0).
+typedef struct { double train_loss, val_loss, gen_loss, gen_loss_tf; } FinalLosses;
 // Final evaluation (and best.bin when it improved), logs closed, summary.json written (rank 0)
 // with the wall-clock time of this segment (since wall0) and of the whole run. Returns 0 when a
 // stop signal cut the evaluation short (then nothing is written), else 1.
 int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double wall0, FinalLosses *f);
-// The sample of sample.tokens characters printed to stdout (rank 0). Returns 0 when a stop
-// signal cut it short.
-int run_sample(Run *r, const Vocab *vocab);
-// The last line: "final[ VARIANT]: step=N train_loss=X val_loss=Y tokens_per_s=Z".
+// The sample of sample.tokens characters printed to stdout (rank 0); with text non-NULL also
+// returned there (malloc'd UTF-8, NULL when there is none). Returns 0 when a stop signal cut it
+// short.
+int run_sample(Run *r, const Vocab *vocab, char **text);
+// Whether the run's attention is computed by the definition because the chosen implementation
+// does not compute its mask or softmax axis (the engine computes the correct model only).
+int run_attention_falls_back(const Run *r);
+// The last line: "final[ VARIANT]: step=N train_loss=X val_loss=Y gen_loss=G tokens_per_s=Z".
 void run_print_final(const Run *r, FinalLosses f);
 
 #endif

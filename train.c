@@ -38,16 +38,19 @@
 
 // Runs trained side by side from the same initial weights on the same batches, each variant
 // a name (its directory under out_dir) and config overrides.
+// Each writes compare.csv, report.md and its panels (report.c) in out_dir.
 typedef struct {
     const char *what;            // what is compared, for the first line: "attention scale sqrt vs none"
-    int report;                  // write compare.csv, report.md and scaling.svg (the two-variant scaling report)
+    const char *key;             // the config key compared, and its value in each variant
+    const char *values[MAX_VARIANTS];
     int n;
     Variant v[MAX_VARIANTS];
 } Comparison;
 
-// --compare-scaling: the attention scale 1/sqrt(head_dim) against none, with the scaling report.
+// --compare-scaling: the attention scale 1/sqrt(head_dim) against none, the alias of
+// --compare model.attn_scale=sqrt,none whose variants keep their names scaled/ and unscaled/.
 static const Comparison COMPARE_SCALING = {
-    "attention scale sqrt vs none", 1, 2,
+    "attention scale sqrt vs none", "model.attn_scale", {"sqrt", "none"}, 2,
     {{"scaled", {"model.attn_scale=sqrt"}}, {"unscaled", {"model.attn_scale=none"}}},
 };
 
@@ -76,6 +79,9 @@ static const Comparison *parse_compare(const char *spec) {
     Comparison *c = &g_compare;
     memset(c, 0, sizeof *c);
     int w = snprintf(g_compare_what, sizeof g_compare_what, "%.*s", (int)klen, spec);
+    static char key[128];
+    snprintf(key, sizeof key, "%.*s", (int)klen, spec);
+    c->key = key;
     for (const char *v = eq + 1; ; ) {
         size_t len = strcspn(v, ",");
         if (c->n == MAX_VARIANTS) die(EXIT_USAGE, "--compare takes 2 to %d values, got more in '%s'", MAX_VARIANTS, spec);
@@ -88,6 +94,7 @@ static const Comparison *parse_compare(const char *spec) {
         if (w < (int)sizeof g_compare_what)
             w += snprintf(g_compare_what + w, sizeof g_compare_what - (size_t)w, "%s%s", c->n ? " vs " : " ", g_compare_names[c->n]);
         c->v[c->n].name = g_compare_names[c->n];
+        c->values[c->n] = g_compare_names[c->n];
         c->v[c->n].overrides[0] = g_compare_overrides[c->n];
         c->n++;
         if (!v[len]) break;
@@ -121,16 +128,19 @@ static void print_usage(FILE *f) {
             "options:\n"
             "  --resume CHECKPOINT   continue the run saved in CHECKPOINT (overrides such as a larger\n"
             "                        --train.max_steps apply on top of its configuration)\n"
-            "  --compare-scaling     train attn_scale \"sqrt\" and \"none\" side by side (same initial\n"
-            "                        weights, same batches) and write compare.csv, report.md, scaling.svg\n"
-            "  --compare KEY=V1,V2   train 2 to 4 variants side by side the same way, one per value of KEY\n"
-            "                        (a key that changes no shape, e.g. train.lr), in out_dir/<value>/\n"
+            "  --compare KEY=V1,V2   train 2 to 4 variants side by side (same initial weights, same batches),\n"
+            "                        one per value of KEY (a key that changes no shape: model.attn_mask,\n"
+            "                        model.softmax_axis, train.lr, ...), in out_dir/<value>/, and write\n"
+            "                        compare.csv, report.md and compare.svg\n"
+            "  --compare-scaling     --compare model.attn_scale=sqrt,none, in scaled/ and unscaled/, with\n"
+            "                        scaling.svg\n"
             "  --bench=N             time N training steps on random tokens and print one 'bench' line\n"
             "  --dump-state FILE     run one forward/backward on the first batch and write a debug state\n"
             "  --help, --version\n"
             "\n"
             "outputs (in train.out_dir, default out/<name>): metrics.csv, attention.csv, checkpoint.bin,\n"
-            "summary.json; the last line printed is 'final: step=N train_loss=X val_loss=Y tokens_per_s=Z'.\n"
+            "summary.json; the last line printed is\n"
+            "'final: step=N train_loss=X val_loss=Y gen_loss=G tokens_per_s=Z' (gen_loss: the honest loss).\n"
             "exit codes: 0 ok, 1 runtime error (I/O, data, checkpoint, divergence), 2 usage or config error\n"
             "(also: out_dir holds another run or is in use), 128 + the signal after a stop by SIGINT (130),\n"
             "SIGTERM (143), SIGHUP (129) or SIGPIPE (141), having saved what was consistent.\n"
@@ -312,6 +322,8 @@ static void print_progress(Run *runs, int n_runs, long step, long max_steps, dou
         printf("step %5ld/%ld | loss %.4f | lr %.2e | gnorm %6.3f | %6.1f ms | %7.0f tok/s | eta %s", step, max_steps,
                r->loss, r->lr, r->grad_norm, r->ms, (double)r->cfg.batch_size * r->cfg.block_size / (r->ms / 1000.0), eta);
         if (r->have_probe) printf(" | attn H %.2f max %.2f", r->probe.entropy_norm, r->probe.max_weight);
+        if (r->have_probe && !gpt_attention_is_causal(&r->model)) printf(" future %.2f", r->probe.future_mass);
+        if (run_attention_falls_back(r)) printf(" | reference attention");
         if (r->st.skipped_steps) printf(" | skipped %ld", r->st.skipped_steps);
         if (r->skipped) printf(" | SKIPPED (%s)", r->skip_reason);
         printf("\n");
@@ -319,8 +331,9 @@ static void print_progress(Run *runs, int n_runs, long step, long max_steps, dou
         printf("step %5ld/%ld |", step, max_steps);
         for (int i = 0; i < n_runs; i++) {
             Run *r = &runs[i];
-            printf(" %-8s loss %.4f H %.2f max %.2f%s |", r->variant, r->loss, r->probe.entropy_norm,
-                   r->probe.max_weight, r->skipped ? " SKIPPED" : "");
+            printf(" %-8s loss %.4f H %.2f max %.2f", r->variant, r->loss, r->probe.entropy_norm, r->probe.max_weight);
+            if (!gpt_attention_is_causal(&r->model)) printf(" future %.2f", r->probe.future_mass);
+            printf("%s%s |", run_attention_falls_back(r) ? " (reference)" : "", r->skipped ? " SKIPPED" : "");
         }
         printf(" eta %s\n", eta);
     }
@@ -478,7 +491,7 @@ typedef struct {
     const Checkpoint *resume;    // NULL for a fresh start
     int writes;                  // whether this process writes files (rank 0 of a training run)
     Batches b;
-    CompareLog *cmp;             // the scaling report's log, when there is one
+    CompareLog *cmp;             // the comparison's report log, in a comparison (rank 0)
     long start_step, max_steps;
     double wall0;                // when this process's training began
     double step_end[ETA_WINDOW]; // when the last steps ended (a ring), for the time left
@@ -644,7 +657,10 @@ static void start_training(Session *s) {
         sample_batch(s->ds, 1, &probe_rng, B, T, s->b.px, s->b.py);
     }
     for (int i = 0; i < s->n_runs; i++) run_open_logs(&s->runs[i], s->resume != NULL);
-    if (s->cmp_set && s->cmp_set->report && dist_is_root()) s->cmp = compare_log_open(cfg->out_dir, cfg->max_steps);
+    if (s->cmp_set && dist_is_root()) {
+        s->cmp = compare_log_open(cfg->out_dir, cfg->max_steps, s->cmp_set->key, s->cmp_set->values, s->cmp_set->n);
+        if (!s->cmp) die(EXIT_RUNTIME, "internal: cannot start the comparison's report");
+    }
     note_latest_checkpoint(s);
     // resumed between two probes: probe now (not logged), so the progress line shows the
     // attention from the first step on
@@ -661,6 +677,11 @@ static void start_training(Session *s) {
     if (dist_size() > 1)
         printf("data-parallel over %d MPI ranks: %d of the %d rows of each batch per rank, %d threads each\n", dist_size(),
                s->runs[0].rows, B, thread_max());
+    for (int i = 0; i < s->n_runs; i++)
+        if (run_attention_falls_back(&s->runs[i]))
+            printf("%s%sattention: the engine computes the causal softmax over keys only: the definition (attention.c) trains"
+                   " attn_mask %s, softmax_axis %s\n", s->runs[i].variant ? s->runs[i].variant : "", s->runs[i].variant ? ": " : "",
+                   s->runs[i].cfg.attn_mask, s->runs[i].cfg.softmax_axis);
     if (s->resume) printf("continuing from step %ld of %ld, writing to %s\n", s->start_step, s->max_steps, cfg->out_dir);
     else printf("writing to %s (step %ld of %ld)\n", cfg->out_dir, s->start_step, s->max_steps);
 }
@@ -720,7 +741,7 @@ static int step_runs(Session *s, long step) {
         evaluated |= r->evaluated;
         if (s->cmp) {
             if (probe) compare_log_probe(s->cmp, i, step, &r->probe);
-            compare_log_step(s->cmp, i, done, r->loss, r->eval_val);
+            compare_log_step(s->cmp, i, done, r->loss, r->eval_val, r->eval_gen);
         }
     }
     return evaluated;
@@ -749,8 +770,10 @@ static void report_step(Session *s, long done, int evaluated) {
     if (evaluated)
         for (int i = 0; i < s->n_runs; i++) {
             const Run *r = &s->runs[i];
-            printf("step %5ld: %s%strain loss %.4f, val loss %.4f\n", done, r->variant ? r->variant : "",
+            printf("step %5ld: %s%strain loss %.4f, val loss %.4f", done, r->variant ? r->variant : "",
                    r->variant ? " " : "", r->eval_train, r->eval_val);
+            if (isfinite(r->eval_gen)) printf(", gen loss %.4f", r->eval_gen);  // the honest loss
+            printf("\n");
         }
 }
 
@@ -833,9 +856,9 @@ static void say_stopped_finishing(const Session *s, int sig, const char *phase, 
     }
 }
 
-// After the last step: the closing probe; every run's final evaluation and summary.json, then
-// the comparison's report; then the samples and the final lines. Returns 0, or the signal that
-// cut it short (what was complete stays saved).
+// After the last step: the closing probe; every run's final evaluation and summary.json; the
+// samples; then the comparison's report (which shows them); then the final lines. Returns 0, or
+// the signal that cut it short (what was complete stays saved).
 static int finish_runs(Session *s) {
     char err[ERRLEN];
     const Config *cfg = s->cfg;
@@ -855,23 +878,39 @@ static int finish_runs(Session *s) {
                                   s->n_runs > 1 ? "the report and the unfinished variants' summary.json are" : "summary.json is");
             return sig;
         }
-        if (s->cmp) compare_log_final(s->cmp, i, f[i].train_loss, f[i].val_loss);
     }
-    int wrote_report = s->cmp != NULL;
+    if (!dist_is_root()) {
+        if (s->cmp) compare_log_discard(s->cmp);
+        s->cmp = NULL;
+        return 0;
+    }
+    for (int i = 0; i < s->n_runs; i++) {
+        char *text = NULL;
+        int done = !g_stop_signal && run_sample(&s->runs[i], s->vocab, s->cmp ? &text : NULL);
+        if (s->cmp) {
+            CompareFinal cf = {f[i].train_loss, f[i].val_loss, f[i].gen_loss, f[i].gen_loss_tf, text};
+            compare_log_final(s->cmp, i, &cf);  // copies the text
+        }
+        free(text);
+        if (!done) {
+            say_stopped_finishing(s, g_stop_signal, "sampling", s->cmp ? "the report is" : NULL);
+            return g_stop_signal;
+        }
+    }
+    char svg[64] = "";
     if (s->cmp) {
         CompareLog *cmp = s->cmp;
         s->cmp = NULL;
+        snprintf(svg, sizeof svg, "%s", compare_svg_name(cmp));
         stop_test_point("report");
         if (!compare_log_finish(cmp, cfg, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-    }
-    if (!dist_is_root()) return 0;
-    for (int i = 0; i < s->n_runs; i++)
-        if (g_stop_signal || !run_sample(&s->runs[i], s->vocab)) {
-            say_stopped_finishing(s, g_stop_signal, "sampling", NULL);
+        if (g_stop_signal) {  // the report is written whole; the final lines are what is left
+            say_stopped_finishing(s, g_stop_signal, "the report", NULL);
             return g_stop_signal;
         }
+    }
     for (int i = 0; i < s->n_runs; i++) run_print_final(&s->runs[i], f[i]);
-    if (wrote_report) printf("wrote %s/compare.csv, %s/report.md and %s/scaling.svg\n", cfg->out_dir, cfg->out_dir, cfg->out_dir);
+    if (svg[0]) printf("wrote %s/compare.csv, %s/report.md and %s/%s\n", cfg->out_dir, cfg->out_dir, cfg->out_dir, svg);
     return 0;
 }
 

@@ -774,8 +774,16 @@ static void test_compare_values(void) {
     }
     // row 1: the same loss (same weights, same batch); later rows differ (another lr)
     CHECK(strncmp(strchr(m[0], '\n') + 1, strchr(m[2], '\n') + 1, 10) == 0 && strcmp(m[0], m[2]) != 0);
+    // the comparison's report, over the three variants (compare.svg: scaling.svg is the scale's)
+    static char csv[1 << 16];
     snprintf(path, sizeof path, "%s/out/compare.csv", g_dir);
-    CHECK_MSG(access(path, F_OK) != 0, "the scaling report is --compare-scaling's");
+    slurp(path, csv, sizeof csv);
+    CHECK(strstr(csv, ",0.001,") && strstr(csv, ",0.003,") && strstr(csv, ",0.01,") && strstr(csv, "gen_loss"));
+    snprintf(path, sizeof path, "%s/out/compare.svg", g_dir);
+    CHECK(access(path, F_OK) == 0);
+    snprintf(path, sizeof path, "%s/out/report.md", g_dir);
+    CHECK(access(path, F_OK) == 0);
+    CHECK(strstr(g_out, "wrote ") && strstr(g_out, "compare.svg"));
     // a variant resumes on its own, in its directory
     code = run("./train --resume %s/out/0.003/checkpoint.bin --train.max_steps=12", g_dir);
     CHECK_MSG(code == 0 && strstr(g_out, "final: step=12"), "exit %d: %s", code, g_err);

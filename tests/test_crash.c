@@ -432,7 +432,7 @@ static const PhaseStop PHASE_STOPS[] = {
     {"the final evaluation", "TERM:final-eval:1", "", 143, "during the final evaluation: the checkpoint at step 20 is saved; summary.json is not written", 20, 0},
     {"sampling", "TERM:sample:1", "--sample.tokens=100000", 143, "during sampling: the checkpoint at step 20 is saved; the run is complete", 20, 1},
     {"comparison steps", "INT:step:4", "--compare-scaling", 130, "scaled: checkpoint saved; unscaled: checkpoint saved", -1, 0},
-    {"comparison report", "TERM:report:1", "--compare-scaling", 143, "during sampling", -1, 0},
+    {"comparison report", "TERM:report:1", "--compare-scaling", 143, "during the report", -1, 0},
     {"a second Ctrl-C", "INT:step:13:2", "", 130, "second Ctrl-C without saving; the latest checkpoint is @/out/checkpoint.bin (step 10)", 10, 0},
 };
 
