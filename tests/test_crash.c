@@ -63,6 +63,7 @@ static void wait_started(const char *log_name) {
         }
         sleep_ms(10);
     }
+    fprintf(stderr, "  note: the trainer writing %s did not start its loop within 20 s\n", log_name);
 }
 
 static int wait_exit(pid_t pid) {
@@ -129,7 +130,8 @@ static int count_lines(const char *s) {
 }
 
 // Kill the trainer with SIGKILL at 24 random moments while it writes a checkpoint every step;
-// after each kill, checkpoint.bin (when it exists) must load, and the run must resume.
+// after each kill, checkpoint.bin (when it exists) must load, and the run must resume. The run is
+// far longer than the test (max_steps 10^6), so every kill lands in a running trainer.
 static void test_sigkill_never_leaves_a_broken_checkpoint(void) {
     crash_tmpdir();
     write_config("cfg.json", 32);
@@ -143,12 +145,14 @@ static void test_sigkill_never_leaves_a_broken_checkpoint(void) {
         struct stat st;
         int have = stat(ckpt, &st) == 0;
         char *resume_argv[] = {"./train", "--resume", ckpt, NULL};
-        char *fresh_argv[] = {"./train", cfg, "--train.overwrite=true", NULL};  // over a run killed before its first checkpoint
+        char *fresh_argv[] = {"./train", cfg, "--train.overwrite=true", "--train.max_steps=1000000",
+                              NULL};  // over a run killed before its first checkpoint
         pid_t pid = spawn_train(have ? resume_argv : fresh_argv, "log.txt");
         wait_started("log.txt");
         sleep_ms(rand() % 300);
-        if (kill(pid, SIGKILL) == 0) kills++;
+        kill(pid, SIGKILL);
         int code = wait_exit(pid);
+        kills += code == -SIGKILL;  // killed while running (not exited before the signal)
         if (stat(ckpt, &st) != 0) continue;  // killed before the first checkpoint
         Checkpoint ck;
         char err[512];
@@ -156,12 +160,20 @@ static void test_sigkill_never_leaves_a_broken_checkpoint(void) {
         CHECK_MSG(ok, "after kill %d (seed %u, exit %d): %s", i, seed, code, err);
         if (ok) { loaded++; checkpoint_close(&ck); }
     }
-    CHECK(kills >= 20);
+    CHECK_MSG(kills >= 20, "only %d of 24 trainers were killed while running", kills);
     CHECK_MSG(loaded >= 10, "only %d of the kills left a checkpoint to check", loaded);
-    // and the survivor resumes to the end
-    char *resume_argv[] = {"./train", "--resume", ckpt, "--train.ckpt_interval=100", NULL};
+    // and the survivor resumes: 10 more steps, to the end
+    Checkpoint ck;
+    char err[512], end[64], want[96], log[8192];
+    CHECK(checkpoint_open(&ck, ckpt, err, sizeof err));
+    long step = ck.state.step;
+    checkpoint_close(&ck);
+    snprintf(end, sizeof end, "--train.max_steps=%ld", step + 10);
+    char *resume_argv[] = {"./train", "--resume", ckpt, "--train.ckpt_interval=100", end, NULL};
     int code = wait_exit(spawn_train(resume_argv, "final.txt"));
-    CHECK_MSG(code == 0, "final resume exited %d", code);
+    slurp_file("final.txt", log, sizeof log);
+    snprintf(want, sizeof want, "final: step=%ld ", step + 10);
+    CHECK_MSG(code == 0 && strstr(log, want), "final resume from step %ld exited %d: %s", step, code, log);
     crash_cleanup();
 }
 

@@ -148,10 +148,20 @@ static void test_two_ranks_match_one_process(void) {
     CHECK_MSG(a[49] < 0.9 * a[0], "the model did not learn: loss %.4f -> %.4f", a[0], a[49]);
     double va = summary_val_loss(d1), vb = summary_val_loss(d2);
     CHECK_MSG(fabs(va - vb) <= 1e-5 * fabs(va), "final val_loss %.6f vs %.6f", va, vb);
-    // only rank 0 writes: one checkpoint, one metrics file, no stray per-rank files
-    char path[256];
+    // only rank 0 writes: one checkpoint, one metrics file, no stray per-rank files: the two-rank
+    // run's directory holds the files of a one-process run and nothing else
+    char path[256], cmd[600], listing[4096];
     snprintf(path, sizeof path, "%s/checkpoint.bin", d2);
     CHECK(access(path, R_OK) == 0);
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -v -x -e checkpoint.bin -e best.bin -e metrics.csv -e attention.csv "
+             "-e summary.json -e .lock > '%s/stray.txt'", d2, g_dir);
+    CHECK(system(cmd) >= 0);
+    snprintf(path, sizeof path, "%s/stray.txt", g_dir);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(listing, 1, sizeof listing - 1, f) : 0;
+    listing[n] = 0;
+    if (f) fclose(f);
+    CHECK_MSG(n == 0, "files besides one run's in the two-rank directory: %s", listing);
     cleanup();
 }
 
