@@ -231,7 +231,7 @@ tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/harnesses.h $(CORE
 
 # Every figure the docs mark (<!--fig ...-->, <!--output ...-->) regenerated and checked against
 # what the doc states: tools/docs-check.sh, with the runs of docs/experiments.txt.
-docs-check: all
+docs-check: all tools/gencorpus
 	sh tools/docs-check.sh
 
 demo: all

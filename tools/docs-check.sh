@@ -5,7 +5,7 @@
 #   1.38–1.41<!--fig demo final.scaled.val_loss-->
 #       A figure from a run: the number (or range LO–HI, or LO..HI) just before the mark must hold
 #       every value the named experiment gives over its seeds, after rounding to the digits
-#       printed. A single number needs the experiment to have one seed, or names one: demo@1337.
+#       printed (a single number: every seed gives it, to those digits). demo@1337 names one seed.
 #       The expression is a key of the experiment's figures, or KEY/KEY (a ratio) or KEY-KEY (a
 #       difference). A figure ending in % is compared with 100 x the value.
 #
@@ -20,20 +20,24 @@
 # Keys of a "compare" experiment: STEP.VARIANT.COLUMN from compare.csv,
 # STEP.VARIANT.lL.hH.COLUMN from each variant's attention.csv and final.VARIANT.KEY from its
 # summary.json; of a "train" experiment the same without the variant (metrics.csv for STEP.loss,
-# STEP.val_loss). Of a "text" experiment, LABEL.N: the N-th number of its line "LABEL: ...".
+# STEP.val_loss). Of a "text" experiment, LABEL.N: the N-th number of its line "LABEL: ..."
+# (blanks in LABEL written as _: "entropy floor: 0.848 nats" gives entropy_floor.1).
 #
 # Options: --show prints every figure with the values measured; --reuse keeps the runs of an
-# earlier call (in build/docs-check) instead of running them again; --only EXP checks one experiment.
+# earlier call (in build/docs-check) instead of running them again; --only EXP checks one
+# experiment; --all runs every experiment of docs/experiments.txt, used by a doc or not (to write
+# a new figure: run it, then --show lists the keys' values in build/docs-check/EXP/SEED.kv).
 set -eu
 cd "$(dirname "$0")/.."
 OUT=build/docs-check
-SHOW=0 REUSE=0 ONLY=
+SHOW=0 REUSE=0 ONLY= ALL=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --show) SHOW=1 ;;
     --reuse) REUSE=1 ;;
     --only) ONLY=$2; shift ;;
-    *) echo "usage: tools/docs-check.sh [--show] [--reuse] [--only EXPERIMENT]" >&2; exit 2 ;;
+    --all) ALL=1 ;;
+    *) echo "usage: tools/docs-check.sh [--show] [--reuse] [--all] [--only EXPERIMENT]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -41,7 +45,8 @@ DOCS="README.md $(ls docs/*.md)"
 mkdir -p "$OUT"
 
 # ---- the experiments the docs use ----
-used=$(cat $DOCS | grep -o '<!--\(fig\|output\) [A-Za-z0-9_]*' | awk '{print $2}' | sort -u)
+used=$(cat $DOCS | grep -o '<!--\(fig\|output\) [A-Za-z0-9_@]*' | awk '{sub(/@.*/, "", $2); print $2}' | sort -u)
+[ "$ALL" = 1 ] && used=$(grep -v '^#' docs/experiments.txt | awk -F'|' '{gsub(/ /, "", $1); if ($1 != "") print $1}')
 [ -n "$ONLY" ] && used=$ONLY
 
 # an experiment's line of docs/experiments.txt, and its field N (1 id, 2 kind, 3 seeds, 4 needs, 5 command)
@@ -69,8 +74,9 @@ extract() {  # extract KIND DIR
         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[i] = $i; next }
                  { for (i = 4; i <= NF; i++) print $1 ".l" $2 ".h" $3 "." h[i], $i }' "$dir/attention.csv" ;;
     text)  # every line "LABEL: ..." gives LABEL.1, LABEL.2, ... for the numbers on it
-        awk '/^[a-z_]+:/ { label = substr($1, 1, length($1) - 1); n = 0
-                 for (i = 2; i <= NF; i++) { w = $i; gsub(/[,()x]+$/, "", w); if (w ~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) print label "." (++n), w } }' "$dir.out" ;;
+        awk '/^[a-z_][a-z_ ]*:/ { label = substr($0, 1, index($0, ":") - 1); gsub(/ +/, "_", label); n = 0
+                 rest = substr($0, index($0, ":") + 1); m = split(rest, w, /[ \t]+/)
+                 for (i = 1; i <= m; i++) { gsub(/[,()x]+$/, "", w[i]); if (w[i] ~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) print label "." (++n), w[i] } }' "$dir.out" ;;
     *) echo "docs-check: unknown experiment kind '$kind'" >&2; exit 2 ;;
     esac
 }
@@ -82,6 +88,7 @@ for id in $used; do
     if [ -z "$line" ]; then echo "docs-check: the docs use experiment '$id', which docs/experiments.txt does not define" >&2; exit 1; fi
     kind=$(field "$line" 2) seeds=$(field "$line" 3) needs=$(field "$line" 4) cmd=$(field "$line" 5)
     echo "$id $seeds" >> "$OUT/seeds.txt"
+    needs=$(eval "echo \"$needs\"")  # may name an environment variable, e.g. ${TINYSHAKESPEARE:-...}
     if [ -n "$needs" ] && [ "$needs" != "-" ] && [ ! -e "$needs" ]; then
         echo "docs-check: skipping experiment '$id': it needs $needs, which is absent"
         skipped="$skipped $id"
@@ -91,7 +98,7 @@ for id in $used; do
         dir="$OUT/$id/$seed"
         if [ "$REUSE" = 1 ] && [ -f "$dir.kv" ]; then continue; fi
         rm -rf "$dir"; mkdir -p "$dir"
-        run=$(printf '%s' "$cmd" | sed "s|SEED|$seed|g; s|OUT|$dir|g")
+        run=$(printf '%s' "$cmd" | sed "s|SEED|$seed|g; s|OUT|$dir|g; s|NEEDS|$needs|g")
         echo "docs-check: $run"
         t0=$(date +%s)
         if ! sh -c "$run" > "$dir.out" 2> "$dir.err"; then
@@ -169,10 +176,6 @@ for doc in $DOCS; do
                 if (index(fig, "–")) split(fig, r, "–"); else if (index(fig, "..")) split(fig, r, /\.\./); else { r[1] = fig; r[2] = fig }
                 lo = r[1] - half_ulp(r[1]); hi = r[2] + half_ulp(r[2])
                 n = split(seedsel != "" ? seedsel : seeds_of[id], s, " ")
-                if (n > 1 && r[1] == r[2]) {
-                    printf "%s:%d: <!--fig %s--> is over %d seeds: write the range LO–HI, not %s\n", doc, NR, mark, n, fig
-                    bad = 1; continue
-                }
                 list = ""; ok = 1; outside = 0
                 for (i = 1; i <= n; i++) {
                     load(id, s[i]); missing = ""; v = value(id, s[i], expr)
