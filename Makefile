@@ -203,8 +203,8 @@ test-asan:
 
 # The ARM64 build (NEON vectors; `make test-arm64 VEC=0`: the scalar C kernels), cross-compiled and
 # run under QEMU's user-mode emulation. Needs Debian's gcc-aarch64-linux-gnu, libcjson-dev:arm64
-# (multiarch) and qemu-user. Both suites run with one thread (two OpenMP threads hang under
-# qemu-user 7.2, in libgomp itself) and without the tests that start the programs as child
+# (multiarch) and qemu-user. Both suites run with one thread, OMP_THREAD_LIMIT=1 included (two
+# OpenMP threads hang under qemu-user 7.2, in libgomp itself) and without the tests that start the programs as child
 # processes (QEMU runs only the process it is given); a short training run stands in for those.
 # The binaries replace the native ones; the next native `make` relinks them (build/.config).
 ARM64_CC ?= aarch64-linux-gnu-gcc
@@ -213,12 +213,12 @@ ARM64_SKIP := --skip cli_ --skip crash_ --skip mpi_ --skip float64_build
 test-arm64:
 	$(MAKE) CC=$(ARM64_CC) NATIVE=0 MARCH= train tests/run_tests tests/run_tests64
 	$(QEMU_ARM64) ./train --version
-	OMP_NUM_THREADS=1 $(QEMU_ARM64) ./tests/run_tests64 $(ARM64_SKIP)
-	OMP_NUM_THREADS=1 $(QEMU_ARM64) ./train configs/default.json --model.n_layer=2 --model.n_embd=32 \
+	OMP_NUM_THREADS=1 OMP_THREAD_LIMIT=1 $(QEMU_ARM64) ./tests/run_tests64 $(ARM64_SKIP)
+	OMP_NUM_THREADS=1 OMP_THREAD_LIMIT=1 $(QEMU_ARM64) ./train configs/default.json --model.n_layer=2 --model.n_embd=32 \
 	    --data.val_fraction=0.01 --train.batch_size=4 --train.max_steps=20 --log.eval_interval=10 \
 	    --log.eval_steps=2 --sample.tokens=50 --train.out_dir=build/arm64-run > build/arm64-run.log
 	tail -n 1 build/arm64-run.log
-	OMP_NUM_THREADS=1 $(QEMU_ARM64) ./tests/run_tests $(ARM64_SKIP)
+	OMP_NUM_THREADS=1 OMP_THREAD_LIMIT=1 $(QEMU_ARM64) ./tests/run_tests $(ARM64_SKIP)
 
 # libFuzzer harnesses (clang) for the config parser, the checkpoint loader and the UTF-8 text
 # loader. Run one: ./tests/fuzz/fuzz_config -max_total_time=600 FUZZ_WORK_DIR tests/fuzz/corpus/config

@@ -1,7 +1,7 @@
 // tests/run_tests.c: runs every test table, one line per test, and ends with
 // "N passed, N failed" (", N skipped" when some were skipped). Exit status 1 on any failure.
 // `--only TEXT` runs the tests whose name contains TEXT; `--skip PREFIX` (repeatable) leaves out
-// the tests whose name starts with PREFIX.
+// the tests whose name starts with PREFIX. A test that takes a second or more says how long.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +40,16 @@ int main(int argc, char **argv) {
             g_test_skipped = 0;
             g_test_name = tc->name;
             fflush(stdout);
+            double t0 = now_seconds();
             tc->fn();
+            double took = now_seconds() - t0;
             fflush(stderr);
-            if (g_test_failed) { failed++; printf("FAIL %s\n", tc->name); }
-            else if (g_test_skipped) { skipped++; printf("skip %s\n", tc->name); }
-            else { passed++; printf("ok   %s\n", tc->name); }
+            const char *verdict = g_test_failed ? "FAIL" : g_test_skipped ? "skip" : "ok  ";
+            if (g_test_failed) failed++;
+            else if (g_test_skipped) skipped++;
+            else passed++;
+            if (took >= 1.0) printf("%s %s (%.0f s)\n", verdict, tc->name, took);
+            else printf("%s %s\n", verdict, tc->name);
             fflush(stdout);
         }
     }
