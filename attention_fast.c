@@ -31,7 +31,10 @@
 // The register tile: TR output rows by TV vectors (TW = TV * VL columns). TR * TV accumulators,
 // TV vectors of B and one broadcast of A must fit the register file: 6 x 4 of AVX-512's 32
 // (the 64 columns of a 64-wide head in one tile), 6 x 2 of AVX2's 16, 6 x 4 of NEON's 32.
-#if VEC_BYTES == 64
+#if defined(ATTN_TR)
+#define TR ATTN_TR
+#define TV ATTN_TV
+#elif VEC_BYTES == 64
 #define TR 6
 #define TV 4
 #elif VEC_BYTES == 32
@@ -66,15 +69,61 @@ static real row_max(const real *s, int n) {
     return maxv;
 }
 
-// p = softmax(s) with fast_exp; the maximum subtracted first
+// The sums over a row (the softmax's normaliser, dS's rowsum) are taken in VL lanes, where
+// lane j adds the entries j, j + VL, ... in order; the last, partial vector's entries go onto
+// lane 0 in order, and then the lanes are added in order from 0. (This is the order gcc gives
+// an `omp simd` reduction of VL lanes, which the engine used before; written out, the order is
+// the program's, whatever the compiler, and the last vector runs in vector arithmetic too.)
+
+// p = softmax(s) with fast_exp; the maximum subtracted first (p may be s)
 static void softmax_row(real *p, const real *s, int n) {
     real maxv = row_max(s, n);
     // subtracting the max keeps exp() from overflowing and does not change the result
     real sum = 0;
+#if VEC_BYTES
+    vreal lanes = vzero();
+    int i = 0;
+    for (; i + VL <= n; i += VL) {
+#pragma omp simd
+        for (int j = 0; j < VL; j++) p[i + j] = fast_exp(s[i + j] - maxv);
+        lanes += vload(p + i);
+    }
+    if (i < n) {  // the last m < VL entries: exp on a whole vector (padded with exp(0)), kept in part
+        real x[VL], e[VL];
+        for (int j = 0; j < VL; j++) x[j] = i + j < n ? s[i + j] : maxv;
+#pragma omp simd
+        for (int j = 0; j < VL; j++) e[j] = fast_exp(x[j] - maxv);
+        for (int j = 0; i + j < n; j++) {
+            p[i + j] = e[j];
+            lanes[0] += e[j];
+        }
+    }
+    for (int j = 0; j < VL; j++) sum += lanes[j];
+#else
 #pragma omp simd reduction(+:sum)
     for (int i = 0; i < n; i++) { p[i] = fast_exp(s[i] - maxv); sum += p[i]; }
+#endif
     real inv = 1 / sum;
     for (int i = 0; i < n; i++) p[i] *= inv;
+}
+
+// sum_i x_i y_i over n entries, in double, in the lanes' order above
+static double dot_double(const real *x, const real *y, int n) {
+    double sum = 0.0;
+#if VEC_BYTES
+    double lane[VL] = {0};
+    int i = 0;
+    for (; i + VL <= n; i += VL) {
+#pragma omp simd
+        for (int j = 0; j < VL; j++) lane[j] += (double)x[i + j] * y[i + j];
+    }
+    for (; i < n; i++) lane[0] += (double)x[i] * y[i];
+    for (int j = 0; j < VL; j++) sum += lane[j];
+#else
+#pragma omp simd reduction(+:sum)
+    for (int i = 0; i < n; i++) sum += (double)x[i] * y[i];
+#endif
+    return sum;
 }
 
 // y += alpha x, each entry one fused multiply-add (vec.h's smadd: -ffp-contract=fast would fuse
@@ -361,11 +410,7 @@ void attention_fast_backward(real *dq, real *dk, real *dv, real *scratch, const 
                     for (int t = t0; t < nk; t++) {
                         const real *prow = ph + (size_t)t * T;
                         real *row = ds + (size_t)t * ldk;
-                        // (a vector reduction: a fixed order for a given build, whatever the threads)
-                        double rowsum = 0.0;
-#pragma omp simd reduction(+:rowsum)
-                        for (int u = 0; u <= t; u++) rowsum += (double)row[u] * prow[u];
-                        real rs = (real)rowsum;
+                        real rs = (real)dot_double(row, prow, t + 1);
 #pragma omp simd
                         for (int u = 0; u <= t; u++) row[u] = scale * (prow[u] * (row[u] - rs));
                         for (int u = t + 1; u <= t + TR - 1 && u < ldk; u++) row[u] = 0;
