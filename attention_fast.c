@@ -13,7 +13,7 @@
 #include "attention.h"
 
 #include "fastmath.h"
-#include "simd.h"
+#include "vec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -22,153 +22,275 @@
 #include <omp.h>
 #endif
 
-// The largest of s[0..n): 8 at a time where AVX2 is compiled in (the plain loop compiles to one
-// scalar compare chain, and neither compiler vectorises it alone: gcc needs an omp simd max
-// reduction, which clang declines). A maximum is exact, so every path gives the same value.
+#if defined(__GNUC__)
+#define UNROLL _Pragma("GCC unroll 16")
+#else
+#define UNROLL
+#endif
+
+// The register tile: TR output rows by TV vectors (TW = TV * VL columns). TR * TV accumulators,
+// TV vectors of B and one broadcast of A must fit the register file: 6 x 4 of AVX-512's 32
+// (the 64 columns of a 64-wide head in one tile), 6 x 2 of AVX2's 16, 6 x 4 of NEON's 32.
+#if defined(ATTN_TR)
+#define TR ATTN_TR
+#define TV ATTN_TV
+#elif VEC_BYTES == 64
+#define TR 6
+#define TV 4
+#elif VEC_BYTES == 32
+#define TR 6
+#define TV 2
+#elif VEC_BYTES == 16
+#define TR 6
+#define TV 4
+#endif
+#if VEC_BYTES
+#define TW (TV * VL)
+#else
+#define TR 6
+#define TW 16
+#endif
+
+// The largest of s[0..n): a vector of running maxima, then its lanes (the plain loop compiles to
+// one scalar compare chain, which neither compiler vectorises alone). A maximum is exact, so
+// every width gives the same value.
 static real row_max(const real *s, int n) {
     real maxv = s[0];
     int i = 1;
-#if SIMD_AVX2
-    if (n >= 9) {
-        __m256 m = _mm256_loadu_ps(s + 1);
-        for (i = 9; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(s + i));
-        float lanes[8];
-        _mm256_storeu_ps(lanes, m);
-        for (int j = 0; j < 8; j++) maxv = lanes[j] > maxv ? lanes[j] : maxv;
+#if VEC_BYTES
+    if (n >= 1 + VL) {
+        vreal m = vload(s + 1);
+        for (i = 1 + VL; i + VL <= n; i += VL) m = vmax(m, vload(s + i));
+        real lanes = vhmax(m);
+        maxv = lanes > maxv ? lanes : maxv;
     }
 #endif
     for (; i < n; i++) maxv = s[i] > maxv ? s[i] : maxv;
     return maxv;
 }
 
-// p = softmax(s) with fast_exp; the maximum subtracted first
+// The sums over a row (the softmax's normaliser, dS's rowsum) are taken in VL lanes, where
+// lane j adds the entries j, j + VL, ... in order; the last, partial vector's entries go onto
+// lane 0 in order, and then the lanes are added in order from 0. (This is the order gcc gives
+// an `omp simd` reduction of VL lanes, which the engine used before; written out, the order is
+// the program's, whatever the compiler, and the last vector runs in vector arithmetic too.)
+
+// p = softmax(s) with fast_exp; the maximum subtracted first (p may be s)
 static void softmax_row(real *p, const real *s, int n) {
     real maxv = row_max(s, n);
     // subtracting the max keeps exp() from overflowing and does not change the result
     real sum = 0;
+#if VEC_BYTES
+    vreal lanes = vzero();
+    int i = 0;
+    for (; i + VL <= n; i += VL) {
+#pragma omp simd
+        for (int j = 0; j < VL; j++) p[i + j] = fast_exp(s[i + j] - maxv);
+        lanes += vload(p + i);
+    }
+    if (i < n) {  // the last m < VL entries: exp on a whole vector (padded with exp(0)), kept in part
+        real x[VL], e[VL];
+        for (int j = 0; j < VL; j++) x[j] = i + j < n ? s[i + j] : maxv;
+#pragma omp simd
+        for (int j = 0; j < VL; j++) e[j] = fast_exp(x[j] - maxv);
+        for (int j = 0; i + j < n; j++) {
+            p[i + j] = e[j];
+            lanes[0] += e[j];
+        }
+    }
+    for (int j = 0; j < VL; j++) sum += lanes[j];
+#else
 #pragma omp simd reduction(+:sum)
     for (int i = 0; i < n; i++) { p[i] = fast_exp(s[i] - maxv); sum += p[i]; }
+#endif
     real inv = 1 / sum;
     for (int i = 0; i < n; i++) p[i] *= inv;
 }
 
-// a * b + c for the scores and outputs. Written out because -ffp-contract=fast lets the compiler
-// fuse a*b+c in one loop and not in another (a vectorised dot product keeps the products apart),
-// and decoding must reproduce attention_fast_forward bit for bit: where the machine has a fused
-// multiply-add, every chain uses it explicitly; where it has none, nothing can be fused.
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA) || defined(__FP_FAST_FMA)
-#ifdef REAL_DOUBLE
-static inline real madd(real a, real b, real c) { return fma(a, b, c); }
-#else
-static inline real madd(real a, real b, real c) { return fmaf(a, b, c); }
-#endif
-#else
-static inline real madd(real a, real b, real c) { return a * b + c; }
-#endif
-
-static void axpy(real *restrict y, real alpha, const real *restrict x, int n) {
+// sum_i x_i y_i over n entries, in double, in the lanes' order above
+static double dot_double(const real *x, const real *y, int n) {
+    double sum = 0.0;
+#if VEC_BYTES
+    double lane[VL] = {0};
+    int i = 0;
+    for (; i + VL <= n; i += VL) {
 #pragma omp simd
-    for (int i = 0; i < n; i++) y[i] = madd(alpha, x[i], y[i]);
+        for (int j = 0; j < VL; j++) lane[j] += (double)x[i + j] * y[i + j];
+    }
+    for (; i < n; i++) lane[0] += (double)x[i] * y[i];
+    for (int j = 0; j < VL; j++) sum += lane[j];
+#else
+#pragma omp simd reduction(+:sum)
+    for (int i = 0; i < n; i++) sum += (double)x[i] * y[i];
+#endif
+    return sum;
 }
 
-// One score S[t][u] = (q . k) * scale, the products summed in increasing i from 0. tile_mm
-// computes every score of attention_forward in exactly this order (one multiply-add chain per
-// entry, vectorised across keys instead of across i), so decoding reproduces it bit for bit.
+// y += alpha x, each entry one fused multiply-add (vec.h's smadd: -ffp-contract=fast would fuse
+// a*b+c in one loop and not in another, and decoding must reproduce the tiles bit for bit)
+static void axpy(real *restrict y, real alpha, const real *restrict x, int n) {
+#pragma omp simd
+    for (int i = 0; i < n; i++) y[i] = smadd(alpha, x[i], y[i]);
+}
+
+// One score S[t][u] = (q . k) * scale, the products summed in increasing i from 0. The tiles
+// compute every score of attention_fast_forward in exactly this order (one multiply-add chain
+// per entry, vectorised across keys instead of across i), so decoding reproduces it bit for bit.
 static real score_dot(const real *q, const real *k, int hd, real scale) {
     real s = 0;
-    for (int i = 0; i < hd; i++) s = madd(q[i], k[i], s);  // no simd reduction: the order is the contract
+    for (int i = 0; i < hd; i++) s = smadd(q[i], k[i], s);  // no simd reduction: the order is the contract
     return s * scale;
 }
 
-// Register tiles of the blocked products: TR output rows by TW output columns. 6 x 16 floats are
-// 12 AVX2 accumulators, which with a row of B and a broadcast fill the 16 vector registers.
-#define TR 6
-#define TW 16
+// ---------------------------------------------------------------------------------------------
+// the tiles: every product of the engine is tile_mm (below) over a TR x TW block of its output
 
-#if SIMD_AVX2
-// tile_mm (below) on a whole TR x TW tile, with its 12 accumulators in registers from the first
-// FMA to the store (the generic loop keeps acc[][] in memory around its k loop; the measured
-// difference is in docs/PERFORMANCE.md). The same arithmetic: one fused multiply-add chain per
-// entry in increasing k, init (beta) first, times alpha at the end.
-static inline void tile_mm_full(real *restrict out, size_t ldo, int beta, real alpha,
-                                const real *restrict a, size_t ars, size_t aks,
-                                const real *restrict b, size_t ldb, int n) {
-    // named accumulators, not an array: the compiler then keeps all twelve in registers
-    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-#define TILE_INIT(r, lo, hi) do { lo = beta ? _mm256_loadu_ps(out + (r) * ldo) : _mm256_setzero_ps(); \
-        hi = beta ? _mm256_loadu_ps(out + (r) * ldo + 8) : _mm256_setzero_ps(); } while (0)
-    TILE_INIT(0, c00, c01); TILE_INIT(1, c10, c11); TILE_INIT(2, c20, c21);
-    TILE_INIT(3, c30, c31); TILE_INIT(4, c40, c41); TILE_INIT(5, c50, c51);
-#undef TILE_INIT
-    for (int k = 0; k < n; k++) {
-        const real *ak = a + (size_t)k * aks, *bk = b + (size_t)k * ldb;
-        __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8), x;
-        x = _mm256_broadcast_ss(ak);           c00 = _mm256_fmadd_ps(x, b0, c00); c01 = _mm256_fmadd_ps(x, b1, c01);
-        x = _mm256_broadcast_ss(ak + ars);     c10 = _mm256_fmadd_ps(x, b0, c10); c11 = _mm256_fmadd_ps(x, b1, c11);
-        x = _mm256_broadcast_ss(ak + 2 * ars); c20 = _mm256_fmadd_ps(x, b0, c20); c21 = _mm256_fmadd_ps(x, b1, c21);
-        x = _mm256_broadcast_ss(ak + 3 * ars); c30 = _mm256_fmadd_ps(x, b0, c30); c31 = _mm256_fmadd_ps(x, b1, c31);
-        x = _mm256_broadcast_ss(ak + 4 * ars); c40 = _mm256_fmadd_ps(x, b0, c40); c41 = _mm256_fmadd_ps(x, b1, c41);
-        x = _mm256_broadcast_ss(ak + 5 * ars); c50 = _mm256_fmadd_ps(x, b0, c50); c51 = _mm256_fmadd_ps(x, b1, c51);
-    }
-    __m256 al = _mm256_set1_ps(alpha);
-#define TILE_STORE(r, lo, hi) do { _mm256_storeu_ps(out + (r) * ldo, _mm256_mul_ps(lo, al)); \
-        _mm256_storeu_ps(out + (r) * ldo + 8, _mm256_mul_ps(hi, al)); } while (0)
-    TILE_STORE(0, c00, c01); TILE_STORE(1, c10, c11); TILE_STORE(2, c20, c21);
-    TILE_STORE(3, c30, c31); TILE_STORE(4, c40, c41); TILE_STORE(5, c50, c51);
-#undef TILE_STORE
-}
-#endif
+// The operands of one tile: A(r,k) = a[r*ars + k*aks] (so A may be read transposed), B(k,j) =
+// b[k*ldb + j], out[r][j] at out[r*ldo + j]; nr rows and w columns of it are computed, over the
+// depth k < n. beta: start from the old out (else 0); alpha multiplies the sums. tri: the rows
+// go on past n into a lower triangle, row r over k < n + r (for O = P V, where row t0 + r of the
+// block sees the keys u <= t0 + r).
+typedef struct {
+    real *out;
+    size_t ldo;
+    int nr, w, beta;
+    real alpha;
+    const real *a;
+    size_t ars, aks;
+    const real *b;
+    size_t ldb;
+    int n, tri;
+} Tile;
 
-// One tile of a small matrix product, accumulated in registers:
-//   out[r][j] = alpha * (init[r][j] + sum_{k<n} A(r,k) B(k,j))   for r < nr, j < w,
-// A(r,k) = a[r*ars + k*aks] (so A may be read transposed), B(k,j) = b[k*ldb + j], and init the old
-// out when beta, else 0. Each entry is one chain of multiply-adds in increasing k. Rows r >= nr
-// repeat row nr-1 and are not stored. bfull: b may be read TW columns wide even when w < TW.
-static inline void tile_mm(real *restrict out, size_t ldo, int nr, int w, int beta, real alpha,
-                           const real *restrict a, size_t ars, size_t aks,
-                           const real *restrict b, size_t ldb, int n, int bfull) {
-#if SIMD_AVX2
-    if (nr == TR && w == TW) {
-        tile_mm_full(out, ldo, beta, alpha, a, ars, aks, b, ldb, n);
-        return;
-    }
-#endif
+// A(r,k) for row r of the tile: rows r >= nr repeat row nr - 1 and are not stored
+static size_t tile_row(const Tile *t, int r) { return (size_t)(r < t->nr ? r : t->nr - 1) * t->ars; }
+
+// The portable tile: its accumulators in memory, entry by entry; any width.
+//   out[r][j] = alpha * (init[r][j] + sum_{k < n (+ r when tri)} A(r,k) B(k,j))
+// Each entry is one chain of multiply-adds in increasing k; the vector tile below computes the
+// same chains, so both give the same bits.
+static void tile_scalar(const Tile *t) {
     real acc[TR][TW];
     size_t ro[TR];
-    int full = nr == TR && w == TW;  // whole tiles get fixed-size loops, which vectorise
-    for (int r = 0; r < TR; r++) ro[r] = (size_t)(r < nr ? r : nr - 1) * ars;
-    if (full && beta) {
-        for (int r = 0; r < TR; r++)
-            for (int j = 0; j < TW; j++) acc[r][j] = out[r * ldo + j];
-    } else {
-        for (int r = 0; r < TR; r++)
-            for (int j = 0; j < TW; j++) acc[r][j] = beta && r < nr && j < w ? out[r * ldo + j] : 0;
-    }
-    if (w == TW || bfull) {
-        for (int k = 0; k < n; k++) {
-            const real *ak = a + (size_t)k * aks, *bk = b + (size_t)k * ldb;
-            for (int r = 0; r < TR; r++) {
-                real ar = ak[ro[r]];
-#pragma omp simd
-                for (int j = 0; j < TW; j++) acc[r][j] = madd(ar, bk[j], acc[r][j]);
-            }
-        }
-    } else {
-        for (int k = 0; k < n; k++) {
-            const real *ak = a + (size_t)k * aks, *bk = b + (size_t)k * ldb;
-            for (int r = 0; r < TR; r++) {
-                real ar = ak[ro[r]];
-                for (int j = 0; j < w; j++) acc[r][j] = madd(ar, bk[j], acc[r][j]);
-            }
+    for (int r = 0; r < TR; r++) ro[r] = tile_row(t, r);
+    for (int r = 0; r < TR; r++)
+        for (int j = 0; j < TW; j++) acc[r][j] = t->beta && r < t->nr && j < t->w ? t->out[r * t->ldo + j] : 0;
+    for (int k = 0; k < t->n; k++) {
+        const real *ak = t->a + (size_t)k * t->aks, *bk = t->b + (size_t)k * t->ldb;
+        for (int r = 0; r < TR; r++) {
+            real ar = ak[ro[r]];
+            for (int j = 0; j < t->w; j++) acc[r][j] = smadd(ar, bk[j], acc[r][j]);
         }
     }
-    if (full) {
-        for (int r = 0; r < TR; r++)
-            for (int j = 0; j < TW; j++) out[r * ldo + j] = acc[r][j] * alpha;
-    } else {
-        for (int r = 0; r < nr; r++)
-            for (int j = 0; j < w; j++) out[r * ldo + j] = acc[r][j] * alpha;
+    // the triangle: at depth n - 1 + d, rows r >= d
+    for (int d = 1; t->tri && d < t->nr; d++) {
+        size_t k = (size_t)(t->n - 1 + d);
+        const real *ak = t->a + k * t->aks, *bk = t->b + k * t->ldb;
+        for (int r = d; r < t->nr; r++)
+            for (int j = 0; j < t->w; j++) acc[r][j] = smadd(ak[ro[r]], bk[j], acc[r][j]);
     }
+    for (int r = 0; r < t->nr; r++)
+        for (int j = 0; j < t->w; j++) t->out[r * t->ldo + j] = acc[r][j] * t->alpha;
+}
+
+#if VEC_BYTES
+// vstore of the first m lanes of v (m < VL: a tile's last, partial vector)
+static inline void vstore_part(real *p, vreal v, int m) {
+    real lanes[VL];
+    vstore(lanes, v);
+    for (int i = 0; i < m; i++) p[i] = lanes[i];
+}
+static inline vreal vload_part(const real *p, int m) {
+    real lanes[VL] = {0};
+    for (int i = 0; i < m; i++) lanes[i] = p[i];
+    return vload(lanes);
+}
+
+// The tile on NV vectors per row, its TR x NV accumulators in registers from the first FMA to
+// the store (the loops have constant bounds and unroll completely). B is read NV whole vectors
+// wide, so it must hold that many columns (w > (NV - 1) VL); the last vector may be stored in
+// part. The same chains as tile_scalar.
+#define TILE_VEC(NV)                                                                               \
+    static void tile_vec##NV(const Tile *t) {                                                      \
+        vreal acc[TR][NV];                                                                         \
+        size_t ro[TR];                                                                             \
+        UNROLL for (int r = 0; r < TR; r++) ro[r] = tile_row(t, r);                                \
+        int last = t->w - (NV - 1) * VL;  /* columns in the last vector */                         \
+        UNROLL for (int r = 0; r < TR; r++)                                                        \
+            UNROLL for (int j = 0; j < NV; j++) {                                                  \
+                const real *o = t->out + r * t->ldo + j * VL;                                      \
+                acc[r][j] = !t->beta || r >= t->nr ? vzero() : j < NV - 1 || last == VL ? vload(o) \
+                                                                 : vload_part(o, last);            \
+            }                                                                                      \
+        const real *ak = t->a, *bk = t->b;                                                         \
+        for (int k = 0; k < t->n; k++, ak += t->aks, bk += t->ldb) {                               \
+            vreal bv[NV];                                                                          \
+            UNROLL for (int j = 0; j < NV; j++) bv[j] = vload(bk + j * VL);                        \
+            UNROLL for (int r = 0; r < TR; r++) {                                                  \
+                vreal x = vset1(ak[ro[r]]);                                                        \
+                UNROLL for (int j = 0; j < NV; j++) acc[r][j] = vfma(x, bv[j], acc[r][j]);         \
+            }                                                                                      \
+        }                                                                                          \
+        if (t->tri)  /* the triangle: at depth n - 1 + d, rows r >= d */                           \
+            UNROLL for (int d = 1; d < TR; d++) {                                                  \
+                if (d >= t->nr) break;                                                             \
+                const real *ad = ak + (size_t)(d - 1) * t->aks, *bd = bk + (size_t)(d - 1) * t->ldb; \
+                vreal bv[NV];                                                                      \
+                UNROLL for (int j = 0; j < NV; j++) bv[j] = vload(bd + j * VL);                    \
+                UNROLL for (int r = d; r < TR; r++) {                                              \
+                    vreal x = vset1(ad[ro[r]]);                                                    \
+                    UNROLL for (int j = 0; j < NV; j++) acc[r][j] = vfma(x, bv[j], acc[r][j]);     \
+                }                                                                                  \
+            }                                                                                      \
+        vreal al = vset1(t->alpha);                                                                \
+        UNROLL for (int r = 0; r < TR; r++) {                                                      \
+            if (r >= t->nr) break;                                                                 \
+            UNROLL for (int j = 0; j < NV; j++) {                                                  \
+                real *o = t->out + r * t->ldo + j * VL;                                            \
+                if (j < NV - 1 || last == VL) vstore(o, acc[r][j] * al);                           \
+                else vstore_part(o, acc[r][j] * al, last);                                         \
+            }                                                                                      \
+        }                                                                                          \
+    }
+TILE_VEC(1)
+#if TV >= 2
+TILE_VEC(2)
+#endif
+#if TV >= 3
+TILE_VEC(3)
+#endif
+#if TV >= 4
+TILE_VEC(4)
+#endif
+#if TV > 4
+#error "tiles wider than 4 vectors need more TILE_VEC instances"
+#endif
+#endif
+
+// One tile of a product, w <= TW columns. bfull: b may be read TW columns wide even when w < TW
+// (a padded K^T or V^T); otherwise the vector tile runs only on whole vectors of B.
+static void tile_mm(real *restrict out, size_t ldo, int nr, int w, int beta, real alpha,
+                    const real *restrict a, size_t ars, size_t aks,
+                    const real *restrict b, size_t ldb, int n, int bfull, int tri) {
+    Tile t = {out, ldo, nr, w, beta, alpha, a, ars, aks, b, ldb, n, tri};
+    (void)bfull;  // (the portable build reads b only w columns wide)
+#if VEC_BYTES
+    if (bfull || w % VL == 0) {
+        switch ((w + VL - 1) / VL) {
+        case 1: tile_vec1(&t); return;
+#if TV >= 2
+        case 2: tile_vec2(&t); return;
+#endif
+#if TV >= 3
+        case 3: tile_vec3(&t); return;
+#endif
+#if TV >= 4
+        case 4: tile_vec4(&t); return;
+#endif
+        }
+    }
+#endif
+    tile_scalar(&t);
 }
 
 // Keys padded to whole tiles: the transposed K (or V) has this leading dimension.
@@ -182,9 +304,12 @@ static void transpose_head(real *restrict xt, int ldx, const real *restrict x, i
     int u0 = 0;
     for (; u0 + 8 <= T; u0 += 8) {
         int i = 0;
-#if SIMD_AVX2
-        // 8 keys x 8 columns through registers: 8 row loads and 8 stores instead of 64 of each
-        for (; i + 8 <= hd; i += 8) transpose8_store(xt + (size_t)i * ldx + u0, ldx, x + (size_t)u0 * C + i, C);
+#if VEC_TB
+        // VEC_TB keys x VEC_TB columns through registers (vec.h): VEC_TB row loads and stores
+        // instead of VEC_TB^2 of each
+        for (; i + VEC_TB <= hd; i += VEC_TB)
+            for (int u = 0; u < 8; u += VEC_TB)
+                vec_transpose_store(xt + (size_t)i * ldx + u0 + u, ldx, x + (size_t)(u0 + u) * C + i, C);
 #endif
         for (; i < hd; i++)
             for (int u = 0; u < 8; u++) xt[(size_t)i * ldx + u0 + u] = x[(size_t)(u0 + u) * C + i];
@@ -235,7 +360,7 @@ void attention_fast_forward(real *out, real *att, real *scratch, const real *q, 
                     // masked entries computed on the way are overwritten below
                     for (int j0 = 0; j0 < nk; j0 += TW)
                         tile_mm(ph + (size_t)t0 * T + j0, T, nr, nk - j0 < TW ? nk - j0 : TW, 0, scale,
-                                qh + (size_t)t0 * C, C, 1, kt + j0, ldk, hd, 1);
+                                qh + (size_t)t0 * C, C, 1, kt + j0, ldk, hd, 1, 0);
                     // P = softmax(S) over the visible keys u <= t; masked entries exactly zero
                     for (int t = t0; t < t0 + nr; t++) {
                         real *prow = ph + (size_t)t * T;
@@ -243,13 +368,10 @@ void attention_fast_forward(real *out, real *att, real *scratch, const real *q, 
                         for (int u = t + 1; u < T; u++) prow[u] = 0;
                     }
                     // O[t] = sum_{u<=t} P[t][u] V[u], summed in increasing u from 0 (as decoding
-                    // does): the keys u <= t0 that every row sees as one tile, then each row's rest
+                    // does): the keys u <= t0 that every row sees, then the triangle of the rest
                     for (int i0 = 0; i0 < hd; i0 += TW)
                         tile_mm(oh + (size_t)t0 * C + i0, C, nr, hd - i0 < TW ? hd - i0 : TW, 0, 1,
-                                ph + (size_t)t0 * T, T, 1, vh + i0, C, t0 + 1, 0);
-                    for (int t = t0 + 1; t < t0 + nr; t++)
-                        for (int u = t0 + 1; u <= t; u++)
-                            axpy(oh + (size_t)t * C, ph[(size_t)t * T + u], vh + (size_t)u * C, hd);
+                                ph + (size_t)t0 * T, T, 1, vh + i0, C, t0 + 1, 0, 1);
                 }
             }
         }
@@ -282,18 +404,14 @@ void attention_fast_backward(real *dq, real *dk, real *dv, real *scratch, const 
                     // dP = dO V^T for the tile's rows (the visible keys u < nk)
                     for (int j0 = 0; j0 < nk; j0 += TW)
                         tile_mm(ds + (size_t)t0 * ldk + j0, ldk, nr, nk - j0 < TW ? nk - j0 : TW, 0, 1,
-                                doh + (size_t)t0 * C, C, 1, vt + j0, ldk, hd, 1);
+                                doh + (size_t)t0 * C, C, 1, vt + j0, ldk, hd, 1, 0);
                     // dS = P * (dP - rowsum(dP * P)), stored as scale * dS over its row's dP.
                     // Masked entries (P = 0) get dS = 0; the TR - 1 after the diagonal are written
                     // as 0 so the tiles below can run over them.
                     for (int t = t0; t < nk; t++) {
                         const real *prow = ph + (size_t)t * T;
                         real *row = ds + (size_t)t * ldk;
-                        // (a vector reduction: a fixed order for a given build, whatever the threads)
-                        double rowsum = 0.0;
-#pragma omp simd reduction(+:rowsum)
-                        for (int u = 0; u <= t; u++) rowsum += (double)row[u] * prow[u];
-                        real rs = (real)rowsum;
+                        real rs = (real)dot_double(row, prow, t + 1);
 #pragma omp simd
                         for (int u = 0; u <= t; u++) row[u] = scale * (prow[u] * (row[u] - rs));
                         for (int u = t + 1; u <= t + TR - 1 && u < ldk; u++) row[u] = 0;
@@ -301,7 +419,7 @@ void attention_fast_backward(real *dq, real *dk, real *dv, real *scratch, const 
                     // dQ[t] += sum_{u<=t} (scale dS[t][u]) K[u]
                     for (int i0 = 0; i0 < hd; i0 += TW)
                         tile_mm(dqh + (size_t)t0 * C + i0, C, nr, hd - i0 < TW ? hd - i0 : TW, beta, 1,
-                                ds + (size_t)t0 * ldk, ldk, 1, kh + i0, C, nk, 0);
+                                ds + (size_t)t0 * ldk, ldk, 1, kh + i0, C, nk, 0, 0);
                 }
                 // dV[u] += sum_{t>=u} P[t][u] dO[t] and dK[u] += sum_{t>=u} (scale dS[t][u]) Q[t]:
                 // P and dS read transposed, starting at t = u0 (entries with t < u are zero)
@@ -310,9 +428,9 @@ void attention_fast_backward(real *dq, real *dk, real *dv, real *scratch, const 
                     for (int i0 = 0; i0 < hd; i0 += TW) {
                         int w = hd - i0 < TW ? hd - i0 : TW;
                         tile_mm(dvh + (size_t)u0 * C + i0, C, nr, w, beta, 1, ph + (size_t)u0 * T + u0, 1, T,
-                                doh + (size_t)u0 * C + i0, C, T - u0, 0);
+                                doh + (size_t)u0 * C + i0, C, T - u0, 0, 0);
                         tile_mm(dkh + (size_t)u0 * C + i0, C, nr, w, beta, 1, ds + (size_t)u0 * ldk + u0, 1, ldk,
-                                qh + (size_t)u0 * C + i0, C, T - u0, 0);
+                                qh + (size_t)u0 * C + i0, C, T - u0, 0, 0);
                     }
                 }
             }
