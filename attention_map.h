@@ -9,6 +9,10 @@
 
 // Write the attention weights P of every layer and head from the last forward (batch 1, T
 // tokens) as labelled heatmaps, characters on both axes, in one self-contained SVG file.
+// The colour scale of the maps: rgb (0..255 each) of weight p, clamped to [0, 1] (NaN as 0);
+// light at 0, dark at 1 (ColorBrewer's YlGnBu). The comparison's report.html draws with it too.
+void attention_weight_colour(double p, int rgb[3]);
+
 int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, const int *tokens, int T,
                         char *err, size_t errlen);
 

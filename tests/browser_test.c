@@ -1,8 +1,8 @@
 // tests/browser_test.c: the lab's step-through pages in a real browser (make test-browser).
 //
-// For each page (./lab examples --html, ./lab exercise --html, and the exercise with --causal) it
-// asks ./lab for the page, its numbers (--json) and its terminal output, then opens the page in
-// headless Chromium once per step N and per size:
+// For each page (./lab examples --html, ./lab exercise --html, the exercise with --causal, and
+// ./lab mistakes --html) it asks ./lab for the page, its numbers (--json) and its terminal output,
+// then opens the page in headless Chromium once per step N and per size:
 //   FILE#step=N        at 1280x800: the DOM after the script ran (--dump-dom), a screenshot, and
 //                      the browser's network log
 //   FILE#step=N&alt=1  at 390x844 (a phone), with the unscaled panels switched on: DOM, screenshot
@@ -158,10 +158,12 @@ static int png_size(const char *path, int *w, int *h) {
 // ---------------------------------------------------------------------------------------------
 // one page
 
+enum { PAGE_EXAMPLES, PAGE_EXERCISE, PAGE_MISTAKES };
+
 typedef struct {
-    const char *name;      // file stem
-    const char *args;      // ./lab arguments before --html / --json
-    int examples, causal;  // which expectation table
+    const char *name;  // file stem
+    const char *args;  // ./lab arguments before --html / --json
+    int kind, causal;  // which expectation table
 } PageSpec;
 
 // The step shown in a parsed DOM: exactly one step must be visible.
@@ -177,8 +179,10 @@ static const PcStep *shown_step(const PcPage *pg, int *visible) {
 }
 
 // The checks of one rendered step. Returns 1 when all hold (one problem is described in why).
+// said: what the step's caption must hold of the terminal's output (NULL: nothing); mistakes: the
+// mistakes page, whose marks are checked too.
 static int check_rendered(const char *html, int N, int n_steps, int alt, const PcExpect *want, const cJSON *json,
-                          const PcPage *file, const char *verdict, char *why, size_t n) {
+                          const PcPage *file, const char *said, int mistakes, char *why, size_t n) {
     PcPage pg;
     if (!pc_parse(&pg, html, why, n)) return 0;
     int ok = 0, visible;
@@ -191,8 +195,9 @@ static int check_rendered(const char *html, int N, int n_steps, int alt, const P
     else if (pc_check_step(s, want, json, why, n) != 0) { /* why says it */ }
     else if (strcmp(s->caption, file->steps[N - 1].caption) != 0)
         snprintf(why, n, "the caption differs from the file's: \"%.400s\"", s->caption);
-    else if (verdict && strcmp(want->title, "Row maxima") == 0 && !strstr(s->caption, verdict))
-        snprintf(why, n, "the caption lacks the terminal's verdict \"%s\"", verdict);
+    else if (said && !strstr(s->caption, said))
+        snprintf(why, n, "the caption lacks the terminal's \"%s\"", said);
+    else if (mistakes && pc_check_mistake_marks(s, json, why, n) != 0) { /* why says it */ }
     else if (pg.controls_hidden != 0) snprintf(why, n, "the Previous/Next bar is hidden (did the script run?)");
     else if (strcmp(pg.status, expect_status) != 0)
         snprintf(why, n, "status \"%s\", expected \"%s\"", pg.status, expect_status);
@@ -306,18 +311,43 @@ static void check_page(const PageSpec *ps) {
         return;
     }
     const PcExpect *want;
-    int n_steps = ps->examples ? pc_examples_expect(&want) : pc_exercise_expect(&want, ps->causal);
+    int n_steps = ps->kind == PAGE_EXAMPLES   ? pc_examples_expect(&want)
+                  : ps->kind == PAGE_MISTAKES ? pc_mistakes_expect(&want)
+                                              : pc_exercise_expect(&want, ps->causal);
     result(file.n_steps == n_steps, "%s: %d steps in the file (expected %d)", ps->name, file.n_steps, n_steps);
     result(pc_check_offline(&file, html, why, sizeof why) == 0, "%s: self-contained (CSP default-src 'none', no "
            "http(s):// or external reference)%s%s", ps->name, why[0] ? ": " : "", why);
-    // the exercise's verdict, as the terminal printed it (both lines, as one sentence)
-    char verdict[512] = "";
-    const char *v = terminal ? strstr(terminal, "verdict: ") : NULL;
-    if (v) {
-        const char *e = strchr(v, '\n');
-        snprintf(verdict, sizeof verdict, "%.*s", e ? (int)(e - v) : (int)strlen(v), v);
-    }
     if (file.n_steps != n_steps) n_steps = file.n_steps < n_steps ? file.n_steps : n_steps;
+    // what a step's caption must say as the terminal said it: the exercise's verdict (its Row
+    // maxima step); each mistake's reading, "NAME: " and two lines joined (the mistakes' steps 2-4)
+    char (*said)[512] = calloc((size_t)n_steps, sizeof *said);
+    for (int N = 1; N <= n_steps; N++) {
+        char start[96];
+        int lines = 1;
+        if (ps->kind == PAGE_EXERCISE && strcmp(want[N - 1].title, "Row maxima") == 0) {
+            snprintf(start, sizeof start, "verdict: ");
+        } else if (ps->kind == PAGE_MISTAKES && N > 1) {
+            snprintf(start, sizeof start, "\n%s: ", want[N - 1].title);  // the terminal's name is lower-case
+            start[1] = (char)(start[1] - 'A' + 'a');
+            lines = 2;
+        } else {
+            continue;
+        }
+        const char *v = terminal ? strstr(terminal, start) : NULL;
+        if (!v) {
+            snprintf(said[N - 1], sizeof said[N - 1], "(the terminal has no line starting \"%s\")", start);
+            continue;
+        }
+        if (ps->kind == PAGE_MISTAKES) v += strlen(start);
+        size_t k = 0;
+        for (int l = 0; l < lines && *v; l++) {
+            const char *e = strchr(v, '\n');
+            int len = e ? (int)(e - v) : (int)strlen(v);
+            k += (size_t)snprintf(said[N - 1] + k, sizeof said[N - 1] - k, "%s%.*s", l ? " " : "", len, v);
+            v = e ? e + 1 : v + len;
+            while (*v == ' ') v++;
+        }
+    }
 
     for (int N = 1; N <= n_steps; N++) {
         static const struct { int w, h, alt; } views[2] = {{1280, 800, 0}, {390, 844, 1}};
@@ -332,7 +362,8 @@ static void check_page(const PageSpec *ps) {
             int ran = chromium(url, w, h, dom, png, k == 0 ? net : NULL);
             char *out = ran ? slurp(dom) : NULL;
             int ok = out && check_rendered(out, N, n_steps, alt, &want[N - 1], json, &file,
-                                           verdict[0] ? verdict : NULL, why, sizeof why);
+                                           said[N - 1][0] ? said[N - 1] : NULL, ps->kind == PAGE_MISTAKES, why,
+                                           sizeof why);
             if (!ran) snprintf(why, sizeof why, "chromium failed (see %s/chromium.log)", g_out);
             int pw = 0, ph = 0;
             if (ok && !(png_size(png, &pw, &ph) && pw == w && ph == h)) {
@@ -400,6 +431,7 @@ static void check_page(const PageSpec *ps) {
         free(out);
     }
     check_navigation(ps, html, n_steps, want);
+    free(said);
     pc_free(&file);
     free(html);
     free(json_text);
@@ -478,9 +510,10 @@ int main(int argc, char **argv) {
     printf("browser test with %s; screenshots in %s/\n", g_chromium, g_out);
     fflush(stdout);
     static const PageSpec pages[] = {
-        {"examples", "examples", 1, 0},
-        {"exercise", "exercise", 0, 0},
-        {"exercise_causal", "exercise --causal --seed 3", 0, 1},
+        {"examples", "examples", PAGE_EXAMPLES, 0},
+        {"exercise", "exercise", PAGE_EXERCISE, 0},
+        {"exercise_causal", "exercise --causal --seed 3", PAGE_EXERCISE, 1},
+        {"mistakes", "mistakes", PAGE_MISTAKES, 0},
     };
     check_network_detector();
     for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)
