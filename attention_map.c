@@ -60,7 +60,7 @@ static void put_escaped(FILE *f, const char *s) {
 
 // The character a label shows for code point cp: itself, or a visible stand-in for whitespace
 // and for what XML text cannot hold or shows as nothing.
-static uint32_t visible_char(uint32_t cp) {
+uint32_t attention_visible_char(uint32_t cp) {
     if (cp == ' ') return 0x2423;                       // OPEN BOX
     if (cp == '\n') return 0x21B5;                      // DOWNWARDS ARROW WITH CORNER LEFTWARDS
     if (cp == '\t') return 0x21E5;                      // RIGHTWARDS ARROW TO BAR
@@ -72,7 +72,7 @@ static uint32_t visible_char(uint32_t cp) {
 
 static void put_char_label(FILE *f, uint32_t cp) {
     char buf[8] = {0};
-    utf8_encode(visible_char(cp), buf);
+    utf8_encode(attention_visible_char(cp), buf);
     put_escaped(f, buf);
 }
 
@@ -221,7 +221,7 @@ static void map_text(MapText *tx, const GPT *m, const Vocab *vocab, const int *t
         for (int t = 0; t < T; t++) used |= vocab->chars[tokens[t]] == shown[s].cp;
         if (!used) continue;
         char sym[8] = {0};
-        utf8_encode(visible_char(shown[s].cp), sym);
+        utf8_encode(attention_visible_char(shown[s].cp), sym);
         k += (size_t)snprintf(r + k, cap - k, "%s%s=%s", first ? " Labels: " : ", ", sym, shown[s].name);
         first = 0;
     }

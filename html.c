@@ -815,19 +815,25 @@ void html_markdown(FILE *f, const char *md) {
             const char *cell[MD_MAX_COLS];
             size_t len[MD_MAX_COLS];
             int k = md_cells(p, n, cell, len, MD_MAX_COLS);
-            if (open != TABLE) {  // the header row; the alignment row follows
+            if (open != TABLE) {  // the header row: aligned as the alignment row after it says
+                memset(left, 0, sizeof left);
+                const char *al[MD_MAX_COLS];
+                size_t alen[MD_MAX_COLS];
+                const char *nl2 = *next ? strchr(next, '\n') : NULL;
+                int ka = next[0] == '|' ? md_cells(next, nl2 ? (size_t)(nl2 - next) : strlen(next), al, alen, MD_MAX_COLS) : 0;
+                if (ka > 0 && strspn(al[0], ":-") == alen[0])
+                    for (int c = 0; c < ka; c++) left[c] = alen[c] > 0 && al[c][0] == ':' && al[c][alen[c] - 1] != ':';
                 fputs("<div class=\"scroll\"><table class=\"md\">\n<thead><tr>", f);
                 for (int c = 0; c < k; c++) {
-                    fputs("<th scope=\"col\">", f);
+                    fputs(left[c] ? "<th scope=\"col\" class=\"l\">" : "<th scope=\"col\">", f);
                     md_inline(f, cell[c], len[c]);
                     fputs("</th>", f);
                 }
                 fputs("</tr></thead>\n<tbody>\n", f);
                 open = TABLE;
                 row = 0;
-                memset(left, 0, sizeof left);
             } else if (row++ == 0 && k > 0 && strspn(cell[0], ":-") == len[0]) {
-                for (int c = 0; c < k; c++) left[c] = len[c] > 0 && cell[c][0] == ':' && cell[c][len[c] - 1] != ':';
+                // the alignment row, read with the header
             } else {
                 fputs("<tr>", f);
                 for (int c = 0; c < k; c++) {

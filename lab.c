@@ -210,15 +210,7 @@ static const char *html_path(const char *cmd, const char *v) {
 // shell would need it.
 static const char *command_line(int argc, char **argv) {
     static char buf[1024];
-    size_t n = (size_t)snprintf(buf, sizeof buf, "%s", sizeof(real) == 8 ? "./lab64" : "./lab");
-    for (int i = 1; i < argc && n < sizeof buf; i++) {
-        const char *a = argv[i];
-        int plain = *a != 0;
-        for (const char *c = a; *c; c++)
-            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:+@%", *c)) plain = 0;
-        n += (size_t)snprintf(buf + n, sizeof buf - n, plain ? " %s" : " '%s'", a);
-    }
-    return buf;
+    return command_line_text(buf, sizeof buf, sizeof(real) == 8 ? "./lab64" : "./lab", argc, argv);
 }
 
 // Write the page to path and free it; exit 1 naming the file when it cannot be written.

@@ -590,11 +590,20 @@ int pc_check_offline(const PcPage *page, const char *html, char *err, size_t err
     err[0] = 0;
     if (!strstr(page->csp, "default-src 'none'"))
         PROBLEM("the Content-Security-Policy '%s' does not forbid every fetch (default-src 'none')", page->csp);
-    static const char *const banned[] = {"http://", "https://", " src=", "<link", "url(", "@import", "<iframe",
+    static const char *const banned[] = {"http://", "https://", " src=", "<link", "@import", "<iframe",
                                          "<object", "<embed", "<img", "fetch(", "XMLHttpRequest", "WebSocket"};
     for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++) {
         const char *hit = find_nocase(html, banned[i]);
         if (hit) PROBLEM("the page contains '%s' (at \"%.40s\"): it must need no other file", banned[i], hit);
+    }
+    // url(...) only of a part of the page itself: url(#id), as an inline SVG's clip path
+    for (const char *hit = find_nocase(html, "url("); hit; hit = find_nocase(hit + 4, "url(")) {
+        const char *a = hit + 4;
+        if (*a == '\'' || *a == '"') a++;
+        if (*a != '#') {
+            PROBLEM("the page contains 'url(' of another file (at \"%.40s\"): it must need no other file", hit);
+            break;
+        }
     }
     return problems;
 }

@@ -87,7 +87,8 @@ int pc_check_step(const PcStep *step, const PcExpect *want, const cJSON *json, c
 int pc_check_mistake_marks(const PcStep *step, const cJSON *json, char *err, size_t errlen);
 
 // Problems with self-containment: a CSP that does not forbid every fetch, or any http(s)://,
-// src=, <link, url( or @import in the text. Returns the number of problems, the first in err.
+// src=, <link, @import, or url( but of the page's own #id in the text. Returns the number of
+// problems, the first in err.
 int pc_check_offline(const PcPage *page, const char *html, char *err, size_t errlen);
 
 #endif

@@ -140,8 +140,8 @@ static void html_markdown_subset(void) {
     CHECK_MSG(strstr(s, "<h1>Title — x</h1>\n") != NULL, "%s", s);
     CHECK(strstr(s, "<p>A paragraph with <strong>bold <code>code</code></strong> and <em>italics</em>\nits second "
                     "line, 2*3 &lt; 4.</p>\n") != NULL);
-    CHECK(strstr(s, "<h2>Table</h2>\n<div class=\"scroll\"><table class=\"md\">\n<thead><tr><th scope=\"col\">step"
-                    "</th><th scope=\"col\">a</th></tr></thead>\n<tbody>\n<tr><td class=\"l\">0 (init)</td><td>1.5 / 2"
+    CHECK(strstr(s, "<h2>Table</h2>\n<div class=\"scroll\"><table class=\"md\">\n<thead><tr><th scope=\"col\" class=\"l\">"
+                    "step</th><th scope=\"col\">a</th></tr></thead>\n<tbody>\n<tr><td class=\"l\">0 (init)</td><td>1.5 / 2"
                     "</td></tr>\n<tr><td class=\"l\">10</td><td>—</td></tr>\n</tbody></table></div>\n") != NULL);
     CHECK(strstr(s, "<ul>\n<li><strong>One.</strong> first</li>\n<li>two</li>\n</ul>\n") != NULL);
     CHECK_MSG(strstr(s, "<pre><code>```\n&lt;b&gt;&amp;\n</code></pre>\n<h3>After</h3>\n<p>text</p>\n") != NULL, "%s", s);
@@ -306,6 +306,10 @@ static void html_checker_catches_mistakes(void) {
     PcPage pb;
     CHECK(pc_parse(&pb, bad, err, sizeof err));
     CHECK(pc_check_offline(&pb, bad, err, sizeof err) > 0);
+    // url() of another file is refused; of a part of the page itself (an SVG's clip path) it is not
+    CHECK(pc_check_offline(&pb, "<g style=\"background:url(x.png)\">", err, sizeof err) == 1);
+    CHECK(pc_check_offline(&pb, "<g style=\"background:url( 'x.png')\">", err, sizeof err) == 1);
+    CHECK(pc_check_offline(&pb, "<g clip-path=\"url(#clip0)\">", err, sizeof err) == 0);
     pc_free(&pb);
     pc_free(&pg);
     free(html);
