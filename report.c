@@ -2018,6 +2018,8 @@ static const char REPORT_CSS[] =
     ".heads>figure{flex:1 1 0;min-width:0;margin:0}\n"
     ".heads figcaption{font-size:.72rem;color:#555;text-align:center;line-height:1.2}\n"
     "svg.hm{display:block;width:100%;height:auto;border:1px solid #888;shape-rendering:crispEdges}\n"
+    ".narrow{display:none}\n"
+    "@media (max-width:600px){figure.chart{overflow-x:auto}svg.chart{min-width:640px}.narrow{display:block}}\n"
     "@media (max-width:600px){.mapgrid{gap:4px 8px}.mapgrid.n1{grid-template-columns:minmax(0,1fr)}"
     ".mapgrid.n2{grid-template-columns:repeat(2,minmax(0,1fr))}.mapgrid.n3{grid-template-columns:"
     "repeat(3,minmax(0,1fr))}.mapgrid .corner{display:none}.mapgrid .who{grid-column:1/-1;margin-top:6px}"
@@ -2050,6 +2052,7 @@ static void html_variant_keys(Out *o, const CompareLog *log, const Config *cfg) 
 static void html_charts(Out *o, const CompareLog *log, const Config *cfg) {
     out(o, "<h2>Over training</h2>\n<p>The panels of <code>%s</code>, every variant overlaid in its colour and "
            "dash:</p>\n", compare_svg_name(log));
+    out(o, "<p class=\"narrow\">On a narrow screen each panel is wider than the page: scroll it sideways.</p>\n");
     html_variant_keys(o, log, cfg);
     Scratch sc;
     panel_scratch(log, &sc);
