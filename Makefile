@@ -115,8 +115,8 @@ $(OBJDIR)/f64/%.o: %.c $(CORE_H) | deps
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -c $< -o $@
 
 # ./train: train.c (the command line and the modes) over run.c (one run's life), outdir.c (its
-# output directory), stop.c (signals) and report.c (the comparison's report)
-TRAIN_SRC := train.c run.c outdir.c stop.c report.c
+# output directory), stop.c (signals) and report.c (the comparison's report; html.c writes its page)
+TRAIN_SRC := train.c run.c outdir.c stop.c report.c html.c
 TRAIN_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/%.o)
 train: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
@@ -170,14 +170,14 @@ tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H)
 tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(OBJDIR)/f64/report.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/f64/report.o $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
 
-# The pages in a real browser: headless Chromium opens every step of both lab pages (#step=N),
-# checks the rendered DOM against ./lab's JSON output and that no request left the file, and
-# takes screenshots (build/browser/*.png). Installs Debian's chromium when missing and it can;
-# skips, saying so, where it cannot.
+# The pages in a real browser: headless Chromium opens every step of the lab's pages (#step=N),
+# checks the rendered DOM against ./lab's JSON output and that no request left the file, then the
+# report.html of a short real comparison, and takes screenshots (build/browser/*.png). Installs
+# Debian's chromium when missing and it can; skips, saying so, where it cannot.
 tests/browser_test: tests/browser_test.c $(TEST_LIB) tests/page_check.h $(STAMP) | deps
 	$(CC) $(ALL_CFLAGS) -I. tests/browser_test.c $(TEST_LIB) -o $@ $(LDLIBS)
 
-test-browser: lab tests/browser_test
+test-browser: lab train tests/browser_test
 	@if sh tools/ensure-chromium.sh; then ./tests/browser_test; \
 	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
 

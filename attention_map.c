@@ -20,7 +20,7 @@ static const unsigned char SCALE[][3] = {
 static const double TICKS[] = {0, 0.25, 0.5, 0.75, 1};  // labelled under the colour bar
 
 // rgb = the colour of weight p (clamped to [0, 1]; NaN draws as 0)
-static void weight_colour(double p, int rgb[3]) {
+void attention_weight_colour(double p, int rgb[3]) {
     p = p > 0 ? (p < 1 ? p : 1) : 0;
     double x = p * (N_STOPS - 1);
     int i = (int)x < N_STOPS - 2 ? (int)x : N_STOPS - 2;
@@ -60,7 +60,7 @@ static void put_escaped(FILE *f, const char *s) {
 
 // The character a label shows for code point cp: itself, or a visible stand-in for whitespace
 // and for what XML text cannot hold or shows as nothing.
-static uint32_t visible_char(uint32_t cp) {
+uint32_t attention_visible_char(uint32_t cp) {
     if (cp == ' ') return 0x2423;                       // OPEN BOX
     if (cp == '\n') return 0x21B5;                      // DOWNWARDS ARROW WITH CORNER LEFTWARDS
     if (cp == '\t') return 0x21E5;                      // RIGHTWARDS ARROW TO BAR
@@ -72,7 +72,7 @@ static uint32_t visible_char(uint32_t cp) {
 
 static void put_char_label(FILE *f, uint32_t cp) {
     char buf[8] = {0};
-    utf8_encode(visible_char(cp), buf);
+    utf8_encode(attention_visible_char(cp), buf);
     put_escaped(f, buf);
 }
 
@@ -221,7 +221,7 @@ static void map_text(MapText *tx, const GPT *m, const Vocab *vocab, const int *t
         for (int t = 0; t < T; t++) used |= vocab->chars[tokens[t]] == shown[s].cp;
         if (!used) continue;
         char sym[8] = {0};
-        utf8_encode(visible_char(shown[s].cp), sym);
+        utf8_encode(attention_visible_char(shown[s].cp), sym);
         k += (size_t)snprintf(r + k, cap - k, "%s%s=%s", first ? " Labels: " : ", ", sym, shown[s].name);
         first = 0;
     }
@@ -322,7 +322,7 @@ static void write_cells(FILE *f, const MapLayout *lay, const GPT *m, const Vocab
             if (!cell_drawn(m, P, T, t, u)) continue;
             double p = P[(size_t)t * T + u];
             int rgb[3];
-            weight_colour(p, rgb);
+            attention_weight_colour(p, rgb);
             fprintf(f, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"#%02x%02x%02x\"><title>P[%d][%d] = %.4f: query ",
                     mx + u * cell, my + t * cell, cell, cell, rgb[0], rgb[1], rgb[2], t, u, p);
             put_char_label(f, vocab->chars[tokens[t]]);
@@ -338,7 +338,7 @@ static void write_cells(FILE *f, const MapLayout *lay, const GPT *m, const Vocab
                 if (!cell_drawn(m, P, T, t, u)) continue;
                 double p = P[(size_t)t * T + u];
                 int rgb[3];
-                weight_colour(p, rgb);
+                attention_weight_colour(p, rgb);
                 fprintf(f, "<text x=\"%g\" y=\"%.1f\" fill=\"%s\">%.2f</text>\n", mx + (u + 0.5) * cell,
                         my + (t + 0.5) * cell + 0.35 * lay->value_fs, text_colour_on(rgb), p);
             }

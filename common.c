@@ -111,6 +111,18 @@ const char *option_value(int argc, char **argv, int *i, const char *name) {
     return NULL;
 }
 
+const char *command_line_text(char *buf, size_t n, const char *program, int argc, char *const *argv) {
+    size_t k = (size_t)snprintf(buf, n, "%s", program);
+    for (int i = 1; i < argc && k < n; i++) {
+        const char *a = argv[i];
+        int plain = *a != 0;
+        for (const char *c = a; *c; c++)
+            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:+@%", *c)) plain = 0;
+        k += (size_t)snprintf(buf + k, n - k, plain ? " %s" : " '%s'", a);
+    }
+    return buf;
+}
+
 // ---------------------------------------------------------------------------------------------
 // user-given paths
 

@@ -63,6 +63,9 @@ int thread_max(void);
 // Value of "--name=VALUE" or "--name VALUE" when argv[*i] is that option (advancing *i for the
 // second form), else NULL; exits with a usage error when the value is missing.
 const char *option_value(int argc, char **argv, int *i, const char *name);
+// The command line as a page shows it: program, then argv[1..argc), each quoted ('...') where a
+// shell would need it. Returns buf.
+const char *command_line_text(char *buf, size_t n, const char *program, int argc, char *const *argv);
 
 // Edit distance between two names, ignoring case (so "Model.N_Layer" is 0 from "model.n_layer");
 // INT_MAX for names over 256 characters.

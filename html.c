@@ -16,7 +16,7 @@ struct HtmlMatrix {
     char **col_labels;      // cols names, or NULL for indices
     char fmt[16];
     int n_extra;
-    struct { char *key, *label; double *v; } extra[HTML_MAX_EXTRA];
+    struct { char *key, *label; double *v; unsigned char *mark; } extra[HTML_MAX_EXTRA];
 };
 
 struct HtmlStep {
@@ -163,6 +163,12 @@ void html_mat_extra(HtmlMatrix *m, const char *key, const char *label, const dou
     m->extra[e].label = dup_or_null(label);
     m->extra[e].v = xmalloc((size_t)m->rows * sizeof(double), "HTML matrix column");
     memcpy(m->extra[e].v, v, (size_t)m->rows * sizeof(double));
+    m->extra[e].mark = xcalloc((size_t)m->rows, 1, "HTML matrix column");
+}
+
+void html_mat_extra_mark(HtmlMatrix *m, int e, int r, unsigned flags) {
+    if (e < 0 || e >= m->n_extra || r < 0 || r >= m->rows) die(EXIT_RUNTIME, "html_mat_extra_mark: no cell (%d, %d)", e, r);
+    m->extra[e].mark[r] |= (unsigned char)flags;
 }
 
 void html_matrix_free(HtmlMatrix *m) {
@@ -180,6 +186,7 @@ void html_matrix_free(HtmlMatrix *m) {
         free(m->extra[e].key);
         free(m->extra[e].label);
         free(m->extra[e].v);
+        free(m->extra[e].mark);
     }
     free(m);
 }
@@ -215,8 +222,9 @@ void html_page_free(HtmlPage *p) {
 // the style sheet and the script
 
 // Colours: text #1a1a1a on white (contrast 17:1), grey text #555 (7.5:1), highlighted cells
-// dark text on #ffe08a (14:1), masked cells #595959 on #efefef (6.3:1); the buttons' blue #0b5cad
-// on white is 6.8:1. Each mark also has a cue that is not colour: bold, a box, italics.
+// dark text on #ffe08a (14:1), masked cells #595959 on #efefef (6.3:1), wrong cells #8a0000 on
+// #fde4e1 (9:1); the buttons' blue #0b5cad on white is 6.8:1. Each mark also has a cue that is not
+// colour: bold, a box, italics, a dashed box.
 static const char *const PAGE_CSS[] = {
     ":root{color-scheme:light}\n",
     "*{box-sizing:border-box}\n",
@@ -231,6 +239,7 @@ static const char *const PAGE_CSS[] = {
     "code{font-family:ui-monospace,\"DejaVu Sans Mono\",Menlo,Consolas,monospace;font-size:.9em;background:#f2f2f2;"
     "padding:0 .25em;border-radius:3px;overflow-wrap:anywhere}\n",
     ".by{color:#555;font-size:.9rem;margin:0 0 4px}\n",
+    ".nb{white-space:nowrap}\n",
     ".controls{position:sticky;top:0;z-index:2;display:flex;flex-wrap:wrap;gap:8px;align-items:center;"
     "background:#fff;padding:8px 0;border-bottom:1px solid #ccc}\n",
     ".controls[hidden]{display:none}\n",
@@ -252,6 +261,7 @@ static const char *const PAGE_CSS[] = {
     ".sw.c{background:#ffe08a;font-weight:700}\n",
     ".sw.k{box-shadow:inset 0 0 0 2px #1a1a1a}\n",
     ".sw.m{background:#efefef;color:#595959;font-style:italic}\n",
+    ".sw.w{background:#fde4e1;color:#8a0000;font-weight:700;outline:2px dashed #b00000;outline-offset:-2px}\n",
     "footer{margin-top:28px;border-top:1px solid #ccc;color:#333;font-size:.92rem}\n",
     ".step{border-top:1px solid #ddd;margin-top:12px}\n",
     ".js .step{border-top:0;margin-top:0}\n",
@@ -278,6 +288,9 @@ static const char *const PAGE_CSS[] = {
     "td.m{background:#efefef;color:#595959;font-style:italic;font-weight:400}\n",
     "td.c.m{background:#ffe08a;color:#4d4d4d}\n",
     "td.k{box-shadow:inset 0 0 0 2px #1a1a1a}\n",
+    "td.w,td.c.w{background:#fde4e1;color:#8a0000;font-weight:700;font-style:normal;padding-left:6px;padding-right:6px;"
+    "outline:2px dashed #b00000;"
+    "outline-offset:-3px}\n",
     "td.x,th.x{border-left:3px double #999}\n",
     "td.x{color:#1a1a1a;background:#f3f7fc}\n",
     // a phone: the step itself must start within the first screen. The status line is read out
@@ -365,18 +378,34 @@ void html_escape(FILE *f, const char *text) {
     }
 }
 
+// Prose escaped, with each "-inf" kept on one line (a browser may break a line after a hyphen).
+static void escape_prose(FILE *f, const char *text) {
+    char *part = dup_or_null(text);
+    for (char *c = part, *hit; *c; c = hit + 4) {
+        hit = strstr(c, "-inf");
+        if (!hit) {
+            html_escape(f, c);
+            break;
+        }
+        *hit = 0;
+        html_escape(f, c);
+        fputs("<span class=\"nb\">-inf</span>", f);
+    }
+    free(part);
+}
+
 void html_text(FILE *f, const char *text) {
     const char *c = text ? text : "";
     while (*c) {
         const char *q = strchr(c, '`');
         const char *q2 = q ? strchr(q + 1, '`') : NULL;
         if (!q || !q2) {  // no (complete) code span left
-            html_escape(f, c);
+            escape_prose(f, c);
             return;
         }
         char *part = dup_or_null(c);
         part[q - c] = 0;
-        html_escape(f, part);
+        escape_prose(f, part);
         fputs("<code>", f);
         size_t n = (size_t)(q2 - q - 1);
         memcpy(part, q + 1, n);
@@ -393,13 +422,16 @@ void html_text(FILE *f, const char *text) {
 #define PAGE_CSP "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; " \
                  "base-uri 'none'; form-action 'none'"
 
-void html_write_head(FILE *f, const char *title, const char *command) {
+void html_write_head(FILE *f, const char *title, const char *command) { html_write_head_css(f, title, command, NULL); }
+
+void html_write_head_css(FILE *f, const char *title, const char *command, const char *extra_css) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\" class=\"no-js\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
           "<meta http-equiv=\"Content-Security-Policy\" content=\"" PAGE_CSP "\">\n<title>", f);
     html_escape(f, title);
     fputs("</title>\n<style>\n", f);
     for (int i = 0; PAGE_CSS[i]; i++) fputs(PAGE_CSS[i], f);
+    if (extra_css) fputs(extra_css, f);
     fputs("</style>\n</head>\n<body>\n<header>\n<h1>", f);
     html_escape(f, title);
     fputs("</h1>\n<p class=\"by\">Written by <code class=\"cmd\">", f);
@@ -422,9 +454,11 @@ static void write_number(FILE *f, const char *fmt, double v) {
     html_escape(f, buf);
 }
 
-static const char *cell_class(unsigned mark) {
-    static const char *const names[8] = {"v", "v c", "v m", "v c m", "v k", "v c k", "v m k", "v c m k"};
-    return names[mark & 7];
+// The class of a cell: its kind ("v" a value, "x" an extra column) and a letter per mark.
+static const char *cell_class(char *buf, size_t n, const char *kind, unsigned mark) {
+    snprintf(buf, n, "%s%s%s%s%s", kind, mark & HTML_CELL_CHANGED ? " c" : "", mark & HTML_CELL_MASKED ? " m" : "",
+             mark & HTML_CELL_MAX ? " k" : "", mark & HTML_CELL_WRONG ? " w" : "");
+    return buf;
 }
 
 void html_write_matrix(FILE *f, const HtmlMatrix *m) {
@@ -458,12 +492,14 @@ void html_write_matrix(FILE *f, const HtmlMatrix *m) {
         fprintf(f, "<tr><th scope=\"row\">%d</th>", r);
         for (int c = 0; c < m->cols; c++) {
             size_t i = (size_t)r * m->cols + c;
-            fprintf(f, "<td class=\"%s\">", cell_class(m->mark[i]));
+            char cls[24];
+            fprintf(f, "<td class=\"%s\">", cell_class(cls, sizeof cls, "v", m->mark[i]));
             write_number(f, m->fmt, m->v[i]);
             fputs("</td>", f);
         }
         for (int e = 0; e < m->n_extra; e++) {
-            fputs("<td class=\"x\">", f);
+            char cls[24];
+            fprintf(f, "<td class=\"%s\">", cell_class(cls, sizeof cls, "x", m->extra[e].mark[r]));
             write_number(f, m->fmt, m->extra[e].v[r]);
             fputs("</td>", f);
         }
@@ -527,6 +563,8 @@ static unsigned page_marks(const HtmlPage *p) {
         for (int j = 0; j < p->steps[i]->n_m; j++) {
             const HtmlMatrix *m = p->steps[i]->m[j];
             for (size_t k = 0; k < (size_t)m->rows * m->cols; k++) all |= m->mark[k];
+            for (int e = 0; e < m->n_extra; e++)
+                for (int r = 0; r < m->rows; r++) all |= m->extra[e].mark[r];
         }
     return all;
 }
@@ -571,7 +609,8 @@ int html_page_fwrite(const HtmlPage *p, FILE *f) {
         if (marks & HTML_CELL_CHANGED)
             fputs("<span><span class=\"sw c\">1.0</span>changed in this step</span> ", f);
         if (marks & HTML_CELL_MAX) fputs("<span><span class=\"sw k\">0.5</span>largest in its row</span> ", f);
-        if (marks & HTML_CELL_MASKED) fputs("<span><span class=\"sw m\">-inf</span>masked</span>", f);
+        if (marks & HTML_CELL_MASKED) fputs("<span><span class=\"sw m\">-inf</span>masked</span> ", f);
+        if (marks & HTML_CELL_WRONG) fputs("<span><span class=\"sw w\">0.25</span>wrong: what the mistake breaks</span>", f);
         fputs("</p>\n", f);
     }
     fputs("<main>\n", f);
@@ -631,4 +670,187 @@ int html_page_write(const HtmlPage *p, const char *path, char *err, size_t errle
     }
     free(tmp);
     return ok;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Markdown: the subset report.md is written in (see html.h)
+
+// Text of one line with **bold**, *italics* and `code` set as HTML. A '*' opens italics only
+// when another follows it on the line; an unclosed '`' or "**" is text.
+static void md_inline(FILE *f, const char *s, size_t n) {
+    const char *end = s + n;
+    int bold = 0, em = 0;
+    while (s < end) {
+        const char *span = s;  // the plain text up to the next marker
+        while (span < end && *span != '`' && *span != '*') span++;
+        if (span > s) {
+            char *text = xmalloc((size_t)(span - s) + 1, "Markdown text");
+            memcpy(text, s, (size_t)(span - s));
+            text[span - s] = 0;
+            html_escape(f, text);
+            free(text);
+            s = span;
+            continue;
+        }
+        if (*s == '`') {
+            const char *close = memchr(s + 1, '`', (size_t)(end - s - 1));
+            if (!close) {
+                fputc('`', f);
+                s++;
+                continue;
+            }
+            char *code = xmalloc((size_t)(close - s), "Markdown code");
+            memcpy(code, s + 1, (size_t)(close - s - 1));
+            code[close - s - 1] = 0;
+            fputs("<code>", f);
+            html_escape(f, code);
+            fputs("</code>", f);
+            free(code);
+            s = close + 1;
+        } else if (s + 1 < end && s[1] == '*') {
+            int closes = bold;
+            for (const char *q = s + 2; !closes && q + 1 < end; q++) closes = q[0] == '*' && q[1] == '*';
+            fputs(closes ? (bold ? "</strong>" : "<strong>") : "**", f);
+            if (closes) bold = !bold;
+            s += 2;
+        } else {
+            int closes = em || memchr(s + 1, '*', (size_t)(end - s - 1)) != NULL;
+            fputs(closes ? (em ? "</em>" : "<em>") : "*", f);
+            if (closes) em = !em;
+            s++;
+        }
+    }
+    if (em) fputs("</em>", f);
+    if (bold) fputs("</strong>", f);
+}
+
+// The cells of a table row "| a | b |": start and length of each, trimmed; returns the count.
+static int md_cells(const char *line, size_t n, const char **cell, size_t *len, int max) {
+    const char *p = line, *end = line + n;
+    while (end > p && (end[-1] == ' ' || end[-1] == '\r')) end--;
+    if (p < end && *p == '|') p++;
+    if (end > p && end[-1] == '|') end--;
+    int k = 0;
+    while (p <= end && k < max) {
+        const char *bar = p;
+        while (bar < end && *bar != '|') bar++;
+        const char *a = p, *b = bar;
+        while (a < b && *a == ' ') a++;
+        while (b > a && b[-1] == ' ') b--;
+        cell[k] = a;
+        len[k++] = (size_t)(b - a);
+        if (bar >= end) break;
+        p = bar + 1;
+    }
+    return k;
+}
+
+// The length of the fence that opens a code block on this line (3 or more backquotes), or 0.
+static size_t md_fence(const char *line, size_t n) {
+    size_t k = 0;
+    while (k < n && line[k] == '`') k++;
+    return k >= 3 && k == n ? k : 0;
+}
+
+#define MD_MAX_COLS 32
+
+void html_markdown(FILE *f, const char *md) {
+    enum { NONE, PARA, LIST, TABLE } open = NONE;
+    int left[MD_MAX_COLS] = {0}, row = 0;
+    const char *p = md ? md : "";
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        const char *next = nl ? nl + 1 : p + n;
+        // a fenced code block: verbatim up to the same fence
+        size_t fence = md_fence(p, n);
+        int table_line = n > 0 && p[0] == '|';
+        int item = n >= 2 && p[0] == '-' && p[1] == ' ';
+        int blank = n == 0 || strspn(p, " \r") >= n;
+        int heading = 0;
+        while ((size_t)heading < n && heading < 4 && p[heading] == '#') heading++;
+        if (!(heading >= 1 && heading <= 3 && (size_t)heading < n && p[heading] == ' ')) heading = 0;
+        // close what this line does not continue
+        if ((open == PARA && (blank || fence || table_line || item || heading)) || (open == LIST && !item) ||
+            (open == TABLE && !table_line)) {
+            fputs(open == PARA ? "</p>\n" : open == LIST ? "</ul>\n" : "</tbody></table></div>\n", f);
+            open = NONE;
+        }
+        if (fence) {
+            const char *q = next;
+            fputs("<pre><code>", f);
+            int first = 1;
+            while (*q) {
+                const char *qn = strchr(q, '\n');
+                size_t m = qn ? (size_t)(qn - q) : strlen(q);
+                const char *qnext = qn ? qn + 1 : q + m;
+                if (m == fence && md_fence(q, m) == fence) {
+                    q = qnext;
+                    break;
+                }
+                char *line = xmalloc(m + 1, "Markdown code");
+                memcpy(line, q, m);
+                line[m] = 0;
+                if (!first) fputc('\n', f);
+                html_escape(f, line);
+                free(line);
+                first = 0;
+                q = qnext;
+            }
+            fputs("</code></pre>\n", f);
+            p = q;
+            continue;
+        }
+        if (heading) {
+            fprintf(f, "<h%d>", heading);
+            md_inline(f, p + heading + 1, n - (size_t)heading - 1);
+            fprintf(f, "</h%d>\n", heading);
+        } else if (item) {
+            if (open != LIST) fputs("<ul>\n", f);
+            open = LIST;
+            fputs("<li>", f);
+            md_inline(f, p + 2, n - 2);
+            fputs("</li>\n", f);
+        } else if (table_line) {
+            const char *cell[MD_MAX_COLS];
+            size_t len[MD_MAX_COLS];
+            int k = md_cells(p, n, cell, len, MD_MAX_COLS);
+            if (open != TABLE) {  // the header row: aligned as the alignment row after it says
+                memset(left, 0, sizeof left);
+                const char *al[MD_MAX_COLS];
+                size_t alen[MD_MAX_COLS];
+                const char *nl2 = *next ? strchr(next, '\n') : NULL;
+                int ka = next[0] == '|' ? md_cells(next, nl2 ? (size_t)(nl2 - next) : strlen(next), al, alen, MD_MAX_COLS) : 0;
+                if (ka > 0 && strspn(al[0], ":-") == alen[0])
+                    for (int c = 0; c < ka; c++) left[c] = alen[c] > 0 && al[c][0] == ':' && al[c][alen[c] - 1] != ':';
+                fputs("<div class=\"scroll\"><table class=\"md\">\n<thead><tr>", f);
+                for (int c = 0; c < k; c++) {
+                    fputs(left[c] ? "<th scope=\"col\" class=\"l\">" : "<th scope=\"col\">", f);
+                    md_inline(f, cell[c], len[c]);
+                    fputs("</th>", f);
+                }
+                fputs("</tr></thead>\n<tbody>\n", f);
+                open = TABLE;
+                row = 0;
+            } else if (row++ == 0 && k > 0 && strspn(cell[0], ":-") == len[0]) {
+                // the alignment row, read with the header
+            } else {
+                fputs("<tr>", f);
+                for (int c = 0; c < k; c++) {
+                    fputs(left[c] ? "<td class=\"l\">" : "<td>", f);
+                    md_inline(f, cell[c], len[c]);
+                    fputs("</td>", f);
+                }
+                fputs("</tr>\n", f);
+            }
+        } else if (!blank) {
+            fputs(open == PARA ? "\n" : "<p>", f);
+            open = PARA;
+            md_inline(f, p, n);
+        }
+        p = next;
+    }
+    if (open == PARA) fputs("</p>\n", f);
+    if (open == LIST) fputs("</ul>\n", f);
+    if (open == TABLE) fputs("</tbody></table></div>\n", f);
 }

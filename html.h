@@ -43,6 +43,7 @@ enum {
     HTML_CELL_CHANGED = 1,  // this step wrote it: highlighted
     HTML_CELL_MASKED = 2,   // hidden by the causal mask (-inf score, weight 0): greyed
     HTML_CELL_MAX = 4,      // the largest weight of its row: boxed
+    HTML_CELL_WRONG = 8,    // what a mistake breaks (a weight on the future, a row sum not 1): red, dashed box
 };
 
 #define HTML_MAX_EXTRA 3  // extra columns per matrix (row sums, row maxima)
@@ -85,6 +86,8 @@ void html_mat_format(HtmlMatrix *m, const char *fmt);
 // One more column to the right, set apart: label on top, v (rows values), key naming it in the
 // JSON output. At most HTML_MAX_EXTRA.
 void html_mat_extra(HtmlMatrix *m, const char *key, const char *label, const double *v);
+// Marks (HTML_CELL_*) of row r of extra column e (0 = the first added), or-ed in.
+void html_mat_extra_mark(HtmlMatrix *m, int e, int r, unsigned flags);
 
 // Write the page to path (via path.tmp, then renamed). Returns 1, or 0 with a one-line reason
 // naming the file in err.
@@ -96,6 +99,8 @@ void html_page_free(HtmlPage *p);
 // ---- pieces, for other pages in the same style (a report without steps) ----
 // <!DOCTYPE html> to <body>, with the CSP, the style sheet, the heading and the command.
 void html_write_head(FILE *f, const char *title, const char *command);
+// The same with more style rules after the page's own (extra_css may be NULL).
+void html_write_head_css(FILE *f, const char *title, const char *command, const char *extra_css);
 // The closing </body></html>, with the script when `script` (step pages: it expects their
 // controls) is set; a page of other content passes 0.
 void html_write_tail(FILE *f, int script);
@@ -109,5 +114,11 @@ HtmlMatrix *html_matrix_new(const char *key, const char *name, int rows, int col
 void html_matrix_free(HtmlMatrix *m);
 // One matrix as a <figure> holding a <table>.
 void html_write_matrix(FILE *f, const HtmlMatrix *m);
+// The subset of Markdown the trainer's report.md is written in, as HTML: "#" to "###" headings,
+// paragraphs (lines joined), "- " list items, pipe tables (a header row, then the alignment row
+// "|:---|---:|", left-aligned columns get class "l"; each table in a sideways scroller), fenced
+// code blocks (a fence of three or more backquotes, closed by the same fence), and within a line
+// **bold**, *italics* and `code`. Everything else is text, escaped.
+void html_markdown(FILE *f, const char *md);
 
 #endif

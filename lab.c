@@ -43,7 +43,8 @@ static void usage_main(FILE *f) {
             "              softmax_backward against finite differences, and how the gradient vanishes as\n"
             "              the scores grow\n"
             "  mistakes    the T = 3 example four ways: correct, without the scale, masking with 0 instead\n"
-            "              of -inf, the softmax over the wrong axis: weights, row and column sums (--json)\n"
+            "              of -inf, the softmax over the wrong axis: weights, row and column sums (--json,\n"
+            "              --html FILE)\n"
             "  gradcheck   the whole model's backward against finite differences, one row per tensor;\n"
             "              exit code 0 when every tensor passes, 1 when one fails\n"
             "\n"
@@ -71,7 +72,7 @@ static void usage_examples(FILE *f) {
 
 static void usage_mistakes(FILE *f) {
     fprintf(f,
-            "usage: lab mistakes [--json]\n"
+            "usage: lab mistakes [--json] [--html FILE]\n"
             "\n"
             "The T = 3 worked example (Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2)\n"
             "computed four ways by attention_forward: correct (scaled by 1/sqrt(d_k), -inf above the\n"
@@ -79,7 +80,12 @@ static void usage_mistakes(FILE *f) {
             "softmax over the queries (each column) instead of the keys. For each: the weights, marking with\n"
             "* the weights on future positions (u > t), each row's sum, marking with ! a row that does not\n"
             "sum to 1, the column sums and the outputs P V.\n"
-            "  --json   the same numbers as one JSON object (numbers with %%.17g), to check against numpy\n");
+            "  --html FILE  also write FILE, one self-contained HTML page (no network, no external file) with\n"
+            "               a step per case: S as the softmax takes it, the weights with their row sums and\n"
+            "               future weight (what the mistake breaks marked), the column sums and the outputs;\n"
+            "               a switch shows the correct case beside each mistake; FILE#step=N opens step N\n"
+            "  --json       the same numbers as one JSON object (numbers with %%.17g; null for the mask's -inf),\n"
+            "               to check against numpy; the page's tables carry their keys (cases.K.weights, ...)\n");
 }
 
 static void usage_exercise(FILE *f) {
@@ -204,15 +210,7 @@ static const char *html_path(const char *cmd, const char *v) {
 // shell would need it.
 static const char *command_line(int argc, char **argv) {
     static char buf[1024];
-    size_t n = (size_t)snprintf(buf, sizeof buf, "%s", sizeof(real) == 8 ? "./lab64" : "./lab");
-    for (int i = 1; i < argc && n < sizeof buf; i++) {
-        const char *a = argv[i];
-        int plain = *a != 0;
-        for (const char *c = a; *c; c++)
-            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:+@%", *c)) plain = 0;
-        n += (size_t)snprintf(buf + n, sizeof buf - n, plain ? " %s" : " '%s'", a);
-    }
-    return buf;
+    return command_line_text(buf, sizeof buf, sizeof(real) == 8 ? "./lab64" : "./lab", argc, argv);
 }
 
 // Write the page to path and free it; exit 1 naming the file when it cannot be written.
@@ -333,41 +331,21 @@ static int cmd_examples(int argc, char **argv) {
 // ---------------------------------------------------------------------------------------------
 // mistakes
 
-static void mistakes_json(const LabMistake *c) {
-    static const char *const masks[] = {"causal", "zero", "none"}, *const axes[] = {"keys", "queries"};
-    printf("{\n  \"Q\": [[1, 0], [0, 1], [1, 1]],\n  \"K\": [[1, 0], [0, 1], [1, 1]],\n"
-           "  \"V\": [[10, 0], [0, 10], [5, 5]],\n  \"cases\": [\n");
-    for (int k = 0; k < LAB_MISTAKES; k++) {
-        const LabMistake *m = &c[k];
-        printf("    {\"name\": \"%s\", \"scale\": %.17g, \"mask\": \"%s\", \"softmax_over\": \"%s\",\n", m->name,
-               (double)m->spec.scale, masks[m->spec.mask], axes[m->spec.axis]);
-        printf("     \"weights\": [");
-        for (int t = 0; t < 3; t++)
-            printf("%s[%.17g, %.17g, %.17g]", t ? ", " : "", (double)m->weights[t * 3], (double)m->weights[t * 3 + 1],
-                   (double)m->weights[t * 3 + 2]);
-        printf("],\n     \"outputs\": [");
-        for (int t = 0; t < 3; t++) printf("%s[%.17g, %.17g]", t ? ", " : "", (double)m->out[t * 2], (double)m->out[t * 2 + 1]);
-        printf("],\n     \"row_sums\": [%.17g, %.17g, %.17g], \"column_sums\": [%.17g, %.17g, %.17g],\n", m->row_sums[0],
-               m->row_sums[1], m->row_sums[2], m->col_sums[0], m->col_sums[1], m->col_sums[2]);
-        printf("     \"future_weight\": [%.17g, %.17g, %.17g]}%s\n", m->future_weight[0], m->future_weight[1],
-               m->future_weight[2], k + 1 < LAB_MISTAKES ? "," : "");
-    }
-    printf("  ]\n}\n");
-}
-
-static int sums_to_one(double x) { return fabs(x - 1.0) <= 1e-5; }
-
 static int cmd_mistakes(int argc, char **argv) {
     int json = 0;
+    const char *html = NULL;
     for (int i = 2; i < argc; i++) {
-        if (is_help(argv[i])) { usage_mistakes(stdout); return 0; }
-        if (strcmp(argv[i], "--json") == 0) json = 1;
-        else unknown_option("mistakes", argv[i]);
+        const char *a = argv[i], *v;
+        if (is_help(a)) { usage_mistakes(stdout); return 0; }
+        if (strcmp(a, "--json") == 0) json = 1;
+        else if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("mistakes", v);
+        else unknown_option("mistakes", a);
     }
     LabMistake c[LAB_MISTAKES];
     lab_mistakes(c);
+    if (html) write_page(lab_mistakes_page(c, command_line(argc, argv)), html);
     if (json) {
-        mistakes_json(c);
+        lab_mistakes_json(stdout, c);
         return 0;
     }
     printf("mistakes: the T = 3 example four ways   [%s]\n", REAL_NAME);
@@ -382,37 +360,16 @@ static int cmd_mistakes(int argc, char **argv) {
             printf("  %-5d", t);
             for (int u = 0; u < 3; u++)
                 printf("  %9.6f%c", (double)m->weights[t * 3 + u], u > t && m->weights[t * 3 + u] > 0 ? '*' : ' ');
-            printf("  %8.6f%c", m->row_sums[t], sums_to_one(m->row_sums[t]) ? ' ' : '!');
+            printf("  %8.6f%c", m->row_sums[t], lab_sums_to_one(m->row_sums[t]) ? ' ' : '!');
             printf("  %10.6f %10.6f\n", (double)m->out[t * 2], (double)m->out[t * 2 + 1]);
         }
         printf("  column sums %9.6f   %9.6f   %9.6f\n\n", m->col_sums[0], m->col_sums[1], m->col_sums[2]);
     }
     // what the numbers show, read from them
-    const LabMistake *ok = &c[0];
     for (int k = 1; k < LAB_MISTAKES; k++) {
-        const LabMistake *m = &c[k];
-        double future = m->future_weight[0] + m->future_weight[1] + m->future_weight[2];
-        int bad_rows = 0;
-        for (int t = 0; t < 3; t++) bad_rows += !sums_to_one(m->row_sums[t]);
-        printf("%s: ", m->name);
-        if (future > 0)
-            printf("row 0 puts %.6f of its weight on keys 1 and 2, which come after it\n"
-                   "  (a score of 0 still gets weight after softmax); row 0's output is %.6f, %.6f instead of %.6f, %.6f.\n",
-                   m->future_weight[0], (double)m->out[0], (double)m->out[1], (double)ok->out[0], (double)ok->out[1]);
-        else if (bad_rows)
-            printf("%d of 3 rows no longer sum to 1 (%.6f, %.6f, %.6f) while every column does:\n"
-                   "  each query's output is no longer an average of the values.\n", bad_rows, m->row_sums[0], m->row_sums[1],
-                   m->row_sums[2]);
-        else {
-            double peak = 0, peak_ok = 0;
-            for (int t = 1; t < 3; t++)
-                for (int u = 0; u <= t; u++) {
-                    peak = fmax(peak, m->weights[t * 3 + u]);
-                    peak_ok = fmax(peak_ok, ok->weights[t * 3 + u]);
-                }
-            printf("still causal and normalised, but peakier: the largest weight is %.6f against %.6f scaled\n"
-                   "  (the scores are sqrt(d_k) times larger).\n", peak, peak_ok);
-        }
+        char reading[512];
+        lab_mistake_reading(reading, sizeof reading, c, k);
+        printf("%s: %s\n", c[k].name, reading);
     }
     return 0;
 }

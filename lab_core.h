@@ -88,6 +88,7 @@ typedef struct {
     real out[6];             // O = P V (3,2)
     double row_sums[3], col_sums[3];
     double future_weight[3];  // per row: the weight on keys after the query (u > t)
+    real scores[9];          // S (3,3) as the softmax takes it: scaled, then masked (-inf, or the mistake's 0)
 } LabMistake;
 void lab_mistakes(LabMistake cases[LAB_MISTAKES]);
 extern const real LAB_T3_Q[6], LAB_T3_V[6];

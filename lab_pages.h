@@ -52,4 +52,17 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
 // The exercise's verdict, as `./lab exercise` prints it (two lines, no final newline).
 void lab_exercise_verdict(char *buf, size_t n, const LabExercise *e);
 
+// ---- `./lab mistakes`: the T = 3 example four ways (lab_mistakes) ----
+// Whether a row of weights sums to 1, as the terminal's '!' judges it (within 1e-5).
+int lab_sums_to_one(double x);
+// What the numbers of mistake k >= 1 show, against the correct case c[0], as the terminal prints
+// it after "NAME: " (two lines, the second indented by two spaces, no final newline).
+void lab_mistake_reading(char *buf, size_t n, const LabMistake c[LAB_MISTAKES], int k);
+// `./lab mistakes --json`: Q, K, V and the cases, numbers with %.17g (null for the mask's -inf).
+// Case k's numbers are "cases.K.FIELD" on the page: FIELD = scores, weights, row_sums,
+// column_sums, outputs (and future_weight, the weight of each row on the keys after it).
+void lab_mistakes_json(FILE *f, const LabMistake c[LAB_MISTAKES]);
+// `./lab mistakes --html FILE`: one step per case, the correct case beside each mistake.
+HtmlPage *lab_mistakes_page(const LabMistake c[LAB_MISTAKES], const char *command);
+
 #endif

@@ -81,7 +81,7 @@ int outdir_lock(const char *dir, char *err, size_t errlen) {
 
 // The files a run writes, besides checkpoint_<step>.bin.
 static const char *const RUN_FILES[] = {"checkpoint.bin", "best.bin", "metrics.csv", "attention.csv", "summary.json",
-                                        "compare.csv", "report.md", "scaling.svg", NULL};
+                                        "compare.csv", "report.md", "scaling.svg", "compare.svg", "report.html", NULL};
 
 // "checkpoint_<digits>.bin" of length n: its step, else -1.
 static long step_checkpoint(const char *name, size_t n) {

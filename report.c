@@ -1,10 +1,16 @@
 // report.c: the outputs of a side-by-side comparison of 2 to 4 variants of one config key. The
 // log keeps every step's losses and the sparse attention probes of each variant in growing
-// arrays; compare_log_finish writes compare.csv (every step, every variant), report.md (a
-// side-by-side table and a reading generated from the numbers, for the kind of key compared)
-// and the SVG panels sharing the step axis (scaling.svg for the scale, compare.svg otherwise).
+// arrays, and the attention weights of the probe sequence at three probes; compare_log_finish
+// writes compare.csv (every step, every variant), report.md (a side-by-side table and a reading
+// generated from the numbers, for the kind of key compared), the SVG panels sharing the step axis
+// (scaling.svg for the scale, compare.svg otherwise) and report.html (report.md's text and
+// tables, the same panels inline, the attention maps of every variant side by side).
 #define _POSIX_C_SOURCE 200809L
 #include "report.h"
+
+#include "attention_map.h"
+#include "data.h"
+#include "html.h"
 
 #include <errno.h>
 #include <math.h>
@@ -80,6 +86,16 @@ typedef struct {
     HeadStats s;
 } ProbeRec;
 
+// The attention weights of the probe sequence at one probe: (L,NH,Tm,Tm), the first Tm queries
+// and keys of each head (float: a picture's precision).
+typedef struct {
+    long step;  // -1: none kept
+    float *P;
+} MapSnap;
+
+// The probes whose weights the log keeps: report.html's columns.
+enum { SNAP_FIRST, SNAP_MIDDLE, SNAP_LAST, N_SNAPS };
+
 typedef struct {
     char *value;  // the compared key's value, as given
     char *name;   // the subdirectory and the name in the files
@@ -90,6 +106,7 @@ typedef struct {
     double final_train, final_val, final_gen, final_gen_tf;
     char *sample;
     int has_final;
+    MapSnap snap[N_SNAPS];
 } VarLog;
 
 struct CompareLog {
@@ -101,6 +118,10 @@ struct CompareLog {
     const char *title;
     int n;
     VarLog v[COMPARE_MAX_VARIANTS];
+    // the attention maps: the shape of the first compare_log_attention call, the sequence
+    int map_L, map_NH, map_T, map_Tm;  // map_Tm = min(map_T, COMPARE_MAP_T)
+    uint32_t *map_text;                // (map_Tm) code points; NULL before the first call
+    char *command;                     // the command line, for report.html (NULL: "./train")
 };
 
 static char *xstrdup(const char *s, const char *what) {
@@ -154,6 +175,7 @@ CompareLog *compare_log_open(const char *out_dir, long max_steps, const char *ke
         v->value = xstrdup(values[i], "comparison log");
         v->name = xstrdup(variant_name(log->kind, values[i]), "comparison log");
         v->final_train = v->final_val = v->final_gen = v->final_gen_tf = NAN;
+        for (int k = 0; k < N_SNAPS; k++) v->snap[k].step = -1;
     }
     return log;
 }
@@ -180,6 +202,47 @@ void compare_log_step(CompareLog *log, int i, long step, double loss, double val
     r->loss = loss;
     r->val = val_loss;
     r->gen = gen_loss;
+}
+
+// Keep P (L,NH,T,T) as snapshot k of step `step`, cropped to the first map_Tm positions.
+static void keep_snap(const CompareLog *log, MapSnap *sn, long step, const real *P) {
+    int NH = log->map_NH, T = log->map_T, Tm = log->map_Tm;
+    size_t heads = (size_t)log->map_L * NH, n;
+    if (!mul_size(heads, (size_t)Tm * Tm, &n) || !mul_size(n, sizeof(float), &n))
+        die(EXIT_RUNTIME, "size overflow keeping the attention maps");
+    if (!sn->P) sn->P = xmalloc(n, "attention maps");
+    for (size_t h = 0; h < heads; h++)
+        for (int t = 0; t < Tm; t++)
+            for (int u = 0; u < Tm; u++)
+                sn->P[(h * Tm + t) * Tm + u] = (float)P[(h * T + t) * T + u];
+    sn->step = step;
+}
+
+void compare_log_attention(CompareLog *log, int i, long step, const real *P, int L, int NH, int T,
+                           const uint32_t *text) {
+    VarLog *v = variant(log, i);
+    if (!v || !P || !text || L < 1 || NH < 1 || T < 1) return;
+    if (!log->map_text) {
+        log->map_L = L;
+        log->map_NH = NH;
+        log->map_T = T;
+        log->map_Tm = T < COMPARE_MAP_T ? T : COMPARE_MAP_T;
+        log->map_text = xmalloc((size_t)log->map_Tm * sizeof(uint32_t), "probe sequence");
+        memcpy(log->map_text, text, (size_t)log->map_Tm * sizeof(uint32_t));
+    } else if (L != log->map_L || NH != log->map_NH || T != log->map_T) {
+        return;
+    }
+    double mid = (double)log->max_steps / 2;
+    if (v->snap[SNAP_FIRST].step < 0) keep_snap(log, &v->snap[SNAP_FIRST], step, P);
+    if (v->snap[SNAP_MIDDLE].step < 0 || fabs((double)step - mid) < fabs((double)v->snap[SNAP_MIDDLE].step - mid))
+        keep_snap(log, &v->snap[SNAP_MIDDLE], step, P);
+    if (step >= v->snap[SNAP_LAST].step) keep_snap(log, &v->snap[SNAP_LAST], step, P);
+}
+
+void compare_log_command(CompareLog *log, const char *command) {
+    if (!log || !command) return;
+    free(log->command);
+    log->command = xstrdup(command, "command line");
 }
 
 void compare_log_final(CompareLog *log, int i, const CompareFinal *f) {
@@ -1358,24 +1421,49 @@ static void md_files(Out *o, const CompareLog *log) {
     out(o, ": the training logs.\n");
 }
 
-static int write_md(const CompareLog *log, const Config *cfg, char *err, size_t errlen) {
-    char path[2200];
-    Out o;
-    if (!out_open(&o, log->out_dir, "report.md", path, sizeof path, err, errlen)) return 0;
+// The whole of report.md.
+static void md_document(Out *o, const CompareLog *log, const Config *cfg) {
     int head_dim = cfg->n_head > 0 ? cfg->n_embd / cfg->n_head : 0;
     long end = last_step(log);
     size_t np = 0;
     long *ps = common_probe_steps(log, &np);
-    md_intro(&o, log, cfg, head_dim);
-    md_config(&o, cfg, head_dim);
-    md_table(&o, log, ps, np, end);
-    out(&o, "## What the numbers show\n\n");
-    if (log->kind == KIND_SCALE) read_scale(&o, log, cfg, ps, np, end, head_dim);
-    else if (log->kind == KIND_LEAK) read_leak(&o, log, cfg, ps, np, end);
-    else read_other(&o, log, end);
+    md_intro(o, log, cfg, head_dim);
+    md_config(o, cfg, head_dim);
+    md_table(o, log, ps, np, end);
+    out(o, "## What the numbers show\n\n");
+    if (log->kind == KIND_SCALE) read_scale(o, log, cfg, ps, np, end, head_dim);
+    else if (log->kind == KIND_LEAK) read_leak(o, log, cfg, ps, np, end);
+    else read_other(o, log, end);
     free(ps);
-    if (log->kind != KIND_SCALE) md_samples(&o, log);
-    md_files(&o, log);
+    if (log->kind != KIND_SCALE) md_samples(o, log);
+    md_files(o, log);
+}
+
+// report.md's text, built in memory (report.html shows the same): malloc'd, or NULL with a
+// message in err.
+static char *md_text(const CompareLog *log, const Config *cfg, char *err, size_t errlen) {
+    char *text = NULL;
+    size_t len = 0;
+    Out o = {open_memstream(&text, &len), 1, 0};
+    if (!o.f) {
+        snprintf(err, errlen, "cannot build report.md in memory: %s", strerror(errno ? errno : ENOMEM));
+        return NULL;
+    }
+    md_document(&o, log, cfg);
+    int ok = o.ok && !ferror(o.f);
+    if (fclose(o.f) != 0 || !ok) {
+        snprintf(err, errlen, "cannot build report.md in memory: %s", strerror(o.err_no ? o.err_no : ENOMEM));
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static int write_md(const CompareLog *log, const char *md, char *err, size_t errlen) {
+    char path[2200];
+    Out o;
+    if (!out_open(&o, log->out_dir, "report.md", path, sizeof path, err, errlen)) return 0;
+    out(&o, "%s", md);
     return out_close(&o, path, err, errlen);
 }
 
@@ -1827,17 +1915,8 @@ static void svg_heading(Out *o, const CompareLog *log, const Config *cfg, double
     }
 }
 
-static int write_svg(const CompareLog *log, const Config *cfg, char *err, size_t errlen) {
-    char path[2200];
-    Out o;
-    if (!out_open(&o, log->out_dir, compare_svg_name(log), path, sizeof path, err, errlen)) return 0;
-    int n_panels = 0;
-    for (size_t i = 0; i < N_PANELS; i++) n_panels += panel_shown(log, i);
-    double height = PANEL_TOP + (n_panels - 1) * PANEL_PITCH + PANEL_H + 54;
-    out(&o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\" "
-            "font-family=\"sans-serif\">\n", SVG_W, height, SVG_W, height);
-    svg_heading(&o, log, cfg, height);
-
+// Scratch for the curves of any panel (free sc->x).
+static void panel_scratch(const CompareLog *log, Scratch *sc) {
     size_t cap = 2;
     for (int v = 0; v < log->n; v++) {
         if (log->v[v].n_steps + 2 > cap) cap = log->v[v].n_steps + 2;
@@ -1846,39 +1925,395 @@ static int write_svg(const CompareLog *log, const Config *cfg, char *err, size_t
     size_t bytes;
     if (!mul_size(cap, 2 * sizeof(double), &bytes))
         die(EXIT_RUNTIME, "size overflow drawing %s", compare_svg_name(log));
+    sc->x = xmalloc(bytes, "plot series");
+    sc->y = sc->x + cap;
+}
+
+static int shown_panels(const CompareLog *log) {
+    int n = 0;
+    for (size_t i = 0; i < N_PANELS; i++) n += panel_shown(log, i);
+    return n;
+}
+
+// The k-th shown panel, PANELS[i], at its place in the SVG (its top PANEL_TOP + k * PANEL_PITCH).
+static void draw_panel(Out *o, const CompareLog *log, size_t i, int k, int x_label, long end, Scratch *sc) {
+    Panel p = {PLOT_X0, PANEL_TOP + k * PANEL_PITCH, PLOT_X1 - PLOT_X0, PANEL_H, 0, end > 0 ? (double)end : 1,
+               0, 1, 0, k};
+    char title[160];
+    snprintf(title, sizeof title, "(%c) %s", 'a' + k, PANELS[i].title);
+    const char *yl = PANELS[i].ylabel;
+    switch (PANELS[i].kind) {
+    case PANEL_LOSS: draw_loss(o, log, &p, title, yl, x_label, sc); break;
+    case PANEL_ENTROPY:
+        draw_unit_stat(o, log, &p, title, yl, x_label, sc, offsetof(HeadStats, entropy_norm), 0, NULL);
+        break;
+    case PANEL_MAX_WEIGHT: {
+        const KeyItem keys[2] = {{MAIN_LINE, "mean max weight"}, {SECOND_LINE, "fraction of rows > 0.99"}};
+        draw_unit_stat(o, log, &p, title, yl, x_label, sc, offsetof(HeadStats, max_weight),
+                       offsetof(HeadStats, frac_gt_099), keys);
+        break;
+    }
+    case PANEL_GRADIENT: draw_gradient(o, log, &p, title, yl, x_label, sc); break;
+    case PANEL_GEN_LOSS: draw_gen_loss(o, log, &p, title, yl, x_label, sc); break;
+    case PANEL_FUTURE_MASS: draw_future_mass(o, log, &p, title, yl, x_label, sc); break;
+    }
+}
+
+static int write_svg(const CompareLog *log, const Config *cfg, char *err, size_t errlen) {
+    char path[2200];
+    Out o;
+    if (!out_open(&o, log->out_dir, compare_svg_name(log), path, sizeof path, err, errlen)) return 0;
+    int n_panels = shown_panels(log);
+    double height = PANEL_TOP + (n_panels - 1) * PANEL_PITCH + PANEL_H + 54;
+    out(&o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\" "
+            "font-family=\"sans-serif\">\n", SVG_W, height, SVG_W, height);
+    svg_heading(&o, log, cfg, height);
     Scratch sc;
-    sc.x = xmalloc(bytes, "plot series");
-    sc.y = sc.x + cap;
+    panel_scratch(log, &sc);
     long end = last_step(log);
     int k = 0;
     for (size_t i = 0; i < N_PANELS; i++) {
         if (!panel_shown(log, i)) continue;
-        Panel p = {PLOT_X0, PANEL_TOP + k * PANEL_PITCH, PLOT_X1 - PLOT_X0, PANEL_H, 0, end > 0 ? (double)end : 1,
-                   0, 1, 0, k};
-        char title[160];
-        snprintf(title, sizeof title, "(%c) %s", 'a' + k, PANELS[i].title);
-        int x_label = k + 1 == n_panels;
-        const char *yl = PANELS[i].ylabel;
-        switch (PANELS[i].kind) {
-        case PANEL_LOSS: draw_loss(&o, log, &p, title, yl, x_label, &sc); break;
-        case PANEL_ENTROPY:
-            draw_unit_stat(&o, log, &p, title, yl, x_label, &sc, offsetof(HeadStats, entropy_norm), 0, NULL);
-            break;
-        case PANEL_MAX_WEIGHT: {
-            const KeyItem keys[2] = {{MAIN_LINE, "mean max weight"}, {SECOND_LINE, "fraction of rows > 0.99"}};
-            draw_unit_stat(&o, log, &p, title, yl, x_label, &sc, offsetof(HeadStats, max_weight),
-                           offsetof(HeadStats, frac_gt_099), keys);
-            break;
-        }
-        case PANEL_GRADIENT: draw_gradient(&o, log, &p, title, yl, x_label, &sc); break;
-        case PANEL_GEN_LOSS: draw_gen_loss(&o, log, &p, title, yl, x_label, &sc); break;
-        case PANEL_FUTURE_MASS: draw_future_mass(&o, log, &p, title, yl, x_label, &sc); break;
-        }
+        draw_panel(&o, log, i, k, k + 1 == n_panels, end, &sc);
         k++;
     }
     free(sc.x);
     out(&o, "</svg>\n");
     return out_close(&o, path, err, errlen);
+}
+
+// ---------------------------------------------------------------------------------------------
+// report.html: report.md's text and tables (html_markdown), the panels of the SVG inline, one
+// <svg> each, drawn by the same functions, and the attention maps of every variant at the kept
+// probes. One self-contained file, like the lab's pages (html.c): no script, no other file.
+
+// The page's own style rules, after the lab pages' (html.c).
+static const char REPORT_CSS[] =
+    "main{display:block}\n"
+    "h2{margin-top:26px;border-bottom:1px solid #ddd;padding-bottom:2px}\n"
+    "li{margin:4px 0;max-width:80ch}\n"
+    "table.md{margin:6px 0}\n"
+    "table.md .l{text-align:left}\n"
+    "table.md th{white-space:normal;vertical-align:bottom}\n"
+    "pre{background:#f6f6f6;border:1px solid #e2e2e2;border-radius:4px;padding:6px 8px;overflow-x:auto;"
+    "font-size:13px;line-height:1.35;max-height:22em}\n"
+    ".variants{display:flex;flex-wrap:wrap;gap:4px 22px;margin:8px 0;font-size:.95rem}\n"
+    ".vk{display:inline-flex;align-items:center;gap:6px}\n"
+    ".vk svg{flex:none}\n"
+    "figure.chart{margin:6px 0 18px;max-width:900px}\n"
+    "svg.chart{display:block;width:100%;height:auto}\n"
+    ".bar{display:flex;flex-wrap:wrap;align-items:center;gap:6px 18px;font-size:.85rem;color:#333;margin:8px 0}\n"
+    ".bar svg{display:block}\n"
+    ".probe{font-family:ui-monospace,\"DejaVu Sans Mono\",Menlo,Consolas,monospace;font-size:.85rem;background:#f6f6f6;"
+    "border:1px solid #e2e2e2;padding:4px 6px;overflow-wrap:anywhere;white-space:pre-wrap;max-width:80ch}\n"
+    "figure.layer{margin:16px 0 22px}\n"
+    "figure.layer>figcaption{font-weight:700;margin-bottom:4px}\n"
+    ".mapgrid{display:grid;gap:8px 16px;align-items:center}\n"
+    ".mapgrid.n1{grid-template-columns:max-content minmax(0,340px)}\n"
+    ".mapgrid.n2{grid-template-columns:max-content repeat(2,minmax(0,340px))}\n"
+    ".mapgrid.n3{grid-template-columns:max-content repeat(3,minmax(0,340px))}\n"
+    ".mapgrid .when{font-size:.85rem;font-weight:600;color:#333;text-align:center}\n"
+    ".mapgrid .who{font-size:.9rem}\n"
+    ".heads{display:flex;gap:5px}\n"
+    ".heads>figure{flex:1 1 0;min-width:0;margin:0}\n"
+    ".heads figcaption{font-size:.72rem;color:#555;text-align:center;line-height:1.2}\n"
+    "svg.hm{display:block;width:100%;height:auto;border:1px solid #888;shape-rendering:crispEdges}\n"
+    ".narrow{display:none}\n"
+    "@media (max-width:600px){figure.chart{overflow-x:auto}svg.chart{min-width:640px}.narrow{display:block}}\n"
+    "@media (max-width:600px){.mapgrid{gap:4px 8px}.mapgrid.n1{grid-template-columns:minmax(0,1fr)}"
+    ".mapgrid.n2{grid-template-columns:repeat(2,minmax(0,1fr))}.mapgrid.n3{grid-template-columns:"
+    "repeat(3,minmax(0,1fr))}.mapgrid .corner{display:none}.mapgrid .who{grid-column:1/-1;margin-top:6px}"
+    ".heads{gap:3px}.heads figcaption{font-size:.65rem}}\n";
+
+// Which mask variant v computes: the compared key's value, or the shared one.
+static const char *variant_mask(const CompareLog *log, const Config *cfg, int v) {
+    return strcmp(log->key, "model.attn_mask") == 0 ? log->v[v].value : cfg->attn_mask;
+}
+
+// A short sample of variant v's line (colour and dash, as in the panels) and its name.
+static void html_variant_key(Out *o, const CompareLog *log, const Config *cfg, int v) {
+    char label[160];
+    svg_variant_label(label, sizeof label, log, cfg, v);
+    out(o, "<span class=\"vk\"><svg width=\"34\" height=\"10\" viewBox=\"0 0 34 10\" aria-hidden=\"true\">"
+           "<line x1=\"1\" y1=\"5\" x2=\"33\" y2=\"5\" stroke=\"%s\" stroke-width=\"3\"", COLOR[v]);
+    if (DASH[v]) out(o, " stroke-dasharray=\"%s\"", DASH[v]);
+    out(o, "/></svg>");
+    html_escape(o->f, label);
+    out(o, "</span>");
+}
+
+static void html_variant_keys(Out *o, const CompareLog *log, const Config *cfg) {
+    out(o, "<p class=\"variants\">");
+    for (int v = 0; v < log->n; v++) html_variant_key(o, log, cfg, v);
+    out(o, "</p>\n");
+}
+
+// The panels, each an <svg class="chart"> showing its part of the SVG file's drawing.
+static void html_charts(Out *o, const CompareLog *log, const Config *cfg) {
+    out(o, "<h2>Over training</h2>\n<p>The panels of <code>%s</code>, every variant overlaid in its colour and "
+           "dash:</p>\n", compare_svg_name(log));
+    out(o, "<p class=\"narrow\">On a narrow screen each panel is wider than the page: scroll it sideways.</p>\n");
+    html_variant_keys(o, log, cfg);
+    Scratch sc;
+    panel_scratch(log, &sc);
+    long end = last_step(log);
+    int k = 0;
+    for (size_t i = 0; i < N_PANELS; i++) {
+        if (!panel_shown(log, i)) continue;
+        double top = PANEL_TOP + k * PANEL_PITCH - 32, h = PANEL_H + 32 + 42;
+        out(o, "<figure class=\"chart\"><svg class=\"chart\" viewBox=\"0 %.0f %d "
+               "%.0f\" font-family=\"sans-serif\" role=\"img\" aria-label=\"", top, SVG_W, h);
+        char title[160];
+        snprintf(title, sizeof title, "(%c) %s", 'a' + k, PANELS[i].title);
+        html_escape(o->f, title);
+        out(o, "\">\n<rect x=\"0\" y=\"%.0f\" width=\"%d\" height=\"%.0f\" fill=\"#ffffff\"/>\n", top, SVG_W, h);
+        draw_panel(o, log, i, k, 1, end, &sc);
+        out(o, "</svg></figure>\n");
+        k++;
+    }
+    free(sc.x);
+}
+
+// The colour of weight p as the maps draw it: p rounded to a multiple of 1/MAP_LEVELS (level 0,
+// below 1/(2 MAP_LEVELS), is the background: no weight).
+#define MAP_LEVELS 64
+
+static int map_level(float p) {
+    double x = (double)p * MAP_LEVELS + 0.5;
+    return x <= 0 ? 0 : x >= MAP_LEVELS ? MAP_LEVELS : (int)x;
+}
+
+static void level_colour(char *buf, size_t n, int level) {
+    int rgb[3];
+    attention_weight_colour((double)level / MAP_LEVELS, rgb);
+    snprintf(buf, n, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+}
+
+// The colour bar of the maps: every level in its colour, ticks at 0, 0.25, ..., 1; and the
+// swatch of the masked cells when a variant is causal.
+static void html_colour_bar(Out *o, int any_causal) {
+    char c[16];
+    out(o, "<div class=\"bar\"><span>weight P[t][u]:</span><svg width=\"272\" height=\"30\" viewBox=\"0 0 272 30\" "
+           "font-family=\"sans-serif\" role=\"img\" aria-label=\"colour scale from 0 to 1\">");
+    for (int l = 0; l <= MAP_LEVELS; l++) {
+        level_colour(c, sizeof c, l);
+        out(o, "<rect x=\"%.2f\" y=\"0\" width=\"%.2f\" height=\"14\" fill=\"%s\"/>", 6 + l * 260.0 / (MAP_LEVELS + 1),
+            260.0 / (MAP_LEVELS + 1) + 0.3, c);
+    }
+    out(o, "<rect x=\"6\" y=\"0\" width=\"260\" height=\"14\" fill=\"none\" stroke=\"#888\"/>");
+    for (int k = 0; k <= 4; k++)
+        out(o, "<line x1=\"%.1f\" y1=\"14\" x2=\"%.1f\" y2=\"18\" stroke=\"#444\"/><text x=\"%.1f\" y=\"29\" "
+               "font-size=\"10\" text-anchor=\"middle\" fill=\"#333\">%g</text>", 6 + k * 65.0, 6 + k * 65.0,
+            6 + k * 65.0, k / 4.0);
+    out(o, "</svg>");
+    if (any_causal)
+        out(o, "<span><svg width=\"14\" height=\"14\" viewBox=\"0 0 14 14\" aria-hidden=\"true\" style=\"display:inline;"
+               "vertical-align:-2px\"><rect width=\"14\" height=\"14\" fill=\"#d9d9d9\" stroke=\"#888\"/></svg> masked "
+               "(a future key, weight exactly 0)</span>");
+    out(o, "<span><svg width=\"14\" height=\"14\" viewBox=\"0 0 14 14\" aria-hidden=\"true\" style=\"display:inline;"
+           "vertical-align:-2px\"><path d=\"M1 1H13V13\" fill=\"none\" stroke=\"#d00000\" stroke-width=\"2\"/></svg> "
+           "the diagonal, where a mask lets the future through</span></div>\n");
+}
+
+// One head's (Tm,Tm) weights as a heatmap: cell (t, u) at x = u, y = t in a Tm x Tm view box, one
+// path per colour level of horizontal runs of cells.
+static void html_heatmap(Out *o, const float *P, int Tm, int causal, const char *label) {
+    unsigned char *lv = xmalloc((size_t)Tm * Tm, "heatmap");
+    int used[MAP_LEVELS + 1] = {0};
+    for (int i = 0; i < Tm * Tm; i++) used[lv[i] = (unsigned char)map_level(P[i])] = 1;
+    char c[16];
+    level_colour(c, sizeof c, 0);
+    out(o, "<svg class=\"hm\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", Tm, Tm);
+    html_escape(o->f, label);
+    out(o, "\"><title>");
+    html_escape(o->f, label);
+    out(o, "</title><rect width=\"%d\" height=\"%d\" fill=\"%s\"/>", Tm, Tm, c);
+    if (causal && Tm > 1) {  // the masked cells u > t: the triangle right of the staircase
+        out(o, "<path fill=\"#d9d9d9\" d=\"M1 0H%dV%d", Tm, Tm - 1);
+        for (int x = Tm - 1; x >= 1; x--) out(o, "H%dV%d", x, x - 1);
+        out(o, "Z\"/>");
+    }
+    for (int l = 1; l <= MAP_LEVELS; l++) {
+        if (!used[l]) continue;
+        level_colour(c, sizeof c, l);
+        out(o, "<path fill=\"%s\" d=\"", c);
+        for (int t = 0; t < Tm; t++)
+            for (int u = 0; u < Tm;) {
+                if (lv[t * Tm + u] != l) { u++; continue; }
+                int run = 1;
+                while (u + run < Tm && lv[t * Tm + u + run] == l) run++;
+                out(o, "M%d %dh%dv1h-%dz", u, t, run, run);
+                u += run;
+            }
+        out(o, "\"/>");
+    }
+    if (!causal) {  // keys after the query are right of this staircase
+        out(o, "<path fill=\"none\" stroke=\"#d00000\" stroke-opacity=\"0.8\" stroke-width=\"1\" "
+               "vector-effect=\"non-scaling-stroke\" d=\"M1 0");
+        for (int t = 0; t < Tm; t++) out(o, "V%dH%d", t + 1, t + 2 <= Tm ? t + 2 : Tm);
+        out(o, "\"/>");
+    }
+    out(o, "</svg>");
+    free(lv);
+}
+
+// The probe steps the maps show: the kept first, middle and last probes of variant 0, each once.
+static int map_steps(const CompareLog *log, long *steps) {
+    int n = 0;
+    for (int k = 0; k < N_SNAPS; k++) {
+        long s = log->v[0].snap[k].step;
+        if (s < 0) continue;
+        int seen = 0;
+        for (int j = 0; j < n; j++) seen |= steps[j] == s;
+        if (!seen) steps[n++] = s;
+    }
+    qsort(steps, (size_t)n, sizeof(long), cmp_long);
+    return n;
+}
+
+// The weights variant v kept of step s, or NULL.
+static const float *snap_at(const VarLog *v, long s) {
+    for (int k = 0; k < N_SNAPS; k++)
+        if (v->snap[k].step == s && v->snap[k].P) return v->snap[k].P;
+    return NULL;
+}
+
+static void html_maps(Out *o, const CompareLog *log, const Config *cfg) {
+    out(o, "<h2 id=\"maps\">Attention maps</h2>\n");
+    long steps[N_SNAPS];
+    int ns = log->map_text ? map_steps(log, steps) : 0;
+    if (ns == 0) {
+        out(o, "<p>No attention weights were kept (no probe ran: log.attn_interval = %d), so there are no maps.</p>\n",
+            cfg->attn_interval);
+        return;
+    }
+    const char *when[N_SNAPS];  // the first probe kept is the start, the last the end
+    for (int j = 0; j < ns; j++)
+        when[j] = steps[j] == log->v[0].snap[SNAP_FIRST].step  ? "start"
+                  : steps[j] == log->v[0].snap[SNAP_LAST].step ? "end"
+                                                               : "middle";
+    int L = log->map_L, NH = log->map_NH, T = log->map_T, Tm = log->map_Tm;
+    out(o, "<p>The attention weights P of one sequence, the first of the fixed probe batch, in every layer and head, "
+           "at step");
+    for (int j = 0; j < ns; j++)
+        out(o, "%s %ld (%s)", j == 0 ? "" : j + 1 == ns ? " and" : ",", steps[j], when[j]);
+    out(o, ": one row per variant, the same weights as the probe's statistics. In each map row t is query t (top "
+           "to bottom) and column u is key u (left to right)");
+    if (Tm < T) out(o, ", for the first %d of the sequence's %d positions", Tm, T);
+    out(o, "; the colour of a cell is its weight, on the colour scale of <code>./sample --attention-map</code> in %d "
+           "steps (a weight below 1/%d is drawn as 0). A peaked row is one dark cell in a pale row.</p>\n",
+        MAP_LEVELS, 2 * MAP_LEVELS);
+    out(o, "<p>The sequence%s (␣ is a space, ↵ a newline):</p>\n<p class=\"probe\">",
+        Tm < T ? ", its first positions" : "");
+    for (int t = 0; t < Tm; t++) {
+        char ch[8] = {0};
+        utf8_encode(attention_visible_char(log->map_text[t]), ch);
+        html_escape(o->f, ch);
+    }
+    out(o, "</p>\n");
+    int any_causal = 0;
+    for (int v = 0; v < log->n; v++) any_causal |= strcmp(variant_mask(log, cfg, v), "causal") == 0;
+    html_colour_bar(o, any_causal);
+    size_t head = (size_t)Tm * Tm;
+    for (int l = 0; l < L; l++) {
+        out(o, "<figure class=\"layer\"><figcaption>Layer %d</figcaption>\n<div class=\"mapgrid n%d\">"
+               "<div class=\"corner\"></div>", l, ns);
+        for (int j = 0; j < ns; j++) out(o, "<div class=\"when\">step %ld (%s)</div>", steps[j], when[j]);
+        out(o, "\n");
+        for (int v = 0; v < log->n; v++) {
+            int causal = strcmp(variant_mask(log, cfg, v), "causal") == 0;
+            out(o, "<div class=\"who\">");
+            html_variant_key(o, log, cfg, v);
+            out(o, "</div>");
+            for (int j = 0; j < ns; j++) {
+                const float *P = snap_at(&log->v[v], steps[j]);
+                out(o, "<div class=\"heads\">");
+                for (int h = 0; h < NH; h++) {
+                    out(o, "<figure data-variant=\"");
+                    html_escape(o->f, log->v[v].name);
+                    out(o, "\" data-step=\"%ld\" data-layer=\"%d\" data-head=\"%d\">", steps[j], l, h);
+                    char label[256];
+                    snprintf(label, sizeof label, "%s, step %ld, layer %d, head %d", log->v[v].name, steps[j], l, h);
+                    if (P) html_heatmap(o, P + ((size_t)l * NH + h) * head, Tm, causal, label);
+                    else out(o, "<p>not kept</p>");
+                    out(o, "<figcaption>head %d</figcaption></figure>", h);
+                }
+                out(o, "</div>");
+            }
+            out(o, "\n");
+        }
+        out(o, "</div></figure>\n");
+    }
+}
+
+// The lines of md from p up to (not including) the next line outside a code fence that starts
+// with "## ", or the end: a NUL-terminated copy (malloc'd); *next is where that line starts.
+static char *md_section(const char *p, const char **next) {
+    const char *q = p;
+    size_t fence = 0;  // the open fence's length (html_markdown's rule: a line of 3 or more backquotes)
+    for (int first = 1; *q; first = 0) {
+        size_t n = strcspn(q, "\n"), ticks = strspn(q, "`");
+        if (!first && !fence && strncmp(q, "## ", 3) == 0) break;
+        if (ticks >= 3 && ticks == n) fence = fence == 0 ? ticks : fence == ticks ? 0 : fence;
+        q += n + (q[n] == '\n');
+    }
+    *next = q;
+    size_t n = (size_t)(q - p);
+    char *c = xmalloc(n + 1, "report section");
+    memcpy(c, p, n);
+    c[n] = 0;
+    return c;
+}
+
+static int write_html(const CompareLog *log, const Config *cfg, const char *md, char *err, size_t errlen) {
+    char path[2200], tmp[2200];
+    Out o;
+    if (!out_open(&o, log->out_dir, "report.html.tmp", tmp, sizeof tmp, err, errlen)) return 0;
+    snprintf(path, sizeof path, "%s/report.html", log->out_dir);
+    // the title: report.md's first line
+    const char *body = md;
+    char title[512] = "Comparison";
+    if (strncmp(md, "# ", 2) == 0) {
+        const char *nl = strchr(md, '\n');
+        size_t n = nl ? (size_t)(nl - md - 2) : strlen(md + 2);
+        snprintf(title, sizeof title, "%.*s", (int)(n < sizeof title ? n : sizeof title - 1), md + 2);
+        body = nl ? nl + 1 : md + strlen(md);
+    }
+    html_write_head_css(o.f, title, log->command ? log->command : "./train", REPORT_CSS);
+    out(&o, "<main>\n");
+    // report.md section by section; the panels and the maps go before the reading
+    int placed = 0;
+    for (const char *p = body; *p;) {
+        const char *next;
+        char *sec = md_section(p, &next);
+        if (!placed && strncmp(sec, "## What the numbers show", 24) == 0) {
+            html_charts(&o, log, cfg);
+            html_maps(&o, log, cfg);
+            placed = 1;
+        }
+        html_markdown(o.f, sec);
+        if (p == body) html_variant_keys(&o, log, cfg);
+        free(sec);
+        p = next;
+    }
+    if (!placed) {
+        html_charts(&o, log, cfg);
+        html_maps(&o, log, cfg);
+    }
+    out(&o, "</main>\n<footer>\n<p>The same text and tables as <code>report.md</code> and the panels of "
+            "<code>%s</code>, written by the same run; every number is the program's own. The page needs no "
+            "network and no other file.</p>\n</footer>\n", compare_svg_name(log));
+    html_write_tail(o.f, 0);
+    if (!out_close(&o, tmp, err, errlen)) {
+        remove(tmp);
+        return 0;
+    }
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+        remove(tmp);
+        return 0;
+    }
+    return 1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1889,7 +2324,10 @@ int compare_log_finish(CompareLog *log, const Config *cfg, char *err, size_t err
         return 0;
     }
     for (int v = 0; v < log->n; v++) prepare(&log->v[v]);
-    int ok = write_csv(log, err, errlen) && write_md(log, cfg, err, errlen) && write_svg(log, cfg, err, errlen);
+    char *md = md_text(log, cfg, err, errlen);
+    int ok = md && write_csv(log, err, errlen) && write_md(log, md, err, errlen) && write_svg(log, cfg, err, errlen) &&
+             write_html(log, cfg, md, err, errlen);
+    free(md);
     compare_log_discard(log);
     return ok;
 }
@@ -1902,7 +2340,10 @@ void compare_log_discard(CompareLog *log) {
         free(log->v[v].steps);
         free(log->v[v].probes);
         free(log->v[v].sample);
+        for (int k = 0; k < N_SNAPS; k++) free(log->v[v].snap[k].P);
     }
+    free(log->map_text);
+    free(log->command);
     free(log->key);
     free(log->out_dir);
     free(log);

@@ -53,6 +53,8 @@ void run_release(Run *r) {
     if (r->attn_csv) fclose(r->attn_csv);
     r->metrics = r->attn_csv = NULL;
     gpt_free(&r->model);
+    free(r->probe_P);
+    r->probe_P = NULL;
     free(r->cfg_json);
     free(r->spike_window);
     r->cfg_json = NULL;
@@ -193,6 +195,15 @@ void run_step(Run *r, const int *x, const int *y, long step) {
     r->tokens_trained += (long)c->batch_size * c->block_size;  // the whole batch, over all ranks
 }
 
+void run_keep_probe_weights(Run *r) {
+    const ModelDims *d = &r->model.dims;
+    size_t n;
+    if (!mul_size((size_t)d->n_layer * d->n_head, (size_t)r->cfg.block_size * r->cfg.block_size, &n) ||
+        !mul_size(n, sizeof(real), &n))
+        die(EXIT_RUNTIME, "size overflow keeping the probe's attention weights");
+    if (!r->probe_P) r->probe_P = xmalloc(n, "the probe's attention weights");
+}
+
 // A forward and backward with statistics on, which leaves the gradients zeroed again so
 // training is unaffected.
 void run_probe(Run *r, const int *px, const int *py, long step, int log) {
@@ -202,6 +213,10 @@ void run_probe(Run *r, const int *px, const int *py, long step, int log) {
     HeadStats *hs = xcalloc((size_t)L * NH, sizeof(HeadStats), "attention probe");
     attention_probe(m, px, py, c->batch_size, c->block_size, hs, &r->probe);
     r->have_probe = 1;
+    if (r->probe_P) {  // the first sequence's: the first NH*T*T weights of each layer's att (B,NH,T,T)
+        size_t head = (size_t)NH * c->block_size * c->block_size;
+        for (int l = 0; l < L; l++) memcpy(r->probe_P + l * head, m->acts.layers[l].att, head * sizeof(real));
+    }
     if (log && r->attn_csv) {
         for (int l = 0; l < L; l++)
             for (int h = 0; h < NH; h++) {

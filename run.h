@@ -45,6 +45,8 @@ typedef struct {
     long tokens_trained;
     HeadStats probe;         // last attention probe (averages over layers and heads)
     int have_probe;
+    real *probe_P;           // (L,NH,T,T) the probe batch's first sequence's weights P at the last probe,
+                             // when kept (run_keep_probe_weights; a comparison's report draws them)
     double eval_train, eval_val;
     double eval_gen;         // gen_loss at the last evaluation (NaN when not measured)
     int evaluated;           // whether the last step's evaluation ran to its end (a stop signal cuts it short)
@@ -78,6 +80,9 @@ void run_step(Run *r, const int *x, const int *y, long step);
 // Attention statistics on the probe batch (rank 0) into r->probe, and when `log` into
 // attention.csv as of `step`.
 void run_probe(Run *r, const int *px, const int *py, long step, int log);
+// From now on every probe also copies the weights P of the probe batch's first sequence into
+// r->probe_P (every layer and head).
+void run_keep_probe_weights(Run *r);
 // Step `step` of one run on the batch in b->x, b->y: the probe first when `probe`, the update,
 // then the evaluation when `eval` (train/val loss, best.bin; cut short by a stop signal) and the
 // metrics row. Returns 1 when the divergence guard trips (train.max_bad_steps skipped steps in a

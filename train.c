@@ -38,7 +38,7 @@
 
 // Runs trained side by side from the same initial weights on the same batches, each variant
 // a name (its directory under out_dir) and config overrides.
-// Each writes compare.csv, report.md and its panels (report.c) in out_dir.
+// Each writes compare.csv, report.md, its panels and report.html (report.c) in out_dir.
 typedef struct {
     const char *what;            // what is compared, for the first line: "attention scale sqrt vs none"
     const char *key;             // the config key compared, and its value in each variant
@@ -113,6 +113,7 @@ typedef struct {
     const Comparison *comparison;  // --compare-scaling or --compare; NULL = one run
     int n_overrides;
     const char **overrides;
+    char command[2048];            // the command line, as report.html names it
 } Args;
 
 static void print_usage(FILE *f) {
@@ -131,7 +132,8 @@ static void print_usage(FILE *f) {
             "  --compare KEY=V1,V2   train 2 to 4 variants side by side (same initial weights, same batches),\n"
             "                        one per value of KEY (a key that changes no shape: model.attn_mask,\n"
             "                        model.softmax_axis, train.lr, ...), in out_dir/<value>/, and write\n"
-            "                        compare.csv, report.md and compare.svg\n"
+            "                        compare.csv, report.md, compare.svg and report.html (the same as one\n"
+            "                        page, with the attention maps of every variant)\n"
             "  --compare-scaling     --compare model.attn_scale=sqrt,none, in scaled/ and unscaled/, with\n"
             "                        scaling.svg\n"
             "  --bench=N             time N training steps on random tokens and print one 'bench' line\n"
@@ -168,6 +170,7 @@ static void print_version(void) {
 
 static void parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
+    command_line_text(a->command, sizeof a->command, "./train", argc, argv);
     a->overrides = xcalloc((size_t)argc, sizeof(char *), "arguments");
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *v = NULL;
@@ -492,6 +495,7 @@ typedef struct {
     int writes;                  // whether this process writes files (rank 0 of a training run)
     Batches b;
     CompareLog *cmp;             // the comparison's report log, in a comparison (rank 0)
+    uint32_t *probe_text;        // the probe batch's first sequence (block_size characters), for its maps
     long start_step, max_steps;
     double wall0;                // when this process's training began
     double step_end[ETA_WINDOW]; // when the last steps ended (a ring), for the time left
@@ -660,6 +664,11 @@ static void start_training(Session *s) {
     if (s->cmp_set && dist_is_root()) {
         s->cmp = compare_log_open(cfg->out_dir, cfg->max_steps, s->cmp_set->key, s->cmp_set->values, s->cmp_set->n);
         if (!s->cmp) die(EXIT_RUNTIME, "internal: cannot start the comparison's report");
+        compare_log_command(s->cmp, s->args->command);
+        // the maps of report.html: the weights of the probe batch's first sequence at every probe
+        s->probe_text = xmalloc((size_t)T * sizeof(uint32_t), "probe sequence");
+        for (int t = 0; t < T; t++) s->probe_text[t] = s->vocab->chars[s->b.px[t]];
+        for (int i = 0; i < s->n_runs; i++) run_keep_probe_weights(&s->runs[i]);
     }
     note_latest_checkpoint(s);
     // resumed between two probes: probe now (not logged), so the progress line shows the
@@ -717,6 +726,15 @@ static _Noreturn void stop_diverged(Session *s, Run *r, const char *why) {
     dist_exit(EXIT_RUNTIME);
 }
 
+// Run i's last probe (after `step` updates) into the comparison's log: its statistics and the
+// weights of the probe sequence.
+static void log_probe(Session *s, int i, long step) {
+    const Run *r = &s->runs[i];
+    compare_log_probe(s->cmp, i, step, &r->probe);
+    compare_log_attention(s->cmp, i, step, r->probe_P, r->model.dims.n_layer, r->model.dims.n_head,
+                          s->cfg->block_size, s->probe_text);
+}
+
 // One step of every run on the same batch. Returns whether it evaluated.
 static int step_runs(Session *s, long step) {
     const Config *cfg = s->cfg;
@@ -740,7 +758,7 @@ static int step_runs(Session *s, long step) {
         }
         evaluated |= r->evaluated;
         if (s->cmp) {
-            if (probe) compare_log_probe(s->cmp, i, step, &r->probe);
+            if (probe) log_probe(s, i, step);
             compare_log_step(s->cmp, i, done, r->loss, r->eval_val, r->eval_gen);
         }
     }
@@ -866,7 +884,7 @@ static int finish_runs(Session *s) {
     if (cfg->attn_interval > 0 && s->max_steps % cfg->attn_interval == 0 && s->start_step < s->max_steps && dist_is_root())
         for (int i = 0; i < s->n_runs; i++) {
             run_probe(&s->runs[i], s->b.px, s->b.py, s->max_steps, 1);
-            if (s->cmp) compare_log_probe(s->cmp, i, s->max_steps, &s->runs[i].probe);
+            if (s->cmp) log_probe(s, i, s->max_steps);
         }
     if (s->start_step >= s->max_steps)
         printf("the checkpoint is already at step %ld of %ld: nothing to train\n", s->start_step, s->max_steps);
@@ -910,7 +928,9 @@ static int finish_runs(Session *s) {
         }
     }
     for (int i = 0; i < s->n_runs; i++) run_print_final(&s->runs[i], f[i]);
-    if (svg[0]) printf("wrote %s/compare.csv, %s/report.md and %s/%s\n", cfg->out_dir, cfg->out_dir, cfg->out_dir, svg);
+    if (svg[0])
+        printf("wrote %s/compare.csv, %s/report.md, %s/%s and %s/report.html\n", cfg->out_dir, cfg->out_dir,
+               cfg->out_dir, svg, cfg->out_dir);
     return 0;
 }
 
@@ -921,6 +941,8 @@ static void release_session(Session *s) {
     for (int i = 0; i < 6; i++) free(bufs[i]);
     if (s->cmp) compare_log_discard(s->cmp);
     s->cmp = NULL;
+    free(s->probe_text);
+    s->probe_text = NULL;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 // tests/browser_test.c: the lab's step-through pages in a real browser (make test-browser).
 //
-// For each page (./lab examples --html, ./lab exercise --html, and the exercise with --causal) it
-// asks ./lab for the page, its numbers (--json) and its terminal output, then opens the page in
-// headless Chromium once per step N and per size:
+// For each page (./lab examples --html, ./lab exercise --html, the exercise with --causal, and
+// ./lab mistakes --html) it asks ./lab for the page, its numbers (--json) and its terminal output,
+// then opens the page in headless Chromium once per step N and per size:
 //   FILE#step=N        at 1280x800: the DOM after the script ran (--dump-dom), a screenshot, and
 //                      the browser's network log
 //   FILE#step=N&alt=1  at 390x844 (a phone), with the unscaled panels switched on: DOM, screenshot
@@ -11,7 +11,9 @@
 // hidden or shown as the switch says, the status line and the buttons' state, and that no request
 // left the file. Then: the page without its script (every step shown in order), the buttons and
 // arrow keys (a copy of the page with a script that presses them and writes down what it saw),
-// and two control pages proving the network check sees a request when there is one.
+// and two control pages proving the network check sees a request when there is one. Last, the
+// report.html of a short real comparison (./train --compare model.attn_mask=causal,none) at both
+// sizes: its charts, maps and reading rendered, no request left the file.
 //
 // One line per check, then "N passed, N failed"; exit status 1 on any failure. Screenshots stay
 // in build/browser/ (or --out DIR) to be looked at. Without Chromium it says so and exits 0.
@@ -158,10 +160,12 @@ static int png_size(const char *path, int *w, int *h) {
 // ---------------------------------------------------------------------------------------------
 // one page
 
+enum { PAGE_EXAMPLES, PAGE_EXERCISE, PAGE_MISTAKES };
+
 typedef struct {
-    const char *name;      // file stem
-    const char *args;      // ./lab arguments before --html / --json
-    int examples, causal;  // which expectation table
+    const char *name;  // file stem
+    const char *args;  // ./lab arguments before --html / --json
+    int kind, causal;  // which expectation table
 } PageSpec;
 
 // The step shown in a parsed DOM: exactly one step must be visible.
@@ -177,8 +181,10 @@ static const PcStep *shown_step(const PcPage *pg, int *visible) {
 }
 
 // The checks of one rendered step. Returns 1 when all hold (one problem is described in why).
+// said: what the step's caption must hold of the terminal's output (NULL: nothing); mistakes: the
+// mistakes page, whose marks are checked too.
 static int check_rendered(const char *html, int N, int n_steps, int alt, const PcExpect *want, const cJSON *json,
-                          const PcPage *file, const char *verdict, char *why, size_t n) {
+                          const PcPage *file, const char *said, int mistakes, char *why, size_t n) {
     PcPage pg;
     if (!pc_parse(&pg, html, why, n)) return 0;
     int ok = 0, visible;
@@ -191,8 +197,9 @@ static int check_rendered(const char *html, int N, int n_steps, int alt, const P
     else if (pc_check_step(s, want, json, why, n) != 0) { /* why says it */ }
     else if (strcmp(s->caption, file->steps[N - 1].caption) != 0)
         snprintf(why, n, "the caption differs from the file's: \"%.400s\"", s->caption);
-    else if (verdict && strcmp(want->title, "Row maxima") == 0 && !strstr(s->caption, verdict))
-        snprintf(why, n, "the caption lacks the terminal's verdict \"%s\"", verdict);
+    else if (said && !strstr(s->caption, said))
+        snprintf(why, n, "the caption lacks the terminal's \"%s\"", said);
+    else if (mistakes && pc_check_mistake_marks(s, json, why, n) != 0) { /* why says it */ }
     else if (pg.controls_hidden != 0) snprintf(why, n, "the Previous/Next bar is hidden (did the script run?)");
     else if (strcmp(pg.status, expect_status) != 0)
         snprintf(why, n, "status \"%s\", expected \"%s\"", pg.status, expect_status);
@@ -306,18 +313,43 @@ static void check_page(const PageSpec *ps) {
         return;
     }
     const PcExpect *want;
-    int n_steps = ps->examples ? pc_examples_expect(&want) : pc_exercise_expect(&want, ps->causal);
+    int n_steps = ps->kind == PAGE_EXAMPLES   ? pc_examples_expect(&want)
+                  : ps->kind == PAGE_MISTAKES ? pc_mistakes_expect(&want)
+                                              : pc_exercise_expect(&want, ps->causal);
     result(file.n_steps == n_steps, "%s: %d steps in the file (expected %d)", ps->name, file.n_steps, n_steps);
     result(pc_check_offline(&file, html, why, sizeof why) == 0, "%s: self-contained (CSP default-src 'none', no "
            "http(s):// or external reference)%s%s", ps->name, why[0] ? ": " : "", why);
-    // the exercise's verdict, as the terminal printed it (both lines, as one sentence)
-    char verdict[512] = "";
-    const char *v = terminal ? strstr(terminal, "verdict: ") : NULL;
-    if (v) {
-        const char *e = strchr(v, '\n');
-        snprintf(verdict, sizeof verdict, "%.*s", e ? (int)(e - v) : (int)strlen(v), v);
-    }
     if (file.n_steps != n_steps) n_steps = file.n_steps < n_steps ? file.n_steps : n_steps;
+    // what a step's caption must say as the terminal said it: the exercise's verdict (its Row
+    // maxima step); each mistake's reading, "NAME: " and two lines joined (the mistakes' steps 2-4)
+    char (*said)[512] = calloc((size_t)n_steps, sizeof *said);
+    for (int N = 1; N <= n_steps; N++) {
+        char start[96];
+        int lines = 1;
+        if (ps->kind == PAGE_EXERCISE && strcmp(want[N - 1].title, "Row maxima") == 0) {
+            snprintf(start, sizeof start, "verdict: ");
+        } else if (ps->kind == PAGE_MISTAKES && N > 1) {
+            snprintf(start, sizeof start, "\n%s: ", want[N - 1].title);  // the terminal's name is lower-case
+            start[1] = (char)(start[1] - 'A' + 'a');
+            lines = 2;
+        } else {
+            continue;
+        }
+        const char *v = terminal ? strstr(terminal, start) : NULL;
+        if (!v) {
+            snprintf(said[N - 1], sizeof said[N - 1], "(the terminal has no line starting \"%s\")", start);
+            continue;
+        }
+        if (ps->kind == PAGE_MISTAKES) v += strlen(start);
+        size_t k = 0;
+        for (int l = 0; l < lines && *v; l++) {
+            const char *e = strchr(v, '\n');
+            int len = e ? (int)(e - v) : (int)strlen(v);
+            k += (size_t)snprintf(said[N - 1] + k, sizeof said[N - 1] - k, "%s%.*s", l ? " " : "", len, v);
+            v = e ? e + 1 : v + len;
+            while (*v == ' ') v++;
+        }
+    }
 
     for (int N = 1; N <= n_steps; N++) {
         static const struct { int w, h, alt; } views[2] = {{1280, 800, 0}, {390, 844, 1}};
@@ -332,7 +364,8 @@ static void check_page(const PageSpec *ps) {
             int ran = chromium(url, w, h, dom, png, k == 0 ? net : NULL);
             char *out = ran ? slurp(dom) : NULL;
             int ok = out && check_rendered(out, N, n_steps, alt, &want[N - 1], json, &file,
-                                           verdict[0] ? verdict : NULL, why, sizeof why);
+                                           said[N - 1][0] ? said[N - 1] : NULL, ps->kind == PAGE_MISTAKES, why,
+                                           sizeof why);
             if (!ran) snprintf(why, sizeof why, "chromium failed (see %s/chromium.log)", g_out);
             int pw = 0, ph = 0;
             if (ok && !(png_size(png, &pw, &ph) && pw == w && ph == h)) {
@@ -400,11 +433,143 @@ static void check_page(const PageSpec *ps) {
         free(out);
     }
     check_navigation(ps, html, n_steps, want);
+    free(said);
     pc_free(&file);
     free(html);
     free(json_text);
     free(terminal);
     cJSON_Delete(json);
+}
+
+// ---------------------------------------------------------------------------------------------
+// report.html of a real comparison
+
+static int count_str(const char *s, const char *sub) {
+    int n = 0;
+    for (const char *p = s ? strstr(s, sub) : NULL; p; p = strstr(p + strlen(sub), sub)) n++;
+    return n;
+}
+
+// A script added to a copy of the page: after layout, how many charts and maps have a size, the
+// width of the window and whether the page is wider, sent to the page that frames it.
+static const char *const MEASURE_SCRIPT =
+    "<script>window.addEventListener('load',function(){function drawn(q){return [].filter.call("
+    "document.querySelectorAll(q),function(e){var r=e.getBoundingClientRect();return r.width>20&&r.height>20;}).length;}"
+    "var d=document.documentElement;parent.postMessage('charts='+drawn('svg.chart')+' maps='+drawn('svg.hm')"
+    "+' width='+d.clientWidth+' overflow='+(d.scrollWidth>d.clientWidth+1?1:0),'*');});</script>\n";
+
+// The page that frames it at exactly w x h (headless Chromium lays a window out at least 500
+// wide; a frame is as wide as it is told) and writes what it sent into <pre id="measure">.
+static void write_frame(const char *path, const char *inner, int w, int h) {
+    char text[2600];
+    snprintf(text, sizeof text, "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>frame</title></head>"
+             "<body style=\"margin:0\"><iframe src=\"%s\" style=\"border:0;width:%dpx;height:%dpx\"></iframe>"
+             "<script>window.addEventListener('message',function(e){var p=document.createElement('pre');p.id='measure';"
+             "p.textContent=e.data;document.body.appendChild(p);});</script></body></html>\n", inner, w, h);
+    write_text(path, text);
+}
+
+// A tiny two-variant comparison (causal against no mask, 20 steps, probes every 5), its
+// report.html opened at both sizes: the DOM holds report.md's headings and reading, one chart per
+// panel of compare.svg and the maps of both variants at steps 0, 10 and 20 (2 layers x 2 heads);
+// every chart and map is drawn with a size, the page is no wider than the window, and no request
+// left the file.
+static void check_report(void) {
+    char cfg[1200], dir[1200], page[1300], md_path[1300], svg_path[1300];
+    snprintf(cfg, sizeof cfg, "%s/report_cfg.json", g_abs);
+    snprintf(dir, sizeof dir, "%s/report", g_abs);
+    char json[1800];
+    snprintf(json, sizeof json,
+             "{\"name\": \"browser\",\n \"model\": {\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 16, \"block_size\": 16},\n"
+             " \"data\": {\"path\": \"data/default.txt\", \"val_fraction\": 0.05},\n"
+             " \"train\": {\"batch_size\": 4, \"max_steps\": 20, \"warmup_steps\": 2, \"ckpt_interval\": 0, \"seed\": 7},\n"
+             " \"log\": {\"log_interval\": 10, \"eval_interval\": 10, \"eval_steps\": 2, \"attn_interval\": 5,"
+             " \"gen_windows\": 4},\n \"sample\": {\"tokens\": 40}}\n");
+    write_text(cfg, json);
+    int rc = sh("./train '%s' --compare model.attn_mask=causal,none --train.out_dir='%s' --train.overwrite=true "
+                ">'%s/report_train.txt' 2>&1", cfg, dir, g_abs);
+    snprintf(page, sizeof page, "%s/report.html", dir);
+    snprintf(md_path, sizeof md_path, "%s/report.md", dir);
+    snprintf(svg_path, sizeof svg_path, "%s/compare.svg", dir);
+    char *html = slurp(page), *md = slurp(md_path), *svg = slurp(svg_path);
+    result(rc == 0 && html && md && svg, "report: ./train --compare model.attn_mask=causal,none (20 steps) wrote "
+           "report.html, report.md and compare.svg%s", rc == 0 ? "" : " (see report_train.txt)");
+    if (!(rc == 0 && html && md && svg)) {
+        free(html);
+        free(md);
+        free(svg);
+        return;
+    }
+    int panels = count_str(svg, "<clipPath id=\"clip"), bullets = 0;
+    for (const char *p = md; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        bullets += strncmp(p, "- ", 2) == 0;
+    // a copy that measures the layout
+    const char *tail = strstr(html, "</body>");
+    char copy_path[1300];
+    snprintf(copy_path, sizeof copy_path, "%s/report_measure.html", dir);
+    if (tail) {
+        char *copy = malloc(strlen(html) + strlen(MEASURE_SCRIPT) + 1);
+        memcpy(copy, html, (size_t)(tail - html));
+        strcpy(copy + (tail - html), MEASURE_SCRIPT);
+        strcat(copy, tail);
+        write_text(copy_path, copy);
+        free(copy);
+    }
+    static const struct { int w, h; } views[2] = {{1280, 800}, {390, 844}};
+    for (int k = 0; k < 2; k++) {
+        int w = views[k].w, h = views[k].h;
+        char url[1400], dom[1300], png[1300], net[1300], why[512] = "";
+        snprintf(url, sizeof url, "file://%s", page);
+        snprintf(dom, sizeof dom, "%s/report_%dx%d.dom", g_abs, w, h);
+        snprintf(png, sizeof png, "%s/report_%dx%d.png", g_abs, w, h);
+        snprintf(net, sizeof net, "%s/report.netlog.json", g_abs);
+        unlink(png);
+        int ok = chromium(url, w, h, dom, png, net);
+        char *out = ok ? slurp(dom) : NULL;
+        int charts = count_str(out, "<svg class=\"chart\""), maps = count_str(out, "<svg class=\"hm\""), pw = 0, ph = 0;
+        char first[512];
+        int req = out ? page_requests(net, first, sizeof first) : -1;
+        if (!out) snprintf(why, sizeof why, "chromium failed (see %.300s/chromium.log)", g_out);
+        else if (req != 0) snprintf(why, sizeof why, req < 0 ? "cannot read the network log" : "%d request(s) left the "
+                                    "file, first %.400s", req, first);
+        else if (charts != panels || panels < 4) snprintf(why, sizeof why, "%d charts, compare.svg has %d panels", charts, panels);
+        else if (maps != 2 * 3 * 2 * 2) snprintf(why, sizeof why, "%d attention maps, expected 24", maps);
+        else if (!strstr(out, "data-variant=\"none\" data-step=\"10\" data-layer=\"1\" data-head=\"1\"") ||
+                 !strstr(out, "data-variant=\"causal\" data-step=\"20\" data-layer=\"0\" data-head=\"0\"") ||
+                 !strstr(out, "data-variant=\"causal\" data-step=\"0\" data-layer=\"0\" data-head=\"1\""))
+            snprintf(why, sizeof why, "a map of steps 0, 10 or 20 is missing");
+        else if (!strstr(out, "<h2>What the numbers show</h2>") || count_str(out, "<li>") != bullets)
+            snprintf(why, sizeof why, "%d list items, report.md has %d bullets", count_str(out, "<li>"), bullets);
+        else if (!(png_size(png, &pw, &ph) && pw == w && ph == h))
+            snprintf(why, sizeof why, "no %dx%d screenshot (got %dx%d)", w, h, pw, ph);
+        ok = out && !why[0];
+        result(ok, "report: report.html at %dx%d: %d charts, %d attention maps, report.md's reading, no request left "
+               "the file%s%s", w, h, charts, maps, ok ? "" : ": ", why);
+        free(out);
+        if (ok) unlink(dom);
+        unlink(net);
+        // the layout: every chart and map drawn with a size, nothing wider than the window
+        char frame[1300];
+        snprintf(frame, sizeof frame, "%s/report_frame.html", dir);
+        write_frame(frame, "report_measure.html", w, h);
+        snprintf(url, sizeof url, "file://%s", frame);
+        snprintf(dom, sizeof dom, "%s/report_measure_%dx%d.dom", g_abs, w, h);
+        ok = tail && chromium(url, w < 500 ? 500 : w, h, dom, NULL, NULL);
+        out = ok ? slurp(dom) : NULL;
+        // the frame's width less its scroll bar
+        const char *got = out ? strstr(out, "<pre id=\"measure\">") : NULL;
+        int c = -1, m = -1, width = -1, over = -1;
+        ok = got && sscanf(got, "<pre id=\"measure\">charts=%d maps=%d width=%d overflow=%d", &c, &m, &width, &over) == 4 &&
+             c == panels && m == 24 && width <= w && width >= w - 20 && over == 0;
+        result(ok, "report: in a frame of %dx%d every chart and map is drawn with a size and the page is no wider "
+               "than it (%d px inside the scroll bar)%s%.80s", w, h, width, ok ? "" : ": ",
+               ok ? "" : got ? got : "no measurement (did the script run?)");
+        free(out);
+        if (ok) unlink(dom);
+    }
+    free(html);
+    free(md);
+    free(svg);
 }
 
 // Two pages made here that request http://127.0.0.1:9/ (a closed port on this machine): without
@@ -466,8 +631,8 @@ int main(int argc, char **argv) {
         printf("0 passed, 0 failed, 1 skipped\n");
         return 0;
     }
-    if (access("./lab", X_OK) != 0) {
-        fprintf(stderr, "browser_test: ./lab not found: run from the repository root after make\n");
+    if (access("./lab", X_OK) != 0 || access("./train", X_OK) != 0) {
+        fprintf(stderr, "browser_test: ./lab or ./train not found: run from the repository root after make\n");
         return 2;
     }
     sh("mkdir -p '%s' && rm -f '%s'/*.png '%s'/*.dom '%s'/*.html", g_out, g_out, g_out, g_out);
@@ -478,13 +643,15 @@ int main(int argc, char **argv) {
     printf("browser test with %s; screenshots in %s/\n", g_chromium, g_out);
     fflush(stdout);
     static const PageSpec pages[] = {
-        {"examples", "examples", 1, 0},
-        {"exercise", "exercise", 0, 0},
-        {"exercise_causal", "exercise --causal --seed 3", 0, 1},
+        {"examples", "examples", PAGE_EXAMPLES, 0},
+        {"exercise", "exercise", PAGE_EXERCISE, 0},
+        {"exercise_causal", "exercise --causal --seed 3", PAGE_EXERCISE, 1},
+        {"mistakes", "mistakes", PAGE_MISTAKES, 0},
     };
     check_network_detector();
     for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)
         if (!only || strcmp(only, pages[i].name) == 0) check_page(&pages[i]);
+    if (!only || strcmp(only, "report") == 0) check_report();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }

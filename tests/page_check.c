@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "page_check.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +258,7 @@ int pc_parse(PcPage *page, const char *html, char *err, size_t errlen) {
             table->cells = calloc(cells ? cells : 1, sizeof *table->cells);
             table->marks = calloc(cells ? cells : 1, sizeof *table->marks);
             table->extra_cells = calloc((size_t)(table->rows ? table->rows : 1) * PC_MAX_EXTRA, sizeof *table->extra_cells);
+            table->extra_marks = calloc((size_t)(table->rows ? table->rows : 1) * PC_MAX_EXTRA, sizeof *table->extra_marks);
         } else if (strcmp(n, "/table") == 0) {
             table = NULL;
         } else if (!table) {
@@ -282,12 +284,20 @@ int pc_parse(PcPage *page, const char *html, char *err, size_t errlen) {
                 if (has_class(&t, "c")) mk[k++] = 'c';
                 if (has_class(&t, "m")) mk[k++] = 'm';
                 if (has_class(&t, "k")) mk[k++] = 'k';
+                if (has_class(&t, "w")) mk[k++] = 'w';
                 mk[k] = 0;
             } else if (has_class(&t, "x")) {
                 if (table->n_extra_cells >= table->rows * PC_MAX_EXTRA) {
                     snprintf(err, errlen, "step %d: table %s has too many extra cells", step->number, table->key);
                     return 0;
                 }
+                char *mk = table->extra_marks[table->n_extra_cells];
+                int k = 0;
+                if (has_class(&t, "c")) mk[k++] = 'c';
+                if (has_class(&t, "m")) mk[k++] = 'm';
+                if (has_class(&t, "k")) mk[k++] = 'k';
+                if (has_class(&t, "w")) mk[k++] = 'w';
+                mk[k] = 0;
                 snprintf(table->extra_cells[table->n_extra_cells++], 32, "%s", text);
             }
         }
@@ -306,6 +316,7 @@ void pc_free(PcPage *page) {
             free(s->tables[j].cells);
             free(s->tables[j].marks);
             free(s->tables[j].extra_cells);
+            free(s->tables[j].extra_marks);
         }
         free(s->tables);
     }
@@ -317,15 +328,20 @@ void pc_free(PcPage *page) {
 // the JSON side
 
 const cJSON *pc_json_get(const cJSON *root, const char *key) {
-    const char *dot = strchr(key, '.');
-    if (!dot) return cJSON_GetObjectItemCaseSensitive(root, key);
-    char group[64];
-    size_t n = (size_t)(dot - key);
-    if (n >= sizeof group) return NULL;
-    memcpy(group, key, n);
-    group[n] = 0;
-    const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, group);
-    return g ? cJSON_GetObjectItemCaseSensitive(g, dot + 1) : NULL;
+    const cJSON *node = root;
+    for (const char *p = key; node; ) {
+        const char *dot = strchr(p, '.');
+        char part[64];
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n == 0 || n >= sizeof part) return NULL;
+        memcpy(part, p, n);
+        part[n] = 0;
+        if (cJSON_IsArray(node) && strspn(part, "0123456789") == n) node = cJSON_GetArrayItem(node, atoi(part));
+        else node = cJSON_GetObjectItemCaseSensitive(node, part);
+        if (!dot) break;
+        p = dot + 1;
+    }
+    return node;
 }
 
 void pc_format(char *buf, size_t n, const cJSON *num) {
@@ -393,6 +409,26 @@ static const PcExpect EXERCISE_FORWARD[] = {
     {"dK = scale * dS^T Q", "dK[u] = scale * sum_t dS[t][u] Q[t]", "S:Q M:dK_scaled A:dK_unscaled"},
 };
 
+static const PcExpect MISTAKES[] = {
+    {"Correct", "every row sums to 1",
+     "M:cases.0.scores M:cases.0.weights+cases.0.row_sums M:cases.0.column_sums "
+     "M:cases.0.outputs"},
+    {"No scale", "but peakier",
+     "M:cases.1.scores M:cases.1.weights+cases.1.row_sums M:cases.1.column_sums "
+     "M:cases.1.outputs A:cases.0.weights+cases.0.row_sums A:cases.0.outputs"},
+    {"Mask with 0", "a score of 0 still gets weight after softmax",
+     "M:cases.2.scores M:cases.2.weights+cases.2.row_sums M:cases.2.column_sums "
+     "M:cases.2.outputs A:cases.0.weights+cases.0.row_sums A:cases.0.outputs"},
+    {"Softmax over queries", "rows no longer sum to 1",
+     "M:cases.3.scores M:cases.3.weights+cases.3.row_sums M:cases.3.column_sums "
+     "M:cases.3.outputs A:cases.0.weights+cases.0.row_sums A:cases.0.outputs"},
+};
+
+int pc_mistakes_expect(const PcExpect **out) {
+    *out = MISTAKES;
+    return (int)(sizeof MISTAKES / sizeof MISTAKES[0]);
+}
+
 int pc_examples_expect(const PcExpect **out) {
     *out = EXAMPLES;
     return (int)(sizeof EXAMPLES / sizeof EXAMPLES[0]);
@@ -458,12 +494,17 @@ int pc_check_step(const PcStep *step, const PcExpect *want, const cJSON *json, c
             PROBLEM("step %d: no numbers named '%s' in the JSON", step->number, t->key);
             continue;
         }
+        int row_vector = t->rows == 1 && jc == 1 && jr == t->cols && jr > 1;  // a vector drawn as one row
+        if (row_vector) {
+            jc = jr;
+            jr = 1;
+        }
         if (jr != t->rows || jc != t->cols || t->n_cells != t->rows * t->cols)
             PROBLEM("step %d: table %s is %d x %d with %d cells; the JSON's is %d x %d", step->number, t->key,
                     t->rows, t->cols, t->n_cells, jr, jc);
         for (int i = 0; i < t->n_cells && i < jr * jc; i++) {
             char want_text[64];
-            pc_format(want_text, sizeof want_text, json_at(a, i / jc, i % jc));
+            pc_format(want_text, sizeof want_text, row_vector ? json_at(a, i, 0) : json_at(a, i / jc, i % jc));
             if (strcmp(t->cells[i], want_text) != 0)
                 PROBLEM("step %d: %s[%d][%d] shows '%s', the JSON says '%s'", step->number, t->key, i / jc, i % jc,
                         t->cells[i], want_text);
@@ -493,6 +534,49 @@ int pc_check_step(const PcStep *step, const PcExpect *want, const cJSON *json, c
     return problems;
 }
 
+int pc_check_mistake_marks(const PcStep *step, const cJSON *json, char *err, size_t errlen) {
+    int problems = 0;
+    err[0] = 0;
+    for (int i = 0; i < step->n_tables; i++) {
+        const PcTable *t = &step->tables[i];
+        const char *field = strrchr(t->key, '.');
+        int scores = field && strcmp(field, ".scores") == 0, weights = field && strcmp(field, ".weights") == 0;
+        if (!scores && !weights) continue;
+        const cJSON *a = pc_json_get(json, t->key);
+        if (!a || t->n_cells != t->rows * t->cols) {
+            PROBLEM("step %d: %s is missing or malformed", step->number, t->key);
+            continue;
+        }
+        for (int r = 0; r < t->rows; r++) {
+            int best = 0;
+            for (int c = 0; c < t->cols; c++) {
+                const cJSON *x = json_at(a, r, c), *b = json_at(a, r, best);
+                if (weights && cJSON_IsNumber(x) && cJSON_IsNumber(b) && x->valuedouble > b->valuedouble) best = c;
+                if (c <= r) continue;
+                char want = scores ? (cJSON_IsNull(x) ? 'm' : 'w') : (cJSON_IsNumber(x) && x->valuedouble > 0 ? 'w' : 'm');
+                if (!strchr(t->marks[r * t->cols + c], want))
+                    PROBLEM("step %d: %s[%d][%d] is marked '%s', expected '%c' (%s)", step->number, t->key, r, c,
+                            t->marks[r * t->cols + c], want, want == 'w' ? "wrong" : "masked");
+            }
+            if (weights && !strchr(t->marks[r * t->cols + best], 'k'))
+                PROBLEM("step %d: %s[%d][%d], the row's largest, is not boxed", step->number, t->key, r, best);
+        }
+        for (int e = 0; weights && e < t->n_extra; e++) {
+            const cJSON *x = pc_json_get(json, t->extra_key[e]);
+            for (int r = 0; r < t->rows && r * t->n_extra + e < t->n_extra_cells; r++) {
+                const cJSON *v = json_at(x, r, 0);
+                double d = cJSON_IsNumber(v) ? v->valuedouble : 0;
+                int wrong = strstr(t->extra_key[e], ".row_sums") ? fabs(d - 1.0) > 1e-5 : d > 0;
+                int marked = strchr(t->extra_marks[r * t->n_extra + e], 'w') != NULL;
+                if (wrong != marked)
+                    PROBLEM("step %d: %s[%d] = %.6f is %smarked wrong", step->number, t->extra_key[e], r, d,
+                            marked ? "" : "not ");
+            }
+        }
+    }
+    return problems;
+}
+
 // strstr, ignoring ASCII case
 static const char *find_nocase(const char *hay, const char *needle) {
     size_t n = strlen(needle);
@@ -506,11 +590,20 @@ int pc_check_offline(const PcPage *page, const char *html, char *err, size_t err
     err[0] = 0;
     if (!strstr(page->csp, "default-src 'none'"))
         PROBLEM("the Content-Security-Policy '%s' does not forbid every fetch (default-src 'none')", page->csp);
-    static const char *const banned[] = {"http://", "https://", " src=", "<link", "url(", "@import", "<iframe",
+    static const char *const banned[] = {"http://", "https://", " src=", "<link", "@import", "<iframe",
                                          "<object", "<embed", "<img", "fetch(", "XMLHttpRequest", "WebSocket"};
     for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++) {
         const char *hit = find_nocase(html, banned[i]);
         if (hit) PROBLEM("the page contains '%s' (at \"%.40s\"): it must need no other file", banned[i], hit);
+    }
+    // url(...) only of a part of the page itself: url(#id), as an inline SVG's clip path
+    for (const char *hit = find_nocase(html, "url("); hit; hit = find_nocase(hit + 4, "url(")) {
+        const char *a = hit + 4;
+        if (*a == '\'' || *a == '"') a++;
+        if (*a != '#') {
+            PROBLEM("the page contains 'url(' of another file (at \"%.40s\"): it must need no other file", hit);
+            break;
+        }
     }
     return problems;
 }

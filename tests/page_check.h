@@ -18,11 +18,12 @@ typedef struct {
     int rows, cols;     // data-rows, data-cols
     int n_cells;        // cells read (rows * cols when well formed)
     char (*cells)[32];  // their text, row by row
-    char (*marks)[8];   // their class letters: "c" changed, "m" masked, "k" row max
+    char (*marks)[8];   // their class letters: "c" changed, "m" masked, "k" row max, "w" wrong
     int n_extra;
     char extra_key[PC_MAX_EXTRA][64];
     int n_extra_cells;
     char (*extra_cells)[32];  // row by row, n_extra per row
+    char (*extra_marks)[8];   // their class letters, as marks
 } PcTable;
 
 typedef struct {
@@ -49,8 +50,10 @@ typedef struct {
 int pc_parse(PcPage *page, const char *html, char *err, size_t errlen);
 void pc_free(PcPage *page);
 
-// The numbers under key ("group.name" or "name") in the lab's JSON: a matrix (array of arrays)
-// or a vector (array of numbers, taken as one column). Returns NULL when there is none.
+// The numbers under key in the lab's JSON: a path of object members and array indices separated
+// by dots ("name", "group.name", "cases.2.weights"); a matrix (array of arrays) or a vector (array
+// of numbers, taken as one column, or as one row by a table of one row). Returns NULL when there
+// is none.
 const cJSON *pc_json_get(const cJSON *root, const char *key);
 // JSON number as the page prints it: "%.6f", null as "-inf".
 void pc_format(char *buf, size_t n, const cJSON *num);
@@ -68,14 +71,24 @@ typedef struct {
 // Returns the count and sets *out.
 int pc_examples_expect(const PcExpect **out);
 int pc_exercise_expect(const PcExpect **out, int causal);
+// The mistakes page's 4 steps (`./lab mistakes --html`).
+int pc_mistakes_expect(const PcExpect **out);
 
 // Check one step against its expectation and the JSON: title, phrase, tables (place, key, extra
 // keys, shape) and every cell's text equal to the JSON number printed with "%.6f". Returns the
 // number of problems, the first described in err.
 int pc_check_step(const PcStep *step, const PcExpect *want, const cJSON *json, char *err, size_t errlen);
 
+// The marks of the mistakes page, derived from the JSON's numbers: in S (cases.K.scores) the
+// entries above the diagonal masked when -inf (null), wrong otherwise; in P (cases.K.weights)
+// above the diagonal masked when 0, wrong otherwise, each row's largest entry boxed; a row sum
+// more than 1e-5 from 1 (and a future weight above 0, where shown) wrong. Returns the number of
+// problems.
+int pc_check_mistake_marks(const PcStep *step, const cJSON *json, char *err, size_t errlen);
+
 // Problems with self-containment: a CSP that does not forbid every fetch, or any http(s)://,
-// src=, <link, url( or @import in the text. Returns the number of problems, the first in err.
+// src=, <link, @import, or url( but of the page's own #id in the text. Returns the number of
+// problems, the first in err.
 int pc_check_offline(const PcPage *page, const char *html, char *err, size_t errlen);
 
 #endif

@@ -120,6 +120,33 @@ static void html_escapes_text_and_code(void) {
     s = stream_text(f);
     CHECK(strcmp(s, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;") == 0);
     free(s);
+    // "-inf" in prose stays on one line (a browser breaks after a hyphen); in code it is code
+    f = tmpfile();
+    html_text(f, "to -inf, `x = -inf` and -inf");
+    s = stream_text(f);
+    CHECK_MSG(strcmp(s, "to <span class=\"nb\">-inf</span>, <code>x = -inf</code> and <span class=\"nb\">-inf</span>") == 0,
+              "got %s", s);
+    free(s);
+}
+
+// The Markdown of report.md as HTML: headings, paragraphs, lists, tables with their alignment,
+// fenced code (verbatim, its fence as long as needed), bold, italics and code within a line.
+static void html_markdown_subset(void) {
+    FILE *f = tmpfile();
+    html_markdown(f, "# Title — x\n\nA paragraph with **bold `code`** and *italics*\nits second line, 2*3 < 4.\n\n"
+                     "## Table\n\n| step | a |\n|:---|---:|\n| 0 (init) | 1.5 / 2 |\n| 10 | — |\n\n"
+                     "- **One.** first\n- two\n\n````\n```\n<b>&\n\n````\n### After\ntext\n");
+    char *s = stream_text(f);
+    CHECK_MSG(strstr(s, "<h1>Title — x</h1>\n") != NULL, "%s", s);
+    CHECK(strstr(s, "<p>A paragraph with <strong>bold <code>code</code></strong> and <em>italics</em>\nits second "
+                    "line, 2*3 &lt; 4.</p>\n") != NULL);
+    CHECK(strstr(s, "<h2>Table</h2>\n<div class=\"scroll\"><table class=\"md\">\n<thead><tr><th scope=\"col\" class=\"l\">"
+                    "step</th><th scope=\"col\">a</th></tr></thead>\n<tbody>\n<tr><td class=\"l\">0 (init)</td><td>1.5 / 2"
+                    "</td></tr>\n<tr><td class=\"l\">10</td><td>—</td></tr>\n</tbody></table></div>\n") != NULL);
+    CHECK(strstr(s, "<ul>\n<li><strong>One.</strong> first</li>\n<li>two</li>\n</ul>\n") != NULL);
+    CHECK_MSG(strstr(s, "<pre><code>```\n&lt;b&gt;&amp;\n</code></pre>\n<h3>After</h3>\n<p>text</p>\n") != NULL, "%s", s);
+    CHECK(count(s, "<p>") == count(s, "</p>") && count(s, "<strong>") == count(s, "</strong>"));
+    free(s);
 }
 
 // A page of two sequences and three steps, every kind of matrix, mark and extra column.
@@ -279,6 +306,10 @@ static void html_checker_catches_mistakes(void) {
     PcPage pb;
     CHECK(pc_parse(&pb, bad, err, sizeof err));
     CHECK(pc_check_offline(&pb, bad, err, sizeof err) > 0);
+    // url() of another file is refused; of a part of the page itself (an SVG's clip path) it is not
+    CHECK(pc_check_offline(&pb, "<g style=\"background:url(x.png)\">", err, sizeof err) == 1);
+    CHECK(pc_check_offline(&pb, "<g style=\"background:url( 'x.png')\">", err, sizeof err) == 1);
+    CHECK(pc_check_offline(&pb, "<g clip-path=\"url(#clip0)\">", err, sizeof err) == 0);
     pc_free(&pb);
     pc_free(&pg);
     free(html);
@@ -534,8 +565,97 @@ static void lab_html_command_line(void) {
     cleanup();
 }
 
+// ---------------------------------------------------------------------------------------------
+// the mistakes page
+
+static cJSON *mistakes_json(const LabMistake *c) {
+    FILE *f = tmpfile();
+    lab_mistakes_json(f, c);
+    char *text = stream_text(f);
+    cJSON *j = cJSON_Parse(text);
+    CHECK_MSG(j != NULL, "lab_mistakes_json wrote invalid JSON: %.300s", text);
+    free(text);
+    return j;
+}
+
+// Every step of `./lab mistakes --html`: its numbers are the JSON's, the weights on the future and
+// the rows that do not sum to 1 are marked, and the caption holds the terminal's reading.
+static void html_mistakes_page_matches_json(void) {
+    LabMistake c[LAB_MISTAKES];
+    lab_mistakes(c);
+    cJSON *j = mistakes_json(c);
+    HtmlPage *p = lab_mistakes_page(c, "./lab mistakes --html m.html");
+    const PcExpect *want;
+    int n = pc_mistakes_expect(&want);
+    CHECK(n == LAB_MISTAKES);
+    check_page(p, j, want, n);
+    char *html = page_html(p);
+    html_page_free(p);
+    PcPage pg;
+    char err[1024];
+    CHECK_MSG(pc_parse(&pg, html, err, sizeof err), "%s", err);
+    for (int i = 0; i < pg.n_steps; i++) {
+        CHECK_MSG(pc_check_mistake_marks(&pg.steps[i], j, err, sizeof err) == 0, "%s", err);
+        if (i == 0) continue;
+        char reading[512], *q;
+        lab_mistake_reading(reading, sizeof reading, c, i);
+        while ((q = strstr(reading, "\n  ")) != NULL) {  // the terminal's two lines as one
+            *q = ' ';
+            memmove(q + 1, q + 3, strlen(q + 3) + 1);
+        }
+        CHECK_MSG(strstr(pg.steps[i].caption, reading) != NULL, "step %d lacks \"%s\": %s", i + 1, reading,
+                  pg.steps[i].caption);
+    }
+    if (pg.n_steps == LAB_MISTAKES) {
+        // mask with 0: three weights on the future wrong (their rows still sum to 1); S's zeros wrong
+        const PcTable *S = &pg.steps[2].tables[0], *P = &pg.steps[2].tables[1];
+        CHECK(strcmp(S->key, "cases.2.scores") == 0 && strcmp(S->cells[1], "0.000000") == 0 && strchr(S->marks[1], 'w'));
+        int wrong = 0;
+        for (int i = 0; i < P->n_cells; i++) wrong += strchr(P->marks[i], 'w') != NULL;
+        CHECK(wrong == 3 && P->n_extra == 1 && !strchr(P->extra_marks[0], 'w'));
+        // softmax over queries: every row sum wrong, no weight on the future; the correct one: -inf greyed
+        P = &pg.steps[3].tables[1];
+        CHECK(strchr(P->extra_marks[0], 'w') && strchr(P->extra_marks[1], 'w') && strchr(P->extra_marks[2], 'w'));
+        CHECK(strcmp(pg.steps[0].tables[0].cells[1], "-inf") == 0 && strchr(pg.steps[0].tables[0].marks[1], 'm'));
+        // the column sums, a vector drawn as one row
+        const PcTable *cs = &pg.steps[3].tables[2];
+        CHECK(cs->rows == 1 && cs->cols == 3 && strcmp(cs->cells[2], "1.000000") == 0);
+        // the checker notices a mark taken away
+        pg.steps[2].tables[1].marks[1][0] = 0;
+        CHECK(pc_check_mistake_marks(&pg.steps[2], j, err, sizeof err) > 0 && strstr(err, "cases.2.weights[0][1]"));
+    }
+    pc_free(&pg);
+    free(html);
+    cJSON_Delete(j);
+}
+
+// `./lab mistakes --html FILE`: the page, and the terminal output as without it.
+static void lab_mistakes_html_command_line(void) {
+    tmpdir();
+    CHECK(run("./lab mistakes") == 0);
+    char *plain = strdup(g_hout);
+    CHECK(run("./lab mistakes --html %s/m.html", g_hdir) == 0);
+    CHECK(strcmp(g_hout, plain) == 0);
+    CHECK(strstr(g_herr, "wrote") != NULL && strstr(g_herr, "4 steps") != NULL);
+    free(plain);
+    char path[128], err[512];
+    snprintf(path, sizeof path, "%s/m.html", g_hdir);
+    char *html = slurp(path);
+    PcPage pg;
+    CHECK(html && pc_parse(&pg, html, err, sizeof err));
+    if (html) {
+        CHECK(pg.n_steps == 4 && strstr(pg.command, "./lab mistakes --html") != NULL);
+        CHECK(pc_check_offline(&pg, html, err, sizeof err) == 0);
+        pc_free(&pg);
+    }
+    free(html);
+    CHECK(run("./lab mistakes --html") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--html"));
+    cleanup();
+}
+
 const TestCase tests_html[] = {
     {"html_escapes_text_and_code", html_escapes_text_and_code},
+    {"html_markdown_subset", html_markdown_subset},
     {"html_page_structure", html_page_structure},
     {"html_pieces_without_steps", html_pieces_without_steps},
     {"html_page_write_file", html_page_write_file},
@@ -545,5 +665,7 @@ const TestCase tests_html[] = {
     {"lab_backward_matches_finite_differences", lab_backward_matches_finite_differences},
     {"lab_pages_same_digits_as_terminal", lab_pages_same_digits_as_terminal},
     {"lab_html_command_line", lab_html_command_line},
+    {"html_mistakes_page_matches_json", html_mistakes_page_matches_json},
+    {"lab_mistakes_html_command_line", lab_mistakes_html_command_line},
     {NULL, NULL},
 };

@@ -2,8 +2,10 @@
 // of 2 to 4 variants: the scale (--compare-scaling), a leak (attn_mask, softmax_axis) and any
 // other key.
 #define _POSIX_C_SOURCE 200809L
+#include "../attention_map.h"
 #include "../config.h"
 #include "../report.h"
+#include "page_check.h"
 #include "test.h"
 
 #include <math.h>
@@ -23,7 +25,7 @@ static int tmp_setup(void) {
 }
 
 static void tmp_cleanup(void) {
-    static const char *const names[] = {"compare.csv", "report.md", "scaling.svg", "compare.svg"};
+    static const char *const names[] = {"compare.csv", "report.md", "scaling.svg", "compare.svg", "report.html"};
     char path[128];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof(path), "%s/%s", g_dir, names[i]);
@@ -159,6 +161,33 @@ static void small_config(Config *cfg) {
 
 static const char *const SCALE_VALUES[2] = {"sqrt", "none"};
 
+// The probe sequence's attention weights for report.html: L = 2 layers of NH = 2 heads over
+// T = 6 characters. In variant v at `step`, row t puts a = min(0.3 + 0.06 step + 0.1 v, 0.95)
+// on its own key and spreads the rest evenly over the other keys it sees: those before it, or
+// (leaky) every other key; a row with no other key puts 1 on its own.
+#define MAP_L 2
+#define MAP_NH 2
+#define MAP_T 6
+static const uint32_t MAP_TEXT[MAP_T] = {'h', 'i', ' ', 'y', 'o', '\n'};
+
+static void synthetic_P(real *P, int T, int v, long step, int leaky) {
+    double a = fmin(0.3 + 0.06 * (double)step + 0.1 * v, 0.95);
+    for (int lh = 0; lh < MAP_L * MAP_NH; lh++)
+        for (int t = 0; t < T; t++) {
+            int others = leaky ? T - 1 : t;
+            for (int u = 0; u < T; u++) {
+                double w = u == t ? (others ? a : 1) : (leaky || u < t) ? (1 - a) / others : 0;
+                P[((size_t)lh * T + t) * T + u] = (real)w;
+            }
+        }
+}
+
+static void log_synthetic_P(CompareLog *log, int v, long step, int leaky) {
+    real P[MAP_L * MAP_NH * MAP_T * MAP_T];
+    synthetic_P(P, MAP_T, v, step, leaky);
+    compare_log_attention(log, v, step, P, MAP_L, MAP_NH, MAP_T, MAP_TEXT);
+}
+
 static void final_losses(CompareLog *log, int v, double train, double val) {
     CompareFinal f = {train, val, NAN, NAN, NULL};
     compare_log_final(log, v, &f);
@@ -181,7 +210,10 @@ static int run_synthetic(int scaled_wins, char *err, size_t errlen) {
     HeadStats p10[2] = {stats(0.70, 0.40, 0.0625, 0.15, 0.1, 0.03), stats(0.35, 0.75, 0.375, 0.03, 0.001, 0.05)};
     for (long step = 0; step < N_STEPS; step++) {
         if (step % 5 == 0)
-            for (int v = 0; v < 2; v++) compare_log_probe(log, v, step, step == 0 ? &p0[v] : &p5[v]);
+            for (int v = 0; v < 2; v++) {
+                compare_log_probe(log, v, step, step == 0 ? &p0[v] : &p5[v]);
+                log_synthetic_P(log, v, step, 0);
+            }
         long done = step + 1;
         double s_loss = 3.0 - 0.1 * (double)done;
         double u_loss = scaled_wins ? 3.1 - 0.05 * (double)done : 2.9 - 0.12 * (double)done;
@@ -190,7 +222,11 @@ static int run_synthetic(int scaled_wins, char *err, size_t errlen) {
         compare_log_step(log, 0, done, s_loss, s_val, s_val + 0.01);
         compare_log_step(log, 1, done, u_loss, u_val, u_val + 0.01);
     }
-    for (int v = 0; v < 2; v++) compare_log_probe(log, v, N_STEPS, &p10[v]);
+    for (int v = 0; v < 2; v++) {
+        compare_log_probe(log, v, N_STEPS, &p10[v]);
+        log_synthetic_P(log, v, N_STEPS, 0);
+    }
+    compare_log_command(log, "./train cfg.json --compare-scaling");
     CompareFinal fs = {2.0, 2.05, 2.06, 2.06, "scaled sample"};
     CompareFinal fu = {scaled_wins ? 2.6 : 1.75, scaled_wins ? 2.65 : 1.80, 2.7, 2.7, "unscaled sample"};
     compare_log_final(log, 0, &fs);
@@ -226,6 +262,7 @@ static int run_scenario(const Scenario *sc, char *err, size_t errlen) {
                 HeadStats h = stats(0.9 - 0.02 * (double)step, 0.2 + 0.03 * (double)step, 0.01, 0.05, 0.04, 0.1);
                 h.future_mass = sc->fm[v] * (double)step / N_STEPS;
                 compare_log_probe(log, v, step, &h);
+                log_synthetic_P(log, v, step, strcmp(sc->key, "model.attn_mask") == 0 && strcmp(sc->values[v], "causal") != 0);
             }
         if (step == N_STEPS) break;
         long done = step + 1;
@@ -511,6 +548,9 @@ static void test_no_probes(void) {
         CHECK(strstr(md, "lower by 0.300") != NULL);
     }
     if (svg) CHECK(count_substr(svg, "no data") == 3);
+    char *html = slurp("report.html");
+    CHECK(html && has(html, "No attention weights were kept") && count_substr(html, "<svg class=\"hm\"") == 0);
+    free(html);
     free(csv);
     free(md);
     free(svg);
@@ -894,6 +934,324 @@ static void test_scale_three_variants(void) {
     tmp_cleanup();
 }
 
+
+// ----------------------------------------------------------------------------
+// report.html
+
+// Whether every element of an HTML page is closed in order: the void elements (meta) need no end
+// tag, a "/>" closes itself, <style> is skipped whole, comments and <!DOCTYPE> too.
+static int html_balanced(const char *s) {
+    static const char *const VOID[] = {"meta", "br", "hr", "img", "input", "link", "wbr", NULL};
+    char stack[256][16];
+    int depth = 0;
+    for (const char *p = strchr(s, '<'); p; p = strchr(p + 1, '<')) {
+        if (p[1] == '!') continue;
+        int closing = p[1] == '/';
+        const char *name = p + 1 + closing;
+        size_t len = strcspn(name, " \t\n/>");
+        const char *gt = strchr(p, '>');
+        if (!gt || len == 0 || len >= sizeof stack[0]) return 0;
+        int is_void = 0;
+        for (int i = 0; VOID[i]; i++) is_void |= strlen(VOID[i]) == len && strncmp(VOID[i], name, len) == 0;
+        if (closing) {
+            if (depth == 0 || strlen(stack[depth - 1]) != len || strncmp(stack[depth - 1], name, len) != 0) return 0;
+            depth--;
+        } else if (gt[-1] != '/' && !is_void) {
+            if (depth == 256) return 0;
+            memcpy(stack[depth], name, len);
+            stack[depth++][len] = '\0';
+            if (len == 5 && strncmp(name, "style", 5) == 0) {
+                p = strstr(gt, "</style>");
+                if (!p) return 0;
+                p--;
+            }
+        }
+    }
+    return depth == 0;
+}
+
+// The text a reader sees: tags (and <style>) dropped, the writer's entities decoded, runs of white
+// space as one space (malloc'd).
+static char *html_plain_text(const char *html) {
+    size_t n = strlen(html), k = 0;
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    static const struct { const char *ent; char ch; } ENT[] = {
+        {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&#39;", '\''}};
+    for (const char *p = html; *p;) {
+        if (strncmp(p, "<style", 6) == 0) {
+            const char *e = strstr(p, "</style>");
+            p = e ? e + 8 : p + strlen(p);
+            continue;
+        }
+        if (*p == '<') {
+            const char *e = strchr(p, '>');
+            p = e ? e + 1 : p + strlen(p);
+            continue;
+        }
+        char c = *p++;
+        if (c == '&')
+            for (size_t i = 0; i < sizeof ENT / sizeof ENT[0]; i++)
+                if (strncmp(p - 1, ENT[i].ent, strlen(ENT[i].ent)) == 0) {
+                    c = ENT[i].ch;
+                    p += strlen(ENT[i].ent) - 1;
+                    break;
+                }
+        if (c == '\n' || c == '\t') c = ' ';
+        if (c == ' ' && (k == 0 || out[k - 1] == ' ')) continue;
+        out[k++] = c;
+    }
+    out[k] = '\0';
+    return out;
+}
+
+// A line of report.md as html_markdown shows it in text: the markers **, * and ` dropped, runs of
+// white space as one space.
+static void md_plain(char *out, size_t n, const char *line, size_t len) {
+    size_t k = 0;
+    for (size_t i = 0; i < len && k + 1 < n; i++) {
+        if (line[i] == '*' || line[i] == '`') continue;
+        if (line[i] == ' ' && k > 0 && out[k - 1] == ' ') continue;
+        out[k++] = line[i];
+    }
+    while (k > 0 && out[k - 1] == ' ') k--;
+    out[k] = '\0';
+}
+
+// Every line of md shows in the page's text: headings, paragraphs, list items (the reading), each
+// table cell; a sample's lines (fenced) verbatim in a <pre>.
+static void check_md_text_in_html(const char *md, const char *html) {
+    char *text = html_plain_text(html);
+    CHECK(text != NULL);
+    if (!text) return;
+    int in_fence = 0, missing = 0;
+    for (const char *p = md; *p;) {
+        size_t len = strcspn(p, "\n");
+        char plain[4096];
+        if (len >= 3 && strspn(p, "`") == len) in_fence = !in_fence;
+        else if (in_fence) {
+            char esc[1024];  // verbatim, escaped
+            size_t k = 0;
+            for (size_t i = 0; i < len && k + 8 < sizeof esc; i++)
+                k += (size_t)snprintf(esc + k, sizeof esc - k, "%s", p[i] == '<' ? "&lt;" : p[i] == '>' ? "&gt;"
+                                                                         : p[i] == '&' ? "&amp;" : (char[2]){p[i], 0});
+            if (!strstr(html, esc)) missing++;
+        } else if (len > 0 && p[0] == '|') {
+            if (strspn(p, "|:- ") != len)
+                for (const char *c = p + 1; c < p + len;) {
+                    size_t cl = strcspn(c, "|");
+                    if (c + cl > p + len) cl = (size_t)(p + len - c);
+                    const char *a = c;
+                    size_t al = cl;
+                    while (al && *a == ' ') { a++; al--; }
+                    md_plain(plain, sizeof plain, a, al);
+                    if (plain[0] && !strstr(text, plain)) {
+                        missing++;
+                        fprintf(stderr, "  table cell not on the page: \"%s\"\n", plain);
+                    }
+                    c += cl + 1;
+                }
+        } else if (len > 0) {
+            const char *a = p;
+            size_t al = len;
+            while (al && (*a == '#' || *a == '-' || *a == ' ')) { a++; al--; }
+            md_plain(plain, sizeof plain, a, al);
+            if (plain[0] && !strstr(text, plain)) {
+                missing++;
+                fprintf(stderr, "  line not on the page: \"%.300s\"\n", plain);
+            }
+        }
+        p += len + (p[len] == '\n');
+    }
+    CHECK_MSG(missing == 0, "%d lines of report.md are not on report.html", missing);
+    free(text);
+}
+
+// The map of variant `name` at step s, layer l, head h: the text of its <svg> (malloc'd), or NULL.
+static char *map_svg(const char *html, const char *name, long s, int l, int h) {
+    char key[160];
+    snprintf(key, sizeof key, "data-variant=\"%s\" data-step=\"%ld\" data-layer=\"%d\" data-head=\"%d\">", name, s, l, h);
+    const char *a = strstr(html, key), *b = a ? strstr(a, "</svg>") : NULL;
+    if (!a || !b) return NULL;
+    char *m = malloc((size_t)(b - a) + 1);
+    if (!m) return NULL;
+    memcpy(m, a, (size_t)(b - a));
+    m[b - a] = '\0';
+    return m;
+}
+
+// Whether map m draws the run of `len` cells from (t, u) in the colour of weight w (on the
+// maps' scale: w rounded to a multiple of 1/64).
+static int map_draws(const char *m, int t, int u, int len, double w) {
+    int rgb[3];
+    attention_weight_colour(floor(w * 64 + 0.5) / 64, rgb);
+    char fill[48], run[48];
+    snprintf(fill, sizeof fill, "<path fill=\"#%02x%02x%02x\" d=\"", rgb[0], rgb[1], rgb[2]);
+    snprintf(run, sizeof run, "M%d %dh%dv1h-%dz", u, t, len, len);
+    const char *p = m ? strstr(m, fill) : NULL;
+    if (!p) return 0;
+    const char *e = strchr(p + strlen(fill), '"'), *r = strstr(p, run);
+    return r && r < e && (r[-1] == '"' || r[-1] == 'z');
+}
+
+// What every report.html holds: a well-formed page that needs no other file (the lab pages' CSP,
+// no script), the command that wrote it, report.md's text and tables, one inline <svg> per panel,
+// and the maps of every variant at each kept step, every layer and head.
+static void check_report_html(const char *html, const char *md, int n_panels, const CompareLog *names_of, int n,
+                              const char *const *names, const long *steps, int n_steps) {
+    (void)names_of;
+    size_t len = strlen(html);
+    CHECK(strncmp(html, "<!DOCTYPE html>\n", 16) == 0);
+    CHECK(len > 8 && strcmp(html + len - 8, "</html>\n") == 0);
+    CHECK_MSG(html_balanced(html), "unbalanced tags");
+    CHECK(strstr(html, "<script") == NULL);
+    PcPage page;
+    memset(&page, 0, sizeof page);
+    const char *csp = strstr(html, "http-equiv=\"Content-Security-Policy\" content=\"");
+    CHECK(csp != NULL);
+    if (csp) {
+        csp += strlen("http-equiv=\"Content-Security-Policy\" content=\"");
+        snprintf(page.csp, sizeof page.csp, "%.*s", (int)strcspn(csp, "\""), csp);
+    }
+    char err[512];
+    CHECK_MSG(pc_check_offline(&page, html, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(count_substr(html, "<svg class=\"chart\"") == n_panels, "%d charts, expected %d",
+              count_substr(html, "<svg class=\"chart\""), n_panels);
+    static const char *const LETTERS[6] = {"(a) ", "(b) ", "(c) ", "(d) ", "(e) ", "(f) "};
+    for (int p = 0; p < n_panels; p++) {
+        char label[32];
+        snprintf(label, sizeof label, "aria-label=\"%s", LETTERS[p]);
+        CHECK_MSG(has(html, label), "no chart %s", LETTERS[p]);
+    }
+    // md's title is the page's
+    const char *nl = strchr(md, '\n');
+    if (nl && strncmp(md, "# ", 2) == 0) {
+        char h1[512];
+        snprintf(h1, sizeof h1, "<h1>%.*s</h1>", (int)(nl - md - 2), md + 2);
+        CHECK_MSG(has(html, h1), "no %s", h1);
+    }
+    check_md_text_in_html(md, html);
+    CHECK_MSG(count_substr(html, "<svg class=\"hm\"") == n * n_steps * MAP_L * MAP_NH, "%d maps",
+              count_substr(html, "<svg class=\"hm\""));
+    for (int v = 0; v < n; v++)
+        for (int j = 0; j < n_steps; j++)
+            for (int l = 0; l < MAP_L; l++)
+                for (int h = 0; h < MAP_NH; h++) {
+                    char *m = map_svg(html, names[v], steps[j], l, h);
+                    CHECK_MSG(m && has(m, "viewBox=\"0 0 6 6\""), "no map of %s at step %ld, layer %d, head %d",
+                              names[v], steps[j], l, h);
+                    free(m);
+                }
+    // the probe sequence, with the stand-ins for whitespace
+    CHECK(has(html, "<p class=\"probe\">hi␣yo↵</p>"));
+    CHECK(!exists("report.html.tmp"));
+}
+
+// --compare-scaling's report.html: md's text and tables, the four panels, the maps at steps 0, 5
+// and 10, each cell in the colour of its weight, the masked future greyed.
+static void test_html_scale(void) {
+    if (!tmp_setup()) SKIP("mkdtemp failed");
+    char err[256] = "";
+    CHECK_MSG(run_synthetic(1, err, sizeof(err)), "%s", err);
+    char *html = slurp("report.html"), *md = slurp("report.md");
+    CHECK(html && md);
+    if (html && md) {
+        static const char *const names[2] = {"scaled", "unscaled"};
+        static const long steps[3] = {0, 5, 10};
+        check_report_html(html, md, 4, NULL, 2, names, steps, 3);
+        CHECK(has(html, "<code class=\"cmd\">./train cfg.json --compare-scaling</code>"));
+        CHECK(has(html, "step 0 (start)") && has(html, "step 5 (middle)") && has(html, "step 10 (end)"));
+        // scaled at step 0: row 3 gives 0.3 to its key and 0.7/3 to keys 0-2 (one run); row 0 all to key 0
+        char *m = map_svg(html, "scaled", 0, 1, 1);
+        CHECK(map_draws(m, 3, 0, 3, 0.7 / 3) && map_draws(m, 3, 3, 1, 0.3) && map_draws(m, 0, 0, 1, 1.0));
+        CHECK(m && has(m, "fill=\"#d9d9d9\"") && !has(m, "#d00000"));  // causal: the future greyed
+        free(m);
+        // unscaled at the end: 0.95 on its own key
+        m = map_svg(html, "unscaled", 10, 0, 0);
+        CHECK(map_draws(m, 4, 4, 1, 0.95) && map_draws(m, 4, 0, 4, 0.05 / 4) == (floor(0.05 / 4 * 64 + 0.5) > 0));
+        CHECK(!map_draws(m, 4, 4, 1, 0.3));
+        free(m);
+        // the reading is report.md's
+        char *b = line_starting(md, "- **Scaled attention ends ahead.**");
+        CHECK(b != NULL);
+        free(b);
+    }
+    free(html);
+    free(md);
+    tmp_cleanup();
+}
+
+// A leak: six panels, and the maps show the leaking variants' weights right of the causal
+// boundary (a red staircase) where the causal one's are greyed; a sample line that starts with
+// "## " stays in its sample.
+static void test_html_leak(void) {
+    if (!tmp_setup()) SKIP("mkdtemp failed");
+    Scenario sc = MASK3;
+    sc.sample[2] = "## not a heading\n<b>&";
+    char err[256] = "";
+    CHECK_MSG(run_scenario(&sc, err, sizeof err), "%s", err);
+    char *html = slurp("report.html"), *md = slurp("report.md");
+    CHECK(html && md);
+    if (html && md) {
+        static const char *const names[3] = {"causal", "zero", "none"};
+        static const long steps[3] = {0, 5, 10};
+        check_report_html(html, md, 6, NULL, 3, names, steps, 3);
+        char *m = map_svg(html, "causal", 5, 0, 1);
+        CHECK(m && has(m, "fill=\"#d9d9d9\"") && !has(m, "#d00000"));
+        free(m);
+        m = map_svg(html, "none", 5, 0, 1);
+        CHECK(m && !has(m, "fill=\"#d9d9d9\"") && has(m, "stroke=\"#d00000\""));
+        // row 0 of a leaky head gives (1 - a) / 5 to each later key: drawn right of the staircase
+        double a = fmin(0.3 + 0.06 * 5 + 0.1 * 2, 0.95);
+        CHECK(map_draws(m, 0, 1, 5, (1 - a) / 5));
+        free(m);
+        CHECK(has(html, "<pre><code>## not a heading\n&lt;b&gt;&amp;</code></pre>"));
+        CHECK(!has(html, "<h2>not a heading</h2>"));
+        CHECK(has(html, "(correct)"));
+    }
+    free(html);
+    free(md);
+    tmp_cleanup();
+}
+
+// Which probes the log keeps: the first, the one nearest max_steps / 2 (the earlier of two) and
+// the last; a longer sequence is drawn from its first COMPARE_MAP_T positions; a call of another
+// shape is ignored.
+static void test_html_kept_probes(void) {
+    if (!tmp_setup()) SKIP("mkdtemp failed");
+    Config cfg;
+    small_config(&cfg);
+    CompareLog *log = compare_log_open(g_dir, 10, "train.lr", (const char *const[]){"0.001", "0.01"}, 2);
+    enum { T = COMPARE_MAP_T + 6 };
+    real *P = calloc((size_t)MAP_L * MAP_NH * T * T, sizeof(real));
+    uint32_t text[T];
+    for (int t = 0; t < T; t++) text[t] = (uint32_t)('a' + t % 26);
+    for (int t = 0; t < T; t++) P[(size_t)t * T + t] = 1;  // layer 0, head 0: each query on itself
+    for (long step = 0; step <= 10; step += 2)
+        for (int v = 0; v < 2; v++) {
+            compare_log_step(log, v, step + 1, 2.0, NAN, NAN);
+            compare_log_attention(log, v, step, P, MAP_L, MAP_NH, T, text);
+            compare_log_attention(log, v, step + 1, P, 1, MAP_NH, T, text);  // another shape: ignored
+        }
+    char err[256] = "";
+    CHECK_MSG(compare_log_finish(log, &cfg, err, sizeof err), "%s", err);
+    free(P);
+    char *html = slurp("report.html");
+    CHECK(html != NULL);
+    if (html) {
+        CHECK(has(html, "step 0 (start)") && has(html, "step 4 (middle)") && has(html, "step 10 (end)"));
+        CHECK(!has(html, "data-step=\"6\"") && !has(html, "data-step=\"2\"") && !has(html, "data-step=\"11\""));
+        CHECK(count_substr(html, "<svg class=\"hm\"") == 2 * 3 * MAP_L * MAP_NH);
+        CHECK(has(html, "viewBox=\"0 0 64 64\"") && has(html, "for the first 64 of the sequence's 70 positions"));
+        char *m = map_svg(html, "0.01", 4, 0, 0);
+        CHECK(map_draws(m, 63, 63, 1, 1.0) && !map_draws(m, 64, 64, 1, 1.0));
+        free(m);
+        CHECK(html_balanced(html));
+    }
+    free(html);
+    tmp_cleanup();
+}
+
 const TestCase tests_report[] = {
     {"report_csv_layout_and_values", test_csv_layout_and_values},
     {"report_scale_output_unchanged", test_scale_output_unchanged},
@@ -911,5 +1269,8 @@ const TestCase tests_report[] = {
     {"report_other_key_four_variants", test_other_key_four_variants},
     {"report_other_key_level_and_leaking", test_other_key_level_and_leaking},
     {"report_scale_three_variants", test_scale_three_variants},
+    {"report_html_scale", test_html_scale},
+    {"report_html_leak", test_html_leak},
+    {"report_html_kept_probes", test_html_kept_probes},
     {NULL, NULL},
 };
