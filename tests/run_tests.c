@@ -18,11 +18,11 @@ extern const TestCase tests_model[], tests_gemm[], tests_attention[], tests_docs
     tests_attention_map[];
 
 int main(int argc, char **argv) {
-    const char *only = NULL, *skip[16];
+    const char *only = NULL, *skip[32];
     int n_skip = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
-        else if (strcmp(argv[i], "--skip") == 0 && i + 1 < argc && n_skip < 16) skip[n_skip++] = argv[++i];
+        else if (strcmp(argv[i], "--skip") == 0 && i + 1 < argc && n_skip < 32) skip[n_skip++] = argv[++i];
         else { fprintf(stderr, "usage: run_tests [--only SUBSTRING] [--skip PREFIX ...]\n"); return 2; }
     }
     const TestCase *tables[] = {tests_model, tests_gemm, tests_attention, tests_docs, tests_data, tests_config,
