@@ -220,7 +220,7 @@ test-arm64:
 	OMP_NUM_THREADS=1 OMP_THREAD_LIMIT=1 $(QEMU_ARM64) ./tests/run_tests64 $(ARM64_SKIP)
 	OMP_NUM_THREADS=1 OMP_THREAD_LIMIT=1 $(QEMU_ARM64) ./train configs/default.json --model.n_layer=2 --model.n_embd=32 \
 	    --data.val_fraction=0.01 --train.batch_size=4 --train.max_steps=20 --log.eval_interval=10 \
-	    --log.eval_steps=2 --sample.tokens=50 --train.out_dir=build/arm64-run > build/arm64-run.log
+	    --log.eval_steps=2 --sample.tokens=50 --train.out_dir=build/arm64-run --train.overwrite=true > build/arm64-run.log
 	tail -n 1 build/arm64-run.log
 	OMP_NUM_THREADS=1 OMP_THREAD_LIMIT=1 $(QEMU_ARM64) ./tests/run_tests $(ARM64_SKIP)
 
