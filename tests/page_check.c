@@ -104,6 +104,18 @@ static int attr(const Tag *t, const char *name, char *out, size_t n) {
 }
 
 // Whether the tag's class attribute holds the word w.
+static int has_class(const Tag *t, const char *w);
+
+// A cell's marks as letters: c(hanged), m(ax), k (masked), w(rong), in that order.
+static void read_marks(const Tag *t, char *mk) {
+    int k = 0;
+    if (has_class(t, "c")) mk[k++] = 'c';
+    if (has_class(t, "m")) mk[k++] = 'm';
+    if (has_class(t, "k")) mk[k++] = 'k';
+    if (has_class(t, "w")) mk[k++] = 'w';
+    mk[k] = 0;
+}
+
 static int has_class(const Tag *t, const char *w) {
     char cls[256];
     if (!attr(t, "class", cls, sizeof cls)) return 0;
@@ -280,24 +292,14 @@ int pc_parse(PcPage *page, const char *html, char *err, size_t errlen) {
                 }
                 snprintf(table->cells[table->n_cells], 32, "%s", text);
                 char *mk = table->marks[table->n_cells++];
-                int k = 0;
-                if (has_class(&t, "c")) mk[k++] = 'c';
-                if (has_class(&t, "m")) mk[k++] = 'm';
-                if (has_class(&t, "k")) mk[k++] = 'k';
-                if (has_class(&t, "w")) mk[k++] = 'w';
-                mk[k] = 0;
+                read_marks(&t, mk);
             } else if (has_class(&t, "x")) {
                 if (table->n_extra_cells >= table->rows * PC_MAX_EXTRA) {
                     snprintf(err, errlen, "step %d: table %s has too many extra cells", step->number, table->key);
                     return 0;
                 }
                 char *mk = table->extra_marks[table->n_extra_cells];
-                int k = 0;
-                if (has_class(&t, "c")) mk[k++] = 'c';
-                if (has_class(&t, "m")) mk[k++] = 'm';
-                if (has_class(&t, "k")) mk[k++] = 'k';
-                if (has_class(&t, "w")) mk[k++] = 'w';
-                mk[k] = 0;
+                read_marks(&t, mk);
                 snprintf(table->extra_cells[table->n_extra_cells++], 32, "%s", text);
             }
         }

@@ -521,18 +521,23 @@ static void lab_pages_same_digits_as_terminal(void) {
     cleanup();
 }
 
+// `./lab CMD --html DIR/NAME` writes the page (saying "wrote ... STEPS") and leaves the terminal
+// output exactly as `./lab CMD` prints it; returns the page's text (path receives its path).
+static char *page_beside_terminal(const char *cmd, const char *name, const char *steps, char *path, size_t pathlen) {
+    CHECK(run("./lab %s", cmd) == 0);
+    char *plain = strdup(g_hout);
+    CHECK(run("./lab %s --html %s/%s", cmd, g_hdir, name) == 0);
+    CHECK(strcmp(g_hout, plain) == 0);
+    CHECK(strstr(g_herr, "wrote") != NULL && strstr(g_herr, steps) != NULL);
+    free(plain);
+    snprintf(path, pathlen, "%s/%s", g_hdir, name);
+    return slurp(path);
+}
+
 static void lab_html_command_line(void) {
     tmpdir();
-    CHECK(run("./lab examples") == 0);
-    char *plain = strdup(g_hout);
-    // --html writes the page and leaves the terminal output as it was
-    CHECK(run("./lab examples --html %s/ex.html", g_hdir) == 0);
-    CHECK(strcmp(g_hout, plain) == 0);
-    CHECK(strstr(g_herr, "wrote") != NULL && strstr(g_herr, "14 steps") != NULL);
-    free(plain);
     char path[128], err[512];
-    snprintf(path, sizeof path, "%s/ex.html", g_hdir);
-    char *html = slurp(path);
+    char *html = page_beside_terminal("examples", "ex.html", "14 steps", path, sizeof path);
     CHECK(html != NULL);
     PcPage pg;
     if (html && pc_parse(&pg, html, err, sizeof err)) {
@@ -632,15 +637,8 @@ static void html_mistakes_page_matches_json(void) {
 // `./lab mistakes --html FILE`: the page, and the terminal output as without it.
 static void lab_mistakes_html_command_line(void) {
     tmpdir();
-    CHECK(run("./lab mistakes") == 0);
-    char *plain = strdup(g_hout);
-    CHECK(run("./lab mistakes --html %s/m.html", g_hdir) == 0);
-    CHECK(strcmp(g_hout, plain) == 0);
-    CHECK(strstr(g_herr, "wrote") != NULL && strstr(g_herr, "4 steps") != NULL);
-    free(plain);
     char path[128], err[512];
-    snprintf(path, sizeof path, "%s/m.html", g_hdir);
-    char *html = slurp(path);
+    char *html = page_beside_terminal("mistakes", "m.html", "4 steps", path, sizeof path);
     PcPage pg;
     CHECK(html && pc_parse(&pg, html, err, sizeof err));
     if (html) {
