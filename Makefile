@@ -8,7 +8,7 @@ MPI ?= 0
 MPICC ?= mpicc
 
 # make MPI=1: the same programs built with MPI's compiler wrapper, so that `mpirun -np N ./train`
-# trains data-parallel (dist.c); the default build has no MPI dependency.
+# trains data-parallel (base/dist.c); the default build has no MPI dependency.
 ifeq ($(MPI),1)
   override CC := $(MPICC)
   ifeq ($(shell command -v $(MPICC) 2>/dev/null),)
@@ -25,10 +25,10 @@ ifneq ($(MARCH),)
 else ifeq ($(NATIVE),1)
   ARCH_FLAGS := $(call try_flag,-march=native)
 endif
-# The kernels' vector width (vec.h) follows the target: 16 float32 lanes with AVX-512, 8 with
+# The kernels' vector width (kernels/vec.h) follows the target: 16 float32 lanes with AVX-512, 8 with
 # AVX2 + FMA, 4 with NEON, scalar C without a vector FMA. VEC=16, 8, 4 or 0 forces one, for the
 # tests: VEC=16 on an AVX2 target runs the AVX-512 build's source as two 8-wide halves.
-# (-Wno-psabi: gcc notes that 64-byte vectors are passed differently without AVX-512; vec.h's
+# (-Wno-psabi: gcc notes that 64-byte vectors are passed differently without AVX-512; kernels/vec.h's
 # functions are static inline, so no call crosses that ABI)
 ifneq ($(VEC),)
   VEC_FLAGS := -DVEC_BYTES=$(shell expr 4 \* $(VEC)) -Wno-psabi
@@ -77,11 +77,17 @@ endif
 # -ffp-contract=fast lets the compiler fuse a*b+c into FMA in plain C loops (ISO C mode turns
 # it off otherwise); no trapping math and no errno let compares and sqrt vectorise. Neither
 # reorders arithmetic, so results stay deterministic for a given binary.
-ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) -ffp-contract=fast -fno-trapping-math -fno-math-errno $(ARCH_FLAGS) $(VEC_FLAGS) $(OMP_FLAGS) $(MPI_FLAGS) $(CJSON_CFLAGS)
+ALL_CFLAGS = -std=c11 -I. $(CFLAGS) $(WARN) -ffp-contract=fast -fno-trapping-math -fno-math-errno $(ARCH_FLAGS) $(VEC_FLAGS) $(OMP_FLAGS) $(MPI_FLAGS) $(CJSON_CFLAGS)
 LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 
-CORE := common.c dist.c matmul.c attention.c attention_stats.c attention_fast.c model.c rng.c data.c config.c checkpoint.c generate.c attention_map.c lab_core.c
-CORE_H := $(wildcard *.h)
+# The library every program links: the ground (base/), the kernels, the lesson's definition and
+# model (the top level), and the run's files that the programs share.
+BASE := base/common.c base/dist.c base/rng.c base/data.c base/config.c
+KERNELS := kernels/matmul.c kernels/attention_engine.c
+LESSON := attention.c attention_stats.c model.c
+CORE := $(BASE) $(KERNELS) $(LESSON) run/checkpoint.c run/generate.c report/attention_map.c teach/lab_core.c
+# every header of the tree, for the rules that are not compiled through the dependency files
+CORE_H := $(wildcard *.h */*.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
 # binaries were last linked with, so switching CC, NO_OMP or NATIVE relinks them.
 BUILD_ID := $(notdir $(firstword $(CC)))$(if $(filter 1,$(NO_OMP)),-noomp)$(if $(MARCH),-$(MARCH),$(if $(filter 0,$(NATIVE)),-generic))$(if $(VEC),-vec$(VEC))$(if $(filter 1,$(SANITIZE)),-asan)$(if $(filter 1,$(MPI)),-mpi)
@@ -91,7 +97,7 @@ $(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BUILD_ID)" ] || ec
 CORE_OBJ := $(CORE:%.c=$(OBJDIR)/%.o)
 CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
 # the lab's step-through pages (./lab examples --html FILE) and the HTML writer they use
-PAGES := html.c lab_pages.c
+PAGES := report/html.c teach/lab_pages.c
 PAGES_OBJ := $(PAGES:%.c=$(OBJDIR)/%.o)
 PAGES64_OBJ := $(PAGES:%.c=$(OBJDIR)/f64/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -106,27 +112,31 @@ all: deps train sample lab lab64 data/default.txt
 deps:
 	@sh tools/ensure-deps.sh
 
-$(OBJDIR)/%.o: %.c $(CORE_H) | deps
-	@mkdir -p $(OBJDIR)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+# Each object also writes its dependency file (-MMD): the headers it included, from any folder,
+# so that changing one rebuilds exactly what depends on it.
+DEPFLAGS = -MMD -MP
+$(OBJDIR)/%.o: %.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(OBJDIR)/f64/%.o: %.c $(CORE_H) | deps
-	@mkdir -p $(OBJDIR)/f64
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -c $< -o $@
+$(OBJDIR)/f64/%.o: %.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -DREAL_DOUBLE -c $< -o $@
+-include $(wildcard $(OBJDIR)/*.d $(OBJDIR)/*/*.d $(OBJDIR)/*/*/*.d)
 
-# ./train: train.c (the command line and the modes) over run.c (one run's life), outdir.c (its
-# output directory), stop.c (signals) and report.c (the comparison's report; html.c writes its page)
-TRAIN_SRC := train.c run.c outdir.c stop.c report.c html.c
+# ./train: train.c (the command line and the modes) over run/run.c (one run's life), run/outdir.c (its
+# output directory), run/stop.c (signals) and report/report.c (the comparison's report; report/html.c writes its page)
+TRAIN_SRC := train.c run/run.c run/outdir.c run/stop.c report/report.c report/html.c
 TRAIN_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/%.o)
 train: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 # The test build of train (build/train-test): the same sources with the fault injection the tests
-# drive through TGPT_TEST_* environment variables (run.c). The shipped ./train has none of it.
+# drive through TGPT_TEST_* environment variables (run/run.c). The shipped ./train has none of it.
 TRAIN_TEST_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/hooks/%.o)
-$(OBJDIR)/hooks/%.o: %.c $(CORE_H) | deps
-	@mkdir -p $(OBJDIR)/hooks
-	$(CC) $(ALL_CFLAGS) -DTGPT_TEST_HOOKS -c $< -o $@
+$(OBJDIR)/hooks/%.o: %.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -DTGPT_TEST_HOOKS -c $< -o $@
 
 build/train-test: $(TRAIN_TEST_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
@@ -155,8 +165,8 @@ tools/gencorpus: tools/gencorpus.c
 	$(CC) -std=c11 -O2 $(WARN) $< -o $@
 
 # The GEMM alone on one training worker's products (docs/PERFORMANCE.md); never run by the tests.
-tools/bench_gemm: tools/bench_gemm.c $(OBJDIR)/matmul.o $(OBJDIR)/common.o $(STAMP)
-	$(CC) $(ALL_CFLAGS) $< $(OBJDIR)/matmul.o $(OBJDIR)/common.o -o $@ $(LDLIBS)
+tools/bench_gemm: tools/bench_gemm.c $(OBJDIR)/kernels/matmul.o $(OBJDIR)/base/common.o $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. $< $(OBJDIR)/kernels/matmul.o $(OBJDIR)/base/common.o -o $@ $(LDLIBS)
 
 # The embedded corpus is committed; this rule regenerates it (the tests check it is identical).
 data/default.txt: | tools/gencorpus
@@ -164,17 +174,17 @@ data/default.txt: | tools/gencorpus
 
 FUZZ_SRC := tests/fuzz/harnesses.c
 
-tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(OBJDIR)/report.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/report.o $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
+tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(OBJDIR)/report/report.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/report/report.o $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
 
-tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(OBJDIR)/f64/report.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/f64/report.o $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
+tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(OBJDIR)/f64/report/report.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/f64/report/report.o $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
 
 # The pages in a real browser: headless Chromium opens every step of the lab's pages (#step=N),
 # checks the rendered DOM against ./lab's JSON output and that no request left the file, then the
 # report.html of a short real comparison, and takes screenshots (build/browser/*.png). Installs
 # Debian's chromium when missing and it can; skips, saying so, where it cannot.
-tests/browser_test: tests/browser_test.c $(TEST_LIB) tests/page_check.h $(STAMP) | deps
+tests/browser_test: tests/browser_test.c $(TEST_LIB) $(TEST_H) $(CORE_H) $(STAMP) | deps
 	$(CC) $(ALL_CFLAGS) -I. tests/browser_test.c $(TEST_LIB) -o $@ $(LDLIBS)
 
 test-browser: lab train tests/browser_test
@@ -183,7 +193,7 @@ test-browser: lab train tests/browser_test
 
 # The chaos test (its own target; CI runs it): SIGKILL, SIGTERM and SIGINT at random moments in
 # every phase of ./train, two trainers on one out_dir, a real divergence (tests/chaos.c).
-tests/chaos: tests/chaos.c tests/test.h $(CORE_OBJ) $(STAMP)
+tests/chaos: tests/chaos.c $(TEST_H) $(CORE_H) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -I. tests/chaos.c $(CORE_OBJ) -o $@ $(LDLIBS)
 
 test-chaos: all tests/chaos
@@ -231,7 +241,7 @@ FUZZ_CC ?= clang
 FUZZ_TARGETS := tests/fuzz/fuzz_config tests/fuzz/fuzz_checkpoint tests/fuzz/fuzz_utf8
 fuzz: deps $(FUZZ_TARGETS)
 tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/harnesses.h $(CORE) $(CORE_H)
-	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(CJSON_CFLAGS) -I. $< $(FUZZ_SRC) $(CORE) -o $@ $(CJSON_LIBS) -lm
+	$(FUZZ_CC) -std=c11 -I. -g -O1 -fsanitize=fuzzer,address,undefined $(CJSON_CFLAGS) -I. $< $(FUZZ_SRC) $(CORE) -o $@ $(CJSON_LIBS) -lm
 
 # Every figure the docs mark (<!--fig ...-->, <!--output ...-->) regenerated and checked against
 # what the doc states: tools/docs-check.sh, with the runs of docs/experiments.txt.

@@ -15,7 +15,7 @@
 //   dK = scale * dS^T Q
 // The projections into q, k, v and out of O (Wq, Wk, Wv, Wo) are ordinary linear layers in
 // model.c. This file is what the float64 build, ./lab, the attention statistics and the tests
-// use; attention_fast.c computes the same function faster for training, and the tests prove the
+// use; kernels/attention_engine.c computes the same function faster for training, and the tests prove the
 // two equal. The mask and the softmax axis can also be set to the classic mistakes (AttnSpec).
 #include "attention.h"
 

@@ -1,13 +1,13 @@
 // attention.h: multi-head self-attention, forward and backward, in two implementations with one
 // interface:
 //   attention.c       the definition: plain loops, one per equation of the lesson (start here);
-//   attention_fast.c  the engine: the same function, tiled and vectorised, for training speed.
+//   kernels/attention_engine.c  the engine: the same function, tiled and vectorised, for training speed.
 // The tests prove the two equal. The statistics of the weights P and of the gradient that
 // survives the softmax are computed by the definition only (attention_stats.c).
 #ifndef ATTENTION_H
 #define ATTENTION_H
 
-#include "common.h"
+#include "base/common.h"
 
 // ---- what is computed ----
 // The causal mask and the softmax axis of the correct model, and the classic mistakes.
@@ -63,7 +63,7 @@ typedef struct {
 } AttentionImpl;
 
 extern const AttentionImpl attention_reference;  // attention.c
-extern const AttentionImpl attention_fast;       // attention_fast.c
+extern const AttentionImpl attention_fast;       // kernels/attention_engine.c
 
 // Reals of scratch per thread that either implementation needs for T positions, heads of hd.
 size_t attention_scratch_size(int T, int hd);
@@ -77,7 +77,7 @@ void softmax_forward(real *p, const real *s, int n);
 // Jacobian J = diag(p) - p p^T.
 void softmax_backward(real *ds, const real *dp, const real *p, int n);
 
-// ---- the engine (attention_fast.c) ----
+// ---- the engine (kernels/attention_engine.c) ----
 AttentionForwardFn attention_fast_forward;
 AttentionBackwardFn attention_fast_backward;
 // One new position of one sequence during generation: q (C) is the query at position `pos`,

@@ -1,6 +1,6 @@
 // lab.c: the command line of ./lab (float32) and ./lab64 (float64, -DREAL_DOUBLE): worked
 // attention examples, the NumPy-seeded scaling exercise, the softmax Jacobian and the whole-model
-// gradient check. The computations live in lab_core.c (so the tests can call them) and in
+// gradient check. The computations live in teach/lab_core.c (so the tests can call them) and in
 // attention.c; this file parses arguments and prints.
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "attention.h"
-#include "common.h"
-#include "config.h"
-#include "lab_core.h"
-#include "lab_pages.h"
+#include "base/common.h"
+#include "base/config.h"
+#include "teach/lab_core.h"
+#include "teach/lab_pages.h"
 #include "model.h"
 
 #define GRADCHECK_TOKEN_SEED 42     // the built-in random token sequence
@@ -147,7 +147,7 @@ static void usage_gradcheck(FILE *f) {
             "                    for models up to %d parameters, else %d per tensor, drawn with a fixed seed)\n"
             "  --T N             tokens per sequence, 1 to block_size (default min(block_size, %d))\n"
             "  --break-backward  drop the \"- rowsum(dP * P)\" term of the softmax backward\n"
-            "                    (the lab's own broken backward, lab_core.c): the check must then FAIL on wq and wk\n"
+            "                    (the lab's own broken backward, teach/lab_core.c): the check must then FAIL on wq and wk\n"
             "\n"
             "Tolerance: rel err <= 1e-6 with step 2e-3 in float64 (lab64); in float32 (lab) the check is\n"
             "rough: step 1e-2, rel err <= 5e-2, and tensors with tiny gradients cannot be resolved.\n",
@@ -157,7 +157,7 @@ static void usage_gradcheck(FILE *f) {
 // ---------------------------------------------------------------------------------------------
 // argument helpers
 
-// strict: digits only ("0x10", " 5", "2.7" and "" are refused), see common.h
+// strict: digits only ("0x10", " 5", "2.7" and "" are refused), see base/common.h
 static long long parse_int(const char *opt, const char *v, long long lo, long long hi) {
     return flag_integer(opt, v, lo, hi);
 }

@@ -12,8 +12,8 @@
 #include <omp.h>
 #endif
 
-#include "fastmath.h"
-#include "matmul.h"
+#include "kernels/fastmath.h"
+#include "kernels/matmul.h"
 
 #define GRAD_NORM_CHUNK 16384  // fixed chunking makes the norm independent of the thread count
 

@@ -4,8 +4,8 @@
 #define MODEL_H
 
 #include "attention.h"
-#include "common.h"
-#include "rng.h"
+#include "base/common.h"
+#include "base/rng.h"
 
 typedef struct {
     int vocab_size;  // V

@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
-#include "common.h"
-#include "config.h"
-#include "generate.h"
+#include "run/checkpoint.h"
+#include "base/common.h"
+#include "base/config.h"
+#include "run/generate.h"
 #include "model.h"
-#include "attention_map.h"
+#include "report/attention_map.h"
 
 static void usage(FILE *f) {
     fprintf(f,

@@ -1,7 +1,7 @@
 // train.c: the front door of ./train: the command line, the configuration (and the checkpoint
 // a run resumes from), the data, and the modes: training one run, or several side by side on
 // the same batches (--compare-scaling); timing steps (--bench); a debug dump (--dump-state).
-// One run's life (a step, evaluation, checkpoints, the finish) is in run.c.
+// One run's life (a step, evaluation, checkpoints, the finish) is in run/run.c.
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -15,20 +15,20 @@
 #include <omp.h>
 #endif
 
-#include "checkpoint.h"
-#include "common.h"
-#include "config.h"
-#include "data.h"
-#include "dist.h"
-#include "generate.h"
-#include "matmul.h"
+#include "run/checkpoint.h"
+#include "base/common.h"
+#include "base/config.h"
+#include "base/data.h"
+#include "base/dist.h"
+#include "run/generate.h"
+#include "kernels/matmul.h"
 #include "model.h"
-#include "outdir.h"
-#include "report.h"
-#include "rng.h"
-#include "run.h"
-#include "stop.h"
-#include "version.h"
+#include "run/outdir.h"
+#include "report/report.h"
+#include "base/rng.h"
+#include "run/run.h"
+#include "run/stop.h"
+#include "base/version.h"
 
 #define ERRLEN RUN_ERRLEN
 #define BENCH_VOCAB 65
@@ -38,7 +38,7 @@
 
 // Runs trained side by side from the same initial weights on the same batches, each variant
 // a name (its directory under out_dir) and config overrides.
-// Each writes compare.csv, report.md, its panels and report.html (report.c) in out_dir.
+// Each writes compare.csv, report.md, its panels and report.html (report/report.c) in out_dir.
 typedef struct {
     const char *what;            // what is compared, for the first line: "attention scale sqrt vs none"
     const char *key;             // the config key compared, and its value in each variant

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../checkpoint.h"
+#include "run/checkpoint.h"
 #include "test.h"
 
 int g_test_failed = 0;

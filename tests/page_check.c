@@ -1,5 +1,5 @@
 // tests/page_check.c: a small reader of the step-through pages (see page_check.h). It knows only
-// the markup html.c writes (double-quoted attributes, cells of plain text), which Chromium's
+// the markup report/html.c writes (double-quoted attributes, cells of plain text), which Chromium's
 // --dump-dom serialises back in the same form, with hidden="" and disabled="" where the script
 // set them.
 #define _POSIX_C_SOURCE 200809L
@@ -125,7 +125,7 @@ static int has_class(const Tag *t, const char *w) {
     return 0;
 }
 
-// Append text [a, b) to out (capacity n) with the entities html.c writes decoded and runs of
+// Append text [a, b) to out (capacity n) with the entities report/html.c writes decoded and runs of
 // white space collapsed to one space.
 static void add_text(char *out, size_t n, const char *a, const char *b) {
     size_t len = strlen(out);

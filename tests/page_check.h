@@ -1,4 +1,4 @@
-// tests/page_check.h: reads a step-through page (the HTML file html.c writes, or Chromium's DOM
+// tests/page_check.h: reads a step-through page (the HTML file report/html.c writes, or Chromium's DOM
 // of it after the script ran) back into steps, tables and cells, and checks them against the
 // lab's JSON output and a table of what each step must show. Used by tests/test_html.c (the file
 // as written, every step visible) and tests/browser_test.c (one step shown per #step=N).
@@ -13,7 +13,7 @@
 
 typedef struct {
     char key[64];
-    int where;          // 0 shared, 1 main panel, 2 alt panel (html.h's HTML_SHARED, _MAIN, _ALT)
+    int where;          // 0 shared, 1 main panel, 2 alt panel (report/html.h's HTML_SHARED, _MAIN, _ALT)
     int hidden;         // inside a panel with the hidden attribute
     int rows, cols;     // data-rows, data-cols
     int n_cells;        // cells read (rows * cols when well formed)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common.h"
+#include "base/common.h"
 #include "test.h"
 
 int g_test_failed = 0;

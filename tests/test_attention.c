@@ -1,7 +1,7 @@
 // tests/test_attention.c: attention, both implementations.
 //   - The definition (attention.c) against central finite differences (every mask and axis),
 //     hand-computed examples, and its formulas evaluated independently in double.
-//   - The engine (attention_fast.c) proven equal to the definition: forward and backward at many
+//   - The engine (kernels/attention_engine.c) proven equal to the definition: forward and backward at many
 //     shapes (T not a multiple of any tile, T = 1, head widths 1, 5, 64, 100), scales, batch
 //     sizes and thread counts, with a stated relative bound per quantity; and bit-identical
 //     results across thread counts.
@@ -14,10 +14,10 @@
 #include <omp.h>
 #endif
 
-#include "../attention.h"
-#include "../lab_core.h"
-#include "../model.h"
-#include "../rng.h"
+#include "attention.h"
+#include "teach/lab_core.h"
+#include "model.h"
+#include "base/rng.h"
 #include "test.h"
 #include "test_numeric.h"
 

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../attention_map.h"
-#include "../data.h"
-#include "../model.h"
-#include "../rng.h"
+#include "report/attention_map.h"
+#include "base/data.h"
+#include "model.h"
+#include "base/rng.h"
 #include "test.h"
 
 // ---------------------------------------------------------------------------------------------

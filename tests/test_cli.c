@@ -13,8 +13,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "../checkpoint.h"
-#include "../config.h"
+#include "run/checkpoint.h"
+#include "base/config.h"
 #include "craft.h"
 #include "test.h"
 

@@ -1,6 +1,6 @@
 // tests/test_config.c: defaults, loading, round trip, overrides and every class of config error.
 #define _POSIX_C_SOURCE 200809L
-#include "../config.h"
+#include "base/config.h"
 #include "test.h"
 
 #include <cjson/cJSON.h>

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../checkpoint.h"
+#include "run/checkpoint.h"
 #include "test.h"
 
 static char g_cdir[64];

@@ -2,8 +2,8 @@
 // xoshiro256** generator and the NumPy-compatible MT19937/randn.
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
-#include "../data.h"
-#include "../rng.h"
+#include "base/data.h"
+#include "base/rng.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,17 +1,17 @@
 // tests/test_gemm.c: the GEMM's arithmetic contract, bit for bit, and the FMA peak behind MFU.
 //
 // Every element of C is one chain of multiply-adds over k in increasing order within each
-// GEMM_KC-deep block, started from zero, with the blocks' sums added onto C in order (matmul.h).
-// The reference below computes exactly that one element at a time with vec.h's scalar smadd
+// GEMM_KC-deep block, started from zero, with the blocks' sums added onto C in order (kernels/matmul.h).
+// The reference below computes exactly that one element at a time with kernels/vec.h's scalar smadd
 // (fused wherever the vector code fuses), so the products must match it in every bit: in the
 // 16-wide, 8-wide, 4-wide and scalar builds alike (make VEC=16/8/4/0), whatever the tile edges
 // and the split between threads.
 #include <stdlib.h>
 #include <string.h>
 
-#include "../matmul.h"
-#include "../rng.h"
-#include "../vec.h"
+#include "kernels/matmul.h"
+#include "base/rng.h"
+#include "kernels/vec.h"
 #include "test.h"
 
 // C (M,N) = A B, or C += A B, with A(i,k) = A[i*a_rs + k*a_cs] and B(k,j) = B[k*b_rs + j*b_cs]
@@ -77,10 +77,10 @@ static void test_gemm_is_one_fma_chain_per_element(void) {
     }
 }
 
-// The build says which vector width it compiled, and it is the one vec.h chose for this target.
+// The build says which vector width it compiled, and it is the one kernels/vec.h chose for this target.
 static void test_gemm_reports_its_vector_width(void) {
     int lanes = matmul_vector_lanes();
-    CHECK_MSG(lanes == (VEC_BYTES ? VEC_BYTES / 4 : 1), "matmul.c has %d lanes, vec.h %d bytes", lanes, VEC_BYTES);
+    CHECK_MSG(lanes == (VEC_BYTES ? VEC_BYTES / 4 : 1), "kernels/matmul.c has %d lanes, kernels/vec.h %d bytes", lanes, VEC_BYTES);
     CHECK(strstr(matmul_simd_path(), VEC_ISA) != NULL);
 }
 

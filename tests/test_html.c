@@ -1,15 +1,15 @@
-// tests/test_html.c: the HTML writer (html.c: structure, escaping, numbers, self-containment),
-// the lab's pages (lab_pages.c: every step shows the numbers of the lab's JSON under the right
+// tests/test_html.c: the HTML writer (report/html.c: structure, escaping, numbers, self-containment),
+// the lab's pages (teach/lab_pages.c: every step shows the numbers of the lab's JSON under the right
 // key, in the right place), the backward the pages show (lab_attention_backward against finite
 // differences), and `./lab examples|exercise --html FILE` from the command line. The same pages
 // in a real browser are `make test-browser` (tests/browser_test.c).
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
 #include "page_check.h"
-#include "../attention.h"
-#include "../html.h"
-#include "../lab_core.h"
-#include "../lab_pages.h"
+#include "attention.h"
+#include "report/html.h"
+#include "teach/lab_core.h"
+#include "teach/lab_pages.h"
 
 #include <math.h>
 #include <stdarg.h>

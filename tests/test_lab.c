@@ -1,4 +1,4 @@
-// tests/test_lab.c: the computations behind ./lab (lab_core.c): the course's worked examples, the
+// tests/test_lab.c: the computations behind ./lab (teach/lab_core.c): the course's worked examples, the
 // causal mask, the NumPy-seeded exercise, the softmax VJP against its Jacobian and finite
 // differences, and the whole-model gradient check (gradcheck_model), which must pass in float64
 // for both attention scales and both inits and must fail when the softmax backward is broken.
@@ -7,10 +7,10 @@
 // differences can resolve (the fan_in init) and skip the rest.
 #define _POSIX_C_SOURCE 200809L  // popen
 #include "test.h"
-#include "../attention.h"
-#include "../lab_core.h"
-#include "../model.h"
-#include "../rng.h"
+#include "attention.h"
+#include "teach/lab_core.h"
+#include "model.h"
+#include "base/rng.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../attention.h"
-#include "../generate.h"
-#include "../matmul.h"
-#include "../model.h"
-#include "../rng.h"
+#include "attention.h"
+#include "run/generate.h"
+#include "kernels/matmul.h"
+#include "model.h"
+#include "base/rng.h"
 #include "test.h"
 #include "test_numeric.h"
 

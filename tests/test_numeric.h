@@ -6,9 +6,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../attention.h"
-#include "../common.h"
-#include "../rng.h"
+#include "attention.h"
+#include "base/common.h"
+#include "base/rng.h"
 #include "test.h"
 
 #define IS_F64 (sizeof(real) == 8)

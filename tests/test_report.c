@@ -2,9 +2,9 @@
 // of 2 to 4 variants: the scale (--compare-scaling), a leak (attn_mask, softmax_axis) and any
 // other key.
 #define _POSIX_C_SOURCE 200809L
-#include "../attention_map.h"
-#include "../config.h"
-#include "../report.h"
+#include "report/attention_map.h"
+#include "base/config.h"
+#include "report/report.h"
 #include "page_check.h"
 #include "test.h"
 
@@ -380,7 +380,7 @@ static char *first_fields(const char *text, int ncols) {
 }
 
 // --compare-scaling's report.md and compare.csv are what they were before the comparison took
-// any key: tests/golden holds the files the previous report.c (commit 06eaed6) wrote from this
+// any key: tests/golden holds the files the previous report/report.c (commit 06eaed6) wrote from this
 // very log. report.md is byte-identical; compare.csv is, up to the columns added at its end.
 static void test_scale_output_unchanged(void) {
     static const char *const CASES[2] = {"unscaled_wins", "scaled_wins"};

@@ -18,13 +18,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../checkpoint.h"
-#include "../common.h"
-#include "../config.h"
-#include "../data.h"
-#include "../fastmath.h"
-#include "../model.h"
-#include "../rng.h"
+#include "run/checkpoint.h"
+#include "base/common.h"
+#include "base/config.h"
+#include "base/data.h"
+#include "kernels/fastmath.h"
+#include "model.h"
+#include "base/rng.h"
 #include "craft.h"
 #include "test.h"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../matmul.h"
+#include "kernels/matmul.h"
 
 static real *random_matrix(size_t n) {
     real *p = xmalloc_aligned(n * sizeof(real), "matrix");

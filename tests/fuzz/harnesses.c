@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../checkpoint.h"
-#include "../../config.h"
-#include "../../data.h"
-#include "../../model.h"
+#include "run/checkpoint.h"
+#include "base/config.h"
+#include "base/data.h"
+#include "model.h"
 
 // Parse as a config, and round-trip what parses.
 int fuzz_config_one(const uint8_t *data, size_t size) {

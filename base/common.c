@@ -1,0 +1,282 @@
+// base/common.c: error reporting, checked allocation, opening user paths without blocking, strict
+// numbers from text, and the memory limit.
+#define _POSIX_C_SOURCE 200809L
+#include "base/common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+const char *g_progname = "train";
+void (*g_die_hook)(int code) = NULL;
+
+void err_print(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: error: ", g_progname);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void die(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: error: ", g_progname);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    if (g_die_hook) g_die_hook(code);
+    exit(code);
+}
+
+void *xmalloc(size_t bytes, const char *what) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) die(EXIT_RUNTIME, "out of memory allocating %zu bytes for %s", bytes, what);
+    return p;
+}
+
+void *xcalloc(size_t count, size_t size, const char *what) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) die(EXIT_RUNTIME, "out of memory allocating %zu x %zu bytes for %s", count, size, what);
+    return p;
+}
+
+void *xmalloc_aligned(size_t bytes, const char *what) {
+    void *p = NULL;
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    if (rounded < bytes) die(EXIT_RUNTIME, "size overflow allocating %s", what);
+    if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0 || !p)
+        die(EXIT_RUNTIME, "out of memory allocating %zu bytes for %s", bytes, what);
+    memset(p, 0, rounded ? rounded : 64);
+    return p;
+}
+
+int mul_size(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return 0;
+    *out = a * b;
+    return 1;
+}
+
+double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int thread_index(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+int thread_count(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+int thread_max(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+const char *option_value(int argc, char **argv, int *i, const char *name) {
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0) return NULL;
+    if (a[n] == '=') return a + n + 1;
+    if (a[n] == 0) {
+        if (*i + 1 >= argc) die(EXIT_USAGE, "%s needs a value", name);
+        return argv[++*i];
+    }
+    return NULL;
+}
+
+const char *command_line_text(char *buf, size_t n, const char *program, int argc, char *const *argv) {
+    size_t k = (size_t)snprintf(buf, n, "%s", program);
+    for (int i = 1; i < argc && k < n; i++) {
+        const char *a = argv[i];
+        int plain = *a != 0;
+        for (const char *c = a; *c; c++)
+            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:+@%", *c)) plain = 0;
+        k += (size_t)snprintf(buf + k, n - k, plain ? " %s" : " '%s'", a);
+    }
+    return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// user-given paths
+
+// What a non-regular file is, for messages.
+static const char *not_regular(mode_t mode) {
+    if (S_ISDIR(mode)) return strerror(EISDIR);  // "Is a directory", as open() and read() say it
+    if (S_ISFIFO(mode)) return "is a FIFO (named pipe), not a regular file";
+    if (S_ISCHR(mode)) return "is a character device, not a regular file";
+    if (S_ISBLK(mode)) return "is a block device, not a regular file";
+    if (S_ISSOCK(mode)) return "is a socket, not a regular file";
+    return "is not a regular file";
+}
+
+// Turn O_NONBLOCK off again and wrap the descriptor in a stream.
+static FILE *blocking_stream(int fd, const char *mode, const char **why) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        *why = strerror(errno);
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, mode);
+    if (!f) {
+        *why = strerror(errno);
+        close(fd);
+    }
+    return f;
+}
+
+FILE *fopen_regular(const char *path, uint64_t *size, const char **why) {
+    *size = 0;
+    *why = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        *why = strerror(errno);
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        *why = strerror(errno);
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        *why = not_regular(st.st_mode);
+        close(fd);
+        return NULL;
+    }
+    *size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    return blocking_stream(fd, "rb", why);
+}
+
+FILE *fopen_write_nonblocking(const char *path, const char **why) {
+    *why = NULL;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        // POSIX: a non-blocking write-only open of a FIFO that no process reads fails with ENXIO
+        *why = errno == ENXIO ? "is a FIFO (named pipe) with no reader" : strerror(errno);
+        return NULL;
+    }
+    // (a directory cannot be opened for writing: open fails with EISDIR)
+    return blocking_stream(fd, "wb", why);
+}
+
+// ---------------------------------------------------------------------------------------------
+// strict numbers
+
+int parse_integer_text(const char *s, long long *out) {
+    const char *digits = (*s == '-' || *s == '+') ? s + 1 : s;
+    if (!*digits || strspn(digits, "0123456789") != strlen(digits)) return 0;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);  // saturates on overflow (ERANGE)
+    if (*end) return 0;
+    *out = v;
+    return 1;
+}
+
+int parse_decimal_text(const char *s, double *out) {
+    if (!*s || strspn(s, "0123456789+-.eE") != strlen(s)) return 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end) return 0;
+    *out = v;
+    return 1;
+}
+
+long long flag_integer(const char *flag, const char *v, long long lo, long long hi) {
+    long long x;
+    if (!parse_integer_text(v, &x) || x < lo || x > hi)
+        die(EXIT_USAGE, "%s expects an integer from %lld to %lld, got '%s'", flag, lo, hi, v);
+    return x;
+}
+
+double flag_number(const char *flag, const char *v, double lo, double hi) {
+    double x;
+    if (!parse_decimal_text(v, &x) || !(x >= lo && x <= hi))
+        die(EXIT_USAGE, "%s expects a number from %g to %g, got '%s'", flag, lo, hi, v);
+    return x;
+}
+
+// ---------------------------------------------------------------------------------------------
+// memory
+
+double physical_memory_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+}
+
+int memory_fits(double bytes, const char *what, char *err, size_t errlen) {
+    double phys = physical_memory_bytes();
+    if (!(bytes >= 0) || !isfinite(bytes)) {
+        snprintf(err, errlen, "%s needs more memory than can be addressed", what);
+        return 0;
+    }
+    if (phys > 0 && bytes > 0.9 * phys) {
+        snprintf(err, errlen, "%s needs %.1f GiB of memory but this machine has %.1f GiB", what,
+                 bytes / 1073741824.0, phys / 1073741824.0);
+        return 0;
+    }
+    return 1;
+}
+
+static int lower_ascii(int ch) { return (ch >= 'A' && ch <= 'Z') ? ch - 'A' + 'a' : ch; }
+
+int text_distance(const char *a, const char *b) {
+    enum { MAX_NAME_CHARS = 256 };
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > MAX_NAME_CHARS || lb > MAX_NAME_CHARS) return INT_MAX;
+    int row[MAX_NAME_CHARS + 1];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int cost = lower_ascii((unsigned char)a[i - 1]) != lower_ascii((unsigned char)b[j - 1]);
+            int best = diag + cost;
+            if (row[j] + 1 < best) best = row[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *closest_name(const char *typed, const char *const *names, int n) {
+    const char *best = NULL;
+    int best_d = INT_MAX;
+    for (int i = 0; i < n; i++) {
+        int d = text_distance(typed, names[i]);
+        if (d < best_d) { best_d = d; best = names[i]; }
+    }
+    int len = (int)strlen(typed), limit = len / 3 > 2 ? len / 3 : 2;
+    return best && best_d <= limit ? best : NULL;
+}

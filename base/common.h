@@ -1,0 +1,121 @@
+// base/common.h: the scalar type, error conventions and checked allocation shared by every file.
+#ifndef COMMON_H
+#define COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+// All numeric code is written against `real`. The trainer is float32; `make lab64` builds the
+// lab and the gradient checks with -DREAL_DOUBLE so the very same kernels run in float64.
+#ifdef REAL_DOUBLE
+typedef double real;
+#define REAL_NAME "float64"
+#define real_exp exp
+#define real_sqrt sqrt
+#else
+typedef float real;
+#define REAL_NAME "float32"
+#define real_exp expf
+#define real_sqrt sqrtf
+#endif
+
+// Exit codes: 2 for usage and configuration errors, 1 for runtime errors (I/O, data, checkpoint).
+#define EXIT_USAGE 2
+#define EXIT_RUNTIME 1
+
+// Print "PROGRAM: error: ..." to stderr. The program name is set once by main().
+extern const char *g_progname;
+// Called by die() just before it exits (the MPI build uses it to stop the other ranks).
+extern void (*g_die_hook)(int code);
+void err_print(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+// Print an error and exit with the given code.
+_Noreturn void die(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+// Checked allocation: on failure, exit 1 naming what was being allocated and its size.
+void *xmalloc(size_t bytes, const char *what);
+void *xcalloc(size_t count, size_t size, const char *what);
+// 64-byte aligned, zeroed; free with free().
+void *xmalloc_aligned(size_t bytes, const char *what);
+
+// Multiply sizes, returning 0 (and leaving *out untouched) on overflow.
+int mul_size(size_t a, size_t b, size_t *out);
+
+// Whether a loop of about `work` operations is worth an OpenMP parallel region: below this, the
+// cost of waking threads (and, on a busy machine, of waiting for them) exceeds the gain.
+static inline int par_worth(double work) { return work >= 262144.0; }
+
+// The calling thread's index in the current OpenMP team and the team's size (0 and 1 outside a
+// parallel region or without OpenMP).
+int thread_index(void);
+int thread_count(void);
+// The number of threads a parallel region would use (OMP_NUM_THREADS, train.threads).
+int thread_max(void);
+
+// Value of "--name=VALUE" or "--name VALUE" when argv[*i] is that option (advancing *i for the
+// second form), else NULL; exits with a usage error when the value is missing.
+const char *option_value(int argc, char **argv, int *i, const char *name);
+// The command line as a page shows it: program, then argv[1..argc), each quoted ('...') where a
+// shell would need it. Returns buf.
+const char *command_line_text(char *buf, size_t n, const char *program, int argc, char *const *argv);
+
+// Edit distance between two names, ignoring case (so "Model.N_Layer" is 0 from "model.n_layer");
+// INT_MAX for names over 256 characters.
+int text_distance(const char *a, const char *b);
+// The name of names[0..n) closest to typed, or NULL when none is plausibly what was meant (a
+// distance over a third of its length, and at least 2): for "did you mean".
+const char *closest_name(const char *typed, const char *const *names, int n);
+
+// Wall-clock seconds from a monotonic clock.
+double now_seconds(void);
+
+// ---- user-given paths: nothing blocks ----
+// Open a path the user named for reading, refusing anything but a regular file before the first
+// read: a FIFO without a writer would block for ever and /dev/zero never ends. The open itself
+// is O_NONBLOCK (so a FIFO, a serial line or a tape does not block in open), and the type is
+// taken with fstat from the descriptor that will be read, so nothing can be swapped in between
+// the check and the read. Returns the stream (blocking again) and sets *size to the file's
+// length; on failure returns NULL and sets *why to a short reason such as "No such file or
+// directory" or "is a FIFO (named pipe), not a regular file" (a static string).
+FILE *fopen_regular(const char *path, uint64_t *size, const char **why);
+// Open a path the user named for writing (created or truncated) without blocking: a FIFO with no
+// reader is refused ("is a FIFO (named pipe) with no reader") instead of waiting for one, and a
+// directory is refused. Devices and FIFOs that have a reader (/dev/null, /dev/stdout) are
+// accepted. Returns NULL with *why set on failure.
+FILE *fopen_write_nonblocking(const char *path, const char **why);
+
+// ---- strict numbers from text (command-line flags and overrides) ----
+// Plain decimal only, the whole text consumed: no leading or trailing space, no hexadecimal, no
+// "inf" or "nan" (strtod alone takes "0x10", " 5", "inf"). parse_integer_text accepts an
+// optional sign and digits; on overflow it saturates (at LLONG_MIN/LLONG_MAX), which any range
+// check then refuses with the text as written. parse_decimal_text accepts [+-]digits[.digits]
+// [e[+-]digits]; overflow gives +-HUGE_VAL, which is not finite. Both return 0 on malformed text.
+int parse_integer_text(const char *s, long long *out);
+int parse_decimal_text(const char *s, double *out);
+// A command-line flag's integer or number in [lo, hi], or exit 2 with one line naming the flag
+// and the value as given: "--tokens expects an integer from 0 to 10000000, got '0x10'".
+long long flag_integer(const char *flag, const char *v, long long lo, long long hi);
+double flag_number(const char *flag, const char *v, double lo, double hi);
+
+// ---- memory ----
+// This machine's physical memory in bytes (0 when unknown).
+double physical_memory_bytes(void);
+// The limit ./train, ./sample and the checkpoint loader share: `bytes` must fit in 90% of the
+// physical memory. Returns 0 with "WHAT needs X GiB of memory but this machine has Y GiB".
+int memory_fits(double bytes, const char *what, char *err, size_t errlen);
+
+// How a backward pass writes a gradient. GRAD_ADD adds to what the buffer holds, as in llm.c,
+// so several contributions can meet there (the residual stream, a tied weight). GRAD_STORE
+// overwrites it, for a buffer the pass is the only writer of: the training step then needs no
+// clearing pass before it, nor a read of the zeros.
+typedef enum { GRAD_ADD = 0, GRAD_STORE = 1 } GradWrite;
+
+#endif

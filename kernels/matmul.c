@@ -1,0 +1,541 @@
+// kernels/matmul.c: a BLIS-style GEMM. B is packed into KC x NR slivers so the micro-kernel streams it
+// from cache; the micro-kernel keeps an MR x NR tile of C in registers. It is written once on the
+// vectors of kernels/vec.h (16 lanes with AVX-512, 8 with AVX2, 4 with NEON), with the tile chosen per
+// width; it reads a row-major A in place and a transposed one packed into MR x KC slivers. Without
+// a vector unit a plain C loop over packed slivers does the same sums.
+//
+// Every element of C is one chain of fused multiply-adds over k in increasing order within each
+// GEMM_KC-deep block, started from zero, and the blocks' sums are added onto C in order. Nothing
+// else in the arithmetic depends on the tile or the vector width, so the 16-wide, 8-wide, 4-wide
+// and scalar builds of a machine with FMA give bit-identical products.
+#include "kernels/matmul.h"
+#include "kernels/vec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+// The register tile: MR rows of C by NV vectors. MR * NV accumulators, NV vectors of B and one
+// broadcast of A must fit the register file: 12 x 2 of AVX-512's 32, 6 x 2 of AVX2's 16, 6 x 4
+// of NEON's 32. Many independent accumulators cover the FMA latency times the FMA pipes.
+#if VEC_BYTES == 64
+#define MR 12
+#define NV 2
+#elif VEC_BYTES == 32
+#define MR 6
+#define NV 2
+#elif VEC_BYTES == 16
+#define MR 6
+#define NV 4
+#endif
+#if VEC_BYTES
+#define NR (NV * VL)
+#else
+#define MR 6
+#define NR 16
+#endif
+#define KC GEMM_KC
+#define MC (MR * (96 / MR))    // rows of A packed at once (a multiple of MR)
+#define NC (NR * (3072 / NR))  // columns of B packed at once (a multiple of NR)
+// A packed sliver is copied a whole number of vectors per depth; the last depth's copy may run
+// this far past the sliver
+#if VEC_BYTES
+#define A_SLACK ((MR + VL - 1) / VL * VL - MR)
+#else
+#define A_SLACK 0
+#endif
+
+#if defined(__GNUC__)
+#define UNROLL _Pragma("GCC unroll 16")
+#else
+#define UNROLL
+#endif
+
+// Each thread packs into its own buffers, so the threads of a GEMM never wait for each other
+// (one join at the end: under load, every barrier can cost a scheduler time slice). They are
+// thread-local, allocated at a thread's first GEMM and reused: a GEMM called from inside a
+// parallel region (one thread per share of the batch, see gpt_forward_backward) then needs no
+// coordination either.
+typedef struct { real *a, *b; } PackBuffers;
+static _Thread_local PackBuffers t_pack;
+
+static PackBuffers *thread_pack(void) {
+    if (!t_pack.a) {
+        t_pack.a = xmalloc_aligned(sizeof(real) * (MC * KC + A_SLACK), "GEMM packing buffer");
+        t_pack.b = xmalloc_aligned(sizeof(real) * KC * NC, "GEMM packing buffer");
+    }
+    return &t_pack;
+}
+
+const char *matmul_simd_path(void) {
+#if VEC_BYTES
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#if VEC_BYTES == 64
+#define LANES32 "16"
+#elif VEC_BYTES == 32
+#define LANES32 "8"
+#else
+#define LANES32 "4"
+#endif
+    return VEC_ISA ", " LANES32 "-wide float32 vectors, " STR(MR) "x" STR(NV) "-vector tiles";
+#else
+    return "portable C";
+#endif
+}
+
+int matmul_vector_lanes(void) {
+#if VEC_BYTES
+    return VEC_BYTES / 4;
+#else
+    return 1;
+#endif
+}
+
+// Pack rows [i0, i0+MR) x depth [p0, p0+kc) of A into dst laid out as kc groups of MR values;
+// rows past M are zero so edge tiles run the same kernel.
+static void pack_a_sliver(real *restrict dst, const real *A, long a_rs, long a_cs,
+                          int M, int i0, int p0, int kc) {
+    if (a_rs == 1 && i0 + MR <= M) {
+        // A is a transposed view (columns contiguous): the MR values of one k are adjacent, so
+        // read them together instead of walking MR strided columns
+#if VEC_BYTES
+        // whole vectors per depth while the row has that many values: the A_SLACK extra land
+        // where the next depth's values go and are overwritten by them (the buffer has room
+        // past the end)
+        if (i0 + MR + A_SLACK <= M) {
+            for (int k = 0; k < kc; k++) {
+                const real *src = A + i0 + (long)(p0 + k) * a_cs;
+                UNROLL
+                for (int v = 0; v < MR + A_SLACK; v += VL) vstore(dst + k * MR + v, vload(src + v));
+            }
+            return;
+        }
+#endif
+        for (int k = 0; k < kc; k++) {
+            const real *src = A + i0 + (long)(p0 + k) * a_cs;
+            for (int i = 0; i < MR; i++) dst[k * MR + i] = src[i];
+        }
+        return;
+    }
+    for (int i = 0; i < MR; i++) {
+        if (i0 + i < M) {
+            const real *row = A + (long)(i0 + i) * a_rs + (long)p0 * a_cs;
+            for (int k = 0; k < kc; k++) dst[k * MR + i] = row[(long)k * a_cs];
+        } else {
+            for (int k = 0; k < kc; k++) dst[k * MR + i] = 0;
+        }
+    }
+}
+
+// Pack depth [p0, p0+kc) x columns [j0, j0+NR) of B into kc groups of NR values.
+static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_cs,
+                          int N, int j0, int p0, int kc) {
+    int nv = N - j0 < NR ? N - j0 : NR;
+    if (b_cs == 1) {  // rows of B are contiguous: copy NR-wide runs
+#if VEC_BYTES
+        if (nv == NR) {  // NV vector moves per k (a library memcpy call per row costs more)
+            for (int k = 0; k < kc; k++) {
+                const real *src = B + (long)(p0 + k) * b_rs + j0;
+                UNROLL
+                for (int v = 0; v < NR; v += VL) vstore(dst + k * NR + v, vload(src + v));
+            }
+            return;
+        }
+#endif
+        for (int k = 0; k < kc; k++) {
+            const real *src = B + (long)(p0 + k) * b_rs + j0;
+            real *d = dst + k * NR;
+            for (int j = 0; j < nv; j++) d[j] = src[j];
+            for (int j = nv; j < NR; j++) d[j] = 0;
+        }
+    } else {          // columns of B are contiguous (B is a transposed view): read down them
+#if VEC_TB
+        if (nv == NR) {   // square blocks transposed in registers (scalar stores NR apart cost more)
+            int k = 0;
+            for (; k + VEC_TB <= kc; k += VEC_TB)
+                for (int h = 0; h < NR; h += VEC_TB) {
+                    const real *src = B + (long)(p0 + k) * b_rs + (long)(j0 + h) * b_cs;
+                    vec_transpose_store(dst + k * NR + h, NR, src, b_cs);
+                }
+            for (; k < kc; k++)
+                for (int j = 0; j < NR; j++) dst[k * NR + j] = B[(long)(p0 + k) * b_rs + (long)(j0 + j) * b_cs];
+            return;
+        }
+#endif
+        for (int j = 0; j < NR; j++) {
+            if (j < nv) {
+                const real *src = B + (long)p0 * b_rs + (long)(j0 + j) * b_cs;
+                for (int k = 0; k < kc; k++) dst[k * NR + j] = src[(long)k * b_rs];
+            } else {
+                for (int k = 0; k < kc; k++) dst[k * NR + j] = 0;
+            }
+        }
+    }
+}
+
+#if VEC_BYTES
+// acc (MR,NR) = sum over k of a(:,k) (MR) outer b[k] (NR), with row i of A at depth k at
+// a[i * a_rs + k * a_cs]. With c non-NULL (a full tile), the sums go straight to C instead:
+// c = acc, or c += acc when add is set; the same roundings as the caller's edge-tile path (acc
+// summed from zero, then one addition onto C).
+// A row-major A (a_cs == 1: the activations of the forward and dinp products) is read where it
+// lies: its MR rows are MR contiguous streams, and packing them (a copy of every activation, a
+// tenth of a small product's time) is not needed. A packed sliver is the case (1, MR).
+// The loops over i and j have constant bounds and are unrolled completely, so the MR x NV
+// accumulators live in registers from the first FMA to the store.
+static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a_cs, const real *restrict b,
+                                        real *restrict acc, real *restrict c, long ldc, int add) {
+    vreal t[MR][NV];
+    UNROLL
+    for (int i = 0; i < MR; i++)
+        UNROLL
+        for (int j = 0; j < NV; j++) t[i][j] = vzero();
+    // The tile of C is read (or written) only after the k loop, and in a W2 step it is usually
+    // in L3 or memory by then (an activation of several MB): ask for its lines now, so the
+    // misses overlap the FMAs instead of stalling the end of the tile (BLIS does the same).
+    if (c) {
+        UNROLL
+        for (int i = 0; i < MR; i++) {
+            UNROLL
+            for (int j = 0; j < NR; j += 64 / (int)sizeof(real)) __builtin_prefetch(c + (long)i * ldc + j);
+            __builtin_prefetch(c + (long)i * ldc + NR - 1);  // a row may span one more line
+        }
+    }
+    for (int k = 0; k < kc; k++) {
+        vreal bk[NV];
+        UNROLL
+        for (int j = 0; j < NV; j++) bk[j] = vload(b + j * VL);
+        UNROLL
+        for (int i = 0; i < MR; i++) {
+            vreal x = vset1(a[i * a_rs]);
+            UNROLL
+            for (int j = 0; j < NV; j++) t[i][j] = vfma(x, bk[j], t[i][j]);
+        }
+        a += a_cs;
+        b += NR;
+    }
+    UNROLL
+    for (int i = 0; i < MR; i++)
+        UNROLL
+        for (int j = 0; j < NV; j++) {
+            if (!c) { vstore(acc + i * NR + j * VL, t[i][j]); continue; }
+            real *cij = c + (long)i * ldc + j * VL;
+            vstore(cij, add ? vload(cij) + t[i][j] : t[i][j]);
+        }
+}
+
+// A packed sliver: MR values per depth, contiguous
+static void micro_kernel(int kc, const real *restrict a, const real *restrict b, real *restrict acc,
+                         real *restrict c, long ldc, int add) {
+    micro_kernel_strided(kc, a, 1, MR, b, acc, c, ldc, add);
+}
+#else
+// The portable tile: acc (MR,NR) = sum over k of a[k] (MR) outer b[k] (NR) from a packed sliver;
+// with c non-NULL the sums go to C (c = acc, or c += acc when add is set).
+static void micro_kernel(int kc, const real *restrict a, const real *restrict b, real *restrict acc,
+                         real *restrict c, long ldc, int add) {
+    for (int i = 0; i < MR * NR; i++) acc[i] = 0;
+    for (int k = 0; k < kc; k++) {
+        for (int i = 0; i < MR; i++) {
+            real ai = a[k * MR + i];
+            real *restrict row = acc + i * NR;
+            const real *restrict bk = b + k * NR;
+            for (int j = 0; j < NR; j++) row[j] = smadd(ai, bk[j], row[j]);
+        }
+    }
+    if (c)
+        for (int i = 0; i < MR; i++) {
+            real *restrict ci = c + (long)i * ldc;
+            const real *restrict t = acc + i * NR;
+            if (add) for (int j = 0; j < NR; j++) ci[j] += t[j];
+            else     for (int j = 0; j < NR; j++) ci[j] = t[j];
+        }
+}
+#endif
+
+// A single row of C (generation: one position at a time). Packing B would copy the whole
+// weight matrix for every token, so stream it instead. Each element is summed in exactly the
+// micro-kernel's order (FMAs over k within a KC block from zero, then added onto C block by
+// block), so the result is bit-identical to the packed path.
+#define ROW_CHUNK 512
+static void gemm_row(int j_lo, int j_hi, int K, const real *a, long a_cs, const real *B, long b_rs, long b_cs,
+                     real *c, int accumulate) {
+    _Alignas(64) real acc[ROW_CHUNK];
+    for (int j0 = j_lo; j0 < j_hi; j0 += ROW_CHUNK) {
+        int nj = j_hi - j0 < ROW_CHUNK ? j_hi - j0 : ROW_CHUNK;
+        for (int p0 = 0; p0 < K; p0 += KC) {
+            int kc = K - p0 < KC ? K - p0 : KC;
+            for (int j = 0; j < nj; j++) acc[j] = 0;
+            for (int k = p0; k < p0 + kc; k++) {
+                real ak = a[(long)k * a_cs];
+                const real *restrict bk = B + (long)k * b_rs + (long)j0 * b_cs;
+                int j = 0;
+#if VEC_BYTES
+                if (b_cs == 1) {
+                    vreal av = vset1(ak);
+                    for (; j + VL <= nj; j += VL) vstore(acc + j, vfma(av, vload(bk + j), vload(acc + j)));
+                }
+#endif
+                for (; j < nj; j++) acc[j] = smadd(ak, bk[(long)j * b_cs], acc[j]);
+            }
+            real *restrict cj = c + j0;
+            if (accumulate || p0 > 0) for (int j = 0; j < nj; j++) cj[j] += acc[j];
+            else                      for (int j = 0; j < nj; j++) cj[j] = acc[j];
+        }
+    }
+}
+
+// One thread's share: C rows [i_lo, i_hi) x columns [j_lo, j_hi), the classic BLIS loop nest
+// (NC columns of B packed, KC deep; MC rows of A packed; MR x NR register tiles).
+static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
+                       const real *A, long a_rs, long a_cs, const real *B, long b_rs, long b_cs,
+                       real *C, long ldc, int accumulate, const PackBuffers *buf) {
+    if (i_hi - i_lo == 1) {
+        gemm_row(j_lo, j_hi, K, A + (long)i_lo * a_rs, a_cs, B, b_rs, b_cs, C + (long)i_lo * ldc, accumulate);
+        return;
+    }
+    _Alignas(64) real acc[MR * NR];
+    // whole MR-row slivers of a row-major A are read in place (see micro_kernel_strided); only a
+    // last, partial sliver is packed (with its zero rows). A transposed A (the weight gradients'
+    // X^T) is packed: in place, the MR values of each depth sit a row of X apart, 0.5-6 KB, and
+    // lines at such strides fall into a few L1 sets and evict each other every sliver (in the
+    // W2 step the products ran 10-25% slower).
+    const int direct_a = VEC_BYTES && a_cs == 1;
+    for (int j0 = j_lo; j0 < j_hi; j0 += NC) {
+        int nc = j_hi - j0 < NC ? j_hi - j0 : NC;
+        int n_slivers = (nc + NR - 1) / NR;
+        for (int p0 = 0; p0 < K; p0 += KC) {
+            int kc = K - p0 < KC ? K - p0 : KC;
+            int add = accumulate || p0 > 0;  // later depth blocks add onto the partial sums
+            for (int s = 0; s < n_slivers; s++)
+                pack_b_sliver(buf->b + (long)s * kc * NR, B, b_rs, b_cs, j_hi, j0 + s * NR, p0, kc);
+            for (int i0 = i_lo; i0 < i_hi; i0 += MC) {
+                int mc = i_hi - i0 < MC ? i_hi - i0 : MC;
+                int m_slivers = (mc + MR - 1) / MR;
+                for (int s = 0; s < m_slivers; s++)
+                    if (!direct_a || i0 + (s + 1) * MR > i_hi)
+                        pack_a_sliver(buf->a + (long)s * kc * MR, A, a_rs, a_cs, i_hi, i0 + s * MR, p0, kc);
+                for (int sj = 0; sj < n_slivers; sj++) {
+                    for (int si = 0; si < m_slivers; si++) {
+                        int row0 = i0 + si * MR, col0 = j0 + sj * NR;
+                        int mv = i_hi - row0 < MR ? i_hi - row0 : MR;
+                        int nv = j_hi - col0 < NR ? j_hi - col0 : NR;
+                        const real *pa = buf->a + (long)si * kc * MR, *pb = buf->b + (long)sj * kc * NR;
+                        real *c_tile = mv == MR && nv == NR ? C + (long)row0 * ldc + col0 : NULL;
+#if VEC_BYTES
+                        if (direct_a && mv == MR)  // a full tile writes C itself
+                            micro_kernel_strided(kc, A + (long)row0 * a_rs + (long)p0 * a_cs, a_rs, a_cs,
+                                                 pb, acc, c_tile, ldc, add);
+                        else
+#endif
+                            micro_kernel(kc, pa, pb, acc, c_tile, ldc, add);
+                        if (c_tile) continue;
+                        for (int i = 0; i < mv; i++) {
+                            real *restrict c = C + (long)(row0 + i) * ldc + col0;
+                            const real *restrict t = acc + i * NR;
+                            if (add) for (int j = 0; j < nv; j++) c[j] += t[j];
+                            else     for (int j = 0; j < nv; j++) c[j] = t[j];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// The one strided product behind the named ones: A(i,k) = A[i*a_rs + k*a_cs], B(k,j) =
+// B[k*b_rs + j*b_cs], C(i,j) = C[i*ldc + j]; thread tid of nth computes its share of C.
+static void gemm_part(int tid, int nth, int M, int N, int K,
+               const real *A, long a_rs, long a_cs,
+               const real *B, long b_rs, long b_cs,
+               real *C, long ldc, int accumulate) {
+    if (M <= 0 || N <= 0) return;
+    // Split the longer side of C between the threads, in whole register tiles; each thread
+    // packs what it needs itself. Every C element is summed over K in the same order whatever
+    // the split, so results are bit-identical across thread counts.
+    int split_rows = M >= N;
+    int unit = split_rows ? MR : NR, len = split_rows ? M : N;
+    long tiles = (len + unit - 1) / unit;
+    int lo = (int)(tiles * tid / nth) * unit, hi = (int)(tiles * (tid + 1) / nth) * unit;
+    if (hi > len) hi = len;
+    if (lo >= hi) return;
+    if (K <= 0) {  // empty sum: C = 0 unless accumulating
+        if (!accumulate)
+            for (int i = split_rows ? lo : 0; i < (split_rows ? hi : M); i++)
+                memset(C + (long)i * ldc + (split_rows ? 0 : lo), 0, sizeof(real) * (size_t)(split_rows ? N : hi - lo));
+        return;
+    }
+    if (split_rows) gemm_block(lo, hi, 0, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, thread_pack());
+    else gemm_block(0, M, lo, hi, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, thread_pack());
+}
+
+// The named products are the strided one with their layout's strides.
+void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
+    gemm_part(tid, nth, M, N, K, A, K, 1, B, N, 1, C, N, write == MM_ADD);  // A (M,K), B (K,N)
+}
+void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
+    gemm_part(tid, nth, M, N, K, A, K, 1, B, 1, K, C, N, write == MM_ADD);  // A (M,K), B stored (N,K)
+}
+void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
+    gemm_part(tid, nth, M, N, K, A, 1, M, B, N, 1, C, N, write == MM_ADD);  // A stored (K,M), B (K,N)
+}
+
+void gemm_nn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
+#pragma omp parallel if(par_worth((double)M * N * K))
+    gemm_nn_part(thread_index(), thread_count(), C, A, B, M, N, K, write);
+}
+void gemm_nt(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
+#pragma omp parallel if(par_worth((double)M * N * K))
+    gemm_nt_part(thread_index(), thread_count(), C, A, B, M, N, K, write);
+}
+void gemm_tn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
+#pragma omp parallel if(par_worth((double)M * N * K))
+    gemm_tn_part(thread_index(), thread_count(), C, A, B, M, N, K, write);
+}
+
+void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC) {
+    // out (N,OC) = inp (N,C) @ weight (C,OC)
+    gemm_nn(out, inp, weight, N, OC, C, MM_SET);
+}
+
+void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
+                          const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write) {
+    // dinp (N,C) += dout (N,OC) @ weight^T
+    if (dinp) gemm_nt_part(tid, nth, dinp, dout, weight, N, C, OC, dinp_write == GRAD_ADD ? MM_ADD : MM_SET);
+    // dweight (C,OC) += inp^T @ dout
+    if (dweight) gemm_tn_part(tid, nth, dweight, inp, dout, C, OC, N, dweight_write == GRAD_ADD ? MM_ADD : MM_SET);
+}
+
+void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
+                     const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write) {
+    // both products in one parallel region: they write different outputs, so no barrier between
+#pragma omp parallel if(par_worth(2.0 * N * C * OC))
+    {
+        int tid = thread_index(), nth = thread_count();
+        matmul_backward_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC, dinp_write, dweight_write);
+    }
+}
+
+// ---- The FMA peak ----
+// Each thread times short windows of independent FMA chains held in registers, on the widest
+// FMA the machine has (checked at run time on x86, so a binary built for AVX2 still measures an
+// AVX-512 machine's peak). A window is 50,000 rounds of the chains, ~0.1 ms on a current core:
+// on a shared machine a thread is descheduled for whole time slices of a few ms, so most windows
+// run either undisturbed or not at all, and the fastest window of each thread is its core's rate
+// (a probe timing all threads together over 3 ms was halved by one descheduled thread). The peak
+// is the sum of the threads' fastest windows; `steady` says how many windows came close to it.
+#define PROBE_ITERS 50000L
+#define PROBE_MIN_WINDOWS 20
+#define PROBE_MAX_WINDOWS 4000
+#define PROBE_SECONDS 0.25
+
+// The chains start from different values: identical chains would be merged into one by the
+// compiler, which then times one FMA's latency and reports a peak the core never reaches. 12
+// chains cover the FMA latency times the FMA pipes of current x86 cores (4 cycles x 2), 16 those
+// of ARM cores with four pipes.
+#define FMA_WINDOW_BODY(V, SET1, FMA, ADD, LANES, CHAINS)                                          \
+    V acc[CHAINS];                                                                                 \
+    for (int c = 0; c < CHAINS; c++) acc[c] = SET1(1.0f + 0.01f * (float)c);                       \
+    const V mul = SET1(0.999999f), add = SET1(1e-7f);                                              \
+    double t0 = now_seconds();                                                                     \
+    for (long i = 0; i < iters; i++) {                                                             \
+        _Pragma("GCC unroll 16") for (int c = 0; c < CHAINS; c++) acc[c] = FMA(acc[c], mul, add);  \
+    }                                                                                              \
+    double t = now_seconds() - t0;                                                                 \
+    V s = acc[0];                                                                                  \
+    for (int c = 1; c < CHAINS; c++) s = ADD(s, acc[c]);                                           \
+    float lanes[LANES];                                                                            \
+    memcpy(lanes, &s, sizeof lanes);                                                               \
+    *sink += lanes[0];                                                                             \
+    return (double)iters * CHAINS * LANES * 2 / t;
+
+typedef double (*FmaWindow)(long iters, volatile float *sink);  // FLOP/s of one window
+
+#if defined(__x86_64__) || defined(__i386__)
+#if defined(__GNUC__)
+__attribute__((target("avx512f")))
+#endif
+static double fma_window_avx512(long iters, volatile float *sink) {
+    FMA_WINDOW_BODY(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, 16, 12)
+}
+#if defined(__GNUC__)
+__attribute__((target("avx2,fma")))
+#endif
+static double fma_window_avx2(long iters, volatile float *sink) {
+    FMA_WINDOW_BODY(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, 8, 12)
+}
+// no FMA: a multiply and an add, 2 FLOPs as well
+static inline __m128 sse_madd(__m128 a, __m128 b, __m128 c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+static double fma_window_sse(long iters, volatile float *sink) {
+    FMA_WINDOW_BODY(__m128, _mm_set1_ps, sse_madd, _mm_add_ps, 4, 12)
+}
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+static inline float32x4_t neon_fma(float32x4_t a, float32x4_t b, float32x4_t c) { return vfmaq_f32(c, a, b); }
+static double fma_window_neon(long iters, volatile float *sink) {
+    FMA_WINDOW_BODY(float32x4_t, vdupq_n_f32, neon_fma, vaddq_f32, 4, 16)
+}
+#else
+static inline float scalar_madd(float a, float b, float c) { return a * b + c; }
+static inline float scalar_add(float a, float b) { return a + b; }
+static inline float scalar_set1(float x) { return x; }
+static double fma_window_scalar(long iters, volatile float *sink) {
+    FMA_WINDOW_BODY(float, scalar_set1, scalar_madd, scalar_add, 1, 16)
+}
+#endif
+
+FmaPeak fma_peak_measure(void) {
+    FmaPeak p = {0, 1, 1, "scalar"};
+    FmaWindow window;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) { window = fma_window_avx512; p.lanes = 16; p.isa = "avx512f"; }
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { window = fma_window_avx2; p.lanes = 8; p.isa = "avx2+fma"; }
+    else { window = fma_window_sse; p.lanes = 4; p.isa = "sse, no fma"; }
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+    window = fma_window_neon; p.lanes = 4; p.isa = "neon";
+#else
+    window = fma_window_scalar;
+#endif
+    double total = 0, steady = 1, t_start = now_seconds();
+#pragma omp parallel reduction(+:total) reduction(min:steady)
+    {
+        double rate[PROBE_MAX_WINDOWS];
+        volatile float sink = 0;
+        int n = 0;
+        while (n < PROBE_MAX_WINDOWS && (n < PROBE_MIN_WINDOWS || now_seconds() - t_start < PROBE_SECONDS))
+            rate[n++] = window(PROBE_ITERS, &sink);
+        double best = 0;
+        for (int i = 0; i < n; i++) best = rate[i] > best ? rate[i] : best;
+        int near = 0;
+        for (int i = 0; i < n; i++) near += rate[i] >= 0.95 * best;
+        total += best / 1e9;
+        steady = (double)near / n < steady ? (double)near / n : steady;
+    }
+    p.gflops = total;
+    p.steady = steady;
+    return p;
+}
+
+double fma_peak_gflops(void) { return fma_peak_measure().gflops; }
+
+double fma_peak_mfu(double achieved, const FmaPeak *before, const FmaPeak *after, char *text, size_t n) {
+    const FmaPeak *hi = after->gflops > before->gflops ? after : before;
+    const FmaPeak *lo = hi == after ? before : after;
+    // Busy: the two probes disagree, too few windows ran at the best rate, or the steps ran
+    // faster than the "peak" (a probe that lost its cores); then no MFU is worth printing.
+    int busy = lo->gflops < 0.9 * hi->gflops || lo->steady < 0.25 || hi->steady < 0.25 || achieved > hi->gflops;
+    if (busy) {
+        snprintf(text, n, "FMA peak not measured: the machine was too busy (probes before and after the steps "
+                 "read %.1f and %.1f GFLOP/s, %.0f%% and %.0f%% of their windows near their best)",
+                 before->gflops, after->gflops, 100 * before->steady, 100 * after->steady);
+        return -1;
+    }
+    snprintf(text, n, "FMA peak %.1f GFLOP/s (%d-wide %s; probes before and after the steps %.1f and %.1f)",
+             hi->gflops, hi->lanes, hi->isa, before->gflops, after->gflops);
+    return achieved / hi->gflops;
+}

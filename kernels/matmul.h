@@ -1,0 +1,69 @@
+// kernels/matmul.h: one cache-blocked, register-tiled GEMM serving every layout the model needs.
+#ifndef MATMUL_H
+#define MATMUL_H
+
+#include "base/common.h"
+
+// The three products the model needs, each named by its shape. Every matrix is row-major and
+// dense; "t" marks an operand read transposed:
+//   gemm_nn: C (M,N) = A (M,K) @ B (K,N)
+//   gemm_nt: C (M,N) = A (M,K) @ B^T, B stored (N,K)       (the tied LM head, dinp = dout W^T)
+//   gemm_tn: C (M,N) = A^T @ B (K,N), A stored (K,M)       (weight gradients, dW = X^T dout)
+// With MM_ADD the product is added onto C instead of overwriting it. Each is parallel with
+// OpenMP inside; every C element is summed over K in the same order whatever the thread count,
+// so results are bit-identical across thread counts.
+typedef enum { MM_SET = 0, MM_ADD = 1 } MatWrite;
+void gemm_nn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
+void gemm_nt(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
+void gemm_tn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
+
+// The share of C that thread tid of nth computes, for use inside a parallel region so several
+// independent products run without a barrier between them. Products that write the same C
+// with the same (M, N) split it the same way, so each thread accumulates into the same elements
+// in program order.
+void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
+void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
+void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
+
+// The linear layer y = x W with W stored (in, out) so rows of W are contiguous along the output.
+// inp is (N,C), weight is (C,OC), out is (N,OC).
+void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC);
+// dinp (N,C) += dout @ W^T ; dweight (C,OC) += inp^T @ dout. Either may be NULL to skip it.
+// dinp_write and dweight_write say whether each is added to (GRAD_ADD) or overwritten.
+void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
+                     const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write);
+
+void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
+                          const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write);
+
+// Every element of C is one chain of fused multiply-adds over k in increasing order within each
+// block of GEMM_KC depths, started from zero, and the blocks' sums are added onto C in order (onto
+// C's old value with MM_ADD): whatever the vector width, tile or thread count.
+#define GEMM_KC 256
+
+// Name of the vector path compiled in (e.g. "avx512f, 16-wide float32 vectors, 12x2-vector
+// tiles", "portable C"), for --version and logs, and its width in float32 lanes (1 without).
+const char *matmul_simd_path(void);
+int matmul_vector_lanes(void);
+
+// The FP32 FMA throughput of this machine with all OpenMP threads: independent FMA chains held in
+// registers, on the widest FMA the processor has (16-wide with AVX-512, even in a build that uses
+// 8-wide vectors), the ceiling that MFU is reported against. Each thread times short windows; the
+// peak is the sum of the threads' fastest, and `steady` the smallest share, over the threads, of
+// windows within 5% of that thread's fastest (near 1 on an idle machine).
+typedef struct {
+    double gflops;
+    double steady;
+    int lanes;         // float32 lanes of the FMA probed: 16, 8, 4, or 1
+    const char *isa;   // "avx512f", "avx2+fma", "neon", ...
+} FmaPeak;
+FmaPeak fma_peak_measure(void);
+double fma_peak_gflops(void);  // fma_peak_measure().gflops
+
+// The MFU of a run at `achieved` GFLOP/s, given probes taken before and after it, with one line
+// describing the peak in text. Returns -1 (and says so in text) when the machine was too busy to
+// measure the peak: the probes disagree by more than 10%, either had under a quarter of its
+// windows near its best, or the run itself exceeded the peak. So an MFU above 1 is never returned.
+double fma_peak_mfu(double achieved, const FmaPeak *before, const FmaPeak *after, char *text, size_t n);
+
+#endif

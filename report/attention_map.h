@@ -1,0 +1,23 @@
+// report/attention_map.h: attention weights of a prompt as SVG heatmaps (./sample --attention-map).
+#ifndef ATTENTION_MAP_H
+#define ATTENTION_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/data.h"
+#include "model.h"
+
+// Write the attention weights P of every layer and head from the last forward (batch 1, T
+// tokens) as labelled heatmaps, characters on both axes, in one self-contained SVG file.
+// The colour scale of the maps: rgb (0..255 each) of weight p, clamped to [0, 1] (NaN as 0);
+// light at 0, dark at 1 (ColorBrewer's YlGnBu). The comparison's report.html draws with it too.
+void attention_weight_colour(double p, int rgb[3]);
+// The character a label shows for code point cp: itself, or a visible stand-in for whitespace
+// (space U+2423, newline U+21B5, tab U+21E5), control characters and what XML text cannot hold.
+uint32_t attention_visible_char(uint32_t cp);
+
+int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, const int *tokens, int T,
+                        char *err, size_t errlen);
+
+#endif

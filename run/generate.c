@@ -1,0 +1,155 @@
+// run/generate.c: autoregressive sampling with temperature and top-k.
+#include "run/generate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int encode_prompt(const Vocab *v, const char *prompt, int *tokens, char *err, size_t errlen) {
+    size_t len = strlen(prompt), n = 0, bad = 0;
+    uint32_t *cps = NULL;
+    if (!utf8_decode((const unsigned char *)prompt, len, &cps, &n, &bad)) {
+        snprintf(err, errlen, "the prompt is not valid UTF-8 at byte %zu", bad);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int id = vocab_lookup(v, cps[i]);
+        if (id < 0) {
+            char buf[5] = {0};
+            utf8_encode(cps[i], buf);
+            snprintf(err, errlen, "the prompt's character '%s' (U+%04X) is not in the model's vocabulary",
+                     cps[i] < 0x20 ? "?" : buf, (unsigned)cps[i]);
+            free(cps);
+            return -1;
+        }
+        tokens[i] = id;
+    }
+    free(cps);
+    return (int)n;
+}
+
+// Draw from softmax(logits / temperature) restricted to the top_k largest logits; temperature 0
+// is the limit, greedy decoding: the most likely token (the first of equals), no random draw.
+static int sample_logits(const real *logits, int V, double temperature, int top_k, Rng *rng, double *work) {
+    double maxv = -INFINITY;
+    int argmax = 0;
+    for (int i = 0; i < V; i++)
+        if (logits[i] > maxv) {
+            maxv = logits[i];
+            argmax = i;
+        }
+    if (temperature == 0) return argmax;
+    double threshold = -INFINITY;
+    if (top_k > 0 && top_k < V) {
+        // the k-th largest logit: copy and partially select (V is small for characters)
+        for (int i = 0; i < V; i++) work[i] = logits[i];
+        for (int k = 0; k < top_k; k++) {
+            int best = k;
+            for (int i = k + 1; i < V; i++) if (work[i] > work[best]) best = i;
+            double t = work[k]; work[k] = work[best]; work[best] = t;
+        }
+        threshold = work[top_k - 1];
+    }
+    double sum = 0.0;
+    for (int i = 0; i < V; i++) {
+        work[i] = logits[i] >= threshold ? exp((logits[i] - maxv) / temperature) : 0.0;
+        sum += work[i];
+    }
+    double r = rng_uniform(rng) * sum, acc = 0.0;
+    for (int i = 0; i < V; i++) {
+        acc += work[i];
+        if (r < acc) return i;
+    }
+    for (int i = V - 1; i >= 0; i--) if (work[i] > 0) return i;
+    return 0;
+}
+
+// Emit one token as UTF-8.
+static void put_token(const Vocab *v, int token, FILE *out) {
+    if (!out) return;
+    char buf[5] = {0};
+    int len = utf8_encode(v->chars[token], buf);
+    fwrite(buf, 1, (size_t)len, out);
+}
+
+// The token sequence both generators extend: the prompt, with room for n_tokens more. An empty
+// prompt starts from token 0. Sets *n to the tokens it holds.
+static int *start_context(const int *prompt, int n_prompt, int n_tokens, int *n) {
+    int *ctx = xmalloc(sizeof(int) * ((size_t)n_prompt + (size_t)n_tokens + 1), "sampling context");
+    *n = 0;
+    for (int i = 0; i < n_prompt; i++) ctx[(*n)++] = prompt[i];
+    if (*n == 0) ctx[(*n)++] = 0;
+    return ctx;
+}
+
+void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+              double temperature, int top_k, Rng *rng, FILE *out) {
+    generate_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, NULL);
+}
+
+// generate_full_window's loop, stopping early once *stop is non-zero; returns the tokens written.
+static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens, double temperature,
+                             int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop);
+
+int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+                   double temperature, int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop) {
+    // a model that sees the future (an attention mistake) has no valid cache: every position's
+    // keys would change with the tokens after it. Recompute the window, as gen_loss does.
+    if (!gpt_attention_is_causal(m))
+        return full_window_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, stop);
+    int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
+    int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
+    double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
+    real *logits = xmalloc(sizeof(real) * (size_t)V, "logits");
+    KVCache cache;
+    kv_cache_init(&cache, m);
+    // prefill: the last block_size tokens of the prompt
+    int start = n > Tmax ? n - Tmax : 0;
+    gpt_prefill(m, &cache, ctx + start, n - start, logits);
+    int written = 0;
+    while (written < n_tokens && !(stop && *stop)) {
+        int next = sample_logits(logits, V, temperature, top_k, rng, work);
+        ctx[n++] = next;
+        put_token(v, next, out);
+        if (++written == n_tokens) break;
+        if (cache.len < Tmax) {
+            gpt_decode_step(m, &cache, next, logits);
+        } else {
+            // the window is full. Position embeddings are absolute, so sliding it by one would
+            // change every cached key: instead restart from the last half window (one prefill
+            // per block_size/2 tokens keeps the cost per token constant)
+            int keep = Tmax / 2 > 0 ? Tmax / 2 : 1;
+            gpt_prefill(m, &cache, ctx + n - keep, keep, logits);
+        }
+    }
+    if (out) fflush(out);
+    kv_cache_free(&cache);
+    free(logits);
+    free(work);
+    free(ctx);
+    return written;
+}
+
+void generate_full_window(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+                          double temperature, int top_k, Rng *rng, FILE *out) {
+    full_window_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, NULL);
+}
+
+static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens, double temperature,
+                             int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop) {
+    int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
+    int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
+    double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
+    int written = 0;
+    for (; written < n_tokens && !(stop && *stop); written++) {
+        int T = n < Tmax ? n : Tmax;
+        gpt_forward(m, ctx + (n - T), NULL, 1, T);  // the whole window, every token
+        int next = sample_logits(m->acts.logits + (size_t)(T - 1) * V, V, temperature, top_k, rng, work);
+        ctx[n++] = next;
+        put_token(v, next, out);
+    }
+    if (out) fflush(out);
+    free(work);
+    free(ctx);
+    return written;
+}

@@ -1,0 +1,499 @@
+// run/run.c: one training run's life: set-up, a step, the attention probe, evaluation, its logs and
+// checkpoints, and the finish (final evaluation, summary.json, the sample).
+#define _POSIX_C_SOURCE 200809L
+#include "run/run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/common.h"
+#include "base/dist.h"
+#include "run/generate.h"
+#include "run/outdir.h"
+#include "base/rng.h"
+#include "run/stop.h"
+
+// ---------------------------------------------------------------------------------------------
+// set up and tear down
+
+void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDims *dims, int rows) {
+    char err[RUN_ERRLEN];
+    memset(r, 0, sizeof *r);
+    r->cfg = *base;
+    r->rows = rows;
+    r->row0 = dist_rank() * rows;
+    if (variant) {
+        r->variant = variant->name;
+        for (int k = 0; k < MAX_VARIANT_OVERRIDES && variant->overrides[k]; k++)
+            if (!config_apply_override(&r->cfg, variant->overrides[k], err, sizeof err)) die(EXIT_USAGE, "%s", err);
+        if (!config_finalize(&r->cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+        // the variant's directory is its out_dir: its checkpoint resumes there
+        join_path(r->cfg.out_dir, sizeof r->cfg.out_dir, base->out_dir, variant->name);
+        snprintf(r->dir, sizeof r->dir, "%s", r->cfg.out_dir);
+    } else {
+        snprintf(r->dir, sizeof r->dir, "%s", base->out_dir);
+    }
+    r->cfg_json = config_to_json(&r->cfg);
+    // rank 0 also runs the attention probe on the whole probe batch; the others need their share
+    gpt_build(&r->model, dims, (real)config_attn_scale(&r->cfg), dist_is_root() ? base->batch_size : rows, base->block_size);
+    if (!gpt_configure_attention(&r->model, r->cfg.attn_impl, r->cfg.attn_mask, r->cfg.softmax_axis))
+        die(EXIT_USAGE, "internal: unknown attention setting");
+    gpt_enable_batch_threads(&r->model, thread_max(), rows, base->block_size);
+    r->st.best_val_loss = INFINITY;
+    r->last_finite_loss = NAN;
+    r->saved_step = -1;
+    if (r->cfg.spike_zscore > 0) r->spike_window = xcalloc((size_t)r->cfg.spike_window, sizeof(double), "spike window");
+}
+
+void run_release(Run *r) {
+    // logs still open after a stop: what was written stays (errors were reported when writing)
+    if (r->metrics) fclose(r->metrics);
+    if (r->attn_csv) fclose(r->attn_csv);
+    r->metrics = r->attn_csv = NULL;
+    gpt_free(&r->model);
+    free(r->probe_P);
+    r->probe_P = NULL;
+    free(r->cfg_json);
+    free(r->spike_window);
+    r->cfg_json = NULL;
+    r->spike_window = NULL;
+}
+
+void run_open_logs(Run *r, int resuming) {
+    if (!dist_is_root()) return;  // metrics and attn_csv stay NULL on the other ranks
+    char path[2200];
+    join_path(path, sizeof path, r->dir, "metrics.csv");
+    if (resuming) truncate_csv(path, r->st.step);
+    struct stat st;
+    int exists = resuming && stat(path, &st) == 0 && st.st_size > 0;
+    r->metrics = open_or_die(path, exists ? "a" : "w");
+    if (!exists) fprintf(r->metrics, "step,loss,lr,grad_norm,ms,val_loss,gen_loss\n");
+    join_path(path, sizeof path, r->dir, "attention.csv");
+    if (resuming) truncate_csv(path, r->st.step - 1);
+    exists = resuming && stat(path, &st) == 0 && st.st_size > 0;
+    r->attn_csv = open_or_die(path, exists ? "a" : "w");
+    if (!exists)
+        fprintf(r->attn_csv, "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,"
+                             "score_std,score_absmax,gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median,"
+                             "future_mass\n");
+}
+
+void run_close_logs(Run *r) {
+    if (r->metrics && fclose(r->metrics) != 0) die(EXIT_RUNTIME, "cannot write metrics.csv in '%s'", r->dir);
+    if (r->attn_csv && fclose(r->attn_csv) != 0) die(EXIT_RUNTIME, "cannot write attention.csv in '%s'", r->dir);
+    r->metrics = r->attn_csv = NULL;
+}
+
+// ---------------------------------------------------------------------------------------------
+// training
+
+void sample_batch(const Dataset *ds, int split_val, Rng *rng, int B, int T, int *x, int *y) {
+    size_t lo = split_val ? ds->n_train : 0, hi = split_val ? ds->n_tokens : ds->n_train;
+    size_t span = hi - lo - (size_t)T;  // valid starts: [lo, hi - T - 1]
+    for (int b = 0; b < B; b++) {
+        size_t start = lo + (size_t)rng_below(rng, span);
+        for (int t = 0; t < T; t++) {
+            x[b * T + t] = ds->tokens[start + t];
+            y[b * T + t] = ds->tokens[start + t + 1];
+        }
+    }
+}
+
+// nanoGPT's schedule: linear warmup, then cosine decay from lr to min_lr at lr_decay_steps.
+static double lr_at(const Config *c, long step) {
+    long decay = c->lr_decay_steps > 0 ? c->lr_decay_steps : c->max_steps;
+    if (step < c->warmup_steps) return c->lr * (double)(step + 1) / (double)(c->warmup_steps + 1);
+    if (step >= decay) return c->min_lr;
+    double ratio = (double)(step - c->warmup_steps) / (double)(decay - c->warmup_steps);
+    double coeff = 0.5 * (1.0 + cos(3.14159265358979323846 * ratio));
+    return c->min_lr + coeff * (c->lr - c->min_lr);
+}
+
+#ifdef TGPT_TEST_HOOKS
+// Fault injection, compiled into the test build (build/train-test) only, so the tests can drive
+// the guards. TGPT_TEST_NONFINITE="FROM:COUNT" makes the loss of steps [FROM, FROM+COUNT) NaN;
+// TGPT_TEST_SPIKE="STEP" adds 100 to the loss of that step (the spike guard's input).
+static void inject_faults(Run *r, long step) {
+    static int read = 0;
+    static long fault_from = -1, fault_count = 0, spike_step = -1;
+    if (!read) {
+        const char *v = getenv("TGPT_TEST_NONFINITE");
+        if (v && sscanf(v, "%ld:%ld", &fault_from, &fault_count) != 2) fault_from = -1, fault_count = 0;
+        v = getenv("TGPT_TEST_SPIKE");
+        if (v && sscanf(v, "%ld", &spike_step) != 1) spike_step = -1;
+        read = 1;
+    }
+    if (step >= fault_from && step < fault_from + fault_count) r->loss = NAN;
+    if (step == spike_step) r->loss += 100;
+}
+#else
+static void inject_faults(Run *r, long step) { (void)r; (void)step; }
+#endif
+
+// A non-finite loss or gradient norm (or a loss spike, when the guard is on) skips the update:
+// nothing reaches the parameters.
+void run_step(Run *r, const int *x, const int *y, long step) {
+    const Config *c = &r->cfg;
+    GPT *m = &r->model;
+    double t0 = now_seconds();
+    r->lr = lr_at(c, step);
+    // forward and backward (split between the threads by rows when the model has batch workers);
+    // a non-finite loss is caught below, before anything reaches the parameters
+    r->loss = gpt_forward_backward(m, x, y, r->rows, c->block_size);
+    if (dist_size() > 1) {  // the batch loss is the mean of the ranks' equal shares
+        double loss = r->loss;
+        dist_sum_double(&loss, 1);
+        r->loss = loss / dist_size();
+    }
+    inject_faults(r, step);
+    r->skipped = 0;
+    r->skip_reason = NULL;
+    if (!isfinite(r->loss)) {
+        r->skipped = 1;
+        r->skip_reason = "non-finite loss";
+        r->grad_norm = NAN;
+    } else {
+        gpt_phase(m, PHASE_OPTIMIZER);
+        if (dist_size() > 1) {
+            // one allreduce over the one contiguous gradient buffer: the sum of the ranks' mean
+            // gradients, divided by their number, is the gradient of the whole batch's mean loss
+            double c0 = now_seconds();
+            dist_sum_real(m->grads, m->n_params);
+            r->comm_seconds += now_seconds() - c0;
+            gpt_scale_grads(m, (real)(1.0 / dist_size()));
+        }
+        r->grad_norm = gpt_grad_norm(m);
+        if (!isfinite(r->grad_norm)) { r->skipped = 1; r->skip_reason = "non-finite gradient"; }
+    }
+    if (!r->skipped && c->spike_zscore > 0 && r->spike_n >= c->spike_window / 2 && r->spike_n >= 2) {
+        double mean = 0, var = 0;
+        for (int i = 0; i < r->spike_n; i++) mean += r->spike_window[i];
+        mean /= r->spike_n;
+        for (int i = 0; i < r->spike_n; i++) var += (r->spike_window[i] - mean) * (r->spike_window[i] - mean);
+        double sd = sqrt(var / (r->spike_n - 1));
+        if (sd > 0 && (r->loss - mean) / sd > c->spike_zscore) { r->skipped = 1; r->skip_reason = "loss spike"; }
+    }
+    if (!r->skipped) {
+        if (c->grad_clip > 0 && r->grad_norm > c->grad_clip) gpt_scale_grads(m, (real)(c->grad_clip / r->grad_norm));
+        gpt_adamw_update(m, r->lr, c->beta1, c->beta2, c->eps, c->weight_decay, step + 1 - r->st.skipped_steps);
+        r->last_finite_loss = r->loss;
+        r->bad_streak = 0;
+        if (c->spike_zscore > 0) {
+            r->spike_window[r->spike_pos] = r->loss;
+            r->spike_pos = (r->spike_pos + 1) % c->spike_window;
+            if (r->spike_n < c->spike_window) r->spike_n++;
+        }
+    } else {
+        r->st.skipped_steps++;
+        r->bad_streak++;
+    }
+    gpt_phase(m, PHASE_NONE);
+    r->ms = 1000.0 * (now_seconds() - t0);
+    r->train_seconds += r->ms / 1000.0;
+    r->tokens_trained += (long)c->batch_size * c->block_size;  // the whole batch, over all ranks
+}
+
+void run_keep_probe_weights(Run *r) {
+    const ModelDims *d = &r->model.dims;
+    size_t n;
+    if (!mul_size((size_t)d->n_layer * d->n_head, (size_t)r->cfg.block_size * r->cfg.block_size, &n) ||
+        !mul_size(n, sizeof(real), &n))
+        die(EXIT_RUNTIME, "size overflow keeping the probe's attention weights");
+    if (!r->probe_P) r->probe_P = xmalloc(n, "the probe's attention weights");
+}
+
+// A forward and backward with statistics on, which leaves the gradients zeroed again so
+// training is unaffected.
+void run_probe(Run *r, const int *px, const int *py, long step, int log) {
+    const Config *c = &r->cfg;
+    GPT *m = &r->model;
+    int L = m->dims.n_layer, NH = m->dims.n_head;
+    HeadStats *hs = xcalloc((size_t)L * NH, sizeof(HeadStats), "attention probe");
+    attention_probe(m, px, py, c->batch_size, c->block_size, hs, &r->probe);
+    r->have_probe = 1;
+    if (r->probe_P) {  // the first sequence's: the first NH*T*T weights of each layer's att (B,NH,T,T)
+        size_t head = (size_t)NH * c->block_size * c->block_size;
+        for (int l = 0; l < L; l++) memcpy(r->probe_P + l * head, m->acts.layers[l].att, head * sizeof(real));
+    }
+    if (log && r->attn_csv) {
+        for (int l = 0; l < L; l++)
+            for (int h = 0; h < NH; h++) {
+                const HeadStats *s = &hs[l * NH + h];
+                fprintf(r->attn_csv, "%ld,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6f\n",
+                        step, l, h, s->entropy, s->entropy_norm, s->max_weight, s->frac_gt_090, s->frac_gt_099,
+                        s->score_std, s->score_absmax, s->gnorm_wq, s->gnorm_wk, s->gnorm_wv, s->gnorm_wo,
+                        s->ds_over_dp, s->row_gain_median, s->future_mass);
+            }
+        fflush(r->attn_csv);
+    }
+    free(hs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// evaluation
+
+// Mean loss over a set of fixed batches (eval_steps of them) from one split into *loss. Returns
+// 0 when a stop signal cut it short.
+static int estimate_loss(Run *r, const Dataset *ds, int split_val, int *x, int *y, double *loss) {
+    const Config *c = &r->cfg;
+    Rng eval_rng;
+    rng_seed(&eval_rng, (uint64_t)c->seed * 2654435761u + (split_val ? 17 : 3));
+    double total = 0.0;
+    size_t off = (size_t)r->row0 * c->block_size;
+    for (int i = 0; i < c->eval_steps; i++) {
+        if (stop_agreed()) return 0;
+        // every rank draws the whole batch and evaluates its rows: the mean over the ranks'
+        // equal shares is the mean over the batch
+        sample_batch(ds, split_val, &eval_rng, c->batch_size, c->block_size, x, y);
+        total += gpt_loss(&r->model, x + off, y + off, r->rows, c->block_size);
+    }
+    dist_sum_double(&total, 1);
+    *loss = total / c->eval_steps / dist_size();
+    return 1;
+}
+
+// Loss over the whole validation split: every non-overlapping window of block_size targets, into
+// *loss. Returns 0 when a stop signal cut it short.
+static int full_val_loss(Run *r, const Dataset *ds, int *x, int *y, double *loss) {
+    const Config *c = &r->cfg;
+    int T = c->block_size, B = c->batch_size;
+    size_t n_val = ds->n_tokens - ds->n_train;
+    size_t n_windows = (n_val - 1) / (size_t)T;
+    // sums[0] = summed loss, sums[1] = positions counted; each rank takes its rows of each
+    // group of B windows
+    double sums[2] = {0.0, 0.0};
+    for (size_t w0 = 0; w0 < n_windows; w0 += (size_t)B) {
+        if (stop_agreed()) return 0;
+        size_t first = w0 + (size_t)r->row0, end = w0 + (size_t)r->row0 + (size_t)r->rows;
+        if (end > n_windows) end = n_windows;
+        if (first >= end) continue;
+        int nb = (int)(end - first);
+        for (int b = 0; b < nb; b++) {
+            size_t start = ds->n_train + (first + (size_t)b) * (size_t)T;
+            for (int t = 0; t < T; t++) {
+                x[b * T + t] = ds->tokens[start + t];
+                y[b * T + t] = ds->tokens[start + t + 1];
+            }
+        }
+        sums[0] += gpt_loss(&r->model, x, y, nb, T) * nb * T;
+        sums[1] += (double)nb * T;
+    }
+    dist_sum_double(sums, 2);
+    *loss = sums[1] > 0 ? sums[0] / sums[1] : NAN;
+    return 1;
+}
+
+// gen_loss, the honest loss, over the first log.gen_windows windows of block_size characters of
+// the validation split (fewer when the split is shorter): each character predicted from the
+// characters before it only, as generation sees them (gpt_generation_loss), into *gen, and the
+// usual teacher-forced loss over the same windows into *tf. Window by window, so a stop signal
+// ends it within one window. Returns 0 when a stop signal cut it short (or it is off: NaN).
+static int gen_loss(Run *r, const Dataset *ds, double *gen, double *tf) {
+    const Config *c = &r->cfg;
+    int T = c->block_size;
+    size_t n = (ds->n_tokens - ds->n_train - 1) / (size_t)T;
+    if (n > (size_t)c->gen_windows) n = (size_t)c->gen_windows;
+    *gen = *tf = NAN;
+    if (n == 0) return 1;
+    int *x = xmalloc((size_t)T * sizeof(int), "gen_loss window"), *y = xmalloc((size_t)T * sizeof(int), "gen_loss window");
+    double sum_gen = 0, sum_tf = 0;
+    size_t w = 0;
+    for (; w < n && !stop_agreed(); w++) {
+        size_t start = ds->n_train + w * (size_t)T;
+        for (int t = 0; t < T; t++) {
+            x[t] = ds->tokens[start + t];
+            y[t] = ds->tokens[start + t + 1];
+        }
+        double forced;
+        sum_gen += gpt_generation_loss(&r->model, x, y, 1, T, &forced);
+        sum_tf += forced;
+    }
+    free(x);
+    free(y);
+    if (w < n) return 0;
+    *gen = sum_gen / (double)n;
+    *tf = sum_tf / (double)n;
+    return 1;
+}
+
+// Only rank 0 writes files; the others hold the same parameters.
+static void run_save(Run *r, const Vocab *vocab, const char *file) {
+    if (!dist_is_root()) return;
+    char path[2200], err[RUN_ERRLEN];
+    join_path(path, sizeof path, r->dir, file);
+    if (!checkpoint_save(path, &r->model, r->cfg_json, vocab, &r->st, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+}
+
+static void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long done, int do_eval) {
+    if (do_eval) stop_test_point("eval");
+    double tf;
+    r->evaluated = do_eval && estimate_loss(r, ds, 0, b->ex, b->ey, &r->eval_train) &&
+                   estimate_loss(r, ds, 1, b->ex, b->ey, &r->eval_val) && gen_loss(r, ds, &r->eval_gen, &tf);
+    if (!r->evaluated) r->eval_val = r->eval_gen = NAN;
+    // best.bin holds the best finite validation loss: a NaN never compares better, and a
+    // diverged state is never the best
+    if (r->evaluated && isfinite(r->eval_val) && r->eval_val < r->st.best_val_loss) {
+        r->st.best_val_loss = r->eval_val;
+        run_save(r, vocab, "best.bin");
+    }
+    if (r->metrics) {
+        fprintf(r->metrics, "%ld,%.6f,%.6e,%.6f,%.3f,", done, r->loss, r->lr, r->grad_norm, r->ms);
+        if (r->evaluated) fprintf(r->metrics, "%.6f,", r->eval_val);
+        else fprintf(r->metrics, ",");
+        if (r->evaluated && isfinite(r->eval_gen)) fprintf(r->metrics, "%.6f", r->eval_gen);
+        fprintf(r->metrics, "\n");
+        fflush(r->metrics);
+    }
+}
+
+int run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long step, int probe, int eval) {
+    size_t off = (size_t)r->row0 * r->cfg.block_size;
+    if (probe) run_probe(r, b->px, b->py, step, 1);
+    run_step(r, b->x + off, b->y + off, step);
+    r->st.step = step + 1;
+    if (r->bad_streak >= r->cfg.max_bad_steps) return 1;
+    run_evaluate_and_log(r, ds, b, vocab, step + 1, eval);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// checkpoints
+
+// With keep_checkpoints N, also checkpoint_<step>.bin, keeping the newest N of them.
+CkptResult run_checkpoint(Run *r, const Vocab *vocab) {
+    if (r->saved_step == r->st.step) return CKPT_SAVED;  // already written at this step
+    // after a skipped step the parameters are those of the last good step, but the run may be
+    // diverging (a real divergence often makes every later step non-finite): keep the last
+    // checkpoint until a step succeeds again
+    if (r->bad_streak > 0) {
+        r->ckpt_pending = 1;
+        return CKPT_POSTPONED;
+    }
+    // finite steps can still leave non-finite optimizer moments (a gradient whose square
+    // overflows); every rank holds the same values, so they agree on this
+    if (!gpt_all_finite(&r->model)) return CKPT_NONFINITE;
+    // every rank took the same AdamW steps from the same summed gradients, so they hold the same
+    // bytes; check it (cheaply, at checkpoints only) rather than trust it
+    if (!dist_same_bytes(r->model.params, r->model.n_params * sizeof(real)))
+        die(EXIT_RUNTIME, "the ranks' parameters differ at step %ld (the MPI sum was not identical on every rank)",
+            r->st.step);
+    stop_test_point("checkpoint");
+    r->ckpt_pending = 0;
+    r->saved_step = r->st.step;
+    if (!dist_is_root()) return CKPT_SAVED;
+    run_save(r, vocab, "checkpoint.bin");
+    int keep = r->cfg.keep_checkpoints;
+    if (keep > 0) {
+        char name[64];
+        snprintf(name, sizeof name, "checkpoint_%ld.bin", r->st.step);
+        run_save(r, vocab, name);
+        outdir_prune_checkpoints(r->dir, keep, r->st.step);
+    }
+    return CKPT_SAVED;
+}
+
+// ---------------------------------------------------------------------------------------------
+// finishing
+
+// A JSON number, or null for NaN and infinities (which JSON cannot hold).
+static void json_number(FILE *f, const char *key, double v, const char *fmt, int last) {
+    fprintf(f, "  \"%s\": ", key);
+    if (isfinite(v)) fprintf(f, fmt, v);
+    else fputs("null", f);
+    fputs(last ? "\n" : ",\n", f);
+}
+
+// summary.json, replaced whole: the final losses, counts, speed, time and the resolved config
+// (config_to_json's text: valid JSON, with every string escaped).
+static void write_summary(const Run *r, const char *path, const FinalLosses *fl, double segment_wall) {
+    FILE *f = outfile_open(path);
+    double tps = r->train_seconds > 0 ? (double)r->tokens_trained / r->train_seconds : 0;
+    fputs("{\n", f);
+    json_number(f, "train_loss", fl->train_loss, "%.6f", 0);
+    json_number(f, "val_loss", fl->val_loss, "%.6f", 0);
+    // the honest loss and the teacher-forced loss over the same validation windows
+    json_number(f, "gen_loss", fl->gen_loss, "%.6f", 0);
+    json_number(f, "gen_loss_teacher_forced", fl->gen_loss_tf, "%.6f", 0);
+    json_number(f, "best_val_loss", r->st.best_val_loss, "%.6f", 0);
+    fprintf(f, "  \"steps\": %ld,\n  \"skipped_steps\": %ld,\n  \"params\": %zu,\n", r->st.step, r->st.skipped_steps,
+            r->model.n_params);
+    json_number(f, "tokens_per_s", tps, "%.1f", 0);        // of this segment
+    json_number(f, "wall_s", r->elapsed_before + segment_wall, "%.2f", 0);  // every segment of the run
+    json_number(f, "segment_wall_s", segment_wall, "%.2f", 0);  // since this process's training began
+    fputs("  \"config\": ", f);
+    // indent the config object by two spaces to nest it
+    for (const char *p = r->cfg_json; *p; p++) {
+        fputc(*p, f);
+        if (*p == '\n' && p[1]) fputs("  ", f);
+    }
+    fprintf(f, "\n}\n");
+    outfile_commit(f);
+}
+
+int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double wall0, FinalLosses *f) {
+    stop_test_point("final-eval");
+    f->train_loss = NAN;
+    if (r->cfg.eval_steps > 0 && !estimate_loss(r, ds, 0, b->ex, b->ey, &f->train_loss)) return 0;
+    if (!full_val_loss(r, ds, b->ex, b->ey, &f->val_loss)) return 0;
+    if (!gen_loss(r, ds, &f->gen_loss, &f->gen_loss_tf)) return 0;
+    if (isfinite(f->val_loss) && f->val_loss < r->st.best_val_loss) {
+        r->st.best_val_loss = f->val_loss;
+        run_save(r, vocab, "best.bin");
+    }
+    run_close_logs(r);
+    if (dist_is_root()) {
+        char path[2200];
+        join_path(path, sizeof path, r->dir, "summary.json");
+        write_summary(r, path, f, now_seconds() - wall0);
+    }
+    return 1;
+}
+
+int run_sample(Run *r, const Vocab *vocab, char **text) {
+    const Config *c = &r->cfg;
+    if (text) *text = NULL;
+    if (c->sample_tokens <= 0 || !dist_is_root()) return 1;
+    stop_test_point("sample");
+    char err[RUN_ERRLEN];
+    int *prompt = xmalloc((strlen(c->sample_prompt) + 1) * sizeof(int), "prompt");
+    int n_prompt = encode_prompt(vocab, c->sample_prompt, prompt, err, sizeof err), done = 1;
+    if (n_prompt < 0) {
+        fprintf(stderr, "train: warning: no sample: %s\n", err);
+    } else {
+        Rng srng;
+        rng_seed(&srng, (uint64_t)c->seed + 99);
+        printf("---- sample%s%s (%d characters, temperature %.2f, top_k %d) ----\n%s", r->variant ? " from " : "",
+               r->variant ? r->variant : "", c->sample_tokens, c->sample_temperature, c->sample_top_k, c->sample_prompt);
+        // into memory too when asked for (the comparison's report shows every variant's sample)
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *out = text ? open_memstream(&buf, &len) : NULL;
+        int n = generate_until(&r->model, vocab, prompt, n_prompt, c->sample_tokens, c->sample_temperature,
+                               c->sample_top_k, &srng, out ? out : stdout, &g_stop_signal);
+        if (out) {
+            fclose(out);
+            fputs(buf, stdout);
+            if (text) {
+                size_t plen = strlen(c->sample_prompt);  // the report shows the prompt as the sample began
+                *text = xmalloc(plen + len + 1, "sample text");
+                memcpy(*text, c->sample_prompt, plen);
+                memcpy(*text + plen, buf, len + 1);
+            }
+            free(buf);
+        }
+        done = n == c->sample_tokens;
+        printf("\n----\n");
+    }
+    free(prompt);
+    return done;
+}
+
+void run_print_final(const Run *r, FinalLosses f) {
+    double tps = r->train_seconds > 0 ? (double)r->tokens_trained / r->train_seconds : 0;
+    printf("final%s%s: step=%ld train_loss=%.4f val_loss=%.4f gen_loss=%.4f tokens_per_s=%.0f\n", r->variant ? " " : "",
+           r->variant ? r->variant : "", r->st.step, f.train_loss, f.val_loss, f.gen_loss, tps);
+}
+
+int run_attention_falls_back(const Run *r) { return gpt_attention_falls_back(&r->model); }

@@ -1,0 +1,120 @@
+// run/run.h: one training run's life: its model and state, a step, the attention probe, evaluation,
+// its output files (logs, checkpoints, summary) and the final evaluation and sample. ./train
+// trains one run, or (--compare-scaling) several side by side on the same batches.
+#ifndef RUN_H
+#define RUN_H
+
+#include <stdio.h>
+
+#include "run/checkpoint.h"
+#include "base/config.h"
+#include "base/data.h"
+#include "model.h"
+
+#define RUN_ERRLEN 1024
+#define MAX_VARIANTS 4
+#define MAX_VARIANT_OVERRIDES 4
+
+// A variant is a name (its directory under out_dir) and overrides applied on top of the base
+// config, e.g. {"unscaled", {"model.attn_scale=none"}}. The overrides may not change a shape.
+typedef struct {
+    const char *name;
+    const char *overrides[MAX_VARIANT_OVERRIDES];  // "section.key=value"; NULL-terminated if fewer
+} Variant;
+
+typedef struct {
+    const char *variant;     // NULL for a normal run, else the variant's name
+    Config cfg;
+    int rows, row0;          // this rank's rows [row0, row0 + rows) of every batch (all of it in one process)
+    char *cfg_json;
+    GPT model;
+    TrainState st;
+    char dir[1100];
+    FILE *metrics, *attn_csv;
+    // divergence guard
+    int bad_streak;
+    double last_finite_loss;
+    double *spike_window;
+    int spike_n, spike_pos;
+    // results of the last step / probe / evaluation
+    double loss, grad_norm, lr, ms;
+    int skipped;
+    const char *skip_reason;
+    double train_seconds, comm_seconds;  // comm: time in the gradient allreduce (MPI)
+    double elapsed_before;   // wall-clock seconds of the run's earlier segments (st.elapsed_s at the resume)
+    long tokens_trained;
+    HeadStats probe;         // last attention probe (averages over layers and heads)
+    int have_probe;
+    real *probe_P;           // (L,NH,T,T) the probe batch's first sequence's weights P at the last probe,
+                             // when kept (run_keep_probe_weights; a comparison's report draws them)
+    double eval_train, eval_val;
+    double eval_gen;         // gen_loss at the last evaluation (NaN when not measured)
+    int evaluated;           // whether the last step's evaluation ran to its end (a stop signal cuts it short)
+    // checkpoints
+    long saved_step;         // step of the last checkpoint.bin this process wrote; -1 = none yet
+    int ckpt_pending;        // a checkpoint fell due during skipped steps and waits for a good one
+} Run;
+
+// Batch buffers, (B,T) each, shared by the runs of one session.
+typedef struct {
+    int *x, *y;              // training batch: inputs, next-token targets
+    int *ex, *ey;            // evaluation batch
+    int *px, *py;            // the fixed attention-probe batch
+} Batches;
+
+// ---- set up and tear down ----
+// The run's config (base plus the variant's overrides), directory name (out_dir, or
+// out_dir/<variant>), model (built, not initialised) and guard state.
+void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDims *dims, int rows);
+void run_release(Run *r);
+// metrics.csv and attention.csv: new, or (resuming) continued after the rows of steps <= st.step.
+void run_open_logs(Run *r, int resuming);
+void run_close_logs(Run *r);
+
+// ---- training ----
+// B random windows of T+1 tokens from one split: inputs x and next-token targets y, (B,T) each.
+void sample_batch(const Dataset *ds, int split_val, Rng *rng, int B, int T, int *x, int *y);
+// One optimisation step on this rank's rows (x, y) of the batch; a non-finite or spiking loss
+// skips the update (r->skipped, r->bad_streak).
+void run_step(Run *r, const int *x, const int *y, long step);
+// Attention statistics on the probe batch (rank 0) into r->probe, and when `log` into
+// attention.csv as of `step`.
+void run_probe(Run *r, const int *px, const int *py, long step, int log);
+// From now on every probe also copies the weights P of the probe batch's first sequence into
+// r->probe_P (every layer and head).
+void run_keep_probe_weights(Run *r);
+// Step `step` of one run on the batch in b->x, b->y: the probe first when `probe`, the update,
+// then the evaluation when `eval` (train/val loss, best.bin; cut short by a stop signal) and the
+// metrics row. Returns 1 when the divergence guard trips (train.max_bad_steps skipped steps in a
+// row; nothing evaluated or logged), else 0.
+int run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long step, int probe, int eval);
+// checkpoint.bin (and checkpoint_<step>.bin with keep_checkpoints) at r->st.step, but only of a
+// state the last step updated: a checkpoint never replaces the last good one with a state that
+// may be diverging.
+typedef enum {
+    CKPT_SAVED,              // written (rank 0; the other ranks checked their parameters agree)
+    CKPT_POSTPONED,          // not written: the last step was skipped; ckpt_pending asks again after a good step
+    CKPT_NONFINITE,          // not written: the parameters or the optimizer moments are not finite
+} CkptResult;
+CkptResult run_checkpoint(Run *r, const Vocab *vocab);
+
+// ---- finishing ----
+// Final losses: the mean over eval batches of the training split, and the whole validation split.
+// gen_loss: the honest loss over the first log.gen_windows windows of the validation split, and
+// gen_loss_tf the usual (teacher-forced) loss over those same windows (NaN when log.gen_windows 0).
+typedef struct { double train_loss, val_loss, gen_loss, gen_loss_tf; } FinalLosses;
+// Final evaluation (and best.bin when it improved), logs closed, summary.json written (rank 0)
+// with the wall-clock time of this segment (since wall0) and of the whole run. Returns 0 when a
+// stop signal cut the evaluation short (then nothing is written), else 1.
+int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double wall0, FinalLosses *f);
+// The sample of sample.tokens characters printed to stdout (rank 0); with text non-NULL also
+// returned there (malloc'd UTF-8, NULL when there is none). Returns 0 when a stop signal cut it
+// short.
+int run_sample(Run *r, const Vocab *vocab, char **text);
+// Whether the run's attention is computed by the definition because the chosen implementation
+// does not compute its mask or softmax axis (the engine computes the correct model only).
+int run_attention_falls_back(const Run *r);
+// The last line: "final[ VARIANT]: step=N train_loss=X val_loss=Y gen_loss=G tokens_per_s=Z".
+void run_print_final(const Run *r, FinalLosses f);
+
+#endif

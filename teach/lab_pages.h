@@ -1,0 +1,68 @@
+// teach/lab_pages.h: the step-through pages of `./lab examples --html FILE` and `./lab exercise --html
+// FILE` (written with report/html.c), and the table of named numbers they are drawn from, which `--json`
+// prints: one table, so the page and the JSON always hold the same numbers under the same keys.
+#ifndef LAB_PAGES_H
+#define LAB_PAGES_H
+
+#include <stdio.h>
+
+#include "base/common.h"
+#include "report/html.h"
+#include "teach/lab_core.h"
+
+// One named matrix (rows, cols) or vector (rows entries, cols 1, vector set) of numbers. Keys
+// are "name" or "group.name"; JSON nests the second kind in an object per group. Non-finite
+// numbers (the mask's -inf) are written to JSON as null.
+typedef struct {
+    char key[64];
+    int rows, cols, vector;
+    double *v;
+} LabArray;
+
+typedef struct {
+    LabArray *a;
+    int n;
+} LabArrays;
+
+void lab_arrays_add(LabArrays *s, const char *key, int rows, int cols, const real *v);
+void lab_arrays_add_double(LabArrays *s, const char *key, int rows, int cols, const double *v);
+void lab_arrays_add_vector(LabArrays *s, const char *key, int n, const double *v);
+// The array under key; exits (a bug, not a user error) when there is none.
+const LabArray *lab_arrays_get(const LabArrays *s, const char *key);
+// One JSON object, in the order the arrays were added, numbers with %.17g.
+void lab_arrays_json(FILE *f, const LabArrays *s);
+void lab_arrays_free(LabArrays *s);
+
+// Every number of the worked examples' page: group "one_query" (q = [1,0] over two keys) and
+// group "t3" (T = 3, d_k = 2, causal mask): inputs, scores, scaled and masked scores, weights
+// and their row sums, outputs, scaled and unscaled; the backward for dO (key "t3.dO").
+void lab_examples_arrays(LabArrays *s);
+// The exercise's numbers (ungrouped keys; the first ten are `./lab exercise --json`'s
+// original ones, in their order) for an exercise computed by lab_exercise_run.
+void lab_exercise_arrays(LabArrays *s, const LabExercise *e);
+
+// Largest exercise `--html` draws (every matrix is on the page).
+#define LAB_HTML_MAX_T 32
+#define LAB_HTML_MAX_DK 64
+
+// The pages. command is the command line that wrote the page (shown on it).
+HtmlPage *lab_examples_page(const LabArrays *s, const char *command);
+HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char *command);
+
+// The exercise's verdict, as `./lab exercise` prints it (two lines, no final newline).
+void lab_exercise_verdict(char *buf, size_t n, const LabExercise *e);
+
+// ---- `./lab mistakes`: the T = 3 example four ways (lab_mistakes) ----
+// Whether a row of weights sums to 1, as the terminal's '!' judges it (within 1e-5).
+int lab_sums_to_one(double x);
+// What the numbers of mistake k >= 1 show, against the correct case c[0], as the terminal prints
+// it after "NAME: " (two lines, the second indented by two spaces, no final newline).
+void lab_mistake_reading(char *buf, size_t n, const LabMistake c[LAB_MISTAKES], int k);
+// `./lab mistakes --json`: Q, K, V and the cases, numbers with %.17g (null for the mask's -inf).
+// Case k's numbers are "cases.K.FIELD" on the page: FIELD = scores, weights, row_sums,
+// column_sums, outputs (and future_weight, the weight of each row on the keys after it).
+void lab_mistakes_json(FILE *f, const LabMistake c[LAB_MISTAKES]);
+// `./lab mistakes --html FILE`: one step per case, the correct case beside each mistake.
+HtmlPage *lab_mistakes_page(const LabMistake c[LAB_MISTAKES], const char *command);
+
+#endif
