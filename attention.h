@@ -24,6 +24,7 @@ typedef struct {
     real scale;         // multiplies Q K^T: 1/sqrt(head_dim) by default
     AttnMask mask;
     SoftmaxAxis axis;
+    int window;         // 0: every earlier key; W > 0: query t sees only keys t-W+1 .. t
 } AttnSpec;
 
 // ---- statistics, summed over the batch (zero them first); see attention_stats.c ----

@@ -424,7 +424,7 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out) 
 static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, real *shared_params) {
     memset(m, 0, sizeof *m);
     m->dims = *d;
-    m->attn = (AttnSpec){attn_scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS};
+    m->attn = (AttnSpec){attn_scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0};
     m->attn_impl = &attention_fast;
     m->head_dim = d->n_embd / d->n_head;
     m->phase_current = PHASE_NONE;
