@@ -99,6 +99,10 @@ CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
 # the lab's step-through pages (./lab examples --html FILE) and the HTML writer they use
 PAGES := report/html.c teach/lab_pages.c
 PAGES_OBJ := $(PAGES:%.c=$(OBJDIR)/%.o)
+# ./sample --explain: the measures and their page
+EXPLAIN := teach/explain.c teach/explain_page.c
+EXPLAIN_OBJ := $(EXPLAIN:%.c=$(OBJDIR)/%.o)
+EXPLAIN64_OBJ := $(EXPLAIN:%.c=$(OBJDIR)/f64/%.o)
 PAGES64_OBJ := $(PAGES:%.c=$(OBJDIR)/f64/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_H := $(wildcard tests/*.h)
@@ -151,7 +155,7 @@ mpi-test-build:
 	    $(MAKE) --no-print-directory MPI=1 SANITIZE=0 STAMP=build/.config-mpi build/train-mpi; \
 	else echo "note: $(MPICC) or mpirun not found: the MPI tests will be skipped"; rm -f build/train-mpi; fi
 
-sample: $(OBJDIR)/sample.o $(CORE_OBJ) $(STAMP)
+sample: $(OBJDIR)/sample.o $(EXPLAIN_OBJ) $(OBJDIR)/report/html.o $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 lab: $(OBJDIR)/lab.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
@@ -174,11 +178,11 @@ data/default.txt: | tools/gencorpus
 
 FUZZ_SRC := tests/fuzz/harnesses.c
 
-tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(OBJDIR)/report/report.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/report/report.o $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
+tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(OBJDIR)/report/report.o $(PAGES_OBJ) $(EXPLAIN_OBJ) $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/report/report.o $(PAGES_OBJ) $(EXPLAIN_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
 
-tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(OBJDIR)/f64/report/report.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/f64/report/report.o $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
+tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(OBJDIR)/f64/report/report.o $(PAGES64_OBJ) $(EXPLAIN64_OBJ) $(CORE64_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/f64/report/report.o $(PAGES64_OBJ) $(EXPLAIN64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
 
 # The pages in a real browser: headless Chromium opens every step of the lab's pages (#step=N),
 # checks the rendered DOM against ./lab's JSON output and that no request left the file, then the

@@ -424,7 +424,7 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out) 
 static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, real *shared_params) {
     memset(m, 0, sizeof *m);
     m->dims = *d;
-    m->attn = (AttnSpec){attn_scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0};
+    m->attn = (AttnSpec){attn_scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL};
     m->attn_impl = &attention_fast;
     m->head_dim = d->n_embd / d->n_head;
     m->phase_current = PHASE_NONE;
@@ -505,8 +505,16 @@ int gpt_attention_falls_back(const GPT *m) { return !m->attn_impl->supports(&m->
 // The implementation a pass runs: the model's, unless it collects statistics or cannot compute
 // the model's spec; the definition (attention.c) then runs.
 static const AttentionImpl *attention_impl(const GPT *m) {
-    if ((m->collect_stats && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn)) return &attention_reference;
+    if ((m->collect_stats && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn) || m->attn_knockout)
+        return &attention_reference;
     return m->attn_impl;
+}
+
+// The attention layer l computes: the model's, with layer l's knockouts when they are set.
+static AttnSpec layer_spec(const GPT *m, int l, int B, int T) {
+    AttnSpec spec = m->attn;
+    if (m->attn_knockout) spec.knockout = m->attn_knockout + (size_t)l * B * m->dims.n_head * T;
+    return spec;
 }
 
 void gpt_free(GPT *m) {
@@ -591,7 +599,8 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
         gpt_phase(m, PHASE_MATMUL_FWD);
         qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         gpt_phase(m, PHASE_ATTENTION);
-        attention_impl(m)->forward(A->atty, A->att, m->attn_scratch, A->q, A->k, A->v, B, T, C, NH, &m->attn,
+        AttnSpec spec = layer_spec(m, l, B, T);
+        attention_impl(m)->forward(A->atty, A->att, m->attn_scratch, A->q, A->k, A->v, B, T, C, NH, &spec,
                                    m->collect_stats ? &m->attn_stats[l * NH] : NULL);
         gpt_phase(m, PHASE_MATMUL_FWD);
         matmul_forward(A->res2, A->atty, P->wo, N, C, C);
@@ -702,7 +711,18 @@ double gpt_loss(GPT *m, const int *x, const int *y, int B, int T) {
     return use_workers(m, B) ? split_batch(m, x, y, B, T, 0) : gpt_forward(m, x, y, B, T);
 }
 
-void gpt_backward(GPT *m) {
+static void backward_from(GPT *m, int row);
+
+void gpt_backward(GPT *m) { backward_from(m, -1); }
+
+void gpt_backward_row(GPT *m, int row) {
+    if (row < 0 || row >= m->cur_B * m->cur_T) die(EXIT_RUNTIME, "internal: backward of row %d of %d", row, m->cur_B * m->cur_T);
+    backward_from(m, row);
+}
+
+// The backward of the last forward from the gradient of its mean loss (row < 0), or of the loss
+// -log p(target) of one row only.
+static void backward_from(GPT *m, int row) {
     int B = m->cur_B, T = m->cur_T;
     int L = m->dims.n_layer, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
     int N = B * T;
@@ -718,7 +738,8 @@ void gpt_backward(GPT *m) {
         if (t->grad_summed) memset(m->grads + t->offset, 0, t->size * sizeof(real));
     }
     memset(G->logits, 0, (size_t)N * V * sizeof(real));
-    crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V);
+    if (row < 0) crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V);
+    else crossentropy_backward(G->logits + (size_t)row * V, m->acts.logits + (size_t)row * V, m->targets + row, 1, V);
     // LM head: dlnf = dlogits @ wte ; dwte = dlogits^T @ lnf
     gpt_phase(m, PHASE_MATMUL_BWD);
     gemm_nn(G->ln, G->logits, m->p.wte, N, C, V, MM_SET);
@@ -751,8 +772,9 @@ void gpt_backward(GPT *m) {
         gpt_phase(m, PHASE_MATMUL_BWD);
         matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_ATTENTION);
+        AttnSpec spec = layer_spec(m, l, B, T);
         attention_impl(m)->backward(G->q, G->k, G->v, m->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
-                                    B, T, C, NH, &m->attn, m->collect_stats ? &m->attn_stats[l * NH] : NULL,
+                                    B, T, C, NH, &spec, m->collect_stats ? &m->attn_stats[l * NH] : NULL,
                                     m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL, GRAD_STORE);
         gpt_phase(m, PHASE_MATMUL_BWD);
         qkv_backward(G->ln, dP->wq, dP->wk, dP->wv, G->q, G->k, G->v, A->ln1, P->wq, P->wk, P->wv, N, C);

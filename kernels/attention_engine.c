@@ -330,7 +330,9 @@ size_t attention_scratch_size(int T, int hd) {
 
 // Whether the engine computes this spec: the correct model only (the mistakes train on the
 // definition); the statistics are the definition's too.
-static int engine_supports(const AttnSpec *spec) { return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS; }
+static int engine_supports(const AttnSpec *spec) {
+    return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS && !spec->knockout;
+}
 
 static void require_engine_spec(const AttnSpec *spec, const AttnStats *stats, const real *row_gain) {
     if (!engine_supports(spec) || stats || row_gain)

@@ -22,7 +22,7 @@
 #include "test_numeric.h"
 
 static AttnSpec spec_of(real scale, AttnMask mask, SoftmaxAxis axis) {
-    AttnSpec s = {scale, mask, axis, 0};
+    AttnSpec s = {scale, mask, axis, 0, NULL};
     return s;
 }
 static AttnSpec causal(real scale) { return spec_of(scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS); }
