@@ -673,15 +673,6 @@ static int variant_is_correct(const CompareLog *log, const Config *cfg, int i) {
     return strcmp(mask, "causal") == 0 && strcmp(axis, "keys") == 0;
 }
 
-// The attention scale a value of model.attn_scale gives, NaN when it is not one.
-static double scale_of(const char *value, int head_dim) {
-    if (strcmp(value, "sqrt") == 0) return head_dim > 0 ? 1 / sqrt((double)head_dim) : NAN;
-    if (strcmp(value, "none") == 0) return 1;
-    char *e;
-    double x = strtod(value, &e);
-    return e != value && *e == '\0' && x > 0 ? x : NAN;
-}
-
 // --compare-scaling's pair: the text of the two-variant scale report as it has always been.
 static int is_textbook_scale(const CompareLog *log) {
     return log->kind == KIND_SCALE && log->n == 2 && strcmp(log->v[0].value, "sqrt") == 0 &&
@@ -718,7 +709,7 @@ static void scale_pair(ScalePair *p, const CompareLog *log, int a, int b, int he
     label(p->lb, sizeof p->lb, log, b);
     const char *va = log->v[a].value, *vb = log->v[b].value;
     p->textbook = strcmp(va, "sqrt") == 0 && strcmp(vb, "none") == 0;
-    p->factor = scale_of(vb, head_dim) / scale_of(va, head_dim);
+    p->factor = config_scale_factor(vb, head_dim) / config_scale_factor(va, head_dim);
     headline_name(p->ta, sizeof p->ta, va, p->la);
     headline_name(p->tb, sizeof p->tb, vb, p->lb);
     if (p->textbook) {
@@ -1296,7 +1287,7 @@ static void md_variant_meaning(Out *o, const CompareLog *log, int i, int head_di
     if (what) out(o, "%s", what);
     else if (scale && strcmp(v->value, "sqrt") == 0)
         out(o, "multiplies the attention scores Q·Kᵀ by 1/sqrt(d_k) = 1/sqrt(%d) = %.4g", head_dim,
-            scale_of(v->value, head_dim));
+            config_scale_factor(v->value, head_dim));
     else if (scale && strcmp(v->value, "none") == 0) out(o, "does not scale the attention scores");
     else if (scale) out(o, "multiplies the attention scores by %s", v->value);
     else out(o, "has `%s` = %s", log->key, v->value);
@@ -1313,7 +1304,7 @@ static void md_intro(Out *o, const CompareLog *log, const Config *cfg, int head_
         out(o, "# Attention scale: 1/sqrt(d_k) vs none — %s\n\n", run);
         out(o, "Two models trained side by side from identical initial weights on identical batches. The only "
                "difference: **scaled** multiplies the attention scores Q·Kᵀ by 1/sqrt(d_k) = 1/sqrt(%d) = %.4g; "
-               "**unscaled** does not.\n\n", head_dim, head_dim > 0 ? 1 / sqrt((double)head_dim) : NAN);
+               "**unscaled** does not.\n\n", head_dim, config_scale_factor("sqrt", head_dim));
         return;
     }
     if (log->title) out(o, "# %s: ", log->title);
