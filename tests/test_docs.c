@@ -36,28 +36,71 @@ static int file_has_line(const char *path, const char *want) {
     return found;
 }
 
+// A document read line by line, each trimmed, the fences of its code blocks left out.
+typedef struct {
+    FILE *f;
+    char buf[MAX_LINE];
+    int lineno;
+    int in_block;  // the line is inside a fenced block
+    int first;     // ... and is the block's first line
+    int opened;    // a fence has just opened a block
+} DocReader;
+
+// Opens doc: 0 (reported on stderr) when it cannot be read.
+static int doc_open(DocReader *r, const char *doc) {
+    memset(r, 0, sizeof *r);
+    r->f = fopen(doc, "r");
+    if (!r->f) fprintf(stderr, "  cannot read %s\n", doc);
+    return r->f != NULL;
+}
+
+// The next line that is not a fence, trimmed; NULL at the end (the file closed).
+static char *doc_next(DocReader *r) {
+    while (fgets(r->buf, sizeof r->buf, r->f)) {
+        r->lineno++;
+        char *l = trim(r->buf);
+        if (strncmp(l, "```", 3) == 0) {
+            r->in_block = !r->in_block;
+            r->opened = r->in_block;
+            continue;
+        }
+        r->first = r->opened;
+        r->opened = 0;
+        return l;
+    }
+    fclose(r->f);
+    r->f = NULL;
+    return NULL;
+}
+
+// check(doc, &checked) over README.md and docs/*.md: the sum of what it returns (the wrong ones).
+static int each_doc(int (*check)(const char *doc, int *checked), int *checked) {
+    int wrong = check("README.md", checked);
+    DIR *d = opendir("docs");
+    CHECK(d != NULL);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 3, ".md") != 0) continue;
+        char path[600];
+        snprintf(path, sizeof path, "docs/%s", e->d_name);
+        wrong += check(path, checked);
+    }
+    if (d) closedir(d);
+    return wrong;
+}
+
 // Checks one document: adds the quoted lines to *checked and returns how many are wrong (each
 // reported on stderr), a quote of a file that does not exist counting as one.
 static int check_doc(const char *doc, int *checked) {
-    FILE *f = fopen(doc, "r");
-    if (!f) {
-        fprintf(stderr, "  cannot read %s\n", doc);
-        return 1;
-    }
-    char buf[MAX_LINE], source[512] = "";
-    int in_block = 0, first = 0, lineno = 0, wrong = 0;
-    while (fgets(buf, sizeof buf, f)) {
-        lineno++;
-        char *l = trim(buf);
-        if (strncmp(l, "```", 3) == 0) {
-            in_block = !in_block;
-            first = in_block;
+    DocReader r;
+    if (!doc_open(&r, doc)) return 1;
+    char source[512] = "";
+    int wrong = 0;
+    for (char *l; (l = doc_next(&r));) {
+        if (!r.in_block) continue;
+        if (r.first) {
             source[0] = 0;
-            continue;
-        }
-        if (!in_block) continue;
-        if (first) {
-            first = 0;
             // "// attention.c" names the quoted file; any other block is not a quote
             size_t n = strlen(l);
             if (strncmp(l, "// ", 3) == 0 && n > 5 && !strchr(l + 3, ' ') &&
@@ -67,7 +110,7 @@ static int check_doc(const char *doc, int *checked) {
                 if (s) {
                     fclose(s);
                 } else {
-                    fprintf(stderr, "  %s:%d quotes %s, which does not exist\n", doc, lineno, source);
+                    fprintf(stderr, "  %s:%d quotes %s, which does not exist\n", doc, r.lineno, source);
                     wrong++;
                     source[0] = 0;
                 }
@@ -76,28 +119,16 @@ static int check_doc(const char *doc, int *checked) {
         }
         if (!source[0] || !*l || strcmp(l, "...") == 0) continue;
         if (file_has_line(source, l) != 1) {
-            if (!g_quiet) fprintf(stderr, "  %s:%d quotes a line that %s does not have: %s\n", doc, lineno, source, l);
+            if (!g_quiet) fprintf(stderr, "  %s:%d quotes a line that %s does not have: %s\n", doc, r.lineno, source, l);
             wrong++;
         }
         (*checked)++;
     }
-    fclose(f);
     return wrong;
 }
 
 static void test_docs_quote_the_code_verbatim(void) {
-    int checked = 0, wrong = check_doc("README.md", &checked);
-    DIR *d = opendir("docs");
-    CHECK(d != NULL);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        if (n < 4 || strcmp(e->d_name + n - 3, ".md") != 0) continue;
-        char path[600];
-        snprintf(path, sizeof path, "docs/%s", e->d_name);
-        wrong += check_doc(path, &checked);
-    }
-    if (d) closedir(d);
+    int checked = 0, wrong = each_doc(check_doc, &checked);
     // the note on backprop through softmax quotes attention.c's loops; a doc that quoted nothing
     // would pass vacuously
     CHECK_MSG(checked >= 20, "only %d quoted lines found in the docs", checked);
@@ -242,37 +273,24 @@ static int check_words(const char *doc, int lineno, const char *text, size_t len
 // Checks the paths one document names: returns how many are missing (each reported on stderr),
 // a document that cannot be read counting as one; adds the words looked at to *checked.
 static int doc_paths(const char *doc, int *checked) {
-    FILE *f = fopen(doc, "r");
-    if (!f) {
-        fprintf(stderr, "  cannot read %s\n", doc);
-        return 1;
-    }
+    DocReader r;
+    if (!doc_open(&r, doc)) return 1;
     char dir[512];
     snprintf(dir, sizeof dir, "%s", doc);
     char *cut = strrchr(dir, '/');
     if (cut) *cut = 0;
     else snprintf(dir, sizeof dir, ".");
-    char buf[MAX_LINE];
-    int in_block = 0, first = 0, quote = 0, lineno = 0, wrong = 0;
-    while (fgets(buf, sizeof buf, f)) {
-        lineno++;
-        char *l = trim(buf);
-        if (strncmp(l, "```", 3) == 0) {
-            in_block = !in_block;
-            first = in_block;
-            quote = 0;
-            continue;
-        }
-        if (in_block) {
-            if (first) quote = strncmp(l, "// ", 3) == 0;  // a quote of code, checked above
-            first = 0;
-            if (!quote) wrong += check_words(doc, lineno, l, strlen(l), dir, checked);
+    int quote = 0, wrong = 0;
+    for (char *l; (l = doc_next(&r));) {
+        if (r.in_block) {
+            if (r.first) quote = strncmp(l, "// ", 3) == 0;  // a quote of code, checked above
+            if (!quote) wrong += check_words(doc, r.lineno, l, strlen(l), dir, checked);
             continue;
         }
         for (const char *c = l; (c = strchr(c, '`'));) {  // code spans
             const char *e = strchr(c + 1, '`');
             if (!e) break;
-            wrong += check_words(doc, lineno, c + 1, (size_t)(e - c - 1), dir, checked);
+            wrong += check_words(doc, r.lineno, c + 1, (size_t)(e - c - 1), dir, checked);
             c = e + 1;
         }
         for (const char *c = l; (c = strstr(c, "](")); c += 2) {  // links
@@ -282,27 +300,16 @@ static int doc_paths(const char *doc, int *checked) {
             snprintf(target, sizeof target, "%.*s", (int)(e - c - 2), c + 2);
             (*checked)++;
             if (names_missing_path(target, dir, 1)) {
-                if (!g_quiet) fprintf(stderr, "  %s:%d links to %s, which does not exist\n", doc, lineno, target);
+                if (!g_quiet) fprintf(stderr, "  %s:%d links to %s, which does not exist\n", doc, r.lineno, target);
                 wrong++;
             }
         }
     }
-    fclose(f);
     return wrong;
 }
 
 static void test_docs_name_files_that_exist(void) {
-    int checked = 0, wrong = doc_paths("README.md", &checked);
-    DIR *d = opendir("docs");
-    CHECK(d != NULL);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (!ends_with(e->d_name, ".md")) continue;
-        char path[600];
-        snprintf(path, sizeof path, "docs/%s", e->d_name);
-        wrong += doc_paths(path, &checked);
-    }
-    if (d) closedir(d);
+    int checked = 0, wrong = each_doc(doc_paths, &checked);
     // README's code table alone names dozens of files; a check that looked at nothing would pass
     CHECK_MSG(checked >= 200, "only %d words and links looked at in the docs", checked);
     CHECK_MSG(wrong == 0, "the docs name %d paths that do not exist (listed above)", wrong);
