@@ -135,22 +135,32 @@ static void test_docs_quote_the_code_verbatim(void) {
     CHECK_MSG(wrong == 0, "%d of the %d quoted lines are not in the files they name", wrong, checked);
 }
 
-// The check itself must catch a line that is not in the file.
-static void test_docs_check_catches_a_missing_line(void) {
-    char dir[] = "/tmp/tgpt_docs_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char doc[128];
+// check(doc, checked) on a document doc.md holding text, in a temporary directory, quietly:
+// what it returns, or -1 when the document cannot be written.
+static int check_text(int (*check)(const char *doc, int *checked), const char *text, int *checked) {
+    char dir[] = "/tmp/tgpt_docs_XXXXXX", doc[128];
+    if (!mkdtemp(dir)) return -1;
     snprintf(doc, sizeof doc, "%s/doc.md", dir);
     FILE *f = fopen(doc, "w");
-    fprintf(f, "```c\n// attention.c\n// S = Q K^T * scale\nthis line is in no source file;\n```\n");
-    fclose(f);
-    int checked = 0;
-    g_quiet = 1;
-    int wrong = check_doc(doc, &checked);
-    g_quiet = 0;
-    CHECK_MSG(checked == 2 && wrong == 1, "%d lines checked, %d wrong: expected 2 and 1", checked, wrong);
+    int wrong = -1;
+    if (f && fputs(text, f) >= 0 && fclose(f) == 0) {
+        g_quiet = 1;
+        wrong = check(doc, checked);
+        g_quiet = 0;
+    } else if (f) {
+        fclose(f);
+    }
     remove(doc);
     rmdir(dir);
+    return wrong;
+}
+
+// The check itself must catch a line that is not in the file.
+static void test_docs_check_catches_a_missing_line(void) {
+    int checked = 0;
+    int wrong = check_text(check_doc, "```c\n// attention.c\n// S = Q K^T * scale\nthis line is in no source file;\n```\n",
+                           &checked);
+    CHECK_MSG(checked == 2 && wrong == 1, "%d lines checked, %d wrong: expected 2 and 1", checked, wrong);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -318,27 +328,16 @@ static void test_docs_name_files_that_exist(void) {
 // The check must catch a missing file in a code span, in a command of a fenced block and as a
 // link's target, and let through what exists and what a run or make writes.
 static void test_docs_path_check_catches_a_missing_path(void) {
-    char dir[] = "/tmp/tgpt_docpaths_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char doc[128];
-    snprintf(doc, sizeof doc, "%s/doc.md", dir);
-    FILE *f = fopen(doc, "w");
-    CHECK(f != NULL);
-    if (!f) return;
-    fprintf(f, "The engine is `kernels/attention_engine.c`, the report `report/no_such_file.c`.\n"
-               "```\n./train configs/no_such_config.json --train.out_dir=out/x\n```\n"
-               "See [the format](no_such_doc.md) and [the README](doc.md#top).\n"
-               "It writes `out/default/metrics.csv`, `scaled/attention.csv`, `steps.html` and `tests/chaos`;\n"
-               "`model.attn_scale`, `1/sqrt(d_k)` and `configs/bench_w<N>.json` are not paths.\n");
-    fclose(f);
     int checked = 0;
-    g_quiet = 1;
-    int wrong = doc_paths(doc, &checked);
-    g_quiet = 0;
+    int wrong = check_text(doc_paths,
+                           "The engine is `kernels/attention_engine.c`, the report `report/no_such_file.c`.\n"
+                           "```\n./train configs/no_such_config.json --train.out_dir=out/x\n```\n"
+                           "See [the format](no_such_doc.md) and [the README](doc.md#top).\n"
+                           "It writes `out/default/metrics.csv`, `scaled/attention.csv`, `steps.html` and `tests/chaos`;\n"
+                           "`model.attn_scale`, `1/sqrt(d_k)` and `configs/bench_w<N>.json` are not paths.\n",
+                           &checked);
     CHECK_MSG(wrong == 3, "%d missing paths found, expected 3 (the report file, the config, the link)", wrong);
     CHECK(checked > 10);
-    remove(doc);
-    rmdir(dir);
 }
 
 const TestCase tests_docs[] = {
