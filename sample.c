@@ -80,9 +80,9 @@ static int explain_main(const char *ckpt_path, const char *prompt, const char *b
         !config_finalize(&cfg, err, sizeof err))
         die(EXIT_RUNTIME, "%s", err);
     GPT m;
-    gpt_build(&m, &ck.dims, (real)config_attn_scale(&cfg), EXPLAIN_BATCH, T);
-    if (!gpt_configure_attention(&m, cfg.attn_impl, cfg.attn_mask, cfg.softmax_axis))
-        die(EXIT_RUNTIME, "'%s': unknown attention setting in its config", ckpt_path);
+    AttnSetup attn = attention_setup(&cfg);
+    gpt_build(&m, &ck.dims, attn.spec.scale, EXPLAIN_BATCH, T);
+    gpt_set_attention(&m, attn);
     if (!gpt_attention_is_causal(&m))
         die(EXIT_USAGE, "'%s': its attention sees the future (model.attn_mask=%s, model.softmax_axis=%s), so the "
             "prediction at t depends on later characters and no per-position effect on it exists; --explain needs "
@@ -116,13 +116,15 @@ static int explain_main(const char *ckpt_path, const char *prompt, const char *b
                 "positions, each predicting the next)", n_prompt, T + 1);
         Explain e;
         explain_compute(&m, ptoks, n_prompt - 1, baseline, NULL, 1, &e);
+        int page_on_stdout = html_path && !strcmp(html_path, "-");
+        if (json && page_on_stdout) die(EXIT_USAGE, "--json and --html - both write to standard output: name a file for --html");
         if (json) explain_json(stdout, &e, &ck.vocab, ckpt_path);
-        else explain_print(stdout, &e, &ck.vocab);
+        else if (!page_on_stdout) explain_print(stdout, &e, &ck.vocab);
         if (html_path) {
             char cmd[512];
             snprintf(cmd, sizeof cmd, "./sample %s --explain --prompt ... --html %s", ckpt_path, html_path);
             if (!explain_page_write(html_path, &e, &ck.vocab, cmd, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-            fprintf(stderr, "wrote %s: %d positions\n", html_path, e.n);
+            fprintf(stderr, "wrote %s: %d positions\n", page_on_stdout ? "the page to standard output" : html_path, e.n);
         }
         explain_free(&e);
         free(ptoks);
@@ -183,6 +185,8 @@ int main(int argc, char **argv) {
         ckpt_path = a;
     }
     if (!ckpt_path) die(EXIT_USAGE, "missing the CHECKPOINT argument (see --help)");
+    if (map_path && strcmp(map_path, "-") == 0 && tokens_given && tokens > 0)
+        die(EXIT_USAGE, "--attention-map - writes the SVG to standard output: it cannot share it with --tokens %d", tokens);
     if (!explain && (json || html_path || baseline_text || lines_path))
         die(EXIT_USAGE, "%s belongs to --explain (see --help)",
             json ? "--json" : html_path ? "--html" : baseline_text ? "--baseline" : "--lines");
@@ -206,9 +210,9 @@ int main(int argc, char **argv) {
         !config_finalize(&cfg, err, sizeof err))
         die(EXIT_RUNTIME, "%s", err);
     GPT m;
-    gpt_build(&m, &ck.dims, (real)config_attn_scale(&cfg), 1, ck.dims.block_size);
-    if (!gpt_configure_attention(&m, cfg.attn_impl, cfg.attn_mask, cfg.softmax_axis))
-        die(EXIT_RUNTIME, "'%s': unknown attention setting in its config", ckpt_path);
+    AttnSetup attn = attention_setup(&cfg);
+    gpt_build(&m, &ck.dims, attn.spec.scale, 1, ck.dims.block_size);
+    gpt_set_attention(&m, attn);
     if (!checkpoint_restore(&ck, &m, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
 
     int *ptoks = xmalloc((strlen(prompt) + 1) * sizeof(int), "prompt");
@@ -220,8 +224,9 @@ int main(int argc, char **argv) {
         int T = n_prompt < ck.dims.block_size ? n_prompt : ck.dims.block_size;
         const int *window = ptoks + (n_prompt - T);
         gpt_forward(&m, window, NULL, 1, T);
-        if (!write_attention_map(map_path, &m, &ck.vocab, window, T, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-        fprintf(stderr, "wrote %s: %d layers x %d heads over %d characters\n", map_path, m.dims.n_layer, m.dims.n_head, T);
+        if (!write_attention_map(map_path, &m, cfg.attn_scale_str, &ck.vocab, window, T, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+        fprintf(stderr, "wrote %s: %d layers x %d heads over %d characters\n",
+                strcmp(map_path, "-") == 0 ? "the map to standard output" : map_path, m.dims.n_layer, m.dims.n_head, T);
         if (!tokens_given) tokens = 0;
     }
     if (tokens > 0) {

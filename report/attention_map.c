@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/outfile.h"
+
 // ---- the colour scale ----
 // Weight p in [0, 1] -> colour, interpolated linearly between evenly spaced stops (ColorBrewer's
 // YlGnBu: light at 0, dark at 1, the hue turning on the way so that close weights stay apart).
@@ -177,7 +179,7 @@ static char *paragraph(MapText *tx, int fs, const char *attrs) {
 
 // What the figure says: the title; what rows and columns are; which attention the model computes
 // (its mistakes in red); how to read values, and the symbols standing in for whitespace.
-static void map_text(MapText *tx, const GPT *m, const Vocab *vocab, const int *tokens, int T) {
+static void map_text(MapText *tx, const GPT *m, const char *scale_text, const Vocab *vocab, const int *tokens, int T) {
     int L = m->dims.n_layer, NH = m->dims.n_head, hd = m->head_dim, labelled = cell_size(T) >= LABEL_MIN_CELL;
     size_t cap = sizeof tx->para[0].text;
     tx->n = 0;
@@ -199,14 +201,15 @@ static void map_text(MapText *tx, const GPT *m, const Vocab *vocab, const int *t
                        : labelled ? "softmax over queries, A MISTAKE: each column sums to 1, rows do not (column "
                                     "\"sum\": each row's sum)"
                                   : "softmax over queries, A MISTAKE: each column sums to 1, rows do not";
+    // the scale the model computes with, named as it was configured
     double scale = m->attn.scale;
-    char scale_text[96];
-    if (fabs(scale * sqrt((double)hd) - 1) < 1e-5) snprintf(scale_text, sizeof scale_text, "attn_scale %.4g = 1/sqrt(%d)", scale, hd);
-    else if (scale == 1) snprintf(scale_text, sizeof scale_text, "attn_scale 1 (scores not scaled, d_k = %d)", hd);
-    else snprintf(scale_text, sizeof scale_text, "attn_scale %.4g (d_k = %d)", scale, hd);
+    char scale_note[96];
+    if (strcmp(scale_text, "sqrt") == 0) snprintf(scale_note, sizeof scale_note, "attn_scale %.4g = 1/sqrt(%d)", scale, hd);
+    else if (scale == 1) snprintf(scale_note, sizeof scale_note, "attn_scale 1 (scores not scaled, d_k = %d)", hd);
+    else snprintf(scale_note, sizeof scale_note, "attn_scale %.4g (d_k = %d)", scale, hd);
     int mistake = m->attn.mask != ATTN_MASK_CAUSAL || m->attn.axis != SOFTMAX_OVER_KEYS;
     snprintf(paragraph(tx, NOTE_FS, mistake ? "class=\"note mistake\" font-weight=\"bold\" fill=\"#b00000\"" : "class=\"note\""),
-             cap, "This model: %s; %s; %s.", mask, axis, scale_text);
+             cap, "This model: %s; %s; %s.", mask, axis, scale_note);
 
     char *r = paragraph(tx, NOTE_FS, "class=\"note\"");
     size_t k = (size_t)snprintf(r, cap, T <= VALUE_T_MAX ? "The numbers in the cells are the weights to 2 decimals; "
@@ -409,16 +412,15 @@ static void write_panel(FILE *f, const MapLayout *lay, const GPT *m, const Vocab
     fputs("</g>\n", f);
 }
 
-int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, const int *tokens, int T,
-                        char *err, size_t errlen) {
+int write_attention_map(const char *path, const GPT *m, const char *scale_text, const Vocab *vocab, const int *tokens,
+                        int T, char *err, size_t errlen) {
     int L = m->dims.n_layer, NH = m->dims.n_head;
     MapText tx;
-    map_text(&tx, m, vocab, tokens, T);
+    map_text(&tx, m, scale_text, vocab, tokens, T);
     MapLayout lay;
     map_layout(&lay, &tx, m, T);
-    const char *why;
-    FILE *f = fopen_write_nonblocking(path, &why);  // a FIFO without a reader is refused, not waited on
-    if (!f) { snprintf(err, errlen, "cannot write '%s': %s", path, why); return 0; }
+    FILE *f = out_begin(path, OUT_DASH, err, errlen);  // only a regular file, replaced whole, or "-"
+    if (!f) return 0;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" viewBox=\"0 0 %g %g\" "
                "font-family=\"monospace\">\n", lay.width, lay.height, lay.width, lay.height);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
@@ -429,6 +431,5 @@ int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, cons
             write_panel(f, &lay, m, vocab, tokens, l, h, P, PAD + h * lay.panel_w, lay.grid_y + l * lay.panel_h);
         }
     fprintf(f, "</svg>\n");
-    if (ferror(f) | (fclose(f) != 0)) { snprintf(err, errlen, "cannot write '%s'", path); return 0; }
-    return 1;
+    return out_end(f, err, errlen);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/common.h"
+#include "base/outfile.h"
 #include "report/html.h"
 
 static const char EXTRA_CSS[] =
@@ -153,24 +154,12 @@ int explain_page_fwrite(FILE *f, const Explain *e, const Vocab *v, const char *c
 
 int explain_page_write(const char *path, const Explain *e, const Vocab *v, const char *command, char *err,
                        size_t errlen) {
-    size_t n = strlen(path) + 5;
-    char *tmp = xmalloc(n, "file name");
-    snprintf(tmp, n, "%s.tmp", path);
-    errno = 0;
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write '%s' (via '%s'): %s", path, tmp, strerror(errno ? errno : EIO));
-        free(tmp);
+    FILE *f = out_begin(path, OUT_DASH, err, errlen);
+    if (!f) return 0;
+    if (!explain_page_fwrite(f, e, v, command)) {
+        snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+        out_cancel(f);
         return 0;
     }
-    int ok = explain_page_fwrite(f, e, v, command);
-    int en = ok ? 0 : (errno ? errno : EIO);
-    if (fclose(f) != 0 && ok) ok = 0, en = errno ? errno : EIO;
-    if (ok && rename(tmp, path) != 0) ok = 0, en = errno;
-    if (!ok) {
-        snprintf(err, errlen, "cannot write '%s': %s", path, strerror(en ? en : EIO));
-        remove(tmp);
-    }
-    free(tmp);
-    return ok;
+    return out_end(f, err, errlen);
 }

@@ -24,8 +24,7 @@ static void random_model(GPT *m, int V, int T, int L, int NH, int C, uint64_t se
     gpt_init(m, INIT_GPT2, &rng);
     // larger than the init's 0.02 so that the positions matter to each other
     for (size_t i = 0; i < m->n_params; i++) m->params[i] *= 8;
-    AttnSpec spec = m->attn;
-    gpt_set_attention(m, &attention_reference, &spec);
+    gpt_set_attention(m, (AttnSetup){m->attn, &attention_definition});
 }
 
 static void random_tokens(int *tok, int n, int V, uint64_t seed) {
@@ -124,8 +123,7 @@ static void copy_head_model(GPT *m) {
     P->wq[CZ * CC + 0] = -1;
     P->wk[(CV + CJ) * CC + 0] = (real)(1000 / (mu * rstd * A * rstd));
     for (int v = 0; v < CV; v++) P->wv[v * CC + v] = 1, P->wo[v * CC + v] = 6;
-    AttnSpec spec = m->attn;
-    gpt_set_attention(m, &attention_reference, &spec);
+    gpt_set_attention(m, (AttnSetup){m->attn, &attention_definition});
 }
 
 static void test_copy_head_names_j(void) {
