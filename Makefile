@@ -114,7 +114,7 @@ TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes bench docs-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain bench docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -203,7 +203,7 @@ tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_
 tests/browser_test: tests/browser_test.c $(TEST_LIB) $(TEST_H) $(CORE_H) $(STAMP) | deps
 	$(CC) $(ALL_CFLAGS) -I. tests/browser_test.c $(TEST_LIB) -o $@ $(LDLIBS)
 
-test-browser: lab train tests/browser_test
+test-browser: lab train sample tests/browser_test
 	@if sh tools/ensure-chromium.sh; then ./tests/browser_test; \
 	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
 
@@ -272,6 +272,14 @@ demo: all
 demo-mistakes: all
 	./train configs/mistake_mask.json --compare model.attn_mask=causal,zero,none --train.overwrite=true
 	./train configs/mistake_axis.json --compare model.softmax_axis=keys,queries --train.overwrite=true
+
+# The fourth mistake (docs/mistakes.md, section 4): attention weights read as explanations. A
+# model that learns the corpus's line kinds (configs/explain.json), then its attention against
+# the effects of each position on held-out lines whose deciding position is known.
+demo-explain: all tools/gencorpus
+	./train configs/explain.json --train.overwrite=true --sample.tokens=0
+	./tools/gencorpus --seed 7 --bytes 300000 -o out/explain/heldout.txt
+	./sample out/explain/checkpoint.bin --explain --lines out/explain/heldout.txt --per-kind 1000
 
 bench: all
 	@./train configs/bench_w1.json --bench=30

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/attention_map.h"
+
 // ---------------------------------------------------------------------------------------------
 // the table of named numbers
 
@@ -510,6 +512,7 @@ static void page_switch(HtmlPage *p, int dk) {
 HtmlPage *lab_examples_page(const LabArrays *s, const char *command) {
     char c[1024];
     HtmlPage *p = html_page_new("Attention, step by step: the worked examples", command);
+    html_page_note(p, ATTENTION_NOT_EXPLANATION);
     html_page_note(p, "The worked examples of `./lab examples`, one step at a time, computed in " REAL_NAME
                       " by the trainer's own attention code (attention.c). Previous / Next or the arrow keys move "
                       "between steps; the switch shows the same steps without the 1/sqrt(d_k) scale next to the "
@@ -608,6 +611,7 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
     int T = e->T, d = e->dk;
     double scale = 1.0 / sqrt((double)d);
     HtmlPage *p = html_page_new("Attention, step by step: the scaling exercise", command);
+    html_page_note(p, ATTENTION_NOT_EXPLANATION);
     snprintf(c, sizeof c, "The exercise of `./lab exercise`: np.random.seed(%u); Q, K, V = np.random.randn(%d, %d) "
                           "x 3, %s, computed in " REAL_NAME " by the trainer's own attention code (attention.c). The "
                           "point is each row's largest weight, scaled and unscaled: use the switch to see both.",
@@ -811,6 +815,7 @@ static void mistake_outputs(HtmlStep *st, int where, const LabMistake *m, int k)
 HtmlPage *lab_mistakes_page(const LabMistake c[LAB_MISTAKES], const char *command) {
     char cap[1536], reading[512], key[64];
     HtmlPage *p = html_page_new("Attention, step by step: the common mistakes", command);
+    html_page_note(p, ATTENTION_NOT_EXPLANATION);
     html_page_note(p, "The T = 3 worked example of `./lab mistakes`, computed four ways by the trainer's own "
                       "attention_forward (attention.c) in " REAL_NAME ": correct, then three classic mistakes. The "
                       "switch shows the correct weights and outputs beside each mistake.");

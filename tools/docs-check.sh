@@ -21,7 +21,8 @@
 # STEP.VARIANT.lL.hH.COLUMN from each variant's attention.csv and final.VARIANT.KEY from its
 # summary.json; of a "train" experiment the same without the variant (metrics.csv for STEP.loss,
 # STEP.val_loss). Of a "text" experiment, LABEL.N: the N-th number of its line "LABEL: ..."
-# (blanks in LABEL written as _: "entropy floor: 0.848 nats" gives entropy_floor.1).
+# (LABEL: lower-case letters, digits, '_' and blanks, starting with a letter or '_'; blanks
+# written as _: "entropy floor: 0.848 nats" gives entropy_floor.1).
 #
 # Options: --show prints every figure with the values measured; --reuse keeps the runs of an
 # earlier call (in build/docs-check) instead of running them again; --only EXP checks one
