@@ -136,7 +136,7 @@ static int put_wrapped(FILE *f, const char *s, int max_cols, double x, double y,
 #define BAR_H 14
 
 // The paragraphs above the grid: the title, then notes.
-#define MAX_PARAS 4
+#define MAX_PARAS 5
 typedef struct {
     char text[640];
     int fs;
