@@ -276,8 +276,8 @@ static const BadInput BAD_INPUTS[] = {
     // values compared as parsed, and the modes that a comparison cannot be (exit 2)
     {"compare one scale twice, spelt two ways", "./train @/cfg.json --compare model.attn_scale=1,01", 2, "'1' and '01'",
      "same value of model.attn_scale"},
-    {"compare none and its number", "./train @/cfg.json --compare model.attn_scale=none,sqrt,1", 2, "'none' and '1'",
-     "same factor on the scores"},
+    {"compare one scale twice, a trailing zero", "./train @/cfg.json --compare model.attn_scale=sqrt,0.5,0.50", 2,
+     "'0.5' and '0.50'", "same value of model.attn_scale"},
     {"compare one lr twice, spelt two ways", "./train @/cfg.json --compare train.lr=0.01,1e-2", 2, "'0.01' and '1e-2'",
      "same value of train.lr"},
     {"compare with a dump", "./train @/cfg.json --compare train.lr=0.01,0.02 --dump-state @/dump.bin", 2, "--dump-state",
