@@ -15,7 +15,7 @@ const char *g_test_name = "";
 
 extern const TestCase tests_model[], tests_gemm[], tests_attention[], tests_docs[], tests_data[], tests_config[],
     tests_report[], tests_lab[], tests_html[], tests_robust[], tests_cli[], tests_crash[], tests_fuzz[], tests_mpi[],
-    tests_attention_map[];
+    tests_attention_map[], tests_safetensors[];
 
 int main(int argc, char **argv) {
     const char *only = NULL, *skip[32];
@@ -27,7 +27,7 @@ int main(int argc, char **argv) {
     }
     const TestCase *tables[] = {tests_model, tests_gemm, tests_attention, tests_docs, tests_data, tests_config,
                                 tests_report, tests_lab, tests_html, tests_robust, tests_cli, tests_crash,
-                                tests_fuzz, tests_mpi, tests_attention_map};
+                                tests_fuzz, tests_mpi, tests_attention_map, tests_safetensors};
     int passed = 0, failed = 0, skipped = 0;
     printf("running the %s test suite\n", REAL_NAME);
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
