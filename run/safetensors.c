@@ -13,7 +13,7 @@
 
 #include "base/common.h"
 #include "base/config.h"
-#include "run/outdir.h"
+#include "base/outfile.h"
 
 // ---- the names: one table maps this project's tensors to nanoGPT's state_dict ----
 // Linear weights are stored here as (in, out), y = x W; PyTorch's nn.Linear holds (out, in) and
@@ -202,7 +202,12 @@ int safetensors_export(const char *path, const GPT *m, const char *config_json, 
     size_t hlen = strlen(json), padded = (hlen + 7) / 8 * 8;
     unsigned char len8[8];
     for (int b = 0; b < 8; b++) len8[b] = (unsigned char)((uint64_t)padded >> (8 * b));
-    FILE *f = outfile_open(path);
+    FILE *f = out_begin(path, OUT_DASH, err, errlen);
+    if (!f) {
+        free(json);
+        free(t);
+        return 0;
+    }
     fwrite(len8, 1, 8, f);
     fwrite(json, 1, hlen, f);
     for (size_t i = hlen; i < padded; i++) fputc(' ', f);
@@ -215,9 +220,8 @@ int safetensors_export(const char *path, const GPT *m, const char *config_json, 
                 fwrite(&x, 4, 1, f);  // the host is little endian (checked by the loader)
             }
     }
-    outfile_commit(f);
     free(t);
-    return n;
+    return out_end(f, err, errlen) ? n : 0;
 }
 
 // ---- import ----
