@@ -243,7 +243,7 @@ int lab_online_softmax(LabOnline *o, const char *group, const real *Q, const rea
     // the softmax to reach: attention.c's, whose scratch keeps the scores S it computed
     real scratch[2 * LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_T + LAB_ONLINE_MAX_DK];
     AttnSpec spec = {scale, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0};
-    attention_forward(o->O, o->P, scratch, Q, K, V, 1, T, dk, 1, &spec, NULL);
+    attention_forward(o->O, o->P, scratch, (AttnQKV){Q, K, V}, (AttnShape){1, T, dk, 1}, &spec, NULL);
     memcpy(o->S, scratch, (size_t)T * T * sizeof(real));
 
     for (int t = 0; t < T; t++) {
