@@ -136,8 +136,9 @@ void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T);
 // collect statistics, and specs the implementation does not support, run the definition.
 void gpt_set_attention(GPT *m, const AttentionImpl *impl, const AttnSpec *spec);
 // The same from the configuration's names: impl "fast" or "reference", mask "causal", "zero" or
-// "none", axis "keys" or "queries" (the scale stays gpt_build's). Returns 0 on an unknown name.
-int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const char *axis);
+// "none", axis "keys" or "queries", and model.attn_window (0 = every earlier key; the scale stays
+// gpt_build's). Returns 0 on an unknown name, a negative window or one with a mask other than causal.
+int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const char *axis, int window);
 // Whether the attention of a pass over the model runs the definition because the chosen
 // implementation does not compute its spec (the engine computes the causal softmax over keys).
 int gpt_attention_falls_back(const GPT *m);
@@ -180,16 +181,23 @@ int gpt_find_tensor(const GPT *m, const char *name);
 // ---- generation with a key/value cache ----
 // The keys and values of every layer for positions [0, len) of one sequence, so each new token
 // costs one position's forward pass instead of the whole prefix's.
+// Under a window of W < T_max only the last W positions are kept, as a ring of W slots (position
+// p in slot p mod W) written twice, at slot and slot + W, so that the window's keys always lie in
+// W consecutive slots, oldest first, for the attention's decode step.
 typedef struct {
     int len;                 // positions cached
-    real *k, *v;             // (L, T_max, C) each
+    int ring;                // slots of the ring: W, or T_max (no wrap) without a window
+    int slots;               // slots per layer: 2 W with a window, else T_max
+    real *k, *v;             // (L, slots, C) each
     real *x, *ln, *q, *atty, *tmp, *h, *h_gelu, *scores, *stat;  // one position's scratch
 } KVCache;
 
 void kv_cache_init(KVCache *c, const GPT *m);
 void kv_cache_free(KVCache *c);
 // Feed `token` at position c->len (which must be < block_size) and write the logits (V) for the
-// next token. Bit-identical to the last row of gpt_forward over the same tokens.
+// next token. Bit-identical to the last row of gpt_forward over the same tokens (attention by the
+// implementation gpt_forward runs for the model: its own, or the definition for a spec the
+// engine does not compute).
 void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits);
 // Fill the cache with n tokens (n <= block_size) at positions 0..n-1 in one batched forward pass
 // and write the logits after the last one. Same values as n decode steps.

@@ -98,7 +98,7 @@ int main(int argc, char **argv) {
         die(EXIT_RUNTIME, "%s", err);
     GPT m;
     gpt_build(&m, &ck.dims, (real)config_attn_scale(&cfg), 1, ck.dims.block_size);
-    if (!gpt_configure_attention(&m, cfg.attn_impl, cfg.attn_mask, cfg.softmax_axis))
+    if (!gpt_configure_attention(&m, cfg.attn_impl, cfg.attn_mask, cfg.softmax_axis, cfg.attn_window))
         die(EXIT_RUNTIME, "'%s': unknown attention setting in its config", ckpt_path);
     if (!checkpoint_restore(&ck, &m, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
 

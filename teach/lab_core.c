@@ -489,7 +489,7 @@ static void broken_attention_backward(AttnGradQKV grad, real *scratch, const rea
 static int broken_supports(const AttnSpec *spec) { return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS; }
 
 const AttentionImpl lab_broken_attention = {"broken (no rowsum term)", attention_forward, broken_attention_backward,
-                                            broken_supports, 1};
+                                            broken_supports, 1, attention_decode};
 
 int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_per_tensor, uint64_t seed,
                     GradcheckRow *rows) {

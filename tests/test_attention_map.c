@@ -42,7 +42,7 @@ static int map_build(Map *mp, int NH, const char *mask, const char *axis, const 
     Rng rng;
     rng_seed(&rng, 7);
     gpt_init(&mp->m, INIT_GPT2, &rng);
-    if (!gpt_configure_attention(&mp->m, "reference", mask, axis)) return 0;
+    if (!gpt_configure_attention(&mp->m, "reference", mask, axis, 0)) return 0;
     for (int l = 0; l < N_LAYER; l++)
         for (int i = 0; i < 12 * 12; i++) mp->m.p.layers[l].wq[i] *= 300;
     mp->vocab.vocab_size = N_CHARS;

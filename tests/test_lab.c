@@ -263,7 +263,7 @@ static void expect_pass_with(int init, int sqrt_scale, double tol, const char *m
     GPT m;
     int x[64], y[64];
     tiny_model(&m, init, sqrt_scale, x, y);
-    CHECK(gpt_configure_attention(&m, "fast", mask, axis));
+    CHECK(gpt_configure_attention(&m, "fast", mask, axis, 0));
     GradcheckRow *rows = calloc((size_t)m.n_tensors, sizeof *rows);
     int failed = gradcheck_model(&m, x, y, GRADCHECK_TINY_BATCH, m.dims.block_size, 0, 1, rows);
     CHECK(failed == 0);

@@ -650,7 +650,7 @@ static void test_gen_loss_exposes_a_leak(void) {
     for (int k = 0; k < 4; k++) {
         GPT m;
         build_tiny(&m, INIT_FAN_IN, (real)0.5, 9);
-        CHECK(gpt_configure_attention(&m, "fast", masks[k], axes[k]));
+        CHECK(gpt_configure_attention(&m, "fast", masks[k], axes[k], 0));
         train_random(&m, 300);
         double tf = 0, gen = gpt_generation_loss(&m, x, y, 4, 8, &tf);
         if (k == 0) {
