@@ -661,6 +661,8 @@ static int cmd_gradcheck(int argc, char **argv) {
     int init = strcmp(cfg.init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2;
     GPT m;
     gpt_build(&m, &d, (real)scale, B, T);
+    if (!gpt_configure_attention(&m, cfg.attn_impl, cfg.attn_mask, cfg.softmax_axis, cfg.attn_window))
+        die(EXIT_USAGE, "gradcheck: unknown attention setting");
     Rng rng;
     rng_seed(&rng, (uint64_t)cfg.seed);
     gpt_init(&m, init, &rng);
@@ -675,6 +677,9 @@ static int cmd_gradcheck(int argc, char **argv) {
     printf("init %s, attn_scale %s (%.6g), train.seed %d; %zu parameters, %zu checked (%s)\n", cfg.init,
            cfg.attn_scale_str, scale, cfg.seed, n_params, checked,
            per_tensor == 0 ? "every element" : "a seeded sample per tensor");
+    printf("attention: mask %s, softmax over %s, %s", cfg.attn_mask, cfg.softmax_axis,
+           cfg.attn_window > 0 ? "window of " : "every earlier key\n");
+    if (cfg.attn_window > 0) printf("%d key%s\n", cfg.attn_window, cfg.attn_window == 1 ? "" : "s");
     printf("input: %d fixed random sequences of %d tokens; loss: mean cross-entropy (gpt_forward with targets)\n", B, T);
     printf("numeric gradient: sixth-order central differences, step %g (%zu forward passes)\n", gradcheck_step(),
            6 * checked);
