@@ -15,6 +15,7 @@
 #endif
 
 #include "attention.h"
+#include "base/config.h"
 #include "teach/lab_core.h"
 #include "model.h"
 #include "base/rng.h"
@@ -639,13 +640,17 @@ static void test_attention_window_runs_the_definition(void) {
     ModelDims d = {9, 8, 2, 2, 8};
     GPT m;
     gpt_build(&m, &d, (real)0.5, 2, 8);
-    CHECK(gpt_configure_attention(&m, "fast", "causal", "keys", 4));
+    // the configuration's window reaches the model, whose engine then falls back to the definition
+    Config cfg;
+    char err[256];
+    config_defaults(&cfg);
+    CHECK(config_apply_override(&cfg, "model.attn_window=4", err, sizeof err) && config_finalize(&cfg, err, sizeof err));
+    gpt_set_attention(&m, attention_setup(&cfg));
     CHECK(m.attn.window == 4 && m.attn_impl == &attention_engine && gpt_attention_falls_back(&m));
-    CHECK(gpt_configure_attention(&m, "fast", "causal", "keys", 0) && !gpt_attention_falls_back(&m));
-    CHECK(!gpt_configure_attention(&m, "fast", "zero", "keys", 4));
-    CHECK(!gpt_configure_attention(&m, "fast", "none", "keys", 4));
-    CHECK(!gpt_configure_attention(&m, "fast", "causal", "keys", -1));
-    CHECK(gpt_configure_attention(&m, "reference", "causal", "queries", 3) && m.attn.axis == SOFTMAX_OVER_QUERIES);
+    config_defaults(&cfg);
+    CHECK(config_finalize(&cfg, err, sizeof err));
+    gpt_set_attention(&m, attention_setup(&cfg));
+    CHECK(m.attn.window == 0 && !gpt_attention_falls_back(&m));
     gpt_free(&m);
 }
 
@@ -692,7 +697,7 @@ static void test_probe_statistics_come_from_the_definition(void) {
     rng_seed(&rng, 3);
     gpt_init(&a, INIT_FAN_IN, &rng);
     memcpy(b.params, a.params, a.n_params * sizeof(real));
-    gpt_set_attention(&b, &attention_definition, &a.attn);
+    gpt_set_attention(&b, (AttnSetup){a.attn, &attention_definition});
     CHECK(a.attn_impl == &attention_engine);
     int x[16], y[16];
     for (int i = 0; i < 16; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
