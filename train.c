@@ -22,6 +22,7 @@
 #include "base/dist.h"
 #include "run/generate.h"
 #include "kernels/matmul.h"
+#include "kernels/peak.h"
 #include "model.h"
 #include "run/outdir.h"
 #include "report/report.h"
@@ -165,6 +166,10 @@ static void print_version(void) {
     printf("OpenMP: off (single-threaded build)\n");
 #endif
     printf("SIMD: %s\n", matmul_simd_path());
+    FmaPeak peak = fma_peak_measure();
+    char peak_text[256];
+    fma_peak_describe(&peak, peak_text, sizeof peak_text);
+    printf("FMA peak: %s\n", peak_text);
     printf("MPI: %s\n", dist_describe());
 }
 

@@ -46,24 +46,4 @@ void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const rea
 const char *matmul_simd_path(void);
 int matmul_vector_lanes(void);
 
-// The FP32 FMA throughput of this machine with all OpenMP threads: independent FMA chains held in
-// registers, on the widest FMA the processor has (16-wide with AVX-512, even in a build that uses
-// 8-wide vectors), the ceiling that MFU is reported against. Each thread times short windows; the
-// peak is the sum of the threads' fastest, and `steady` the smallest share, over the threads, of
-// windows within 5% of that thread's fastest (near 1 on an idle machine).
-typedef struct {
-    double gflops;
-    double steady;
-    int lanes;         // float32 lanes of the FMA probed: 16, 8, 4, or 1
-    const char *isa;   // "avx512f", "avx2+fma", "neon", ...
-} FmaPeak;
-FmaPeak fma_peak_measure(void);
-double fma_peak_gflops(void);  // fma_peak_measure().gflops
-
-// The MFU of a run at `achieved` GFLOP/s, given probes taken before and after it, with one line
-// describing the peak in text. Returns -1 (and says so in text) when the machine was too busy to
-// measure the peak: the probes disagree by more than 10%, either had under a quarter of its
-// windows near its best, or the run itself exceeded the peak. So an MFU above 1 is never returned.
-double fma_peak_mfu(double achieved, const FmaPeak *before, const FmaPeak *after, char *text, size_t n);
-
 #endif
