@@ -440,6 +440,29 @@ static void bench(Run *r, int steps) {
         printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * r->model.phase_seconds[p] / steps,
                total > 0 ? 100.0 * r->model.phase_seconds[p] / total : 0.0);
     printf("\n");
+    {
+        // The phases are worker 0's (one thread's share of the rows when the batch is split
+        // between threads): its FLOPs by phase (docs/PERFORMANCE.md, the FLOP count: the weights'
+        // products 2 FLOPs per weight and token forward, 4 backward; attention's two products
+        // counted dense, forward and backward) over its time, against one thread's share of the peak.
+        const ModelDims *d = &r->model.dims;
+        int n = r->model.n_workers < r->rows ? r->model.n_workers : r->rows;
+        int split = n >= 2 && thread_max() >= n;
+        double rows0 = split ? (double)(r->rows / n) : r->rows;
+        double mat = 2.0 * (12.0 * d->n_layer * d->n_embd * d->n_embd + (double)d->vocab_size * d->n_embd) * rows0 * T;
+        double att = 6.0 * d->n_layer * rows0 * (double)T * T * d->n_embd;
+        double per_thread_peak = peak_before.gflops > peak_after.gflops ? peak_before.gflops : peak_after.gflops;
+        per_thread_peak /= (split ? n : 1) * dist_size();
+        double fs[3] = {mat, 2 * mat, att};
+        printf("per thread (GFLOP/s):");
+        for (int p = 0; p < 3; p++) {
+            double g = r->model.phase_seconds[p] > 0 ? fs[p] * steps / r->model.phase_seconds[p] / 1e9 : 0;
+            printf(" %s %.1f", phase_names[p], g);
+            if (mfu >= 0) printf(" (%.0f%%)", 100 * g / per_thread_peak);
+        }
+        if (mfu >= 0) printf(", of a thread's share of the sustained peak, %.1f", per_thread_peak);
+        printf("\n");
+    }
     if (dist_size() > 1) {
         // the allreduce inside a step also waits for the slowest rank; time it alone as well
         // (ranks lined up by a barrier, best of 10) for the network figures of DISTRIBUTED.md
