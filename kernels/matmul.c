@@ -264,7 +264,7 @@ static void micro_kernel(int kc, const real *restrict a, const real *restrict b,
 // block), so the result is bit-identical to the packed path.
 #define ROW_CHUNK 512
 static void gemm_row(int j_lo, int j_hi, int K, const real *a, long a_cs, const real *B, long b_rs, long b_cs,
-                     real *c, int accumulate) {
+                     real *c, long at, int accumulate, const GemmEpilogue *epi) {
     _Alignas(64) real acc[ROW_CHUNK];
     for (int j0 = j_lo; j0 < j_hi; j0 += ROW_CHUNK) {
         int nj = j_hi - j0 < ROW_CHUNK ? j_hi - j0 : ROW_CHUNK;
@@ -286,6 +286,7 @@ static void gemm_row(int j_lo, int j_hi, int K, const real *a, long a_cs, const 
             real *restrict cj = c + j0;
             if (accumulate || p0 > 0) for (int j = 0; j < nj; j++) cj[j] += acc[j];
             else                      for (int j = 0; j < nj; j++) cj[j] = acc[j];
+            if (epi && p0 + kc >= K) epi->fn(epi->ctx, cj, (size_t)(at + j0), nj);
         }
     }
 }
@@ -299,11 +300,12 @@ typedef struct {
 // One thread's share: C rows [i_lo, i_hi) x columns [j_lo, j_hi), the classic BLIS loop nest
 // (NC columns of B packed, KC deep; MC rows of A packed; MR x NR register tiles).
 static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_op, Strided b_op, real *C, long ldc,
-                       int accumulate, const PackBuffers *buf) {
+                       int accumulate, const GemmEpilogue *epi, const PackBuffers *buf) {
     const real *A = a_op.p, *B = b_op.p;
     long a_rs = a_op.rs, a_cs = a_op.cs, b_rs = b_op.rs, b_cs = b_op.cs;
     if (i_hi - i_lo == 1) {
-        gemm_row(j_lo, j_hi, K, A + (long)i_lo * a_rs, a_cs, B, b_rs, b_cs, C + (long)i_lo * ldc, accumulate);
+        gemm_row(j_lo, j_hi, K, A + (long)i_lo * a_rs, a_cs, B, b_rs, b_cs, C + (long)i_lo * ldc, (long)i_lo * ldc,
+                 accumulate, epi);
         return;
     }
     _Alignas(64) real acc[MR * NR];
@@ -319,6 +321,7 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_
         for (int p0 = 0; p0 < K; p0 += KC) {
             int kc = K - p0 < KC ? K - p0 : KC;
             int add = accumulate || p0 > 0;  // later depth blocks add onto the partial sums
+            int last = p0 + kc >= K;         // the sums are complete after this block
             for (int s = 0; s < n_slivers; s++)
                 pack_b_sliver(buf->b + (long)s * kc * NR, B, b_rs, b_cs, j_hi, j0 + s * NR, p0, kc);
             for (int i0 = i_lo; i0 < i_hi; i0 += MC) {
@@ -341,13 +344,20 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_
                         else
 #endif
                             micro_kernel(kc, pa, pb, acc, c_tile, ldc, add);
-                        if (c_tile) continue;
-                        for (int i = 0; i < mv; i++) {
-                            real *restrict c = C + (long)(row0 + i) * ldc + col0;
-                            const real *restrict t = acc + i * NR;
-                            if (add) for (int j = 0; j < nv; j++) c[j] += t[j];
-                            else     for (int j = 0; j < nv; j++) c[j] = t[j];
-                        }
+                        if (!c_tile)
+                            for (int i = 0; i < mv; i++) {
+                                real *restrict c = C + (long)(row0 + i) * ldc + col0;
+                                const real *restrict t = acc + i * NR;
+                                if (add) for (int j = 0; j < nv; j++) c[j] += t[j];
+                                else     for (int j = 0; j < nv; j++) c[j] = t[j];
+                            }
+                        // the tile's elements are complete: the epilogue runs on them while
+                        // they are in L1
+                        if (epi && last)
+                            for (int i = 0; i < mv; i++) {
+                                long at = (long)(row0 + i) * ldc + col0;
+                                epi->fn(epi->ctx, C + at, (size_t)at, nv);
+                            }
                     }
                 }
             }
@@ -358,7 +368,7 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_
 // The one strided product behind the named ones: C (M,N) = A (M,K) B (K,N), A and B strided,
 // C(i,j) = C[i*ldc + j]; thread tid of nth computes its share of C.
 static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
-                      int accumulate) {
+                      int accumulate, const GemmEpilogue *epi) {
     if (M <= 0 || N <= 0) return;
     // Split the longer side of C between the threads, in whole register tiles; each thread
     // packs what it needs itself. Every C element is summed over K in the same order whatever
@@ -370,24 +380,35 @@ static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided 
     if (hi > len) hi = len;
     if (lo >= hi) return;
     if (K <= 0) {  // empty sum: C = 0 unless accumulating
-        if (!accumulate)
-            for (int i = split_rows ? lo : 0; i < (split_rows ? hi : M); i++)
-                memset(C + (long)i * ldc + (split_rows ? 0 : lo), 0, sizeof(real) * (size_t)(split_rows ? N : hi - lo));
+        for (int i = split_rows ? lo : 0; i < (split_rows ? hi : M); i++) {
+            long at = (long)i * ldc + (split_rows ? 0 : lo);
+            int n = split_rows ? N : hi - lo;
+            if (!accumulate) memset(C + at, 0, sizeof(real) * (size_t)n);
+            if (epi) epi->fn(epi->ctx, C + at, (size_t)at, n);
+        }
         return;
     }
-    if (split_rows) gemm_block(lo, hi, 0, N, K, A, B, C, ldc, accumulate, thread_pack());
-    else gemm_block(0, M, lo, hi, K, A, B, C, ldc, accumulate, thread_pack());
+    if (split_rows) gemm_block(lo, hi, 0, N, K, A, B, C, ldc, accumulate, epi, thread_pack());
+    else gemm_block(0, M, lo, hi, K, A, B, C, ldc, accumulate, epi, thread_pack());
 }
 
 // The named products are the strided one with their layout's strides.
 void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, N, 1}, C, N, write == MM_ADD);  // A (M,K), B (K,N)
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, N, 1}, C, N, write == MM_ADD, NULL);  // A (M,K), B (K,N)
 }
 void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, 1, K}, C, N, write == MM_ADD);  // A (M,K), B stored (N,K)
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, 1, K}, C, N, write == MM_ADD, NULL);  // A (M,K), B stored (N,K)
+}
+void gemm_nn_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
+                      const GemmEpilogue *epi) {
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, N, 1}, C, N, write == MM_ADD, epi);
+}
+void gemm_nt_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
+                      const GemmEpilogue *epi) {
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, 1, K}, C, N, write == MM_ADD, epi);
 }
 void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-    gemm_part(tid, nth, M, N, K, (Strided){A, 1, M}, (Strided){B, N, 1}, C, N, write == MM_ADD);  // A stored (K,M), B (K,N)
+    gemm_part(tid, nth, M, N, K, (Strided){A, 1, M}, (Strided){B, N, 1}, C, N, write == MM_ADD, NULL);  // A stored (K,M), B (K,N)
 }
 
 void gemm_nn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
@@ -408,10 +429,21 @@ void matmul_forward(real *out, const real *inp, const real *weight, int N, int C
     gemm_nn(out, inp, weight, N, OC, C, MM_SET);
 }
 
+void matmul_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC, const GemmEpilogue *epi) {
+#pragma omp parallel if(par_worth((double)N * C * OC))
+    gemm_nn_epi_part(thread_index(), thread_count(), out, inp, weight, N, OC, C, MM_SET, epi);
+}
+
 void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
                           const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write) {
+    matmul_backward_epi_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC, dinp_write, dweight_write, NULL);
+}
+
+void matmul_backward_epi_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
+                              const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write,
+                              const GemmEpilogue *dinp_epi) {
     // dinp (N,C) += dout (N,OC) @ weight^T
-    if (dinp) gemm_nt_part(tid, nth, dinp, dout, weight, N, C, OC, dinp_write == GRAD_ADD ? MM_ADD : MM_SET);
+    if (dinp) gemm_nt_epi_part(tid, nth, dinp, dout, weight, N, C, OC, dinp_write == GRAD_ADD ? MM_ADD : MM_SET, dinp_epi);
     // dweight (C,OC) += inp^T @ dout
     if (dweight) gemm_tn_part(tid, nth, dweight, inp, dout, C, OC, N, dweight_write == GRAD_ADD ? MM_ADD : MM_SET);
 }
@@ -423,5 +455,14 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
     {
         int tid = thread_index(), nth = thread_count();
         matmul_backward_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC, dinp_write, dweight_write);
+    }
+}
+
+void matmul_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
+                         int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write, const GemmEpilogue *dinp_epi) {
+#pragma omp parallel if(par_worth(2.0 * N * C * OC))
+    {
+        int tid = thread_index(), nth = thread_count();
+        matmul_backward_epi_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC, dinp_write, dweight_write, dinp_epi);
     }
 }

@@ -25,6 +25,22 @@ void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M
 void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
 void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
 
+// An elementwise step on the elements of a product's C once their sums are complete, so that the
+// operation after a product (a residual added, GELU applied, a derivative multiplied in) reads C
+// from L1 instead of another pass over memory: fn(ctx, c, at, n) gets the n consecutive elements
+// c[0..n) of one row of C, which are C's elements at, at+1, ... in its row-major numbering (at =
+// i * ldc + j), so that ctx can find its own operands at the same offsets. Each element is passed
+// once, by the thread that computed it, after its last depth block: the result is bit-identical to
+// the product followed by a separate pass of the same operation.
+typedef struct {
+    void (*fn)(const void *ctx, real *c, size_t at, int n);
+    const void *ctx;
+} GemmEpilogue;
+void gemm_nn_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
+                      const GemmEpilogue *epi);
+void gemm_nt_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
+                      const GemmEpilogue *epi);
+
 // The linear layer y = x W with W stored (in, out) so rows of W are contiguous along the output.
 // inp is (N,C), weight is (C,OC), out is (N,OC).
 void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC);
@@ -32,6 +48,14 @@ void matmul_forward(real *out, const real *inp, const real *weight, int N, int C
 // dinp_write and dweight_write say whether each is added to (GRAD_ADD) or overwritten.
 void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
                      const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write);
+
+// The same with an epilogue on out (matmul_forward_epi) or on dinp (matmul_backward_epi); NULL is none.
+void matmul_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC, const GemmEpilogue *epi);
+void matmul_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
+                         int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write, const GemmEpilogue *dinp_epi);
+void matmul_backward_epi_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
+                              const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write,
+                              const GemmEpilogue *dinp_epi);
 
 void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
                           const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write);

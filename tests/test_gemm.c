@@ -6,6 +6,7 @@
 // (fused wherever the vector code fuses), so the products must match it in every bit: in the
 // 16-wide, 8-wide, 4-wide and scalar builds alike (make VEC=16/8/4/0), whatever the tile edges
 // and the split between threads.
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -78,6 +79,52 @@ static void test_gemm_is_one_fma_chain_per_element(void) {
                           names[op], add ? "add" : "set", M, N, K);
             }
         free(A); free(B); free(C0); free(C); free(R);
+    }
+}
+
+// An epilogue that records each element it was given: it adds 1000 + the element's own number
+// (its offset `at`), and counts the visits in ctx.
+static void epi_mark(const void *ctx, real *c, size_t at, int n) {
+    int *visits = (int *)(uintptr_t)ctx;
+    for (int j = 0; j < n; j++) {
+        c[j] = c[j] + (real)(1000 + (double)(at + (size_t)j));
+        visits[at + (size_t)j]++;
+    }
+}
+
+// With an epilogue, each element of C is the product's own bits (as the reference sums them)
+// passed once through the epilogue after its last depth block, whatever the split between threads.
+static void test_gemm_epilogue_sees_each_finished_element_once(void) {
+    static const int shapes[][3] = {{131, 67, 600}, {1, 700, 300}, {40, 200, GEMM_KC}, {97, 33, 1}, {5, 7, 0}};
+    Rng rng;
+    rng_seed(&rng, 21);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        size_t mn = (size_t)M * N;
+        real *A = random_array((size_t)M * K, &rng), *B = random_array((size_t)K * N, &rng);
+        real *C0 = random_array(mn, &rng), *C = malloc(mn * sizeof(real)), *R = malloc(mn * sizeof(real));
+        int *visits = calloc(mn, sizeof(int));
+        for (int op = 0; op < 2; op++)
+            for (int add = 0; add < 2; add++)
+                for (int nth = 1; nth <= 3; nth += 2) {
+                    long a_rs = K, a_cs = 1, b_rs = op == 1 ? 1 : N, b_cs = op == 1 ? K : 1;
+                    MatWrite w = add ? MM_ADD : MM_SET;
+                    memcpy(R, C0, mn * sizeof(real));
+                    gemm_reference(R, A, a_rs, a_cs, B, b_rs, b_cs, M, N, K, add);
+                    for (size_t i = 0; i < mn; i++) R[i] = R[i] + (real)(1000 + (double)i);
+                    memcpy(C, C0, mn * sizeof(real));
+                    memset(visits, 0, mn * sizeof(int));
+                    GemmEpilogue e = {epi_mark, visits};
+                    for (int tid = 0; tid < nth; tid++)
+                        (op == 0 ? gemm_nn_epi_part : gemm_nt_epi_part)(tid, nth, C, A, B, M, N, K, w, &e);
+                    int once = 1;
+                    for (size_t i = 0; i < mn; i++) once &= visits[i] == 1;
+                    CHECK_MSG(once, "%s (%s), %d x %d x %d in %d shares: an element not given to the epilogue once",
+                              op ? "gemm_nt" : "gemm_nn", add ? "add" : "set", M, N, K, nth);
+                    CHECK_MSG(memcmp(C, R, mn * sizeof(real)) == 0, "%s (%s), %d x %d x %d in %d shares: "
+                              "not the product's bits then the epilogue", op ? "gemm_nt" : "gemm_nn", add ? "add" : "set", M, N, K, nth);
+                }
+        free(A); free(B); free(C0); free(C); free(R); free(visits);
     }
 }
 
@@ -164,6 +211,7 @@ static void test_fma_peak_probes_the_widest_fma(void) {
 const TestCase tests_gemm[] = {
     {"gemm_is_one_fma_chain_per_element", test_gemm_is_one_fma_chain_per_element},
     {"gemm_reports_its_vector_width", test_gemm_reports_its_vector_width},
+    {"gemm_epilogue_sees_each_finished_element_once", test_gemm_epilogue_sees_each_finished_element_once},
     {"fma_peak_mfu_is_never_above_one", test_fma_peak_mfu_is_never_above_one},
     {"fma_peak_probes_the_widest_fma", test_fma_peak_probes_the_widest_fma},
     {"fma_peak_counts_windows_with_every_thread_busy", test_fma_peak_counts_windows_with_every_thread_busy},
