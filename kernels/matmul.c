@@ -312,8 +312,8 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_
     // whole MR-row slivers of a row-major A are read in place (see micro_kernel_strided); only a
     // last, partial sliver is packed (with its zero rows). A transposed A (the weight gradients'
     // X^T) is packed: in place, the MR values of each depth sit a row of X apart, 0.5-6 KB, and
-    // lines at such strides fall into a few L1 sets and evict each other every sliver (in the
-    // W2 step the products ran 10-25% slower).
+    // lines at such strides fall into a few L1 sets and evict each other every sliver
+    // (docs/PERFORMANCE.md has the timings).
     const int direct_a = VEC_BYTES && a_cs == 1;
     for (int j0 = j_lo; j0 < j_hi; j0 += NC) {
         int nc = j_hi - j0 < NC ? j_hi - j0 : NC;

@@ -84,9 +84,6 @@ static void html_charts(Out *o, const CompareLog *log, const Config *cfg) {
            "dash:</p>\n", compare_svg_name(log));
     out(o, "<p class=\"narrow\">On a narrow screen each panel is wider than the page: scroll it sideways.</p>\n");
     html_variant_keys(o, log, cfg);
-    Scratch sc;
-    panel_scratch(log, &sc);
-    long end = last_step(log);
     int k = 0;
     for (size_t i = 0; i < N_PANELS; i++) {
         if (!panel_shown(log, i)) continue;
@@ -94,14 +91,13 @@ static void html_charts(Out *o, const CompareLog *log, const Config *cfg) {
         out(o, "<figure class=\"chart\"><svg class=\"chart\" viewBox=\"0 %.0f %d "
                "%.0f\" font-family=\"sans-serif\" role=\"img\" aria-label=\"", top, SVG_W, h);
         char title[160];
-        snprintf(title, sizeof title, "(%c) %s", 'a' + k, PANELS[i].title);
+        panel_title(title, sizeof title, i, k);
         html_escape(o->f, title);
         out(o, "\">\n<rect x=\"0\" y=\"%.0f\" width=\"%d\" height=\"%.0f\" fill=\"#ffffff\"/>\n", top, SVG_W, h);
-        draw_panel(o, log, i, k, 1, end, &sc);
+        draw_panel(o, log, i, k, 1);
         out(o, "</svg></figure>\n");
         k++;
     }
-    free(sc.x);
 }
 
 // The colour of weight p as the maps draw it: p rounded to a multiple of 1/MAP_LEVELS (level 0,
@@ -296,10 +292,9 @@ static char *md_section(const char *p, const char **next) {
 }
 
 int compare_write_html(const CompareLog *log, const Config *cfg, const char *md, char *err, size_t errlen) {
-    char path[2200], tmp[2200];
+    char path[2200];
     Out o;
-    if (!out_open(&o, log->out_dir, "report.html.tmp", tmp, sizeof tmp, err, errlen)) return 0;
-    snprintf(path, sizeof path, "%s/report.html", log->out_dir);
+    if (!out_open(&o, log->out_dir, "report.html", path, sizeof path, err, errlen)) return 0;
     // the title: report.md's first line
     const char *body = md;
     char title[512] = "Comparison";
@@ -334,14 +329,5 @@ int compare_write_html(const CompareLog *log, const Config *cfg, const char *md,
             "<code>%s</code>, written by the same run; every number is the program's own. The page needs no "
             "network and no other file.</p>\n</footer>\n", compare_svg_name(log));
     html_write_tail(o.f, 0);
-    if (!out_close(&o, tmp, err, errlen)) {
-        remove(tmp);
-        return 0;
-    }
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
-        remove(tmp);
-        return 0;
-    }
-    return 1;
+    return out_close(&o, path, err, errlen);
 }
