@@ -817,11 +817,11 @@ static void test_compare_values(void) {
 // losses of 30 steps agree to 1e-4 (the engine and the definition differ by a few float
 // roundings per step, which training amplifies only slowly over so few steps), and
 // --dump-state works with both.
-static void test_attn_impl_reference_matches_fast(void) {
+static void test_attn_impl_definition_matches_engine(void) {
     tmpdir();
     write_tiny_config("cfg.json", 30);
     double loss[2][31];
-    static const char *const impls[2] = {"fast", "reference"};
+    static const char *const impls[2] = {"engine", "definition"};
     for (int k = 0; k < 2; k++) {
         int code = run("./train %s/cfg.json --model.attn_impl=%s --train.out_dir=%s/%s", g_dir, impls[k], g_dir, impls[k]);
         CHECK_MSG(code == 0, "%s: exit %d: %s", impls[k], code, g_err);
@@ -979,7 +979,7 @@ const TestCase tests_cli[] = {
     {"cli_readme_documents_every_key", test_readme_documents_every_key},
     {"cli_bad_input_table", test_bad_input_table},
     {"cli_help_and_version", test_help_and_version},
-    {"cli_attn_impl_reference_matches_fast", test_attn_impl_reference_matches_fast},
+    {"cli_attn_impl_definition_matches_engine", test_attn_impl_definition_matches_engine},
     {"cli_sample_options", test_sample_options},
     {"cli_bad_out_dir", test_bad_out_dir},
     {"cli_train_outputs_and_determinism", test_train_outputs_and_determinism},
