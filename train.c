@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -444,6 +445,14 @@ static void dump_state(Run *r, const Dataset *ds, const char *path) {
     free(x); free(y); free(logits);
 }
 
+// CPU seconds used by the whole process (every thread); on a shared machine the timed steps' wall
+// time also counts the moments the threads waited for a core, their CPU time does not.
+static double process_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void bench(Run *r, int steps) {
     const Config *c = &r->cfg;
     int B = c->batch_size, T = c->block_size, V = r->model.dims.vocab_size;
@@ -456,16 +465,19 @@ static void bench(Run *r, int steps) {
     // The peak is probed before and after the steps: on a shared machine the two disagree when
     // it was too busy to measure, and then no MFU is printed (fma_peak_mfu).
     FmaPeak peak_before = fma_peak_measure();
+    double cpu_start = 0;
     for (int i = 0; i < warmup + steps; i++) {
         for (size_t j = 0; j < local; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
         if (i == warmup) {  // account the timed steps only
             r->model.profile = 1;
             memset(r->model.phase_seconds, 0, sizeof r->model.phase_seconds);
             r->comm_seconds = 0;
+            cpu_start = process_cpu_seconds();
         }
         run_step(r, x, y, i);
         if (i >= warmup) ms[i - warmup] = r->ms;
     }
+    double cpu_ms = 1000.0 * (process_cpu_seconds() - cpu_start) / steps;
     // median by insertion sort (N is small)
     for (int i = 1; i < steps; i++) {
         double v = ms[i];
@@ -555,8 +567,8 @@ static void bench(Run *r, int steps) {
     }
     char mfu_text[16] = "n/a";  // the machine too busy to measure the peak
     if (mfu >= 0) snprintf(mfu_text, sizeof mfu_text, "%.3f", mfu);
-    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s\n", c->name, median,
-           ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, mfu_text);
+    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s cpu_ms_per_step=%.2f\n",
+           c->name, median, ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, mfu_text, cpu_ms);
     free(ms); free(x); free(y);
 }
 
