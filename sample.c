@@ -1,10 +1,13 @@
-// sample.c: generate text from a checkpoint, and draw attention maps for a prompt.
+// sample.c: generate text from a checkpoint, draw attention maps for a prompt, and export the
+// weights for PyTorch.
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "run/checkpoint.h"
+#include "run/safetensors.h"
 #include "base/common.h"
 #include "base/config.h"
 #include "run/generate.h"
@@ -15,13 +18,14 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
-            "                         [--attention-map FILE.svg]\n"
-            "       sample CHECKPOINT --explain --prompt TEXT [--json] [--html FILE] [--baseline C]\n"
-            "       sample CHECKPOINT --explain --lines FILE [--per-kind N] [--baseline C]\n"
+            "usage: sample MODEL [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
+            "                     [--attention-map FILE.svg] [--probs N] [--export FILE.safetensors] [--vocab-from TEXT]\n"
+            "       sample MODEL --explain --prompt TEXT [--json] [--html FILE] [--baseline C]\n"
+            "       sample MODEL --explain --lines FILE [--per-kind N] [--baseline C]\n"
             "\n"
-            "Generates N characters (default 500) after PROMPT (default a newline) from a checkpoint\n"
-            "written by ./train. temperature (default 0.8) sharpens (<1) or flattens (>1) the\n"
+            "Generates N characters (default 500) after PROMPT (default a newline) from MODEL: a checkpoint\n"
+            "written by ./train, or a safetensors file with nanoGPT's tensor names (docs/FORMAT.md).\n"
+            "temperature (default 0.8) sharpens (<1) or flattens (>1) the\n"
             "distribution; 0 is greedy decoding (always the most likely character, whatever the seed).\n"
             "top-k keeps only the K most likely characters (default 40, 0 = all). Multi-word options may\n"
             "also be written with an underscore (--top_k, --attention_map).\n"
@@ -31,6 +35,13 @@ static void usage(FILE *f) {
             "context is the last block_size characters; when it is full it restarts from its last half.\n"
             "A model trained with an attention mistake (model.attn_mask zero or none, model.softmax_axis\n"
             "queries) sees the future, so it recomputes its window for every character instead.\n"
+            "--probs N prints the N most likely next characters after the prompt and their probabilities\n"
+            "(the softmax of the logits, temperature 1); then no text is generated unless --tokens is given.\n"
+            "--export writes the model's weights as a safetensors file under nanoGPT's names (transformer.wte.weight,\n"
+            "transformer.h.N.attn.c_attn.weight, ...) with its configuration and vocabulary in the metadata, for\n"
+            "PyTorch (README: \"Weights in PyTorch\"); then no text is generated unless --tokens is given.\n"
+            "--vocab-from TEXT: for a safetensors file without a vocabulary, the text it was built from (its\n"
+            "distinct characters, sorted, are the vocabulary, as nanoGPT's prepare.py makes it).\n"
             "--explain puts the attention weights beside what each position actually contributes: for every\n"
             "character of the prompt but the last (the prediction of the next one) and every position j up to\n"
             "it, the weights (each layer and head, their mean, rollout, norm-weighted) and the effects on\n"
@@ -45,7 +56,8 @@ static void usage(FILE *f) {
 }
 
 static const char *const OPTIONS[] = {"--prompt", "--tokens", "--temperature", "--top-k", "--seed", "--attention-map",
-                                      "--explain", "--json", "--html", "--baseline", "--lines", "--per-kind"};
+                                      "--export", "--vocab-from", "--probs", "--explain", "--json", "--html",
+                                      "--baseline", "--lines", "--per-kind"};
 // the options that take no value
 static int is_switch(const char *canon) { return !strcmp(canon, "--explain") || !strcmp(canon, "--json"); }
 
@@ -65,13 +77,40 @@ static _Noreturn void unknown_option(const char *arg, const char *name) {
     die(EXIT_USAGE, "unknown option '%s' (see --help)", arg);
 }
 
+// The n most likely characters after the prompt (its last block_size characters) and their
+// probabilities p = softmax(logits), most likely first; ties in token order.
+static void print_next_probs(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n) {
+    int T = n_prompt < m->dims.block_size ? n_prompt : m->dims.block_size, V = m->dims.vocab_size;
+    gpt_forward(m, prompt + (n_prompt - T), NULL, 1, T);
+    const real *logits = m->acts.logits + (size_t)(T - 1) * V;
+    double max = logits[0], sum = 0;
+    for (int i = 1; i < V; i++) max = logits[i] > max ? logits[i] : max;
+    for (int i = 0; i < V; i++) sum += exp(logits[i] - max);
+    int *order = xmalloc((size_t)V * sizeof(int), "ranking");
+    for (int i = 0; i < V; i++) order[i] = i;
+    for (int i = 1; i < V; i++)  // insertion sort, descending by logit, stable
+        for (int j = i; j > 0 && logits[order[j]] > logits[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (int i = 0; i < n && i < V; i++) {
+        char ch[8];
+        uint32_t c = v->chars[order[i]];
+        if (c == '\n') snprintf(ch, sizeof ch, "\\n");
+        else ch[utf8_encode(c, ch)] = 0;
+        printf("'%s'%*s %.6f\n", ch, c == '\n' ? 1 : 2, "", exp(logits[order[i]] - max) / sum);
+    }
+    free(order);
+}
+
 // --explain: the checkpoint's model built for a batch of variants, then the measures of the
 // prompt (a table, JSON or a page) or of a corpus file's lines.
-static int explain_main(const char *ckpt_path, const char *prompt, const char *baseline_text, int json,
-                        const char *html_path, const char *lines_path, int per_kind) {
+static int explain_main(const char *ckpt_path, const char *vocab_text, const char *prompt, const char *baseline_text,
+                        int json, const char *html_path, const char *lines_path, int per_kind) {
     char err[1024];
     Checkpoint ck;
-    if (!checkpoint_open(&ck, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    if (!model_file_open(&ck, ckpt_path, vocab_text, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     int T = ck.dims.block_size;
     if (!checkpoint_check_memory(&ck, EXPLAIN_BATCH, T, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     Config cfg;
@@ -136,9 +175,9 @@ static int explain_main(const char *ckpt_path, const char *prompt, const char *b
 
 int main(int argc, char **argv) {
     g_progname = "sample";
-    const char *ckpt_path = NULL, *prompt = "\n", *map_path = NULL;
+    const char *ckpt_path = NULL, *prompt = "\n", *map_path = NULL, *export_path = NULL, *vocab_text = NULL;
     const char *html_path = NULL, *baseline_text = NULL, *lines_path = NULL;
-    int tokens = 500, top_k = 40, tokens_given = 0, prompt_given = 0, explain = 0, json = 0, per_kind = 1000;
+    int tokens = 500, top_k = 40, tokens_given = 0, n_probs = 0, prompt_given = 0, explain = 0, json = 0, per_kind = 1000;
     double temperature = 0.8;
     long seed = 1337;
     for (int i = 1; i < argc; i++) {
@@ -169,6 +208,7 @@ int main(int argc, char **argv) {
                 if (i + 1 >= argc) die(EXIT_USAGE, "%s needs a value", name);
                 v = argv[++i];
             }
+            option_once(canon, v);  // --top_k and --top-k are one option
             if (!strcmp(canon, "--prompt")) prompt = v, prompt_given = 1;
             else if (!strcmp(canon, "--html")) html_path = v;
             else if (!strcmp(canon, "--baseline")) baseline_text = v;
@@ -178,6 +218,9 @@ int main(int argc, char **argv) {
             else if (!strcmp(canon, "--temperature")) temperature = flag_number(name, v, 0, 100);
             else if (!strcmp(canon, "--top-k")) top_k = (int)flag_integer(name, v, 0, 10000000);
             else if (!strcmp(canon, "--seed")) seed = (long)flag_integer(name, v, 0, 2147483647);
+            else if (!strcmp(canon, "--export")) export_path = v;
+            else if (!strcmp(canon, "--probs")) n_probs = (int)flag_integer(name, v, 1, 0x110000);
+            else if (!strcmp(canon, "--vocab-from")) vocab_text = v;
             else map_path = v;
             continue;
         }
@@ -185,24 +228,25 @@ int main(int argc, char **argv) {
         ckpt_path = a;
     }
     if (!ckpt_path) die(EXIT_USAGE, "missing the CHECKPOINT argument (see --help)");
-    if (map_path && strcmp(map_path, "-") == 0 && tokens_given && tokens > 0)
-        die(EXIT_USAGE, "--attention-map - writes the SVG to standard output: it cannot share it with --tokens %d", tokens);
     if (!explain && (json || html_path || baseline_text || lines_path))
         die(EXIT_USAGE, "%s belongs to --explain (see --help)",
             json ? "--json" : html_path ? "--html" : baseline_text ? "--baseline" : "--lines");
-    if (explain && (map_path || tokens_given))
-        die(EXIT_USAGE, "--explain does not generate or draw maps: drop %s", map_path ? "--attention-map" : "--tokens");
+    if (explain && (map_path || tokens_given || export_path || n_probs))
+        die(EXIT_USAGE, "--explain does not generate, draw maps, export or print odds: drop %s",
+            map_path ? "--attention-map" : tokens_given ? "--tokens" : export_path ? "--export" : "--probs");
     if (explain && lines_path && (prompt_given || json || html_path))
         die(EXIT_USAGE, "--explain --lines measures a corpus file: drop %s",
             prompt_given ? "--prompt" : json ? "--json" : "--html");
-    if (explain) return explain_main(ckpt_path, prompt_given ? prompt : NULL, baseline_text, json, html_path, lines_path,
+    if (explain) return explain_main(ckpt_path, vocab_text, prompt_given ? prompt : NULL, baseline_text, json, html_path, lines_path,
                                      per_kind);
+    if (map_path && strcmp(map_path, "-") == 0 && tokens_given && tokens > 0)
+        die(EXIT_USAGE, "--attention-map - writes the SVG to standard output: it cannot share it with --tokens %d", tokens);
 
     char err[1024];
     Checkpoint ck;
-    // checkpoint_open validates the whole file (dimensions against the config record and the
+    // model_file_open validates the whole file (dimensions against the config record and the
     // tensors' sizes, finite values, the restored state) before anything is built from it
-    if (!checkpoint_open(&ck, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    if (!model_file_open(&ck, ckpt_path, vocab_text, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     if (!checkpoint_check_memory(&ck, 1, ck.dims.block_size, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     Config cfg;
     config_defaults(&cfg);
@@ -215,6 +259,15 @@ int main(int argc, char **argv) {
     gpt_set_attention(&m, attn);
     if (!checkpoint_restore(&ck, &m, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
 
+    if (export_path) {
+        int n = safetensors_export(export_path, &m, ck.config_json, &ck.vocab, err, sizeof err);
+        if (!n) die(EXIT_RUNTIME, "%s", err);
+        fprintf(stderr, "wrote %s: %d tensors under nanoGPT's names\n", export_path, n);
+        if (!safetensors_attention_is_nanogpts(&m))
+            fprintf(stderr, "note: this model's attention (scale, mask, softmax axis or window) is not nanoGPT's: "
+                    "PyTorch's nanoGPT would compute another function with these weights\n");
+        if (!tokens_given) tokens = 0;
+    }
     int *ptoks = xmalloc((strlen(prompt) + 1) * sizeof(int), "prompt");
     int n_prompt = encode_prompt(&ck.vocab, prompt, ptoks, err, sizeof err);
     if (n_prompt < 0) die(EXIT_USAGE, "%s", err);
@@ -227,6 +280,11 @@ int main(int argc, char **argv) {
         if (!write_attention_map(map_path, &m, cfg.attn_scale_str, &ck.vocab, window, T, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         fprintf(stderr, "wrote %s: %d layers x %d heads over %d characters\n",
                 strcmp(map_path, "-") == 0 ? "the map to standard output" : map_path, m.dims.n_layer, m.dims.n_head, T);
+        if (!tokens_given) tokens = 0;
+    }
+    if (n_probs > 0) {
+        if (n_prompt < 1) die(EXIT_USAGE, "--probs needs a non-empty --prompt");
+        print_next_probs(&m, &ck.vocab, ptoks, n_prompt, n_probs);
         if (!tokens_given) tokens = 0;
     }
     if (tokens > 0) {
