@@ -262,9 +262,9 @@ bench: all
 	@./train configs/bench_w2.json --bench=20
 	@./train configs/default.json --bench=30
 
+# Tiny Shakespeare into data/ (never committed); without a network it says how to use a local copy
 shakespeare:
-	@mkdir -p data
-	curl -fL -o data/tinyshakespeare.txt https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
+	@sh tools/get-shakespeare.sh
 
 install: train sample lab
 	install -d $(DESTDIR)$(PREFIX)/bin
