@@ -29,8 +29,9 @@ static void usage_main(FILE *f) {
     fprintf(f,
             "usage: lab COMMAND [options]        (lab COMMAND --help for the options of one command)\n"
             "\n"
-            "Experiments on attention and its backward pass, computed with the trainer's own code\n"
-            "(attention.c, model.c). This build computes in %s; `lab64` is the float64 build.\n"
+            "Experiments on attention and its backward pass, computed with the definition (attention.c),\n"
+            "which the engine (kernels/attention_engine.c) that trains by default is proven equal to, and\n"
+            "the model (model.c). This build computes in %s; `lab64` is the float64 build.\n"
             "\n"
             "commands:\n"
             "  examples    the course's worked examples (T = 3, and one query over two keys): weights\n"
@@ -602,19 +603,28 @@ static int cmd_gradcheck(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     g_progname = "lab";
+    // every message that lists the commands is made from this one table
+    static const struct { const char *name; int (*run)(int, char **); } commands[] = {
+        {"examples", cmd_examples}, {"exercise", cmd_exercise}, {"softmax", cmd_softmax},
+        {"mistakes", cmd_mistakes}, {"gradcheck", cmd_gradcheck},
+    };
+    enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
+    char bars[256] = "", words[256] = "";
+    size_t nb = 0, nw = 0;
+    for (int i = 0; i < N_COMMANDS; i++) {
+        nb += (size_t)snprintf(bars + nb, sizeof bars - nb, "%s%s", i ? "|" : "", commands[i].name);
+        nw += (size_t)snprintf(words + nw, sizeof words - nw, "%s%s", i == 0 ? "" : i + 1 < N_COMMANDS ? ", " : " or ",
+                               commands[i].name);
+    }
     // no command: the usage line, as an error (one line, like every error)
-    if (argc < 2) die(EXIT_USAGE, "missing the COMMAND: usage: lab examples|exercise|softmax|gradcheck [options] (see lab --help)");
+    if (argc < 2) die(EXIT_USAGE, "missing the COMMAND: usage: lab %s [options] (see lab --help)", bars);
     if (is_help(argv[1])) {
         usage_main(stdout);
         return 0;
     }
     const char *cmd = argv[1];
-    if (cmd[0] == '-') die(EXIT_USAGE, "unknown option '%s': expected a command (examples, exercise, softmax or gradcheck; see lab --help)", cmd);
-    if (strcmp(cmd, "examples") == 0) return cmd_examples(argc, argv);
-    if (strcmp(cmd, "exercise") == 0) return cmd_exercise(argc, argv);
-    if (strcmp(cmd, "softmax") == 0) return cmd_softmax(argc, argv);
-    if (strcmp(cmd, "gradcheck") == 0) return cmd_gradcheck(argc, argv);
-    if (strcmp(cmd, "mistakes") == 0) return cmd_mistakes(argc, argv);
-    die(EXIT_USAGE, "unknown command '%s': expected examples, exercise, softmax, mistakes or gradcheck (see lab --help)",
-        cmd);
+    if (cmd[0] == '-') die(EXIT_USAGE, "unknown option '%s': expected a command (%s; see lab --help)", cmd, words);
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc, argv);
+    die(EXIT_USAGE, "unknown command '%s': expected %s (see lab --help)", cmd, words);
 }

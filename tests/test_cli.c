@@ -463,6 +463,32 @@ static void test_help_and_version(void) {
     CHECK(run("./train --help") == 0 && strstr(g_out, "model.attn_scale") && strstr(g_out, "--resume"));
     CHECK(run("./train --version") == 0 && strstr(g_out, "OpenMP") && strstr(g_out, "SIMD"));
     CHECK(run("./sample --help") == 0 && strstr(g_out, "--prompt"));
+    // every command `./lab --help` lists: named by `./lab` without a command and by the README's
+    // line of ./lab commands, and each has its own --help
+    CHECK(run("./lab --help") == 0);
+    static char help[sizeof g_out], readme[262144];
+    snprintf(help, sizeof help, "%s", g_out);
+    slurp("README.md", readme, sizeof readme);
+    const char *rl = strstr(readme, "\n./lab examples ");
+    char readme_line[512] = "";
+    if (rl) snprintf(readme_line, sizeof readme_line, "%.*s", (int)strcspn(rl + 1, "\n"), rl + 1);
+    const char *list = strstr(help, "\ncommands:\n");
+    CHECK(list != NULL);
+    int n_commands = 0;
+    for (const char *l = list ? list + strlen("\ncommands:\n") : NULL; l && strncmp(l, "  ", 2) == 0;
+         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (l[2] == ' ') continue;  // a continuation line
+        char name[64];
+        if (sscanf(l + 2, "%63[a-z0-9-]", name) != 1) continue;
+        n_commands++;
+        CHECK(run("./lab") == 2);
+        CHECK_MSG(strstr(g_err, name) != NULL, "./lab without a command does not name '%s': %s", name, g_err);
+        CHECK_MSG(run("./lab %s --help", name) == 0, "./lab %s --help", name);
+        char word[80];
+        snprintf(word, sizeof word, " %s", name);
+        CHECK_MSG(strstr(readme_line, word) != NULL, "README.md's line \"%s\" does not name %s", readme_line, name);
+    }
+    CHECK_MSG(n_commands >= 5, "%d commands in ./lab --help", n_commands);
     cleanup();
 }
 
