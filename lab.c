@@ -43,9 +43,9 @@ static void usage_main(FILE *f) {
             "  softmax     p = softmax(s), its Jacobian diag(p) - p p^T, the vector-Jacobian product from\n"
             "              softmax_backward against finite differences, and how the gradient vanishes as\n"
             "              the scores grow\n"
-            "  mistakes    the T = 3 example four ways: correct, without the scale, masking with 0 instead\n"
-            "              of -inf, the softmax over the wrong axis: weights, row and column sums (--json,\n"
-            "              --html FILE)\n"
+            "  mistakes    the T = 3 example five ways: correct, without the scale, masking with 0 instead\n"
+            "              of -inf, the softmax over the wrong axis, no mask: weights, row and column sums\n"
+            "              (--json, --html FILE)\n"
             "  gradcheck   the whole model's backward against finite differences, one row per tensor;\n"
             "              exit code 0 when every tensor passes, 1 when one fails\n"
             "\n"
@@ -64,9 +64,10 @@ static void usage_examples(FILE *f) {
             "  2. one query q = [1,0] over keys [1,0], [0,1] with values [10,0], [0,10], scaled and\n"
             "     unscaled (a lone query that is the last position: the causal mask hides nothing).\n"
             "  --html FILE  also write FILE, one self-contained HTML page (no network, no external file) that\n"
-            "               steps through example 2, then example 1 with the causal mask (Scores, Scale, Mask,\n"
-            "               Softmax, Mix) and its backward for dO = [[1,-1],[1,-1],[1,-1]] (dV, dP, dS, dQ, dK),\n"
-            "               scaled and, with a switch, unscaled; FILE#step=N opens step N\n"
+            "               steps through example 1 as the lesson computes it, without a mask (Scores, Scale,\n"
+            "               Softmax, Mix), then with the causal mask (Mask, Softmax, Mix), its backward for\n"
+            "               dO = [[1,-1],[1,-1],[1,-1]] (dV, dP, dS, dQ, dK), then example 2, scaled and, with a\n"
+            "               switch, unscaled; Play steps through on a loop; FILE#step=N opens step N\n"
             "  --json       print the page's numbers instead of the tables: one JSON object with the groups\n"
             "               one_query and t3 (%%.17g; null for the mask's -inf)\n");
 }
@@ -76,13 +77,14 @@ static void usage_mistakes(FILE *f) {
             "usage: lab mistakes [--json] [--html FILE]\n"
             "\n"
             "The T = 3 worked example (Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2)\n"
-            "computed four ways by attention_forward: correct (scaled by 1/sqrt(d_k), -inf above the\n"
-            "diagonal, softmax over each row), without the scale, masking with 0 instead of -inf, and the\n"
-            "softmax over the queries (each column) instead of the keys. For each: the weights, marking with\n"
+            "computed five ways by attention_forward: correct (scaled by 1/sqrt(d_k), -inf above the\n"
+            "diagonal, softmax over each row), without the scale, masking with 0 instead of -inf, the\n"
+            "softmax over the queries (each column) instead of the keys, and no mask at all (the mistake\n"
+            "`make demo-mistakes` trains as attn_mask none). For each: the weights, marking with\n"
             "* the weights on future positions (u > t), each row's sum, marking with ! a row that does not\n"
             "sum to 1, the column sums and the outputs P V.\n"
             "  --html FILE  also write FILE, one self-contained HTML page (no network, no external file) with\n"
-            "               a step per case: S as the softmax takes it, the weights with their row sums and\n"
+            "               a step per case: S before the mask and as the softmax takes it, the weights with their row sums and\n"
             "               future weight (what the mistake breaks marked), the column sums and the outputs;\n"
             "               a switch shows the correct case beside each mistake; FILE#step=N opens step N\n"
             "  --json       the same numbers as one JSON object (numbers with %%.17g; null for the mask's -inf),\n"
@@ -349,7 +351,7 @@ static int cmd_mistakes(int argc, char **argv) {
         lab_mistakes_json(stdout, c);
         return 0;
     }
-    printf("mistakes: the T = 3 example four ways   [%s]\n", REAL_NAME);
+    printf("mistakes: the T = 3 example five ways   [%s]\n", REAL_NAME);
     printf("Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2; row t is query t, column u key u\n");
     printf("(* = weight on a future position u > t, which a causal model must not see; ! = a row that does not\n"
            "sum to 1)\n\n");
