@@ -370,9 +370,9 @@ static const char *const PAGE_JS[] = {
     " else if(e.key==='ArrowLeft'){playing(false);show(cur-1,alt);e.preventDefault();}\n",
     "});\n",
     "window.addEventListener('hashchange',function(){var p=parse();playing(false);show(p.step,p.alt);window.scrollTo(0,0);});\n",
-    "var p0=parse();show(p0.step,p0.alt);window.scrollTo(0,0);\n",
+    "var deep=/step[=-]\\d/.test(location.hash),p0=parse();show(p0.step,p0.alt);window.scrollTo(0,0);\n",
     "var calm=window.matchMedia&&window.matchMedia('(prefers-reduced-motion: reduce)').matches;\n",
-    "if(!/step[=-]\\d/.test(location.hash)&&!calm&&n>1)playing(true);\n",
+    "if(!deep&&!calm&&n>1)playing(true);\n",
     "})();\n",
     NULL,
 };
