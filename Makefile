@@ -124,9 +124,17 @@ $(OBJDIR)/f64/%.o: %.c | deps
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -DREAL_DOUBLE -c $< -o $@
 -include $(wildcard $(OBJDIR)/*.d $(OBJDIR)/*/*.d $(OBJDIR)/*/*/*.d)
 
+# The comparison's outputs (report/report.h): the log and its end (compare_log.c), checked writing
+# (writer.c), compare.csv, report.md and its reading, the SVG panels, report.html (report_html.c,
+# over report/html.c, the HTML writer the lab's pages use too).
+REPORT := report/compare_log.c report/writer.c report/compare_csv.c report/report_md.c report/reading.c \
+    report/svg.c report/report_html.c
+REPORT_OBJ := $(REPORT:%.c=$(OBJDIR)/%.o)
+REPORT64_OBJ := $(REPORT:%.c=$(OBJDIR)/f64/%.o)
+
 # ./train: train.c (the command line and the modes) over run/run.c (one run's life), run/outdir.c (its
-# output directory), run/stop.c (signals) and report/report.c (the comparison's report; report/html.c writes its page)
-TRAIN_SRC := train.c run/run.c run/outdir.c run/stop.c report/report.c report/html.c
+# output directory), run/stop.c (signals) and the comparison's report (REPORT)
+TRAIN_SRC := train.c run/run.c run/outdir.c run/stop.c $(REPORT) report/html.c
 TRAIN_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/%.o)
 train: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
@@ -174,11 +182,11 @@ data/default.txt: | tools/gencorpus
 
 FUZZ_SRC := tests/fuzz/harnesses.c
 
-tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(OBJDIR)/report/report.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/report/report.o $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
+tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(REPORT_OBJ) $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT_OBJ) $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
 
-tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(OBJDIR)/f64/report/report.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/f64/report/report.o $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
+tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(REPORT64_OBJ) $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT64_OBJ) $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
 
 # The pages in a real browser: headless Chromium opens every step of the lab's pages (#step=N),
 # checks the rendered DOM against ./lab's JSON output and that no request left the file, then the

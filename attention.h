@@ -42,18 +42,31 @@ typedef struct {
 } AttnStats;
 
 // ---- the interface both implementations share ----
-// q, k, v are (B,T,C) with head h in columns [h*hd, (h+1)*hd), hd = C/NH; out is (B,T,C); att
-// is (B,NH,T,T) and receives the weights P (kept for the backward). scratch holds
-// attention_scratch_size(T, hd) reals for each thread (thread_max() threads).
+// The shape of a call: B sequences of T positions, C channels split into NH heads of hd = C/NH
+// columns each (head h in columns [h*hd, (h+1)*hd) of every row).
+typedef struct {
+    int B, T, C, NH;
+} AttnShape;
+// The heads' queries, keys and values, each (B,T,C).
+typedef struct {
+    const real *q, *k, *v;
+} AttnQKV;
+// Their gradients dL/dq, dL/dk, dL/dv, each (B,T,C).
+typedef struct {
+    real *dq, *dk, *dv;
+} AttnGradQKV;
+// out (B,T,C) receives O = P V; att (B,NH,T,T) receives the weights P (kept for the backward).
+// scratch holds attention_scratch_size(T, hd) reals for each thread (thread_max() threads).
 // stats (NH entries, may be NULL) receives the statistics of S and P, summed over the batch.
-typedef void AttentionForwardFn(real *out, real *att, real *scratch, const real *q, const real *k, const real *v,
-                                int B, int T, int C, int NH, const AttnSpec *spec, AttnStats *stats);
-// dq, dk, dv (B,T,C) receive the gradients given dout (B,T,C): added on (GRAD_ADD) or stored
-// (GRAD_STORE). stats (may be NULL) receives ||dS||^2 and ||dP||^2 per head; row_gain (B,NH,T,
-// may be NULL) receives ||dS_row|| / ||dP_row|| of every row that sees at least two keys.
-typedef void AttentionBackwardFn(real *dq, real *dk, real *dv, real *scratch, const real *dout, const real *att,
-                                 const real *q, const real *k, const real *v, int B, int T, int C, int NH,
-                                 const AttnSpec *spec, AttnStats *stats, real *row_gain, GradWrite write);
+typedef void AttentionForwardFn(real *out, real *att, real *scratch, AttnQKV in, AttnShape shape,
+                                const AttnSpec *spec, AttnStats *stats);
+// grad receives dq, dk, dv given dout = dL/dO (B,T,C) and the forward's att and inputs: added on
+// (GRAD_ADD) or stored (GRAD_STORE). stats (may be NULL) receives ||dS||^2 and ||dP||^2 per head;
+// row_gain (B,NH,T, may be NULL) receives ||dS_row|| / ||dP_row|| of every row that sees at least
+// two keys.
+typedef void AttentionBackwardFn(AttnGradQKV grad, real *scratch, const real *dout, const real *att, AttnQKV in,
+                                 AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
+                                 GradWrite write);
 typedef struct {
     const char *name;
     AttentionForwardFn *forward;
@@ -63,8 +76,8 @@ typedef struct {
     int has_stats;
 } AttentionImpl;
 
-extern const AttentionImpl attention_reference;  // attention.c
-extern const AttentionImpl attention_fast;       // kernels/attention_engine.c
+extern const AttentionImpl attention_definition;  // attention.c
+extern const AttentionImpl attention_engine;      // kernels/attention_engine.c
 
 // Reals of scratch per thread that either implementation needs for T positions, heads of hd.
 size_t attention_scratch_size(int T, int hd);
@@ -79,12 +92,12 @@ void softmax_forward(real *p, const real *s, int n);
 void softmax_backward(real *ds, const real *dp, const real *p, int n);
 
 // ---- the engine (kernels/attention_engine.c) ----
-AttentionForwardFn attention_fast_forward;
-AttentionBackwardFn attention_fast_backward;
+AttentionForwardFn attention_engine_forward;
+AttentionBackwardFn attention_engine_backward;
 // One new position of one sequence during generation: q (C) is the query at position `pos`,
 // k_cache and v_cache (pos+1, C) hold the keys and values of positions 0..pos (this one
 // included); out (C) receives P V for that row; scores holds pos+1 reals of scratch. Bit for
-// bit row `pos` of attention_fast_forward (causal mask, softmax over keys).
+// bit row `pos` of attention_engine_forward (causal mask, softmax over keys).
 void attention_decode_step(real *out, real *scores, const real *q, const real *k_cache, const real *v_cache,
                            int pos, int C, int NH, real scale);
 

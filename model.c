@@ -425,7 +425,7 @@ static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, rea
     memset(m, 0, sizeof *m);
     m->dims = *d;
     m->attn = (AttnSpec){attn_scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0};
-    m->attn_impl = &attention_fast;
+    m->attn_impl = &attention_engine;
     m->head_dim = d->n_embd / d->n_head;
     m->phase_current = PHASE_NONE;
     int L = d->n_layer, NH = d->n_head;
@@ -492,7 +492,7 @@ int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const ch
     int mi = -1, ai = -1;
     for (int i = 0; i < 3; i++) if (strcmp(mask, masks[i]) == 0) mi = i;
     for (int i = 0; i < 2; i++) if (strcmp(axis, axes[i]) == 0) ai = i;
-    const AttentionImpl *ip = strcmp(impl, "fast") == 0 ? &attention_fast : strcmp(impl, "reference") == 0 ? &attention_reference : NULL;
+    const AttentionImpl *ip = strcmp(impl, "fast") == 0 ? &attention_engine : strcmp(impl, "reference") == 0 ? &attention_definition : NULL;
     if (mi < 0 || ai < 0 || !ip) return 0;
     spec.mask = (AttnMask)mi;  // the enums follow the names' order
     spec.axis = (SoftmaxAxis)ai;
@@ -505,7 +505,7 @@ int gpt_attention_falls_back(const GPT *m) { return !m->attn_impl->supports(&m->
 // The implementation a pass runs: the model's, unless it collects statistics or cannot compute
 // the model's spec; the definition (attention.c) then runs.
 static const AttentionImpl *attention_impl(const GPT *m) {
-    if ((m->collect_stats && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn)) return &attention_reference;
+    if ((m->collect_stats && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn)) return &attention_definition;
     return m->attn_impl;
 }
 
@@ -591,8 +591,8 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
         gpt_phase(m, PHASE_MATMUL_FWD);
         qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         gpt_phase(m, PHASE_ATTENTION);
-        attention_impl(m)->forward(A->atty, A->att, m->attn_scratch, A->q, A->k, A->v, B, T, C, NH, &m->attn,
-                                   m->collect_stats ? &m->attn_stats[l * NH] : NULL);
+        attention_impl(m)->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
+                                   (AttnShape){B, T, C, NH}, &m->attn, m->collect_stats ? &m->attn_stats[l * NH] : NULL);
         gpt_phase(m, PHASE_MATMUL_FWD);
         matmul_forward(A->res2, A->atty, P->wo, N, C, C);
         gpt_phase(m, PHASE_OTHER);
@@ -751,8 +751,9 @@ void gpt_backward(GPT *m) {
         gpt_phase(m, PHASE_MATMUL_BWD);
         matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_ATTENTION);
-        attention_impl(m)->backward(G->q, G->k, G->v, m->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
-                                    B, T, C, NH, &m->attn, m->collect_stats ? &m->attn_stats[l * NH] : NULL,
+        attention_impl(m)->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->att,
+                                    (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &m->attn,
+                                    m->collect_stats ? &m->attn_stats[l * NH] : NULL,
                                     m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL, GRAD_STORE);
         gpt_phase(m, PHASE_MATMUL_BWD);
         qkv_backward(G->ln, dP->wq, dP->wk, dP->wv, G->q, G->k, G->v, A->ln1, P->wq, P->wk, P->wv, N, C);
@@ -1015,7 +1016,7 @@ void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits) {
     // and values; every row is computed exactly as gpt_decode_step would, by the engine, whose
     // rows attention_decode_step reproduces bit for bit
     const AttentionImpl *impl = m->attn_impl;
-    m->attn_impl = &attention_fast;
+    m->attn_impl = &attention_engine;
     gpt_forward(m, tokens, NULL, 1, n);
     m->attn_impl = impl;
     for (int l = 0; l < L; l++) {

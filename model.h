@@ -86,7 +86,7 @@ typedef struct {
 typedef struct GPT {
     ModelDims dims;
     AttnSpec attn;                    // the scale of Q K^T, the mask and the softmax axis
-    const AttentionImpl *attn_impl;   // the engine (attention_fast) unless set otherwise
+    const AttentionImpl *attn_impl;   // the engine (attention_engine) unless set otherwise
     int head_dim;
 
     size_t n_params;
@@ -130,7 +130,7 @@ void gpt_phase(GPT *m, int phase);
 // overflows size_t. Checked before allocating so absurd configs are refused with the size.
 size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out);
 // Allocate everything for dims and a batch capacity (B,T). Parameters are zero until gpt_init.
-// Attention: the causal softmax over keys with attn_scale, computed by attention_fast.
+// Attention: the causal softmax over keys with attn_scale, computed by attention_engine.
 void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T);
 // Which attention the model computes (spec) and which implementation trains it. Passes that
 // collect statistics, and specs the implementation does not support, run the definition.

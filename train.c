@@ -38,7 +38,7 @@
 
 // Runs trained side by side from the same initial weights on the same batches, each variant
 // a name (its directory under out_dir) and config overrides.
-// Each writes compare.csv, report.md, its panels and report.html (report/report.c) in out_dir.
+// Each writes compare.csv, report.md, its panels and report.html (report/report.h) in out_dir.
 typedef struct {
     const char *what;            // what is compared, for the first line: "attention scale sqrt vs none"
     const char *key;             // the config key compared, and its value in each variant

@@ -53,6 +53,13 @@ void *xcalloc(size_t count, size_t size, const char *what) {
     return p;
 }
 
+char *xstrdup(const char *s, const char *what) {
+    size_t n = strlen(s);
+    char *c = xmalloc(n + 1, what);
+    memcpy(c, s, n + 1);
+    return c;
+}
+
 void *xmalloc_aligned(size_t bytes, const char *what) {
     void *p = NULL;
     size_t rounded = (bytes + 63) & ~(size_t)63;

@@ -43,6 +43,8 @@ _Noreturn void die(int code, const char *fmt, ...)
 // Checked allocation: on failure, exit 1 naming what was being allocated and its size.
 void *xmalloc(size_t bytes, const char *what);
 void *xcalloc(size_t count, size_t size, const char *what);
+// A copy of the string s (malloc'd).
+char *xstrdup(const char *s, const char *what);
 // 64-byte aligned, zeroed; free with free().
 void *xmalloc_aligned(size_t bytes, const char *what);
 

@@ -134,7 +134,7 @@ static void axpy(real *restrict y, real alpha, const real *restrict x, int n) {
 }
 
 // One score S[t][u] = (q . k) * scale, the products summed in increasing i from 0. The tiles
-// compute every score of attention_fast_forward in exactly this order (one multiply-add chain
+// compute every score of attention_engine_forward in exactly this order (one multiply-add chain
 // per entry, vectorised across keys instead of across i), so decoding reproduces it bit for bit.
 static real score_dot(const real *q, const real *k, int hd, real scale) {
     real s = 0;
@@ -337,9 +337,11 @@ static void require_engine_spec(const AttnSpec *spec, const AttnStats *stats, co
         die(EXIT_RUNTIME, "internal: the attention engine computes the causal softmax over keys without statistics");
 }
 
-void attention_fast_forward(real *out, real *att, real *scratch, const real *q, const real *k, const real *v,
-                            int B, int T, int C, int NH, const AttnSpec *spec, AttnStats *stats) {
+void attention_engine_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShape shape,
+                              const AttnSpec *spec, AttnStats *stats) {
     require_engine_spec(spec, stats, NULL);
+    const real *q = in.q, *k = in.k, *v = in.v;
+    int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH;
     int hd = C / NH, ldk = padded_keys(T);
     real scale = spec->scale;
 #pragma omp parallel if(par_worth((double)B * NH * T * T * (C / NH)))
@@ -378,10 +380,13 @@ void attention_fast_forward(real *out, real *att, real *scratch, const real *q, 
     }
 }
 
-void attention_fast_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout, const real *att,
-                             const real *q, const real *k, const real *v, int B, int T, int C, int NH,
-                             const AttnSpec *spec, AttnStats *stats, real *row_gain, GradWrite write) {
+void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *att, AttnQKV in,
+                               AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
+                               GradWrite write) {
     require_engine_spec(spec, stats, row_gain);
+    const real *q = in.q, *k = in.k, *v = in.v;
+    real *dq = grad.dq, *dk = grad.dk, *dv = grad.dv;
+    int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH;
     int hd = C / NH, ldk = padded_keys(T);
     real scale = spec->scale;
     // each entry of dq, dk, dv is one tile_mm sum below, which starts from the old value or 0
@@ -443,7 +448,7 @@ void attention_decode_step(real *out, real *scores, const real *q, const real *k
     int hd = C / NH;
     for (int h = 0; h < NH; h++) {
         const real *qh = q + h * hd;
-        // the same arithmetic as row `pos` of attention_fast_forward, so the results agree bit for bit:
+        // the same arithmetic as row `pos` of attention_engine_forward, so the results agree bit for bit:
         // each score one multiply-add chain over i, each output entry one chain over u from 0
         for (int u = 0; u <= pos; u++) scores[u] = score_dot(qh, k_cache + (size_t)u * C + h * hd, hd, scale);
         softmax_row(scores, scores, pos + 1);
@@ -453,4 +458,4 @@ void attention_decode_step(real *out, real *scores, const real *q, const real *k
     }
 }
 
-const AttentionImpl attention_fast = {"fast", attention_fast_forward, attention_fast_backward, engine_supports, 0};
+const AttentionImpl attention_engine = {"engine", attention_engine_forward, attention_engine_backward, engine_supports, 0};

@@ -41,13 +41,7 @@ struct HtmlPage {
     int n_steps;
 };
 
-static char *dup_or_null(const char *s) {
-    if (!s) return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = xmalloc(n, "page text");
-    memcpy(d, s, n);
-    return d;
-}
+static char *dup_or_null(const char *s) { return s ? xstrdup(s, "page text") : NULL; }
 
 // Grow an array of pointers by one slot.
 static void *push_ptr(void *arr, int n, size_t elem) {

@@ -39,7 +39,8 @@ typedef struct {
 
 static double att_loss(void *vc) {
     AttCtx *c = vc;
-    c->impl->forward(c->out, c->att, c->scratch, c->q, c->k, c->v, c->B, c->T, c->C, c->NH, &c->spec, NULL);
+    c->impl->forward(c->out, c->att, c->scratch, (AttnQKV){c->q, c->k, c->v}, (AttnShape){c->B, c->T, c->C, c->NH},
+                     &c->spec, NULL);
     return dot_r(c->out, c->R, (size_t)c->B * c->T * c->C);
 }
 
@@ -53,7 +54,8 @@ static void attention_gradcheck(const AttentionImpl *impl, AttnSpec spec, const 
     c.scratch = attn_scratch(c.T, c.C / c.NH);
     real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
     att_loss(&c);
-    impl->backward(dq, dk, dv, c.scratch, c.R, c.att, c.q, c.k, c.v, c.B, c.T, c.C, c.NH, &c.spec, NULL, NULL, GRAD_ADD);
+    impl->backward((AttnGradQKV){dq, dk, dv}, c.scratch, c.R, c.att, (AttnQKV){c.q, c.k, c.v},
+                   (AttnShape){c.B, c.T, c.C, c.NH}, &c.spec, NULL, NULL, GRAD_ADD);
     char name[128];
     snprintf(name, sizeof name, "%s %s dq", impl->name, what);
     check_grad(att_loss, &c, c.q, dq, n, name);
@@ -66,18 +68,18 @@ static void attention_gradcheck(const AttentionImpl *impl, AttnSpec spec, const 
 
 static void gradcheck_attention_definition(void) {
     real s = (real)(1.0 / sqrt(3.0));
-    attention_gradcheck(&attention_reference, causal(s), "scaled");
-    attention_gradcheck(&attention_reference, causal(1), "unscaled");
+    attention_gradcheck(&attention_definition, causal(s), "scaled");
+    attention_gradcheck(&attention_definition, causal(1), "unscaled");
     // the mistakes have hand-written backward passes too
-    attention_gradcheck(&attention_reference, spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS), "mask zero");
-    attention_gradcheck(&attention_reference, spec_of(s, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS), "no mask");
-    attention_gradcheck(&attention_reference, spec_of(s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES), "softmax over queries");
-    attention_gradcheck(&attention_reference, spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_QUERIES), "mask zero, over queries");
+    attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS), "mask zero");
+    attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS), "no mask");
+    attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES), "softmax over queries");
+    attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_QUERIES), "mask zero, over queries");
 }
 
 static void gradcheck_attention_engine(void) {
-    attention_gradcheck(&attention_fast, causal((real)(1.0 / sqrt(3.0))), "scaled");
-    attention_gradcheck(&attention_fast, causal(1), "unscaled");
+    attention_gradcheck(&attention_engine, causal((real)(1.0 / sqrt(3.0))), "scaled");
+    attention_gradcheck(&attention_engine, causal(1), "unscaled");
 }
 
 // The check must catch a wrong backward: the lab's broken one drops "- rowsum(dP * P)", which
@@ -91,7 +93,8 @@ static void gradcheck_attention_catches_broken_backward(void) {
     c.att = zeros(16); c.out = zeros(n); c.R = randn_array(n, &rng, 1); c.scratch = attn_scratch(4, 4);
     real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
     att_loss(&c);
-    c.impl->backward(dq, dk, dv, c.scratch, c.R, c.att, c.q, c.k, c.v, 1, 4, 4, 1, &c.spec, NULL, NULL, GRAD_ADD);
+    c.impl->backward((AttnGradQKV){dq, dk, dv}, c.scratch, c.R, c.att, (AttnQKV){c.q, c.k, c.v},
+                     (AttnShape){1, 4, 4, 1}, &c.spec, NULL, NULL, GRAD_ADD);
     double *num = malloc(n * sizeof(double));
     numeric_grad(att_loss, &c, c.q, n, num);
     CHECK(grad_error(dq, num, n) > 10 * FD_TOL);
@@ -126,8 +129,9 @@ static void test_attention_hand_computed_example(void) {
     real dout[4] = {0, 0, 1, 0}, dq[4], dk[4], dv[4];
     real *scratch = attn_scratch(2, 2);
     AttnSpec spec = causal((real)(1.0 / sqrt(2.0)));
-    attention_forward(out, att, scratch, q, k, v, 1, 2, 2, 1, &spec, NULL);
-    attention_backward(dq, dk, dv, scratch, dout, att, q, k, v, 1, 2, 2, 1, &spec, NULL, NULL, GRAD_STORE);
+    attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){1, 2, 2, 1}, &spec, NULL);
+    attention_backward((AttnGradQKV){dq, dk, dv}, scratch, dout, att, (AttnQKV){q, k, v}, (AttnShape){1, 2, 2, 1},
+                       &spec, NULL, NULL, GRAD_STORE);
     free(scratch);
     double tol = IS_F64 ? 1e-6 : 2e-6;
     CHECK_NEAR(att[2], 0.669762, tol);
@@ -151,7 +155,7 @@ static void test_attention_t3_example(void) {
     real Q[6] = {1, 0, 0, 1, 1, 1}, V[6] = {10, 0, 0, 10, 5, 5};
     real att[9], out[6], *scratch = attn_scratch(3, 2);
     AttnSpec none = spec_of((real)(1.0 / sqrt(2.0)), ATTN_MASK_NONE, SOFTMAX_OVER_KEYS);
-    attention_forward(out, att, scratch, Q, Q, V, 1, 3, 2, 1, &none, NULL);
+    attention_forward(out, att, scratch, (AttnQKV){Q, Q, V}, (AttnShape){1, 3, 2, 1}, &none, NULL);
     double tol = IS_F64 ? 1e-6 : 2e-6;
     CHECK_NEAR(att[0], 0.401112, tol);
     CHECK_NEAR(att[1], 0.197776, tol);
@@ -159,7 +163,7 @@ static void test_attention_t3_example(void) {
     double expect[6] = {6.016681, 3.983319, 3.983319, 6.016681, 5, 5};
     for (int i = 0; i < 6; i++) CHECK_NEAR(out[i], expect[i], 10 * tol);
     AttnSpec masked = causal(none.scale);
-    attention_forward(out, att, scratch, Q, Q, V, 1, 3, 2, 1, &masked, NULL);
+    attention_forward(out, att, scratch, (AttnQKV){Q, Q, V}, (AttnShape){1, 3, 2, 1}, &masked, NULL);
     for (int t = 0; t < 3; t++) {
         double sum = 0;
         for (int u = 0; u < 3; u++) {
@@ -179,14 +183,14 @@ static void test_attention_mistakes_t3(void) {
     real Q[6] = {1, 0, 0, 1, 1, 1}, V[6] = {10, 0, 0, 10, 5, 5}, att[9], out[6], *scratch = attn_scratch(3, 2);
     real s = (real)(1.0 / sqrt(2.0));
     AttnSpec zero = spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS);
-    attention_forward(out, att, scratch, Q, Q, V, 1, 3, 2, 1, &zero, NULL);
+    attention_forward(out, att, scratch, (AttnQKV){Q, Q, V}, (AttnShape){1, 3, 2, 1}, &zero, NULL);
     // row 0: scores [s, 0, 0] -> weights e^s, 1, 1 over their sum
     double z = exp(s) + 2;
     CHECK_NEAR(att[0], exp(s) / z, 1e-6);
     CHECK_NEAR(att[1], 1 / z, 1e-6);
     CHECK_NEAR(att[2], 1 / z, 1e-6);
     AttnSpec axis = spec_of(s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES);
-    attention_forward(out, att, scratch, Q, Q, V, 1, 3, 2, 1, &axis, NULL);
+    attention_forward(out, att, scratch, (AttnQKV){Q, Q, V}, (AttnShape){1, 3, 2, 1}, &axis, NULL);
     for (int u = 0; u < 3; u++) {
         double col = 0;
         for (int t = 0; t < 3; t++) col += att[3 * t + u];
@@ -221,7 +225,7 @@ static void test_attention_stats_uniform_and_row0(void) {
     AttnStats st;
     memset(&st, 0, sizeof st);
     AttnSpec spec = causal(1);
-    attention_forward(out, att, scratch, q, k, v, 1, T, C, 1, &spec, &st);
+    attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){1, T, C, 1}, &spec, &st);
     CHECK_NEAR(st.rows, T - 1, 0);
     CHECK_NEAR(st.entropy_norm / st.rows, 1.0, 1e-6);
     double expect_max = 0;
@@ -234,7 +238,7 @@ static void test_attention_stats_uniform_and_row0(void) {
     CHECK_NEAR(st.entropy, log(720.0), 1e-6);
     memset(&st, 0, sizeof st);
     AttnSpec none = spec_of(1, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS);
-    attention_forward(out, att, scratch, q, k, v, 1, T, C, 1, &none, &st);
+    attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){1, T, C, 1}, &none, &st);
     CHECK_NEAR(st.rows, T, 0);
     double expect_future = 0;
     for (int t = 0; t < T; t++) expect_future += (double)(T - 1 - t) / T;
@@ -257,7 +261,7 @@ static void test_attention_stats_peaked(void) {
     AttnStats st;
     memset(&st, 0, sizeof st);
     AttnSpec spec = causal(1);
-    attention_forward(out, att, scratch, q, k, v, 1, T, C, 1, &spec, &st);
+    attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){1, T, C, 1}, &spec, &st);
     free(scratch);
     CHECK_NEAR(st.rows, 4, 0);
     CHECK_NEAR(st.rows_gt_099, 4, 0);
@@ -288,8 +292,9 @@ static void test_attention_definition_matches_formulas_in_double(void) {
     double scale = spec.scale;
     AttnStats st[2];
     memset(st, 0, sizeof st);
-    attention_forward(out, att, scratch, q, k, v, B, T, C, NH, &spec, NULL);
-    attention_backward(dq, dk, dv, scratch, dout, att, q, k, v, B, T, C, NH, &spec, st, row_gain, GRAD_ADD);
+    attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL);
+    attention_backward((AttnGradQKV){dq, dk, dv}, scratch, dout, att, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH},
+                       &spec, st, row_gain, GRAD_ADD);
     double tol = IS_F64 ? 1e-12 : 2e-5, worst = 0, ds_sumsq[2] = {0, 0}, dp_sumsq[2] = {0, 0}, gain_err = 0;
     int masked_zero = 1;
     double *P = malloc((size_t)T * T * sizeof(double)), *dS = malloc((size_t)T * T * sizeof(double));
@@ -385,9 +390,9 @@ static double rel_max_err(const real *a, const real *b, size_t n) {
 typedef struct {
     int B, T, C, NH;
     double scale;  // 0: 1/sqrt(head_dim); otherwise the factor (1 = unscaled)
-} AttnShape;
+} TestShape;
 
-static const AttnShape SHAPES[] = {
+static const TestShape SHAPES[] = {
     {1, 1, 1, 1, 0},       // T = 1, head_dim 1
     {2, 1, 8, 2, 0},       // T = 1
     {1, 5, 5, 1, 0},       // head_dim 5, T below one tile
@@ -411,7 +416,7 @@ static void test_attention_engine_equals_definition(void) {
     int threads_before = omp_get_max_threads();
 #endif
     for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
-        const AttnShape *sh = &SHAPES[s];
+        const TestShape *sh = &SHAPES[s];
         int B = sh->B, T = sh->T, C = sh->C, NH = sh->NH, hd = C / NH;
         AttnSpec spec = causal((real)(sh->scale > 0 ? sh->scale : 1.0 / sqrt((double)hd)));
         Rng rng;
@@ -422,10 +427,10 @@ static void test_attention_engine_equals_definition(void) {
         // definition: forward, then the gradients added onto dq_start (GRAD_ADD)
         real *att_r = zeros(na), *out_r = zeros(n), *g_r[3] = {zeros(n), zeros(n), zeros(n)};
         real *scratch = zeros(attention_scratch_size(T, hd) * 4);
-        attention_forward(out_r, att_r, scratch, q, k, v, B, T, C, NH, &spec, NULL);
+        attention_forward(out_r, att_r, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL);
         for (int i = 0; i < 3; i++) memcpy(g_r[i], dq_start, n * sizeof(real));
-        attention_backward(g_r[0], g_r[1], g_r[2], scratch, dout, att_r, q, k, v, B, T, C, NH, &spec, NULL, NULL,
-                           GRAD_ADD);
+        attention_backward((AttnGradQKV){g_r[0], g_r[1], g_r[2]}, scratch, dout, att_r, (AttnQKV){q, k, v},
+                           (AttnShape){B, T, C, NH}, &spec, NULL, NULL, GRAD_ADD);
         real *att_1 = NULL, *out_1 = NULL, *g_1[3] = {NULL, NULL, NULL};
         // 1 thread, then 2 and 3 threads three times each (a race between threads shows only now
         // and then)
@@ -439,10 +444,10 @@ static void test_attention_engine_equals_definition(void) {
 #endif
             real *att = zeros(na), *out = zeros(n), *g[3] = {zeros(n), zeros(n), zeros(n)};
             for (size_t i = 0; i < na; i++) att[i] = NAN;  // every entry must be written
-            attention_fast_forward(out, att, scratch, q, k, v, B, T, C, NH, &spec, NULL);
+            attention_engine_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL);
             for (int i = 0; i < 3; i++) memcpy(g[i], dq_start, n * sizeof(real));
-            attention_fast_backward(g[0], g[1], g[2], scratch, dout, att, q, k, v, B, T, C, NH, &spec, NULL, NULL,
-                                    GRAD_ADD);
+            attention_engine_backward((AttnGradQKV){g[0], g[1], g[2]}, scratch, dout, att, (AttnQKV){q, k, v},
+                                      (AttnShape){B, T, C, NH}, &spec, NULL, NULL, GRAD_ADD);
             double e[5] = {rel_max_err(att, att_r, na), rel_max_err(out, out_r, n), rel_max_err(g[0], g_r[0], n),
                            rel_max_err(g[1], g_r[1], n), rel_max_err(g[2], g_r[2], n)};
             for (int i = 0; i < 5; i++) {
@@ -484,7 +489,7 @@ static void test_attention_engine_equals_definition(void) {
 // with exactly what GRAD_ADD adds onto zeros, in both implementations.
 static void fill(real *x, size_t n, real v) { for (size_t i = 0; i < n; i++) x[i] = v; }
 static void test_attention_store_overwrites(void) {
-    const AttentionImpl *impls[2] = {&attention_reference, &attention_fast};
+    const AttentionImpl *impls[2] = {&attention_definition, &attention_engine};
     Rng rng;
     rng_seed(&rng, 12);
     int B = 2, T = 11, C = 20, NH = 2;
@@ -494,13 +499,13 @@ static void test_attention_store_overwrites(void) {
     real *scratch = attn_scratch(T, C / NH);
     AttnSpec spec = causal((real)(1.0 / sqrt(C / NH)));
     for (int m = 0; m < 2; m++) {
-        impls[m]->forward(out, att, scratch, q, k, v, B, T, C, NH, &spec, NULL);
+        impls[m]->forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL);
         real *g_add[3], *g_set[3];
         for (int i = 0; i < 3; i++) { g_add[i] = zeros(n); g_set[i] = zeros(n); fill(g_set[i], n, NAN); }
-        impls[m]->backward(g_add[0], g_add[1], g_add[2], scratch, dout, att, q, k, v, B, T, C, NH, &spec, NULL, NULL,
-                           GRAD_ADD);
-        impls[m]->backward(g_set[0], g_set[1], g_set[2], scratch, dout, att, q, k, v, B, T, C, NH, &spec, NULL, NULL,
-                           GRAD_STORE);
+        impls[m]->backward((AttnGradQKV){g_add[0], g_add[1], g_add[2]}, scratch, dout, att, (AttnQKV){q, k, v},
+                           (AttnShape){B, T, C, NH}, &spec, NULL, NULL, GRAD_ADD);
+        impls[m]->backward((AttnGradQKV){g_set[0], g_set[1], g_set[2]}, scratch, dout, att, (AttnQKV){q, k, v},
+                           (AttnShape){B, T, C, NH}, &spec, NULL, NULL, GRAD_STORE);
         for (int i = 0; i < 3; i++) {
             CHECK_MSG(memcmp(g_add[i], g_set[i], n * sizeof(real)) == 0, "%s: gradient %d", impls[m]->name, i);
             free(g_add[i]); free(g_set[i]);
@@ -522,7 +527,7 @@ static void test_attention_decode_matches_engine_rows(void) {
         real *att = zeros((size_t)NH * T * T), *out = zeros(n), *scratch = attn_scratch(T, C / NH);
         real *row = zeros((size_t)C), *scores = zeros((size_t)T);
         AttnSpec spec = causal((real)(1.0 / sqrt((double)C / NH)));
-        attention_fast_forward(out, att, scratch, q, k, v, 1, T, C, NH, &spec, NULL);
+        attention_engine_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){1, T, C, NH}, &spec, NULL);
         int rows_equal = 0, p_equal = 0;
         for (int pos = 0; pos < T; pos++) {
             attention_decode_step(row, scores, q + (size_t)pos * C, k, v, pos, C, NH, spec.scale);
@@ -550,8 +555,8 @@ static void test_probe_statistics_come_from_the_definition(void) {
     rng_seed(&rng, 3);
     gpt_init(&a, INIT_FAN_IN, &rng);
     memcpy(b.params, a.params, a.n_params * sizeof(real));
-    gpt_set_attention(&b, &attention_reference, &a.attn);
-    CHECK(a.attn_impl == &attention_fast);
+    gpt_set_attention(&b, &attention_definition, &a.attn);
+    CHECK(a.attn_impl == &attention_engine);
     int x[16], y[16];
     for (int i = 0; i < 16; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
     HeadStats ha[4], hb[4], ma, mb;
