@@ -182,17 +182,6 @@ FILE *fopen_regular(const char *path, uint64_t *size, const char **why) {
     return blocking_stream(fd, "rb", why);
 }
 
-FILE *fopen_write_nonblocking(const char *path, const char **why) {
-    *why = NULL;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        // POSIX: a non-blocking write-only open of a FIFO that no process reads fails with ENXIO
-        *why = errno == ENXIO ? "is a FIFO (named pipe) with no reader" : strerror(errno);
-        return NULL;
-    }
-    // (a directory cannot be opened for writing: open fails with EISDIR)
-    return blocking_stream(fd, "wb", why);
-}
 
 // ---------------------------------------------------------------------------------------------
 // strict numbers

@@ -337,10 +337,9 @@ static char *md_section(const char *p, const char **next) {
 }
 
 int compare_write_html(const CompareLog *log, const Config *cfg, const char *md, char *err, size_t errlen) {
-    char path[2200], tmp[2200];
+    char path[2200];
     Out o;
-    if (!out_open(&o, log->out_dir, "report.html.tmp", tmp, sizeof tmp, err, errlen)) return 0;
-    snprintf(path, sizeof path, "%s/report.html", log->out_dir);
+    if (!out_open(&o, log->out_dir, "report.html", path, sizeof path, err, errlen)) return 0;
     // the title: report.md's first line
     const char *body = md;
     char title[512] = "Comparison";
@@ -376,14 +375,5 @@ int compare_write_html(const CompareLog *log, const Config *cfg, const char *md,
             "<code>%s</code>, written by the same run; every number is the program's own. The page needs no "
             "network and no other file.</p>\n</footer>\n", compare_svg_name(log));
     html_write_tail(o.f, 0);
-    if (!out_close(&o, tmp, err, errlen)) {
-        remove(tmp);
-        return 0;
-    }
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
-        remove(tmp);
-        return 0;
-    }
-    return 1;
+    return out_close(&o, path, err, errlen);
 }

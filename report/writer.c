@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/outfile.h"
+
 void out(Out *o, const char *fmt, ...) {
     if (!o->ok) return;
     va_list ap;
@@ -24,25 +26,20 @@ int out_open(Out *o, const char *dir, const char *name, char *path, size_t pathl
         snprintf(err, errlen, "cannot write %s in '%s': path too long", name, dir);
         return 0;
     }
-    errno = 0;
-    o->f = fopen(path, "w");
+    o->f = out_begin(path, 0, err, errlen);  // base/outfile.h: a regular file, replaced whole
     o->ok = o->f != NULL;
-    o->err_no = errno;
-    if (!o->f) {
-        snprintf(err, errlen, "cannot create '%s': %s", path, strerror(o->err_no ? o->err_no : EIO));
-        return 0;
-    }
-    return 1;
+    o->err_no = 0;
+    return o->f != NULL;
 }
 
 int out_close(Out *o, const char *path, char *err, size_t errlen) {
     if (o->ok && ferror(o->f)) { o->ok = 0; o->err_no = EIO; }
-    errno = 0;
-    if (fclose(o->f) != 0 && o->ok) { o->ok = 0; o->err_no = errno; }
+    FILE *f = o->f;
     o->f = NULL;
     if (!o->ok) {
+        out_cancel(f);  // the earlier file stays as it was
         snprintf(err, errlen, "cannot write '%s': %s", path, strerror(o->err_no ? o->err_no : EIO));
         return 0;
     }
-    return 1;
+    return out_end(f, err, errlen);
 }
