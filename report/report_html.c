@@ -149,21 +149,25 @@ static void html_colour_bar(Out *o, int any_causal, int any_open) {
     out(o, "</div>\n");
 }
 
-// Every how many positions a map of Tm positions labels its rows and columns with their
-// characters: about 12 labels a side, so that each can be drawn large enough to read.
-static int label_every(int Tm) { return Tm <= 12 ? 1 : (Tm + 11) / 12; }
+// Every how many positions a map of Tm positions, one of NH side by side, labels its rows and
+// columns with their characters: at most 24 / NH labels a side (4 to 12), so that each is drawn
+// large enough to read however narrow the map.
+static int label_every(int Tm, int NH) {
+    int n = NH > 0 ? 24 / NH : 12;
+    n = n < 4 ? 4 : n > 12 ? 12 : n;
+    return Tm <= n ? 1 : (Tm + n - 1) / n;
+}
 
 // One head's (Tm,Tm) weights as a heatmap: cell (t, u) at x = u, y = t in a Tm x Tm view box, one
-// path per colour level of horizontal runs of cells; every label_every(Tm)-th row and column
+// path per colour level of horizontal runs of cells; every `every`-th row and column
 // labelled with its character (chars: Tm visible characters, UTF-8) left of and above the cells,
 // as `./sample --attention-map` labels its maps.
-static void html_heatmap(Out *o, const float *P, int Tm, int causal, const char *label, char chars[][8]) {
+static void html_heatmap(Out *o, const float *P, int Tm, int every, int causal, const char *label, char chars[][8]) {
     unsigned char *lv = xmalloc((size_t)Tm * Tm, "heatmap");
     int used[MAP_LEVELS + 1] = {0};
     for (int i = 0; i < Tm * Tm; i++) used[lv[i] = (unsigned char)map_level(P[i])] = 1;
     char c[16];
     level_colour(c, sizeof c, 0);
-    int every = label_every(Tm);
     double fs = 0.85 * every, margin = fs * 1.1 + 0.3;  // the labels' size and room, in cells
     out(o, "<svg class=\"hm\" viewBox=\"%.2f %.2f %.2f %.2f\" role=\"img\" aria-label=\"", -margin, -margin, Tm + margin + 0.1,
         Tm + margin + 0.1);
@@ -253,11 +257,13 @@ static void html_maps(Out *o, const CompareLog *log, const Config *cfg) {
     out(o, ": one row per variant, the same weights as the probe's statistics. In each map row t is query t (top "
            "to bottom) and column u is key u (left to right)");
     if (Tm < T) out(o, ", for the first %d of the sequence's %d positions", Tm, T);
-    out(o, "; every %s row and column is labelled with its character (left and top). The colour of a cell is its "
-           "weight, on the colour scale of <code>./sample --attention-map</code> with %d colour levels (a weight "
-           "below 1/%d is drawn as 0). A peaked row is one dark cell in a pale row.</p>\n",
-        label_every(Tm) == 1 ? "" : label_every(Tm) == 2 ? "second" : label_every(Tm) == 3 ? "third" : "few", MAP_LEVELS,
-        2 * MAP_LEVELS);
+    int every = label_every(Tm, NH);
+    if (every == 1) out(o, "; every row and column is labelled with its character (left and top)");
+    else out(o, "; every %d%s row and column, from the first, is labelled with its character (left and top)", every,
+             every == 2 ? "nd" : every == 3 ? "rd" : "th");
+    out(o, ". The colour of a cell is its weight, on the colour scale of <code>./sample --attention-map</code> with %d "
+           "colour levels (a weight below 1/%d is drawn as 0). A peaked row is one dark cell in a pale row.</p>\n",
+        MAP_LEVELS, 2 * MAP_LEVELS);
     out(o, "<p>The sequence%s (␣ is a space, ↵ a newline):</p>\n<p class=\"probe\">",
         Tm < T ? ", its first positions" : "");
     for (int t = 0; t < Tm; t++) {
@@ -295,7 +301,7 @@ static void html_maps(Out *o, const CompareLog *log, const Config *cfg) {
                     out(o, "\" data-step=\"%ld\" data-layer=\"%d\" data-head=\"%d\">", steps[j], l, h);
                     char label[256];
                     snprintf(label, sizeof label, "%s, step %ld, layer %d, head %d", log->v[v].name, steps[j], l, h);
-                    if (P) html_heatmap(o, P + ((size_t)l * NH + h) * head, Tm, causal, label, chars);
+                    if (P) html_heatmap(o, P + ((size_t)l * NH + h) * head, Tm, every, causal, label, chars);
                     else out(o, "<p>not kept</p>");
                     out(o, "<figcaption>head %d</figcaption></figure>", h);
                 }

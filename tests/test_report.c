@@ -1254,9 +1254,9 @@ static void test_html_kept_probes(void) {
         CHECK(!has(html, "data-step=\"6\"") && !has(html, "data-step=\"2\"") && !has(html, "data-step=\"11\""));
         CHECK(count_substr(html, "<svg class=\"hm\"") == 2 * 3 * MAP_L * MAP_NH);
         CHECK(has(html, "<rect width=\"64\" height=\"64\" fill=") && has(html, "for the first 64 of the sequence's 70 positions"));
-        // 64 positions: every sixth labelled (0, 6, ..., 60: 11 a side)
+        // 64 positions, 2 heads side by side: every 6th labelled (0, 6, ..., 60: 11 a side)
         char *m0 = map_svg(html, "0.01", 4, 0, 0);
-        CHECK(m0 && count_substr(m0, "</text>") == 2 * 11);
+        CHECK(m0 && count_substr(m0, "</text>") == 2 * 11 && has(html, "every 6th row and column, from the first"));
         free(m0);
         char *m = map_svg(html, "0.01", 4, 0, 0);
         CHECK(map_draws(m, 63, 63, 1, 1.0) && !map_draws(m, 64, 64, 1, 1.0));
