@@ -100,7 +100,11 @@ CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
 PAGES := report/html.c teach/lab_pages.c
 PAGES_OBJ := $(PAGES:%.c=$(OBJDIR)/%.o)
 PAGES64_OBJ := $(PAGES:%.c=$(OBJDIR)/f64/%.o)
-TEST_SRC := $(wildcard tests/test_*.c)
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+# Each tests/test_NAME.c defines its table `const TestCase tests_NAME[]`, and that is its one
+# registration: the runner's list of tables, TEST_TABLES(X), is made here from the file names (a
+# file without its table fails to link).
+TEST_TABLES := $(patsubst tests/test_%.c,X(%),$(TEST_SRC))
 TEST_H := $(wildcard tests/*.h)
 TEST_LIB := tests/page_check.c
 
@@ -183,10 +187,10 @@ data/default.txt: | tools/gencorpus
 FUZZ_SRC := tests/fuzz/harnesses.c
 
 tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(REPORT_OBJ) $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT_OBJ) $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -I. '-DTEST_TABLES(X)=$(TEST_TABLES)' tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT_OBJ) $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
 
 tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(REPORT64_OBJ) $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT64_OBJ) $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. '-DTEST_TABLES(X)=$(TEST_TABLES)' tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT64_OBJ) $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
 
 # The pages in a real browser: headless Chromium opens every step of the lab's pages (#step=N),
 # checks the rendered DOM against ./lab's JSON output and that no request left the file, then the
@@ -272,7 +276,7 @@ bench: all
 
 # Tiny Shakespeare into data/ (never committed); without a network it says how to use a local copy
 shakespeare:
-	@sh tools/get-shakespeare.sh
+	@sh tools/get-shakespeare.sh -o data/tinyshakespeare.txt
 
 install: train sample lab
 	install -d $(DESTDIR)$(PREFIX)/bin

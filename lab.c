@@ -569,7 +569,7 @@ static int cmd_gradcheck(int argc, char **argv) {
             "(limit %.0f MiB): use a small model", d.n_layer, d.n_embd, d.block_size, GRADCHECK_MAX_BYTES / 1048576.0);
     int per_tensor = samples >= 0 ? (int)samples : n_params <= GRADCHECK_ALL_BELOW ? 0 : GRADCHECK_SAMPLES;
 
-    double scale = config_attn_scale(&cfg);
+    double scale = cfg.attn_scale;
     int init = strcmp(cfg.init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2;
     GPT m;
     gpt_build(&m, &d, (real)scale, B, T);
@@ -602,7 +602,7 @@ static int cmd_gradcheck(int argc, char **argv) {
     }
     printf("\n");
 
-    if (break_backward) gpt_set_attention(&m, &lab_broken_attention, &m.attn);
+    if (break_backward) gpt_set_attention(&m, (AttnSetup){m.attn, &lab_broken_attention});
     GradcheckRow *rows = xcalloc((size_t)m.n_tensors, sizeof(GradcheckRow), "gradient check rows");
     gradcheck_model(&m, x, y, B, T, per_tensor, GRADCHECK_SAMPLE_SEED, rows);
     int failed = gradcheck_print(stdout, rows, m.n_tensors);

@@ -477,34 +477,50 @@ void gpt_enable_batch_threads(GPT *m, int n_threads, int B, int T) {
     m->workers = xcalloc((size_t)n_threads, sizeof(GPT), "batch workers");
     m->n_workers = n_threads;
     int rows = (B + n_threads - 1) / n_threads;  // the largest share
-    for (int i = 0; i < n_threads; i++) build(&m->workers[i], &m->dims, m->attn.scale, rows, T, m->params);
+    for (int i = 0; i < n_threads; i++) {
+        build(&m->workers[i], &m->dims, m->attn.scale, rows, T, m->params);
+        gpt_set_attention(&m->workers[i], (AttnSetup){m->attn, m->attn_impl});
+    }
 }
 
-void gpt_set_attention(GPT *m, const AttentionImpl *impl, const AttnSpec *spec) {
-    m->attn_impl = impl;
-    m->attn = *spec;
-    for (int i = 0; i < m->n_workers; i++) gpt_set_attention(&m->workers[i], impl, spec);
+// index of `name` in the NULL-terminated `names`; config_finalize has checked that it is there
+static int name_index(const char *const *names, const char *name, const char *key) {
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], name) == 0) return i;
+    die(EXIT_RUNTIME, "internal: '%s' = '%s' was not checked by config_finalize", key, name);
 }
 
-int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const char *axis) {
-    static const char *const masks[] = {"causal", "zero", "none"}, *const axes[] = {"keys", "queries"};
-    AttnSpec spec = m->attn;
-    int mi = -1, ai = -1;
-    for (int i = 0; i < 3; i++) if (strcmp(mask, masks[i]) == 0) mi = i;
-    for (int i = 0; i < 2; i++) if (strcmp(axis, axes[i]) == 0) ai = i;
-    const AttentionImpl *ip = strcmp(impl, "fast") == 0 ? &attention_engine : strcmp(impl, "reference") == 0 ? &attention_definition : NULL;
-    if (mi < 0 || ai < 0 || !ip) return 0;
-    spec.mask = (AttnMask)mi;  // the enums follow the names' order
-    spec.axis = (SoftmaxAxis)ai;
-    gpt_set_attention(m, ip, &spec);
-    return 1;
+AttnSetup attention_setup(const Config *cfg) {
+    static const char *const impls[] = {"engine", "definition", NULL};
+    static const char *const masks[] = {"causal", "zero", "none", NULL}, *const axes[] = {"keys", "queries", NULL};
+    static const AttentionImpl *const impl_of[] = {&attention_engine, &attention_definition};
+    AttnSetup a;
+    a.impl = impl_of[name_index(impls, cfg->attn_impl, "model.attn_impl")];
+    // the enums follow the names' order
+    a.spec = (AttnSpec){(real)cfg->attn_scale, (AttnMask)name_index(masks, cfg->attn_mask, "model.attn_mask"),
+                        (SoftmaxAxis)name_index(axes, cfg->softmax_axis, "model.softmax_axis"), 0};
+    return a;
+}
+
+void gpt_set_attention(GPT *m, AttnSetup setup) {
+    m->attn_impl = setup.impl;
+    m->attn = setup.spec;
+    for (int i = 0; i < m->n_workers; i++) gpt_set_attention(&m->workers[i], setup);
 }
 
 int gpt_attention_falls_back(const GPT *m) { return !m->attn_impl->supports(&m->attn); }
 
-// The implementation a pass runs: the model's, unless it collects statistics or cannot compute
-// the model's spec; the definition (attention.c) then runs.
-static const AttentionImpl *attention_impl(const GPT *m) {
+// What a pass runs, decided here only.
+typedef enum {
+    PASS_MODEL,    // training, evaluation, statistics: the model's implementation
+    PASS_PREFILL,  // decoding's prefill: rows that attention_decode_step continues bit for bit
+} PassKind;
+
+// The engine for a prefill (decoding runs only causal models, which the engine computes); else
+// the model's implementation, unless the pass collects statistics (the definition's) or the
+// implementation cannot compute the model's spec: the definition (attention.c) then runs.
+static const AttentionImpl *attention_for_pass(const GPT *m, PassKind pass) {
+    if (pass == PASS_PREFILL) return &attention_engine;
     if ((m->collect_stats && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn)) return &attention_definition;
     return m->attn_impl;
 }
@@ -568,7 +584,7 @@ void gpt_phase(GPT *m, int phase) {
     m->phase_current = phase;
 }
 
-double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) {
+static double forward(GPT *m, const int *inputs, const int *targets, int B, int T, PassKind pass) {
     if (B > m->B || T > m->T || T > m->dims.block_size)
         die(EXIT_RUNTIME, "internal: batch (%d,%d) exceeds capacity (%d,%d)", B, T, m->B, m->T);
     int L = m->dims.n_layer, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
@@ -579,6 +595,7 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
     memcpy(m->inputs, inputs, (size_t)N * sizeof(int));
     if (targets) memcpy(m->targets, targets, (size_t)N * sizeof(int));
     if (m->collect_stats) memset(m->attn_stats, 0, (size_t)L * NH * sizeof(AttnStats));
+    m->pass_attn = attention_for_pass(m, pass);
 
     gpt_phase(m, PHASE_OTHER);
     encoder_forward(m->acts.encoded, inputs, m->p.wte, m->p.wpe, B, T, C);
@@ -591,7 +608,7 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
         gpt_phase(m, PHASE_MATMUL_FWD);
         qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         gpt_phase(m, PHASE_ATTENTION);
-        attention_impl(m)->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
+        m->pass_attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
                                    (AttnShape){B, T, C, NH}, &m->attn, m->collect_stats ? &m->attn_stats[l * NH] : NULL);
         gpt_phase(m, PHASE_MATMUL_FWD);
         matmul_forward(A->res2, A->atty, P->wo, N, C, C);
@@ -622,6 +639,10 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
     return loss / N;
 }
 
+double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) {
+    return forward(m, inputs, targets, B, T, PASS_MODEL);
+}
+
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, m->n_params * sizeof(real)); }
 
 // First row of worker k's share when B rows are split between n workers.
@@ -644,8 +665,6 @@ static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int 
         for (int k = t; k < n; k += nth) {
             int r0 = share_start(B, n, k), r1 = share_start(B, n, k + 1);
             GPT *w = &m->workers[k];
-            w->attn = m->attn;
-            w->attn_impl = m->attn_impl;
             w->profile = m->profile && k == 0;  // the benchmark's phases are worker 0's
             share_loss[k] = gpt_forward(w, x + (size_t)r0 * T, y + (size_t)r0 * T, r1 - r0, T);
             if (backward) gpt_backward(w);
@@ -751,7 +770,7 @@ void gpt_backward(GPT *m) {
         gpt_phase(m, PHASE_MATMUL_BWD);
         matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_ATTENTION);
-        attention_impl(m)->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->att,
+        m->pass_attn->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->att,
                                     (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &m->attn,
                                     m->collect_stats ? &m->attn_stats[l * NH] : NULL,
                                     m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL, GRAD_STORE);
@@ -1013,12 +1032,8 @@ void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits) {
     int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, V = m->dims.vocab_size;
     if (n < 1 || n > T || n > m->T) die(EXIT_RUNTIME, "internal: prefill of %d tokens (block %d)", n, T);
     // one batched forward pass (matrix products, not n matrix-vector ones), then keep its keys
-    // and values; every row is computed exactly as gpt_decode_step would, by the engine, whose
-    // rows attention_decode_step reproduces bit for bit
-    const AttentionImpl *impl = m->attn_impl;
-    m->attn_impl = &attention_engine;
-    gpt_forward(m, tokens, NULL, 1, n);
-    m->attn_impl = impl;
+    // and values; every row is computed exactly as gpt_decode_step would (PASS_PREFILL)
+    forward(m, tokens, NULL, 1, n, PASS_PREFILL);
     for (int l = 0; l < L; l++) {
         memcpy(c->k + (size_t)l * T * C, m->acts.layers[l].k, (size_t)n * C * sizeof(real));
         memcpy(c->v + (size_t)l * T * C, m->acts.layers[l].v, (size_t)n * C * sizeof(real));

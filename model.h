@@ -5,6 +5,7 @@
 
 #include "attention.h"
 #include "base/common.h"
+#include "base/config.h"
 #include "base/rng.h"
 
 typedef struct {
@@ -87,6 +88,7 @@ typedef struct GPT {
     ModelDims dims;
     AttnSpec attn;                    // the scale of Q K^T, the mask and the softmax axis
     const AttentionImpl *attn_impl;   // the engine (attention_engine) unless set otherwise
+    const AttentionImpl *pass_attn;   // what the last forward ran (attention_for_pass), its backward too
     int head_dim;
 
     size_t n_params;
@@ -132,12 +134,18 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out);
 // Allocate everything for dims and a batch capacity (B,T). Parameters are zero until gpt_init.
 // Attention: the causal softmax over keys with attn_scale, computed by attention_engine.
 void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T);
-// Which attention the model computes (spec) and which implementation trains it. Passes that
-// collect statistics, and specs the implementation does not support, run the definition.
-void gpt_set_attention(GPT *m, const AttentionImpl *impl, const AttnSpec *spec);
-// The same from the configuration's names: impl "fast" or "reference", mask "causal", "zero" or
-// "none", axis "keys" or "queries" (the scale stays gpt_build's). Returns 0 on an unknown name.
-int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const char *axis);
+// What attention needs, turned from a finalized configuration here only: the spec (the scale
+// config_finalize resolved, model.attn_mask, model.softmax_axis) and the implementation that
+// trains (model.attn_impl: "engine" or "definition").
+typedef struct {
+    AttnSpec spec;
+    const AttentionImpl *impl;
+} AttnSetup;
+AttnSetup attention_setup(const Config *cfg);
+// Which attention the model and its batch workers compute (setup.spec) and which implementation
+// trains it (setup.impl). Passes that collect statistics, and specs the implementation does not
+// support, run the definition (see gpt_attention_falls_back).
+void gpt_set_attention(GPT *m, AttnSetup setup);
 // Whether the attention of a pass over the model runs the definition because the chosen
 // implementation does not compute its spec (the engine computes the causal softmax over keys).
 int gpt_attention_falls_back(const GPT *m);

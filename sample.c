@@ -99,9 +99,9 @@ int main(int argc, char **argv) {
         !config_finalize(&cfg, err, sizeof err))
         die(EXIT_RUNTIME, "%s", err);
     GPT m;
-    gpt_build(&m, &ck.dims, (real)config_attn_scale(&cfg), 1, ck.dims.block_size);
-    if (!gpt_configure_attention(&m, cfg.attn_impl, cfg.attn_mask, cfg.softmax_axis))
-        die(EXIT_RUNTIME, "'%s': unknown attention setting in its config", ckpt_path);
+    AttnSetup attn = attention_setup(&cfg);
+    gpt_build(&m, &ck.dims, attn.spec.scale, 1, ck.dims.block_size);
+    gpt_set_attention(&m, attn);
     if (!checkpoint_restore(&ck, &m, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
 
     int *ptoks = xmalloc((strlen(prompt) + 1) * sizeof(int), "prompt");
@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
         int T = n_prompt < ck.dims.block_size ? n_prompt : ck.dims.block_size;
         const int *window = ptoks + (n_prompt - T);
         gpt_forward(&m, window, NULL, 1, T);
-        if (!write_attention_map(map_path, &m, &ck.vocab, window, T, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+        if (!write_attention_map(map_path, &m, cfg.attn_scale_str, &ck.vocab, window, T, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         fprintf(stderr, "wrote %s: %d layers x %d heads over %d characters\n",
                 strcmp(map_path, "-") == 0 ? "the map to standard output" : map_path, m.dims.n_layer, m.dims.n_head, T);
         if (!tokens_given) tokens = 0;

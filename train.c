@@ -341,7 +341,7 @@ static void print_progress(Run *runs, int n_runs, long step, long max_steps, dou
                r->loss, r->lr, r->grad_norm, r->ms, (double)r->cfg.batch_size * r->cfg.block_size / (r->ms / 1000.0), eta);
         if (r->have_probe) printf(" | attn H %.2f max %.2f", r->probe.entropy_norm, r->probe.max_weight);
         if (r->have_probe && !gpt_attention_is_causal(&r->model)) printf(" future %.2f", r->probe.future_mass);
-        if (run_attention_falls_back(r)) printf(" | reference attention");
+        if (run_attention_falls_back(r)) printf(" | attention: the definition");
         if (r->st.skipped_steps) printf(" | skipped %ld", r->st.skipped_steps);
         if (r->skipped) printf(" | SKIPPED (%s)", r->skip_reason);
         printf("\n");
@@ -351,7 +351,7 @@ static void print_progress(Run *runs, int n_runs, long step, long max_steps, dou
             Run *r = &runs[i];
             printf(" %-8s loss %.4f H %.2f max %.2f", r->variant, r->loss, r->probe.entropy_norm, r->probe.max_weight);
             if (!gpt_attention_is_causal(&r->model)) printf(" future %.2f", r->probe.future_mass);
-            printf("%s%s |", run_attention_falls_back(r) ? " (reference)" : "", r->skipped ? " SKIPPED" : "");
+            printf("%s%s |", run_attention_falls_back(r) ? " (definition)" : "", r->skipped ? " SKIPPED" : "");
         }
         printf(" eta %s\n", eta);
     }

@@ -72,8 +72,8 @@ static real row_max(const real *s, int n) {
 // The sums over a row (the softmax's normaliser, dS's rowsum) are taken in VL lanes, where
 // lane j adds the entries j, j + VL, ... in order; the last, partial vector's entries go onto
 // lane 0 in order, and then the lanes are added in order from 0. (This is the order gcc gives
-// an `omp simd` reduction of VL lanes, which the engine used before; written out, the order is
-// the program's, whatever the compiler, and the last vector runs in vector arithmetic too.)
+// an `omp simd` reduction of VL lanes; written out, the order is the program's, whatever the
+// compiler, and the last vector runs in vector arithmetic too.)
 
 // p = softmax(s) with fast_exp; the maximum subtracted first (p may be s)
 static void softmax_row(real *p, const real *s, int n) {

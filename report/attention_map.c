@@ -179,7 +179,7 @@ static char *paragraph(MapText *tx, int fs, const char *attrs) {
 
 // What the figure says: the title; what rows and columns are; which attention the model computes
 // (its mistakes in red); how to read values, and the symbols standing in for whitespace.
-static void map_text(MapText *tx, const GPT *m, const Vocab *vocab, const int *tokens, int T) {
+static void map_text(MapText *tx, const GPT *m, const char *scale_text, const Vocab *vocab, const int *tokens, int T) {
     int L = m->dims.n_layer, NH = m->dims.n_head, hd = m->head_dim, labelled = cell_size(T) >= LABEL_MIN_CELL;
     size_t cap = sizeof tx->para[0].text;
     tx->n = 0;
@@ -201,14 +201,15 @@ static void map_text(MapText *tx, const GPT *m, const Vocab *vocab, const int *t
                        : labelled ? "softmax over queries, A MISTAKE: each column sums to 1, rows do not (column "
                                     "\"sum\": each row's sum)"
                                   : "softmax over queries, A MISTAKE: each column sums to 1, rows do not";
+    // the scale the model computes with, named as it was configured
     double scale = m->attn.scale;
-    char scale_text[96];
-    if (fabs(scale * sqrt((double)hd) - 1) < 1e-5) snprintf(scale_text, sizeof scale_text, "attn_scale %.4g = 1/sqrt(%d)", scale, hd);
-    else if (scale == 1) snprintf(scale_text, sizeof scale_text, "attn_scale 1 (scores not scaled, d_k = %d)", hd);
-    else snprintf(scale_text, sizeof scale_text, "attn_scale %.4g (d_k = %d)", scale, hd);
+    char scale_note[96];
+    if (strcmp(scale_text, "sqrt") == 0) snprintf(scale_note, sizeof scale_note, "attn_scale %.4g = 1/sqrt(%d)", scale, hd);
+    else if (scale == 1) snprintf(scale_note, sizeof scale_note, "attn_scale 1 (scores not scaled, d_k = %d)", hd);
+    else snprintf(scale_note, sizeof scale_note, "attn_scale %.4g (d_k = %d)", scale, hd);
     int mistake = m->attn.mask != ATTN_MASK_CAUSAL || m->attn.axis != SOFTMAX_OVER_KEYS;
     snprintf(paragraph(tx, NOTE_FS, mistake ? "class=\"note mistake\" font-weight=\"bold\" fill=\"#b00000\"" : "class=\"note\""),
-             cap, "This model: %s; %s; %s.", mask, axis, scale_text);
+             cap, "This model: %s; %s; %s.", mask, axis, scale_note);
 
     char *r = paragraph(tx, NOTE_FS, "class=\"note\"");
     size_t k = (size_t)snprintf(r, cap, T <= VALUE_T_MAX ? "The numbers in the cells are the weights to 2 decimals; "
@@ -411,11 +412,11 @@ static void write_panel(FILE *f, const MapLayout *lay, const GPT *m, const Vocab
     fputs("</g>\n", f);
 }
 
-int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, const int *tokens, int T,
-                        char *err, size_t errlen) {
+int write_attention_map(const char *path, const GPT *m, const char *scale_text, const Vocab *vocab, const int *tokens,
+                        int T, char *err, size_t errlen) {
     int L = m->dims.n_layer, NH = m->dims.n_head;
     MapText tx;
-    map_text(&tx, m, vocab, tokens, T);
+    map_text(&tx, m, scale_text, vocab, tokens, T);
     MapLayout lay;
     map_layout(&lay, &tx, m, T);
     FILE *f = out_begin(path, OUT_DASH, err, errlen);  // only a regular file, replaced whole, or "-"

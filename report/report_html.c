@@ -85,9 +85,6 @@ static void html_charts(Out *o, const CompareLog *log, const Config *cfg) {
            "dash:</p>\n", compare_svg_name(log));
     out(o, "<p class=\"narrow\">On a narrow screen each panel is wider than the page: scroll it sideways.</p>\n");
     html_variant_keys(o, log, cfg);
-    Scratch sc;
-    panel_scratch(log, &sc);
-    long end = last_step(log);
     int k = 0;
     for (size_t i = 0; i < N_PANELS; i++) {
         if (!panel_shown(log, i)) continue;
@@ -95,14 +92,13 @@ static void html_charts(Out *o, const CompareLog *log, const Config *cfg) {
         out(o, "<figure class=\"chart\"><svg class=\"chart\" viewBox=\"0 %.0f %d "
                "%.0f\" font-family=\"sans-serif\" role=\"img\" aria-label=\"", top, SVG_W, h);
         char title[160];
-        snprintf(title, sizeof title, "(%c) %s", 'a' + k, PANELS[i].title);
+        panel_title(title, sizeof title, i, k);
         html_escape(o->f, title);
         out(o, "\">\n<rect x=\"0\" y=\"%.0f\" width=\"%d\" height=\"%.0f\" fill=\"#ffffff\"/>\n", top, SVG_W, h);
-        draw_panel(o, log, i, k, 1, end, &sc);
+        draw_panel(o, log, i, k, 1);
         out(o, "</svg></figure>\n");
         k++;
     }
-    free(sc.x);
 }
 
 // The colour of weight p as the maps draw it: p rounded to a multiple of 1/MAP_LEVELS (level 0,

@@ -297,6 +297,11 @@ static void linear_range(Panel *p, double lo, double hi) {
     p->ymax = ceil((hi + pad) / st) * st;
 }
 
+// Scratch for the curves: room for any variant's steps or probes.
+typedef struct {
+    double *x, *y;
+} Scratch;
+
 static void draw_loss(Out *o, const CompareLog *log, Panel *p, const char *title, const char *ylabel, int x_label,
                       Scratch *sc) {
     size_t nmax = 0;
@@ -469,7 +474,7 @@ static void svg_heading(Out *o, const CompareLog *log, const Config *cfg, double
 }
 
 // Scratch for the curves of any panel (free sc->x).
-void panel_scratch(const CompareLog *log, Scratch *sc) {
+static void panel_scratch(const CompareLog *log, Scratch *sc) {
     size_t cap = 2;
     for (int v = 0; v < log->n; v++) {
         if (log->v[v].n_steps + 2 > cap) cap = log->v[v].n_steps + 2;
@@ -488,13 +493,18 @@ static int shown_panels(const CompareLog *log) {
     return n;
 }
 
+void panel_title(char *buf, size_t n, size_t i, int k) { snprintf(buf, n, "(%c) %s", 'a' + k, PANELS[i].title); }
+
 // The k-th shown panel, PANELS[i], at its place in the SVG (its top PANEL_TOP + k * PANEL_PITCH).
-void draw_panel(Out *o, const CompareLog *log, size_t i, int k, int x_label, long end, Scratch *sc) {
+void draw_panel(Out *o, const CompareLog *log, size_t i, int k, int x_label) {
+    long end = last_step(log);
     Panel p = {PLOT_X0, PANEL_TOP + k * PANEL_PITCH, PLOT_X1 - PLOT_X0, PANEL_H, 0, end > 0 ? (double)end : 1,
                0, 1, 0, k};
     char title[160];
-    snprintf(title, sizeof title, "(%c) %s", 'a' + k, PANELS[i].title);
+    panel_title(title, sizeof title, i, k);
     const char *yl = PANELS[i].ylabel;
+    Scratch scratch, *sc = &scratch;
+    panel_scratch(log, sc);
     switch (PANELS[i].kind) {
     case PANEL_LOSS: draw_loss(o, log, &p, title, yl, x_label, sc); break;
     case PANEL_ENTROPY:
@@ -510,6 +520,7 @@ void draw_panel(Out *o, const CompareLog *log, size_t i, int k, int x_label, lon
     case PANEL_GEN_LOSS: draw_gen_loss(o, log, &p, title, yl, x_label, sc); break;
     case PANEL_FUTURE_MASS: draw_future_mass(o, log, &p, title, yl, x_label, sc); break;
     }
+    free(sc->x);
 }
 
 int compare_write_svg(const CompareLog *log, const Config *cfg, char *err, size_t errlen) {
@@ -521,16 +532,12 @@ int compare_write_svg(const CompareLog *log, const Config *cfg, char *err, size_
     out(&o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\" "
             "font-family=\"sans-serif\">\n", SVG_W, height, SVG_W, height);
     svg_heading(&o, log, cfg, height);
-    Scratch sc;
-    panel_scratch(log, &sc);
-    long end = last_step(log);
     int k = 0;
     for (size_t i = 0; i < N_PANELS; i++) {
         if (!panel_shown(log, i)) continue;
-        draw_panel(&o, log, i, k, k + 1 == n_panels, end, &sc);
+        draw_panel(&o, log, i, k, k + 1 == n_panels);
         k++;
     }
-    free(sc.x);
     out(&o, "</svg>\n");
     return out_close(&o, path, err, errlen);
 }

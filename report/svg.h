@@ -39,16 +39,11 @@ extern const size_t N_PANELS;
 // Whether PANELS[i] is drawn for this comparison.
 int panel_shown(const CompareLog *log, size_t i);
 
-// Scratch for the curves: room for any variant's steps or probes.
-typedef struct {
-    double *x, *y;
-} Scratch;
-
-// Scratch for the curves of any panel (free sc->x).
-void panel_scratch(const CompareLog *log, Scratch *sc);
 // The k-th shown panel, PANELS[i], at its place in the SVG (its top PANEL_TOP + k * PANEL_PITCH),
-// with the step axis up to `end`; x_label: name the axis under it.
-void draw_panel(Out *o, const CompareLog *log, size_t i, int k, int x_label, long end, Scratch *sc);
+// its step axis up to the run's last step; x_label: name the axis under it.
+void draw_panel(Out *o, const CompareLog *log, size_t i, int k, int x_label);
+// The title of the k-th shown panel, PANELS[i]: "(a) Loss", ...
+void panel_title(char *buf, size_t n, size_t i, int k);
 // A variant's name in the SVG's key.
 void svg_variant_label(char *buf, size_t n, const CompareLog *log, const Config *cfg, int i);
 

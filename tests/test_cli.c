@@ -873,11 +873,11 @@ static void test_compare_values(void) {
 // losses of 30 steps agree to 1e-4 (the engine and the definition differ by a few float
 // roundings per step, which training amplifies only slowly over so few steps), and
 // --dump-state works with both.
-static void test_attn_impl_reference_matches_fast(void) {
+static void test_attn_impl_definition_matches_engine(void) {
     tmpdir();
     write_tiny_config("cfg.json", 30);
     double loss[2][31];
-    static const char *const impls[2] = {"fast", "reference"};
+    static const char *const impls[2] = {"engine", "definition"};
     for (int k = 0; k < 2; k++) {
         int code = run("./train %s/cfg.json --model.attn_impl=%s --train.out_dir=%s/%s", g_dir, impls[k], g_dir, impls[k]);
         CHECK_MSG(code == 0, "%s: exit %d: %s", impls[k], code, g_err);
@@ -1125,15 +1125,14 @@ static void test_docs_format_reader(void) {
 // to put a local copy and --data.path, and no file left behind; with the file there, nothing to do.
 static void test_shakespeare_without_network(void) {
     tmpdir();
-    int code = run("TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt TINYSHAKESPEARE_OUT=%s/data/ts.txt "
-                   "sh tools/get-shakespeare.sh", g_dir);
+    int code = run("TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt sh tools/get-shakespeare.sh -o %s/data/ts.txt",
+                   g_dir);
     char want[160];
     snprintf(want, sizeof want, "put it at %s/data/ts.txt", g_dir);
     expect_error(code, 1, want, "--data.path=");
     CHECK(run("ls -A %s/data", g_dir) == 0 && g_out[0] == 0);  // no partial download
     write_text("data/ts.txt", "a local copy\n");
-    CHECK(run("TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt TINYSHAKESPEARE_OUT=%s/data/ts.txt "
-              "sh tools/get-shakespeare.sh", g_dir) == 0);
+    CHECK(run("TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt sh tools/get-shakespeare.sh -o %s/data/ts.txt", g_dir) == 0);
     char path[256], buf[64];
     snprintf(path, sizeof path, "%s/data/ts.txt", g_dir);
     slurp(path, buf, sizeof buf);
@@ -1155,7 +1154,7 @@ const TestCase tests_cli[] = {
     {"cli_readme_documents_every_key", test_readme_documents_every_key},
     {"cli_bad_input_table", test_bad_input_table},
     {"cli_help_and_version", test_help_and_version},
-    {"cli_attn_impl_reference_matches_fast", test_attn_impl_reference_matches_fast},
+    {"cli_attn_impl_definition_matches_engine", test_attn_impl_definition_matches_engine},
     {"cli_sample_options", test_sample_options},
     {"cli_bad_out_dir", test_bad_out_dir},
     {"cli_train_outputs_and_determinism", test_train_outputs_and_determinism},

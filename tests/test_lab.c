@@ -259,11 +259,11 @@ static void tiny_model(GPT *m, int init, int sqrt_scale, int *x, int *y) {
 }
 
 // Run the check and require every tensor to pass (none too small) below tol.
-static void expect_pass_with(int init, int sqrt_scale, double tol, const char *mask, const char *axis) {
+static void expect_pass_with(int init, int sqrt_scale, double tol, AttnMask mask, SoftmaxAxis axis) {
     GPT m;
     int x[64], y[64];
     tiny_model(&m, init, sqrt_scale, x, y);
-    CHECK(gpt_configure_attention(&m, "fast", mask, axis));
+    gpt_set_attention(&m, (AttnSetup){{m.attn.scale, mask, axis, 0}, &attention_engine});
     GradcheckRow *rows = calloc((size_t)m.n_tensors, sizeof *rows);
     int failed = gradcheck_model(&m, x, y, GRADCHECK_TINY_BATCH, m.dims.block_size, 0, 1, rows);
     CHECK(failed == 0);
@@ -278,14 +278,14 @@ static void expect_pass_with(int init, int sqrt_scale, double tol, const char *m
     gpt_free(&m);
 }
 
-static void expect_pass(int init, int sqrt_scale, double tol) { expect_pass_with(init, sqrt_scale, tol, "causal", "keys"); }
+static void expect_pass(int init, int sqrt_scale, double tol) { expect_pass_with(init, sqrt_scale, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS); }
 
 // The mistakes' hand-written backward passes, through the whole model (the definition trains them).
 static void gradcheck_model_mistakes(void) {
     double tol = sizeof(real) == 8 ? 1e-6 : 5e-2;
-    expect_pass_with(INIT_FAN_IN, 1, tol, "zero", "keys");
-    expect_pass_with(INIT_FAN_IN, 1, tol, "none", "keys");
-    expect_pass_with(INIT_FAN_IN, 1, tol, "causal", "queries");
+    expect_pass_with(INIT_FAN_IN, 1, tol, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS);
+    expect_pass_with(INIT_FAN_IN, 1, tol, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS);
+    expect_pass_with(INIT_FAN_IN, 1, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES);
 }
 
 static void gradcheck_model_gpt2_sqrt(void) {
@@ -305,7 +305,7 @@ static void expect_broken_caught(int init) {
     int x[64], y[64];
     tiny_model(&m, init, 1, x, y);
     GradcheckRow *rows = calloc((size_t)m.n_tensors, sizeof *rows);
-    gpt_set_attention(&m, &lab_broken_attention, &m.attn);
+    gpt_set_attention(&m, (AttnSetup){m.attn, &lab_broken_attention});
     int failed = gradcheck_model(&m, x, y, GRADCHECK_TINY_BATCH, m.dims.block_size, 0, 1, rows);
     CHECK(failed > 0);
     for (int l = 0; l < m.dims.n_layer; l++) {

@@ -602,7 +602,7 @@ static void test_gen_loss_equals_val_loss_when_causal(void) {
     CHECK(isfinite(gen) && gen > 0.5);
     CHECK_MSG(fabs(gen - tf) <= 1e-5 * tf, "gen_loss %.9g, teacher-forced %.9g", gen, tf);
     // and the same for shorter windows and the definition training
-    gpt_set_attention(&m, &attention_definition, &m.attn);
+    gpt_set_attention(&m, (AttnSetup){m.attn, &attention_definition});
     double tf5 = 0, gen5 = gpt_generation_loss(&m, x, y, 3, 5, &tf5);
     CHECK_MSG(fabs(gen5 - tf5) <= 1e-5 * tf5, "T 5: gen_loss %.9g, teacher-forced %.9g", gen5, tf5);
     gpt_free(&m);
@@ -645,12 +645,15 @@ static void test_gen_loss_exposes_a_leak(void) {
     }
     // the correct model, then the mistakes: mask none, mask zero, softmax over queries (whose
     // columns are normalised over queries that come later: the future leaks into the weights)
-    static const char *const masks[4] = {"causal", "none", "zero", "causal"}, *const axes[4] = {"keys", "keys", "keys", "queries"};
+    static const AttnMask masks[4] = {ATTN_MASK_CAUSAL, ATTN_MASK_NONE, ATTN_MASK_ZERO, ATTN_MASK_CAUSAL};
+    static const SoftmaxAxis axes[4] = {SOFTMAX_OVER_KEYS, SOFTMAX_OVER_KEYS, SOFTMAX_OVER_KEYS, SOFTMAX_OVER_QUERIES};
+    static const char *const mask_names[4] = {"causal", "none", "zero", "causal"};
+    static const char *const axis_names[4] = {"keys", "keys", "keys", "queries"};
     double lnV = log(9.0);
     for (int k = 0; k < 4; k++) {
         GPT m;
         build_tiny(&m, INIT_FAN_IN, (real)0.5, 9);
-        CHECK(gpt_configure_attention(&m, "fast", masks[k], axes[k]));
+        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, masks[k], axes[k], 0}, &attention_engine});
         train_random(&m, 300);
         double tf = 0, gen = gpt_generation_loss(&m, x, y, 4, 8, &tf);
         if (k == 0) {
@@ -658,12 +661,12 @@ static void test_gen_loss_exposes_a_leak(void) {
         } else if (k == 3) {
             // the normaliser of each column is the only channel from the future: the losses differ
             // by more than rounding, but so little information passes that the cheat stays small
-            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n", masks[k], axes[k], tf, gen);
+            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n", mask_names[k], axis_names[k], tf, gen);
             CHECK_MSG(fabs(gen - tf) > 1e-4, "softmax over queries: gen %.6f, teacher-forced %.6f", gen, tf);
         } else {
-            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n", masks[k], axes[k], tf, gen);
+            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n", mask_names[k], axis_names[k], tf, gen);
             CHECK_MSG(tf < lnV - 0.5 && gen > lnV, "mask %s, softmax over %s: teacher-forced %.4f should be far below "
-                      "ln 9 = %.4f, gen_loss %.4f above it", masks[k], axes[k], tf, lnV, gen);
+                      "ln 9 = %.4f, gen_loss %.4f above it", mask_names[k], axis_names[k], tf, lnV, gen);
         }
         gpt_free(&m);
     }

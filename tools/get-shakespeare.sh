@@ -2,10 +2,16 @@
 # tools/get-shakespeare.sh: `make shakespeare`: download Tiny Shakespeare (the char-rnn corpus,
 # 1115394 bytes) to data/tinyshakespeare.txt. The file appears whole or not at all (downloaded to
 # a temporary name, checked, then renamed). Without a network it fails with one line saying how
-# to use a copy that is already on this machine. TINYSHAKESPEARE_URL and TINYSHAKESPEARE_OUT
-# replace the address and the destination (the tests use them).
+# to use a copy that is already on this machine. Usage: tools/get-shakespeare.sh [-o FILE]
+# (default data/tinyshakespeare.txt); TINYSHAKESPEARE_URL replaces the address (the tests use it).
 URL=${TINYSHAKESPEARE_URL:-https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt}
-OUT=${TINYSHAKESPEARE_OUT:-data/tinyshakespeare.txt}
+OUT=data/tinyshakespeare.txt
+if [ "${1:-}" = -o ] && [ -n "${2:-}" ]; then
+    OUT=$2
+elif [ $# -gt 0 ]; then
+    echo "usage: tools/get-shakespeare.sh [-o FILE]" >&2
+    exit 2
+fi
 SIZE=1115394
 if [ -s "$OUT" ]; then
     echo "$OUT is already there ($(wc -c <"$OUT") bytes); remove it to download it again"
