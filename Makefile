@@ -85,7 +85,7 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 BASE := base/common.c base/outfile.c base/dist.c base/rng.c base/data.c base/config.c
 KERNELS := kernels/matmul.c kernels/attention_engine.c
 LESSON := attention.c attention_stats.c model.c
-CORE := $(BASE) $(KERNELS) $(LESSON) run/checkpoint.c run/generate.c report/attention_map.c teach/lab_core.c
+CORE := $(BASE) $(KERNELS) $(LESSON) run/checkpoint.c run/safetensors.c run/generate.c report/attention_map.c teach/lab_core.c
 # every header of the tree, for the rules that are not compiled through the dependency files
 CORE_H := $(wildcard *.h */*.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
@@ -110,7 +110,7 @@ TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes bench docs-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes bench docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -259,6 +259,13 @@ tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/harnesses.h $(CORE
 # what the doc states: tools/docs-check.sh, with the runs of docs/experiments.txt.
 docs-check: all tools/gencorpus
 	sh tools/docs-check.sh
+
+# The safetensors files checked outside the C code (tests/safetensors_check.py): a NumPy reader and
+# nanoGPT's forward pass in float64 against the programs' logits, both ways; and the nanoGPT
+# converter when PyTorch is installed. Needs python3-numpy (CI installs it); make test does not.
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+check-safetensors: all
+	$(PYTHON) tests/safetensors_check.py
 
 demo: all
 	./train configs/scaling_demo.json --compare-scaling --train.overwrite=true

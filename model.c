@@ -325,6 +325,16 @@ static size_t list_tensors(const ModelDims *d, TensorInfo *t) {
     return offset;
 }
 
+int gpt_tensor_table(const ModelDims *d, TensorInfo **out) {
+    *out = xcalloc((size_t)n_tensors(d), sizeof(TensorInfo), "tensor table");
+    if (list_tensors(d, *out) == 0) {
+        free(*out);
+        *out = NULL;
+        return 0;
+    }
+    return n_tensors(d);
+}
+
 // Point each view of v at its tensor in base.
 static void set_param_views(ParamViews *v, real *base, const GPT *m) {
     for (int i = 0; i < m->n_tensors; i++) {

@@ -184,6 +184,10 @@ void gpt_adamw_update(GPT *m, double lr, double beta1, double beta2, double eps,
 int gpt_all_finite(const GPT *m);
 // Index of a tensor by name, or -1.
 int gpt_find_tensor(const GPT *m, const char *name);
+// The tensor list (names, shapes, offsets, in checkpoint order) of a model of dims d, without
+// building one: *out (malloc'd) receives the entries; returns their count, 0 when the sizes
+// overflow (then *out is NULL).
+int gpt_tensor_table(const ModelDims *d, TensorInfo **out);
 
 // ---- generation with a key/value cache ----
 // The keys and values of every layer for positions [0, len) of one sequence, so each new token
