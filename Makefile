@@ -128,10 +128,10 @@ $(OBJDIR)/f64/%.o: %.c | deps
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -DREAL_DOUBLE -c $< -o $@
 -include $(wildcard $(OBJDIR)/*.d $(OBJDIR)/*/*.d $(OBJDIR)/*/*/*.d)
 
-# The comparison's outputs (report/report.h): the log and its end (compare_log.c), checked writing
+# The comparison's outputs (report/report.h): the log (compare_log.c) and its end (report.c), checked writing
 # (writer.c), compare.csv, report.md and its reading, the SVG panels, report.html (report_html.c,
 # over report/html.c, the HTML writer the lab's pages use too).
-REPORT := report/compare_log.c report/writer.c report/compare_csv.c report/report_md.c report/reading.c \
+REPORT := report/report.c report/compare_log.c report/writer.c report/compare_csv.c report/report_md.c report/reading.c \
     report/svg.c report/report_html.c
 REPORT_OBJ := $(REPORT:%.c=$(OBJDIR)/%.o)
 REPORT64_OBJ := $(REPORT:%.c=$(OBJDIR)/f64/%.o)
