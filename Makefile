@@ -83,7 +83,7 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 # The library every program links: the ground (base/), the kernels, the lesson's definition and
 # model (the top level), and the run's files that the programs share.
 BASE := base/common.c base/outfile.c base/dist.c base/rng.c base/data.c base/config.c
-KERNELS := kernels/matmul.c kernels/attention_engine.c
+KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c
 LESSON := attention.c attention_stats.c model.c
 CORE := $(BASE) $(KERNELS) $(LESSON) run/checkpoint.c run/safetensors.c run/generate.c report/attention_map.c teach/lab_core.c
 # every header of the tree, for the rules that are not compiled through the dependency files
@@ -110,7 +110,7 @@ TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes bench docs-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes bench bench-torch docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -280,6 +280,14 @@ bench: all
 	@./train configs/bench_w1.json --bench=30
 	@./train configs/bench_w2.json --bench=20
 	@./train configs/default.json --bench=30
+
+# The program's step against PyTorch's at its fastest on this machine (tools/bench_torch.py tries
+# its kernels and threads first), alternating the two: the ratio per pair and the median. Needs
+# Debian's python3-torch and libopenblas0-pthread; never run by the tests or CI.
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+bench-torch: train
+	$(PYTHON) tools/bench_torch.py W1 --pairs 5 30 -- ./train configs/bench_w1.json --bench=30
+	$(PYTHON) tools/bench_torch.py W2 --pairs 3 20 -- ./train configs/bench_w2.json --bench=20
 
 shakespeare:
 	@mkdir -p data

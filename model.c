@@ -145,20 +145,45 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
 // loop too short for threads then ran unvectorised (generation's one position).
 #define INV_SQRT2 0.7071067811865476
 #define INV_SQRT_2PI 0.3989422804014327
+static inline void gelu_at(real x, real *out, real *dgelu) {
+    real erf_term = (real)1 + fast_erf(x * (real)INV_SQRT2);
+    real cdf = (real)0.5 * erf_term;
+    real pdf = (real)INV_SQRT_2PI * fast_exp((real)-0.5 * x * x);
+    *out = (real)0.5 * x * erf_term;
+    *dgelu = cdf + x * pdf;
+}
+
 void gelu_forward(real *out, real *dgelu, const real *inp, size_t n) {
 #ifdef REAL_DOUBLE  // libm's erf is a call: nothing to vectorise in the float64 build
 #pragma omp parallel for schedule(static) if(par_worth((double)n * 24))
 #else
 #pragma omp parallel for simd schedule(static) if(parallel: par_worth((double)n * 24))
 #endif
-    for (size_t i = 0; i < n; i++) {
-        real x = inp[i];
-        real erf_term = (real)1 + fast_erf(x * (real)INV_SQRT2);
-        real cdf = (real)0.5 * erf_term;
-        real pdf = (real)INV_SQRT_2PI * fast_exp((real)-0.5 * x * x);
-        out[i] = (real)0.5 * x * erf_term;
-        dgelu[i] = cdf + x * pdf;
-    }
+    for (size_t i = 0; i < n; i++) gelu_at(inp[i], out + i, dgelu + i);
+}
+
+// The products' epilogues (kernels/matmul.h): the operation that follows a product, on each run of
+// its finished elements, the same arithmetic as the separate passes above.
+typedef struct { real *out; } GeluOut;
+// C = x W_fc: GELU(x) to ctx's out, GELU'(x) over x itself (as gelu_forward(out, x, x))
+static void epi_gelu(const void *ctx, real *c, size_t at, int n) {
+    real *out = ((const GeluOut *)ctx)->out + at;
+#ifndef REAL_DOUBLE
+#pragma omp simd
+#endif
+    for (int i = 0; i < n; i++) gelu_at(c[i], out + i, c + i);
+}
+// C = dL/dGELU(x): times GELU'(x), ctx (as gelu_backward(c, dgelu, c, GRAD_STORE))
+static void epi_times(const void *ctx, real *c, size_t at, int n) {
+    const real *m = (const real *)ctx + at;
+#pragma omp simd
+    for (int i = 0; i < n; i++) c[i] = c[i] * m[i];
+}
+// C = the branch's output: plus the residual stream, ctx (as residual_forward(c, c, ctx))
+static void epi_residual(const void *ctx, real *c, size_t at, int n) {
+    const real *r = (const real *)ctx + at;
+#pragma omp simd
+    for (int i = 0; i < n; i++) c[i] = c[i] + r[i];
 }
 
 // dinp += dout * dGELU/dx (or =), the derivative as gelu_forward saved it
@@ -617,20 +642,20 @@ static double forward(GPT *m, const int *inputs, const int *targets, int B, int 
         LayerParams *P = &m->p.layers[l];
         LayerActs *A = &m->acts.layers[l];
         AttnStats *stats = m->collect_stats ? &m->attn_stats[l * NH] : NULL;
-        // attention branch: res2 = residual + attention(ln1 Wq, ln1 Wk, ln1 Wv) Wo
+        // attention branch: res2 = residual + attention(ln1 Wq, ln1 Wk, ln1 Wv) Wo, the residual
+        // added by the product's epilogue
         TIMED(OTHER, layernorm_forward(A->ln1, A->ln1_mean, A->ln1_rstd, residual, P->ln1_w, P->ln1_b, N, C));
         TIMED(MATMUL_FWD, qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C));
         TIMED(ATTENTION, m->pass_attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
                                                (AttnShape){B, T, C, NH}, &m->attn, stats));
-        TIMED(MATMUL_FWD, matmul_forward(A->res2, A->atty, P->wo, N, C, C));
-        TIMED(OTHER, residual_forward(A->res2, A->res2, residual, (size_t)N * C));
+        TIMED(MATMUL_FWD, matmul_forward_epi(A->res2, A->atty, P->wo, N, C, C, &(GemmEpilogue){epi_residual, residual}));
         // MLP branch: res3 = res2 + GELU(ln2 W_fc) W_proj; x = ln2 W_fc is not needed after
         // GELU(x): GELU'(x) replaces it, all backward needs
         TIMED(OTHER, layernorm_forward(A->ln2, A->ln2_mean, A->ln2_rstd, A->res2, P->ln2_w, P->ln2_b, N, C));
-        TIMED(MATMUL_FWD, matmul_forward(A->fc_dgelu, A->ln2, P->w_fc, N, C, 4 * C));
-        TIMED(OTHER, gelu_forward(A->fch_gelu, A->fc_dgelu, A->fc_dgelu, (size_t)N * 4 * C));
-        TIMED(MATMUL_FWD, matmul_forward(A->res3, A->fch_gelu, P->w_proj, N, 4 * C, C));
-        TIMED(OTHER, residual_forward(A->res3, A->res3, A->res2, (size_t)N * C));
+        TIMED(MATMUL_FWD, matmul_forward_epi(A->fc_dgelu, A->ln2, P->w_fc, N, C, 4 * C,
+                                             &(GemmEpilogue){epi_gelu, &(GeluOut){A->fch_gelu}}));
+        TIMED(MATMUL_FWD, matmul_forward_epi(A->res3, A->fch_gelu, P->w_proj, N, 4 * C, C,
+                                             &(GemmEpilogue){epi_residual, A->res2}));
         residual = A->res3;
     }
     TIMED(OTHER, layernorm_forward(m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd, residual, m->p.lnf_w, m->p.lnf_b,
@@ -744,7 +769,6 @@ void gpt_backward(GPT *m) {
     int B = m->cur_B, T = m->cur_T;
     int L = m->dims.n_layer, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
     int N = B * T;
-    size_t NC = (size_t)N * C;
     GradActs *G = &m->gacts;
 
     TIMED(OTHER, clear_summed_grads(m, N));
@@ -766,9 +790,8 @@ void gpt_backward(GPT *m) {
         AttnStats *stats = m->collect_stats ? &m->attn_stats[l * NH] : NULL;
         real *row_gain = m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL;
         // MLP branch: res3 = res2 + gelu(ln2 @ w_fc) @ w_proj
-        TIMED(MATMUL_BWD, matmul_backward(G->fch, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C,
-                                          GRAD_STORE, GRAD_STORE));
-        TIMED(OTHER, gelu_backward(G->fch, A->fc_dgelu, G->fch, 4 * NC, GRAD_STORE));
+        TIMED(MATMUL_BWD, matmul_backward_epi(G->fch, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C,
+                                              GRAD_STORE, GRAD_STORE, &(GemmEpilogue){epi_times, A->fc_dgelu}));
         TIMED(MATMUL_BWD, matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C, GRAD_STORE,
                                           GRAD_STORE));
         TIMED(OTHER, layernorm_backward(G->residual, dP->ln2_w, dP->ln2_b, G->ln, A->res2, P->ln2_w, A->ln2_mean,

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -23,6 +24,7 @@
 #include "base/dist.h"
 #include "run/generate.h"
 #include "kernels/matmul.h"
+#include "kernels/peak.h"
 #include "model.h"
 #include "run/outdir.h"
 #include "report/report.h"
@@ -173,6 +175,10 @@ static void print_version(void) {
     printf("OpenMP: off (single-threaded build)\n");
 #endif
     printf("SIMD: %s\n", matmul_simd_path());
+    FmaPeak peak = fma_peak_measure();
+    char peak_text[256];
+    fma_peak_describe(&peak, peak_text, sizeof peak_text);
+    printf("FMA peak: %s\n", peak_text);
     printf("MPI: %s\n", dist_describe());
 }
 
@@ -439,6 +445,14 @@ static void dump_state(Run *r, const Dataset *ds, const char *path) {
     free(x); free(y); free(logits);
 }
 
+// CPU seconds used by the whole process (every thread); on a shared machine the timed steps' wall
+// time also counts the moments the threads waited for a core, their CPU time does not.
+static double process_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void bench(Run *r, int steps) {
     const Config *c = &r->cfg;
     int B = c->batch_size, T = c->block_size, V = r->model.dims.vocab_size;
@@ -451,16 +465,19 @@ static void bench(Run *r, int steps) {
     // The peak is probed before and after the steps: on a shared machine the two disagree when
     // it was too busy to measure, and then no MFU is printed (fma_peak_mfu).
     FmaPeak peak_before = fma_peak_measure();
+    double cpu_start = 0;
     for (int i = 0; i < warmup + steps; i++) {
         for (size_t j = 0; j < local; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
         if (i == warmup) {  // account the timed steps only
             r->model.profile = 1;
             memset(r->model.phase_seconds, 0, sizeof r->model.phase_seconds);
             r->comm_seconds = 0;
+            cpu_start = process_cpu_seconds();
         }
         run_step(r, x, y, i);
         if (i >= warmup) ms[i - warmup] = r->ms;
     }
+    double cpu_ms = 1000.0 * (process_cpu_seconds() - cpu_start) / steps;
     // median by insertion sort (N is small)
     for (int i = 1; i < steps; i++) {
         double v = ms[i];
@@ -489,6 +506,29 @@ static void bench(Run *r, int steps) {
         printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * r->model.phase_seconds[p] / steps,
                total > 0 ? 100.0 * r->model.phase_seconds[p] / total : 0.0);
     printf("\n");
+    {
+        // The phases are worker 0's (one thread's share of the rows when the batch is split
+        // between threads): its FLOPs by phase (docs/PERFORMANCE.md, the FLOP count: the weights'
+        // products 2 FLOPs per weight and token forward, 4 backward; attention's two products
+        // counted dense, forward and backward) over its time, against one thread's share of the peak.
+        const ModelDims *d = &r->model.dims;
+        int n = r->model.n_workers < r->rows ? r->model.n_workers : r->rows;
+        int split = n >= 2 && thread_max() >= n;
+        double rows0 = split ? (double)(r->rows / n) : r->rows;
+        double mat = 2.0 * (12.0 * d->n_layer * d->n_embd * d->n_embd + (double)d->vocab_size * d->n_embd) * rows0 * T;
+        double att = 6.0 * d->n_layer * rows0 * (double)T * T * d->n_embd;
+        double per_thread_peak = peak_before.gflops > peak_after.gflops ? peak_before.gflops : peak_after.gflops;
+        per_thread_peak /= (split ? n : 1) * dist_size();
+        double fs[3] = {mat, 2 * mat, att};
+        printf("per thread (GFLOP/s):");
+        for (int p = 0; p < 3; p++) {
+            double g = r->model.phase_seconds[p] > 0 ? fs[p] * steps / r->model.phase_seconds[p] / 1e9 : 0;
+            printf(" %s %.1f", phase_names[p], g);
+            if (mfu >= 0) printf(" (%.0f%%)", 100 * g / per_thread_peak);
+        }
+        if (mfu >= 0) printf(", of a thread's share of the sustained peak, %.1f", per_thread_peak);
+        printf("\n");
+    }
     if (dist_size() > 1) {
         // the allreduce inside a step also waits for the slowest rank; time it alone as well
         // (ranks lined up by a barrier, best of 10) for the network figures of DISTRIBUTED.md
@@ -527,8 +567,8 @@ static void bench(Run *r, int steps) {
     }
     char mfu_text[16] = "n/a";  // the machine too busy to measure the peak
     if (mfu >= 0) snprintf(mfu_text, sizeof mfu_text, "%.3f", mfu);
-    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s\n", c->name, median,
-           ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, mfu_text);
+    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s cpu_ms_per_step=%.2f\n",
+           c->name, median, ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, mfu_text, cpu_ms);
     free(ms); free(x); free(y);
 }
 
