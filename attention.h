@@ -24,7 +24,7 @@ typedef struct {
     real scale;         // multiplies Q K^T: 1/sqrt(head_dim) by default
     AttnMask mask;
     SoftmaxAxis axis;
-    int window;         // 0: every earlier key; W > 0: query t sees only keys t-W+1 .. t
+    int window;         // 0: every earlier key; W > 0: query t sees only keys t-W+1 .. t (causal mask only)
 } AttnSpec;
 
 // ---- statistics, summed over the batch (zero them first); see attention_stats.c ----
@@ -67,6 +67,13 @@ typedef void AttentionForwardFn(real *out, real *att, real *scratch, AttnQKV in,
 typedef void AttentionBackwardFn(AttnGradQKV grad, real *scratch, const real *dout, const real *att, AttnQKV in,
                                  AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
                                  GradWrite write);
+// One new position of one sequence during generation (a key/value cache): q (C) is its query;
+// k and v (pos+1, C) hold the keys and values of the pos+1 positions it sees, oldest first and
+// itself last (every earlier position, or under a window of W the last min(pos+1, W)); out (C)
+// receives its row of O = P V; scores holds pos+1 reals of scratch. Bit for bit the last row of
+// the same implementation's forward over those positions (causal mask, softmax over keys).
+typedef void AttentionDecodeFn(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C,
+                               int NH, real scale);
 typedef struct {
     const char *name;
     AttentionForwardFn *forward;
@@ -74,6 +81,7 @@ typedef struct {
     // whether it computes this spec (the engine: the causal mask over keys only) and the statistics
     int (*supports)(const AttnSpec *spec);
     int has_stats;
+    AttentionDecodeFn *decode;  // generation's step, matching this forward's rows
 } AttentionImpl;
 
 extern const AttentionImpl attention_definition;  // attention.c
@@ -85,6 +93,7 @@ size_t attention_scratch_size(int T, int hd);
 // ---- the definition (attention.c) ----
 AttentionForwardFn attention_forward;
 AttentionBackwardFn attention_backward;
+AttentionDecodeFn attention_decode;
 // p = softmax(s) over n entries, the maximum subtracted first (exp never overflows).
 void softmax_forward(real *p, const real *s, int n);
 // ds = p * (dp - sum_j dp_j p_j): the vector-Jacobian product of softmax, O(n), never the n x n
@@ -109,9 +118,13 @@ void attention_stats_forward(AttnStats *st, const real *scores, const real *weig
 // Add one head's backward statistics from dP and dS (T,T); row_gain (T, may be NULL) per row.
 void attention_stats_backward(AttnStats *st, real *row_gain, const real *dweights, const real *dscores, int T,
                               const AttnSpec *spec);
-// Whether query t sees key u under the mask (a "zero"-masked future key is seen: it keeps weight).
+// Whether query t sees key u under the mask (a "zero"-masked future key is seen: it keeps weight;
+// under a window of W the causal mask also hides the keys u <= t - W).
 int attention_visible(const AttnSpec *spec, int t, int u);
-// Keys query t sees: t + 1 under the causal mask, T otherwise.
+// The first key query t sees: t - W + 1 under a window of W (0 if that is negative), else 0.
+int attention_first_key(const AttnSpec *spec, int t);
+// Keys query t sees, from attention_first_key on: t + 1 under the causal mask (min(t + 1, W) under
+// a window of W), T otherwise.
 int attention_visible_keys(const AttnSpec *spec, int t, int T);
 
 #endif

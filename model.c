@@ -533,7 +533,7 @@ AttnSetup attention_setup(const Config *cfg) {
     a.impl = impl_of[name_index(impls, cfg->attn_impl, "model.attn_impl")];
     // the enums follow the names' order
     a.spec = (AttnSpec){(real)cfg->attn_scale, (AttnMask)name_index(masks, cfg->attn_mask, "model.attn_mask"),
-                        (SoftmaxAxis)name_index(axes, cfg->softmax_axis, "model.softmax_axis"), 0};
+                        (SoftmaxAxis)name_index(axes, cfg->softmax_axis, "model.softmax_axis"), cfg->attn_window};
     return a;
 }
 
@@ -548,14 +548,15 @@ int gpt_attention_falls_back(const GPT *m) { return !m->attn_impl->supports(&m->
 // What a pass runs, decided here only.
 typedef enum {
     PASS_MODEL,    // training, evaluation, statistics: the model's implementation
-    PASS_PREFILL,  // decoding's prefill: rows that attention_decode_step continues bit for bit
+    PASS_PREFILL,  // decoding's prefill: rows that the same implementation's decode step continues bit for bit
 } PassKind;
 
-// The engine for a prefill (decoding runs only causal models, which the engine computes); else
-// the model's implementation, unless the pass collects statistics (the definition's) or the
+// For a prefill (and the decode steps after it) the engine when it computes the model's spec
+// (decoding runs only causal models), else the definition (a window); for the other passes the
+// model's implementation, unless the pass collects statistics (the definition's) or the
 // implementation cannot compute the model's spec: the definition (attention.c) then runs.
 static const AttentionImpl *attention_for_pass(const GPT *m, PassKind pass) {
-    if (pass == PASS_PREFILL) return &attention_engine;
+    if (pass == PASS_PREFILL) return attention_engine.supports(&m->attn) ? &attention_engine : &attention_definition;
     if ((m->collect_stats && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn)) return &attention_definition;
     return m->attn_impl;
 }
@@ -968,8 +969,8 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
     double loss = gpt_forward(m, x, y, B, T);
     gpt_backward(m);
     m->collect_stats = 0;
-    // the rows that see at least two keys: t >= 1 under the causal mask, all of them otherwise
-    int first_row = attention_visible_keys(&m->attn, 0, T) >= 2 ? 0 : 1;
+    // the rows that see at least two keys: t >= 1 under the causal mask (none under a window of
+    // 1), all of them otherwise
     real *gains = xmalloc(N * sizeof(real), "row gains");
     HeadStats sum;
     memset(&sum, 0, sizeof sum);
@@ -998,7 +999,9 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
             // median over those rows of every sequence in the batch
             size_t n = 0;
             for (int b = 0; b < B; b++)
-                for (int t = first_row; t < T; t++) gains[n++] = m->row_gain[(size_t)l * N * NH + ((size_t)b * NH + h) * T + t];
+                for (int t = 0; t < T; t++)
+                    if (attention_visible_keys(&m->attn, t, T) >= 2)
+                        gains[n++] = m->row_gain[(size_t)l * N * NH + ((size_t)b * NH + h) * T + t];
             qsort(gains, n, sizeof(real), cmp_real);
             hs.row_gain_median = n == 0 ? NAN : n % 2 ? gains[n / 2] : 0.5 * ((double)gains[n / 2 - 1] + gains[n / 2]);
             hs.loss = loss;
@@ -1035,8 +1038,10 @@ static size_t decode_reals(DecodeSize size, int C, int T) {
 }
 
 void kv_cache_init(KVCache *c, const GPT *m) {
-    int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd;
-    size_t kv = (size_t)L * T * C, reals = 0;
+    int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, W = m->attn.window;
+    c->ring = W > 0 && W < T ? W : T;
+    c->slots = c->ring < T ? 2 * c->ring : T;
+    size_t kv = (size_t)L * c->slots * C, reals = 0;
     c->len = 0;
     c->k = xmalloc_aligned(kv * sizeof(real), "key cache");
     c->v = xmalloc_aligned(kv * sizeof(real), "value cache");
@@ -1055,16 +1060,29 @@ void kv_cache_free(KVCache *c) {
     memset(c, 0, sizeof *c);
 }
 
+// Copy the key and value of slot `slot` of layer l to its twin `ring` slots on, when the ring
+// wraps (a window shorter than block_size).
+static void kv_cache_twin(KVCache *c, int l, int slot, int C) {
+    if (c->slots == c->ring) return;
+    real *kl = c->k + (size_t)l * c->slots * C, *vl = c->v + (size_t)l * c->slots * C;
+    memcpy(kl + (size_t)(slot + c->ring) * C, kl + (size_t)slot * C, (size_t)C * sizeof(real));
+    memcpy(vl + (size_t)(slot + c->ring) * C, vl + (size_t)slot * C, (size_t)C * sizeof(real));
+}
+
 void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits) {
     int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, V = m->dims.vocab_size;
     if (n < 1 || n > T || n > m->T) die(EXIT_RUNTIME, "internal: prefill of %d tokens (block %d)", n, T);
     // one batched forward pass (matrix products, not n matrix-vector ones), then keep its keys
-    // and values; every row is computed exactly as gpt_decode_step would (PASS_PREFILL)
+    // and values (those of the last `ring` positions); every row is computed exactly as
+    // gpt_decode_step would (PASS_PREFILL)
     forward(m, tokens, NULL, 1, n, PASS_PREFILL);
-    for (int l = 0; l < L; l++) {
-        memcpy(c->k + (size_t)l * T * C, m->acts.layers[l].k, (size_t)n * C * sizeof(real));
-        memcpy(c->v + (size_t)l * T * C, m->acts.layers[l].v, (size_t)n * C * sizeof(real));
-    }
+    for (int l = 0; l < L; l++)
+        for (int p = n > c->ring ? n - c->ring : 0; p < n; p++) {
+            int slot = p % c->ring;
+            memcpy(c->k + ((size_t)l * c->slots + slot) * C, m->acts.layers[l].k + (size_t)p * C, (size_t)C * sizeof(real));
+            memcpy(c->v + ((size_t)l * c->slots + slot) * C, m->acts.layers[l].v + (size_t)p * C, (size_t)C * sizeof(real));
+            kv_cache_twin(c, l, slot, C);
+        }
     memcpy(logits, m->acts.logits + (size_t)(n - 1) * V, (size_t)V * sizeof(real));
     c->len = n;
 }
@@ -1073,16 +1091,21 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
     int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
     int pos = c->len;
     if (pos >= T) die(EXIT_RUNTIME, "internal: KV cache full (%d positions)", T);
+    // the keys position pos sees, first..pos, lie in consecutive slots from first's on
+    int first = attention_first_key(&m->attn, pos), slot = pos % c->ring;
+    size_t from = (size_t)(first % c->ring) * C;
+    AttentionDecodeFn *decode = attention_for_pass(m, PASS_PREFILL)->decode;
     // the same layer functions as gpt_forward, on one row
     encoder_forward(c->x, &token, m->p.wte, m->p.wpe + (size_t)pos * C, 1, 1, C);
     for (int l = 0; l < L; l++) {
         const LayerParams *P = &m->p.layers[l];
-        real *k_cache = c->k + (size_t)l * T * C, *v_cache = c->v + (size_t)l * T * C;
+        real *k_ring = c->k + (size_t)l * c->slots * C, *v_ring = c->v + (size_t)l * c->slots * C;
         layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln1_w, P->ln1_b, 1, C);
         matmul_forward(c->q, c->ln, P->wq, 1, C, C);
-        matmul_forward(k_cache + (size_t)pos * C, c->ln, P->wk, 1, C, C);
-        matmul_forward(v_cache + (size_t)pos * C, c->ln, P->wv, 1, C, C);
-        attention_decode_step(c->atty, c->scores, c->q, k_cache, v_cache, pos, C, NH, m->attn.scale);
+        matmul_forward(k_ring + (size_t)slot * C, c->ln, P->wk, 1, C, C);
+        matmul_forward(v_ring + (size_t)slot * C, c->ln, P->wv, 1, C, C);
+        kv_cache_twin(c, l, slot, C);
+        decode(c->atty, c->scores, c->q, k_ring + from, v_ring + from, pos - first, C, NH, m->attn.scale);
         matmul_forward(c->tmp, c->atty, P->wo, 1, C, C);
         residual_forward(c->x, c->tmp, c->x, (size_t)C);
         layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln2_w, P->ln2_b, 1, C);

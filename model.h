@@ -135,7 +135,7 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out);
 // Attention: the causal softmax over keys with attn_scale, computed by attention_engine.
 void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T);
 // What attention needs, turned from a finalized configuration here only: the spec (the scale
-// config_finalize resolved, model.attn_mask, model.softmax_axis) and the implementation that
+// config_finalize resolved, model.attn_mask, model.softmax_axis, model.attn_window) and the implementation that
 // trains (model.attn_impl: "engine" or "definition").
 typedef struct {
     AttnSpec spec;
@@ -192,16 +192,23 @@ int gpt_tensor_table(const ModelDims *d, TensorInfo **out);
 // ---- generation with a key/value cache ----
 // The keys and values of every layer for positions [0, len) of one sequence, so each new token
 // costs one position's forward pass instead of the whole prefix's.
+// Under a window of W < T_max only the last W positions are kept, as a ring of W slots (position
+// p in slot p mod W) written twice, at slot and slot + W, so that the window's keys always lie in
+// W consecutive slots, oldest first, for the attention's decode step.
 typedef struct {
     int len;                 // positions cached
-    real *k, *v;             // (L, T_max, C) each
+    int ring;                // slots of the ring: W, or T_max (no wrap) without a window
+    int slots;               // slots per layer: 2 W with a window, else T_max
+    real *k, *v;             // (L, slots, C) each
     real *x, *ln, *q, *atty, *tmp, *h, *h_gelu, *scores, *stat;  // one position's scratch
 } KVCache;
 
 void kv_cache_init(KVCache *c, const GPT *m);
 void kv_cache_free(KVCache *c);
 // Feed `token` at position c->len (which must be < block_size) and write the logits (V) for the
-// next token. Bit-identical to the last row of gpt_forward over the same tokens.
+// next token. Bit-identical to the last row of gpt_forward over the same tokens (attention by the
+// implementation gpt_forward runs for the model: its own, or the definition for a spec the
+// engine does not compute).
 void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits);
 // Fill the cache with n tokens (n <= block_size) at positions 0..n-1 in one batched forward pass
 // and write the logits after the last one. Same values as n decode steps.

@@ -83,6 +83,10 @@ static const KeySpec KEYS[] = {
     {.key = "model.softmax_axis", .type = T_STR, FIELD(softmax_axis), .def_str = "keys", .min = 1, .max = 15,
      .enums = SOFTMAX_AXIS_NAMES,
      .help = "\"keys\" = each query's row of weights sums to 1; the mistake \"queries\" = each key's column is normalised over the queries"},
+    {.key = "model.attn_window", .type = T_INT, FIELD(attn_window), .def = 0, .min = 0, .max = 65536,
+     .help = "sliding-window attention: 0 = every earlier key, W > 0 = query t sees only keys t-W+1 .. t; at most "
+             "model.block_size, and only with model.attn_mask \"causal\" (the window narrows the causal mask; the "
+             "mistakes \"zero\" and \"none\" have none to narrow)"},
 
     {.key = "data.path", .type = T_STR, FIELD(data_path), .def_str = "data/default.txt", .min = 1, .max = 1023,
      .help = "UTF-8 text file to train on (one Unicode character = one token)"},
@@ -783,6 +787,12 @@ int config_finalize(Config *cfg, char *err, size_t errlen) {
 
     if (cfg->n_embd % cfg->n_head != 0)
         return fail(&e, "'model.n_embd' (%d) must be divisible by 'model.n_head' (%d)", cfg->n_embd, cfg->n_head);
+    if (cfg->attn_window > cfg->block_size)
+        return fail(&e, "'model.attn_window' (%d) must be at most 'model.block_size' (%d): a query sees at most block_size keys",
+                    cfg->attn_window, cfg->block_size);
+    if (cfg->attn_window > 0 && strcmp(cfg->attn_mask, "causal") != 0)
+        return fail(&e, "'model.attn_window' (%d) needs 'model.attn_mask' causal, got '%s': the window narrows the causal mask",
+                    cfg->attn_window, cfg->attn_mask);
     if (cfg->min_lr > cfg->lr) {
         char a[32], b[32];
         fmt_double(a, sizeof(a), cfg->min_lr);

@@ -21,6 +21,7 @@ typedef struct {
     char attn_impl[16];        // "engine" (kernels/attention_engine.c) or "definition" (attention.c)
     char attn_mask[16];        // "causal", or the mistakes "zero" and "none"
     char softmax_axis[16];     // "keys", or the mistake "queries"
+    int attn_window;           // 0: every earlier key; W > 0: query t sees keys t-W+1 .. t
 
     // data
     char data_path[1024];

@@ -330,7 +330,10 @@ size_t attention_scratch_size(int T, int hd) {
 
 // Whether the engine computes this spec: the correct model only (the mistakes train on the
 // definition); the statistics are the definition's too.
-static int engine_supports(const AttnSpec *spec) { return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS; }
+// the causal softmax over keys; a window (model.attn_window) runs the definition
+static int engine_supports(const AttnSpec *spec) {
+    return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS && spec->window == 0;
+}
 
 static void require_engine_spec(const AttnSpec *spec, const AttnStats *stats, const real *row_gain) {
     if (!engine_supports(spec) || stats || row_gain)
@@ -458,4 +461,5 @@ void attention_decode_step(real *out, real *scores, const real *q, const real *k
     }
 }
 
-const AttentionImpl attention_engine = {"engine", attention_engine_forward, attention_engine_backward, engine_supports, 0};
+const AttentionImpl attention_engine = {"engine", attention_engine_forward, attention_engine_backward, engine_supports, 0,
+                                        attention_decode_step};

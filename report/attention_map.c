@@ -191,7 +191,11 @@ static void map_text(MapText *tx, const GPT *m, const char *scale_text, const Vo
              "(t, u) holds P[t][u], the share of key u's value in query t's output.",
              labelled ? " (labels on the left)" : "", labelled ? " (labels on top)" : "");
 
-    const char *mask = m->attn.mask == ATTN_MASK_CAUSAL ? "causal mask (hatched cells: future keys, hidden from the query)"
+    char windowed[160];
+    snprintf(windowed, sizeof windowed, "causal mask with a window of %d key%s (hatched cells: future keys and keys %d "
+             "or more back, hidden from the query)", m->attn.window, m->attn.window == 1 ? "" : "s", m->attn.window);
+    const char *mask = m->attn.mask == ATTN_MASK_CAUSAL && m->attn.window > 0 && m->attn.window < T ? windowed
+                       : m->attn.mask == ATTN_MASK_CAUSAL ? "causal mask (hatched cells: future keys, hidden from the query)"
                        : m->attn.mask == ATTN_MASK_ZERO
                            ? "mask \"zero\", A MISTAKE: future scores are set to 0 instead of -inf, so later "
                              "characters keep weight (the cells right of the red staircase)"
@@ -298,14 +302,14 @@ static void write_top(FILE *f, const MapLayout *lay, const MapText *tx, const GP
         double x = PAD + BAR_W + 24;
         fprintf(f, "<rect x=\"%g\" y=\"%g\" width=\"%d\" height=\"%d\" fill=\"url(#masked)\" stroke=\"#888\"/>\n", x, by, BAR_H,
                 BAR_H);
-        fprintf(f, "<text x=\"%g\" y=\"%g\" class=\"note\" font-size=\"11\">masked: a future key</text>\n", x + BAR_H + 6,
-                by + BAR_H - 3);
+        fprintf(f, "<text x=\"%g\" y=\"%g\" class=\"note\" font-size=\"11\">masked: a future key%s</text>\n",
+                x + BAR_H + 6, by + BAR_H - 3, m->attn.window > 0 && m->attn.window < lay->T ? " or one outside the window" : "");
     }
     fprintf(f, "</g>\n");
 }
 
-// Whether cell (t, u) is drawn: all but those the causal mask hides (weight exactly 0), which
-// show the hatching beneath.
+// Whether cell (t, u) is drawn: all but those the causal mask hides (weight exactly 0: the future
+// and, under a window, the keys outside it), which show the hatching beneath.
 static int cell_drawn(const GPT *m, const real *P, int T, int t, int u) {
     return attention_visible(&m->attn, t, u) || P[(size_t)t * T + u] != 0;
 }

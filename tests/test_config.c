@@ -339,6 +339,55 @@ static void test_divisibility(void) {
     CHECK_MSG(strstr(err, "'model.n_embd' (130)") && strstr(err, "'model.n_head' (4)"), "%s", err);
 }
 
+// model.attn_window: 0 by default; a window of 1 .. block_size with the causal mask; refused, in
+// one line naming the key and the value: negative, larger than block_size, with the mask "zero"
+// or "none" (no causal mask to narrow).
+static void test_attn_window(void) {
+    Config c;
+    char err[512] = "";
+    config_defaults(&c);
+    CHECK(c.attn_window == 0);
+    CHECK(config_apply_override(&c, "model.attn_window=64", err, sizeof(err)));
+    CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);
+    CHECK(c.attn_window == 64);
+    char *json = config_to_json(&c);
+    CHECK_MSG(strstr(json, "\"attn_window\": 64"), "%s", json);
+    Config d;
+    config_defaults(&d);
+    CHECK_MSG(config_load_json(&d, json, strlen(json), "resolved", err, sizeof(err)) && config_finalize(&d, err, sizeof(err)), "%s", err);
+    CHECK(d.attn_window == 64);
+    free(json);
+
+    config_defaults(&c);
+    CHECK(!config_apply_override(&c, "model.attn_window=-1", err, sizeof(err)));
+    CHECK_MSG(strstr(err, "'model.attn_window' = -1 is out of range 0..65536") && !strchr(err, '\n'), "%s", err);
+
+    config_defaults(&c);
+    CHECK(config_apply_override(&c, "model.attn_window=65", err, sizeof(err)));
+    CHECK(!config_finalize(&c, err, sizeof(err)));
+    CHECK_MSG(strstr(err, "'model.attn_window' (65)") && strstr(err, "'model.block_size' (64)") && !strchr(err, '\n'), "%s", err);
+
+    const char *mistakes[] = {"zero", "none"};
+    for (int i = 0; i < 2; i++) {
+        config_defaults(&c);
+        char arg[64];
+        snprintf(arg, sizeof arg, "model.attn_mask=%s", mistakes[i]);
+        CHECK(config_apply_override(&c, arg, err, sizeof(err)));
+        CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);  // no window: the mistake alone is allowed
+        CHECK(config_apply_override(&c, "model.attn_window=8", err, sizeof(err)));
+        CHECK(!config_finalize(&c, err, sizeof(err)));
+        CHECK_MSG(strstr(err, "'model.attn_window' (8)") && strstr(err, "'model.attn_mask' causal") && strstr(err, mistakes[i]),
+                  "%s", err);
+    }
+
+    // a JSON file too
+    static const char text[] = "{\"model\": {\"block_size\": 16, \"attn_window\": 17}}";
+    config_defaults(&c);
+    CHECK_MSG(config_load_json(&c, text, strlen(text), "w.json", err, sizeof(err)), "%s", err);
+    CHECK(!config_finalize(&c, err, sizeof(err)));
+    CHECK_MSG(strstr(err, "'model.attn_window' (17)") && strstr(err, "(16)"), "%s", err);
+}
+
 static void test_finalize_checks(void) {
     Config c;
     char err[512] = "";
@@ -506,6 +555,7 @@ const TestCase tests_config[] = {
     {"config_non_integer", test_non_integer},
     {"config_divisibility", test_divisibility},
     {"config_finalize_checks", test_finalize_checks},
+    {"config_attn_window", test_attn_window},
     {"config_bad_override", test_bad_override},
     {"config_deep_nesting", test_deep_nesting},
     {"config_file_errors", test_file_errors},
