@@ -299,6 +299,7 @@ static void take_model_from(Config *cfg, const Args *a, const Checkpoint *init) 
     memcpy(cfg->attn_scale_str, from.attn_scale_str, sizeof cfg->attn_scale_str);
     memcpy(cfg->attn_mask, from.attn_mask, sizeof cfg->attn_mask);
     memcpy(cfg->softmax_axis, from.softmax_axis, sizeof cfg->softmax_axis);
+    cfg->attn_window = from.attn_window;
     for (int i = 0; i < a->n_overrides; i++)
         if (strncmp(a->overrides[i], "model.", 6) == 0 && !config_apply_override(cfg, a->overrides[i], err, sizeof err))
             die(EXIT_USAGE, "%s", err);
