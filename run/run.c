@@ -322,13 +322,15 @@ static int full_val_loss(Run *r, const Dataset *ds, int *x, int *y, double *loss
 // the validation split (fewer when the split is shorter): each character predicted from the
 // characters before it only, as generation sees them (gpt_generation_loss), into *gen, and the
 // usual teacher-forced loss over the same windows into *tf. Window by window, so a stop signal
-// ends it within one window. Returns 0 when a stop signal cut it short (or it is off: NaN).
-static int gen_loss(Run *r, const Dataset *ds, double *gen, double *tf) {
+// ends it within one window. *windows: how many there were. Returns 0 when a stop signal cut it
+// short (or it is off: NaN).
+static int gen_loss(Run *r, const Dataset *ds, double *gen, double *tf, int *windows) {
     const Config *c = &r->cfg;
     int T = c->block_size;
     size_t n = (ds->n_tokens - ds->n_train - 1) / (size_t)T;
     if (n > (size_t)c->gen_windows) n = (size_t)c->gen_windows;
     *gen = *tf = NAN;
+    *windows = (int)n;
     if (n == 0) return 1;
     int *x = xmalloc((size_t)T * sizeof(int), "gen_loss window"), *y = xmalloc((size_t)T * sizeof(int), "gen_loss window");
     double sum_gen = 0, sum_tf = 0;
@@ -361,10 +363,10 @@ static void run_save(Run *r, const Vocab *vocab, const char *file) {
 
 static void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long done, int do_eval) {
     if (do_eval) stop_test_point("eval");
-    double tf;
     r->evaluated = do_eval && estimate_loss(r, ds, 0, b->ex, b->ey, &r->eval_train) &&
-                   estimate_loss(r, ds, 1, b->ex, b->ey, &r->eval_val) && gen_loss(r, ds, &r->eval_gen, &tf);
-    if (!r->evaluated) r->eval_val = r->eval_gen = NAN;
+                   estimate_loss(r, ds, 1, b->ex, b->ey, &r->eval_val) &&
+                   gen_loss(r, ds, &r->eval_gen, &r->eval_gen_tf, &r->eval_gen_windows);
+    if (!r->evaluated) r->eval_val = r->eval_gen = r->eval_gen_tf = NAN;
     // best.bin holds the best finite validation loss: a NaN never compares better, and a
     // diverged state is never the best
     if (r->evaluated && isfinite(r->eval_val) && r->eval_val < r->st.best_val_loss) {
@@ -449,6 +451,7 @@ static void write_summary(const Run *r, const char *path, const FinalLosses *fl,
     // the honest loss and the teacher-forced loss over the same validation windows
     json_number(f, "gen_loss", fl->gen_loss, "%.6f", 0);
     json_number(f, "gen_loss_teacher_forced", fl->gen_loss_tf, "%.6f", 0);
+    fprintf(f, "  \"gen_windows\": %d,\n", fl->gen_windows);  // the windows of those two
     json_number(f, "best_val_loss", r->st.best_val_loss, "%.6f", 0);
     fprintf(f, "  \"steps\": %ld,\n  \"skipped_steps\": %ld,\n  \"params\": %zu,\n", r->st.step, r->st.skipped_steps,
             r->model.n_params);
@@ -470,7 +473,7 @@ int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double
     f->train_loss = NAN;
     if (r->cfg.eval_steps > 0 && !estimate_loss(r, ds, 0, b->ex, b->ey, &f->train_loss)) return 0;
     if (!full_val_loss(r, ds, b->ex, b->ey, &f->val_loss)) return 0;
-    if (!gen_loss(r, ds, &f->gen_loss, &f->gen_loss_tf)) return 0;
+    if (!gen_loss(r, ds, &f->gen_loss, &f->gen_loss_tf, &f->gen_windows)) return 0;
     if (isfinite(f->val_loss) && f->val_loss < r->st.best_val_loss) {
         r->st.best_val_loss = f->val_loss;
         run_save(r, vocab, "best.bin");
@@ -525,8 +528,14 @@ int run_sample(Run *r, const Vocab *vocab, char **text) {
 
 void run_print_final(const Run *r, FinalLosses f) {
     double tps = r->train_seconds > 0 ? (double)r->tokens_trained / r->train_seconds : 0;
-    printf("final%s%s: step=%ld train_loss=%.4f val_loss=%.4f gen_loss=%.4f tokens_per_s=%.0f\n", r->variant ? " " : "",
-           r->variant ? r->variant : "", r->st.step, f.train_loss, f.val_loss, f.gen_loss, tps);
+    printf("final%s%s: step=%ld train_loss=%.4f val_loss=%.4f gen_loss=%.4f", r->variant ? " " : "",
+           r->variant ? r->variant : "", r->st.step, f.train_loss, f.val_loss, f.gen_loss);
+    // val_loss is the whole validation split, gen_loss a few windows of it: beside gen_loss, the
+    // teacher-forced loss on the same windows, the figure it is to be compared with
+    if (isfinite(f.gen_loss))
+        printf(" (teacher-forced on the same %d window%s: %.4f)", f.gen_windows, f.gen_windows == 1 ? "" : "s",
+               f.gen_loss_tf);
+    printf(" tokens_per_s=%.0f\n", tps);
 }
 
 int run_attention_falls_back(const Run *r) { return gpt_attention_falls_back(&r->model); }

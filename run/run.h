@@ -58,6 +58,8 @@ typedef struct {
                              // when kept (run_keep_probe_weights; a comparison's report draws them)
     double eval_train, eval_val;
     double eval_gen;         // gen_loss at the last evaluation (NaN when not measured)
+    double eval_gen_tf;      // the teacher-forced loss on gen_loss's windows at the last evaluation
+    int eval_gen_windows;    // how many windows those two were measured on
     int evaluated;           // whether the last step's evaluation ran to its end (a stop signal cuts it short)
     // checkpoints
     long saved_step;         // step of the last checkpoint.bin this process wrote; -1 = none yet
@@ -110,7 +112,9 @@ CkptResult run_checkpoint(Run *r, const Vocab *vocab);
 // Final losses: the mean over eval batches of the training split, and the whole validation split.
 // gen_loss: the honest loss over the first log.gen_windows windows of the validation split, and
 // gen_loss_tf the usual (teacher-forced) loss over those same windows (NaN when log.gen_windows 0).
-typedef struct { double train_loss, val_loss, gen_loss, gen_loss_tf; } FinalLosses;
+// gen_windows: how many windows gen_loss and gen_loss_tf were measured on (log.gen_windows, or
+// (n_val - 1) / block_size when the validation split is shorter).
+typedef struct { double train_loss, val_loss, gen_loss, gen_loss_tf; int gen_windows; } FinalLosses;
 // Final evaluation (and best.bin when it improved), logs closed, summary.json written (rank 0)
 // with the wall-clock time of this segment (since wall0) and of the whole run. Returns 0 when a
 // stop signal cut the evaluation short (then nothing is written), else 1.
@@ -122,7 +126,8 @@ int run_sample(Run *r, const Vocab *vocab, char **text);
 // Whether the run's attention is computed by the definition because the chosen implementation
 // does not compute its mask or softmax axis (the engine computes the correct model only).
 int run_attention_falls_back(const Run *r);
-// The last line: "final[ VARIANT]: step=N train_loss=X val_loss=Y gen_loss=G tokens_per_s=Z".
+// The last line: "final[ VARIANT]: step=N train_loss=X val_loss=Y gen_loss=G (teacher-forced on
+// the same W windows: F) tokens_per_s=Z" (without the parenthesis when gen_loss is off).
 void run_print_final(const Run *r, FinalLosses f);
 
 #endif
