@@ -886,7 +886,7 @@ static int step_runs(Session *s, long step) {
     for (int i = 0; i < s->n_runs; i++) {
         Run *r = &s->runs[i];
         r->st.elapsed_s = r->elapsed_before + segment;  // as best.bin records it
-        if (run_advance(r, s->ds, &s->b, s->vocab, step, probe, eval)) {
+        if (run_advance(r, s->ds, &s->b, s->vocab, step, probe, eval) == RUN_DIVERGED) {
             char why[128];
             snprintf(why, sizeof why, "%d consecutive steps with a non-finite loss or gradient", r->bad_streak);
             stop_diverged(s, r, why);

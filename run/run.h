@@ -22,6 +22,16 @@ typedef struct {
     const char *overrides[MAX_VARIANT_OVERRIDES];  // "section.key=value"; NULL-terminated if fewer
 } Variant;
 
+// The loss-spike detector's window: the losses of the last `size` good steps (a ring), and the
+// z-score above their mean that marks a spike. loss is NULL while the detector is off.
+typedef struct {
+    double *loss;
+    int size, n, pos;        // capacity, losses held, where the next goes
+    double zscore;
+} SpikeWindow;
+void spike_window_init(SpikeWindow *w, int size, double zscore);
+void spike_window_free(SpikeWindow *w);
+
 typedef struct {
     const char *variant;     // NULL for a normal run, else the variant's name
     Config cfg;
@@ -34,8 +44,7 @@ typedef struct {
     // divergence guard
     int bad_streak;
     double last_finite_loss;
-    double *spike_window;
-    int spike_n, spike_pos;
+    SpikeWindow spikes;      // the loss-spike detector (train.spike_zscore > 0)
     // results of the last step / probe / evaluation
     double loss, grad_norm, lr, ms;
     int skipped;
@@ -74,8 +83,6 @@ void run_open_logs(Run *r, int resuming);
 void run_close_logs(Run *r);
 
 // ---- training ----
-// B random windows of T+1 tokens from one split: inputs x and next-token targets y, (B,T) each.
-void sample_batch(const Dataset *ds, int split_val, Rng *rng, int B, int T, int *x, int *y);
 // One optimisation step on this rank's rows (x, y) of the batch; a non-finite or spiking loss
 // skips the update (r->skipped, r->bad_streak).
 void run_step(Run *r, const int *x, const int *y, long step);
@@ -87,9 +94,10 @@ void run_probe(Run *r, const int *px, const int *py, long step, int log);
 void run_keep_probe_weights(Run *r);
 // Step `step` of one run on the batch in b->x, b->y: the probe first when `probe`, the update,
 // then the evaluation when `eval` (train/val loss, best.bin; cut short by a stop signal) and the
-// metrics row. Returns 1 when the divergence guard trips (train.max_bad_steps skipped steps in a
-// row; nothing evaluated or logged), else 0.
-int run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long step, int probe, int eval);
+// metrics row. RUN_DIVERGED when the divergence guard trips (train.max_bad_steps skipped steps in
+// a row; nothing evaluated or logged).
+typedef enum { RUN_TRAINING, RUN_DIVERGED } RunProgress;
+RunProgress run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long step, int probe, int eval);
 // checkpoint.bin (and checkpoint_<step>.bin with keep_checkpoints) at r->st.step, but only of a
 // state the last step updated: a checkpoint never replaces the last good one with a state that
 // may be diverging.
