@@ -204,7 +204,8 @@ test-browser: lab train tests/browser_test
 	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
 
 # The chaos test (its own target; CI runs it): SIGKILL, SIGTERM and SIGINT at random moments in
-# every phase of ./train, two trainers on one out_dir, a real divergence (tests/chaos.c).
+# every phase of ./train, the run directories moved or copied before each resume, two trainers on
+# one out_dir, a real divergence (tests/chaos.c).
 tests/chaos: tests/chaos.c $(TEST_H) $(CORE_H) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -I. tests/chaos.c $(CORE_OBJ) -o $@ $(LDLIBS)
 

@@ -189,6 +189,20 @@ static long long parse_int(const char *opt, const char *v, long long lo, long lo
     return flag_integer(opt, v, lo, hi);
 }
 
+// A command's options, each at most once (option_once): the value of --NAME, or whether a is the
+// switch NAME.
+static const char *lab_option(int argc, char **argv, int *i, const char *name) {
+    const char *v = option_value(argc, argv, i, name);
+    if (v) option_once(name, v);
+    return v;
+}
+
+static int lab_switch(const char *a, const char *name) {
+    if (strcmp(a, name) != 0) return 0;
+    option_once(name, NULL);
+    return 1;
+}
+
 static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
 
 static _Noreturn void unknown_option(const char *cmd, const char *a) {
@@ -315,8 +329,8 @@ static int cmd_examples(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_examples(stdout); return 0; }
-        if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("examples", v);
-        else if (strcmp(a, "--json") == 0) json = 1;
+        if ((v = lab_option(argc, argv, &i, "--html"))) html = html_path("examples", v);
+        else if (lab_switch(a, "--json")) json = 1;
         else unknown_option("examples", a);
     }
     check_one_stdout("examples", json, html);
@@ -373,8 +387,8 @@ static int cmd_mistakes(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_mistakes(stdout); return 0; }
-        if (strcmp(a, "--json") == 0) json = 1;
-        else if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("mistakes", v);
+        if (lab_switch(a, "--json")) json = 1;
+        else if ((v = lab_option(argc, argv, &i, "--html"))) html = html_path("mistakes", v);
         else unknown_option("mistakes", a);
     }
     check_one_stdout("mistakes", json, html);
@@ -428,12 +442,12 @@ static int cmd_exercise(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_exercise(stdout); return 0; }
-        if ((v = option_value(argc, argv, &i, "--seed"))) seed = parse_int("--seed", v, 0, 4294967295LL);
-        else if ((v = option_value(argc, argv, &i, "--T"))) T = parse_int("--T", v, 1, LAB_MAX_T);
-        else if ((v = option_value(argc, argv, &i, "--dk"))) dk = parse_int("--dk", v, 1, LAB_MAX_DK);
-        else if (strcmp(a, "--causal") == 0) causal = 1;
-        else if (strcmp(a, "--json") == 0) json = 1;
-        else if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("exercise", v);
+        if ((v = lab_option(argc, argv, &i, "--seed"))) seed = parse_int("--seed", v, 0, 4294967295LL);
+        else if ((v = lab_option(argc, argv, &i, "--T"))) T = parse_int("--T", v, 1, LAB_MAX_T);
+        else if ((v = lab_option(argc, argv, &i, "--dk"))) dk = parse_int("--dk", v, 1, LAB_MAX_DK);
+        else if (lab_switch(a, "--causal")) causal = 1;
+        else if (lab_switch(a, "--json")) json = 1;
+        else if ((v = lab_option(argc, argv, &i, "--html"))) html = html_path("exercise", v);
         else unknown_option("exercise", a);
     }
     check_one_stdout("exercise", json, html);
@@ -488,8 +502,8 @@ static int cmd_softmax(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_softmax(stdout); return 0; }
-        if ((v = option_value(argc, argv, &i, "--scores"))) n = parse_list("--scores", v, s, LAB_MAX_SCORES);
-        else if ((v = option_value(argc, argv, &i, "--upstream"))) ng = parse_list("--upstream", v, g, LAB_MAX_SCORES);
+        if ((v = lab_option(argc, argv, &i, "--scores"))) n = parse_list("--scores", v, s, LAB_MAX_SCORES);
+        else if ((v = lab_option(argc, argv, &i, "--upstream"))) ng = parse_list("--upstream", v, g, LAB_MAX_SCORES);
         else unknown_option("softmax", a);
     }
     if (ng < 0) {  // default upstream: dL/dp = e_0, i.e. L = p_0
@@ -626,10 +640,16 @@ static int cmd_gradcheck(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_gradcheck(stdout); free(overrides); return 0; }
-        if (strcmp(a, "--break-backward") == 0) { break_backward = 1; continue; }
-        if ((v = option_value(argc, argv, &i, "--samples"))) { samples = parse_int("--samples", v, 0, 1000000000); continue; }
-        if ((v = option_value(argc, argv, &i, "--T"))) { seq = parse_int("--T", v, 1, 65536); continue; }
-        if (strncmp(a, "--", 2) == 0 && strchr(a, '.') && strchr(a, '=')) { overrides[n_overrides++] = a + 2; continue; }
+        if (lab_switch(a, "--break-backward")) { break_backward = 1; continue; }
+        if ((v = lab_option(argc, argv, &i, "--samples"))) { samples = parse_int("--samples", v, 0, 1000000000); continue; }
+        if ((v = lab_option(argc, argv, &i, "--T"))) { seq = parse_int("--T", v, 1, 65536); continue; }
+        if (strncmp(a, "--", 2) == 0 && strchr(a, '.') && strchr(a, '=')) {
+            char key[160];
+            snprintf(key, sizeof key, "%.*s", (int)(strchr(a, '=') - a), a);
+            option_once(key, strchr(a, '=') + 1);
+            overrides[n_overrides++] = a + 2;
+            continue;
+        }
         if (strncmp(a, "--", 2) == 0 && strchr(a, '.'))
             die(EXIT_USAGE, "gradcheck: override '%s' has no value: write %s=VALUE", a, a);
         if (a[0] == '-') unknown_option("gradcheck", a);

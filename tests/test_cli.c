@@ -273,6 +273,83 @@ static const BadInput BAD_INPUTS[] = {
     {"compare a value that is no directory", "./train @/cfg.json --compare train.lr=0.01,..", 2, "directory", NULL},
     {"compare a value the config refuses", "./train @/cfg.json --compare train.lr=0.01,0.00001", 2, "0.00001", "train.min_lr"},
     {"compare with resume", "./train --resume @/run/checkpoint.bin --compare train.lr=0.01,0.02", 2, "--resume", NULL},
+    // values compared as parsed, and the modes that a comparison cannot be (exit 2)
+    {"compare one scale twice, spelt two ways", "./train @/cfg.json --compare model.attn_scale=1,01", 2, "'1' and '01'",
+     "same value of model.attn_scale"},
+    {"compare one scale twice, a trailing zero", "./train @/cfg.json --compare model.attn_scale=sqrt,0.5,0.50", 2,
+     "'0.5' and '0.50'", "same value of model.attn_scale"},
+    {"compare one lr twice, spelt two ways", "./train @/cfg.json --compare train.lr=0.01,1e-2", 2, "'0.01' and '1e-2'",
+     "same value of train.lr"},
+    {"compare with a dump", "./train @/cfg.json --compare train.lr=0.01,0.02 --dump-state @/dump.bin", 2, "--dump-state",
+     "comparison"},
+    {"compare-scaling with a dump", "./train @/cfg.json --compare-scaling --dump-state @/dump.bin", 2, "--dump-state",
+     "--compare-scaling"},
+    {"compare with a benchmark", "./train @/cfg.json --compare train.lr=0.01,0.02 --bench 2", 2, "--bench", "comparison"},
+    {"benchmark with a dump", "./train @/cfg.json --bench 2 --dump-state @/dump.bin", 2, "--bench", "--dump-state"},
+    // an option given twice is refused, in every program (exit 2)
+    {"--resume twice", "./train --resume @/run/checkpoint.bin --resume @/run/checkpoint.bin", 2, "--resume is given twice",
+     NULL},
+    {"--dump-state twice", "./train @/cfg.json --dump-state @/d1.bin --dump-state @/d2.bin", 2, "--dump-state is given twice",
+     "'@/d1.bin' and '@/d2.bin'"},
+    {"--bench twice", "./train --bench 2 --bench=3", 2, "--bench is given twice", NULL},
+    {"an override twice", "./train @/cfg.json --train.lr=0.01 --train.lr=0.02", 2, "--train.lr is given twice",
+     "'0.01' and '0.02'"},
+    {"a top-level override twice", "./train @/cfg.json --name=a --name=b", 2, "--name is given twice", NULL},
+    {"sample: --prompt twice", "./sample @/run/checkpoint.bin --prompt a --prompt b", 2, "--prompt is given twice",
+     "'a' and 'b'"},
+    {"sample: --top-k twice, spelt two ways", "./sample @/run/checkpoint.bin --top_k 3 --top-k=4", 2, "--top-k is given twice",
+     NULL},
+    {"sample: --attention-map twice", "./sample @/run/checkpoint.bin --prompt ab --attention-map @/m1.svg --attention-map @/m2.svg",
+     2, "--attention-map is given twice", NULL},
+    {"lab: --T twice", "./lab exercise --T 3 --T 4", 2, "--T is given twice", "'3' and '4'"},
+    {"lab: --json twice", "./lab examples --json --json", 2, "--json is given twice", NULL},
+    {"lab: --html twice", "./lab mistakes --html @/p1.html --html @/p2.html", 2, "--html is given twice", NULL},
+    {"lab: --scores twice", "./lab softmax --scores 1,2 --scores 3,4", 2, "--scores is given twice", NULL},
+    {"lab: a gradcheck override twice", "./lab gradcheck --model.n_embd=8 --model.n_embd=16", 2, "--model.n_embd is given twice",
+     NULL},
+    // standard output is asked for with "-", once (exit 2)
+    {"lab: --json and --html -", "./lab examples --json --html -", 2, "standard output", NULL},
+    {"sample: --attention-map - with --tokens", "./sample @/run/checkpoint.bin --prompt ab --attention-map - --tokens 5", 2,
+     "standard output", "--tokens"},
+    // finite values whose forward pass is not: refused where they are loaded (exit 1)
+    {"sample: finite but huge wte", "./sample @/ck_huge_wte.bin", 1, "forward pass on one batch is not",
+     "tensor 'wte' holds 3e+38 at index 7"},
+    {"resume: finite but huge wte", "./train --resume @/ck_huge_wte.bin --train.max_steps=20", 1, "ck_huge_wte.bin",
+     "tensor 'wte' holds 3e+38"},
+    {"sample: finite but huge embedding of the last character", "./sample @/ck_huge_last.bin", 1,
+     "forward pass on one batch is not", "tensor 'wte' holds 3e+38 at index"},
+    // every step skipped: nothing trained, exit 1 (the test build's fault injection)
+    {"every step skipped", "env TGPT_TEST_NONFINITE=0:100 build/train-test @/cfg.json --train.max_steps=3 --train.max_bad_steps=10"
+     " --train.out_dir=@/skipped", 1, "every one of the 3 steps", "nothing was trained"},
+    {"every resumed step skipped", "env TGPT_TEST_NONFINITE=0:100 build/train-test --resume @/resumable/checkpoint.bin"
+     " --train.max_steps=14 --train.max_bad_steps=10", 1, "every one of the 4 steps from step 11 to 14",
+     "@/resumable/checkpoint.bin (step 10)"},
+    // outputs that are not regular files: refused before anything is written (exit 1)
+    {"dump to a FIFO", "./train @/cfg.json --dump-state @/fifo", 1, "@/fifo", "is a FIFO (named pipe), not a regular file"},
+    {"dump to a directory", "./train @/cfg.json --dump-state @/run", 1, "@/run", "is a directory"},
+    {"dump through a symbolic link", "./train @/cfg.json --dump-state @/link_to_afile", 1, "@/link_to_afile",
+     "is a symbolic link"},
+    {"dump through a dangling symbolic link", "./train @/cfg.json --dump-state @/dangling", 1, "@/dangling",
+     "is a symbolic link (to '@/outside/target')"},
+    {"lab: page to a FIFO", "./lab examples --html @/fifo", 1, "@/fifo", "FIFO"},
+    {"lab: page through a dangling symbolic link", "./lab mistakes --html @/dangling", 1, "@/dangling", "symbolic link"},
+    {"lab: page to a directory", "./lab exercise --html @/run", 1, "@/run", "is a directory"},
+    {"sample: map through a symbolic link", "./sample @/run/checkpoint.bin --prompt ab --attention-map @/link_to_afile", 1,
+     "@/link_to_afile", "symbolic link"},
+    {"sample: map to a directory", "./sample @/run/checkpoint.bin --prompt ab --attention-map @/run", 1, "@/run",
+     "is a directory"},
+    // a run's own file that is a symbolic link counts as a run file (dangling or not): never written through
+    {"new run where metrics.csv is a dangling link", "./train @/cfg.json --train.out_dir=@/dang", 2,
+     "already holds a run (metrics.csv)", NULL},
+    {"overwrite where metrics.csv is a dangling link", "./train @/cfg.json --train.out_dir=@/dang --train.overwrite=true", 2,
+     "@/dang/metrics.csv", "not a regular file"},
+    {"resume where metrics.csv is a dangling link", "./train --resume @/linked/checkpoint.bin --train.max_steps=12", 1,
+     "@/linked/metrics.csv", "symbolic link"},
+    {"overwrite of a comparison whose variant is a link to another run",
+     "./train @/cfg.json --compare train.lr=0.01,0.02 --train.out_dir=@/cmp --train.overwrite=true", 2, "@/cmp/0.01",
+     "symbolic link"},
+    {"comparison whose variant is a link to an empty directory",
+     "./train @/cfg.json --compare train.lr=0.01,0.02 --train.out_dir=@/cmp2", 2, "@/cmp2/0.01", "symbolic link"},
 };
 
 typedef struct { const char *file, *json; } ConfigFixture;
@@ -332,7 +409,7 @@ static void craft_config(Craft *c, const char *from, const char *to) {
 static void make_crafted_checkpoints(const char *good) {
     static const char *const names[] = {"ck_dims.bin", "ck_huge.bin", "ck_layers.bin", "ck_nan.bin", "ck_inf_adam.bin",
                                         "ck_zero_rng.bin", "ck_nan_best.bin", "ck_surrogate.bin", "ck_cfg_json.bin",
-                                        "ck_cfg_utf8.bin"};
+                                        "ck_cfg_utf8.bin", "ck_huge_wte.bin", "ck_huge_last.bin"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         Craft c;
         if (!craft_load(&c, good)) { CHECK(0); return; }
@@ -354,6 +431,8 @@ static void make_crafted_checkpoints(const char *good) {
         case 7: { uint32_t cp = 0xDC00; memcpy(craft_find(&c, "vocab")->data + craft_find(&c, "vocab")->bytes - 4, &cp, 4); break; }
         case 8: craft_config(&c, "{", "{,"); break;
         case 9: craft_config(&c, "\"tiny\"", "\"ti\xffny\""); break;
+        case 10: craft_f32(&c, "wte", 7, 3e38f); break;        // finite, but its square is not
+        case 11: craft_f32(&c, "wte", craft_find(&c, "wte")->bytes / 4 - 5, 3e38f); break;  // the last character's row
         }
         char path[256];
         snprintf(path, sizeof path, "%s/%s", g_dir, names[i]);
@@ -416,6 +495,37 @@ static void make_bad_input_fixture(void) {
     snprintf(fifo, sizeof fifo, "%s/fifo", g_dir);
     CHECK(mkfifo(fifo, 0600) == 0);
     write_sentinels();
+    // symbolic links where outputs go: to a file, dangling (to where nothing may be created), a
+    // run's own file, a comparison's variant directory
+    CHECK(run("cd '%s' && ln -s afile link_to_afile && mkdir outside emptydir dang cmp cmp2 &&"
+              " ln -s '%s/outside/target' dangling && ln -s '%s/outside/dang_metrics.csv' dang/metrics.csv &&"
+              " cp -a run resumable && cp -a run linked && rm linked/metrics.csv &&"
+              " ln -s '%s/outside/linked_metrics.csv' linked/metrics.csv &&"
+              " ln -s '%s/run' cmp/0.01 && ln -s '%s/emptydir' cmp2/0.01", g_dir, g_dir, g_dir, g_dir, g_dir, g_dir) == 0);
+}
+
+// Nothing was created through the links of the fixture, and the link targets are as they were.
+static void check_links_untouched(void) {
+    char path[256];
+    struct stat st;
+    static const char *const absent[] = {"outside/target", "outside/dang_metrics.csv", "outside/linked_metrics.csv",
+                                         "dump.bin", "d1.bin", "d2.bin", "m1.svg", "m2.svg", "p1.html", "p2.html"};
+    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", g_dir, absent[i]);
+        CHECK_MSG(lstat(path, &st) != 0, "%s was created", absent[i]);
+    }
+    static const char *const links[] = {"link_to_afile", "dangling", "dang/metrics.csv", "linked/metrics.csv", "cmp/0.01",
+                                        "cmp2/0.01"};
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", g_dir, links[i]);
+        CHECK_MSG(lstat(path, &st) == 0 && S_ISLNK(st.st_mode), "%s is no longer the symbolic link it was", links[i]);
+    }
+    snprintf(path, sizeof path, "%s/emptydir", g_dir);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s')\"", path);
+    CHECK_MSG(system(cmd) == 0, "something was written into emptydir through cmp2/0.01");
+    snprintf(path, sizeof path, "%s/fifo", g_dir);
+    CHECK_MSG(lstat(path, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
 }
 
 static void test_bad_input_table(void) {
@@ -442,6 +552,7 @@ static void test_bad_input_table(void) {
         g_test_failed |= before;
     }
     check_sentinels();
+    check_links_untouched();
     char path[256], afile[64];
     snprintf(path, sizeof path, "%s/afile", g_dir);
     slurp(path, afile, sizeof afile);
@@ -457,6 +568,7 @@ static void test_bad_input_table(void) {
     free(now);
     cleanup();
 }
+
 
 static void test_help_and_version(void) {
     tmpdir();
@@ -557,6 +669,189 @@ static int same_tensors(const char *a, const char *b) {
     checkpoint_close(&ca);
     checkpoint_close(&cb);
     return same;
+}
+
+// ---- outputs go where the user pointed, and nowhere else ----
+
+static int path_exists(const char *fmt, ...) {
+    char path[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof path, fmt, ap);
+    va_end(ap);
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static int file_lines(const char *fmt, ...) {
+    char path[512];
+    static char buf[1 << 17];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof path, fmt, ap);
+    va_end(ap);
+    slurp(path, buf, sizeof buf);
+    return count_lines(buf);
+}
+
+// A resumed run continues in its checkpoint's directory, wherever that is now: moved (mv) or
+// copied (cp -a), a single run or a comparison's variant; --train.out_dir on the resume chooses
+// another. The moved and copied run continues bit for bit as if it had stayed.
+static void test_resume_in_place(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 4);
+    CHECK(run("./train %s/cfg.json --train.out_dir=%s/A", g_dir, g_dir) == 0);
+    CHECK(run("mv %s/A %s/B", g_dir, g_dir) == 0);
+    int code = run("./train --resume %s/B/checkpoint.bin --train.max_steps=8", g_dir);
+    char want[256];
+    snprintf(want, sizeof want, "writing to %s/B\n", g_dir);
+    CHECK_MSG(code == 0 && strstr(g_out, want), "exit %d: %s%s", code, g_out, g_err);
+    CHECK_MSG(!path_exists("%s/A", g_dir), "the resume re-created the directory the run was moved from");
+    CHECK(file_lines("%s/B/metrics.csv", g_dir) == 1 + 8);
+    // a copy resumes in the copy; the original stays at step 8
+    CHECK(run("cp -a %s/B %s/C", g_dir, g_dir) == 0);
+    code = run("./train --resume %s/C/checkpoint.bin --train.max_steps=10", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    CHECK(file_lines("%s/C/metrics.csv", g_dir) == 1 + 10 && file_lines("%s/B/metrics.csv", g_dir) == 1 + 8);
+    static char sumc[1 << 16];
+    char path[256];
+    snprintf(path, sizeof path, "%s/C/summary.json", g_dir);
+    slurp(path, sumc, sizeof sumc);
+    CHECK_MSG(strstr(sumc, "\"steps\": 10"), "%s", sumc);
+    // bit for bit: the same losses and weights as 10 steps in one go (step, loss, lr, grad_norm:
+    // each segment also evaluates at its last step)
+    CHECK(run("./train %s/cfg.json --train.max_steps=10 --train.out_dir=%s/S", g_dir, g_dir) == 0);
+    static char ms[65536];
+    CHECK(run("cut -d, -f1-4 %s/S/metrics.csv", g_dir) == 0);
+    snprintf(ms, sizeof ms, "%s", g_out);
+    CHECK(run("cut -d, -f1-4 %s/C/metrics.csv", g_dir) == 0);
+    CHECK_MSG(strcmp(ms, g_out) == 0 && count_lines(ms) == 11, "the moved and copied run's metrics differ from the straight run's");
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/S/checkpoint.bin", g_dir);
+    snprintf(b, sizeof b, "%s/C/checkpoint.bin", g_dir);
+    CHECK(same_tensors(a, b));
+    // --train.out_dir on the resume: there, and the copy is left as it was
+    code = run("./train --resume %s/C/checkpoint.bin --train.max_steps=12 --train.out_dir=%s/D", g_dir, g_dir);
+    CHECK_MSG(code == 0 && path_exists("%s/D/checkpoint.bin", g_dir) && file_lines("%s/C/metrics.csv", g_dir) == 1 + 10,
+              "exit %d: %s", code, g_err);
+    // a comparison moved: each variant resumes in its own directory under the new place
+    CHECK(run("./train %s/cfg.json --compare train.lr=0.001,0.002 --train.out_dir=%s/X", g_dir, g_dir) == 0);
+    CHECK(run("mv %s/X %s/Y", g_dir, g_dir) == 0);
+    code = run("./train --resume %s/Y/0.002/checkpoint.bin --train.max_steps=6", g_dir);
+    snprintf(want, sizeof want, "writing to %s/Y/0.002\n", g_dir);
+    CHECK_MSG(code == 0 && strstr(g_out, want), "exit %d: %s%s", code, g_out, g_err);
+    CHECK(!path_exists("%s/X", g_dir) && file_lines("%s/Y/0.002/metrics.csv", g_dir) == 1 + 6 &&
+          file_lines("%s/Y/0.001/metrics.csv", g_dir) == 1 + 4);
+    cleanup();
+}
+
+// Only the temporary files this program made are removed: NAME.tmp.<pid>.<n> of a run file,
+// of a process no longer running, a regular file in the run's own directory. A user's files
+// with similar names stay, at a new run's start and with --train.overwrite=true, and no link is
+// followed.
+static void test_only_own_temps_removed(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 2);
+    static const char *const kept[] = {"summary.json.tmp.backup", "report.md.tmp", "metrics.csv.tmp", "notes.txt.tmp.999999999.0",
+                                       "checkpoint.bin.tmp.1.0", "checkpoint.bin.tmp.x.0", "my.bin"};
+    CHECK(run("mkdir %s/out && cd %s/out && touch summary.json.tmp.backup report.md.tmp metrics.csv.tmp"
+              " notes.txt.tmp.999999999.0 checkpoint.bin.tmp.1.0 checkpoint.bin.tmp.x.0 my.bin"
+              " metrics.csv.tmp.999999999.0 && mkdir best.bin.tmp.999999999.1 && echo precious > %s/victim &&"
+              " ln -s %s/victim summary.json.tmp.999999999.2", g_dir, g_dir, g_dir, g_dir) == 0);
+    for (int round = 0; round < 2; round++) {  // a new run, then one replacing it
+        int code = run("./train %s/cfg.json%s", g_dir, round ? " --train.overwrite=true" : "");
+        CHECK_MSG(code == 0, "round %d: exit %d: %s", round, code, g_err);
+        for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+            CHECK_MSG(path_exists("%s/out/%s", g_dir, kept[i]), "round %d removed %s", round, kept[i]);
+        CHECK_MSG(!path_exists("%s/out/metrics.csv.tmp.999999999.0", g_dir), "a killed writer's temporary file stayed");
+        CHECK_MSG(path_exists("%s/out/best.bin.tmp.999999999.1", g_dir), "a directory was removed");
+        CHECK_MSG(path_exists("%s/out/summary.json.tmp.999999999.2", g_dir), "a symbolic link was removed");
+        char buf[64], path[256];
+        snprintf(path, sizeof path, "%s/victim", g_dir);
+        slurp(path, buf, sizeof buf);
+        CHECK_MSG(strcmp(buf, "precious\n") == 0, "the file a link points to was changed");
+    }
+    cleanup();
+}
+
+// "-" is standard output where a file is named on the command line: the page, the map or the
+// dump alone on stdout (the same bytes as in a file), the line that names it on stderr.
+static void test_dash_is_stdout(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 2);
+    CHECK(run("./train %s/cfg.json", g_dir) == 0);
+    int code = run("./lab examples --html -");
+    CHECK_MSG(code == 0 && strncmp(g_out, "<!DOCTYPE html>", 15) == 0 && strstr(g_out, "</html>") && !strstr(g_out, "-- unscaled (scale 1)") &&
+              strstr(g_err, "standard output"), "exit %d: %.200s / %s", code, g_out, g_err);
+    code = run("./sample %s/out/checkpoint.bin --prompt ab --attention-map -", g_dir);
+    CHECK_MSG(code == 0 && strncmp(g_out, "<svg", 4) == 0 && strstr(g_out, "</svg>\n") && strstr(g_err, "standard output"),
+              "exit %d: %.200s / %s", code, g_out, g_err);
+    CHECK(run("./train %s/cfg.json --dump-state %s/dump.bin", g_dir, g_dir) == 0);
+    code = run("./train %s/cfg.json --dump-state - > %s/dump_stdout.bin", g_dir, g_dir);
+    CHECK_MSG(code == 0 && strstr(g_err, "wrote the dump to standard output"), "exit %d: %s", code, g_err);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/dump.bin", g_dir);
+    snprintf(b, sizeof b, "%s/dump_stdout.bin", g_dir);
+    unsigned char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    CHECK(file_bytes(a, &x, &nx) && file_bytes(b, &y, &ny));
+    CHECK_MSG(nx > 1000 && nx == ny && memcmp(x, y, nx) == 0, "the dump on stdout (%zu bytes) differs from the file (%zu)", ny, nx);
+    free(x);
+    free(y);
+    TFile tf;
+    char err[512];
+    CHECK_MSG(tfile_read(&tf, b, "TGPTDUMP", err, sizeof err), "%s", err);
+    tfile_free(&tf);
+    cleanup();
+}
+
+// Device nodes as outputs, in a private mount namespace (unshare -m, a tmpfs, mknod) so that
+// nothing of the machine's /dev is at stake: /dev/full and /dev/null stand-ins are refused by
+// every program that writes a file the user names, and by a run whose metrics.csv is one; every
+// node is still the device it was. Skipped, saying why, where no namespace or node can be made.
+static void test_device_nodes_refused(void) {
+    tmpdir();
+    if (geteuid() != 0) { cleanup(); SKIP("making device nodes needs root"); }
+    char ns[128];
+    snprintf(ns, sizeof ns, "%s/ns", g_dir);
+    mkdir(ns, 0777);
+    if (run("unshare -m sh -c 'mount -t tmpfs tgpt_test %s && mknod %s/full c 1 7'", ns, ns) != 0) {
+        char why[256];
+        snprintf(why, sizeof why, "no private mount namespace with a device node here: %.200s", g_err);
+        cleanup();
+        SKIP("%s", why);
+    }
+    write_tiny_config("cfg.json", 2);
+    CHECK(run("./train %s/cfg.json --train.out_dir=%s/run", g_dir, g_dir) == 0);
+    // one shell in the namespace: each program's exit code and stderr go to files outside it
+    int code = run(
+        "unshare -m sh -c 'set -u; D=%s; mount -t tmpfs tgpt_test $D && mknod $D/full c 1 7 && mknod $D/null c 1 3 &&"
+        " mkdir $D/run && mknod $D/run/metrics.csv c 1 3 &&"
+        " { ./train %s/cfg.json --dump-state $D/full 2>%s/e1; echo $? >%s/c1;"
+        "   ./lab examples --html $D/full 2>%s/e2; echo $? >%s/c2;"
+        "   ./sample %s/run/checkpoint.bin --prompt ab --attention-map $D/null 2>%s/e3; echo $? >%s/c3;"
+        "   ./train %s/cfg.json --train.out_dir=$D/run --train.overwrite=true 2>%s/e4; echo $? >%s/c4;"
+        "   stat -c %%F $D/full $D/null $D/run/metrics.csv >%s/types; ls -A $D $D/run >%s/names; }'",
+        ns, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    static const char *const needle[4] = {"/full", "/full", "/null", "/run/metrics.csv"};
+    for (int i = 0; i < 4; i++) {
+        char path[256], c[16];
+        snprintf(path, sizeof path, "%s/c%d", g_dir, i + 1);
+        slurp(path, c, sizeof c);
+        snprintf(path, sizeof path, "%s/e%d", g_dir, i + 1);
+        slurp(path, g_err, sizeof g_err);
+        expect_error(atoi(c), i == 3 ? 2 : 1, needle[i], i == 3 ? "not a regular file" : "is a character device");
+    }
+    char path[256], buf[4096];
+    snprintf(path, sizeof path, "%s/types", g_dir);
+    slurp(path, buf, sizeof buf);
+    CHECK_MSG(strcmp(buf, "character special file\ncharacter special file\ncharacter special file\n") == 0,
+              "a device node was replaced: %s", buf);
+    snprintf(path, sizeof path, "%s/names", g_dir);
+    slurp(path, buf, sizeof buf);
+    CHECK_MSG(!strstr(buf, ".tmp"), "a temporary file was left: %s", buf);
+    cleanup();
 }
 
 static void test_train_outputs_and_determinism(void) {
@@ -1093,6 +1388,10 @@ const TestCase tests_cli[] = {
     {"cli_corpus_is_reproducible", test_corpus_is_reproducible},
     {"cli_readme_documents_every_key", test_readme_documents_every_key},
     {"cli_bad_input_table", test_bad_input_table},
+    {"cli_resume_in_place", test_resume_in_place},
+    {"cli_only_own_temps_removed", test_only_own_temps_removed},
+    {"cli_device_nodes_refused", test_device_nodes_refused},
+    {"cli_dash_is_stdout", test_dash_is_stdout},
     {"cli_help_and_version", test_help_and_version},
     {"cli_attn_impl_definition_matches_engine", test_attn_impl_definition_matches_engine},
     {"cli_sample_options", test_sample_options},
