@@ -247,15 +247,15 @@ static void qkv_forward(real *q, real *k, real *v, const real *inp, const real *
 // dinp = dq Wq^T + dk Wk^T + dv Wv^T ; dWq = inp^T dq, and likewise for k and v (all stored:
 // the step's only writers). The three dinp products split rows identically, so each thread adds
 // into its own rows in a fixed order.
-static void qkv_backward(real *dinp, real *dwq, real *dwk, real *dwv, const real *dq, const real *dk,
-                         const real *dv, const real *inp, const real *wq, const real *wk, const real *wv,
-                         int N, int C) {
+// The layer's weights are P's Wq, Wk, Wv; their gradients go to dP's; d holds dq, dk, dv.
+static void qkv_backward(real *dinp, LayerParams *dP, AttnGradQKV d, const real *inp, const LayerParams *P, int N,
+                         int C) {
 #pragma omp parallel if(par_worth(6.0 * N * C * C))
     {
         int tid = thread_index(), nth = thread_count();
-        matmul_backward_part(tid, nth, dinp, dwq, dq, inp, wq, N, C, C, GRAD_STORE, GRAD_STORE);
-        matmul_backward_part(tid, nth, dinp, dwk, dk, inp, wk, N, C, C, GRAD_ADD, GRAD_STORE);
-        matmul_backward_part(tid, nth, dinp, dwv, dv, inp, wv, N, C, C, GRAD_ADD, GRAD_STORE);
+        matmul_backward_part(tid, nth, dinp, dP->wq, d.dq, inp, P->wq, N, C, C, GRAD_STORE, GRAD_STORE);
+        matmul_backward_part(tid, nth, dinp, dP->wk, d.dk, inp, P->wk, N, C, C, GRAD_ADD, GRAD_STORE);
+        matmul_backward_part(tid, nth, dinp, dP->wv, d.dv, inp, P->wv, N, C, C, GRAD_ADD, GRAD_STORE);
     }
 }
 
@@ -825,8 +825,7 @@ static void backward_from(GPT *m, int row) {
         TIMED(ATTENTION, m->pass_attn->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->att,
                                                 (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &spec,
                                                 stats, row_gain, GRAD_STORE));
-        TIMED(MATMUL_BWD, qkv_backward(G->ln, dP->wq, dP->wk, dP->wv, G->q, G->k, G->v, A->ln1, P->wq, P->wk, P->wv,
-                                       N, C));
+        TIMED(MATMUL_BWD, qkv_backward(G->ln, dP, (AttnGradQKV){G->q, G->k, G->v}, A->ln1, P, N, C));
         TIMED(OTHER, layernorm_backward(G->residual, dP->ln1_w, dP->ln1_b, G->ln, res_in, P->ln1_w, A->ln1_mean,
                                         A->ln1_rstd, N, C));
     }
