@@ -304,6 +304,8 @@ static const BadInput BAD_INPUTS[] = {
     {"lab: --T twice", "./lab exercise --T 3 --T 4", 2, "--T is given twice", "'3' and '4'"},
     {"lab: --json twice", "./lab examples --json --json", 2, "--json is given twice", NULL},
     {"lab: --html twice", "./lab mistakes --html @/p1.html --html @/p2.html", 2, "--html is given twice", NULL},
+    {"lab: online-softmax --block twice", "./lab online-softmax --block 1 --block 2", 2, "--block is given twice", NULL},
+    {"lab: online-softmax --json and --html -", "./lab online-softmax --json --html -", 2, "standard output", NULL},
     {"lab: --scores twice", "./lab softmax --scores 1,2 --scores 3,4", 2, "--scores is given twice", NULL},
     {"lab: a gradcheck override twice", "./lab gradcheck --model.n_embd=8 --model.n_embd=16", 2, "--model.n_embd is given twice",
      NULL},
