@@ -290,9 +290,9 @@ bench-torch: train
 	$(PYTHON) tools/bench_torch.py W1 --pairs 5 30 -- ./train configs/bench_w1.json --bench=30
 	$(PYTHON) tools/bench_torch.py W2 --pairs 3 20 -- ./train configs/bench_w2.json --bench=20
 
+# Tiny Shakespeare into data/ (never committed); without a network it says how to use a local copy
 shakespeare:
-	@mkdir -p data
-	curl -fL -o data/tinyshakespeare.txt https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
+	@sh tools/get-shakespeare.sh -o data/tinyshakespeare.txt
 
 install: train sample lab
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -155,7 +155,9 @@ static void print_usage(FILE *f) {
             "\n"
             "outputs (in train.out_dir, default out/<name>): metrics.csv, attention.csv, checkpoint.bin,\n"
             "summary.json; the last line printed is\n"
-            "'final: step=N train_loss=X val_loss=Y gen_loss=G tokens_per_s=Z' (gen_loss: the honest loss).\n"
+            "'final: step=N train_loss=X val_loss=Y gen_loss=G (teacher-forced on the same W windows: F)\n"
+            "tokens_per_s=Z' (val_loss: the whole validation split; gen_loss: the honest loss on W windows\n"
+            "of it, to be compared with F, the teacher-forced loss on those same windows).\n"
             "exit codes: 0 ok, 1 runtime error (I/O, data, checkpoint, divergence), 2 usage or config error\n"
             "(also: out_dir holds another run or is in use), 128 + the signal after a stop by SIGINT (130),\n"
             "SIGTERM (143), SIGHUP (129) or SIGPIPE (141), having saved what was consistent.\n"
@@ -302,6 +304,7 @@ static void take_model_from(Config *cfg, const Args *a, const Checkpoint *init) 
     memcpy(cfg->attn_scale_str, from.attn_scale_str, sizeof cfg->attn_scale_str);
     memcpy(cfg->attn_mask, from.attn_mask, sizeof cfg->attn_mask);
     memcpy(cfg->softmax_axis, from.softmax_axis, sizeof cfg->softmax_axis);
+    cfg->attn_window = from.attn_window;
     for (int i = 0; i < a->n_overrides; i++)
         if (strncmp(a->overrides[i], "model.", 6) == 0 && !config_apply_override(cfg, a->overrides[i], err, sizeof err))
             die(EXIT_USAGE, "%s", err);
@@ -886,7 +889,7 @@ static int step_runs(Session *s, long step) {
     for (int i = 0; i < s->n_runs; i++) {
         Run *r = &s->runs[i];
         r->st.elapsed_s = r->elapsed_before + segment;  // as best.bin records it
-        if (run_advance(r, s->ds, &s->b, s->vocab, step, probe, eval)) {
+        if (run_advance(r, s->ds, &s->b, s->vocab, step, probe, eval) == RUN_DIVERGED) {
             char why[128];
             snprintf(why, sizeof why, "%d consecutive steps with a non-finite loss or gradient", r->bad_streak);
             stop_diverged(s, r, why);
@@ -925,7 +928,9 @@ static void report_step(Session *s, long done, int evaluated) {
             const Run *r = &s->runs[i];
             printf("step %5ld: %s%strain loss %.4f, val loss %.4f", done, r->variant ? r->variant : "",
                    r->variant ? " " : "", r->eval_train, r->eval_val);
-            if (isfinite(r->eval_gen)) printf(", gen loss %.4f", r->eval_gen);  // the honest loss
+            if (isfinite(r->eval_gen))  // the honest loss, beside the teacher-forced one on the same windows
+                printf(", gen loss %.4f (teacher-forced on the same %d window%s: %.4f)", r->eval_gen,
+                       r->eval_gen_windows, r->eval_gen_windows == 1 ? "" : "s", r->eval_gen_tf);
             printf("\n");
         }
 }

@@ -577,6 +577,32 @@ static void test_help_and_version(void) {
     CHECK(run("./train --help") == 0 && strstr(g_out, "model.attn_scale") && strstr(g_out, "--resume"));
     CHECK(run("./train --version") == 0 && strstr(g_out, "OpenMP") && strstr(g_out, "SIMD"));
     CHECK(run("./sample --help") == 0 && strstr(g_out, "--prompt"));
+    // every command `./lab --help` lists: named by `./lab` without a command and by the README's
+    // line of ./lab commands, and each has its own --help
+    CHECK(run("./lab --help") == 0);
+    static char help[sizeof g_out], readme[262144];
+    snprintf(help, sizeof help, "%s", g_out);
+    slurp("README.md", readme, sizeof readme);
+    const char *rl = strstr(readme, "\n./lab examples ");
+    char readme_line[512] = "";
+    if (rl) snprintf(readme_line, sizeof readme_line, "%.*s", (int)strcspn(rl + 1, "\n"), rl + 1);
+    const char *list = strstr(help, "\ncommands:\n");
+    CHECK(list != NULL);
+    int n_commands = 0;
+    for (const char *l = list ? list + strlen("\ncommands:\n") : NULL; l && strncmp(l, "  ", 2) == 0;
+         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (l[2] == ' ') continue;  // a continuation line
+        char name[64];
+        if (sscanf(l + 2, "%63[a-z0-9-]", name) != 1) continue;
+        n_commands++;
+        CHECK(run("./lab") == 2);
+        CHECK_MSG(strstr(g_err, name) != NULL, "./lab without a command does not name '%s': %s", name, g_err);
+        CHECK_MSG(run("./lab %s --help", name) == 0, "./lab %s --help", name);
+        char word[80];
+        snprintf(word, sizeof word, " %s", name);
+        CHECK_MSG(strstr(readme_line, word) != NULL, "README.md's line \"%s\" does not name %s", readme_line, name);
+    }
+    CHECK_MSG(n_commands >= 5, "%d commands in ./lab --help", n_commands);
     cleanup();
 }
 
@@ -870,6 +896,21 @@ static void test_train_outputs_and_determinism(void) {
     char path[256], buf[65536], m1[65536], m2[65536];
     snprintf(path, sizeof path, "%s/out/summary.json", g_dir);
     slurp(path, buf, sizeof buf);
+    {   // gen_loss beside the teacher-forced loss on the same windows, as summary.json has them
+        cJSON *sj = cJSON_Parse(buf);
+        const cJSON *gl = cJSON_GetObjectItemCaseSensitive(sj, "gen_loss");
+        const cJSON *tf = cJSON_GetObjectItemCaseSensitive(sj, "gen_loss_teacher_forced");
+        const cJSON *gw = cJSON_GetObjectItemCaseSensitive(sj, "gen_windows");
+        char want[160];
+        snprintf(want, sizeof want, " gen_loss=%.4f (teacher-forced on the same %d windows: %.4f) tokens_per_s=",
+                 cJSON_IsNumber(gl) ? gl->valuedouble : -1, cJSON_IsNumber(gw) ? gw->valueint : -1,
+                 cJSON_IsNumber(tf) ? tf->valuedouble : -1);
+        CHECK_MSG(cJSON_IsNumber(gw) && gw->valueint == 8 && strstr(last, want), "last line: %s, expected %s", last, want);
+        // and on the evaluation lines
+        CHECK_MSG(strstr(g_out, "step    40: ") && strstr(strstr(g_out, "step    40: "), "(teacher-forced on the same 8 windows: "),
+                  "%s", g_out);
+        cJSON_Delete(sj);
+    }
     CHECK(strstr(buf, "\"val_loss\"") && strstr(buf, "\"best_val_loss\"") && strstr(buf, "\"params\"") &&
           strstr(buf, "\"tokens_per_s\"") && strstr(buf, "\"wall_s\"") && strstr(buf, "\"config\"") &&
           strstr(buf, "\"gen_loss\"") && strstr(buf, "\"gen_loss_teacher_forced\""));
@@ -932,6 +973,21 @@ static void test_train_outputs_and_determinism(void) {
     CHECK(logits && logits->ndim == 3 && logits->shape[0] == 4 && logits->shape[1] == 16);
     CHECK(g && g->ndim == 2 && g->shape[0] == 16 && g->shape[1] == 16);
     CHECK(loss && loss->count == 1 && tfile_find(&f, "inputs") && tfile_find(&f, "targets") && tfile_find(&f, "param.wte"));
+    // with --resume: the checkpoint's weights, on the batch its next step would train on
+    char dump2[256];
+    snprintf(dump2, sizeof dump2, "%s/dump_resumed.bin", g_dir);
+    CHECK(run("./train --resume %s --dump-state %s", path, dump2) == 0);
+    TFile f2, ck;
+    CHECK(tfile_read(&f2, dump2, "TGPTDUMP", err, sizeof err));
+    CHECK(tfile_read(&ck, path, "TGPTCKPT", err, sizeof err));
+    const TRecord *pw = tfile_find(&f2, "param.layer1.wq"), *cw = tfile_find(&ck, "layer1.wq");
+    const TRecord *p0 = tfile_find(&f, "param.layer1.wq");
+    CHECK(pw && cw && p0 && pw->count == cw->count && memcmp(pw->data, cw->data, cw->count * 4) == 0);
+    CHECK(pw && p0 && memcmp(pw->data, p0->data, p0->count * 4) != 0);  // not the initial weights
+    const TRecord *in1 = tfile_find(&f, "inputs"), *in2 = tfile_find(&f2, "inputs");
+    CHECK(in1 && in2 && memcmp(in1->data, in2->data, in1->count * 4) != 0);  // step 41's batch, not step 1's
+    tfile_free(&f2);
+    tfile_free(&ck);
     tfile_free(&f);
     cleanup();
 }
@@ -1265,6 +1321,122 @@ static void test_readme_documents_every_key(void) {
     cleanup();
 }
 
+// The names in the first column of the tables under "### `NAME`" of docs/FORMAT.md (each
+// `backquoted`), in order, joined by ','; "" when there is no such section.
+static void format_doc_names(const char *doc, const char *name, char *out, size_t n) {
+    char heading[128];
+    snprintf(heading, sizeof heading, "\n### `%s`", name);
+    out[0] = 0;
+    const char *p = strstr(doc, heading);
+    if (!p) return;
+    p = strchr(p + 1, '\n');
+    size_t k = 0;
+    while (p && *++p && strncmp(p, "##", 2) != 0) {
+        const char *eol = strchr(p, '\n');
+        if (strncmp(p, "| `", 3) == 0) {
+            const char *a = p + 3, *b = strchr(a, '`');
+            if (b && (!eol || b < eol)) k += (size_t)snprintf(out + k, n - k, "%s%.*s", k ? "," : "", (int)(b - a), a);
+        }
+        p = eol;
+    }
+}
+
+// The first line of a file.
+static void first_line(const char *path, char *out, size_t n) {
+    slurp(path, out, n);
+    out[strcspn(out, "\n")] = 0;
+}
+
+// The top-level keys of a JSON file, in order, joined by ','.
+static void json_keys(const char *path, char *out, size_t n) {
+    static char buf[65536];
+    slurp(path, buf, sizeof buf);
+    cJSON *j = cJSON_Parse(buf);
+    size_t k = 0;
+    out[0] = 0;
+    for (const cJSON *it = j ? j->child : NULL; it; it = it->next)
+        k += (size_t)snprintf(out + k, n - k, "%s%s", k ? "," : "", it->string);
+    cJSON_Delete(j);
+}
+
+// docs/FORMAT.md lists every column of metrics.csv, attention.csv and compare.csv and every key
+// of summary.json, in the order a run writes them, and the README's Outputs table names them.
+static void test_docs_list_every_output_column(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 20);
+    CHECK(run("./train %s/cfg.json --sample.tokens=0", g_dir) == 0);
+    CHECK(run("./train %s/cfg.json --sample.tokens=0 --train.out_dir=%s/cmp --compare train.lr=1e-3,2e-3", g_dir,
+              g_dir) == 0);
+    static char doc[131072], readme[262144];
+    slurp("docs/FORMAT.md", doc, sizeof doc);
+    slurp("README.md", readme, sizeof readme);
+    static const struct { const char *doc_name, *file; int json; } outputs[] = {
+        {"metrics.csv", "out/metrics.csv", 0},
+        {"attention.csv", "out/attention.csv", 0},
+        {"compare.csv", "cmp/compare.csv", 0},
+        {"summary.json", "out/summary.json", 1},
+    };
+    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++) {
+        char path[256], written[4096], documented[4096];
+        snprintf(path, sizeof path, "%s/%s", g_dir, outputs[i].file);
+        if (outputs[i].json) json_keys(path, written, sizeof written);
+        else first_line(path, written, sizeof written);
+        format_doc_names(doc, outputs[i].doc_name, documented, sizeof documented);
+        CHECK_MSG(written[0] && strcmp(written, documented) == 0, "%s writes\n  %s\nbut docs/FORMAT.md lists\n  %s",
+                  outputs[i].file, written, documented);
+        // the README's Outputs table: the CSV header as written, or every key in backquotes
+        char row[64];
+        snprintf(row, sizeof row, "\n| `%s` | ", outputs[i].doc_name);
+        const char *r = strstr(readme, row);
+        if (strcmp(outputs[i].doc_name, "compare.csv") == 0) continue;  // described with the comparison's files
+        CHECK_MSG(r != NULL, "README.md's Outputs table has no row for %s", outputs[i].doc_name);
+        if (!r) continue;
+        char line[4096];
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(r + 1, "\n"), r + 1);
+        if (!outputs[i].json) {
+            char want[4200];
+            snprintf(want, sizeof want, "`%s`", written);
+            CHECK_MSG(strstr(line, want) != NULL, "README.md's row for %s lacks %s", outputs[i].doc_name, want);
+        } else {
+            for (char *save = NULL, *key = strtok_r(written, ",", &save); key; key = strtok_r(NULL, ",", &save)) {
+                char want[128];
+                snprintf(want, sizeof want, "`%s`", key);
+                CHECK_MSG(strstr(line, want) != NULL, "README.md's row for %s lacks %s", outputs[i].doc_name, want);
+            }
+        }
+    }
+    cleanup();
+}
+
+// The check above must see a missing column: a section without one of the written names.
+static void test_docs_format_reader(void) {
+    char names[256];
+    format_doc_names("x\n### `a.csv`\n\n| column | meaning |\n|---|---|\n| `step` | s |\n| `loss` | l |\n\n"
+                     "## next\n| `other` | o |\n", "a.csv", names, sizeof names);
+    CHECK_MSG(strcmp(names, "step,loss") == 0, "read '%s'", names);
+    format_doc_names("x\n", "a.csv", names, sizeof names);
+    CHECK(names[0] == 0);
+}
+
+// `make shakespeare` without a network (a closed local port here): exit 1, one line naming where
+// to put a local copy and --data.path, and no file left behind; with the file there, nothing to do.
+static void test_shakespeare_without_network(void) {
+    tmpdir();
+    int code = run("TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt sh tools/get-shakespeare.sh -o %s/data/ts.txt",
+                   g_dir);
+    char want[160];
+    snprintf(want, sizeof want, "put it at %s/data/ts.txt", g_dir);
+    expect_error(code, 1, want, "--data.path=");
+    CHECK(run("ls -A %s/data", g_dir) == 0 && g_out[0] == 0);  // no partial download
+    write_text("data/ts.txt", "a local copy\n");
+    CHECK(run("TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt sh tools/get-shakespeare.sh -o %s/data/ts.txt", g_dir) == 0);
+    char path[256], buf[64];
+    snprintf(path, sizeof path, "%s/data/ts.txt", g_dir);
+    slurp(path, buf, sizeof buf);
+    CHECK(strcmp(buf, "a local copy\n") == 0);
+    cleanup();
+}
+
 // Whether n bytes at data hold the text needle.
 static int holds(const void *data, size_t n, const char *needle) {
     size_t k = strlen(needle);
@@ -1380,6 +1552,9 @@ static void test_attn_window(void) {
 }
 
 const TestCase tests_cli[] = {
+    {"cli_shakespeare_without_network", test_shakespeare_without_network},
+    {"cli_docs_list_every_output_column", test_docs_list_every_output_column},
+    {"cli_docs_format_reader", test_docs_format_reader},
     {"cli_keep_checkpoints", test_keep_checkpoints},
     {"cli_attn_window", test_attn_window},
     {"cli_compare_values", test_compare_values},
