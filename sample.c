@@ -128,8 +128,17 @@ int main(int argc, char **argv) {
         ckpt_path = a;
     }
     if (!ckpt_path) die(EXIT_USAGE, "missing the CHECKPOINT argument (see --help)");
-    if (map_path && strcmp(map_path, "-") == 0 && tokens_given && tokens > 0)
-        die(EXIT_USAGE, "--attention-map - writes the SVG to standard output: it cannot share it with --tokens %d", tokens);
+    {   // "-" is standard output: then it is all that goes there
+        int map_out = map_path && strcmp(map_path, "-") == 0, export_out = export_path && strcmp(export_path, "-") == 0;
+        const char *users[4];
+        int n = 0;
+        if (export_out) users[n++] = "--export -";
+        if (map_out) users[n++] = "--attention-map -";
+        if (n_probs > 0) users[n++] = "--probs";
+        if (tokens_given && tokens > 0) users[n++] = "--tokens";
+        if ((map_out || export_out) && n > 1)
+            die(EXIT_USAGE, "%s writes to standard output: it cannot share it with %s", users[0], users[1]);
+    }
 
     char err[1024];
     Checkpoint ck;
@@ -151,7 +160,8 @@ int main(int argc, char **argv) {
     if (export_path) {
         int n = safetensors_export(export_path, &m, ck.config_json, &ck.vocab, err, sizeof err);
         if (!n) die(EXIT_RUNTIME, "%s", err);
-        fprintf(stderr, "wrote %s: %d tensors under nanoGPT's names\n", export_path, n);
+        fprintf(stderr, "wrote %s: %d tensors under nanoGPT's names\n",
+                strcmp(export_path, "-") == 0 ? "the export to standard output" : export_path, n);
         if (!safetensors_attention_is_nanogpts(&m))
             fprintf(stderr, "note: this model's attention (scale, mask, softmax axis or window) is not nanoGPT's: "
                     "PyTorch's nanoGPT would compute another function with these weights\n");
