@@ -1062,8 +1062,9 @@ HtmlPage *lab_online_page(const LabArrays *s, const LabOnline o[LAB_ONLINE_PROBL
                       "time as a fused attention kernel does (FlashAttention): each row keeps only a running maximum "
                       "m, a running sum l of exp(s - m) and the unnormalised output o. When a block raises the "
                       "maximum from m_old to m_new, what was summed so far is multiplied by exp(m_old - m_new). "
-                      "Computed in " REAL_NAME " by `./lab online-softmax` and compared with the trainer's own "
-                      "attention_forward (attention.c). The switch shows what forgetting the rescaling gives.");
+                      "Computed in " REAL_NAME " by `./lab online-softmax` and compared with attention_forward of "
+                      "the definition (attention.c), which the engine (kernels/attention_engine.c) that trains by "
+                      "default is proven equal to. The switch shows what forgetting the rescaling gives.");
     for (int k = 0; k < LAB_ONLINE_PROBLEMS; k++) {
         const LabOnline *q = &o[k];
         const char *g = q->group;
