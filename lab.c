@@ -53,7 +53,8 @@ static void usage_main(FILE *f) {
             "  gradcheck   the whole model's backward against finite differences, one row per tensor;\n"
             "              exit code 0 when every tensor passes, 1 when one fails\n"
             "\n"
-            "Bad arguments are reported on one line on stderr with exit code 2.\n",
+            "Bad arguments are reported on one line on stderr with exit code 2; each option is given at\n"
+            "most once. --html - writes the page to standard output (and nothing else there).\n",
             REAL_NAME);
 }
 
@@ -566,11 +567,12 @@ static int cmd_online_softmax(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_online(stdout); return 0; }
-        if ((v = option_value(argc, argv, &i, "--block"))) block = parse_int("--block", v, 1, LAB_ONLINE_MAX_T);
-        else if (strcmp(a, "--json") == 0) json = 1;
-        else if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("online-softmax", v);
+        if ((v = lab_option(argc, argv, &i, "--block"))) block = parse_int("--block", v, 1, LAB_ONLINE_MAX_T);
+        else if (lab_switch(a, "--json")) json = 1;
+        else if ((v = lab_option(argc, argv, &i, "--html"))) html = html_path("online-softmax", v);
         else unknown_option("online-softmax", a);
     }
+    check_one_stdout("online-softmax", json, html);
     LabOnline o[LAB_ONLINE_PROBLEMS];
     if (!lab_online_lesson(o, (int)block)) die(EXIT_USAGE, "online-softmax: bad sizes");
     if (json || html) {
@@ -579,7 +581,7 @@ static int cmd_online_softmax(int argc, char **argv) {
         if (json) lab_arrays_json(stdout, &numbers);
         if (html) write_page(lab_online_page(&numbers, o, command_line(argc, argv)), html);
         lab_arrays_free(&numbers);
-        if (json) return 0;
+        if (json || is_stdout(html)) return 0;
     }
     printf("online-softmax: softmax(S) and P V one block of keys at a time   [%s]\n", REAL_NAME);
     printf("Each row keeps a running maximum m, a running sum l = sum exp(s_u - m) over the keys seen so far\n"

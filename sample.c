@@ -30,7 +30,8 @@ static void usage(FILE *f) {
             "top-k keeps only the K most likely characters (default 40, 0 = all). Multi-word options may\n"
             "also be written with an underscore (--top_k, --attention_map).\n"
             "--attention-map writes the attention weights of every layer and head for the prompt as\n"
-            "labelled heatmaps in one SVG file (then no text is generated unless --tokens is given).\n"
+            "labelled heatmaps in one SVG file (then no text is generated unless --tokens is given;\n"
+            "FILE - writes the SVG to standard output). Each option is given at most once.\n"
             "Generation keeps a key/value cache: each character costs one position's forward pass. The\n"
             "context is the last block_size characters; when it is full it restarts from its last half.\n"
             "A model trained with an attention mistake (model.attn_mask zero or none, model.softmax_axis\n"
@@ -239,8 +240,17 @@ int main(int argc, char **argv) {
             prompt_given ? "--prompt" : json ? "--json" : "--html");
     if (explain) return explain_main(ckpt_path, vocab_text, prompt_given ? prompt : NULL, baseline_text, json, html_path, lines_path,
                                      per_kind);
-    if (map_path && strcmp(map_path, "-") == 0 && tokens_given && tokens > 0)
-        die(EXIT_USAGE, "--attention-map - writes the SVG to standard output: it cannot share it with --tokens %d", tokens);
+    {   // "-" is standard output: then it is all that goes there
+        int map_out = map_path && strcmp(map_path, "-") == 0, export_out = export_path && strcmp(export_path, "-") == 0;
+        const char *users[4];
+        int n = 0;
+        if (export_out) users[n++] = "--export -";
+        if (map_out) users[n++] = "--attention-map -";
+        if (n_probs > 0) users[n++] = "--probs";
+        if (tokens_given && tokens > 0) users[n++] = "--tokens";
+        if ((map_out || export_out) && n > 1)
+            die(EXIT_USAGE, "%s writes to standard output: it cannot share it with %s", users[0], users[1]);
+    }
 
     char err[1024];
     Checkpoint ck;
@@ -262,7 +272,8 @@ int main(int argc, char **argv) {
     if (export_path) {
         int n = safetensors_export(export_path, &m, ck.config_json, &ck.vocab, err, sizeof err);
         if (!n) die(EXIT_RUNTIME, "%s", err);
-        fprintf(stderr, "wrote %s: %d tensors under nanoGPT's names\n", export_path, n);
+        fprintf(stderr, "wrote %s: %d tensors under nanoGPT's names\n",
+                strcmp(export_path, "-") == 0 ? "the export to standard output" : export_path, n);
         if (!safetensors_attention_is_nanogpts(&m))
             fprintf(stderr, "note: this model's attention (scale, mask, softmax axis or window) is not nanoGPT's: "
                     "PyTorch's nanoGPT would compute another function with these weights\n");

@@ -304,6 +304,8 @@ static const BadInput BAD_INPUTS[] = {
     {"lab: --T twice", "./lab exercise --T 3 --T 4", 2, "--T is given twice", "'3' and '4'"},
     {"lab: --json twice", "./lab examples --json --json", 2, "--json is given twice", NULL},
     {"lab: --html twice", "./lab mistakes --html @/p1.html --html @/p2.html", 2, "--html is given twice", NULL},
+    {"lab: online-softmax --block twice", "./lab online-softmax --block 1 --block 2", 2, "--block is given twice", NULL},
+    {"lab: online-softmax --json and --html -", "./lab online-softmax --json --html -", 2, "standard output", NULL},
     {"lab: --scores twice", "./lab softmax --scores 1,2 --scores 3,4", 2, "--scores is given twice", NULL},
     {"lab: a gradcheck override twice", "./lab gradcheck --model.n_embd=8 --model.n_embd=16", 2, "--model.n_embd is given twice",
      NULL},
@@ -311,6 +313,14 @@ static const BadInput BAD_INPUTS[] = {
     {"lab: --json and --html -", "./lab examples --json --html -", 2, "standard output", NULL},
     {"sample: --attention-map - with --tokens", "./sample @/run/checkpoint.bin --prompt ab --attention-map - --tokens 5", 2,
      "standard output", "--tokens"},
+    {"sample: --export - with --attention-map -", "./sample @/run/checkpoint.bin --prompt ab --export - --attention-map -", 2,
+     "--export - writes to standard output", "--attention-map -"},
+    {"sample: --export - with --probs", "./sample @/run/checkpoint.bin --prompt ab --export - --probs 3", 2,
+     "standard output", "--probs"},
+    {"sample: --export to a FIFO", "./sample @/run/checkpoint.bin --export @/fifo", 1, "@/fifo", "FIFO"},
+    {"sample: --export through a dangling link", "./sample @/run/checkpoint.bin --export @/dangling", 1, "@/dangling",
+     "symbolic link"},
+    {"sample: --export twice", "./sample @/run/checkpoint.bin --export @/e1 --export @/e2", 2, "--export is given twice", NULL},
     // finite values whose forward pass is not: refused where they are loaded (exit 1)
     {"sample: finite but huge wte", "./sample @/ck_huge_wte.bin", 1, "forward pass on one batch is not",
      "tensor 'wte' holds 3e+38 at index 7"},
@@ -509,7 +519,7 @@ static void check_links_untouched(void) {
     char path[256];
     struct stat st;
     static const char *const absent[] = {"outside/target", "outside/dang_metrics.csv", "outside/linked_metrics.csv",
-                                         "dump.bin", "d1.bin", "d2.bin", "m1.svg", "m2.svg", "p1.html", "p2.html"};
+                                         "dump.bin", "d1.bin", "d2.bin", "m1.svg", "m2.svg", "p1.html", "p2.html", "e1", "e2"};
     for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", g_dir, absent[i]);
         CHECK_MSG(lstat(path, &st) != 0, "%s was created", absent[i]);

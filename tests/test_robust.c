@@ -556,6 +556,73 @@ static void test_remove_stale_temps(void) {
     rdir_remove();
 }
 
+// The one writer (base/outfile.h): a regular file replaced whole, keeping its permissions; a
+// symbolic link (to a file or dangling), a directory or a FIFO refused with nothing written or
+// created through it; a cancelled or failed file leaves the target as it was; the temporary
+// file's name pattern is parsed exactly.
+static void test_one_writer(void) {
+    rdir_make();
+    char err[1024];
+    FILE *f = out_begin(rpath("a.txt"), 0, err, sizeof err);
+    CHECK_MSG(f != NULL, "%s", err);
+    if (f) {
+        fputs("first\n", f);
+        CHECK_MSG(count_entries("a.txt") == 1 && count_entries("a.txt.tmp.") == 1, "not written beside the target");
+        CHECK(out_end(f, err, sizeof err));
+    }
+    CHECK(chmod(rpath("a.txt"), 0600) == 0);
+    f = out_begin(rpath("a.txt"), 0, err, sizeof err);
+    if (f) { fputs("second\n", f); CHECK(out_end(f, err, sizeof err)); }
+    struct stat st;
+    CHECK(stat(rpath("a.txt"), &st) == 0 && (st.st_mode & 0777) == 0600);
+    char buf[64] = "";
+    FILE *r = fopen(rpath("a.txt"), "r");
+    if (r) { if (!fgets(buf, sizeof buf, r)) buf[0] = 0; fclose(r); }
+    CHECK_MSG(strcmp(buf, "second\n") == 0, "%s", buf);
+    // cancelled: the target stays, no temporary file
+    f = out_begin(rpath("a.txt"), 0, err, sizeof err);
+    if (f) { fputs("third\n", f); out_cancel(f); }
+    r = fopen(rpath("a.txt"), "r");
+    if (r) { if (!fgets(buf, sizeof buf, r)) buf[0] = 0; fclose(r); }
+    CHECK(strcmp(buf, "second\n") == 0 && count_entries(".tmp") == 0);
+    // symbolic links: to a file, and dangling; neither is followed
+    CHECK(symlink(rpath("a.txt"), rpath("to_a")) == 0 && symlink(rpath("nowhere.txt"), rpath("dangling")) == 0);
+    f = out_begin(rpath("to_a"), OUT_DASH, err, sizeof err);
+    CHECK_MSG(!f && strstr(err, "is a symbolic link") && strstr(err, "to_a"), "%s", f ? "(accepted)" : err);
+    f = out_begin(rpath("dangling"), 0, err, sizeof err);
+    CHECK_MSG(!f && strstr(err, "is a symbolic link (to '"), "%s", f ? "(accepted)" : err);
+    int was_empty;
+    f = out_append(rpath("dangling"), &was_empty, err, sizeof err);
+    CHECK_MSG(!f && strstr(err, "symbolic link"), "%s", f ? "(accepted)" : err);
+    CHECK(count_entries("nowhere") == 0 && lstat(rpath("to_a"), &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(!out_check_target(rpath("to_a"), err, sizeof err) && out_check_target(rpath("a.txt"), err, sizeof err) &&
+          out_check_target(rpath("new.txt"), err, sizeof err));
+    // a log appended to: created empty, then continued
+    f = out_append(rpath("log.csv"), &was_empty, err, sizeof err);
+    CHECK(f && was_empty);
+    if (f) { fputs("h\n", f); fclose(f); }
+    f = out_append(rpath("log.csv"), &was_empty, err, sizeof err);
+    CHECK(f && !was_empty);
+    if (f) fclose(f);
+    // a target that became a directory before the end: refused, the temporary file removed
+    f = out_begin(rpath("late"), 0, err, sizeof err);
+    CHECK(f != NULL && mkdir(rpath("late"), 0777) == 0);
+    if (f) CHECK_MSG(!out_end(f, err, sizeof err) && strstr(err, "is a directory"), "%s", err);
+    CHECK(count_entries("late.tmp") == 0);
+    // the temporary file's name, exactly TARGET.tmp.<pid>.<n>
+    static const struct { const char *name; size_t target; long pid; } names[] = {
+        {"metrics.csv.tmp.123.0", 11, 123}, {"a.tmp.1.99", 1, 1}, {"x.tmp.b.tmp.7.2", 7, 7},
+        {"metrics.csv.tmp", 0, 0}, {"metrics.csv.tmp.123", 0, 0}, {"metrics.csv.tmp.12a.0", 0, 0},
+        {"metrics.csv.tmp.123.x", 0, 0}, {".tmp.1.0", 0, 0}, {"m.tmp.0.0", 0, 0}, {"m.tmp.1234567890.0", 0, 0},
+        {"summary.json.tmp.backup", 0, 0}, {"m.tmp..0", 0, 0}, {"m.tmp.1.", 0, 0}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        long pid = 0;
+        size_t t = out_temp_target(names[i].name, &pid);
+        CHECK_MSG(t == names[i].target && (!t || pid == names[i].pid), "%s: target %zu, pid %ld", names[i].name, t, pid);
+    }
+    rdir_remove();
+}
+
 // ---------------------------------------------------------------------------------------------
 // nothing blocks: FIFOs and devices are refused before any read
 
@@ -747,6 +814,7 @@ const TestCase tests_robust[] = {
     {"robust_temp_files_unique_and_removed", test_temp_files_unique_and_removed},
     {"robust_temp_removed_on_exit", test_temp_removed_on_exit},
     {"robust_remove_stale_temps", test_remove_stale_temps},
+    {"robust_one_writer", test_one_writer},
     {"robust_fifo_and_devices_refused", test_fifo_and_devices_refused},
     {"robust_fastmath_every_input", test_fastmath_every_input},
     {"robust_rng_below_bounded", test_rng_below_bounded},
