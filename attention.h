@@ -79,14 +79,23 @@ void softmax_forward(real *p, const real *s, int n);
 void softmax_backward(real *ds, const real *dp, const real *p, int n);
 
 // ---- the engine (kernels/attention_engine.c) ----
-AttentionForwardFn attention_fast_forward;
-AttentionBackwardFn attention_fast_backward;
-// One new position of one sequence during generation: q (C) is the query at position `pos`,
-// k_cache and v_cache (pos+1, C) hold the keys and values of positions 0..pos (this one
-// included); out (C) receives P V for that row; scores holds pos+1 reals of scratch. Bit for
-// bit row `pos` of attention_fast_forward (causal mask, softmax over keys).
+// The forward keeps lse (B,NH,T), each row's log-sum-exp L = log sum_u exp(S[t][u]), instead of
+// the weights; the backward recomputes P = exp(S - L) from it and O (out, the forward's output).
+// scratch holds attention_engine_scratch_size(T, hd) reals for each thread.
+void attention_engine_forward(real *out, real *lse, real *scratch, const real *q, const real *k, const real *v,
+                              int B, int T, int C, int NH, const AttnSpec *spec);
+void attention_engine_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout, const real *out,
+                               const real *lse, const real *q, const real *k, const real *v, int B, int T, int C,
+                               int NH, const AttnSpec *spec, GradWrite write);
+size_t attention_engine_scratch_size(int T, int hd);
+// Reals of scratch decoding needs (scores of one block of keys).
+#define ATTENTION_DECODE_SCRATCH 256
+// One new position of one sequence during generation: q (C) is the query at position `pos`;
+// k_cache and v_cache hold the keys and values of the positions it sees (this one included),
+// position u in row u % ring (ring 0: row u); out (C) receives P V for that row; scores holds
+// ATTENTION_DECODE_SCRATCH reals. Bit for bit row `pos` of attention_engine_forward.
 void attention_decode_step(real *out, real *scores, const real *q, const real *k_cache, const real *v_cache,
-                           int pos, int C, int NH, real scale);
+                           int pos, int C, int NH, const AttnSpec *spec, int ring);
 
 // ---- statistics (attention_stats.c) ----
 // Statistics of one row of weights p over n visible keys (n >= 2): entropy (nats) and max.
