@@ -49,17 +49,17 @@ void softmax_backward(real *ds, const real *dp, const real *p, int n) {
 // Whether S[t][u] is replaced by the mask (the entries above the diagonal, unless there is none).
 static int masked(const AttnSpec *spec, int t, int u) { return spec->mask != ATTN_MASK_NONE && u > t; }
 
-// out, q, k, v are (B,T,C); att is (B,NH,T,T)
-void attention_forward(real *out, real *att, real *scratch, const real *q, const real *k, const real *v,
-                       int B, int T, int C, int NH, const AttnSpec *spec, AttnStats *stats) {
-    int hd = C / NH;
+// out and the inputs q, k, v are (B,T,C); att is (B,NH,T,T)
+void attention_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShape shape, const AttnSpec *spec,
+                       AttnStats *stats) {
+    int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
     real *S = scratch;  // the scores (T,T) of the current head
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
             // this head's Q[t][i] is Q[t*C + i], and likewise K, V and O (a row of q is C wide)
-            const real *Q = q + (size_t)b * T * C + h * hd;
-            const real *K = k + (size_t)b * T * C + h * hd;
-            const real *V = v + (size_t)b * T * C + h * hd;
+            const real *Q = in.q + (size_t)b * T * C + h * hd;
+            const real *K = in.k + (size_t)b * T * C + h * hd;
+            const real *V = in.v + (size_t)b * T * C + h * hd;
             real *O = out + (size_t)b * T * C + h * hd;
             real *P = att + ((size_t)b * NH + h) * T * T;  // the weights: P[t][u] = P[t*T + u]
 
@@ -115,23 +115,25 @@ void attention_forward(real *out, real *att, real *scratch, const real *q, const
 // The gradient write of a backward pass: onto what the buffer holds, or over it.
 static void write_grad(real *dst, real value, GradWrite write) { *dst = write == GRAD_ADD ? *dst + value : value; }
 
-// dq, dk, dv, dout, q, k, v are (B,T,C); att is (B,NH,T,T) and holds P from the forward
-void attention_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout, const real *att,
-                        const real *q, const real *k, const real *v, int B, int T, int C, int NH,
-                        const AttnSpec *spec, AttnStats *stats, real *row_gain, GradWrite write) {
-    int hd = C / NH;
+// the gradients, dout and the inputs are (B,T,C); att is (B,NH,T,T) and holds P from the forward
+// (which is all it needs: out, the forward's O, is for the engine's backward)
+void attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out, const real *att,
+                        AttnQKV in, AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
+                        GradWrite write) {
+    (void)out;
+    int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
     real *dP = scratch;                  // dL/dP (T,T) of the current head
     real *dS = scratch + (size_t)T * T;  // dL/dS (T,T)
     real *row = dS + (size_t)T * T;      // one row (hd) of a gradient being summed
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            const real *Q = q + (size_t)b * T * C + h * hd;
-            const real *K = k + (size_t)b * T * C + h * hd;
-            const real *V = v + (size_t)b * T * C + h * hd;
+            const real *Q = in.q + (size_t)b * T * C + h * hd;
+            const real *K = in.k + (size_t)b * T * C + h * hd;
+            const real *V = in.v + (size_t)b * T * C + h * hd;
             const real *dO = dout + (size_t)b * T * C + h * hd;
-            real *dQ = dq + (size_t)b * T * C + h * hd;
-            real *dK = dk + (size_t)b * T * C + h * hd;
-            real *dV = dv + (size_t)b * T * C + h * hd;
+            real *dQ = grad.dq + (size_t)b * T * C + h * hd;
+            real *dK = grad.dk + (size_t)b * T * C + h * hd;
+            real *dV = grad.dv + (size_t)b * T * C + h * hd;
             const real *P = att + ((size_t)b * NH + h) * T * T;
 
             // dV = P^T dO: dV[u][i] = sum_t P[t][u] dO[t][i], row u of dV summing rows t of dO
@@ -200,4 +202,10 @@ static int supports_everything(const AttnSpec *spec) {
     return 1;
 }
 
-const AttentionImpl attention_reference = {"reference", attention_forward, attention_backward, supports_everything, 1};
+// It keeps the weights P (B,NH,T,T) for the backward; its scratch holds S, then dP and dS (T,T)
+// each, and a row of hd.
+size_t attention_definition_saved_reals(AttnShape s) { return (size_t)s.B * s.NH * s.T * s.T; }
+size_t attention_definition_scratch_reals(int T, int hd) { return 2 * (size_t)T * T + hd; }
+
+const AttentionImpl attention_definition = {"definition", attention_forward, attention_backward, supports_everything, 1,
+                                            attention_definition_saved_reals, attention_definition_scratch_reals};

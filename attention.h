@@ -42,18 +42,34 @@ typedef struct {
 } AttnStats;
 
 // ---- the interface both implementations share ----
-// q, k, v are (B,T,C) with head h in columns [h*hd, (h+1)*hd), hd = C/NH; out is (B,T,C); att
-// is (B,NH,T,T) and receives the weights P (kept for the backward). scratch holds
-// attention_scratch_size(T, hd) reals for each thread (thread_max() threads).
+// The shape of a call: B sequences of T positions, C channels split into NH heads of hd = C/NH
+// columns each (head h in columns [h*hd, (h+1)*hd) of every row).
+typedef struct {
+    int B, T, C, NH;
+} AttnShape;
+// The heads' queries, keys and values, each (B,T,C).
+typedef struct {
+    const real *q, *k, *v;
+} AttnQKV;
+// Their gradients dL/dq, dL/dk, dL/dv, each (B,T,C).
+typedef struct {
+    real *dq, *dk, *dv;
+} AttnGradQKV;
+// out (B,T,C) receives O = P V; saved receives what the backward needs besides out and the
+// inputs: the definition keeps the weights P (B,NH,T,T), the engine each row's log-sum-exp
+// L = log sum_u exp(S[t][u]) as its parts m = max_u S[t][u] and 1 / l, l = sum_u exp(S[t][u] - m)
+// (B,NH,T,2), from which its backward recomputes P. scratch holds the
+// implementation's scratch_reals(T, hd) reals for each thread (thread_max() threads).
 // stats (NH entries, may be NULL) receives the statistics of S and P, summed over the batch.
-typedef void AttentionForwardFn(real *out, real *att, real *scratch, const real *q, const real *k, const real *v,
-                                int B, int T, int C, int NH, const AttnSpec *spec, AttnStats *stats);
-// dq, dk, dv (B,T,C) receive the gradients given dout (B,T,C): added on (GRAD_ADD) or stored
-// (GRAD_STORE). stats (may be NULL) receives ||dS||^2 and ||dP||^2 per head; row_gain (B,NH,T,
-// may be NULL) receives ||dS_row|| / ||dP_row|| of every row that sees at least two keys.
-typedef void AttentionBackwardFn(real *dq, real *dk, real *dv, real *scratch, const real *dout, const real *att,
-                                 const real *q, const real *k, const real *v, int B, int T, int C, int NH,
-                                 const AttnSpec *spec, AttnStats *stats, real *row_gain, GradWrite write);
+typedef void AttentionForwardFn(real *out, real *saved, real *scratch, AttnQKV in, AttnShape shape,
+                                const AttnSpec *spec, AttnStats *stats);
+// grad receives dq, dk, dv given dout = dL/dO (B,T,C) and the forward's out, saved and inputs:
+// added on (GRAD_ADD) or stored (GRAD_STORE). stats (may be NULL) receives ||dS||^2 and ||dP||^2
+// per head; row_gain (B,NH,T, may be NULL) receives ||dS_row|| / ||dP_row|| of every row that
+// sees at least two keys.
+typedef void AttentionBackwardFn(AttnGradQKV grad, real *scratch, const real *dout, const real *out,
+                                 const real *saved, AttnQKV in, AttnShape shape, const AttnSpec *spec,
+                                 AttnStats *stats, real *row_gain, GradWrite write);
 typedef struct {
     const char *name;
     AttentionForwardFn *forward;
@@ -61,13 +77,21 @@ typedef struct {
     // whether it computes this spec (the engine: the causal mask over keys only) and the statistics
     int (*supports)(const AttnSpec *spec);
     int has_stats;
+    // reals of `saved` for a call of this shape, and of scratch per thread for T positions and
+    // heads of hd
+    size_t (*saved_reals)(AttnShape shape);
+    size_t (*scratch_reals)(int T, int hd);
 } AttentionImpl;
 
-extern const AttentionImpl attention_reference;  // attention.c
-extern const AttentionImpl attention_fast;       // kernels/attention_engine.c
+extern const AttentionImpl attention_definition;  // attention.c
+extern const AttentionImpl attention_engine;      // kernels/attention_engine.c
 
 // Reals of scratch per thread that either implementation needs for T positions, heads of hd.
 size_t attention_scratch_size(int T, int hd);
+// The definition's (attention.c): it saves P (B,NH,T,T); its scratch holds S, then dP and dS,
+// each (T,T), and a row of hd.
+size_t attention_definition_saved_reals(AttnShape shape);
+size_t attention_definition_scratch_reals(int T, int hd);
 
 // ---- the definition (attention.c) ----
 AttentionForwardFn attention_forward;
@@ -79,20 +103,13 @@ void softmax_forward(real *p, const real *s, int n);
 void softmax_backward(real *ds, const real *dp, const real *p, int n);
 
 // ---- the engine (kernels/attention_engine.c) ----
-// The forward keeps lse (B,NH,T), each row's log-sum-exp L = log sum_u exp(S[t][u]), instead of
-// the weights; the backward recomputes P = exp(S - L) from it and O (out, the forward's output).
-// scratch holds attention_engine_scratch_size(T, hd) reals for each thread.
-void attention_engine_forward(real *out, real *lse, real *scratch, const real *q, const real *k, const real *v,
-                              int B, int T, int C, int NH, const AttnSpec *spec);
-void attention_engine_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout, const real *out,
-                               const real *lse, const real *q, const real *k, const real *v, int B, int T, int C,
-                               int NH, const AttnSpec *spec, GradWrite write);
-size_t attention_engine_scratch_size(int T, int hd);
-// Reals of scratch decoding needs (scores of one block of keys).
+AttentionForwardFn attention_engine_forward;
+AttentionBackwardFn attention_engine_backward;
+// Reals of scratch decoding needs (the scores of one block of keys).
 #define ATTENTION_DECODE_SCRATCH 256
 // One new position of one sequence during generation: q (C) is the query at position `pos`;
 // k_cache and v_cache hold the keys and values of the positions it sees (this one included),
-// position u in row u % ring (ring 0: row u); out (C) receives P V for that row; scores holds
+// position u in row u % ring (ring 0: in row u); out (C) receives P V for that row; scores holds
 // ATTENTION_DECODE_SCRATCH reals. Bit for bit row `pos` of attention_engine_forward.
 void attention_decode_step(real *out, real *scores, const real *q, const real *k_cache, const real *v_cache,
                            int pos, int C, int NH, const AttnSpec *spec, int ring);

@@ -336,14 +336,14 @@ static void set_param_views(ParamViews *v, real *base, const GPT *m) {
 }
 
 // Activations: sizes in units of the batch's dimensions.
-typedef enum { A_BT, A_BTC, A_4BTC, A_BNHTT, A_BTV } ActSize;
+typedef enum { A_BT, A_BTC, A_4BTC, A_BTV } ActSize;
 typedef struct { ActSize size; size_t view; } ActRow;
 
 static const ActRow ACTS_HEAD[] = {{A_BTC, offsetof(Acts, encoded)}};
 static const ActRow ACTS_LAYER[] = {
     {A_BTC, offsetof(LayerActs, ln1)},     {A_BT, offsetof(LayerActs, ln1_mean)}, {A_BT, offsetof(LayerActs, ln1_rstd)},
     {A_BTC, offsetof(LayerActs, q)},       {A_BTC, offsetof(LayerActs, k)},       {A_BTC, offsetof(LayerActs, v)},
-    {A_BNHTT, offsetof(LayerActs, att)},   {A_BTC, offsetof(LayerActs, atty)},    {A_BTC, offsetof(LayerActs, res2)},
+    {A_BTC, offsetof(LayerActs, atty)},    {A_BTC, offsetof(LayerActs, res2)},
     {A_BTC, offsetof(LayerActs, ln2)},     {A_BT, offsetof(LayerActs, ln2_mean)}, {A_BT, offsetof(LayerActs, ln2_rstd)},
     {A_4BTC, offsetof(LayerActs, fc_dgelu)}, {A_4BTC, offsetof(LayerActs, fch_gelu)}, {A_BTC, offsetof(LayerActs, res3)},
 };
@@ -365,7 +365,6 @@ static size_t act_reals(const ModelDims *d, int B, int T, ActSize size) {
     case A_BT: return bt;
     case A_BTC: return mul_size(bt, (size_t)d->n_embd, &n) ? n : 0;
     case A_4BTC: return mul_size(bt, 4 * (size_t)d->n_embd, &n) ? n : 0;
-    case A_BNHTT: return mul_size(bt, (size_t)T, &n) && mul_size(n, (size_t)d->n_head, &n) ? n : 0;
     default: return mul_size(bt, (size_t)d->vocab_size, &n) ? n : 0;
     }
 }
@@ -407,11 +406,13 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out) 
     if (n_params_out) *n_params_out = n_params;
     ActSizes a;
     if (!act_sizes(d, B, T, &a)) return 0;
-    size_t reals = 0, parts[3], bytes;
+    size_t reals = 0, parts[4], bytes;
     if (!mul_size(n_params, 4, &parts[0])) return 0;  // params, grads, adam m, adam v
     parts[1] = a.acts;
     parts[2] = a.grads;
-    for (int i = 0; i < 3; i++) {
+    // what the engine keeps for the backward: each row's log-sum-exp, per layer (B,NH,T)
+    if (!mul_size((size_t)B * T, (size_t)d->n_head * d->n_layer, &parts[3])) return 0;
+    for (int i = 0; i < 4; i++) {
         if (reals + parts[i] < reals) return 0;
         reals += parts[i];
     }
@@ -425,7 +426,7 @@ static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, rea
     memset(m, 0, sizeof *m);
     m->dims = *d;
     m->attn = (AttnSpec){attn_scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0};
-    m->attn_impl = &attention_fast;
+    m->attn_impl = &attention_engine;
     m->head_dim = d->n_embd / d->n_head;
     m->phase_current = PHASE_NONE;
     int L = d->n_layer, NH = d->n_head;
@@ -447,26 +448,64 @@ static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, rea
     set_param_views(&m->p, m->params, m);
     set_param_views(&m->g, m->grads, m);
 
+    // the activations, what attention keeps for the backward, its scratch and the row gains are
+    // allocated by the first pass that needs them, for what it computes (prepare_pass)
     ActSizes as;
     if (!act_sizes(d, B, T, &as)) die(EXIT_RUNTIME, "activation size overflows memory");
     m->B = B;
     m->T = T;
-    m->act_memory = xmalloc_aligned(as.acts * sizeof(real), "activations");
-    m->gact_memory = xmalloc_aligned(as.grads * sizeof(real), "activation gradients");
     m->acts.layers = xcalloc((size_t)L, sizeof(LayerActs), "activation views");
-    real *a = m->act_memory, *g = m->gact_memory;
+    size_t BT = (size_t)B * T;
+    m->inputs = xcalloc(BT, sizeof(int), "inputs");
+    m->targets = xcalloc(BT, sizeof(int), "targets");
+    m->attn_stats = xcalloc((size_t)L * NH, sizeof(AttnStats), "attention statistics");
+}
+
+// A buffer of at least n reals: *buf is kept when it is large enough (*have), else replaced by
+// a new one (its content is not kept: every pass writes what it reads).
+static real *grow(real **buf, size_t *have, size_t n, const char *what) {
+    if (n > *have) {
+        free(*buf);
+        *buf = xmalloc_aligned(n * sizeof(real), what);
+        *have = n;
+    }
+    return *buf;
+}
+
+// Threads that a parallel region inside this pass would run: one when it is nested in an active
+// region that takes all the levels OpenMP allows (a batch worker's), else thread_max().
+static int pass_threads(void) {
+#ifdef _OPENMP
+    if (omp_get_active_level() >= omp_get_max_active_levels()) return 1;
+#endif
+    return thread_max();
+}
+
+// Ready the buffers of a pass over (B,T) whose attention is `impl`: the activations and their
+// gradients for B*T positions (laid out densely for this B and T), what impl keeps for the
+// backward in every layer (the definition's T x T weights only when the definition runs), its
+// scratch for the threads that run, and the row gains when statistics are collected.
+static void prepare_pass(GPT *m, const AttentionImpl *impl, int B, int T) {
+    const ModelDims *d = &m->dims;
+    int L = d->n_layer, NH = d->n_head;
+    ActSizes as;
+    if (!act_sizes(d, B, T, &as)) die(EXIT_RUNTIME, "activation size overflows memory");
+    real *a = grow(&m->act_memory, &m->act_reals, as.acts, "activations");
+    real *g = grow(&m->gact_memory, &m->gact_reals, as.grads, "activation gradients");
     size_t total = 0;
     carve_acts(ACTS_HEAD, ROWS(ACTS_HEAD), (char *)&m->acts, &a, &total, d, B, T);
     for (int l = 0; l < L; l++) carve_acts(ACTS_LAYER, ROWS(ACTS_LAYER), (char *)&m->acts.layers[l], &a, &total, d, B, T);
     carve_acts(ACTS_TAIL, ROWS(ACTS_TAIL), (char *)&m->acts, &a, &total, d, B, T);
     carve_acts(GRAD_ACTS, ROWS(GRAD_ACTS), (char *)&m->gacts, &g, &total, d, B, T);
-    size_t BT = (size_t)B * T;
-    m->attn_scratch = xmalloc_aligned(attention_scratch_size(T, m->head_dim) * (size_t)thread_max() * sizeof(real) + 64,
-                                      "attention scratch");
-    m->inputs = xcalloc(BT, sizeof(int), "inputs");
-    m->targets = xcalloc(BT, sizeof(int), "targets");
-    m->attn_stats = xcalloc((size_t)L * NH, sizeof(AttnStats), "attention statistics");
-    m->row_gain = xmalloc_aligned((size_t)L * BT * NH * sizeof(real), "row gains");
+    size_t per_layer = impl->saved_reals((AttnShape){B, T, d->n_embd, NH}), saved;
+    if (!mul_size(per_layer, (size_t)L, &saved)) die(EXIT_RUNTIME, "attention's saved tensors overflow memory");
+    real *sv = grow(&m->saved_memory, &m->saved_reals, saved, "attention's saved tensors");
+    for (int l = 0; l < L; l++) m->acts.layers[l].att = sv + (size_t)l * per_layer;
+    // 16 reals of slack: each thread's share starts 64-byte aligned when scratch_reals is a multiple of 16
+    size_t scratch = impl->scratch_reals(T, m->head_dim) * (size_t)pass_threads() + 16;
+    grow(&m->attn_scratch, &m->scratch_reals, scratch, "attention scratch");
+    if (m->collect_stats) grow(&m->row_gain, &m->row_gain_reals, (size_t)L * B * T * NH, "row gains");
+    m->pass_impl = impl;
 }
 
 void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T) { build(m, d, attn_scale, B, T, NULL); }
@@ -492,7 +531,7 @@ int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const ch
     int mi = -1, ai = -1;
     for (int i = 0; i < 3; i++) if (strcmp(mask, masks[i]) == 0) mi = i;
     for (int i = 0; i < 2; i++) if (strcmp(axis, axes[i]) == 0) ai = i;
-    const AttentionImpl *ip = strcmp(impl, "fast") == 0 ? &attention_fast : strcmp(impl, "reference") == 0 ? &attention_reference : NULL;
+    const AttentionImpl *ip = strcmp(impl, "fast") == 0 ? &attention_engine : strcmp(impl, "reference") == 0 ? &attention_definition : NULL;
     if (mi < 0 || ai < 0 || !ip) return 0;
     spec.mask = (AttnMask)mi;  // the enums follow the names' order
     spec.axis = (SoftmaxAxis)ai;
@@ -502,10 +541,11 @@ int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const ch
 
 int gpt_attention_falls_back(const GPT *m) { return !m->attn_impl->supports(&m->attn); }
 
-// The implementation a pass runs: the model's, unless it collects statistics or cannot compute
-// the model's spec; the definition (attention.c) then runs.
+// The implementation a pass runs: the model's, unless it collects statistics, keeps the weights
+// P (the maps) or cannot compute the model's spec; the definition (attention.c) then runs.
 static const AttentionImpl *attention_impl(const GPT *m) {
-    if ((m->collect_stats && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn)) return &attention_reference;
+    if (((m->collect_stats || m->keep_weights) && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn))
+        return &attention_definition;
     return m->attn_impl;
 }
 
@@ -521,6 +561,7 @@ void gpt_free(GPT *m) {
     free(m->g.layers);
     free(m->act_memory);
     free(m->gact_memory);
+    free(m->saved_memory);
     free(m->acts.layers);
     free(m->attn_scratch);
     free(m->inputs);
@@ -579,6 +620,8 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
     memcpy(m->inputs, inputs, (size_t)N * sizeof(int));
     if (targets) memcpy(m->targets, targets, (size_t)N * sizeof(int));
     if (m->collect_stats) memset(m->attn_stats, 0, (size_t)L * NH * sizeof(AttnStats));
+    const AttentionImpl *attn = attention_impl(m);
+    prepare_pass(m, attn, B, T);
 
     gpt_phase(m, PHASE_OTHER);
     encoder_forward(m->acts.encoded, inputs, m->p.wte, m->p.wpe, B, T, C);
@@ -591,8 +634,8 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
         gpt_phase(m, PHASE_MATMUL_FWD);
         qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         gpt_phase(m, PHASE_ATTENTION);
-        attention_impl(m)->forward(A->atty, A->att, m->attn_scratch, A->q, A->k, A->v, B, T, C, NH, &m->attn,
-                                   m->collect_stats ? &m->attn_stats[l * NH] : NULL);
+        attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
+                                   (AttnShape){B, T, C, NH}, &m->attn, m->collect_stats ? &m->attn_stats[l * NH] : NULL);
         gpt_phase(m, PHASE_MATMUL_FWD);
         matmul_forward(A->res2, A->atty, P->wo, N, C, C);
         gpt_phase(m, PHASE_OTHER);
@@ -751,8 +794,9 @@ void gpt_backward(GPT *m) {
         gpt_phase(m, PHASE_MATMUL_BWD);
         matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_ATTENTION);
-        attention_impl(m)->backward(G->q, G->k, G->v, m->attn_scratch, G->atty, A->att, A->q, A->k, A->v,
-                                    B, T, C, NH, &m->attn, m->collect_stats ? &m->attn_stats[l * NH] : NULL,
+        m->pass_impl->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty, A->att,
+                                    (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &m->attn,
+                                    m->collect_stats ? &m->attn_stats[l * NH] : NULL,
                                     m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL, GRAD_STORE);
         gpt_phase(m, PHASE_MATMUL_BWD);
         qkv_backward(G->ln, dP->wq, dP->wk, dP->wv, G->q, G->k, G->v, A->ln1, P->wq, P->wk, P->wv, N, C);
@@ -975,16 +1019,17 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
 // generation with a key/value cache
 
 // One position's scratch of decoding, in layout order (x first: kv_cache_free frees from it).
-typedef enum { S_C, S_4C, S_TMAX, S_STAT } DecodeSize;
+typedef enum { S_C, S_4C, S_SCORES, S_STAT } DecodeSize;
 static const struct { DecodeSize size; size_t view; } DECODE_SCRATCH[] = {
     {S_C, offsetof(KVCache, x)},    {S_C, offsetof(KVCache, ln)},      {S_C, offsetof(KVCache, q)},
     {S_C, offsetof(KVCache, atty)}, {S_C, offsetof(KVCache, tmp)},     {S_4C, offsetof(KVCache, h)},
-    {S_4C, offsetof(KVCache, h_gelu)}, {S_TMAX, offsetof(KVCache, scores)},
+    {S_4C, offsetof(KVCache, h_gelu)}, {S_SCORES, offsetof(KVCache, scores)},
     {S_STAT, offsetof(KVCache, stat)},  // mean and rstd of one LayerNorm row
 };
 
 static size_t decode_reals(DecodeSize size, int C, int T) {
-    return size == S_C ? (size_t)C : size == S_4C ? 4 * (size_t)C : size == S_TMAX ? (size_t)T : 2;
+    (void)T;
+    return size == S_C ? (size_t)C : size == S_4C ? 4 * (size_t)C : size == S_SCORES ? ATTENTION_DECODE_SCRATCH : 2;
 }
 
 void kv_cache_init(KVCache *c, const GPT *m) {
@@ -1015,7 +1060,7 @@ void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits) {
     // and values; every row is computed exactly as gpt_decode_step would, by the engine, whose
     // rows attention_decode_step reproduces bit for bit
     const AttentionImpl *impl = m->attn_impl;
-    m->attn_impl = &attention_fast;
+    m->attn_impl = &attention_engine;
     gpt_forward(m, tokens, NULL, 1, n);
     m->attn_impl = impl;
     for (int l = 0; l < L; l++) {
@@ -1039,7 +1084,7 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
         matmul_forward(c->q, c->ln, P->wq, 1, C, C);
         matmul_forward(k_cache + (size_t)pos * C, c->ln, P->wk, 1, C, C);
         matmul_forward(v_cache + (size_t)pos * C, c->ln, P->wv, 1, C, C);
-        attention_decode_step(c->atty, c->scores, c->q, k_cache, v_cache, pos, C, NH, m->attn.scale);
+        attention_decode_step(c->atty, c->scores, c->q, k_cache, v_cache, pos, C, NH, &m->attn, 0);
         matmul_forward(c->tmp, c->atty, P->wo, 1, C, C);
         residual_forward(c->x, c->tmp, c->x, (size_t)C);
         layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln2_w, P->ln2_b, 1, C);

@@ -58,7 +58,8 @@ typedef struct {
 typedef struct {
     real *ln1, *ln1_mean, *ln1_rstd;  // (B,T,C), (B,T), (B,T)
     real *q, *k, *v;                  // (B,T,C) each
-    real *att;                        // (B,NH,T,T) attention weights P
+    real *att;                        // what attention keeps for the backward: the engine's max and
+                                      // 1/sum of each row (B,NH,T,2), or the definition's P (B,NH,T,T)
     real *atty;                       // (B,T,C) P V, before Wo
     real *res2;                       // (B,T,C) residual after attention
     real *ln2, *ln2_mean, *ln2_rstd;  // (B,T,C), (B,T), (B,T)
@@ -86,7 +87,7 @@ typedef struct {
 typedef struct GPT {
     ModelDims dims;
     AttnSpec attn;                    // the scale of Q K^T, the mask and the softmax axis
-    const AttentionImpl *attn_impl;   // the engine (attention_fast) unless set otherwise
+    const AttentionImpl *attn_impl;   // the engine (attention_engine) unless set otherwise
     int head_dim;
 
     size_t n_params;
@@ -97,10 +98,15 @@ typedef struct GPT {
     TensorInfo *tensors;
 
     int B, T;                         // activation capacity (batch, sequence)
-    real *act_memory, *gact_memory;
+    // The buffers of a pass, allocated by the first pass that needs them and grown when a pass
+    // needs more (reals held in each): a model whose batch workers compute never holds them.
+    real *act_memory, *gact_memory, *saved_memory;
+    size_t act_reals, gact_reals, saved_reals, scratch_reals, row_gain_reals;
     Acts acts;
     GradActs gacts;
-    real *attn_scratch;               // per-thread scratch of attention_forward and _backward
+    real *attn_scratch;               // per-thread scratch of the attention that runs
+    const AttentionImpl *pass_impl;   // the attention of the last forward (its backward's too)
+    int keep_weights;                 // a forward keeps the weights P in acts.layers[l].att (the maps)
     int *inputs, *targets;            // (B,T) of the last forward
     int cur_B, cur_T;                 // shape of the last forward
 
@@ -130,7 +136,7 @@ void gpt_phase(GPT *m, int phase);
 // overflows size_t. Checked before allocating so absurd configs are refused with the size.
 size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out);
 // Allocate everything for dims and a batch capacity (B,T). Parameters are zero until gpt_init.
-// Attention: the causal softmax over keys with attn_scale, computed by attention_fast.
+// Attention: the causal softmax over keys with attn_scale, computed by attention_engine.
 void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T);
 // Which attention the model computes (spec) and which implementation trains it. Passes that
 // collect statistics, and specs the implementation does not support, run the definition.

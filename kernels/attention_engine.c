@@ -9,12 +9,14 @@
 //   P = exp(S - m_new)                masked keys: exactly 0
 //   l = l * exp(m - m_new) + rowsum P the running sum of the row's weights
 //   O = O * exp(m - m_new) + P V      the running output, rescaled when the maximum grows
-// and at the end O = O / l, and L = m + log l (the row's log-sum-exp) is kept for the backward:
-// T numbers per head instead of the T x T weights.
-// Backward, for each block of keys and each block of queries that sees it, P recomputed from L:
+// and at the end O = O / l. The row's log-sum-exp L = m + log l is kept for the backward, as its
+// two parts m and 1 / l: 2 T numbers per head instead of the T x T weights. (exp(S - L) in float
+// would round S - L, near -log l for the largest weights, to about log l ulps; exp(S - m) / l
+// keeps those weights as accurate as the forward's.)
+// Backward, for each block of keys and each block of queries that sees it, P recomputed from m, l:
 //   D = rowsum(dO * O)                once per row (equal to rowsum(dP * P); see
 //                                     docs/backprop-through-softmax.md)
-//   P = exp(S - L),  dP = dO V^T,  dS = P * (dP - D)
+//   P = exp(S - m) / l,  dP = dO V^T,  dS = P * (dP - D)
 //   dV += P^T dO,  dQ += scale dS K,  dK += scale dS^T Q
 // Blocks of keys a row does not see (above the diagonal, before the window) are skipped, so the
 // time is O(T^2 / 2) under the causal mask and O(T W) under a window of W keys.
@@ -330,11 +332,13 @@ static NOINLINE void online_block(real *s, int vis0, int vis1, real *m, real *l,
     *m = m_new;
 }
 
-// The row's end: O = O / l, and its log-sum-exp L = m + log l for the backward
-static NOINLINE void online_finish(real *o, int hd, real m, real l, real *lse) {
+// The row's end: O = O / l, and what the backward needs to recompute P = exp(S - m) / l: its
+// log-sum-exp L = m + log l, kept as its two parts, stat = {m, 1 / l}
+static NOINLINE void online_finish(real *o, int hd, real m, real l, real *stat) {
     real inv = 1 / l;
     for (int i = 0; i < hd; i++) o[i] *= inv;
-    *lse = m + (real)log((double)l);
+    stat[0] = m;
+    stat[1] = inv;
 }
 
 // The first key query t sees: t - W + 1 under a window of W keys, else 0.
@@ -373,27 +377,35 @@ static void transpose_head(real *restrict xt, int ldx, const real *restrict x, i
     }
 }
 
-// Per thread, the backward's (the forward needs less): K^T and V^T (hd, ldk) each, D (ldk), and
-// the blocks of P and dS (QB, KB) each; a multiple of 16 reals, so each thread's share stays
-// 64-byte aligned.
-size_t attention_engine_scratch_size(int T, int hd) {
-    size_t n = 2 * (size_t)hd * padded_keys(T) + padded_keys(T) + 2 * (size_t)QB * KB;
+// Per thread, the backward's (the forward needs less): K^T and V^T (hd, ldk) each, D (ldk), the
+// blocks of P and dS (QB, KB) each, and the sums of dQ (T, hd) and of a block's dK and dV (KB, hd);
+// a multiple of 16 reals, so each thread's share stays 64-byte aligned.
+static size_t engine_scratch_reals(int T, int hd) {
+    size_t n = 2 * (size_t)hd * padded_keys(T) + padded_keys(T) + 2 * (size_t)QB * KB + ((size_t)T + 2 * KB) * hd;
     return (n + 15) / 16 * 16;
 }
+
+size_t attention_scratch_size(int T, int hd) {
+    size_t engine = engine_scratch_reals(T, hd), definition = attention_definition_scratch_reals(T, hd);
+    return engine > definition ? engine : definition;
+}
+
+// What the backward needs from the forward besides O: each row's {m, 1 / l} (B,NH,T,2).
+static size_t engine_saved_reals(AttnShape s) { return 2 * (size_t)s.B * s.NH * s.T; }
 
 // Whether the engine computes this spec: the correct model (the mistakes train on the definition).
 static int engine_supports(const AttnSpec *spec) { return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS; }
 
-static void require_engine_spec(const AttnSpec *spec) {
-    if (!engine_supports(spec))
-        die(EXIT_RUNTIME, "internal: the attention engine computes the causal softmax over keys");
+static void require_engine_spec(const AttnSpec *spec, const AttnStats *stats, const real *row_gain) {
+    if (!engine_supports(spec) || stats || row_gain)
+        die(EXIT_RUNTIME, "internal: the attention engine computes the causal softmax over keys without statistics");
 }
 
 // ---------------------------------------------------------------------------------------------
 // forward
 
-// One head: qh, kh, vh, oh (T, hd) with row stride C; lse (T).
-static void forward_head(real *oh, real *lse, real *scratch, const real *qh, const real *kh, const real *vh,
+// One head: qh, kh, vh, oh (T, hd) with row stride C; stat (T, 2) each row's {m, 1 / l}.
+static void forward_head(real *oh, real *stat, real *scratch, const real *qh, const real *kh, const real *vh,
                          int T, int C, int hd, const AttnSpec *spec) {
     int ldk = padded_keys(T);
     real *kt = scratch, *sb = scratch + (size_t)hd * ldk;  // K^T (hd, ldk), then the scores (TR, FK)
@@ -419,23 +431,24 @@ static void forward_head(real *oh, real *lse, real *scratch, const real *qh, con
                                 .alpha = 1, .a = sb, .a_row = FK, .a_depth = 1,
                                 .b = vh + (size_t)j0 * C, .ldb = C, .depth = kw});
         }
-        for (int r = 0; r < nr; r++) online_finish(oh + (size_t)(t0 + r) * C, hd, m[r], l[r], &lse[t0 + r]);
+        for (int r = 0; r < nr; r++) online_finish(oh + (size_t)(t0 + r) * C, hd, m[r], l[r], stat + 2 * (t0 + r));
     }
 }
 
-void attention_engine_forward(real *out, real *lse, real *scratch, const real *q, const real *k, const real *v,
-                              int B, int T, int C, int NH, const AttnSpec *spec) {
-    require_engine_spec(spec);
-    int hd = C / NH;
-    size_t per_thread = attention_engine_scratch_size(T, hd);
-#pragma omp parallel if(par_worth((double)B * NH * T * T * (C / NH)))
+void attention_engine_forward(real *out, real *stat, real *scratch, AttnQKV in, AttnShape shape,
+                              const AttnSpec *spec, AttnStats *stats) {
+    require_engine_spec(spec, stats, NULL);
+    int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
+    size_t per_thread = engine_scratch_reals(T, hd);
+#pragma omp parallel if(par_worth((double)B * NH * T * T * hd))
     {
         real *mine = scratch + (size_t)thread_index() * per_thread;
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 size_t off = (size_t)b * T * C + (size_t)h * hd;
-                forward_head(out + off, lse + ((size_t)b * NH + h) * T, mine, q + off, k + off, v + off, T, C, hd, spec);
+                forward_head(out + off, stat + 2 * ((size_t)b * NH + h) * T, mine, in.q + off, in.k + off, in.v + off,
+                             T, C, hd, spec);
             }
     }
 }
@@ -445,19 +458,27 @@ void attention_engine_forward(real *out, real *lse, real *scratch, const real *q
 
 // One head, as forward_head; dq, dk, dv receive the head's gradients (GRAD_ADD: onto them).
 static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const real *doh, const real *oh,
-                          const real *lse, const real *qh, const real *kh, const real *vh, int T, int C, int hd,
+                          const real *stat, const real *qh, const real *kh, const real *vh, int T, int C, int hd,
                           const AttnSpec *spec, GradWrite write) {
     int ldk = padded_keys(T);
     real *kt = scratch, *vt = kt + (size_t)hd * ldk, *D = vt + (size_t)hd * ldk;
     real *pb = D + ldk, *dsb = pb + (size_t)QB * KB;  // the block's P and dS (QB, KB)
+    // The sums are taken where they are stored, each entry's from 0 in its first block. Under
+    // GRAD_ADD they are taken apart, dQ's (T, hd) and a block's dK and dV (KB, hd), and added on
+    // once at the end: each entry then rounds its sum once onto the old value, as the definition does.
+    int add = write == GRAD_ADD;
+    real *dq_sum = dsb + (size_t)QB * KB, *dk_sum = dq_sum + (size_t)T * hd, *dv_sum = dk_sum + (size_t)KB * hd;
+    real *dqt = add ? dq_sum : dqh;
+    size_t ldq = add ? (size_t)hd : (size_t)C;
     transpose_head(kt, ldk, kh, T, C, hd);
     transpose_head(vt, ldk, vh, T, C, hd);
     // D[t] = rowsum(dO * O)[t] = rowsum(dP * P)[t]
     for (int t = 0; t < T; t++) D[t] = (real)dot_double(doh + (size_t)t * C, oh + (size_t)t * C, hd);
     real scale = spec->scale;
-    int first_write = write == GRAD_ADD;  // each entry's first sum starts from the old value or 0
     for (int j0 = 0; j0 < T; j0 += KB) {
         int kb = T - j0 < KB ? T - j0 : KB;
+        real *dkt = add ? dk_sum : dkh + (size_t)j0 * C, *dvt = add ? dv_sum : dvh + (size_t)j0 * C;
+        size_t ldkv = add ? (size_t)hd : (size_t)C;
         // the query blocks that see a key of this block: from the one holding query j0 (which
         // sees key j0) to the last query whose window reaches the block's last key
         int i_end = spec->window > 0 ? j0 + kb - 1 + spec->window : T;
@@ -478,10 +499,10 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
                                     .a = doh + (size_t)(i0 + r0) * C, .a_row = C, .a_depth = 1,
                                     .b = vt + j0 + c0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
             }
-            // P = exp(S - L) and scale * dS = scale * P * (dP - D) where the row sees the key, 0 elsewhere
+            // P = exp(S - m) / l and scale * dS = scale * P * (dP - D) where the row sees the key, 0 elsewhere
             for (int r = 0; r < qb; r++) {
                 int t = i0 + r, vis0 = first_key(spec, t) - j0, vis1 = t - j0;
-                real *p = pb + r * KB, *ds = dsb + r * KB, Lt = lse[t], Dt = D[t];
+                real *p = pb + r * KB, *ds = dsb + r * KB, mt = stat[2 * t], inv = stat[2 * t + 1], Dt = D[t];
                 // the products below read up to TR - 1 entries either side of the row's visible
                 // keys: those are written as 0 too
                 int u0 = vis0 - (TR - 1) > 0 ? vis0 - (TR - 1) : 0, u1 = vis1 + TR < kb ? vis1 + TR : kb;
@@ -492,7 +513,7 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
 #pragma omp simd
                 for (int u = u0; u < u1; u++) {
                     int seen = u >= vis0 && u <= vis1;
-                    real pu = fast_exp(p[u] - Lt), dsu = scale * (pu * (ds[u] - Dt));
+                    real pu = fast_exp(p[u] - mt) * inv, dsu = scale * (pu * (ds[u] - Dt));
                     p[u] = seen ? pu : 0;
                     ds[u] = seen ? dsu : 0;
                 }
@@ -505,11 +526,11 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
                 int d1 = spec->window > 0 ? j0 + u0 + nr - 1 + spec->window - i0 : qb;
                 d0 = d0 > 0 ? d0 : 0;
                 d1 = d1 < qb ? d1 : qb;
-                int depth = d1 > d0 ? d1 - d0 : 0, acc = first_i ? first_write : 1;
-                tiles_mm(&(Product){.out = dvh + (size_t)(j0 + u0) * C, .ldo = C, .rows = nr, .cols = hd,
+                int depth = d1 > d0 ? d1 - d0 : 0, acc = !first_i;
+                tiles_mm(&(Product){.out = dvt + u0 * ldkv, .ldo = ldkv, .rows = nr, .cols = hd,
                                     .accumulate = acc, .alpha = 1, .a = pb + d0 * KB + u0, .a_row = 1, .a_depth = KB,
                                     .b = doh + (size_t)(i0 + d0) * C, .ldb = C, .depth = depth});
-                tiles_mm(&(Product){.out = dkh + (size_t)(j0 + u0) * C, .ldo = C, .rows = nr, .cols = hd,
+                tiles_mm(&(Product){.out = dkt + u0 * ldkv, .ldo = ldkv, .rows = nr, .cols = hd,
                                     .accumulate = acc, .alpha = 1, .a = dsb + d0 * KB + u0, .a_row = 1, .a_depth = KB,
                                     .b = qh + (size_t)(i0 + d0) * C, .ldb = C, .depth = depth});
             }
@@ -518,22 +539,31 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
                 int nr = qb - r0 < TR ? qb - r0 : TR, c0 = first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
                 c0 = c0 > 0 ? c0 : 0;
                 c1 = c1 < kb ? c1 : kb;
-                tiles_mm(&(Product){.out = dqh + (size_t)(i0 + r0) * C, .ldo = C, .rows = nr, .cols = hd,
-                                    .accumulate = first_j ? first_write : 1, .alpha = 1,
+                tiles_mm(&(Product){.out = dqt + (size_t)(i0 + r0) * ldq, .ldo = ldq, .rows = nr, .cols = hd,
+                                    .accumulate = !first_j, .alpha = 1,
                                     .a = dsb + r0 * KB + c0, .a_row = KB, .a_depth = 1,
                                     .b = kh + (size_t)(j0 + c0) * C, .ldb = C, .depth = c1 > c0 ? c1 - c0 : 0});
             }
         }
+        if (add)
+            for (int u = 0; u < kb; u++)
+                for (int i = 0; i < hd; i++) {
+                    dkh[(size_t)(j0 + u) * C + i] += dk_sum[(size_t)u * hd + i];
+                    dvh[(size_t)(j0 + u) * C + i] += dv_sum[(size_t)u * hd + i];
+                }
     }
+    if (add)
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < hd; i++) dqh[(size_t)t * C + i] += dq_sum[(size_t)t * hd + i];
 }
 
-void attention_engine_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout, const real *out,
-                               const real *lse, const real *q, const real *k, const real *v, int B, int T, int C,
-                               int NH, const AttnSpec *spec, GradWrite write) {
-    require_engine_spec(spec);
-    int hd = C / NH;
-    size_t per_thread = attention_engine_scratch_size(T, hd);
-#pragma omp parallel if(par_worth((double)B * NH * T * T * (C / NH)))
+void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out, const real *stat,
+                               AttnQKV in, AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
+                               GradWrite write) {
+    require_engine_spec(spec, stats, row_gain);
+    int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
+    size_t per_thread = engine_scratch_reals(T, hd);
+#pragma omp parallel if(par_worth((double)B * NH * T * T * hd))
     {
         real *mine = scratch + (size_t)thread_index() * per_thread;
         // every (b, h) writes only its own head's columns of dq, dk, dv: no two threads collide
@@ -541,8 +571,9 @@ void attention_engine_backward(real *dq, real *dk, real *dv, real *scratch, cons
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 size_t off = (size_t)b * T * C + (size_t)h * hd;
-                backward_head(dq + off, dk + off, dv + off, mine, dout + off, out + off,
-                              lse + ((size_t)b * NH + h) * T, q + off, k + off, v + off, T, C, hd, spec, write);
+                backward_head(grad.dq + off, grad.dk + off, grad.dv + off, mine, dout + off, out + off,
+                              stat + 2 * ((size_t)b * NH + h) * T, in.q + off, in.k + off, in.v + off, T, C, hd, spec,
+                              write);
             }
     }
 }
@@ -564,8 +595,11 @@ void attention_decode_step(real *out, real *scores, const real *q, const real *k
             online_block(scores, vis0, vis1, &m, &l, oh, hd);
             for (int u = vis0; u <= vis1; u++) axpy(oh, scores[u], v_cache + CACHE_ROW(j0 + u) + h * hd, hd);
         }
-        real lse;
-        online_finish(oh, hd, m, l, &lse);
+        real stat[2];
+        online_finish(oh, hd, m, l, stat);
     }
 #undef CACHE_ROW
 }
+
+const AttentionImpl attention_engine = {"engine", attention_engine_forward, attention_engine_backward, engine_supports, 0,
+                                        engine_saved_reals, engine_scratch_reals};

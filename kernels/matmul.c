@@ -290,11 +290,18 @@ static void gemm_row(int j_lo, int j_hi, int K, const real *a, long a_cs, const 
     }
 }
 
+// An operand of a strided product: element (i, j) at p[i*rs + j*cs].
+typedef struct {
+    const real *p;
+    long rs, cs;
+} Strided;
+
 // One thread's share: C rows [i_lo, i_hi) x columns [j_lo, j_hi), the classic BLIS loop nest
 // (NC columns of B packed, KC deep; MC rows of A packed; MR x NR register tiles).
-static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
-                       const real *A, long a_rs, long a_cs, const real *B, long b_rs, long b_cs,
-                       real *C, long ldc, int accumulate, const PackBuffers *buf) {
+static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_op, Strided b_op, real *C, long ldc,
+                       int accumulate, const PackBuffers *buf) {
+    const real *A = a_op.p, *B = b_op.p;
+    long a_rs = a_op.rs, a_cs = a_op.cs, b_rs = b_op.rs, b_cs = b_op.cs;
     if (i_hi - i_lo == 1) {
         gemm_row(j_lo, j_hi, K, A + (long)i_lo * a_rs, a_cs, B, b_rs, b_cs, C + (long)i_lo * ldc, accumulate);
         return;
@@ -348,12 +355,10 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K,
     }
 }
 
-// The one strided product behind the named ones: A(i,k) = A[i*a_rs + k*a_cs], B(k,j) =
-// B[k*b_rs + j*b_cs], C(i,j) = C[i*ldc + j]; thread tid of nth computes its share of C.
-static void gemm_part(int tid, int nth, int M, int N, int K,
-               const real *A, long a_rs, long a_cs,
-               const real *B, long b_rs, long b_cs,
-               real *C, long ldc, int accumulate) {
+// The one strided product behind the named ones: C (M,N) = A (M,K) B (K,N), A and B strided,
+// C(i,j) = C[i*ldc + j]; thread tid of nth computes its share of C.
+static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
+                      int accumulate) {
     if (M <= 0 || N <= 0) return;
     // Split the longer side of C between the threads, in whole register tiles; each thread
     // packs what it needs itself. Every C element is summed over K in the same order whatever
@@ -370,19 +375,19 @@ static void gemm_part(int tid, int nth, int M, int N, int K,
                 memset(C + (long)i * ldc + (split_rows ? 0 : lo), 0, sizeof(real) * (size_t)(split_rows ? N : hi - lo));
         return;
     }
-    if (split_rows) gemm_block(lo, hi, 0, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, thread_pack());
-    else gemm_block(0, M, lo, hi, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, accumulate, thread_pack());
+    if (split_rows) gemm_block(lo, hi, 0, N, K, A, B, C, ldc, accumulate, thread_pack());
+    else gemm_block(0, M, lo, hi, K, A, B, C, ldc, accumulate, thread_pack());
 }
 
 // The named products are the strided one with their layout's strides.
 void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-    gemm_part(tid, nth, M, N, K, A, K, 1, B, N, 1, C, N, write == MM_ADD);  // A (M,K), B (K,N)
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, N, 1}, C, N, write == MM_ADD);  // A (M,K), B (K,N)
 }
 void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-    gemm_part(tid, nth, M, N, K, A, K, 1, B, 1, K, C, N, write == MM_ADD);  // A (M,K), B stored (N,K)
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, 1, K}, C, N, write == MM_ADD);  // A (M,K), B stored (N,K)
 }
 void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-    gemm_part(tid, nth, M, N, K, A, 1, M, B, N, 1, C, N, write == MM_ADD);  // A stored (K,M), B (K,N)
+    gemm_part(tid, nth, M, N, K, (Strided){A, 1, M}, (Strided){B, N, 1}, C, N, write == MM_ADD);  // A stored (K,M), B (K,N)
 }
 
 void gemm_nn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {

@@ -28,7 +28,7 @@ int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq,
         // the model's attention, as defined in attention.c: B = 1 sequence, NH = 1 head of width C = dk
         real *scratch = xmalloc(attention_scratch_size(Tq, dk) * sizeof(real), "attention scratch");
         AttnSpec spec = {scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0};
-        attention_forward(out, weights, scratch, Q, K, V, 1, Tq, dk, 1, &spec, NULL);
+        attention_forward(out, weights, scratch, (AttnQKV){Q, K, V}, (AttnShape){1, Tq, dk, 1}, &spec, NULL);
         free(scratch);
         return 1;
     }
@@ -46,9 +46,10 @@ int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq,
     return 1;
 }
 
-void lab_attention_backward(real *dQ, real *dK, real *dV, real *dP, real *dS, double *rowsum, const real *dout,
-                            const real *P, const real *Q, const real *K, const real *V, int T, int dk, real scale,
-                            int causal) {
+void lab_attention_backward(LabBackward *g, const real *dout, const real *P, const real *Q, const real *K,
+                            const real *V, int T, int dk, real scale, int causal) {
+    real *dP = g->dP, *dS = g->dS;
+    double *rowsum = g->rowsum;
     // dP = dO V^T, for display (attention_backward forms only the entries a row sees)
     for (int t = 0; t < T; t++)
         for (int u = 0; u < T; u++) {
@@ -70,7 +71,8 @@ void lab_attention_backward(real *dQ, real *dK, real *dV, real *dP, real *dS, do
     // dQ, dK, dV: the model's attention, as defined in attention.c (B = 1, NH = 1, C = dk)
     real *scratch = xmalloc(attention_scratch_size(T, dk) * sizeof(real), "attention scratch");
     AttnSpec spec = {scale, causal ? ATTN_MASK_CAUSAL : ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0};
-    attention_backward(dQ, dK, dV, scratch, dout, P, Q, K, V, 1, T, dk, 1, &spec, NULL, NULL, GRAD_STORE);
+    attention_backward((AttnGradQKV){g->dQ, g->dK, g->dV}, scratch, dout, NULL, P, (AttnQKV){Q, K, V},
+                       (AttnShape){1, T, dk, 1}, &spec, NULL, NULL, GRAD_STORE);
     free(scratch);
 }
 
@@ -115,7 +117,8 @@ void lab_mistakes(LabMistake cases[LAB_MISTAKES]) {
     for (int c = 0; c < LAB_MISTAKES; c++) {
         LabMistake *m = &cases[c];
         *m = setup[c];
-        attention_forward(m->out, m->weights, scratch, LAB_T3_Q, LAB_T3_Q, LAB_T3_V, 1, 3, 2, 1, &m->spec, NULL);
+        attention_forward(m->out, m->weights, scratch, (AttnQKV){LAB_T3_Q, LAB_T3_Q, LAB_T3_V}, (AttnShape){1, 3, 2, 1},
+                          &m->spec, NULL);
         memcpy(m->scores, scratch, sizeof m->scores);  // the definition's scratch holds the last head's S
         for (int t = 0; t < 3; t++) {
             m->row_sums[t] = m->col_sums[t] = m->future_weight[t] = 0;
@@ -190,9 +193,9 @@ int lab_exercise_run(LabExercise *e, uint32_t seed, int T, int dk, int causal) {
     lab_backward_alloc(&e->grad_scaled, T, dk);
     lab_backward_alloc(&e->grad_unscaled, T, dk);
     LabBackward *gs = &e->grad_scaled, *gu = &e->grad_unscaled;
-    lab_attention_backward(gs->dQ, gs->dK, gs->dV, gs->dP, gs->dS, gs->rowsum, e->dout, e->weights_scaled, e->Q, e->K,
+    lab_attention_backward(gs, e->dout, e->weights_scaled, e->Q, e->K,
                            e->V, T, dk, scale, e->causal);
-    lab_attention_backward(gu->dQ, gu->dK, gu->dV, gu->dP, gu->dS, gu->rowsum, e->dout, e->weights_unscaled, e->Q,
+    lab_attention_backward(gu, e->dout, e->weights_unscaled, e->Q,
                            e->K, e->V, T, dk, 1, e->causal);
     row_stats(e->weights_scaled, T, e->causal, e->rowmax_scaled, e->entropy_scaled, &e->mean_max_scaled,
               &e->mean_entropy_scaled, &e->stat_rows);
@@ -355,12 +358,13 @@ static double numeric_grad(GPT *m, const int *x, const int *y, int B, int T, rea
 // The broken backward is the definition's plus what the dropped term takes away. That term is
 // r_t = rowsum(dP * P)[t] = sum_u (dO[t] . V[u]) P[t][u] = dO[t] . O[t], so with E = P * r
 // (E[t][u] = P[t][u] r_t):  dQ_broken = dQ + scale * E K,  dK_broken = dK + scale * E^T Q.
-static void broken_attention_backward(real *dq, real *dk, real *dv, real *scratch, const real *dout,
-                                      const real *att, const real *q, const real *k, const real *v, int B, int T,
-                                      int C, int NH, const AttnSpec *spec, AttnStats *stats, real *row_gain,
-                                      GradWrite write) {
-    attention_backward(dq, dk, dv, scratch, dout, att, q, k, v, B, T, C, NH, spec, stats, row_gain, write);
-    int hd = C / NH;
+static void broken_attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out,
+                                      const real *att, AttnQKV in, AttnShape shape, const AttnSpec *spec,
+                                      AttnStats *stats, real *row_gain, GradWrite write) {
+    attention_backward(grad, scratch, dout, out, att, in, shape, spec, stats, row_gain, write);
+    int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
+    const real *q = in.q, *k = in.k, *v = in.v;
+    real *dq = grad.dq, *dk = grad.dk;
     real *r = scratch;  // r_t of the current head (T)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -390,7 +394,8 @@ static void broken_attention_backward(real *dq, real *dk, real *dv, real *scratc
 static int broken_supports(const AttnSpec *spec) { return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS; }
 
 const AttentionImpl lab_broken_attention = {"broken (no rowsum term)", attention_forward, broken_attention_backward,
-                                            broken_supports, 1};
+                                            broken_supports, 1, attention_definition_saved_reals,
+                                            attention_definition_scratch_reals};
 
 int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_per_tensor, uint64_t seed,
                     GradcheckRow *rows) {

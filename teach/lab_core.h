@@ -37,15 +37,15 @@ int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq,
 //   dQ (T,dk) = scale * dS K;  dK (T,dk) = scale * dS^T Q.
 // With causal = 1, dQ, dK and dV come from attention_backward (B = 1, NH = 1, C = dk), the
 // trainer's own kernel; without the mask from the products above (as lab_attention's forward).
-void lab_attention_backward(real *dQ, real *dK, real *dV, real *dP, real *dS, double *rowsum, const real *dout,
-                            const real *P, const real *Q, const real *K, const real *V, int T, int dk, real scale,
-                            int causal);
-
-// The same, with buffers of its own: dQ, dK, dV (T,dk), dP, dS (T,T), rowsum (T).
+// g's buffers (see LabBackward) receive dQ, dK, dV, dP, dS and rowsum.
 typedef struct {
-    real *dQ, *dK, *dV, *dP, *dS;
-    double *rowsum;
+    real *dQ, *dK, *dV, *dP, *dS;  // (T,dk), (T,dk), (T,dk), (T,T), (T,T)
+    double *rowsum;                // (T)
 } LabBackward;
+void lab_attention_backward(LabBackward *g, const real *dout, const real *P, const real *Q, const real *K,
+                            const real *V, int T, int dk, real scale, int causal);
+
+// Buffers of its own for T positions of width dk.
 void lab_backward_alloc(LabBackward *g, int T, int dk);
 void lab_backward_free(LabBackward *g);
 

@@ -225,9 +225,9 @@ void lab_examples_arrays(LabArrays *s) {
     LabBackward gs, gu;
     lab_backward_alloc(&gs, 3, 2);
     lab_backward_alloc(&gu, 3, 2);
-    lab_attention_backward(gs.dQ, gs.dK, gs.dV, gs.dP, gs.dS, gs.rowsum, EX1_DOUT, ws, EX1_Q, EX1_Q, EX1_V, 3, 2,
+    lab_attention_backward(&gs, EX1_DOUT, ws, EX1_Q, EX1_Q, EX1_V, 3, 2,
                            scale, 1);
-    lab_attention_backward(gu.dQ, gu.dK, gu.dV, gu.dP, gu.dS, gu.rowsum, EX1_DOUT, wu, EX1_Q, EX1_Q, EX1_V, 3, 2, 1,
+    lab_attention_backward(&gu, EX1_DOUT, wu, EX1_Q, EX1_Q, EX1_V, 3, 2, 1,
                            1);
     lab_arrays_add(s, "t3.dP", 3, 3, gs.dP);  // dO V^T: the same for both scales
     add_backward(s, "t3", "scaled", &gs, 3, 2, 1);

@@ -402,7 +402,7 @@ static void check_backward(const real *Q0, const real *K0, const real *V0, const
     lab_attention(out, P, sc, Q, T, K, V, T, dk, scale, causal);
     LabBackward g;
     lab_backward_alloc(&g, T, dk);
-    lab_attention_backward(g.dQ, g.dK, g.dV, g.dP, g.dS, g.rowsum, dout, P, Q, K, V, T, dk, scale, causal);
+    lab_attention_backward(&g, dout, P, Q, K, V, T, dk, scale, causal);
     double h = sizeof(real) == 8 ? 1e-6 : 1e-2, tol = sizeof(real) == 8 ? 1e-7 : 2e-2;
     real *mats[3] = {Q, K, V};
     const real *grads[3] = {g.dQ, g.dK, g.dV};
@@ -455,7 +455,7 @@ static void lab_backward_matches_finite_differences(void) {
     for (int i = 0; i < 12; i++) CHECK(e.dout[i] == dO[i] && e.Q[i] == Q[i]);
     LabBackward g;
     lab_backward_alloc(&g, 4, 3);
-    lab_attention_backward(g.dQ, g.dK, g.dV, g.dP, g.dS, g.rowsum, dO, e.weights_scaled, Q, K, V, 4, 3,
+    lab_attention_backward(&g, dO, e.weights_scaled, Q, K, V, 4, 3,
                            (real)(1.0 / sqrt(3.0)), 1);
     CHECK(memcmp(g.dQ, e.grad_scaled.dQ, sizeof(real) * 12) == 0);
     CHECK(memcmp(g.dS, e.grad_scaled.dS, sizeof(real) * 16) == 0);
