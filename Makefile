@@ -82,7 +82,7 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 
 # The library every program links: the ground (base/), the kernels, the lesson's definition and
 # model (the top level), and the run's files that the programs share.
-BASE := base/common.c base/dist.c base/rng.c base/data.c base/config.c
+BASE := base/common.c base/outfile.c base/dist.c base/rng.c base/data.c base/config.c
 KERNELS := kernels/matmul.c kernels/attention_engine.c
 LESSON := attention.c attention_stats.c model.c
 CORE := $(BASE) $(KERNELS) $(LESSON) run/checkpoint.c run/generate.c report/attention_map.c teach/lab_core.c
@@ -100,7 +100,11 @@ CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
 PAGES := report/html.c teach/lab_pages.c
 PAGES_OBJ := $(PAGES:%.c=$(OBJDIR)/%.o)
 PAGES64_OBJ := $(PAGES:%.c=$(OBJDIR)/f64/%.o)
-TEST_SRC := $(wildcard tests/test_*.c)
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+# Each tests/test_NAME.c defines its table `const TestCase tests_NAME[]`, and that is its one
+# registration: the runner's list of tables, TEST_TABLES(X), is made here from the file names (a
+# file without its table fails to link).
+TEST_TABLES := $(patsubst tests/test_%.c,X(%),$(TEST_SRC))
 TEST_H := $(wildcard tests/*.h)
 TEST_LIB := tests/page_check.c
 
@@ -124,9 +128,17 @@ $(OBJDIR)/f64/%.o: %.c | deps
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -DREAL_DOUBLE -c $< -o $@
 -include $(wildcard $(OBJDIR)/*.d $(OBJDIR)/*/*.d $(OBJDIR)/*/*/*.d)
 
+# The comparison's outputs (report/report.h): the log and its end (compare_log.c), checked writing
+# (writer.c), compare.csv, report.md and its reading, the SVG panels, report.html (report_html.c,
+# over report/html.c, the HTML writer the lab's pages use too).
+REPORT := report/compare_log.c report/writer.c report/compare_csv.c report/report_md.c report/reading.c \
+    report/svg.c report/report_html.c
+REPORT_OBJ := $(REPORT:%.c=$(OBJDIR)/%.o)
+REPORT64_OBJ := $(REPORT:%.c=$(OBJDIR)/f64/%.o)
+
 # ./train: train.c (the command line and the modes) over run/run.c (one run's life), run/outdir.c (its
-# output directory), run/stop.c (signals) and report/report.c (the comparison's report; report/html.c writes its page)
-TRAIN_SRC := train.c run/run.c run/outdir.c run/stop.c report/report.c report/html.c
+# output directory), run/stop.c (signals) and the comparison's report (REPORT)
+TRAIN_SRC := train.c run/run.c run/outdir.c run/stop.c $(REPORT) report/html.c
 TRAIN_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/%.o)
 train: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
@@ -174,11 +186,11 @@ data/default.txt: | tools/gencorpus
 
 FUZZ_SRC := tests/fuzz/harnesses.c
 
-tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(OBJDIR)/report/report.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/report/report.o $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
+tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(REPORT_OBJ) $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. '-DTEST_TABLES(X)=$(TEST_TABLES)' tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT_OBJ) $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
 
-tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(OBJDIR)/f64/report/report.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(OBJDIR)/f64/report/report.o $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
+tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(REPORT64_OBJ) $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. '-DTEST_TABLES(X)=$(TEST_TABLES)' tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT64_OBJ) $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
 
 # The pages in a real browser: headless Chromium opens every step of the lab's pages (#step=N),
 # checks the rendered DOM against ./lab's JSON output and that no request left the file, then the

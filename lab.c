@@ -200,10 +200,17 @@ static int parse_list(const char *opt, const char *text, real *out, int max) {
     }
 }
 
-// The FILE of --html FILE: not empty.
+// The FILE of --html FILE: not empty; "-" is standard output (then the page is all it prints).
 static const char *html_path(const char *cmd, const char *v) {
     if (!*v) die(EXIT_USAGE, "%s: --html expects a file name, e.g. --html page.html", cmd);
     return v;
+}
+
+static int is_stdout(const char *path) { return path && strcmp(path, "-") == 0; }
+
+// --json and --html - would both print to standard output.
+static void check_one_stdout(const char *cmd, int json, const char *html) {
+    if (json && is_stdout(html)) die(EXIT_USAGE, "%s: --json and --html - both print to standard output: give one", cmd);
 }
 
 // The command line as the page shows it: ./lab (or ./lab64) and the arguments, quoted where a
@@ -220,7 +227,8 @@ static void write_page(HtmlPage *page, const char *path) {
     int ok = html_page_write(page, path, err, sizeof err);
     html_page_free(page);
     if (!ok) die(EXIT_RUNTIME, "%s", err);
-    fprintf(stderr, "lab: wrote %s (%d steps; open it in a browser, FILE#step=N opens step N)\n", path, steps);
+    if (strcmp(path, "-") == 0) fprintf(stderr, "lab: wrote the page to standard output (%d steps)\n", steps);
+    else fprintf(stderr, "lab: wrote %s (%d steps; open it in a browser, FILE#step=N opens step N)\n", path, steps);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -284,6 +292,7 @@ static int cmd_examples(int argc, char **argv) {
         else if (strcmp(a, "--json") == 0) json = 1;
         else unknown_option("examples", a);
     }
+    check_one_stdout("examples", json, html);
     if (json || html) {
         LabArrays numbers = {0};
         lab_examples_arrays(&numbers);
@@ -293,7 +302,7 @@ static int cmd_examples(int argc, char **argv) {
             write_page(page, html);
         }
         lab_arrays_free(&numbers);
-        if (json) return 0;
+        if (json || is_stdout(html)) return 0;
     }
     static const real Q3[] = {1, 0, 0, 1, 1, 1};
     static const real V3[] = {10, 0, 0, 10, 5, 5};
@@ -341,6 +350,7 @@ static int cmd_mistakes(int argc, char **argv) {
         else if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("mistakes", v);
         else unknown_option("mistakes", a);
     }
+    check_one_stdout("mistakes", json, html);
     LabMistake c[LAB_MISTAKES];
     lab_mistakes(c);
     if (html) write_page(lab_mistakes_page(c, command_line(argc, argv)), html);
@@ -348,6 +358,7 @@ static int cmd_mistakes(int argc, char **argv) {
         lab_mistakes_json(stdout, c);
         return 0;
     }
+    if (is_stdout(html)) return 0;
     printf("mistakes: the T = 3 example four ways   [%s]\n", REAL_NAME);
     printf("Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2; row t is query t, column u key u\n");
     printf("(* = weight on a future position u > t, which a causal model must not see; ! = a row that does not\n"
@@ -398,6 +409,7 @@ static int cmd_exercise(int argc, char **argv) {
         else if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("exercise", v);
         else unknown_option("exercise", a);
     }
+    check_one_stdout("exercise", json, html);
     if (html && (T > LAB_HTML_MAX_T || dk > LAB_HTML_MAX_DK))
         die(EXIT_USAGE, "exercise: --html draws every matrix: --T must be at most %d and --dk at most %d (got %lld "
             "and %lld)", LAB_HTML_MAX_T, LAB_HTML_MAX_DK, T, dk);
@@ -410,7 +422,7 @@ static int cmd_exercise(int argc, char **argv) {
         if (json) lab_arrays_json(stdout, &numbers);
         if (html) write_page(lab_exercise_page(&numbers, &e, command_line(argc, argv)), html);
         lab_arrays_free(&numbers);
-        if (json) {
+        if (json || is_stdout(html)) {
             lab_exercise_free(&e);
             return 0;
         }

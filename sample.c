@@ -84,6 +84,8 @@ int main(int argc, char **argv) {
         ckpt_path = a;
     }
     if (!ckpt_path) die(EXIT_USAGE, "missing the CHECKPOINT argument (see --help)");
+    if (map_path && strcmp(map_path, "-") == 0 && tokens_given && tokens > 0)
+        die(EXIT_USAGE, "--attention-map - writes the SVG to standard output: it cannot share it with --tokens %d", tokens);
 
     char err[1024];
     Checkpoint ck;
@@ -114,7 +116,8 @@ int main(int argc, char **argv) {
         gpt_forward(&m, window, NULL, 1, T);
         m.keep_weights = 0;
         if (!write_attention_map(map_path, &m, &ck.vocab, window, T, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-        fprintf(stderr, "wrote %s: %d layers x %d heads over %d characters\n", map_path, m.dims.n_layer, m.dims.n_head, T);
+        fprintf(stderr, "wrote %s: %d layers x %d heads over %d characters\n",
+                strcmp(map_path, "-") == 0 ? "the map to standard output" : map_path, m.dims.n_layer, m.dims.n_head, T);
         if (!tokens_given) tokens = 0;
     }
     if (tokens > 0) {

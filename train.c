@@ -38,7 +38,7 @@
 
 // Runs trained side by side from the same initial weights on the same batches, each variant
 // a name (its directory under out_dir) and config overrides.
-// Each writes compare.csv, report.md, its panels and report.html (report/report.c) in out_dir.
+// Each writes compare.csv, report.md, its panels and report.html (report/report.h) in out_dir.
 typedef struct {
     const char *what;            // what is compared, for the first line: "attention scale sqrt vs none"
     const char *key;             // the config key compared, and its value in each variant
@@ -212,6 +212,15 @@ static void fix_decay_horizon(Config *cfg) {
     if (cfg->lr_decay_steps == 0) cfg->lr_decay_steps = cfg->max_steps;
 }
 
+// The directory a path's file is in (a usage error when it does not fit in n bytes).
+static void dir_of(const char *path, char *dir, size_t n) {
+    const char *slash = strrchr(path, '/');
+    size_t len = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    if (len >= n) die(EXIT_USAGE, "the directory of '%.200s...' is too long (at most %zu bytes)", path, n - 1);
+    if (!slash) memcpy(dir, ".", 2);
+    else { memcpy(dir, path, len); dir[len] = 0; }
+}
+
 static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
     char err[ERRLEN];
     config_defaults(cfg);
@@ -221,6 +230,10 @@ static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
         fix_decay_horizon(cfg);  // a checkpoint of an earlier version may hold 0: its run's horizon was its max_steps
         // replacing another run's files is asked for on the command line, never inherited
         snprintf(cfg->overwrite, sizeof cfg->overwrite, "false");
+        // a resumed run continues in its checkpoint's directory, wherever that is now (moved or
+        // copied): the out_dir the checkpoint records is where the run was, not an instruction.
+        // --train.out_dir on the command line (applied below) still chooses another.
+        dir_of(a->resume_path, cfg->out_dir, sizeof cfg->out_dir);
     } else if (!config_load_file(cfg, a->config_path, err, sizeof err)) {
         die(EXIT_USAGE, "%s", err);
     }
@@ -381,7 +394,9 @@ static void dump_state(Run *r, const Dataset *ds, const char *path) {
         tw_record(w, name, rdt, t->ndim, shape, m->grads + t->offset);
     }
     if (!tw_commit(w, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-    printf("wrote %s: loss %.6f on the first training batch (%d x %d), %d tensors\n", path, loss, B, T, m->n_tensors);
+    // with "-" the dump is standard output and the line goes to stderr
+    fprintf(strcmp(path, "-") == 0 ? stderr : stdout, "wrote %s: loss %.6f on the first training batch (%d x %d), %d tensors\n",
+            strcmp(path, "-") == 0 ? "the dump to standard output" : path, loss, B, T, m->n_tensors);
     free(x); free(y); free(logits);
 }
 
@@ -497,6 +512,7 @@ typedef struct {
     CompareLog *cmp;             // the comparison's report log, in a comparison (rank 0)
     uint32_t *probe_text;        // the probe batch's first sequence (block_size characters), for its maps
     long start_step, max_steps;
+    long skipped_before[MAX_VARIANTS];  // each run's skipped steps when this process began
     double wall0;                // when this process's training began
     double step_end[ETA_WINDOW]; // when the last steps ended (a ring), for the time left
     long n_step_ends;
@@ -540,15 +556,6 @@ static void setup_runs(Session *s, const Config *cfg, const Args *args, const Ch
     s->max_steps = cfg->max_steps;
 }
 
-// The directory a path's file is in.
-static void dir_of(const char *path, char *dir, size_t n) {
-    snprintf(dir, n, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, n, ".");
-    else if (slash == dir) slash[1] = 0;
-    else *slash = 0;
-}
-
 // Rank 0's part of claim_out_dirs: 0, or the exit code with a message in err.
 static int claim_out_dirs_root(Session *s, char *err, size_t errlen) {
     const Config *cfg = s->cfg;
@@ -590,7 +597,7 @@ static int claim_out_dirs_root(Session *s, char *err, size_t errlen) {
             if (!ensure_dir(dirs[d], err, errlen)) return EXIT_RUNTIME;
             if (!existed && !outdir_lock(dirs[d], err, errlen)) return EXIT_USAGE;
         }
-        if (overwrite && !own) outdir_clear_run(dirs[d]);
+        if (overwrite && !own && !outdir_clear_run(dirs[d], err, errlen)) return EXIT_USAGE;
         // with the directory locked, every temporary file in it is a killed writer's
         outdir_remove_stale_temps(dirs[d]);
     }
@@ -660,7 +667,10 @@ static void start_training(Session *s) {
         rng_seed(&probe_rng, (uint64_t)cfg->seed * 7919u + 101u);
         sample_batch(s->ds, 1, &probe_rng, B, T, s->b.px, s->b.py);
     }
-    for (int i = 0; i < s->n_runs; i++) run_open_logs(&s->runs[i], s->resume != NULL);
+    for (int i = 0; i < s->n_runs; i++) {
+        run_open_logs(&s->runs[i], s->resume != NULL);
+        s->skipped_before[i] = s->runs[i].st.skipped_steps;
+    }
     if (s->cmp_set && dist_is_root()) {
         s->cmp = compare_log_open(cfg->out_dir, cfg->max_steps, s->cmp_set->key, s->cmp_set->values, s->cmp_set->n);
         if (!s->cmp) die(EXIT_RUNTIME, "internal: cannot start the comparison's report");
@@ -857,6 +867,28 @@ static int train_loop(Session *s) {
     return 0;
 }
 
+// A run that trained steps in this process but skipped every one of them (non-finite or
+// spiking, fewer in a row than the divergence guard's limit) has learned nothing: exit 1 before
+// the final evaluation, naming the checkpoint that is still the latest good one.
+static void stop_if_nothing_trained(Session *s) {
+    long trained = s->max_steps - s->start_step;
+    for (int i = 0; i < s->n_runs && trained > 0; i++) {
+        Run *r = &s->runs[i];
+        if (r->st.skipped_steps - s->skipped_before[i] < trained) continue;
+        for (int k = 0; k < s->n_runs; k++) run_close_logs(&s->runs[k]);
+        if (dist_is_root()) {
+            char path[2200], where[2400] = "no checkpoint was written";
+            long step;
+            if (latest_checkpoint(s, r, path, sizeof path, &step))
+                snprintf(where, sizeof where, "the latest checkpoint is still %s (step %ld)", path, step);
+            err_print("%s%severy one of the %ld steps from step %ld to %ld was skipped (non-finite loss or gradient, or a"
+                      " loss spike): nothing was trained; %s", r->variant ? r->variant : "", r->variant ? ": " : "",
+                      trained, s->start_step + 1, s->max_steps, where);
+        }
+        dist_exit(EXIT_RUNTIME);
+    }
+}
+
 // The message of a stop while finishing: what is saved and what is not.
 static void say_stopped_finishing(const Session *s, int sig, const char *phase, const char *missing) {
     if (!dist_is_root()) return;
@@ -999,6 +1031,7 @@ int main(int argc, char **argv) {
         start_training(&s);
         stop_if_signalled(&args, "start-up");
         int sig = train_loop(&s);
+        if (!sig) stop_if_nothing_trained(&s);
         if (!sig) sig = finish_runs(&s);
         if (sig) code = stop_exit_code(sig);
     }

@@ -53,6 +53,13 @@ void *xcalloc(size_t count, size_t size, const char *what) {
     return p;
 }
 
+char *xstrdup(const char *s, const char *what) {
+    size_t n = strlen(s);
+    char *c = xmalloc(n + 1, what);
+    memcpy(c, s, n + 1);
+    return c;
+}
+
 void *xmalloc_aligned(size_t bytes, const char *what) {
     void *p = NULL;
     size_t rounded = (bytes + 63) & ~(size_t)63;
@@ -175,17 +182,6 @@ FILE *fopen_regular(const char *path, uint64_t *size, const char **why) {
     return blocking_stream(fd, "rb", why);
 }
 
-FILE *fopen_write_nonblocking(const char *path, const char **why) {
-    *why = NULL;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        // POSIX: a non-blocking write-only open of a FIFO that no process reads fails with ENXIO
-        *why = errno == ENXIO ? "is a FIFO (named pipe) with no reader" : strerror(errno);
-        return NULL;
-    }
-    // (a directory cannot be opened for writing: open fails with EISDIR)
-    return blocking_stream(fd, "wb", why);
-}
 
 // ---------------------------------------------------------------------------------------------
 // strict numbers

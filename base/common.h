@@ -43,6 +43,8 @@ _Noreturn void die(int code, const char *fmt, ...)
 // Checked allocation: on failure, exit 1 naming what was being allocated and its size.
 void *xmalloc(size_t bytes, const char *what);
 void *xcalloc(size_t count, size_t size, const char *what);
+// A copy of the string s (malloc'd).
+char *xstrdup(const char *s, const char *what);
 // 64-byte aligned, zeroed; free with free().
 void *xmalloc_aligned(size_t bytes, const char *what);
 
@@ -86,11 +88,7 @@ double now_seconds(void);
 // length; on failure returns NULL and sets *why to a short reason such as "No such file or
 // directory" or "is a FIFO (named pipe), not a regular file" (a static string).
 FILE *fopen_regular(const char *path, uint64_t *size, const char **why);
-// Open a path the user named for writing (created or truncated) without blocking: a FIFO with no
-// reader is refused ("is a FIFO (named pipe) with no reader") instead of waiting for one, and a
-// directory is refused. Devices and FIFOs that have a reader (/dev/null, /dev/stdout) are
-// accepted. Returns NULL with *why set on failure.
-FILE *fopen_write_nonblocking(const char *path, const char **why);
+// (Writing: every output goes through base/outfile.h, which writes regular files only.)
 
 // ---- strict numbers from text (command-line flags and overrides) ----
 // Plain decimal only, the whole text consumed: no leading or trailing space, no hexadecimal, no

@@ -310,8 +310,8 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_
     // whole MR-row slivers of a row-major A are read in place (see micro_kernel_strided); only a
     // last, partial sliver is packed (with its zero rows). A transposed A (the weight gradients'
     // X^T) is packed: in place, the MR values of each depth sit a row of X apart, 0.5-6 KB, and
-    // lines at such strides fall into a few L1 sets and evict each other every sliver (in the
-    // W2 step the products ran 10-25% slower).
+    // lines at such strides fall into a few L1 sets and evict each other every sliver
+    // (docs/PERFORMANCE.md has the timings).
     const int direct_a = VEC_BYTES && a_cs == 1;
     for (int j0 = j_lo; j0 < j_hi; j0 += NC) {
         int nc = j_hi - j0 < NC ? j_hi - j0 : NC;
@@ -429,11 +429,12 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
 // ---- The FMA peak ----
 // Each thread times short windows of independent FMA chains held in registers, on the widest
 // FMA the machine has (checked at run time on x86, so a binary built for AVX2 still measures an
-// AVX-512 machine's peak). A window is 50,000 rounds of the chains, ~0.1 ms on a current core:
-// on a shared machine a thread is descheduled for whole time slices of a few ms, so most windows
-// run either undisturbed or not at all, and the fastest window of each thread is its core's rate
-// (a probe timing all threads together over 3 ms was halved by one descheduled thread). The peak
-// is the sum of the threads' fastest windows; `steady` says how many windows came close to it.
+// AVX-512 machine's peak). A window is 50,000 rounds of the chains, each round one FMA latency
+// (about 200,000 cycles), far shorter than a scheduler's time slice: on a shared machine a thread
+// is descheduled for whole slices, so most windows run either undisturbed or not at all, and the
+// fastest window of each thread is its core's rate (timing all threads together over one longer
+// window, a single descheduled thread would stall the whole measure). The peak is the sum of the
+// threads' fastest windows; `steady` says how many windows came close to it.
 #define PROBE_ITERS 50000L
 #define PROBE_MIN_WINDOWS 20
 #define PROBE_MAX_WINDOWS 4000

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/outfile.h"
+
 // ---- the colour scale ----
 // Weight p in [0, 1] -> colour, interpolated linearly between evenly spaced stops (ColorBrewer's
 // YlGnBu: light at 0, dark at 1, the hue turning on the way so that close weights stay apart).
@@ -416,9 +418,8 @@ int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, cons
     map_text(&tx, m, vocab, tokens, T);
     MapLayout lay;
     map_layout(&lay, &tx, m, T);
-    const char *why;
-    FILE *f = fopen_write_nonblocking(path, &why);  // a FIFO without a reader is refused, not waited on
-    if (!f) { snprintf(err, errlen, "cannot write '%s': %s", path, why); return 0; }
+    FILE *f = out_begin(path, OUT_DASH, err, errlen);  // only a regular file, replaced whole, or "-"
+    if (!f) return 0;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" viewBox=\"0 0 %g %g\" "
                "font-family=\"monospace\">\n", lay.width, lay.height, lay.width, lay.height);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
@@ -429,6 +430,5 @@ int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, cons
             write_panel(f, &lay, m, vocab, tokens, l, h, P, PAD + h * lay.panel_w, lay.grid_y + l * lay.panel_h);
         }
     fprintf(f, "</svg>\n");
-    if (ferror(f) | (fclose(f) != 0)) { snprintf(err, errlen, "cannot write '%s'", path); return 0; }
-    return 1;
+    return out_end(f, err, errlen);
 }

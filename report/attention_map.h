@@ -17,6 +17,8 @@ void attention_weight_colour(double p, int rgb[3]);
 // (space U+2423, newline U+21B5, tab U+21E5), control characters and what XML text cannot hold.
 uint32_t attention_visible_char(uint32_t cp);
 
+// The map is written by the one writer (base/outfile.h): only a regular file, replaced whole;
+// "-" is standard output. Returns 0 with one line in err when it cannot be written.
 int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, const int *tokens, int T,
                         char *err, size_t errlen);
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/outfile.h"
+
 struct HtmlMatrix {
     char *key, *name;
     int where, rows, cols;
@@ -41,13 +43,7 @@ struct HtmlPage {
     int n_steps;
 };
 
-static char *dup_or_null(const char *s) {
-    if (!s) return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = xmalloc(n, "page text");
-    memcpy(d, s, n);
-    return d;
-}
+static char *dup_or_null(const char *s) { return s ? xstrdup(s, "page text") : NULL; }
 
 // Grow an array of pointers by one slot.
 static void *push_ptr(void *arr, int n, size_t elem) {
@@ -644,32 +640,14 @@ int html_page_fwrite(const HtmlPage *p, FILE *f) {
 }
 
 int html_page_write(const HtmlPage *p, const char *path, char *err, size_t errlen) {
-    size_t n = strlen(path) + 5;
-    char *tmp = xmalloc(n, "file name");
-    snprintf(tmp, n, "%s.tmp", path);
-    errno = 0;
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write '%s' (via '%s'): %s", path, tmp, strerror(errno ? errno : EIO));
-        free(tmp);
+    FILE *f = out_begin(path, OUT_DASH, err, errlen);
+    if (!f) return 0;
+    if (!html_page_fwrite(p, f)) {
+        snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+        out_cancel(f);
         return 0;
     }
-    int ok = html_page_fwrite(p, f);
-    int e = ok ? 0 : (errno ? errno : EIO);
-    if (fclose(f) != 0 && ok) {
-        ok = 0;
-        e = errno ? errno : EIO;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        e = errno;
-    }
-    if (!ok) {
-        snprintf(err, errlen, "cannot write '%s': %s", path, strerror(e ? e : EIO));
-        remove(tmp);
-    }
-    free(tmp);
-    return ok;
+    return out_end(f, err, errlen);
 }
 
 // ---------------------------------------------------------------------------------------------

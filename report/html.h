@@ -89,8 +89,9 @@ void html_mat_extra(HtmlMatrix *m, const char *key, const char *label, const dou
 // Marks (HTML_CELL_*) of row r of extra column e (0 = the first added), or-ed in.
 void html_mat_extra_mark(HtmlMatrix *m, int e, int r, unsigned flags);
 
-// Write the page to path (via path.tmp, then renamed). Returns 1, or 0 with a one-line reason
-// naming the file in err.
+// Write the page to path, replaced whole by the one writer (base/outfile.h: only a regular file,
+// through a temporary file beside it; "-" is standard output). Returns 1, or 0 with a one-line
+// reason naming the file in err.
 int html_page_write(const HtmlPage *p, const char *path, char *err, size_t errlen);
 // Write the page to an open stream. Returns 0 when a write failed.
 int html_page_fwrite(const HtmlPage *p, FILE *f);

@@ -56,7 +56,7 @@ void compare_log_final(CompareLog *log, int variant, const CompareFinal *f);
 
 // Write OUT_DIR/compare.csv, OUT_DIR/report.md, the panels (OUT_DIR/scaling.svg for
 // model.attn_scale, OUT_DIR/compare.svg otherwise) and OUT_DIR/report.html (report.md's text and
-// tables, the panels inline and the attention maps; written to report.html.tmp, then renamed),
+// tables, the panels inline and the attention maps; replaced whole by base/outfile.h),
 // then free the log. Returns 0 with a one-line message in err on an I/O error (the log is freed
 // either way).
 int compare_log_finish(CompareLog *log, const Config *cfg, char *err, size_t errlen);

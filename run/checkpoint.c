@@ -9,16 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include "base/config.h"
+#include "base/outfile.h"
 
 #define MAX_FILE_BYTES ((uint64_t)1 << 40)
-#define TEMP_INFIX ".tmp."  // PATH.tmp.<pid>.<n>: a writer's temporary file
 
 // ---- CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320), slicing by 4 bytes ----
 static uint32_t crc_table[4][256];
@@ -233,42 +231,14 @@ void tfile_free(TFile *f) {
 }
 
 // ---- writing ----
-// A writer's temporary file is PATH.tmp.<pid>.<n>, created with O_EXCL: two processes (or two
-// writers of one process) never share one, so none can write into a file another renamed. The
-// open writers are listed so that an exit() anywhere (die) removes their temporary files too.
+// Through the one writer (base/outfile.h): a temporary file beside PATH, renamed over it at the
+// commit after an fsync; an existing PATH that is not a regular file is refused.
 struct TWriter {
     FILE *fp;
-    char *path, *tmp_path;
     uint32_t crc;
     int failed;
-    struct TWriter *next;  // in the list of open writers
+    char path[4096];  // for messages
 };
-
-static TWriter *g_open_writers = NULL;
-static unsigned long g_tmp_serial = 0;
-
-static void remove_open_temps(void) {
-    for (TWriter *w = g_open_writers; w; w = w->next) remove(w->tmp_path);
-}
-
-static void track(TWriter *w) {
-    static int registered = 0;
-    if (!registered) registered = atexit(remove_open_temps) == 0;
-    w->next = g_open_writers;
-    g_open_writers = w;
-}
-
-static void untrack(TWriter *w) {
-    for (TWriter **p = &g_open_writers; *p; p = &(*p)->next)
-        if (*p == w) { *p = w->next; return; }
-}
-
-static void tw_free(TWriter *w) {
-    untrack(w);
-    free(w->path);
-    free(w->tmp_path);
-    free(w);
-}
 
 static void tw_bytes(TWriter *w, const void *data, size_t n) {
     if (w->failed || n == 0) return;
@@ -282,26 +252,15 @@ static void put_u32(unsigned char *p, uint32_t v) {
 
 TWriter *tw_open(const char *path, const char *magic, char *err, size_t errlen) {
     TWriter *w = calloc(1, sizeof *w);
-    size_t n = strlen(path), tmp_len = n + 48;  // ".tmp." + two 20-digit numbers
-    if (!w || !(w->path = malloc(n + 1)) || !(w->tmp_path = malloc(tmp_len))) {
+    if (!w) {
         snprintf(err, errlen, "out of memory opening '%s'", path);
-        if (w) { free(w->path); free(w); }
         return NULL;
     }
-    memcpy(w->path, path, n + 1);
-    int fd = -1;
-    for (int attempt = 0; fd < 0 && attempt < 1000; attempt++) {
-        snprintf(w->tmp_path, tmp_len, "%s" TEMP_INFIX "%ld.%lu", path, (long)getpid(), g_tmp_serial++);
-        fd = open(w->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0 || !(w->fp = fdopen(fd, "wb"))) {
-        snprintf(err, errlen, "cannot write '%s': %s", w->tmp_path, strerror(errno));
-        if (fd >= 0) { close(fd); remove(w->tmp_path); }
-        free(w->path); free(w->tmp_path); free(w);
+    snprintf(w->path, sizeof w->path, "%s", path);
+    if (!(w->fp = out_begin(path, OUT_DURABLE | OUT_DASH, err, errlen))) {
+        free(w);
         return NULL;
     }
-    track(w);
     unsigned char hdr[12];
     memcpy(hdr, magic, 8);
     put_u32(hdr + 8, TFILE_VERSION);
@@ -325,81 +284,33 @@ int tw_record(TWriter *w, const char *name, int dtype, int ndim, const uint32_t 
     return !w->failed;
 }
 
-// fsync the directory holding path so the rename itself is durable
-static int fsync_dir_of(const char *path) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) { if (slash == dir) slash[1] = 0; else *slash = 0; }
-    else snprintf(dir, sizeof dir, ".");
-    int fd = open(dir, O_RDONLY);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 int tw_commit(TWriter *w, char *err, size_t errlen) {
     unsigned char tail[4];
     put_u32(tail, w->crc);
-    if (!w->failed && fwrite(tail, 1, 4, w->fp) != 4) w->failed = errno ? errno : EIO;
-    if (!w->failed && fflush(w->fp) != 0) w->failed = errno;
-    if (!w->failed && fsync(fileno(w->fp)) != 0) w->failed = errno;
-    if (fclose(w->fp) != 0 && !w->failed) w->failed = errno ? errno : EIO;
-    w->fp = NULL;
-    if (!w->failed && rename(w->tmp_path, w->path) != 0) w->failed = errno;
-    if (!w->failed) fsync_dir_of(w->path);  // best effort: some filesystems refuse directory fsync
-    int ok = !w->failed;
-    if (!ok) {
+    tw_bytes(w, tail, 4);
+    int ok;
+    if (w->failed) {
         snprintf(err, errlen, "cannot write '%s': %s", w->path, strerror(w->failed));
-        remove(w->tmp_path);
+        out_cancel(w->fp);
+        ok = 0;
+    } else {
+        ok = out_end(w->fp, err, errlen);
     }
-    tw_free(w);
+    free(w);
     return ok;
 }
 
 void tw_abort(TWriter *w) {
     if (!w) return;
-    if (w->fp) fclose(w->fp);
-    remove(w->tmp_path);
-    tw_free(w);
+    out_cancel(w->fp);
+    free(w);
 }
 
-// "NAME.tmp.<pid>.<n>": the pid, or -1 when name is not a writer's temporary file. The fixed
-// "NAME.bin.tmp" of earlier versions counts as one whose writer is gone (pid 0).
-static long temp_file_pid(const char *name) {
-    const char *infix = strstr(name, TEMP_INFIX);
-    if (!infix) {
-        size_t n = strlen(name);
-        return n > 8 && strcmp(name + n - 8, ".bin.tmp") == 0 ? 0 : -1;
-    }
-    const char *p = infix + strlen(TEMP_INFIX), *dot = strchr(p, '.');
-    if (!dot || dot == p || strspn(p, "0123456789") != (size_t)(dot - p)) return -1;
-    if (!dot[1] || strspn(dot + 1, "0123456789") != strlen(dot + 1)) return -1;
-    return dot - p > 9 ? -1 : strtol(p, NULL, 10);
-}
+// A tensor file's name: NAME.bin.
+static int is_tensor_file(const char *name, size_t n) { return n > 4 && strncmp(name + n - 4, ".bin", 4) == 0; }
 
 int checkpoint_remove_stale_temps(const char *dir, char *err, size_t errlen) {
-    DIR *d = opendir(dir);
-    if (!d) { snprintf(err, errlen, "cannot read directory '%s': %s", dir, strerror(errno)); return -1; }
-    int removed = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        long pid = temp_file_pid(e->d_name);
-        if (pid < 0) continue;
-        char path[4352];
-        int w = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (w < 0 || (size_t)w >= sizeof path) continue;
-        int open_here = 0;
-        for (TWriter *t = g_open_writers; t; t = t->next) open_here |= strcmp(t->tmp_path, path) == 0;
-        if (open_here) continue;
-        // a writer that still runs (another process: kill(pid, 0) finds it) keeps its file; ours
-        // (a reused pid, as in a container) is stale unless one of our writers has it open
-        if (pid > 0 && pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) continue;
-        if (remove(path) == 0) removed++;
-    }
-    closedir(d);
-    return removed;
+    return out_remove_stale_temps(dir, is_tensor_file, err, errlen);
 }
 
 // ---- checkpoints ----
@@ -678,6 +589,45 @@ int checkpoint_check_memory(const Checkpoint *ck, int B, int T, const char *path
     return memory_fits(bytes == 0 ? INFINITY : (double)bytes, what, err, errlen);
 }
 
+// Whether the model's forward pass is finite on sequences that hold every token of the vocabulary
+// (and every position): values that are each finite can still overflow in it (3e38 in wte
+// squares to infinity in the first layer norm), and such a model predicts nothing. Sequence s
+// holds tokens (s*T + t) mod V, so ceil(V/T) passes of one sequence cover them all. Returns 0
+// with the loss of the first pass that is not finite in *loss.
+static int forward_is_finite(GPT *m, double *loss) {
+    int T = m->T, V = m->dims.vocab_size;
+    int *x = xmalloc((size_t)T * sizeof(int), "the check batch"), *y = xmalloc((size_t)T * sizeof(int), "the check batch");
+    int ok = 1;
+    for (int s = 0; ok && (long)s * T < V; s++) {
+        for (int t = 0; t < T; t++) {
+            x[t] = (int)(((long)s * T + t) % V);
+            y[t] = (int)(((long)s * T + t + 1) % V);
+        }
+        *loss = gpt_forward(m, x, y, 1, T);
+        ok = isfinite(*loss);
+    }
+    free(x);
+    free(y);
+    return ok;
+}
+
+// The parameter of largest magnitude, the first of them in checkpoint order: the one named when
+// the forward pass is not finite.
+static void largest_parameter(const GPT *m, char *buf, size_t n) {
+    int best_t = 0;
+    size_t best_j = 0;
+    double best = -1;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        for (size_t j = 0; j < t->size; j++) {
+            double v = fabs((double)m->params[t->offset + j]);
+            if (v > best) best = v, best_t = i, best_j = j;
+        }
+    }
+    snprintf(buf, n, "tensor '%s' holds %.6g at index %zu, its largest value", m->tensors[best_t].name,
+             (double)m->params[m->tensors[best_t].offset + best_j], best_j);
+}
+
 int checkpoint_restore(const Checkpoint *ck, GPT *m, const char *path, char *err, size_t errlen) {
     static const char *const prefix[3] = {"", "adam_m.", "adam_v."};
     real *bufs[3] = {m->params, m->adam_m, m->adam_v};
@@ -714,6 +664,14 @@ int checkpoint_restore(const Checkpoint *ck, GPT *m, const char *path, char *err
                     return 0;
                 }
         }
+    }
+    double loss;
+    if (!forward_is_finite(m, &loss)) {
+        char worst[TENSOR_NAME_MAX + 96];
+        largest_parameter(m, worst, sizeof worst);
+        snprintf(err, errlen, "'%s' is unusable: its values are finite but the forward pass on one batch is not (loss %g);"
+                 " %s", path, loss, worst);
+        return 0;
     }
     return 1;
 }

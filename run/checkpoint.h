@@ -101,7 +101,10 @@ int checkpoint_open(Checkpoint *ck, const char *path, char *err, size_t errlen);
 // with activations for a batch (B,T): returns 0 with a message when it cannot fit.
 int checkpoint_check_memory(const Checkpoint *ck, int B, int T, const char *path, char *err, size_t errlen);
 // Copy parameters (and AdamW moments when present) into m, whose dims must match. Checks every
-// tensor's name and shape and that all values are finite.
+// tensor's name and shape, that all values are finite, and that the forward pass is finite on
+// one sequence of every token (finite values can still overflow in it: then the message names
+// the parameter of largest magnitude, the first of them, and its value). The check leaves the
+// parameters and the training state as they were; only the activations are written.
 int checkpoint_restore(const Checkpoint *ck, GPT *m, const char *path, char *err, size_t errlen);
 void checkpoint_close(Checkpoint *ck);
 

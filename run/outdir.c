@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/common.h"
+#include "base/outfile.h"
 
 int ensure_dir(const char *path, char *err, size_t errlen) {
     char buf[2048];
@@ -47,12 +48,6 @@ int ensure_dir(const char *path, char *err, size_t errlen) {
 void join_path(char *out, size_t n, const char *dir, const char *file) {
     int w = snprintf(out, n, "%s/%s", dir, file);
     if (w < 0 || (size_t)w >= n) die(EXIT_USAGE, "path too long: '%s/%s'", dir, file);
-}
-
-FILE *open_or_die(const char *path, const char *mode) {
-    FILE *f = fopen(path, mode);
-    if (!f) die(EXIT_RUNTIME, "cannot open '%s' for writing: %s", path, strerror(errno));
-    return f;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -103,14 +98,6 @@ static int is_run_file_n(const char *name, size_t n) {
 static int is_run_file(const char *name) { return is_run_file_n(name, strlen(name)); }
 static int is_step_checkpoint(const char *name) { return step_checkpoint(name, strlen(name)) >= 0; }
 
-// NAME.tmp or NAME.tmp.<anything> for a run file NAME (this program's and run/checkpoint.c's
-// temporary files, of this version and earlier ones).
-static int is_run_temp(const char *name) {
-    for (const char *t = strstr(name, ".tmp"); t; t = strstr(t + 1, ".tmp"))
-        if ((t[4] == 0 || t[4] == '.') && is_run_file_n(name, (size_t)(t - name))) return 1;
-    return 0;
-}
-
 // Call f(dir, name, arg) for every entry of dir that keep(name) accepts.
 static void for_each_entry(const char *dir, int (*keep)(const char *), void (*f)(const char *, const char *, void *),
                            void *arg) {
@@ -132,7 +119,8 @@ const char *outdir_run_file(const char *dir, char *buf, size_t n) {
     char path[4200], step_ckpt[64] = "";
     for (int i = 0; RUN_FILES[i]; i++) {  // in the order of RUN_FILES: the checkpoint first
         snprintf(path, sizeof path, "%s/%s", dir, RUN_FILES[i]);
-        if (access(path, F_OK) == 0) {
+        struct stat st;
+        if (lstat(path, &st) == 0) {  // a symbolic link (even a dangling one) by that name counts
             snprintf(buf, n, "%s", RUN_FILES[i]);
             return buf;
         }
@@ -143,71 +131,66 @@ const char *outdir_run_file(const char *dir, char *buf, size_t n) {
     return buf;
 }
 
+// The first run file of dir that is not a regular file (a symbolic link, a directory, a FIFO...).
+static void first_odd(const char *dir, const char *name, void *arg) {
+    char *buf = arg, path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (!buf[0] && lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) snprintf(buf, 300, "%s", name);
+}
+
 static void remove_entry(const char *dir, const char *name, void *arg) {
     (void)arg;
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (remove(path) != 0 && errno != ENOENT) die(EXIT_RUNTIME, "cannot remove '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return;  // only regular files are removed
+    if (unlink(path) != 0 && errno != ENOENT) die(EXIT_RUNTIME, "cannot remove '%s': %s", path, strerror(errno));
 }
 
-void outdir_clear_run(const char *dir) { for_each_entry(dir, is_run_file, remove_entry, NULL); }
+int outdir_clear_run(const char *dir, char *err, size_t errlen) {
+    struct stat st;
+    if (lstat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "'%s' is %s, not a directory: --train.overwrite=true replaces the files of a run's own"
+                 " directory only (remove it yourself or choose another train.out_dir)", dir,
+                 S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory");
+        return 0;
+    }
+    char odd[300] = "";
+    for_each_entry(dir, is_run_file, first_odd, odd);
+    if (odd[0]) {
+        snprintf(err, errlen, "'%s/%s' is not a regular file this program wrote (a symbolic link, a directory or a"
+                 " device): --train.overwrite=true removes nothing else; remove it yourself or choose another"
+                 " train.out_dir", dir, odd);
+        return 0;
+    }
+    for_each_entry(dir, is_run_file, remove_entry, NULL);
+    return 1;
+}
 
-void outdir_remove_stale_temps(const char *dir) { for_each_entry(dir, is_run_temp, remove_entry, NULL); }
+static int is_run_file_len(const char *name, size_t n) { return is_run_file_n(name, n); }
+
+void outdir_remove_stale_temps(const char *dir) {
+    char err[1200];
+    if (out_remove_stale_temps(dir, is_run_file_len, err, sizeof err) < 0) die(EXIT_RUNTIME, "%s", err);
+}
 
 int outdir_same_dir(const char *a, const char *b) {
     struct stat sa, sb;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISDIR(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-// ---------------------------------------------------------------------------------------------
-// files replaced whole
-
-static char g_temp_path[4200];                 // the temporary file being written
-static volatile sig_atomic_t g_temp_active = 0;
-static char g_final_path[4100];
-
-void outdir_remove_temp_now(void) {
-    if (g_temp_active) unlink(g_temp_path);
-}
-
-static void remove_temp_at_exit(void) {
-    outdir_remove_temp_now();
-    g_temp_active = 0;
-}
-
-FILE *outfile_open(const char *path) {
-    static unsigned serial = 0;
-    static int registered = 0;
-    if (!registered && atexit(remove_temp_at_exit) == 0) registered = 1;
-    if (g_temp_active) die(EXIT_RUNTIME, "internal error: '%s' is still being written", g_final_path);
-    snprintf(g_final_path, sizeof g_final_path, "%s", path);
-    for (;;) {
-        snprintf(g_temp_path, sizeof g_temp_path, "%s.tmp.%ld.%u", path, (long)getpid(), serial++);
-        int fd = open(g_temp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0) {
-            g_temp_active = 1;
-            FILE *f = fdopen(fd, "w");
-            if (!f) die(EXIT_RUNTIME, "cannot write '%s': %s", g_temp_path, strerror(errno));
-            return f;
-        }
-        if (errno != EEXIST) die(EXIT_RUNTIME, "cannot write '%s': %s", g_temp_path, strerror(errno));
-    }
-}
-
-void outfile_commit(FILE *f) {
-    int failed = fflush(f) != 0 || ferror(f);
-    int e = errno;
-    if (fclose(f) != 0 && !failed) failed = 1, e = errno;
-    if (failed) die(EXIT_RUNTIME, "cannot write '%s': %s", g_temp_path, strerror(e));
-    if (rename(g_temp_path, g_final_path) != 0) die(EXIT_RUNTIME, "cannot replace '%s': %s", g_final_path, strerror(errno));
-    g_temp_active = 0;
-}
-
 // A resumed run continues its logs without repeating rows written after the last checkpoint.
 void truncate_csv(const char *path, long max_step) {
-    FILE *in = fopen(path, "r");
-    if (!in) return;
-    FILE *out = outfile_open(path);
+    char err[2400];
+    struct stat st;
+    if (lstat(path, &st) != 0) return;  // a log that was never written: it starts anew
+    if (!out_check_target(path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    uint64_t size;
+    const char *why;
+    FILE *in = fopen_regular(path, &size, &why);
+    if (!in) die(EXIT_RUNTIME, "cannot read '%s': %s", path, why);
+    FILE *out = out_begin_or_die(path, 0);
     char line[8192];
     int first = 1;
     while (fgets(line, sizeof line, in)) {
@@ -215,7 +198,7 @@ void truncate_csv(const char *path, long max_step) {
         first = 0;
     }
     fclose(in);
-    outfile_commit(out);
+    out_end_or_die(out);
 }
 
 // ---------------------------------------------------------------------------------------------

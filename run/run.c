@@ -10,6 +10,7 @@
 
 #include "base/common.h"
 #include "base/dist.h"
+#include "base/outfile.h"
 #include "run/generate.h"
 #include "run/outdir.h"
 #include "base/rng.h"
@@ -61,20 +62,26 @@ void run_release(Run *r) {
     r->spike_window = NULL;
 }
 
+// A log continued (resuming) or begun; exit 1 when it is not a regular file (base/outfile.h).
+static FILE *open_log(const char *path, int *fresh) {
+    char err[2400];
+    FILE *f = out_append(path, fresh, err, sizeof err);
+    if (!f) die(EXIT_RUNTIME, "%s", err);
+    return f;
+}
+
 void run_open_logs(Run *r, int resuming) {
     if (!dist_is_root()) return;  // metrics and attn_csv stay NULL on the other ranks
     char path[2200];
+    int fresh;
     join_path(path, sizeof path, r->dir, "metrics.csv");
     if (resuming) truncate_csv(path, r->st.step);
-    struct stat st;
-    int exists = resuming && stat(path, &st) == 0 && st.st_size > 0;
-    r->metrics = open_or_die(path, exists ? "a" : "w");
-    if (!exists) fprintf(r->metrics, "step,loss,lr,grad_norm,ms,val_loss,gen_loss\n");
+    r->metrics = open_log(path, &fresh);
+    if (fresh) fprintf(r->metrics, "step,loss,lr,grad_norm,ms,val_loss,gen_loss\n");
     join_path(path, sizeof path, r->dir, "attention.csv");
     if (resuming) truncate_csv(path, r->st.step - 1);
-    exists = resuming && stat(path, &st) == 0 && st.st_size > 0;
-    r->attn_csv = open_or_die(path, exists ? "a" : "w");
-    if (!exists)
+    r->attn_csv = open_log(path, &fresh);
+    if (fresh)
         fprintf(r->attn_csv, "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,"
                              "score_std,score_absmax,gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median,"
                              "future_mass\n");
@@ -408,7 +415,7 @@ static void json_number(FILE *f, const char *key, double v, const char *fmt, int
 // summary.json, replaced whole: the final losses, counts, speed, time and the resolved config
 // (config_to_json's text: valid JSON, with every string escaped).
 static void write_summary(const Run *r, const char *path, const FinalLosses *fl, double segment_wall) {
-    FILE *f = outfile_open(path);
+    FILE *f = out_begin_or_die(path, 0);
     double tps = r->train_seconds > 0 ? (double)r->tokens_trained / r->train_seconds : 0;
     fputs("{\n", f);
     json_number(f, "train_loss", fl->train_loss, "%.6f", 0);
@@ -429,7 +436,7 @@ static void write_summary(const Run *r, const char *path, const FinalLosses *fl,
         if (*p == '\n' && p[1]) fputs("  ", f);
     }
     fprintf(f, "\n}\n");
-    outfile_commit(f);
+    out_end_or_die(f);
 }
 
 int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double wall0, FinalLosses *f) {

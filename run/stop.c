@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "base/dist.h"
-#include "run/outdir.h"
+#include "base/outfile.h"
 
 volatile sig_atomic_t g_stop_signal = 0;
 
@@ -24,7 +24,7 @@ static void on_signal(int sig) {
         const char *line = g_latest[g_latest_buf];
         ssize_t ignored = write(STDERR_FILENO, line, strlen(line));
         (void)ignored;
-        outdir_remove_temp_now();
+        out_remove_temps_now();
         _exit(130);
     }
     if (!g_stop_signal) g_stop_signal = sig;  // the first signal decides the exit code

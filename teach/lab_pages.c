@@ -59,8 +59,8 @@ static void json_number(FILE *f, double x) {
     else fputs("null", f);
 }
 
-// {"name": [...], "group": {"name": [[...], ...]}}: one line per array, as `lab exercise --json`
-// has always printed it.
+// {"name": [...], "group": {"name": [[...], ...]}}: one line per array, the layout of
+// `lab exercise --json`.
 void lab_arrays_json(FILE *f, const LabArrays *s) {
     fputs("{\n", f);
     const char *open = NULL;  // the group whose object is open

@@ -2,6 +2,9 @@
 // "N passed, N failed" (", N skipped" when some were skipped). Exit status 1 on any failure.
 // `--only TEXT` runs the tests whose name contains TEXT; `--skip PREFIX` (repeatable) leaves out
 // the tests whose name starts with PREFIX. A test that takes a second or more says how long.
+// The tables are those of every tests/test_NAME.c (tests_NAME), in the order of the file names:
+// the Makefile passes them as TEST_TABLES(X), X(NAME) for each file. A test name given twice,
+// in one table or in two, fails the run.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +16,26 @@ int g_test_failed = 0;
 int g_test_skipped = 0;
 const char *g_test_name = "";
 
-extern const TestCase tests_model[], tests_gemm[], tests_attention[], tests_docs[], tests_data[], tests_config[],
-    tests_report[], tests_lab[], tests_html[], tests_robust[], tests_cli[], tests_crash[], tests_fuzz[], tests_mpi[],
-    tests_attention_map[];
+#ifndef TEST_TABLES
+#error "build the runner with make: it passes TEST_TABLES(X), X(NAME) for every tests/test_NAME.c"
+#endif
+#define DECLARE_TABLE(name) extern const TestCase tests_##name[];
+TEST_TABLES(DECLARE_TABLE)
+#define TABLE(name) tests_##name,
+
+int test_names_repeated(const TestCase *const *tables, size_t n_tables, int report) {
+    int repeated = 0;
+    for (size_t t = 0; t < n_tables; t++)
+        for (const TestCase *tc = tables[t]; tc->name; tc++) {
+            int earlier = 0;
+            for (size_t u = 0; u <= t && !earlier; u++)
+                for (const TestCase *e = tables[u]; e->name && e != tc && !earlier; e++)
+                    earlier = strcmp(e->name, tc->name) == 0;
+            if (earlier && report) fprintf(stderr, "test %s is registered more than once\n", tc->name);
+            repeated += earlier;
+        }
+    return repeated;
+}
 
 int main(int argc, char **argv) {
     const char *only = NULL, *skip[32];
@@ -25,10 +45,8 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--skip") == 0 && i + 1 < argc && n_skip < 32) skip[n_skip++] = argv[++i];
         else { fprintf(stderr, "usage: run_tests [--only SUBSTRING] [--skip PREFIX ...]\n"); return 2; }
     }
-    const TestCase *tables[] = {tests_model, tests_gemm, tests_attention, tests_docs, tests_data, tests_config,
-                                tests_report, tests_lab, tests_html, tests_robust, tests_cli, tests_crash,
-                                tests_fuzz, tests_mpi, tests_attention_map};
-    int passed = 0, failed = 0, skipped = 0;
+    const TestCase *const tables[] = {TEST_TABLES(TABLE)};
+    int passed = 0, failed = test_names_repeated(tables, sizeof tables / sizeof tables[0], 1), skipped = 0;
     printf("running the %s test suite\n", REAL_NAME);
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
         for (const TestCase *tc = tables[t]; tc->name; tc++) {

@@ -28,5 +28,9 @@ extern int g_test_skipped;
 typedef void (*TestFn)(void);
 typedef struct { const char *name; TestFn fn; } TestCase;
 
-// Each test file defines a NULL-terminated table, e.g. `const TestCase tests_config[] = {...};`
+// Each test file tests/test_NAME.c defines a NULL-terminated table `const TestCase tests_NAME[]`
+// (e.g. tests_config in tests/test_config.c); the Makefile registers it from the file's name.
+// The number of test names in the tables given more than once (each reported on stderr when
+// report is set): the runner counts them as failures.
+int test_names_repeated(const TestCase *const *tables, size_t n_tables, int report);
 #endif

@@ -1,13 +1,15 @@
-// tests/test_docs.c: the docs cannot drift from the code they quote. A fenced block in README.md
-// or docs/*.md whose first line is "// FILE" (FILE a path in the repository, e.g.
-// "// attention.c") quotes FILE: every other line of the block (but "..." and blank lines) must
-// be a line of FILE, compared without leading and trailing blanks. (The figures of runs are
-// checked by `make docs-check`.)
+// tests/test_docs.c: the docs cannot drift from the code they quote nor from the files they name.
+// A fenced block in README.md or docs/*.md whose first line is "// FILE" (FILE a path in the
+// repository, e.g. "// attention.c") quotes FILE: every other line of the block (but "..." and
+// blank lines) must be a line of FILE, compared without leading and trailing blanks. Every file
+// path the docs name, in backticks or as a link's target, must exist (see doc_paths below). (The
+// figures of runs are checked by `make docs-check`.)
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -34,28 +36,71 @@ static int file_has_line(const char *path, const char *want) {
     return found;
 }
 
+// A document read line by line, each trimmed, the fences of its code blocks left out.
+typedef struct {
+    FILE *f;
+    char buf[MAX_LINE];
+    int lineno;
+    int in_block;  // the line is inside a fenced block
+    int first;     // ... and is the block's first line
+    int opened;    // a fence has just opened a block
+} DocReader;
+
+// Opens doc: 0 (reported on stderr) when it cannot be read.
+static int doc_open(DocReader *r, const char *doc) {
+    memset(r, 0, sizeof *r);
+    r->f = fopen(doc, "r");
+    if (!r->f) fprintf(stderr, "  cannot read %s\n", doc);
+    return r->f != NULL;
+}
+
+// The next line that is not a fence, trimmed; NULL at the end (the file closed).
+static char *doc_next(DocReader *r) {
+    while (fgets(r->buf, sizeof r->buf, r->f)) {
+        r->lineno++;
+        char *l = trim(r->buf);
+        if (strncmp(l, "```", 3) == 0) {
+            r->in_block = !r->in_block;
+            r->opened = r->in_block;
+            continue;
+        }
+        r->first = r->opened;
+        r->opened = 0;
+        return l;
+    }
+    fclose(r->f);
+    r->f = NULL;
+    return NULL;
+}
+
+// check(doc, &checked) over README.md and docs/*.md: the sum of what it returns (the wrong ones).
+static int each_doc(int (*check)(const char *doc, int *checked), int *checked) {
+    int wrong = check("README.md", checked);
+    DIR *d = opendir("docs");
+    CHECK(d != NULL);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 3, ".md") != 0) continue;
+        char path[600];
+        snprintf(path, sizeof path, "docs/%s", e->d_name);
+        wrong += check(path, checked);
+    }
+    if (d) closedir(d);
+    return wrong;
+}
+
 // Checks one document: adds the quoted lines to *checked and returns how many are wrong (each
 // reported on stderr), a quote of a file that does not exist counting as one.
 static int check_doc(const char *doc, int *checked) {
-    FILE *f = fopen(doc, "r");
-    if (!f) {
-        fprintf(stderr, "  cannot read %s\n", doc);
-        return 1;
-    }
-    char buf[MAX_LINE], source[512] = "";
-    int in_block = 0, first = 0, lineno = 0, wrong = 0;
-    while (fgets(buf, sizeof buf, f)) {
-        lineno++;
-        char *l = trim(buf);
-        if (strncmp(l, "```", 3) == 0) {
-            in_block = !in_block;
-            first = in_block;
+    DocReader r;
+    if (!doc_open(&r, doc)) return 1;
+    char source[512] = "";
+    int wrong = 0;
+    for (char *l; (l = doc_next(&r));) {
+        if (!r.in_block) continue;
+        if (r.first) {
             source[0] = 0;
-            continue;
-        }
-        if (!in_block) continue;
-        if (first) {
-            first = 0;
             // "// attention.c" names the quoted file; any other block is not a quote
             size_t n = strlen(l);
             if (strncmp(l, "// ", 3) == 0 && n > 5 && !strchr(l + 3, ' ') &&
@@ -65,7 +110,7 @@ static int check_doc(const char *doc, int *checked) {
                 if (s) {
                     fclose(s);
                 } else {
-                    fprintf(stderr, "  %s:%d quotes %s, which does not exist\n", doc, lineno, source);
+                    fprintf(stderr, "  %s:%d quotes %s, which does not exist\n", doc, r.lineno, source);
                     wrong++;
                     source[0] = 0;
                 }
@@ -74,54 +119,231 @@ static int check_doc(const char *doc, int *checked) {
         }
         if (!source[0] || !*l || strcmp(l, "...") == 0) continue;
         if (file_has_line(source, l) != 1) {
-            if (!g_quiet) fprintf(stderr, "  %s:%d quotes a line that %s does not have: %s\n", doc, lineno, source, l);
+            if (!g_quiet) fprintf(stderr, "  %s:%d quotes a line that %s does not have: %s\n", doc, r.lineno, source, l);
             wrong++;
         }
         (*checked)++;
     }
-    fclose(f);
     return wrong;
 }
 
 static void test_docs_quote_the_code_verbatim(void) {
-    int checked = 0, wrong = check_doc("README.md", &checked);
-    DIR *d = opendir("docs");
-    CHECK(d != NULL);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        if (n < 4 || strcmp(e->d_name + n - 3, ".md") != 0) continue;
-        char path[600];
-        snprintf(path, sizeof path, "docs/%s", e->d_name);
-        wrong += check_doc(path, &checked);
-    }
-    if (d) closedir(d);
+    int checked = 0, wrong = each_doc(check_doc, &checked);
     // the note on backprop through softmax quotes attention.c's loops; a doc that quoted nothing
     // would pass vacuously
     CHECK_MSG(checked >= 20, "only %d quoted lines found in the docs", checked);
     CHECK_MSG(wrong == 0, "%d of the %d quoted lines are not in the files they name", wrong, checked);
 }
 
-// The check itself must catch a line that is not in the file.
-static void test_docs_check_catches_a_missing_line(void) {
-    char dir[] = "/tmp/tgpt_docs_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char doc[128];
+// check(doc, checked) on a document doc.md holding text, in a temporary directory, quietly:
+// what it returns, or -1 when the document cannot be written.
+static int check_text(int (*check)(const char *doc, int *checked), const char *text, int *checked) {
+    char dir[] = "/tmp/tgpt_docs_XXXXXX", doc[128];
+    if (!mkdtemp(dir)) return -1;
     snprintf(doc, sizeof doc, "%s/doc.md", dir);
     FILE *f = fopen(doc, "w");
-    fprintf(f, "```c\n// attention.c\n// S = Q K^T * scale\nthis line is in no source file;\n```\n");
-    fclose(f);
-    int checked = 0;
-    g_quiet = 1;
-    int wrong = check_doc(doc, &checked);
-    g_quiet = 0;
-    CHECK_MSG(checked == 2 && wrong == 1, "%d lines checked, %d wrong: expected 2 and 1", checked, wrong);
+    int wrong = -1;
+    if (f && fputs(text, f) >= 0 && fclose(f) == 0) {
+        g_quiet = 1;
+        wrong = check(doc, checked);
+        g_quiet = 0;
+    } else if (f) {
+        fclose(f);
+    }
     remove(doc);
     rmdir(dir);
+    return wrong;
+}
+
+// The check itself must catch a line that is not in the file.
+static void test_docs_check_catches_a_missing_line(void) {
+    int checked = 0;
+    int wrong = check_text(check_doc, "```c\n// attention.c\n// S = Q K^T * scale\nthis line is in no source file;\n```\n",
+                           &checked);
+    CHECK_MSG(checked == 2 && wrong == 1, "%d lines checked, %d wrong: expected 2 and 1", checked, wrong);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the paths the docs name exist
+//
+// A path is a word of a code span (`...`) or of a fenced block that is not a quote, or a link's
+// target [text](target): made of letters, digits and _ . / - only (so no formula, glob or
+// placeholder like <N>), after the last '=' of an option (--data.path=FILE) and without a leading
+// "./", that ends in one of PATH_EXT after a name, or has a slash after a folder of the repository
+// (`tests/golden`, `docs/`; not `dL/dO` nor a run's `scaled/`). A word is relative to the top
+// of the repository or, in docs/, to docs/; a link's target relative to its document. Not
+// checked: what a run or a command writes (under out/ or build/, the files of RUN_OUTPUTS, a bare
+// page or picture name as in `--html steps.html`), what `make` builds or fetches (made_by_make),
+// absolute paths, URLs, and the files of other projects in ELSEWHERE.
+
+static const char *const PATH_EXT[] = {".c", ".h", ".md", ".json", ".txt", ".py", ".sh", ".svg", ".html", ".csv"};
+// the files a run writes in its out_dir and in each variant's directory
+static const char *const RUN_OUTPUTS[] = {"metrics.csv", "attention.csv", "compare.csv", "report.md", "report.html",
+                                          "scaling.svg", "compare.svg", "summary.json", "checkpoint.bin"};
+// the files of other projects that the docs cite by name
+static const char *const ELSEWHERE[] = {
+    "train_gpt2.c",  // llm.c's trainer, docs/PERFORMANCE.md's comparison
+};
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+static int ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), k = strlen(tail);
+    return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
+static int in_list(const char *s, const char *const *list, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s, list[i]) == 0) return 1;
+    return 0;
+}
+
+static int exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+// Whether the Makefile builds or fetches path: a rule's target ("path:"), a recipe's output
+// ("-o path") or a file its clean rule removes.
+static int made_by_make(const char *path) {
+    FILE *f = fopen("Makefile", "r");
+    if (!f) return 0;
+    char buf[MAX_LINE];
+    size_t n = strlen(path);
+    int made = 0, in_clean = 0;
+    while (!made && fgets(buf, sizeof buf, f)) {
+        if (strncmp(buf, "clean:", 6) == 0) { in_clean = 1; continue; }
+        if (buf[0] != '\t') in_clean = 0;
+        if (strncmp(buf, path, n) == 0 && buf[n] == ':') made = 1;
+        for (char *hit = strstr(buf, path); hit && !made; hit = strstr(hit + 1, path)) {
+            int word_end = hit[n] == 0 || strchr(" \t\n", hit[n]) != NULL;
+            int after_o = hit - buf >= 3 && strncmp(hit - 3, "-o ", 3) == 0;
+            int word_start = hit > buf && (hit[-1] == ' ' || hit[-1] == '\t');
+            if (word_end && (after_o || (in_clean && word_start))) made = 1;
+        }
+    }
+    fclose(f);
+    return made;
+}
+
+// Whether word (a path candidate, relative to top or to dir) names a file of the repository that
+// is missing; 0 for what is not a path or not checked (see above).
+static int names_missing_path(const char *word, const char *dir, int is_link) {
+    char t[512];
+    const char *eq = is_link ? NULL : strrchr(word, '=');
+    snprintf(t, sizeof t, "%s", eq ? eq + 1 : word);
+    if (is_link) {
+        if (strstr(t, "://") || strncmp(t, "mailto:", 7) == 0 || t[0] == '#') return 0;
+        char *anchor = strchr(t, '#');
+        if (anchor) *anchor = 0;
+    } else {
+        if (t[0] == '-' || strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-") != strlen(t))
+            return 0;
+    }
+    char *p = t;
+    while (strncmp(p, "./", 2) == 0) p += 2;
+    if (!*p || p[0] == '/' || p[0] == '~') return 0;
+    const char *slash = strchr(p, '/'), *base = strrchr(p, '/');
+    base = base ? base + 1 : p;
+    int has_ext = 0;
+    for (size_t i = 0; i < N_OF(PATH_EXT); i++)
+        has_ext |= ends_with(base, PATH_EXT[i]) && strlen(base) > strlen(PATH_EXT[i]);
+    if (!is_link && !slash && !has_ext) return 0;
+    if (!is_link && !has_ext) {  // a folder or a built program: only under a folder of the repository
+        char top[512];
+        snprintf(top, sizeof top, "%.*s", (int)(slash - p), p);
+        struct stat st;
+        if (stat(top, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+    }
+    if (strncmp(p, "out/", 4) == 0 || strncmp(p, "build/", 6) == 0 || strcmp(p, "out") == 0) return 0;
+    if (in_list(base, RUN_OUTPUTS, N_OF(RUN_OUTPUTS)) || in_list(p, ELSEWHERE, N_OF(ELSEWHERE))) return 0;
+    if (!slash && (ends_with(p, ".svg") || ends_with(p, ".html") || ends_with(p, ".png"))) return 0;
+    char rel[1100];
+    snprintf(rel, sizeof rel, "%s/%s", dir, p);
+    if (is_link) return !exists(rel);
+    return !exists(p) && !(strcmp(dir, ".") != 0 && exists(rel)) && !made_by_make(p);
+}
+
+// The words of a code span or a line of a fenced block, each checked; returns how many name a
+// missing path (each reported on stderr) and adds the words to *checked.
+static int check_words(const char *doc, int lineno, const char *text, size_t len, const char *dir, int *checked) {
+    char buf[MAX_LINE];
+    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), text);
+    int wrong = 0;
+    for (char *save = NULL, *w = strtok_r(buf, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+        (*checked)++;
+        if (names_missing_path(w, dir, 0)) {
+            if (!g_quiet) fprintf(stderr, "  %s:%d names %s, which does not exist\n", doc, lineno, w);
+            wrong++;
+        }
+    }
+    return wrong;
+}
+
+// Checks the paths one document names: returns how many are missing (each reported on stderr),
+// a document that cannot be read counting as one; adds the words looked at to *checked.
+static int doc_paths(const char *doc, int *checked) {
+    DocReader r;
+    if (!doc_open(&r, doc)) return 1;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", doc);
+    char *cut = strrchr(dir, '/');
+    if (cut) *cut = 0;
+    else snprintf(dir, sizeof dir, ".");
+    int quote = 0, wrong = 0;
+    for (char *l; (l = doc_next(&r));) {
+        if (r.in_block) {
+            if (r.first) quote = strncmp(l, "// ", 3) == 0;  // a quote of code, checked above
+            if (!quote) wrong += check_words(doc, r.lineno, l, strlen(l), dir, checked);
+            continue;
+        }
+        for (const char *c = l; (c = strchr(c, '`'));) {  // code spans
+            const char *e = strchr(c + 1, '`');
+            if (!e) break;
+            wrong += check_words(doc, r.lineno, c + 1, (size_t)(e - c - 1), dir, checked);
+            c = e + 1;
+        }
+        for (const char *c = l; (c = strstr(c, "](")); c += 2) {  // links
+            const char *e = c + 2 + strcspn(c + 2, ") \t");
+            if (*e != ')') continue;
+            char target[512];
+            snprintf(target, sizeof target, "%.*s", (int)(e - c - 2), c + 2);
+            (*checked)++;
+            if (names_missing_path(target, dir, 1)) {
+                if (!g_quiet) fprintf(stderr, "  %s:%d links to %s, which does not exist\n", doc, r.lineno, target);
+                wrong++;
+            }
+        }
+    }
+    return wrong;
+}
+
+static void test_docs_name_files_that_exist(void) {
+    int checked = 0, wrong = each_doc(doc_paths, &checked);
+    // README's code table alone names dozens of files; a check that looked at nothing would pass
+    CHECK_MSG(checked >= 200, "only %d words and links looked at in the docs", checked);
+    CHECK_MSG(wrong == 0, "the docs name %d paths that do not exist (listed above)", wrong);
+}
+
+// The check must catch a missing file in a code span, in a command of a fenced block and as a
+// link's target, and let through what exists and what a run or make writes.
+static void test_docs_path_check_catches_a_missing_path(void) {
+    int checked = 0;
+    int wrong = check_text(doc_paths,
+                           "The engine is `kernels/attention_engine.c`, the report `report/no_such_file.c`.\n"
+                           "```\n./train configs/no_such_config.json --train.out_dir=out/x\n```\n"
+                           "See [the format](no_such_doc.md) and [the README](doc.md#top).\n"
+                           "It writes `out/default/metrics.csv`, `scaled/attention.csv`, `steps.html` and `tests/chaos`;\n"
+                           "`model.attn_scale`, `1/sqrt(d_k)` and `configs/bench_w<N>.json` are not paths.\n",
+                           &checked);
+    CHECK_MSG(wrong == 3, "%d missing paths found, expected 3 (the report file, the config, the link)", wrong);
+    CHECK(checked > 10);
 }
 
 const TestCase tests_docs[] = {
     {"docs_quote_the_code_verbatim", test_docs_quote_the_code_verbatim},
     {"docs_check_catches_a_missing_line", test_docs_check_catches_a_missing_line},
+    {"docs_name_files_that_exist", test_docs_name_files_that_exist},
+    {"docs_path_check_catches_a_missing_path", test_docs_path_check_catches_a_missing_path},
     {NULL, NULL},
 };

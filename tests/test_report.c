@@ -380,8 +380,8 @@ static char *first_fields(const char *text, int ncols) {
 }
 
 // --compare-scaling's report.md and compare.csv are what they were before the comparison took
-// any key: tests/golden holds the files the previous report/report.c (commit 06eaed6) wrote from this
-// very log. report.md is byte-identical; compare.csv is, up to the columns added at its end.
+// any key: tests/golden holds the files commit 06eaed6 wrote from this very log. report.md is
+// byte-identical; compare.csv is, up to the columns added at its end.
 static void test_scale_output_unchanged(void) {
     static const char *const CASES[2] = {"unscaled_wins", "scaled_wins"};
     for (int scaled_wins = 0; scaled_wins <= 1; scaled_wins++) {

@@ -22,6 +22,7 @@
 #include "base/common.h"
 #include "base/config.h"
 #include "base/data.h"
+#include "base/outfile.h"
 #include "kernels/fastmath.h"
 #include "model.h"
 #include "base/rng.h"
@@ -487,12 +488,18 @@ static void test_temp_files_unique_and_removed(void) {
     if (a) { tw_record(a, "x", DT_U8, 1, shape, "abc"); CHECK(tw_commit(a, err, sizeof err)); }
     tw_abort(b);
     CHECK(count_entries("ck.bin.tmp") == 0 && count_entries("ck.bin") == 1);
-    // a commit that cannot rename (the target is a directory) removes its temporary file
+    // a target that is not a regular file (here a directory) is refused before anything is written
     mkdir(rpath("dir.bin"), 0777);
     TWriter *c = tw_open(rpath("dir.bin"), "TGPTCKPT", err, sizeof err);
-    CHECK(c != NULL);
-    if (c) CHECK(!tw_commit(c, err, sizeof err));
+    CHECK_MSG(c == NULL && strstr(err, "dir.bin") && strstr(err, "is a directory"), "%s", c ? "(accepted)" : err);
+    if (c) tw_abort(c);
     CHECK(count_entries("dir.bin.tmp") == 0);
+    // a commit whose target became something else meanwhile removes its temporary file
+    c = tw_open(rpath("late.bin"), "TGPTCKPT", err, sizeof err);
+    CHECK(c != NULL);
+    mkdir(rpath("late.bin"), 0777);
+    if (c) CHECK_MSG(!tw_commit(c, err, sizeof err) && strstr(err, "is a directory"), "%s", err);
+    CHECK(count_entries("late.bin.tmp") == 0);
     rdir_remove();
 }
 
@@ -529,16 +536,20 @@ static void test_remove_stale_temps(void) {
     touch("checkpoint.bin.tmp.999999999.0");        // a process that cannot exist
     snprintf(name, sizeof name, "best.bin.tmp.%ld.3", (long)getpid());
     touch(name);                                     // ours, but no writer of ours has it open
-    touch("checkpoint.bin.tmp");                    // the fixed name of earlier versions
-    touch("checkpoint.bin");                        // not temporary files:
+    touch("checkpoint.bin");                        // not temporary files of this program:
+    touch("checkpoint.bin.tmp");                    // no pid: a name alone is not enough
+    touch("checkpoint.bin.tmp.backup");
     touch("notes.tmp");
     touch("x.tmp.12a.0");
+    touch("notes.txt.tmp.999999999.0");             // the pattern, but not of a tensor file
     touch("checkpoint.bin.tmp.1.0");                // pid 1 runs: its writer may be live
+    mkdir(rpath("best.bin.tmp.999999999.1"), 0777); // the pattern, but a directory
     TWriter *open_one = tw_open(rpath("live.bin"), "TGPTCKPT", err, sizeof err);
     int removed = checkpoint_remove_stale_temps(g_rdir, err, sizeof err);
-    CHECK_MSG(removed == 3, "removed %d", removed);
-    CHECK(count_entries("999999999") == 0 && count_entries("best.bin") == 0 && count_entries(".bin.tmp") == 2);
-    CHECK(count_entries("checkpoint.bin") == 2 && count_entries("notes.tmp") == 1 && count_entries("x.tmp.12a.0") == 1);
+    CHECK_MSG(removed == 2, "removed %d", removed);
+    CHECK(count_entries("checkpoint.bin.tmp.999999999") == 0 && count_entries("best.bin.tmp.") == 1);
+    CHECK(count_entries("checkpoint.bin") == 4 && count_entries("notes.tmp") == 1 && count_entries("x.tmp.12a.0") == 1);
+    CHECK(count_entries("notes.txt.tmp.999999999.0") == 1 && count_entries("checkpoint.bin.tmp.1.0") == 1);
     CHECK_MSG(count_entries("live.bin.tmp.") == 1, "the open writer's file was removed");
     tw_abort(open_one);
     CHECK(checkpoint_remove_stale_temps("/nonexistent/dir", err, sizeof err) == -1 && strstr(err, "/nonexistent/dir"));
@@ -563,8 +574,17 @@ static void fifo_checks(void) {
     f = fopen_regular(rpath("regular"), &size, &why);
     CHECK(f && size == 0);
     if (f) fclose(f);
-    f = fopen_write_nonblocking(fifo, &why);
-    CHECK_MSG(!f && why && strstr(why, "no reader"), "%s", why ? why : "(accepted)");
+    // the one writer refuses a target that is not a regular file, before anything is written
+    f = out_begin(fifo, 0, err, sizeof err);
+    CHECK_MSG(!f && strstr(err, "is a FIFO (named pipe), not a regular file") && strstr(err, fifo), "%s", f ? "(accepted)" : err);
+    f = out_begin("/dev/null", OUT_DASH, err, sizeof err);
+    CHECK_MSG(!f && strstr(err, "is a character device"), "%s", f ? "(accepted)" : err);
+    f = out_begin(g_rdir, 0, err, sizeof err);
+    CHECK_MSG(!f && strstr(err, "is a directory"), "%s", f ? "(accepted)" : err);
+    int was_empty;
+    f = out_append(fifo, &was_empty, err, sizeof err);
+    CHECK_MSG(!f && strstr(err, "FIFO"), "%s", f ? "(accepted)" : err);
+    CHECK(count_entries("fifo.tmp") == 0);
     // every loader of a user path
     Dataset ds;
     CHECK(!dataset_load(&ds, fifo, 0.1, 3, err, sizeof err) && strstr(err, "FIFO") && strstr(err, fifo));
