@@ -105,14 +105,14 @@ void softmax_backward(real *ds, const real *dp, const real *p, int n);
 // ---- the engine (kernels/attention_engine.c) ----
 AttentionForwardFn attention_engine_forward;
 AttentionBackwardFn attention_engine_backward;
-// Reals of scratch decoding needs (the scores of one block of keys).
-#define ATTENTION_DECODE_SCRATCH 256
-// One new position of one sequence during generation: q (C) is the query at position `pos`;
-// k_cache and v_cache hold the keys and values of the positions it sees (this one included),
-// position u in row u % ring (ring 0: in row u); out (C) receives P V for that row; scores holds
-// ATTENTION_DECODE_SCRATCH reals. Bit for bit row `pos` of attention_engine_forward.
-void attention_decode_step(real *out, real *scores, const real *q, const real *k_cache, const real *v_cache,
-                           int pos, int C, int NH, const AttnSpec *spec, int ring);
+// One new position of one sequence during generation (a key/value cache): q (C) is its query;
+// k and v (pos+1, C) hold the keys and values of the pos+1 positions it sees, oldest first and
+// itself last (every earlier position, or under a window of W the last min(pos+1, W)); out (C)
+// receives its row of O = P V; scores holds attention_decode_scratch_reals(T) reals for rows of
+// up to T keys. Bit for bit that row of attention_engine_forward.
+void attention_decode_step(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C,
+                           int NH, const AttnSpec *spec);
+size_t attention_decode_scratch_reals(int T);
 
 // ---- statistics (attention_stats.c) ----
 // Statistics of one row of weights p over n visible keys (n >= 2): entropy (nats) and max.

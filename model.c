@@ -1028,8 +1028,7 @@ static const struct { DecodeSize size; size_t view; } DECODE_SCRATCH[] = {
 };
 
 static size_t decode_reals(DecodeSize size, int C, int T) {
-    (void)T;
-    return size == S_C ? (size_t)C : size == S_4C ? 4 * (size_t)C : size == S_SCORES ? ATTENTION_DECODE_SCRATCH : 2;
+    return size == S_C ? (size_t)C : size == S_4C ? 4 * (size_t)C : size == S_SCORES ? attention_decode_scratch_reals(T) : 2;
 }
 
 void kv_cache_init(KVCache *c, const GPT *m) {
@@ -1084,7 +1083,7 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
         matmul_forward(c->q, c->ln, P->wq, 1, C, C);
         matmul_forward(k_cache + (size_t)pos * C, c->ln, P->wk, 1, C, C);
         matmul_forward(v_cache + (size_t)pos * C, c->ln, P->wv, 1, C, C);
-        attention_decode_step(c->atty, c->scores, c->q, k_cache, v_cache, pos, C, NH, &m->attn, 0);
+        attention_decode_step(c->atty, c->scores, c->q, k_cache, v_cache, pos, C, NH, &m->attn);
         matmul_forward(c->tmp, c->atty, P->wo, 1, C, C);
         residual_forward(c->x, c->tmp, c->x, (size_t)C);
         layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln2_w, P->ln2_b, 1, C);

@@ -73,7 +73,6 @@
 #define FK 256
 #define KB 64
 #define QB 64
-_Static_assert(ATTENTION_DECODE_SCRATCH >= FK, "decoding scores one block of keys");
 _Static_assert(FK % TW == 0 && KB % TW == 0 && FK % KB == 0, "blocks of keys are whole numbers of tiles wide");
 
 // ---------------------------------------------------------------------------------------------
@@ -281,44 +280,44 @@ static void axpy(real *restrict y, real alpha, const real *restrict x, int n) {
     for (int i = 0; i < n; i++) y[i] = smadd(alpha, x[i], y[i]);
 }
 
-// One row's step of the online softmax over one block of FK keys. s[0..FK) holds the row's scaled
+// One row's step of the online softmax over one block of keys. s[0..n) holds the row's scaled
 // scores of the block's keys, of which s[vis0..vis1] are visible (none when vis0 > vis1); it
-// receives the unnormalised weights p = exp(s - m_new), exactly 0 for the keys not seen. *m and
-// *l are the row's running maximum and sum (-inf and 0 before its first visible key), and o (hd)
-// its running output: rescaled by exp(m - m_new) here, before the caller adds p V. The sum of a
-// block is taken in VL lanes over all FK entries (lane j: entries j, j + VL, ...), then the lanes
-// in order. Forward and decoding both call this one function (not inlined: one compiled body,
-// one rounding), so they agree bit for bit.
-static NOINLINE void online_block(real *s, int vis0, int vis1, real *m, real *l, real *o, int hd) {
+// receives the unnormalised weights p = exp(s - m_new), exactly 0 for the keys not seen (s has
+// room for VL - 1 more entries past n). *m and *l are the row's running maximum and sum (-inf and
+// 0 before its first visible key), and o (hd) its running output: rescaled by exp(m - m_new)
+// here, before the caller adds p V. The block's sum is taken in VL lanes counted from the first
+// visible key (lane j: keys vis0 + j, vis0 + j + VL, ...), then the lanes in order: it depends on
+// the visible keys alone, not on where they lie in s. Forward and decoding both call this one
+// function (not inlined: one compiled body, one rounding), so they agree bit for bit.
+static NOINLINE void online_block(real *s, int n, int vis0, int vis1, real *m, real *l, real *o, int hd) {
     real m_old = *m;
     if (vis0 > vis1) {  // nothing seen here: p = 0, and m, l, o stay (o starts at 0)
-        memset(s, 0, FK * sizeof(real));
+        memset(s, 0, (size_t)n * sizeof(real));
         if (m_old == -INFINITY) memset(o, 0, (size_t)hd * sizeof(real));
         return;
     }
     real bm = row_max(s + vis0, vis1 - vis0 + 1);
     real m_new = bm > m_old ? bm : m_old;
-    // exp over the whole vectors that hold the visible keys; the other entries are 0, which the
-    // lanes' sum would only add as +0
-    int u0 = vis0, u1 = vis1 + 1;
+    // exp over whole vectors from the first visible key; the entries past the last are 0, which
+    // the lanes' sum only adds as +0
+    int u1 = vis1 + 1;
 #if VEC_BYTES
-    u0 = u0 / VL * VL;
-    u1 = (u1 + VL - 1) / VL * VL;
+    u1 = vis0 + (u1 - vis0 + VL - 1) / VL * VL;
 #endif
-    memset(s, 0, (size_t)u0 * sizeof(real));
-    memset(s + u1, 0, (size_t)(FK - u1) * sizeof(real));
+    memset(s, 0, (size_t)vis0 * sizeof(real));
 #pragma omp simd
-    for (int u = u0; u < u1; u++) {
+    for (int u = vis0; u < u1; u++) {
         real e = fast_exp(s[u] - m_new);
-        s[u] = u >= vis0 && u <= vis1 ? e : 0;
+        s[u] = u <= vis1 ? e : 0;
     }
+    if (u1 < n) memset(s + u1, 0, (size_t)(n - u1) * sizeof(real));
     real sum = 0;
 #if VEC_BYTES
     vreal lanes = vzero();
-    for (int u = u0; u < u1; u += VL) lanes += vload(s + u);
+    for (int u = vis0; u < u1; u += VL) lanes += vload(s + u);
     sum = vsum(lanes);
 #else
-    for (int u = u0; u < u1; u++) sum += s[u];
+    for (int u = vis0; u < u1; u++) sum += s[u];
 #endif
     if (m_old == -INFINITY) {  // the row's first visible keys
         memset(o, 0, (size_t)hd * sizeof(real));
@@ -350,9 +349,9 @@ static int first_key(const AttnSpec *spec, int t) {
 // ---------------------------------------------------------------------------------------------
 // scratch
 
-// Keys padded to whole tiles: the transposed K (or V) has this leading dimension (a tile of S
-// starts at a multiple of TW and reads TW columns).
-static int padded_keys(int T) { return (T + TW - 1) / TW * TW; }
+// Keys padded to whole tiles, and one more: the transposed K (or V) has this leading dimension (a
+// tile of S reads TW columns from its first key, which under a window may be any key).
+static int padded_keys(int T) { return (T + TW - 1) / TW * TW + TW; }
 
 // xt (hd, ldx) = x^T for one head's rows x (T, hd, row stride C); the padding columns are zeroed.
 // Blocks of 8 keys: each row of x is read once, contiguously, and the 8 entries written per row
@@ -377,11 +376,18 @@ static void transpose_head(real *restrict xt, int ldx, const real *restrict x, i
     }
 }
 
-// Per thread, the backward's (the forward needs less): K^T and V^T (hd, ldk) each, D (ldk), the
-// blocks of P and dS (QB, KB) each, and the sums of dQ (T, hd) and of a block's dK and dV (KB, hd);
-// a multiple of 16 reals, so each thread's share stays 64-byte aligned.
+// Reals of a row of the forward's scores: a block of FK keys, or under a window a tile's whole
+// span (at most T + TR - 1 keys), and room for a vector past it (online_block reads whole ones).
+static size_t score_row_reals(int T) { return (size_t)((T + TR > FK ? T + TR : FK) + 16) / 16 * 16; }
+
+// Per thread: the forward's K^T (hd, ldk) and scores (TR, score_row_reals), or the backward's K^T
+// and V^T (hd, ldk) each, D (ldk), the blocks of P and dS (QB, KB) each, and the sums of dQ
+// (T, hd) and of a block's dK and dV (KB, hd); a multiple of 16 reals, so each thread's share
+// stays 64-byte aligned.
 static size_t engine_scratch_reals(int T, int hd) {
-    size_t n = 2 * (size_t)hd * padded_keys(T) + padded_keys(T) + 2 * (size_t)QB * KB + ((size_t)T + 2 * KB) * hd;
+    size_t ldk = padded_keys(T), forward = hd * ldk + TR * score_row_reals(T);
+    size_t backward = 2 * hd * ldk + ldk + 2 * (size_t)QB * KB + ((size_t)T + 2 * KB) * hd;
+    size_t n = forward > backward ? forward : backward;
     return (n + 15) / 16 * 16;
 }
 
@@ -404,31 +410,35 @@ static void require_engine_spec(const AttnSpec *spec, const AttnStats *stats, co
 // ---------------------------------------------------------------------------------------------
 // forward
 
-// One head: qh, kh, vh, oh (T, hd) with row stride C; stat (T, 2) each row's {m, 1 / l}.
+// One head: qh, kh, vh, oh (T, hd) with row stride C; stat (T, 2) each row's {m, 1 / l}. The
+// blocks of keys: under the causal mask, [0, FK), [FK, 2 FK), ... up to the tile's last row;
+// under a window, one block, from the tile's first row's first key to its last row (at most
+// W + TR - 1 keys), so that each row's blocks begin at its own first key, as decoding's do.
 static void forward_head(real *oh, real *stat, real *scratch, const real *qh, const real *kh, const real *vh,
                          int T, int C, int hd, const AttnSpec *spec) {
     int ldk = padded_keys(T);
-    real *kt = scratch, *sb = scratch + (size_t)hd * ldk;  // K^T (hd, ldk), then the scores (TR, FK)
+    size_t sw = score_row_reals(T);
+    real *kt = scratch, *sb = scratch + (size_t)hd * ldk;  // K^T (hd, ldk), then the scores (TR, sw)
     transpose_head(kt, ldk, kh, T, C, hd);
     for (int t0 = 0; t0 < T; t0 += TR) {
         int nr = T - t0 < TR ? T - t0 : TR, t1 = t0 + nr - 1;
         real m[TR], l[TR];
         for (int r = 0; r < nr; r++) { m[r] = -INFINITY; l[r] = 0; }
-        // the blocks of keys any of the rows sees: from the first row's first key to the last row
-        for (int j0 = first_key(spec, t0) / FK * FK; j0 <= t1; j0 += FK) {
-            int kw = t1 + 1 - j0 < FK ? t1 + 1 - j0 : FK;
+        int j_first = spec->window > 0 ? first_key(spec, t0) : 0, block = spec->window > 0 ? t1 + 1 - j_first : FK;
+        for (int j0 = j_first; j0 <= t1; j0 += block) {
+            int kw = t1 + 1 - j0 < block ? t1 + 1 - j0 : block;
             // S = Q K^T * scale for the block (the entries a row does not see are overwritten)
-            tiles_mm(&(Product){.out = sb, .ldo = FK, .rows = nr, .cols = kw, .alpha = spec->scale,
+            tiles_mm(&(Product){.out = sb, .ldo = sw, .rows = nr, .cols = kw, .alpha = spec->scale,
                                 .a = qh + (size_t)t0 * C, .a_row = C, .a_depth = 1,
                                 .b = kt + j0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
             for (int r = 0; r < nr; r++) {
                 int t = t0 + r, vis0 = first_key(spec, t) - j0, vis1 = t - j0;
-                online_block(sb + r * FK, vis0 > 0 ? vis0 : 0, vis1 < kw - 1 ? vis1 : kw - 1, &m[r], &l[r],
+                online_block(sb + r * sw, kw, vis0 > 0 ? vis0 : 0, vis1 < kw - 1 ? vis1 : kw - 1, &m[r], &l[r],
                              oh + (size_t)t * C, hd);
             }
             // O += P V over the block's keys, in increasing u (the weights of unseen keys are 0)
             tiles_mm(&(Product){.out = oh + (size_t)t0 * C, .ldo = C, .rows = nr, .cols = hd, .accumulate = 1,
-                                .alpha = 1, .a = sb, .a_row = FK, .a_depth = 1,
+                                .alpha = 1, .a = sb, .a_row = sw, .a_depth = 1,
                                 .b = vh + (size_t)j0 * C, .ldb = C, .depth = kw});
         }
         for (int r = 0; r < nr; r++) online_finish(oh + (size_t)(t0 + r) * C, hd, m[r], l[r], stat + 2 * (t0 + r));
@@ -581,24 +591,23 @@ void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout
 // ---------------------------------------------------------------------------------------------
 // decoding
 
-void attention_decode_step(real *out, real *scores, const real *q, const real *k_cache, const real *v_cache,
-                           int pos, int C, int NH, const AttnSpec *spec, int ring) {
-    int hd = C / NH, lo = first_key(spec, pos);
-#define CACHE_ROW(u) ((size_t)(ring > 0 ? (u) % ring : (u)) * C)
+size_t attention_decode_scratch_reals(int T) { return (size_t)(T > FK ? T : FK) + 16; }
+
+void attention_decode_step(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C,
+                           int NH, const AttnSpec *spec) {
+    int hd = C / NH, block = spec->window > 0 ? pos + 1 : FK;  // the forward's blocks for this row
     for (int h = 0; h < NH; h++) {
         const real *qh = q + h * hd;
         real *oh = out + h * hd, m = -INFINITY, l = 0;
-        // the blocks of keys row `pos` of attention_engine_forward visits, with the same steps
-        for (int j0 = lo / FK * FK; j0 <= pos; j0 += FK) {
-            int vis0 = lo > j0 ? lo - j0 : 0, vis1 = pos - j0 < FK - 1 ? pos - j0 : FK - 1;
-            for (int u = vis0; u <= vis1; u++) scores[u] = score_dot(qh, k_cache + CACHE_ROW(j0 + u) + h * hd, hd, spec->scale);
-            online_block(scores, vis0, vis1, &m, &l, oh, hd);
-            for (int u = vis0; u <= vis1; u++) axpy(oh, scores[u], v_cache + CACHE_ROW(j0 + u) + h * hd, hd);
+        for (int j0 = 0; j0 <= pos; j0 += block) {
+            int last = pos - j0 < block - 1 ? pos - j0 : block - 1;
+            for (int u = 0; u <= last; u++) scores[u] = score_dot(qh, k + (size_t)(j0 + u) * C + h * hd, hd, spec->scale);
+            online_block(scores, last + 1, 0, last, &m, &l, oh, hd);
+            for (int u = 0; u <= last; u++) axpy(oh, scores[u], v + (size_t)(j0 + u) * C + h * hd, hd);
         }
         real stat[2];
         online_finish(oh, hd, m, l, stat);
     }
-#undef CACHE_ROW
 }
 
 const AttentionImpl attention_engine = {"engine", attention_engine_forward, attention_engine_backward, engine_supports, 0,
