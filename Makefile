@@ -83,9 +83,9 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 # The library every program links: the ground (base/), the kernels, the lesson's definition and
 # model (the top level), and the run's files that the programs share.
 BASE := base/common.c base/outfile.c base/dist.c base/rng.c base/data.c base/config.c
-KERNELS := kernels/matmul.c kernels/attention_engine.c
+KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c
 LESSON := attention.c attention_stats.c model.c
-CORE := $(BASE) $(KERNELS) $(LESSON) run/checkpoint.c run/generate.c report/attention_map.c teach/lab_core.c
+CORE := $(BASE) $(KERNELS) $(LESSON) run/checkpoint.c run/safetensors.c run/generate.c report/attention_map.c teach/lab_core.c
 # every header of the tree, for the rules that are not compiled through the dependency files
 CORE_H := $(wildcard *.h */*.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
@@ -110,7 +110,7 @@ TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes bench bench-context docs-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes bench bench-context bench-torch docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -128,10 +128,10 @@ $(OBJDIR)/f64/%.o: %.c | deps
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -DREAL_DOUBLE -c $< -o $@
 -include $(wildcard $(OBJDIR)/*.d $(OBJDIR)/*/*.d $(OBJDIR)/*/*/*.d)
 
-# The comparison's outputs (report/report.h): the log and its end (compare_log.c), checked writing
+# The comparison's outputs (report/report.h): the log (compare_log.c) and its end (report.c), checked writing
 # (writer.c), compare.csv, report.md and its reading, the SVG panels, report.html (report_html.c,
 # over report/html.c, the HTML writer the lab's pages use too).
-REPORT := report/compare_log.c report/writer.c report/compare_csv.c report/report_md.c report/reading.c \
+REPORT := report/report.c report/compare_log.c report/writer.c report/compare_csv.c report/report_md.c report/reading.c \
     report/svg.c report/report_html.c
 REPORT_OBJ := $(REPORT:%.c=$(OBJDIR)/%.o)
 REPORT64_OBJ := $(REPORT:%.c=$(OBJDIR)/f64/%.o)
@@ -260,6 +260,13 @@ tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/harnesses.h $(CORE
 docs-check: all tools/gencorpus
 	sh tools/docs-check.sh
 
+# The safetensors files checked outside the C code (tests/safetensors_check.py): a NumPy reader and
+# nanoGPT's forward pass in float64 against the programs' logits, both ways; and the nanoGPT
+# converter when PyTorch is installed. Needs python3-numpy (CI installs it); make test does not.
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+check-safetensors: all
+	$(PYTHON) tests/safetensors_check.py
+
 demo: all
 	./train configs/scaling_demo.json --compare-scaling --train.overwrite=true
 
@@ -282,6 +289,14 @@ tools/bench_context: tools/bench_context.c
 
 bench-context: train tools/bench_context
 	./tools/bench_context $(BENCH_CONTEXT_ARGS)
+
+# The program's step against PyTorch's at its fastest on this machine (tools/bench_torch.py tries
+# its kernels and threads first), alternating the two: the ratio per pair and the median. Needs
+# Debian's python3-torch and libopenblas0-pthread; never run by the tests or CI.
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+bench-torch: train
+	$(PYTHON) tools/bench_torch.py W1 --pairs 5 30 -- ./train configs/bench_w1.json --bench=30
+	$(PYTHON) tools/bench_torch.py W2 --pairs 3 20 -- ./train configs/bench_w2.json --bench=20
 
 shakespeare:
 	@mkdir -p data

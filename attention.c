@@ -5,6 +5,7 @@
 // Forward:
 //   S = Q K^T * scale                  scores (scale = 1/sqrt(hd) unless configured otherwise)
 //   S[t][u] = -inf for u > t           the causal mask: a position never sees the future
+//   S[t][u] = -inf for u <= t - W      a window of W keys (model.attn_window): nor the distant past
 //   P = softmax(S), row by row         weights: each row sums to 1, masked entries are exactly 0
 //   O = P V                            the output: each position's mix of the values
 // Backward, given dO = dL/dO:
@@ -46,8 +47,12 @@ void softmax_backward(real *ds, const real *dp, const real *p, int n) {
 // ---------------------------------------------------------------------------------------------
 // one head
 
-// Whether S[t][u] is replaced by the mask (the entries above the diagonal, unless there is none).
-static int masked(const AttnSpec *spec, int t, int u) { return spec->mask != ATTN_MASK_NONE && u > t; }
+// Whether S[t][u] is replaced by the mask: the entries above the diagonal, unless there is none,
+// and under a window of W (with the causal mask) the keys W or more positions back.
+static int masked(const AttnSpec *spec, int t, int u) {
+    if (spec->mask == ATTN_MASK_NONE) return 0;
+    return u > t || (spec->mask == ATTN_MASK_CAUSAL && spec->window > 0 && u <= t - spec->window);
+}
 
 // out and the inputs q, k, v are (B,T,C); att is (B,NH,T,T)
 void attention_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShape shape, const AttnSpec *spec,
@@ -71,7 +76,8 @@ void attention_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShap
                     S[t * T + u] = dot * spec->scale;
                 }
 
-            // causal mask: S[t][u] = -inf for u > t (the mistake "zero" writes 0 there instead)
+            // causal mask: S[t][u] = -inf for u > t, and for u <= t - W under a window of W (the
+            // mistake "zero" writes 0 above the diagonal instead)
             for (int t = 0; t < T; t++)
                 for (int u = 0; u < T; u++)
                     if (masked(spec, t, u)) S[t * T + u] = spec->mask == ATTN_MASK_ZERO ? 0 : -INFINITY;
@@ -197,6 +203,41 @@ void attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// one new position, for generation
+
+// The row of attention_forward for the newest position t = pos of a sequence, over only the keys
+// it sees (k and v hold those pos + 1 rows, oldest first: see AttentionDecodeFn). The keys the
+// mask hides get weight exp(-inf) = 0 in the forward, and adding 0 changes no sum, so these are
+// the forward's numbers bit for bit: the same loops, in the same order, over fewer keys.
+void attention_decode(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C, int NH,
+                      const AttnSpec *spec) {
+    real scale = spec->scale;
+    int hd = C / NH, n = pos + 1;
+    for (int h = 0; h < NH; h++) {
+        const real *Q = q + h * hd, *K = k + h * hd, *V = v + h * hd;
+        real *O = out + h * hd, *P = scores;
+        // S = q K^T * scale, one row
+        for (int u = 0; u < n; u++) {
+            real dot = 0;
+            for (int i = 0; i < hd; i++) dot += Q[i] * K[u * C + i];
+            P[u] = dot * scale;
+        }
+        // P = softmax(S)
+        real maxv = -INFINITY, sum = 0;
+        for (int u = 0; u < n; u++) maxv = P[u] > maxv ? P[u] : maxv;
+        for (int u = 0; u < n; u++) {
+            P[u] = real_exp(P[u] - maxv);
+            sum += P[u];
+        }
+        for (int u = 0; u < n; u++) P[u] /= sum;
+        // O = P V
+        for (int i = 0; i < hd; i++) O[i] = 0;
+        for (int u = 0; u < n; u++)
+            for (int i = 0; i < hd; i++) O[i] += P[u] * V[u * C + i];
+    }
+}
+
 static int supports_everything(const AttnSpec *spec) {
     (void)spec;
     return 1;
@@ -208,4 +249,5 @@ size_t attention_definition_saved_reals(AttnShape s) { return (size_t)s.B * s.NH
 size_t attention_definition_scratch_reals(int T, int hd) { return 2 * (size_t)T * T + hd; }
 
 const AttentionImpl attention_definition = {"definition", attention_forward, attention_backward, supports_everything, 1,
-                                            attention_definition_saved_reals, attention_definition_scratch_reals};
+                                            attention_decode, attention_definition_saved_reals,
+                                            attention_definition_scratch_reals};

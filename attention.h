@@ -24,7 +24,7 @@ typedef struct {
     real scale;         // multiplies Q K^T: 1/sqrt(head_dim) by default
     AttnMask mask;
     SoftmaxAxis axis;
-    int window;         // 0: every earlier key; W > 0: query t sees only keys t-W+1 .. t
+    int window;         // 0: every earlier key; W > 0: query t sees only keys t-W+1 .. t (causal mask only)
 } AttnSpec;
 
 // ---- statistics, summed over the batch (zero them first); see attention_stats.c ----
@@ -70,6 +70,14 @@ typedef void AttentionForwardFn(real *out, real *saved, real *scratch, AttnQKV i
 typedef void AttentionBackwardFn(AttnGradQKV grad, real *scratch, const real *dout, const real *out,
                                  const real *saved, AttnQKV in, AttnShape shape, const AttnSpec *spec,
                                  AttnStats *stats, real *row_gain, GradWrite write);
+// One new position of one sequence during generation (a key/value cache): q (C) is its query;
+// k and v (pos+1, C) hold the keys and values of the pos+1 positions it sees, oldest first and
+// itself last (every earlier position, or under a window of W the last min(pos+1, W)); out (C)
+// receives its row of O = P V; scores holds attention_decode_scratch_reals(T) reals for rows of up
+// to T keys. Bit for bit the last row of the same implementation's forward over those positions
+// (causal mask, softmax over keys, spec's scale and window).
+typedef void AttentionDecodeFn(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C,
+                               int NH, const AttnSpec *spec);
 typedef struct {
     const char *name;
     AttentionForwardFn *forward;
@@ -77,6 +85,7 @@ typedef struct {
     // whether it computes this spec (the engine: the causal mask over keys only) and the statistics
     int (*supports)(const AttnSpec *spec);
     int has_stats;
+    AttentionDecodeFn *decode;  // generation's step, matching this forward's rows
     // reals of `saved` for a call of this shape, and of scratch per thread for T positions and
     // heads of hd
     size_t (*saved_reals)(AttnShape shape);
@@ -96,6 +105,7 @@ size_t attention_definition_scratch_reals(int T, int hd);
 // ---- the definition (attention.c) ----
 AttentionForwardFn attention_forward;
 AttentionBackwardFn attention_backward;
+AttentionDecodeFn attention_decode;
 // p = softmax(s) over n entries, the maximum subtracted first (exp never overflows).
 void softmax_forward(real *p, const real *s, int n);
 // ds = p * (dp - sum_j dp_j p_j): the vector-Jacobian product of softmax, O(n), never the n x n
@@ -105,13 +115,8 @@ void softmax_backward(real *ds, const real *dp, const real *p, int n);
 // ---- the engine (kernels/attention_engine.c) ----
 AttentionForwardFn attention_engine_forward;
 AttentionBackwardFn attention_engine_backward;
-// One new position of one sequence during generation (a key/value cache): q (C) is its query;
-// k and v (pos+1, C) hold the keys and values of the pos+1 positions it sees, oldest first and
-// itself last (every earlier position, or under a window of W the last min(pos+1, W)); out (C)
-// receives its row of O = P V; scores holds attention_decode_scratch_reals(T) reals for rows of
-// up to T keys. Bit for bit that row of attention_engine_forward.
-void attention_decode_step(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C,
-                           int NH, const AttnSpec *spec);
+AttentionDecodeFn attention_decode_step;
+// Reals of `scores` that either implementation's decode step needs for rows of up to T keys.
 size_t attention_decode_scratch_reals(int T);
 
 // ---- statistics (attention_stats.c) ----
@@ -122,9 +127,13 @@ void attention_stats_forward(AttnStats *st, const real *scores, const real *weig
 // Add one head's backward statistics from dP and dS (T,T); row_gain (T, may be NULL) per row.
 void attention_stats_backward(AttnStats *st, real *row_gain, const real *dweights, const real *dscores, int T,
                               const AttnSpec *spec);
-// Whether query t sees key u under the mask (a "zero"-masked future key is seen: it keeps weight).
+// Whether query t sees key u under the mask (a "zero"-masked future key is seen: it keeps weight;
+// under a window of W the causal mask also hides the keys u <= t - W).
 int attention_visible(const AttnSpec *spec, int t, int u);
-// Keys query t sees: t + 1 under the causal mask, T otherwise.
+// The first key query t sees: t - W + 1 under a window of W (0 if that is negative), else 0.
+int attention_first_key(const AttnSpec *spec, int t);
+// Keys query t sees, from attention_first_key on: t + 1 under the causal mask (min(t + 1, W) under
+// a window of W), T otherwise.
 int attention_visible_keys(const AttnSpec *spec, int t, int T);
 
 #endif

@@ -1,7 +1,8 @@
 // attention_stats.c: what the attention statistics measure (attention.csv, the progress line,
 // the --compare reports), computed by the definition (attention.c) from one head's S, P, dP, dS.
 //   entropy of a row of weights       H = -sum_u P[t][u] ln P[t][u]   (0 ln 0 = 0)
-//   normalised entropy                H / ln(keys the row sees): 1 uniform, 0 one-hot
+//   normalised entropy                H / ln(keys the row sees): 1 uniform, 0 one-hot (a window of W
+//                                     keys: the row sees min(t + 1, W))
 //   max weight                        max_u P[t][u], and whether it exceeds 0.9 and 0.99
 //   future mass                       sum_{u>t} P[t][u]: 0 for a correct causal model
 //   score spread                      mean, std and max |S| of the scores the mask keeps
@@ -12,9 +13,17 @@
 
 #include <math.h>
 
-int attention_visible(const AttnSpec *spec, int t, int u) { return spec->mask != ATTN_MASK_CAUSAL || u <= t; }
+int attention_first_key(const AttnSpec *spec, int t) {
+    return spec->mask == ATTN_MASK_CAUSAL && spec->window > 0 && t - spec->window + 1 > 0 ? t - spec->window + 1 : 0;
+}
 
-int attention_visible_keys(const AttnSpec *spec, int t, int T) { return spec->mask == ATTN_MASK_CAUSAL ? t + 1 : T; }
+int attention_visible(const AttnSpec *spec, int t, int u) {
+    return spec->mask != ATTN_MASK_CAUSAL || (u <= t && u >= attention_first_key(spec, t));
+}
+
+int attention_visible_keys(const AttnSpec *spec, int t, int T) {
+    return spec->mask == ATTN_MASK_CAUSAL ? t + 1 - attention_first_key(spec, t) : T;
+}
 
 void attention_row_stats(const real *p, int n, double *entropy, double *max_weight) {
     double h = 0.0, m = 0.0;
@@ -32,7 +41,7 @@ void attention_stats_forward(AttnStats *st, const real *scores, const real *weig
     for (int t = 0; t < T; t++) {
         // the scores computed from Q K^T: the ones the mask did not replace
         for (int u = 0; u < T; u++) {
-            if (spec->mask != ATTN_MASK_NONE && u > t) continue;
+            if (spec->mask != ATTN_MASK_NONE && (u > t || u < attention_first_key(spec, t))) continue;
             double x = scores[t * T + u];
             st->score_n += 1;
             st->score_sum += x;
@@ -42,7 +51,7 @@ void attention_stats_forward(AttnStats *st, const real *scores, const real *weig
         int n = attention_visible_keys(spec, t, T);
         if (n < 2) continue;
         double h, m, future = 0.0;
-        attention_row_stats(weights + (size_t)t * T, n, &h, &m);
+        attention_row_stats(weights + (size_t)t * T + attention_first_key(spec, t), n, &h, &m);
         for (int u = t + 1; u < T; u++) future += weights[t * T + u];
         st->rows += 1;
         st->entropy += h;

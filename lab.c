@@ -45,6 +45,10 @@ static void usage_main(FILE *f) {
             "  mistakes    the T = 3 example four ways: correct, without the scale, masking with 0 instead\n"
             "              of -inf, the softmax over the wrong axis: weights, row and column sums (--json,\n"
             "              --html FILE)\n"
+            "  online-softmax  the softmax computed one block of keys at a time with a running maximum m\n"
+            "              and sum l, rescaled by exp(m_old - m_new) when the maximum grows (a fused kernel's\n"
+            "              forward), on the T = 3 example and the exercise's T = 5, against attention.c's\n"
+            "              softmax (--json, --html FILE)\n"
             "  gradcheck   the whole model's backward against finite differences, one row per tensor;\n"
             "              exit code 0 when every tensor passes, 1 when one fails\n"
             "\n"
@@ -124,6 +128,29 @@ static void usage_softmax(FILE *f) {
             "factors 0.25 ... 32 applied to s: max p, entropy, ||J||_F and ||dL/ds||, showing the gradient\n"
             "vanish as the softmax saturates.\n",
             LAB_MAX_SCORES);
+}
+
+static void usage_online(FILE *f) {
+    fprintf(f,
+            "usage: lab online-softmax [--block N] [--json] [--html FILE]\n"
+            "\n"
+            "The softmax of each row of scores, and O = P V, computed one block of keys at a time as a fused\n"
+            "attention kernel (FlashAttention) does: per row a running maximum m, a running sum\n"
+            "l = sum exp(s_u - m) and an unnormalised output o = sum exp(s_u - m) V[u] over the keys seen so far.\n"
+            "A block whose scores raise the maximum from m_old to m_new first multiplies l and o by\n"
+            "exp(m_old - m_new). At the end P = exp(s - m) / l, O = o / l and L = m + ln l. Shown for:\n"
+            "  1. the T = 3 example (Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2, scaled\n"
+            "     by 1/sqrt(2));\n"
+            "  2. the exercise's T = 5 (np.random.seed(0); Q, K, V = np.random.randn(5, 8) x 3, scaled by\n"
+            "     1/sqrt(8)),\n"
+            "both without the mask, each block's m, l and o printed, and the result against attention.c's\n"
+            "softmax and P V (the largest difference).\n"
+            "  --block N    keys per block, 1 to %d (default 2; a block larger than T is one block)\n"
+            "  --json       the same numbers as one JSON object (groups t3 and exercise; numbers with %%.17g,\n"
+            "               null for -inf), to check against numpy\n"
+            "  --html FILE  also write FILE, one self-contained HTML page that steps through both: the\n"
+            "               scores, one step per block, the normalisation; FILE#step=N opens step N\n",
+            LAB_ONLINE_MAX_T);
 }
 
 static void usage_gradcheck(FILE *f) {
@@ -513,6 +540,82 @@ static int cmd_softmax(int argc, char **argv) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// online softmax
+
+static int cmd_online_softmax(int argc, char **argv) {
+    long long block = 2;
+    int json = 0;
+    const char *html = NULL;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (is_help(a)) { usage_online(stdout); return 0; }
+        if ((v = option_value(argc, argv, &i, "--block"))) block = parse_int("--block", v, 1, LAB_ONLINE_MAX_T);
+        else if (strcmp(a, "--json") == 0) json = 1;
+        else if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("online-softmax", v);
+        else unknown_option("online-softmax", a);
+    }
+    LabOnline o[LAB_ONLINE_PROBLEMS];
+    if (!lab_online_lesson(o, (int)block)) die(EXIT_USAGE, "online-softmax: bad sizes");
+    if (json || html) {
+        LabArrays numbers = {0};
+        lab_online_arrays(&numbers, o);
+        if (json) lab_arrays_json(stdout, &numbers);
+        if (html) write_page(lab_online_page(&numbers, o, command_line(argc, argv)), html);
+        lab_arrays_free(&numbers);
+        if (json) return 0;
+    }
+    printf("online-softmax: softmax(S) and P V one block of keys at a time   [%s]\n", REAL_NAME);
+    printf("Each row keeps a running maximum m, a running sum l = sum exp(s_u - m) over the keys seen so far\n"
+           "and o = sum exp(s_u - m) V[u]. A block that raises the maximum from m_old to m_new first multiplies\n"
+           "l and o by exp(m_old - m_new) (each term exp(s_u - m_old) becomes exp(s_u - m_new)); then its own\n"
+           "terms are added. At the end P = exp(s - m) / l, O = o / l and L = m + ln l: no row of P is kept\n"
+           "while the blocks are read.\n\n");
+    for (int k = 0; k < LAB_ONLINE_PROBLEMS; k++) {
+        const LabOnline *q = &o[k];
+        int T = q->T, d = q->dk;
+        if (k == 0)
+            printf("1. The T = 3 example: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2, no mask\n");
+        else
+            printf("2. The exercise: np.random.seed(0); Q, K, V = np.random.randn(%d, %d) x 3, no mask\n", T, d);
+        printf("   blocks of %d key%s: %d blocks\n", q->block, q->block == 1 ? "" : "s", q->n_blocks);
+        char title[96];
+        snprintf(title, sizeof title, "scores S = Q K^T / sqrt(%d)", d);
+        print_matrix(title, q->S, T, T);
+        for (int j = 0; j < q->n_blocks; j++) {
+            int u0 = j * q->block, u1 = u0 + q->block < T ? u0 + q->block : T;
+            if (u1 - u0 == 1) printf("block %d: key %d\n", j + 1, u0);
+            else printf("block %d: keys %d..%d\n", j + 1, u0, u1 - 1);
+            printf("  %-5s", "row");
+            for (int c = 0; c < 7; c++) printf(" %*s", c == 3 ? 18 : 10, LAB_ONLINE_BLOCK_COLUMNS[c]);
+            printf("\n");
+            for (int t = 0; t < T; t++) {
+                const real col[7] = {q->m_old[j][t], q->block_max[j][t], q->m_new[j][t], q->rescale[j][t],
+                                     q->l_old[j][t], q->block_sum[j][t], q->l_new[j][t]};
+                printf("  %-5d", t);
+                for (int c = 0; c < 7; c++) printf(" %*.6f", c == 3 ? 18 : 10, (double)col[c]);
+                printf("\n");
+            }
+            print_matrix("  o = o * exp(m_old - m_new) + sum exp(s - m_new) V (unnormalised)", q->o[j], T, d);
+            char reading[768];
+            lab_online_block_reading(reading, sizeof reading, q, j);
+            printf("  %s\n", reading);
+        }
+        print_matrix("P = exp(s - m) / l", q->P_online, T, T);
+        print_matrix("softmax(S), attention.c", q->P, T, T);
+        print_matrix("O = o / l", q->O_online, T, d);
+        print_matrix("P V, attention.c", q->O, T, d);
+        printf("%-5s  %12s  %14s  %14s\n", "row", "L = m + ln l", "max |P diff|", "max |O diff|");
+        for (int t = 0; t < T; t++) printf("%-5d  %12.6f  %14.3e  %14.3e\n", t, (double)q->L[t], q->P_diff[t], q->O_diff[t]);
+        char result[512];
+        lab_online_result_reading(result, sizeof result, q);
+        printf("%s\n", result);
+        lab_online_plain_reading(result, sizeof result, q);
+        printf("The mistake: %s\n\n", result);
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
 // gradcheck
 
 static int cmd_gradcheck(int argc, char **argv) {
@@ -566,10 +669,11 @@ static int cmd_gradcheck(int argc, char **argv) {
             "(limit %.0f MiB): use a small model", d.n_layer, d.n_embd, d.block_size, GRADCHECK_MAX_BYTES / 1048576.0);
     int per_tensor = samples >= 0 ? (int)samples : n_params <= GRADCHECK_ALL_BELOW ? 0 : GRADCHECK_SAMPLES;
 
-    double scale = config_attn_scale(&cfg);
+    double scale = cfg.attn_scale;
     int init = strcmp(cfg.init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2;
     GPT m;
     gpt_build(&m, &d, (real)scale, B, T);
+    gpt_set_attention(&m, attention_setup(&cfg));
     Rng rng;
     rng_seed(&rng, (uint64_t)cfg.seed);
     gpt_init(&m, init, &rng);
@@ -584,6 +688,9 @@ static int cmd_gradcheck(int argc, char **argv) {
     printf("init %s, attn_scale %s (%.6g), train.seed %d; %zu parameters, %zu checked (%s)\n", cfg.init,
            cfg.attn_scale_str, scale, cfg.seed, n_params, checked,
            per_tensor == 0 ? "every element" : "a seeded sample per tensor");
+    printf("attention: mask %s, softmax over %s, %s", cfg.attn_mask, cfg.softmax_axis,
+           cfg.attn_window > 0 ? "window of " : "every earlier key\n");
+    if (cfg.attn_window > 0) printf("%d key%s\n", cfg.attn_window, cfg.attn_window == 1 ? "" : "s");
     printf("input: %d fixed random sequences of %d tokens; loss: mean cross-entropy (gpt_forward with targets)\n", B, T);
     printf("numeric gradient: sixth-order central differences, step %g (%zu forward passes)\n", gradcheck_step(),
            6 * checked);
@@ -599,7 +706,7 @@ static int cmd_gradcheck(int argc, char **argv) {
     }
     printf("\n");
 
-    if (break_backward) gpt_set_attention(&m, &lab_broken_attention, &m.attn);
+    if (break_backward) gpt_set_attention(&m, (AttnSetup){m.attn, &lab_broken_attention});
     GradcheckRow *rows = xcalloc((size_t)m.n_tensors, sizeof(GradcheckRow), "gradient check rows");
     gradcheck_model(&m, x, y, B, T, per_tensor, GRADCHECK_SAMPLE_SEED, rows);
     int failed = gradcheck_print(stdout, rows, m.n_tensors);
@@ -615,18 +722,22 @@ static int cmd_gradcheck(int argc, char **argv) {
 int main(int argc, char **argv) {
     g_progname = "lab";
     // no command: the usage line, as an error (one line, like every error)
-    if (argc < 2) die(EXIT_USAGE, "missing the COMMAND: usage: lab examples|exercise|softmax|gradcheck [options] (see lab --help)");
+    if (argc < 2)
+        die(EXIT_USAGE, "missing the COMMAND: usage: lab examples|exercise|softmax|mistakes|online-softmax|gradcheck "
+            "[options] (see lab --help)");
     if (is_help(argv[1])) {
         usage_main(stdout);
         return 0;
     }
     const char *cmd = argv[1];
-    if (cmd[0] == '-') die(EXIT_USAGE, "unknown option '%s': expected a command (examples, exercise, softmax or gradcheck; see lab --help)", cmd);
+    if (cmd[0] == '-') die(EXIT_USAGE, "unknown option '%s': expected a command (examples, exercise, softmax, mistakes, online-softmax or gradcheck; see lab --help)", cmd);
     if (strcmp(cmd, "examples") == 0) return cmd_examples(argc, argv);
     if (strcmp(cmd, "exercise") == 0) return cmd_exercise(argc, argv);
     if (strcmp(cmd, "softmax") == 0) return cmd_softmax(argc, argv);
     if (strcmp(cmd, "gradcheck") == 0) return cmd_gradcheck(argc, argv);
     if (strcmp(cmd, "mistakes") == 0) return cmd_mistakes(argc, argv);
-    die(EXIT_USAGE, "unknown command '%s': expected examples, exercise, softmax, mistakes or gradcheck (see lab --help)",
+    if (strcmp(cmd, "online-softmax") == 0) return cmd_online_softmax(argc, argv);
+    die(EXIT_USAGE, "unknown command '%s': expected examples, exercise, softmax, mistakes, online-softmax or gradcheck "
+        "(see lab --help)",
         cmd);
 }

@@ -145,20 +145,45 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
 // loop too short for threads then ran unvectorised (generation's one position).
 #define INV_SQRT2 0.7071067811865476
 #define INV_SQRT_2PI 0.3989422804014327
+static inline void gelu_at(real x, real *out, real *dgelu) {
+    real erf_term = (real)1 + fast_erf(x * (real)INV_SQRT2);
+    real cdf = (real)0.5 * erf_term;
+    real pdf = (real)INV_SQRT_2PI * fast_exp((real)-0.5 * x * x);
+    *out = (real)0.5 * x * erf_term;
+    *dgelu = cdf + x * pdf;
+}
+
 void gelu_forward(real *out, real *dgelu, const real *inp, size_t n) {
 #ifdef REAL_DOUBLE  // libm's erf is a call: nothing to vectorise in the float64 build
 #pragma omp parallel for schedule(static) if(par_worth((double)n * 24))
 #else
 #pragma omp parallel for simd schedule(static) if(parallel: par_worth((double)n * 24))
 #endif
-    for (size_t i = 0; i < n; i++) {
-        real x = inp[i];
-        real erf_term = (real)1 + fast_erf(x * (real)INV_SQRT2);
-        real cdf = (real)0.5 * erf_term;
-        real pdf = (real)INV_SQRT_2PI * fast_exp((real)-0.5 * x * x);
-        out[i] = (real)0.5 * x * erf_term;
-        dgelu[i] = cdf + x * pdf;
-    }
+    for (size_t i = 0; i < n; i++) gelu_at(inp[i], out + i, dgelu + i);
+}
+
+// The products' epilogues (kernels/matmul.h): the operation that follows a product, on each run of
+// its finished elements, the same arithmetic as the separate passes above.
+typedef struct { real *out; } GeluOut;
+// C = x W_fc: GELU(x) to ctx's out, GELU'(x) over x itself (as gelu_forward(out, x, x))
+static void epi_gelu(const void *ctx, real *c, size_t at, int n) {
+    real *out = ((const GeluOut *)ctx)->out + at;
+#ifndef REAL_DOUBLE
+#pragma omp simd
+#endif
+    for (int i = 0; i < n; i++) gelu_at(c[i], out + i, c + i);
+}
+// C = dL/dGELU(x): times GELU'(x), ctx (as gelu_backward(c, dgelu, c, GRAD_STORE))
+static void epi_times(const void *ctx, real *c, size_t at, int n) {
+    const real *m = (const real *)ctx + at;
+#pragma omp simd
+    for (int i = 0; i < n; i++) c[i] = c[i] * m[i];
+}
+// C = the branch's output: plus the residual stream, ctx (as residual_forward(c, c, ctx))
+static void epi_residual(const void *ctx, real *c, size_t at, int n) {
+    const real *r = (const real *)ctx + at;
+#pragma omp simd
+    for (int i = 0; i < n; i++) c[i] = c[i] + r[i];
 }
 
 // dinp += dout * dGELU/dx (or =), the derivative as gelu_forward saved it
@@ -323,6 +348,16 @@ static size_t list_tensors(const ModelDims *d, TensorInfo *t) {
         offset += n;
     }
     return offset;
+}
+
+int gpt_tensor_table(const ModelDims *d, TensorInfo **out) {
+    *out = xcalloc((size_t)n_tensors(d), sizeof(TensorInfo), "tensor table");
+    if (list_tensors(d, *out) == 0) {
+        free(*out);
+        *out = NULL;
+        return 0;
+    }
+    return n_tensors(d);
 }
 
 // Point each view of v at its tensor in base.
@@ -505,7 +540,6 @@ static void prepare_pass(GPT *m, const AttentionImpl *impl, int B, int T) {
     size_t scratch = impl->scratch_reals(T, m->head_dim) * (size_t)pass_threads() + 16;
     grow(&m->attn_scratch, &m->scratch_reals, scratch, "attention scratch");
     if (m->collect_stats) grow(&m->row_gain, &m->row_gain_reals, (size_t)L * B * T * NH, "row gains");
-    m->pass_impl = impl;
 }
 
 void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T) { build(m, d, attn_scale, B, T, NULL); }
@@ -516,34 +550,52 @@ void gpt_enable_batch_threads(GPT *m, int n_threads, int B, int T) {
     m->workers = xcalloc((size_t)n_threads, sizeof(GPT), "batch workers");
     m->n_workers = n_threads;
     int rows = (B + n_threads - 1) / n_threads;  // the largest share
-    for (int i = 0; i < n_threads; i++) build(&m->workers[i], &m->dims, m->attn.scale, rows, T, m->params);
+    for (int i = 0; i < n_threads; i++) {
+        build(&m->workers[i], &m->dims, m->attn.scale, rows, T, m->params);
+        gpt_set_attention(&m->workers[i], (AttnSetup){m->attn, m->attn_impl});
+    }
 }
 
-void gpt_set_attention(GPT *m, const AttentionImpl *impl, const AttnSpec *spec) {
-    m->attn_impl = impl;
-    m->attn = *spec;
-    for (int i = 0; i < m->n_workers; i++) gpt_set_attention(&m->workers[i], impl, spec);
+// index of `name` in the NULL-terminated `names`; config_finalize has checked that it is there
+static int name_index(const char *const *names, const char *name, const char *key) {
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], name) == 0) return i;
+    die(EXIT_RUNTIME, "internal: '%s' = '%s' was not checked by config_finalize", key, name);
 }
 
-int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const char *axis) {
-    static const char *const masks[] = {"causal", "zero", "none"}, *const axes[] = {"keys", "queries"};
-    AttnSpec spec = m->attn;
-    int mi = -1, ai = -1;
-    for (int i = 0; i < 3; i++) if (strcmp(mask, masks[i]) == 0) mi = i;
-    for (int i = 0; i < 2; i++) if (strcmp(axis, axes[i]) == 0) ai = i;
-    const AttentionImpl *ip = strcmp(impl, "fast") == 0 ? &attention_engine : strcmp(impl, "reference") == 0 ? &attention_definition : NULL;
-    if (mi < 0 || ai < 0 || !ip) return 0;
-    spec.mask = (AttnMask)mi;  // the enums follow the names' order
-    spec.axis = (SoftmaxAxis)ai;
-    gpt_set_attention(m, ip, &spec);
-    return 1;
+AttnSetup attention_setup(const Config *cfg) {
+    static const char *const impls[] = {"engine", "definition", NULL};
+    static const char *const masks[] = {"causal", "zero", "none", NULL}, *const axes[] = {"keys", "queries", NULL};
+    static const AttentionImpl *const impl_of[] = {&attention_engine, &attention_definition};
+    AttnSetup a;
+    a.impl = impl_of[name_index(impls, cfg->attn_impl, "model.attn_impl")];
+    // the enums follow the names' order
+    a.spec = (AttnSpec){(real)cfg->attn_scale, (AttnMask)name_index(masks, cfg->attn_mask, "model.attn_mask"),
+                        (SoftmaxAxis)name_index(axes, cfg->softmax_axis, "model.softmax_axis"), cfg->attn_window};
+    return a;
+}
+
+void gpt_set_attention(GPT *m, AttnSetup setup) {
+    m->attn_impl = setup.impl;
+    m->attn = setup.spec;
+    for (int i = 0; i < m->n_workers; i++) gpt_set_attention(&m->workers[i], setup);
 }
 
 int gpt_attention_falls_back(const GPT *m) { return !m->attn_impl->supports(&m->attn); }
 
-// The implementation a pass runs: the model's, unless it collects statistics, keeps the weights
-// P (the maps) or cannot compute the model's spec; the definition (attention.c) then runs.
-static const AttentionImpl *attention_impl(const GPT *m) {
+// What a pass runs, decided here only.
+typedef enum {
+    PASS_MODEL,    // training, evaluation, statistics: the model's implementation
+    PASS_PREFILL,  // decoding's prefill: rows that the same implementation's decode step continues bit for bit
+} PassKind;
+
+// For a prefill (and the decode steps after it) the engine when it computes the model's spec
+// (decoding runs only causal models), else the definition (a window); for the other passes the
+// model's implementation, unless the pass collects statistics or keeps the weights P (the maps:
+// both the definition's) or the
+// implementation cannot compute the model's spec: the definition (attention.c) then runs.
+static const AttentionImpl *attention_for_pass(const GPT *m, PassKind pass) {
+    if (pass == PASS_PREFILL) return attention_engine.supports(&m->attn) ? &attention_engine : &attention_definition;
     if (((m->collect_stats || m->keep_weights) && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn))
         return &attention_definition;
     return m->attn_impl;
@@ -609,7 +661,7 @@ void gpt_phase(GPT *m, int phase) {
     m->phase_current = phase;
 }
 
-double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) {
+static double forward(GPT *m, const int *inputs, const int *targets, int B, int T, PassKind pass) {
     if (B > m->B || T > m->T || T > m->dims.block_size)
         die(EXIT_RUNTIME, "internal: batch (%d,%d) exceeds capacity (%d,%d)", B, T, m->B, m->T);
     int L = m->dims.n_layer, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
@@ -620,8 +672,8 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
     memcpy(m->inputs, inputs, (size_t)N * sizeof(int));
     if (targets) memcpy(m->targets, targets, (size_t)N * sizeof(int));
     if (m->collect_stats) memset(m->attn_stats, 0, (size_t)L * NH * sizeof(AttnStats));
-    const AttentionImpl *attn = attention_impl(m);
-    prepare_pass(m, attn, B, T);
+    m->pass_attn = attention_for_pass(m, pass);
+    prepare_pass(m, m->pass_attn, B, T);
 
     gpt_phase(m, PHASE_OTHER);
     encoder_forward(m->acts.encoded, inputs, m->p.wte, m->p.wpe, B, T, C);
@@ -634,22 +686,17 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
         gpt_phase(m, PHASE_MATMUL_FWD);
         qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         gpt_phase(m, PHASE_ATTENTION);
-        attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
+        m->pass_attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
                                    (AttnShape){B, T, C, NH}, &m->attn, m->collect_stats ? &m->attn_stats[l * NH] : NULL);
         gpt_phase(m, PHASE_MATMUL_FWD);
-        matmul_forward(A->res2, A->atty, P->wo, N, C, C);
+        matmul_forward_epi(A->res2, A->atty, P->wo, N, C, C, &(GemmEpilogue){epi_residual, residual});
         gpt_phase(m, PHASE_OTHER);
-        residual_forward(A->res2, A->res2, residual, (size_t)N * C);
         layernorm_forward(A->ln2, A->ln2_mean, A->ln2_rstd, A->res2, P->ln2_w, P->ln2_b, N, C);
         gpt_phase(m, PHASE_MATMUL_FWD);
-        matmul_forward(A->fc_dgelu, A->ln2, P->w_fc, N, C, 4 * C);
-        gpt_phase(m, PHASE_OTHER);
         // x = ln2 W_fc is not needed after GELU(x): GELU'(x) replaces it, all backward needs
-        gelu_forward(A->fch_gelu, A->fc_dgelu, A->fc_dgelu, (size_t)N * 4 * C);
-        gpt_phase(m, PHASE_MATMUL_FWD);
-        matmul_forward(A->res3, A->fch_gelu, P->w_proj, N, 4 * C, C);
+        matmul_forward_epi(A->fc_dgelu, A->ln2, P->w_fc, N, C, 4 * C, &(GemmEpilogue){epi_gelu, &(GeluOut){A->fch_gelu}});
+        matmul_forward_epi(A->res3, A->fch_gelu, P->w_proj, N, 4 * C, C, &(GemmEpilogue){epi_residual, A->res2});
         gpt_phase(m, PHASE_OTHER);
-        residual_forward(A->res3, A->res3, A->res2, (size_t)N * C);
         residual = A->res3;
     }
     layernorm_forward(m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd, residual, m->p.lnf_w, m->p.lnf_b, N, C);
@@ -663,6 +710,10 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
     double loss = 0.0;
     for (int i = 0; i < N; i++) loss += m->acts.losses[i];
     return loss / N;
+}
+
+double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) {
+    return forward(m, inputs, targets, B, T, PASS_MODEL);
 }
 
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, m->n_params * sizeof(real)); }
@@ -687,8 +738,6 @@ static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int 
         for (int k = t; k < n; k += nth) {
             int r0 = share_start(B, n, k), r1 = share_start(B, n, k + 1);
             GPT *w = &m->workers[k];
-            w->attn = m->attn;
-            w->attn_impl = m->attn_impl;
             w->profile = m->profile && k == 0;  // the benchmark's phases are worker 0's
             share_loss[k] = gpt_forward(w, x + (size_t)r0 * T, y + (size_t)r0 * T, r1 - r0, T);
             if (backward) gpt_backward(w);
@@ -781,11 +830,8 @@ void gpt_backward(GPT *m) {
         const real *res_in = l == 0 ? m->acts.encoded : m->acts.layers[l - 1].res3;
         // MLP branch: res3 = res2 + gelu(ln2 @ w_fc) @ w_proj
         gpt_phase(m, PHASE_MATMUL_BWD);
-        matmul_backward(G->fch, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C,
-                        GRAD_STORE, GRAD_STORE);
-        gpt_phase(m, PHASE_OTHER);
-        gelu_backward(G->fch, A->fc_dgelu, G->fch, 4 * NC, GRAD_STORE);
-        gpt_phase(m, PHASE_MATMUL_BWD);
+        matmul_backward_epi(G->fch, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C,
+                            GRAD_STORE, GRAD_STORE, &(GemmEpilogue){epi_times, A->fc_dgelu});
         matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C, GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_OTHER);
         layernorm_backward(G->residual, dP->ln2_w, dP->ln2_b, G->ln, A->res2, P->ln2_w,
@@ -794,7 +840,7 @@ void gpt_backward(GPT *m) {
         gpt_phase(m, PHASE_MATMUL_BWD);
         matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE, GRAD_STORE);
         gpt_phase(m, PHASE_ATTENTION);
-        m->pass_impl->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty, A->att,
+        m->pass_attn->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty, A->att,
                                     (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &m->attn,
                                     m->collect_stats ? &m->attn_stats[l * NH] : NULL,
                                     m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL, GRAD_STORE);
@@ -965,8 +1011,8 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
     double loss = gpt_forward(m, x, y, B, T);
     gpt_backward(m);
     m->collect_stats = 0;
-    // the rows that see at least two keys: t >= 1 under the causal mask, all of them otherwise
-    int first_row = attention_visible_keys(&m->attn, 0, T) >= 2 ? 0 : 1;
+    // the rows that see at least two keys: t >= 1 under the causal mask (none under a window of
+    // 1), all of them otherwise
     real *gains = xmalloc(N * sizeof(real), "row gains");
     HeadStats sum;
     memset(&sum, 0, sizeof sum);
@@ -995,7 +1041,9 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
             // median over those rows of every sequence in the batch
             size_t n = 0;
             for (int b = 0; b < B; b++)
-                for (int t = first_row; t < T; t++) gains[n++] = m->row_gain[(size_t)l * N * NH + ((size_t)b * NH + h) * T + t];
+                for (int t = 0; t < T; t++)
+                    if (attention_visible_keys(&m->attn, t, T) >= 2)
+                        gains[n++] = m->row_gain[(size_t)l * N * NH + ((size_t)b * NH + h) * T + t];
             qsort(gains, n, sizeof(real), cmp_real);
             hs.row_gain_median = n == 0 ? NAN : n % 2 ? gains[n / 2] : 0.5 * ((double)gains[n / 2 - 1] + gains[n / 2]);
             hs.loss = loss;
@@ -1032,8 +1080,10 @@ static size_t decode_reals(DecodeSize size, int C, int T) {
 }
 
 void kv_cache_init(KVCache *c, const GPT *m) {
-    int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd;
-    size_t kv = (size_t)L * T * C, reals = 0;
+    int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, W = m->attn.window;
+    c->ring = W > 0 && W < T ? W : T;
+    c->slots = c->ring < T ? 2 * c->ring : T;
+    size_t kv = (size_t)L * c->slots * C, reals = 0;
     c->len = 0;
     c->k = xmalloc_aligned(kv * sizeof(real), "key cache");
     c->v = xmalloc_aligned(kv * sizeof(real), "value cache");
@@ -1052,20 +1102,29 @@ void kv_cache_free(KVCache *c) {
     memset(c, 0, sizeof *c);
 }
 
+// Copy the key and value of slot `slot` of layer l to its twin `ring` slots on, when the ring
+// wraps (a window shorter than block_size).
+static void kv_cache_twin(KVCache *c, int l, int slot, int C) {
+    if (c->slots == c->ring) return;
+    real *kl = c->k + (size_t)l * c->slots * C, *vl = c->v + (size_t)l * c->slots * C;
+    memcpy(kl + (size_t)(slot + c->ring) * C, kl + (size_t)slot * C, (size_t)C * sizeof(real));
+    memcpy(vl + (size_t)(slot + c->ring) * C, vl + (size_t)slot * C, (size_t)C * sizeof(real));
+}
+
 void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits) {
     int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, V = m->dims.vocab_size;
     if (n < 1 || n > T || n > m->T) die(EXIT_RUNTIME, "internal: prefill of %d tokens (block %d)", n, T);
     // one batched forward pass (matrix products, not n matrix-vector ones), then keep its keys
-    // and values; every row is computed exactly as gpt_decode_step would, by the engine, whose
-    // rows attention_decode_step reproduces bit for bit
-    const AttentionImpl *impl = m->attn_impl;
-    m->attn_impl = &attention_engine;
-    gpt_forward(m, tokens, NULL, 1, n);
-    m->attn_impl = impl;
-    for (int l = 0; l < L; l++) {
-        memcpy(c->k + (size_t)l * T * C, m->acts.layers[l].k, (size_t)n * C * sizeof(real));
-        memcpy(c->v + (size_t)l * T * C, m->acts.layers[l].v, (size_t)n * C * sizeof(real));
-    }
+    // and values (those of the last `ring` positions); every row is computed exactly as
+    // gpt_decode_step would (PASS_PREFILL)
+    forward(m, tokens, NULL, 1, n, PASS_PREFILL);
+    for (int l = 0; l < L; l++)
+        for (int p = n > c->ring ? n - c->ring : 0; p < n; p++) {
+            int slot = p % c->ring;
+            memcpy(c->k + ((size_t)l * c->slots + slot) * C, m->acts.layers[l].k + (size_t)p * C, (size_t)C * sizeof(real));
+            memcpy(c->v + ((size_t)l * c->slots + slot) * C, m->acts.layers[l].v + (size_t)p * C, (size_t)C * sizeof(real));
+            kv_cache_twin(c, l, slot, C);
+        }
     memcpy(logits, m->acts.logits + (size_t)(n - 1) * V, (size_t)V * sizeof(real));
     c->len = n;
 }
@@ -1074,16 +1133,21 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
     int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
     int pos = c->len;
     if (pos >= T) die(EXIT_RUNTIME, "internal: KV cache full (%d positions)", T);
+    // the keys position pos sees, first..pos, lie in consecutive slots from first's on
+    int first = attention_first_key(&m->attn, pos), slot = pos % c->ring;
+    size_t from = (size_t)(first % c->ring) * C;
+    AttentionDecodeFn *decode = attention_for_pass(m, PASS_PREFILL)->decode;
     // the same layer functions as gpt_forward, on one row
     encoder_forward(c->x, &token, m->p.wte, m->p.wpe + (size_t)pos * C, 1, 1, C);
     for (int l = 0; l < L; l++) {
         const LayerParams *P = &m->p.layers[l];
-        real *k_cache = c->k + (size_t)l * T * C, *v_cache = c->v + (size_t)l * T * C;
+        real *k_ring = c->k + (size_t)l * c->slots * C, *v_ring = c->v + (size_t)l * c->slots * C;
         layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln1_w, P->ln1_b, 1, C);
         matmul_forward(c->q, c->ln, P->wq, 1, C, C);
-        matmul_forward(k_cache + (size_t)pos * C, c->ln, P->wk, 1, C, C);
-        matmul_forward(v_cache + (size_t)pos * C, c->ln, P->wv, 1, C, C);
-        attention_decode_step(c->atty, c->scores, c->q, k_cache, v_cache, pos, C, NH, &m->attn);
+        matmul_forward(k_ring + (size_t)slot * C, c->ln, P->wk, 1, C, C);
+        matmul_forward(v_ring + (size_t)slot * C, c->ln, P->wv, 1, C, C);
+        kv_cache_twin(c, l, slot, C);
+        decode(c->atty, c->scores, c->q, k_ring + from, v_ring + from, pos - first, C, NH, &m->attn);
         matmul_forward(c->tmp, c->atty, P->wo, 1, C, C);
         residual_forward(c->x, c->tmp, c->x, (size_t)C);
         layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln2_w, P->ln2_b, 1, C);

@@ -5,6 +5,7 @@
 
 #include "attention.h"
 #include "base/common.h"
+#include "base/config.h"
 #include "base/rng.h"
 
 typedef struct {
@@ -88,6 +89,7 @@ typedef struct GPT {
     ModelDims dims;
     AttnSpec attn;                    // the scale of Q K^T, the mask and the softmax axis
     const AttentionImpl *attn_impl;   // the engine (attention_engine) unless set otherwise
+    const AttentionImpl *pass_attn;   // what the last forward ran (attention_for_pass), its backward too
     int head_dim;
 
     size_t n_params;
@@ -105,7 +107,6 @@ typedef struct GPT {
     Acts acts;
     GradActs gacts;
     real *attn_scratch;               // per-thread scratch of the attention that runs
-    const AttentionImpl *pass_impl;   // the attention of the last forward (its backward's too)
     int keep_weights;                 // a forward keeps the weights P in acts.layers[l].att (the maps)
     int *inputs, *targets;            // (B,T) of the last forward
     int cur_B, cur_T;                 // shape of the last forward
@@ -138,12 +139,18 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out);
 // Allocate everything for dims and a batch capacity (B,T). Parameters are zero until gpt_init.
 // Attention: the causal softmax over keys with attn_scale, computed by attention_engine.
 void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T);
-// Which attention the model computes (spec) and which implementation trains it. Passes that
-// collect statistics, and specs the implementation does not support, run the definition.
-void gpt_set_attention(GPT *m, const AttentionImpl *impl, const AttnSpec *spec);
-// The same from the configuration's names: impl "fast" or "reference", mask "causal", "zero" or
-// "none", axis "keys" or "queries" (the scale stays gpt_build's). Returns 0 on an unknown name.
-int gpt_configure_attention(GPT *m, const char *impl, const char *mask, const char *axis);
+// What attention needs, turned from a finalized configuration here only: the spec (the scale
+// config_finalize resolved, model.attn_mask, model.softmax_axis, model.attn_window) and the implementation that
+// trains (model.attn_impl: "engine" or "definition").
+typedef struct {
+    AttnSpec spec;
+    const AttentionImpl *impl;
+} AttnSetup;
+AttnSetup attention_setup(const Config *cfg);
+// Which attention the model and its batch workers compute (setup.spec) and which implementation
+// trains it (setup.impl). Passes that collect statistics, and specs the implementation does not
+// support, run the definition (see gpt_attention_falls_back).
+void gpt_set_attention(GPT *m, AttnSetup setup);
 // Whether the attention of a pass over the model runs the definition because the chosen
 // implementation does not compute its spec (the engine computes the causal softmax over keys).
 int gpt_attention_falls_back(const GPT *m);
@@ -182,20 +189,31 @@ void gpt_adamw_update(GPT *m, double lr, double beta1, double beta2, double eps,
 int gpt_all_finite(const GPT *m);
 // Index of a tensor by name, or -1.
 int gpt_find_tensor(const GPT *m, const char *name);
+// The tensor list (names, shapes, offsets, in checkpoint order) of a model of dims d, without
+// building one: *out (malloc'd) receives the entries; returns their count, 0 when the sizes
+// overflow (then *out is NULL).
+int gpt_tensor_table(const ModelDims *d, TensorInfo **out);
 
 // ---- generation with a key/value cache ----
 // The keys and values of every layer for positions [0, len) of one sequence, so each new token
 // costs one position's forward pass instead of the whole prefix's.
+// Under a window of W < T_max only the last W positions are kept, as a ring of W slots (position
+// p in slot p mod W) written twice, at slot and slot + W, so that the window's keys always lie in
+// W consecutive slots, oldest first, for the attention's decode step.
 typedef struct {
     int len;                 // positions cached
-    real *k, *v;             // (L, T_max, C) each
+    int ring;                // slots of the ring: W, or T_max (no wrap) without a window
+    int slots;               // slots per layer: 2 W with a window, else T_max
+    real *k, *v;             // (L, slots, C) each
     real *x, *ln, *q, *atty, *tmp, *h, *h_gelu, *scores, *stat;  // one position's scratch
 } KVCache;
 
 void kv_cache_init(KVCache *c, const GPT *m);
 void kv_cache_free(KVCache *c);
 // Feed `token` at position c->len (which must be < block_size) and write the logits (V) for the
-// next token. Bit-identical to the last row of gpt_forward over the same tokens.
+// next token. Bit-identical to the last row of gpt_forward over the same tokens (attention by the
+// implementation gpt_forward runs for the model: its own, or the definition for a spec the
+// engine does not compute).
 void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits);
 // Fill the cache with n tokens (n <= block_size) at positions 0..n-1 in one batched forward pass
 // and write the logits after the last one. Same values as n decode steps.

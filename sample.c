@@ -1,10 +1,13 @@
-// sample.c: generate text from a checkpoint, and draw attention maps for a prompt.
+// sample.c: generate text from a checkpoint, draw attention maps for a prompt, and export the
+// weights for PyTorch.
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "run/checkpoint.h"
+#include "run/safetensors.h"
 #include "base/common.h"
 #include "base/config.h"
 #include "run/generate.h"
@@ -13,11 +16,12 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
-            "                         [--attention-map FILE.svg]\n"
+            "usage: sample MODEL [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
+            "                     [--attention-map FILE.svg] [--probs N] [--export FILE.safetensors] [--vocab-from TEXT]\n"
             "\n"
-            "Generates N characters (default 500) after PROMPT (default a newline) from a checkpoint\n"
-            "written by ./train. temperature (default 0.8) sharpens (<1) or flattens (>1) the\n"
+            "Generates N characters (default 500) after PROMPT (default a newline) from MODEL: a checkpoint\n"
+            "written by ./train, or a safetensors file with nanoGPT's tensor names (docs/FORMAT.md).\n"
+            "temperature (default 0.8) sharpens (<1) or flattens (>1) the\n"
             "distribution; 0 is greedy decoding (always the most likely character, whatever the seed).\n"
             "top-k keeps only the K most likely characters (default 40, 0 = all). Multi-word options may\n"
             "also be written with an underscore (--top_k, --attention_map).\n"
@@ -26,10 +30,18 @@ static void usage(FILE *f) {
             "Generation keeps a key/value cache: each character costs one position's forward pass. The\n"
             "context is the last block_size characters; when it is full it restarts from its last half.\n"
             "A model trained with an attention mistake (model.attn_mask zero or none, model.softmax_axis\n"
-            "queries) sees the future, so it recomputes its window for every character instead.\n");
+            "queries) sees the future, so it recomputes its window for every character instead.\n"
+            "--probs N prints the N most likely next characters after the prompt and their probabilities\n"
+            "(the softmax of the logits, temperature 1); then no text is generated unless --tokens is given.\n"
+            "--export writes the model's weights as a safetensors file under nanoGPT's names (transformer.wte.weight,\n"
+            "transformer.h.N.attn.c_attn.weight, ...) with its configuration and vocabulary in the metadata, for\n"
+            "PyTorch (README: \"Weights in PyTorch\"); then no text is generated unless --tokens is given.\n"
+            "--vocab-from TEXT: for a safetensors file without a vocabulary, the text it was built from (its\n"
+            "distinct characters, sorted, are the vocabulary, as nanoGPT's prepare.py makes it).\n");
 }
 
-static const char *const OPTIONS[] = {"--prompt", "--tokens", "--temperature", "--top-k", "--seed", "--attention-map"};
+static const char *const OPTIONS[] = {"--prompt", "--tokens", "--temperature", "--top-k", "--seed", "--attention-map",
+                                     "--export", "--vocab-from", "--probs"};
 #define N_OPTIONS (int)(sizeof OPTIONS / sizeof OPTIONS[0])
 
 // An option's canonical spelling: "--top_k" is "--top-k" (both styles are accepted).
@@ -44,10 +56,37 @@ static _Noreturn void unknown_option(const char *arg, const char *name) {
     die(EXIT_USAGE, "unknown option '%s' (see --help)", arg);
 }
 
+// The n most likely characters after the prompt (its last block_size characters) and their
+// probabilities p = softmax(logits), most likely first; ties in token order.
+static void print_next_probs(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n) {
+    int T = n_prompt < m->dims.block_size ? n_prompt : m->dims.block_size, V = m->dims.vocab_size;
+    gpt_forward(m, prompt + (n_prompt - T), NULL, 1, T);
+    const real *logits = m->acts.logits + (size_t)(T - 1) * V;
+    double max = logits[0], sum = 0;
+    for (int i = 1; i < V; i++) max = logits[i] > max ? logits[i] : max;
+    for (int i = 0; i < V; i++) sum += exp(logits[i] - max);
+    int *order = xmalloc((size_t)V * sizeof(int), "ranking");
+    for (int i = 0; i < V; i++) order[i] = i;
+    for (int i = 1; i < V; i++)  // insertion sort, descending by logit, stable
+        for (int j = i; j > 0 && logits[order[j]] > logits[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (int i = 0; i < n && i < V; i++) {
+        char ch[8];
+        uint32_t c = v->chars[order[i]];
+        if (c == '\n') snprintf(ch, sizeof ch, "\\n");
+        else ch[utf8_encode(c, ch)] = 0;
+        printf("'%s'%*s %.6f\n", ch, c == '\n' ? 1 : 2, "", exp(logits[order[i]] - max) / sum);
+    }
+    free(order);
+}
+
 int main(int argc, char **argv) {
     g_progname = "sample";
-    const char *ckpt_path = NULL, *prompt = "\n", *map_path = NULL;
-    int tokens = 500, top_k = 40, tokens_given = 0;
+    const char *ckpt_path = NULL, *prompt = "\n", *map_path = NULL, *export_path = NULL, *vocab_text = NULL;
+    int tokens = 500, top_k = 40, tokens_given = 0, n_probs = 0;
     double temperature = 0.8;
     long seed = 1337;
     for (int i = 1; i < argc; i++) {
@@ -77,6 +116,9 @@ int main(int argc, char **argv) {
             else if (!strcmp(canon, "--temperature")) temperature = flag_number(name, v, 0, 100);
             else if (!strcmp(canon, "--top-k")) top_k = (int)flag_integer(name, v, 0, 10000000);
             else if (!strcmp(canon, "--seed")) seed = (long)flag_integer(name, v, 0, 2147483647);
+            else if (!strcmp(canon, "--export")) export_path = v;
+            else if (!strcmp(canon, "--probs")) n_probs = (int)flag_integer(name, v, 1, 0x110000);
+            else if (!strcmp(canon, "--vocab-from")) vocab_text = v;
             else map_path = v;
             continue;
         }
@@ -89,9 +131,9 @@ int main(int argc, char **argv) {
 
     char err[1024];
     Checkpoint ck;
-    // checkpoint_open validates the whole file (dimensions against the config record and the
+    // model_file_open validates the whole file (dimensions against the config record and the
     // tensors' sizes, finite values, the restored state) before anything is built from it
-    if (!checkpoint_open(&ck, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    if (!model_file_open(&ck, ckpt_path, vocab_text, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     if (!checkpoint_check_memory(&ck, 1, ck.dims.block_size, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     Config cfg;
     config_defaults(&cfg);
@@ -99,11 +141,20 @@ int main(int argc, char **argv) {
         !config_finalize(&cfg, err, sizeof err))
         die(EXIT_RUNTIME, "%s", err);
     GPT m;
-    gpt_build(&m, &ck.dims, (real)config_attn_scale(&cfg), 1, ck.dims.block_size);
-    if (!gpt_configure_attention(&m, cfg.attn_impl, cfg.attn_mask, cfg.softmax_axis))
-        die(EXIT_RUNTIME, "'%s': unknown attention setting in its config", ckpt_path);
+    AttnSetup attn = attention_setup(&cfg);
+    gpt_build(&m, &ck.dims, attn.spec.scale, 1, ck.dims.block_size);
+    gpt_set_attention(&m, attn);
     if (!checkpoint_restore(&ck, &m, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
 
+    if (export_path) {
+        int n = safetensors_export(export_path, &m, ck.config_json, &ck.vocab, err, sizeof err);
+        if (!n) die(EXIT_RUNTIME, "%s", err);
+        fprintf(stderr, "wrote %s: %d tensors under nanoGPT's names\n", export_path, n);
+        if (!safetensors_attention_is_nanogpts(&m))
+            fprintf(stderr, "note: this model's attention (scale, mask, softmax axis or window) is not nanoGPT's: "
+                    "PyTorch's nanoGPT would compute another function with these weights\n");
+        if (!tokens_given) tokens = 0;
+    }
     int *ptoks = xmalloc((strlen(prompt) + 1) * sizeof(int), "prompt");
     int n_prompt = encode_prompt(&ck.vocab, prompt, ptoks, err, sizeof err);
     if (n_prompt < 0) die(EXIT_USAGE, "%s", err);
@@ -115,9 +166,14 @@ int main(int argc, char **argv) {
         m.keep_weights = 1;  // the weights P, which the definition keeps (the engine keeps T numbers per row)
         gpt_forward(&m, window, NULL, 1, T);
         m.keep_weights = 0;
-        if (!write_attention_map(map_path, &m, &ck.vocab, window, T, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+        if (!write_attention_map(map_path, &m, cfg.attn_scale_str, &ck.vocab, window, T, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         fprintf(stderr, "wrote %s: %d layers x %d heads over %d characters\n",
                 strcmp(map_path, "-") == 0 ? "the map to standard output" : map_path, m.dims.n_layer, m.dims.n_head, T);
+        if (!tokens_given) tokens = 0;
+    }
+    if (n_probs > 0) {
+        if (n_prompt < 1) die(EXIT_USAGE, "--probs needs a non-empty --prompt");
+        print_next_probs(&m, &ck.vocab, ptoks, n_prompt, n_probs);
         if (!tokens_given) tokens = 0;
     }
     if (tokens > 0) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -16,12 +17,14 @@
 #endif
 
 #include "run/checkpoint.h"
+#include "run/safetensors.h"
 #include "base/common.h"
 #include "base/config.h"
 #include "base/data.h"
 #include "base/dist.h"
 #include "run/generate.h"
 #include "kernels/matmul.h"
+#include "kernels/peak.h"
 #include "model.h"
 #include "run/outdir.h"
 #include "report/report.h"
@@ -108,6 +111,8 @@ static const Comparison *parse_compare(const char *spec) {
 typedef struct {
     const char *config_path;
     const char *resume_path;
+    const char *init_path;         // --init-from: a new run's first weights
+    const char *vocab_text;        // --vocab-from: the vocabulary of a safetensors file without one
     const char *dump_path;
     int bench_steps;
     const Comparison *comparison;  // --compare-scaling or --compare; NULL = one run
@@ -129,6 +134,11 @@ static void print_usage(FILE *f) {
             "options:\n"
             "  --resume CHECKPOINT   continue the run saved in CHECKPOINT (overrides such as a larger\n"
             "                        --train.max_steps apply on top of its configuration)\n"
+            "  --init-from MODEL     start a new run from the weights of MODEL (a checkpoint, or a safetensors\n"
+            "                        file with nanoGPT's names: docs/FORMAT.md); the model's shape and\n"
+            "                        attention come from MODEL (model.* overrides of its attention apply\n"
+            "                        on top), the optimizer starts afresh, the text must use its vocabulary\n"
+            "  --vocab-from TEXT     the vocabulary of a safetensors MODEL that has none: TEXT's characters\n"
             "  --compare KEY=V1,V2   train 2 to 4 variants side by side (same initial weights, same batches),\n"
             "                        one per value of KEY (a key that changes no shape: model.attn_mask,\n"
             "                        model.softmax_axis, train.lr, ...), in out_dir/<value>/, and write\n"
@@ -165,6 +175,10 @@ static void print_version(void) {
     printf("OpenMP: off (single-threaded build)\n");
 #endif
     printf("SIMD: %s\n", matmul_simd_path());
+    FmaPeak peak = fma_peak_measure();
+    char peak_text[256];
+    fma_peak_describe(&peak, peak_text, sizeof peak_text);
+    printf("FMA peak: %s\n", peak_text);
     printf("MPI: %s\n", dist_describe());
 }
 
@@ -182,6 +196,8 @@ static void parse_args(int argc, char **argv, Args *a) {
             continue;
         }
         if ((v = option_value(argc, argv, &i, "--resume"))) { a->resume_path = v; continue; }
+        if ((v = option_value(argc, argv, &i, "--init-from"))) { a->init_path = v; continue; }
+        if ((v = option_value(argc, argv, &i, "--vocab-from"))) { a->vocab_text = v; continue; }
         if ((v = option_value(argc, argv, &i, "--dump-state"))) { a->dump_path = v; continue; }
         if ((v = option_value(argc, argv, &i, "--bench"))) {
             char *end;
@@ -201,6 +217,9 @@ static void parse_args(int argc, char **argv, Args *a) {
     if (a->resume_path && a->config_path) die(EXIT_USAGE, "give either a config file or --resume, not both");
     if (a->resume_path && a->comparison)
         die(EXIT_USAGE, "--resume cannot be combined with a comparison (each variant resumes on its own)");
+    if (a->init_path && (a->resume_path || a->bench_steps))
+        die(EXIT_USAGE, "--init-from starts a new run: it cannot be combined with %s", a->resume_path ? "--resume" : "--bench");
+    if (a->vocab_text && !a->init_path) die(EXIT_USAGE, "--vocab-from goes with --init-from (a safetensors file without a vocabulary)");
     if (!a->config_path && !a->resume_path) a->config_path = "configs/default.json";
 }
 
@@ -248,6 +267,31 @@ static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
             die(EXIT_USAGE, "the overrides change the model shape of '%s' (n_layer %d, n_head %d, n_embd %d, block_size %d);"
                 " a resumed run keeps its shape", a->resume_path, d->n_layer, d->n_head, d->n_embd, d->block_size);
     }
+}
+
+// A run started from a model file (--init-from) takes the model's shape and attention from it;
+// the command line's model.* overrides apply on top, and may not change the shape.
+static void take_model_from(Config *cfg, const Args *a, const Checkpoint *init) {
+    char err[ERRLEN];
+    Config from;
+    config_defaults(&from);
+    if (!config_load_json(&from, init->config_json, strlen(init->config_json), a->init_path, err, sizeof err))
+        die(EXIT_RUNTIME, "%s", err);
+    cfg->n_layer = from.n_layer;
+    cfg->n_head = from.n_head;
+    cfg->n_embd = from.n_embd;
+    cfg->block_size = from.block_size;
+    memcpy(cfg->attn_scale_str, from.attn_scale_str, sizeof cfg->attn_scale_str);
+    memcpy(cfg->attn_mask, from.attn_mask, sizeof cfg->attn_mask);
+    memcpy(cfg->softmax_axis, from.softmax_axis, sizeof cfg->softmax_axis);
+    for (int i = 0; i < a->n_overrides; i++)
+        if (strncmp(a->overrides[i], "model.", 6) == 0 && !config_apply_override(cfg, a->overrides[i], err, sizeof err))
+            die(EXIT_USAGE, "%s", err);
+    if (!config_finalize(cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    const ModelDims *d = &init->dims;
+    if (cfg->block_size != d->block_size || cfg->n_layer != d->n_layer || cfg->n_head != d->n_head || cfg->n_embd != d->n_embd)
+        die(EXIT_USAGE, "the overrides change the model shape of '%s' (n_layer %d, n_head %d, n_embd %d, block_size %d);"
+            " a run started from it keeps its shape", a->init_path, d->n_layer, d->n_head, d->n_embd, d->block_size);
 }
 
 // Every variant's overrides apply to the configuration (a usage error before anything is read).
@@ -305,7 +349,7 @@ static void check_memory(const ModelDims *d, int B, int T, int n_models) {
 }
 
 // The text (the vocabulary of the checkpoint when resuming), or for --bench no text at all.
-static void load_data(Dataset *ds, const Config *cfg, const Args *args, const Checkpoint *ck) {
+static void load_data(Dataset *ds, const Config *cfg, const Args *args, const Checkpoint *ck, const Checkpoint *init) {
     char err[ERRLEN];
     memset(ds, 0, sizeof *ds);
     if (args->bench_steps) {
@@ -315,6 +359,7 @@ static void load_data(Dataset *ds, const Config *cfg, const Args *args, const Ch
         return;
     }
     int min_len = cfg->block_size + 2;
+    if (!ck) ck = init;
     int ok = ck ? dataset_load_with_vocab(ds, cfg->data_path, cfg->val_fraction, min_len, &ck->vocab, err, sizeof err)
                 : dataset_load(ds, cfg->data_path, cfg->val_fraction, min_len, err, sizeof err);
     if (!ok) die(EXIT_RUNTIME, "%s", err);
@@ -339,7 +384,7 @@ static void print_progress(Run *runs, int n_runs, long step, long max_steps, dou
                r->loss, r->lr, r->grad_norm, r->ms, (double)r->cfg.batch_size * r->cfg.block_size / (r->ms / 1000.0), eta);
         if (r->have_probe) printf(" | attn H %.2f max %.2f", r->probe.entropy_norm, r->probe.max_weight);
         if (r->have_probe && !gpt_attention_is_causal(&r->model)) printf(" future %.2f", r->probe.future_mass);
-        if (run_attention_falls_back(r)) printf(" | reference attention");
+        if (run_attention_falls_back(r)) printf(" | attention: the definition");
         if (r->st.skipped_steps) printf(" | skipped %ld", r->st.skipped_steps);
         if (r->skipped) printf(" | SKIPPED (%s)", r->skip_reason);
         printf("\n");
@@ -349,7 +394,7 @@ static void print_progress(Run *runs, int n_runs, long step, long max_steps, dou
             Run *r = &runs[i];
             printf(" %-8s loss %.4f H %.2f max %.2f", r->variant, r->loss, r->probe.entropy_norm, r->probe.max_weight);
             if (!gpt_attention_is_causal(&r->model)) printf(" future %.2f", r->probe.future_mass);
-            printf("%s%s |", run_attention_falls_back(r) ? " (reference)" : "", r->skipped ? " SKIPPED" : "");
+            printf("%s%s |", run_attention_falls_back(r) ? " (definition)" : "", r->skipped ? " SKIPPED" : "");
         }
         printf(" eta %s\n", eta);
     }
@@ -400,6 +445,14 @@ static void dump_state(Run *r, const Dataset *ds, const char *path) {
     free(x); free(y); free(logits);
 }
 
+// CPU seconds used by the whole process (every thread); on a shared machine the timed steps' wall
+// time also counts the moments the threads waited for a core, their CPU time does not.
+static double process_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void bench(Run *r, int steps) {
     const Config *c = &r->cfg;
     int B = c->batch_size, T = c->block_size, V = r->model.dims.vocab_size;
@@ -412,16 +465,19 @@ static void bench(Run *r, int steps) {
     // The peak is probed before and after the steps: on a shared machine the two disagree when
     // it was too busy to measure, and then no MFU is printed (fma_peak_mfu).
     FmaPeak peak_before = fma_peak_measure();
+    double cpu_start = 0;
     for (int i = 0; i < warmup + steps; i++) {
         for (size_t j = 0; j < local; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
         if (i == warmup) {  // account the timed steps only
             r->model.profile = 1;
             memset(r->model.phase_seconds, 0, sizeof r->model.phase_seconds);
             r->comm_seconds = 0;
+            cpu_start = process_cpu_seconds();
         }
         run_step(r, x, y, i);
         if (i >= warmup) ms[i - warmup] = r->ms;
     }
+    double cpu_ms = 1000.0 * (process_cpu_seconds() - cpu_start) / steps;
     // median by insertion sort (N is small)
     for (int i = 1; i < steps; i++) {
         double v = ms[i];
@@ -450,6 +506,29 @@ static void bench(Run *r, int steps) {
         printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * r->model.phase_seconds[p] / steps,
                total > 0 ? 100.0 * r->model.phase_seconds[p] / total : 0.0);
     printf("\n");
+    {
+        // The phases are worker 0's (one thread's share of the rows when the batch is split
+        // between threads): its FLOPs by phase (docs/PERFORMANCE.md, the FLOP count: the weights'
+        // products 2 FLOPs per weight and token forward, 4 backward; attention's two products
+        // counted dense, forward and backward) over its time, against one thread's share of the peak.
+        const ModelDims *d = &r->model.dims;
+        int n = r->model.n_workers < r->rows ? r->model.n_workers : r->rows;
+        int split = n >= 2 && thread_max() >= n;
+        double rows0 = split ? (double)(r->rows / n) : r->rows;
+        double mat = 2.0 * (12.0 * d->n_layer * d->n_embd * d->n_embd + (double)d->vocab_size * d->n_embd) * rows0 * T;
+        double att = 6.0 * d->n_layer * rows0 * (double)T * T * d->n_embd;
+        double per_thread_peak = peak_before.gflops > peak_after.gflops ? peak_before.gflops : peak_after.gflops;
+        per_thread_peak /= (split ? n : 1) * dist_size();
+        double fs[3] = {mat, 2 * mat, att};
+        printf("per thread (GFLOP/s):");
+        for (int p = 0; p < 3; p++) {
+            double g = r->model.phase_seconds[p] > 0 ? fs[p] * steps / r->model.phase_seconds[p] / 1e9 : 0;
+            printf(" %s %.1f", phase_names[p], g);
+            if (mfu >= 0) printf(" (%.0f%%)", 100 * g / per_thread_peak);
+        }
+        if (mfu >= 0) printf(", of a thread's share of the sustained peak, %.1f", per_thread_peak);
+        printf("\n");
+    }
     if (dist_size() > 1) {
         // the allreduce inside a step also waits for the slowest rank; time it alone as well
         // (ranks lined up by a barrier, best of 10) for the network figures of DISTRIBUTED.md
@@ -488,8 +567,8 @@ static void bench(Run *r, int steps) {
     }
     char mfu_text[16] = "n/a";  // the machine too busy to measure the peak
     if (mfu >= 0) snprintf(mfu_text, sizeof mfu_text, "%.3f", mfu);
-    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s\n", c->name, median,
-           ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, mfu_text);
+    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s cpu_ms_per_step=%.2f\n",
+           c->name, median, ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, mfu_text, cpu_ms);
     free(ms); free(x); free(y);
 }
 
@@ -520,7 +599,8 @@ typedef struct {
 
 // The runs, built, with their first weights: from the seed (every variant gets a copy) or from
 // the checkpoint.
-static void setup_runs(Session *s, const Config *cfg, const Args *args, const Checkpoint *resume, const Dataset *ds) {
+static void setup_runs(Session *s, const Config *cfg, const Args *args, const Checkpoint *resume, const Checkpoint *init,
+                       const Dataset *ds) {
     char err[ERRLEN];
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
@@ -547,6 +627,11 @@ static void setup_runs(Session *s, const Config *cfg, const Args *args, const Ch
         rng_seed(&init_rng, (uint64_t)cfg->seed);
         gpt_init(&first->model, strcmp(cfg->init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2, &init_rng);
         rng_seed(&first->st.rng, (uint64_t)cfg->seed + 1);
+        if (init) {  // the weights only: the optimizer starts afresh
+            Checkpoint weights = *init;
+            weights.has_optimizer = 0;
+            if (!checkpoint_restore(&weights, &first->model, args->init_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+        }
         for (int i = 1; i < s->n_runs; i++) {
             memcpy(s->runs[i].model.params, first->model.params, first->model.n_params * sizeof(real));
             s->runs[i].st = first->st;
@@ -992,13 +1077,18 @@ int main(int argc, char **argv) {
     int training = !args.bench_steps && !args.dump_path;
     if (training) stop_install();  // --bench and --dump-state have nothing to save: a signal ends them
     char err[ERRLEN];
-    Checkpoint ck, *resume = NULL;
+    Checkpoint ck, init_file, *resume = NULL, *init = NULL;
     if (args.resume_path) {
         if (!checkpoint_open(&ck, args.resume_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         resume = &ck;
     }
+    if (args.init_path) {
+        if (!model_file_open(&init_file, args.init_path, args.vocab_text, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+        init = &init_file;
+    }
     Config cfg;
     load_config(&cfg, &args, resume);
+    if (init) take_model_from(&cfg, &args, init);
     set_threads(&cfg);
     check_ranks(&cfg, &args);
     check_variants(&cfg, args.comparison);
@@ -1012,7 +1102,7 @@ int main(int argc, char **argv) {
         stop_if_signalled(&args, "start-up");
     }
     Dataset ds;
-    load_data(&ds, &cfg, &args, resume);
+    load_data(&ds, &cfg, &args, resume, init);
     ModelDims dims = {ds.vocab.vocab_size, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
     // with batch threads, each run also holds one gradient buffer per thread and activations for
     // the batch once more: at most as much again as the model itself for up to 8 threads
@@ -1020,7 +1110,7 @@ int main(int argc, char **argv) {
 
     // set up the runs, then train them (or time them, or dump one step)
     Session s;
-    setup_runs(&s, &cfg, &args, resume, &ds);
+    setup_runs(&s, &cfg, &args, resume, init, &ds);
     int code = 0;
     if (args.dump_path) {
         dump_state(&s.runs[0], &ds, args.dump_path);
@@ -1039,5 +1129,6 @@ int main(int argc, char **argv) {
     free(args.overrides);
     dataset_free(&ds);
     if (resume) checkpoint_close(resume);
+    if (init) checkpoint_close(init);
     return code;
 }

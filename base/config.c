@@ -28,7 +28,7 @@ typedef enum {
     T_INT,   // JSON integer -> int field
     T_NUM,   // finite JSON number -> double field
     T_STR,   // JSON string -> char[] field; min/max bound its length in bytes
-    T_SCALE, // model.attn_scale: "sqrt", "none" or a number -> attn_scale_str + attn_scale
+    T_SCALE, // model.attn_scale: "sqrt", "none" or a number -> attn_scale_str (config_finalize resolves attn_scale)
 } KeyType;
 
 typedef struct {
@@ -41,6 +41,7 @@ typedef struct {
     double min, max;           // allowed range (string length for T_STR)
     int min_open, max_open;    // 1 = that bound is exclusive
     const char *const *enums;  // NULL-terminated allowed strings for enum keys, else NULL
+    const char *const *aliases;  // NULL, or pairs {old name, enum it stands for, ..., NULL}: still accepted
     const char *help;
 } KeySpec;
 
@@ -48,7 +49,9 @@ typedef struct {
 #define STEPS_MAX 1000000000.0 // any step count above this is a typo, not a plan
 
 static const char *const INIT_NAMES[] = {"gpt2", "fan_in", NULL};
-static const char *const ATTN_IMPL_NAMES[] = {"fast", "reference", NULL};
+static const char *const ATTN_IMPL_NAMES[] = {"engine", "definition", NULL};
+// the names of older configurations and checkpoints
+static const char *const ATTN_IMPL_ALIASES[] = {"fast", "engine", "reference", "definition", NULL};
 static const char *const ATTN_MASK_NAMES[] = {"causal", "zero", "none", NULL};
 static const char *const SOFTMAX_AXIS_NAMES[] = {"keys", "queries", NULL};
 static const char *const BOOL_NAMES[] = {"false", "true", NULL};
@@ -71,15 +74,19 @@ static const KeySpec KEYS[] = {
      .help = "attention logit scale: \"sqrt\" = 1/sqrt(head_dim), \"none\" = 1, or a fixed positive factor"},
     {.key = "model.init", .type = T_STR, FIELD(init), .def_str = "gpt2", .min = 1, .max = 15,
      .enums = INIT_NAMES, .help = "weight initialization scheme"},
-    {.key = "model.attn_impl", .type = T_STR, FIELD(attn_impl), .def_str = "fast", .min = 1, .max = 15,
-     .enums = ATTN_IMPL_NAMES,
-     .help = "which attention trains: \"fast\" = the engine (kernels/attention_engine.c), \"reference\" = the definition (attention.c); same function, the tests prove them equal"},
+    {.key = "model.attn_impl", .type = T_STR, FIELD(attn_impl), .def_str = "engine", .min = 1, .max = 15,
+     .enums = ATTN_IMPL_NAMES, .aliases = ATTN_IMPL_ALIASES,
+     .help = "which attention trains: \"engine\" (kernels/attention_engine.c) or \"definition\" (attention.c); same function, the tests prove them equal (the older names \"fast\" and \"reference\" are read as these)"},
     {.key = "model.attn_mask", .type = T_STR, FIELD(attn_mask), .def_str = "causal", .min = 1, .max = 15,
      .enums = ATTN_MASK_NAMES,
      .help = "\"causal\" = scores above the diagonal set to -inf; the mistakes: \"zero\" = set to 0 (the future keeps weight), \"none\" = no mask"},
     {.key = "model.softmax_axis", .type = T_STR, FIELD(softmax_axis), .def_str = "keys", .min = 1, .max = 15,
      .enums = SOFTMAX_AXIS_NAMES,
      .help = "\"keys\" = each query's row of weights sums to 1; the mistake \"queries\" = each key's column is normalised over the queries"},
+    {.key = "model.attn_window", .type = T_INT, FIELD(attn_window), .def = 0, .min = 0, .max = 65536,
+     .help = "sliding-window attention: 0 = every earlier key, W > 0 = query t sees only keys t-W+1 .. t; at most "
+             "model.block_size, and only with model.attn_mask \"causal\" (the window narrows the causal mask; the "
+             "mistakes \"zero\" and \"none\" have none to narrow)"},
 
     {.key = "data.path", .type = T_STR, FIELD(data_path), .def_str = "data/default.txt", .min = 1, .max = 1023,
      .help = "UTF-8 text file to train on (one Unicode character = one token)"},
@@ -394,6 +401,9 @@ static int set_string(Config *c, const KeySpec *k, const char *s, const ErrCtx *
         if (k->min == 1) return fail(e, "'%s' must not be empty", k->key);
         return fail(e, "'%s' is too short (%zu bytes; at least %d)", k->key, len, (int)k->min);
     }
+    if (k->aliases)
+        for (int i = 0; k->aliases[i]; i += 2)
+            if (strcmp(k->aliases[i], s) == 0) s = k->aliases[i + 1];
     if (k->enums) {
         int ok = 0;
         for (int i = 0; k->enums[i]; i++) ok |= strcmp(k->enums[i], s) == 0;
@@ -407,14 +417,13 @@ static int set_string(Config *c, const KeySpec *k, const char *s, const ErrCtx *
     return 1;
 }
 
-// model.attn_scale keeps both the text ("sqrt", "none", or the number in canonical form, which is
-// what config_to_json writes back) and the resolved factor (-1 while "sqrt": needs head_dim).
+// model.attn_scale is kept as its text: "sqrt", "none", or the number in canonical form (what
+// config_to_json writes back). config_finalize resolves it, once the head width is known.
 static int set_scale_word(Config *c, const KeySpec *k, const char *word, const ErrCtx *e) {
     char iv[RANGE_CHARS];
     fmt_interval(k, iv, sizeof(iv));
-    if (strcmp(word, "sqrt") == 0) c->attn_scale = -1.0;
-    else if (strcmp(word, "none") == 0) c->attn_scale = 1.0;
-    else return fail(e, "'%s' must be \"sqrt\", \"none\" or a number in %s, got '%s'", k->key, iv, PRINTABLE(word));
+    if (strcmp(word, "sqrt") != 0 && strcmp(word, "none") != 0)
+        return fail(e, "'%s' must be \"sqrt\", \"none\" or a number in %s, got '%s'", k->key, iv, PRINTABLE(word));
     store_string(c, k, word);
     return 1;
 }
@@ -424,9 +433,9 @@ static int set_scale_number(Config *c, const KeySpec *k, double v, const char *t
     char buf[64];
     fmt_double(buf, sizeof(buf), v);
     store_string(c, k, buf);
-    c->attn_scale = v;
     return 1;
 }
+
 
 static int set_from_json(Config *c, const KeySpec *k, const cJSON *v, const ErrCtx *e) {
     switch (k->type) {
@@ -744,6 +753,13 @@ int config_apply_override(Config *cfg, const char *arg, char *err, size_t errlen
     return 0;
 }
 
+double config_scale_factor(const char *text, int head_dim) {
+    double v;
+    if (strcmp(text, "sqrt") == 0) return head_dim > 0 ? 1.0 / sqrt((double)head_dim) : NAN;
+    if (strcmp(text, "none") == 0) return 1.0;
+    return parse_decimal(text, &v) && v > 0 ? v : NAN;
+}
+
 int config_finalize(Config *cfg, char *err, size_t errlen) {
     ErrCtx e = {err, errlen, NULL};
     // Re-check every value against the table: fields may also have been set directly in code.
@@ -771,6 +787,12 @@ int config_finalize(Config *cfg, char *err, size_t errlen) {
 
     if (cfg->n_embd % cfg->n_head != 0)
         return fail(&e, "'model.n_embd' (%d) must be divisible by 'model.n_head' (%d)", cfg->n_embd, cfg->n_head);
+    if (cfg->attn_window > cfg->block_size)
+        return fail(&e, "'model.attn_window' (%d) must be at most 'model.block_size' (%d): a query sees at most block_size keys",
+                    cfg->attn_window, cfg->block_size);
+    if (cfg->attn_window > 0 && strcmp(cfg->attn_mask, "causal") != 0)
+        return fail(&e, "'model.attn_window' (%d) needs 'model.attn_mask' causal, got '%s': the window narrows the causal mask",
+                    cfg->attn_window, cfg->attn_mask);
     if (cfg->min_lr > cfg->lr) {
         char a[32], b[32];
         fmt_double(a, sizeof(a), cfg->min_lr);
@@ -778,7 +800,8 @@ int config_finalize(Config *cfg, char *err, size_t errlen) {
         return fail(&e, "'train.min_lr' (%s) must be <= 'train.lr' (%s)", a, b);
     }
 
-    // Resolve attn_scale from its text (the single source after loading and overrides).
+    // Check the scale's text (it may have been set in code), then resolve it: the one factor
+    // every consumer reads.
     const KeySpec *sk = &KEYS[find_key("model.attn_scale")];
     double v;
     if (parse_decimal(cfg->attn_scale_str, &v)) {
@@ -786,18 +809,12 @@ int config_finalize(Config *cfg, char *err, size_t errlen) {
     } else if (!set_scale_word(cfg, sk, cfg->attn_scale_str, &e)) {
         return 0;
     }
+    cfg->attn_scale = config_scale_factor(cfg->attn_scale_str, cfg->n_embd / cfg->n_head);
 
     if (!cfg->out_dir[0]) snprintf(cfg->out_dir, sizeof(cfg->out_dir), "out/%s", cfg->name); // always fits: 4 + 127 < 1024
     return 1;
 }
 
-double config_attn_scale(const Config *cfg) {
-    if (cfg->attn_scale < 0) { // "sqrt": the usual 1/sqrt(head_dim)
-        int head_dim = cfg->n_head > 0 ? cfg->n_embd / cfg->n_head : 0;
-        return head_dim > 0 ? 1.0 / sqrt((double)head_dim) : 1.0;
-    }
-    return cfg->attn_scale;
-}
 
 // ----------------------------------------------------------------------------
 // resolved config as JSON, and the key reference

@@ -15,12 +15,13 @@ typedef struct {
     int n_head;
     int n_embd;
     int block_size;
-    double attn_scale;         // resolved factor; -1 while "sqrt" (see attn_scale_mode)
-    char attn_scale_str[64];   // as given: "sqrt", "none", or a positive number
+    double attn_scale;         // the factor of Q K^T, resolved by config_finalize from attn_scale_str
+    char attn_scale_str[64];   // as configured: "sqrt", "none", or a positive number
     char init[16];             // "gpt2" or "fan_in"
-    char attn_impl[16];        // "fast" (kernels/attention_engine.c) or "reference" (attention.c)
+    char attn_impl[16];        // "engine" (kernels/attention_engine.c) or "definition" (attention.c)
     char attn_mask[16];        // "causal", or the mistakes "zero" and "none"
     char softmax_axis[16];     // "keys", or the mistake "queries"
+    int attn_window;           // 0: every earlier key; W > 0: query t sees keys t-W+1 .. t
 
     // data
     char data_path[1024];
@@ -84,8 +85,10 @@ int config_finalize(Config *cfg, char *err, size_t errlen);
 // config_load_json gives the same Config.
 char *config_to_json(const Config *cfg);
 
-// The resolved attention scale for a given head_dim: 1/sqrt(head_dim) for "sqrt", 1 for "none".
-double config_attn_scale(const Config *cfg);
+// The factor a value of model.attn_scale gives for heads of head_dim columns: 1/sqrt(head_dim)
+// for "sqrt", 1 for "none", the number itself otherwise; NaN for any other text. config_finalize
+// resolves attn_scale with it.
+double config_scale_factor(const char *text, int head_dim);
 
 // Print the key reference (path, type, default, range, meaning) to `f`, for --help and the README.
 #include <stdio.h>

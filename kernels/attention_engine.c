@@ -611,4 +611,4 @@ void attention_decode_step(real *out, real *scores, const real *q, const real *k
 }
 
 const AttentionImpl attention_engine = {"engine", attention_engine_forward, attention_engine_backward, engine_supports, 0,
-                                        engine_saved_reals, engine_scratch_reals};
+                                        attention_decode_step, engine_saved_reals, engine_scratch_reals};

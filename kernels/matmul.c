@@ -253,7 +253,7 @@ static void micro_kernel(int kc, const real *restrict a, const real *restrict b,
 // block), so the result is bit-identical to the packed path.
 #define ROW_CHUNK 512
 static void gemm_row(int j_lo, int j_hi, int K, const real *a, long a_cs, const real *B, long b_rs, long b_cs,
-                     real *c, int accumulate) {
+                     real *c, long at, int accumulate, const GemmEpilogue *epi) {
     _Alignas(64) real acc[ROW_CHUNK];
     for (int j0 = j_lo; j0 < j_hi; j0 += ROW_CHUNK) {
         int nj = j_hi - j0 < ROW_CHUNK ? j_hi - j0 : ROW_CHUNK;
@@ -275,6 +275,7 @@ static void gemm_row(int j_lo, int j_hi, int K, const real *a, long a_cs, const 
             real *restrict cj = c + j0;
             if (accumulate || p0 > 0) for (int j = 0; j < nj; j++) cj[j] += acc[j];
             else                      for (int j = 0; j < nj; j++) cj[j] = acc[j];
+            if (epi && p0 + kc >= K) epi->fn(epi->ctx, cj, (size_t)(at + j0), nj);
         }
     }
 }
@@ -288,11 +289,12 @@ typedef struct {
 // One thread's share: C rows [i_lo, i_hi) x columns [j_lo, j_hi), the classic BLIS loop nest
 // (NC columns of B packed, KC deep; MC rows of A packed; MR x NR register tiles).
 static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_op, Strided b_op, real *C, long ldc,
-                       int accumulate, const PackBuffers *buf) {
+                       int accumulate, const GemmEpilogue *epi, const PackBuffers *buf) {
     const real *A = a_op.p, *B = b_op.p;
     long a_rs = a_op.rs, a_cs = a_op.cs, b_rs = b_op.rs, b_cs = b_op.cs;
     if (i_hi - i_lo == 1) {
-        gemm_row(j_lo, j_hi, K, A + (long)i_lo * a_rs, a_cs, B, b_rs, b_cs, C + (long)i_lo * ldc, accumulate);
+        gemm_row(j_lo, j_hi, K, A + (long)i_lo * a_rs, a_cs, B, b_rs, b_cs, C + (long)i_lo * ldc, (long)i_lo * ldc,
+                 accumulate, epi);
         return;
     }
     _Alignas(64) real acc[MR * NR];
@@ -308,6 +310,7 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_
         for (int p0 = 0; p0 < K; p0 += KC) {
             int kc = K - p0 < KC ? K - p0 : KC;
             int add = accumulate || p0 > 0;  // later depth blocks add onto the partial sums
+            int last = p0 + kc >= K;         // the sums are complete after this block
             for (int s = 0; s < n_slivers; s++)
                 pack_b_sliver(buf->b + (long)s * kc * NR, B, b_rs, b_cs, j_hi, j0 + s * NR, p0, kc);
             for (int i0 = i_lo; i0 < i_hi; i0 += MC) {
@@ -330,13 +333,20 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_
                         else
 #endif
                             micro_kernel(kc, pa, pb, acc, c_tile, ldc, add);
-                        if (c_tile) continue;
-                        for (int i = 0; i < mv; i++) {
-                            real *restrict c = C + (long)(row0 + i) * ldc + col0;
-                            const real *restrict t = acc + i * NR;
-                            if (add) for (int j = 0; j < nv; j++) c[j] += t[j];
-                            else     for (int j = 0; j < nv; j++) c[j] = t[j];
-                        }
+                        if (!c_tile)
+                            for (int i = 0; i < mv; i++) {
+                                real *restrict c = C + (long)(row0 + i) * ldc + col0;
+                                const real *restrict t = acc + i * NR;
+                                if (add) for (int j = 0; j < nv; j++) c[j] += t[j];
+                                else     for (int j = 0; j < nv; j++) c[j] = t[j];
+                            }
+                        // the tile's elements are complete: the epilogue runs on them while
+                        // they are in L1
+                        if (epi && last)
+                            for (int i = 0; i < mv; i++) {
+                                long at = (long)(row0 + i) * ldc + col0;
+                                epi->fn(epi->ctx, C + at, (size_t)at, nv);
+                            }
                     }
                 }
             }
@@ -347,7 +357,7 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_
 // The one strided product behind the named ones: C (M,N) = A (M,K) B (K,N), A and B strided,
 // C(i,j) = C[i*ldc + j]; thread tid of nth computes its share of C.
 static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
-                      int accumulate) {
+                      int accumulate, const GemmEpilogue *epi) {
     if (M <= 0 || N <= 0) return;
     // Split the longer side of C between the threads, in whole register tiles; each thread
     // packs what it needs itself. Every C element is summed over K in the same order whatever
@@ -359,24 +369,35 @@ static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided 
     if (hi > len) hi = len;
     if (lo >= hi) return;
     if (K <= 0) {  // empty sum: C = 0 unless accumulating
-        if (!accumulate)
-            for (int i = split_rows ? lo : 0; i < (split_rows ? hi : M); i++)
-                memset(C + (long)i * ldc + (split_rows ? 0 : lo), 0, sizeof(real) * (size_t)(split_rows ? N : hi - lo));
+        for (int i = split_rows ? lo : 0; i < (split_rows ? hi : M); i++) {
+            long at = (long)i * ldc + (split_rows ? 0 : lo);
+            int n = split_rows ? N : hi - lo;
+            if (!accumulate) memset(C + at, 0, sizeof(real) * (size_t)n);
+            if (epi) epi->fn(epi->ctx, C + at, (size_t)at, n);
+        }
         return;
     }
-    if (split_rows) gemm_block(lo, hi, 0, N, K, A, B, C, ldc, accumulate, thread_pack());
-    else gemm_block(0, M, lo, hi, K, A, B, C, ldc, accumulate, thread_pack());
+    if (split_rows) gemm_block(lo, hi, 0, N, K, A, B, C, ldc, accumulate, epi, thread_pack());
+    else gemm_block(0, M, lo, hi, K, A, B, C, ldc, accumulate, epi, thread_pack());
 }
 
 // The named products are the strided one with their layout's strides.
 void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, N, 1}, C, N, write == MM_ADD);  // A (M,K), B (K,N)
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, N, 1}, C, N, write == MM_ADD, NULL);  // A (M,K), B (K,N)
 }
 void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, 1, K}, C, N, write == MM_ADD);  // A (M,K), B stored (N,K)
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, 1, K}, C, N, write == MM_ADD, NULL);  // A (M,K), B stored (N,K)
+}
+void gemm_nn_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
+                      const GemmEpilogue *epi) {
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, N, 1}, C, N, write == MM_ADD, epi);
+}
+void gemm_nt_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
+                      const GemmEpilogue *epi) {
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, 1, K}, C, N, write == MM_ADD, epi);
 }
 void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-    gemm_part(tid, nth, M, N, K, (Strided){A, 1, M}, (Strided){B, N, 1}, C, N, write == MM_ADD);  // A stored (K,M), B (K,N)
+    gemm_part(tid, nth, M, N, K, (Strided){A, 1, M}, (Strided){B, N, 1}, C, N, write == MM_ADD, NULL);  // A stored (K,M), B (K,N)
 }
 
 void gemm_nn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
@@ -397,10 +418,21 @@ void matmul_forward(real *out, const real *inp, const real *weight, int N, int C
     gemm_nn(out, inp, weight, N, OC, C, MM_SET);
 }
 
+void matmul_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC, const GemmEpilogue *epi) {
+#pragma omp parallel if(par_worth((double)N * C * OC))
+    gemm_nn_epi_part(thread_index(), thread_count(), out, inp, weight, N, OC, C, MM_SET, epi);
+}
+
 void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
                           const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write) {
+    matmul_backward_epi_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC, dinp_write, dweight_write, NULL);
+}
+
+void matmul_backward_epi_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
+                              const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write,
+                              const GemmEpilogue *dinp_epi) {
     // dinp (N,C) += dout (N,OC) @ weight^T
-    if (dinp) gemm_nt_part(tid, nth, dinp, dout, weight, N, C, OC, dinp_write == GRAD_ADD ? MM_ADD : MM_SET);
+    if (dinp) gemm_nt_epi_part(tid, nth, dinp, dout, weight, N, C, OC, dinp_write == GRAD_ADD ? MM_ADD : MM_SET, dinp_epi);
     // dweight (C,OC) += inp^T @ dout
     if (dweight) gemm_tn_part(tid, nth, dweight, inp, dout, C, OC, N, dweight_write == GRAD_ADD ? MM_ADD : MM_SET);
 }
@@ -415,122 +447,11 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
     }
 }
 
-// ---- The FMA peak ----
-// Each thread times short windows of independent FMA chains held in registers, on the widest
-// FMA the machine has (checked at run time on x86, so a binary built for AVX2 still measures an
-// AVX-512 machine's peak). A window is 50,000 rounds of the chains, each round one FMA latency
-// (about 200,000 cycles), far shorter than a scheduler's time slice: on a shared machine a thread
-// is descheduled for whole slices, so most windows run either undisturbed or not at all, and the
-// fastest window of each thread is its core's rate (timing all threads together over one longer
-// window, a single descheduled thread would stall the whole measure). The peak is the sum of the
-// threads' fastest windows; `steady` says how many windows came close to it.
-#define PROBE_ITERS 50000L
-#define PROBE_MIN_WINDOWS 20
-#define PROBE_MAX_WINDOWS 4000
-#define PROBE_SECONDS 0.25
-
-// The chains start from different values: identical chains would be merged into one by the
-// compiler, which then times one FMA's latency and reports a peak the core never reaches. 12
-// chains cover the FMA latency times the FMA pipes of current x86 cores (4 cycles x 2), 16 those
-// of ARM cores with four pipes.
-#define FMA_WINDOW_BODY(V, SET1, FMA, ADD, LANES, CHAINS)                                          \
-    V acc[CHAINS];                                                                                 \
-    for (int c = 0; c < CHAINS; c++) acc[c] = SET1(1.0f + 0.01f * (float)c);                       \
-    const V mul = SET1(0.999999f), add = SET1(1e-7f);                                              \
-    double t0 = now_seconds();                                                                     \
-    for (long i = 0; i < iters; i++) {                                                             \
-        _Pragma("GCC unroll 16") for (int c = 0; c < CHAINS; c++) acc[c] = FMA(acc[c], mul, add);  \
-    }                                                                                              \
-    double t = now_seconds() - t0;                                                                 \
-    V s = acc[0];                                                                                  \
-    for (int c = 1; c < CHAINS; c++) s = ADD(s, acc[c]);                                           \
-    float lanes[LANES];                                                                            \
-    memcpy(lanes, &s, sizeof lanes);                                                               \
-    *sink += lanes[0];                                                                             \
-    return (double)iters * CHAINS * LANES * 2 / t;
-
-typedef double (*FmaWindow)(long iters, volatile float *sink);  // FLOP/s of one window
-
-#if defined(__x86_64__) || defined(__i386__)
-#if defined(__GNUC__)
-__attribute__((target("avx512f")))
-#endif
-static double fma_window_avx512(long iters, volatile float *sink) {
-    FMA_WINDOW_BODY(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, 16, 12)
-}
-#if defined(__GNUC__)
-__attribute__((target("avx2,fma")))
-#endif
-static double fma_window_avx2(long iters, volatile float *sink) {
-    FMA_WINDOW_BODY(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, 8, 12)
-}
-// no FMA: a multiply and an add, 2 FLOPs as well
-static inline __m128 sse_madd(__m128 a, __m128 b, __m128 c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
-static double fma_window_sse(long iters, volatile float *sink) {
-    FMA_WINDOW_BODY(__m128, _mm_set1_ps, sse_madd, _mm_add_ps, 4, 12)
-}
-#elif defined(__aarch64__) && defined(__ARM_NEON)
-static inline float32x4_t neon_fma(float32x4_t a, float32x4_t b, float32x4_t c) { return vfmaq_f32(c, a, b); }
-static double fma_window_neon(long iters, volatile float *sink) {
-    FMA_WINDOW_BODY(float32x4_t, vdupq_n_f32, neon_fma, vaddq_f32, 4, 16)
-}
-#else
-static inline float scalar_madd(float a, float b, float c) { return a * b + c; }
-static inline float scalar_add(float a, float b) { return a + b; }
-static inline float scalar_set1(float x) { return x; }
-static double fma_window_scalar(long iters, volatile float *sink) {
-    FMA_WINDOW_BODY(float, scalar_set1, scalar_madd, scalar_add, 1, 16)
-}
-#endif
-
-FmaPeak fma_peak_measure(void) {
-    FmaPeak p = {0, 1, 1, "scalar"};
-    FmaWindow window;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) { window = fma_window_avx512; p.lanes = 16; p.isa = "avx512f"; }
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { window = fma_window_avx2; p.lanes = 8; p.isa = "avx2+fma"; }
-    else { window = fma_window_sse; p.lanes = 4; p.isa = "sse, no fma"; }
-#elif defined(__aarch64__) && defined(__ARM_NEON)
-    window = fma_window_neon; p.lanes = 4; p.isa = "neon";
-#else
-    window = fma_window_scalar;
-#endif
-    double total = 0, steady = 1, t_start = now_seconds();
-#pragma omp parallel reduction(+:total) reduction(min:steady)
+void matmul_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
+                         int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write, const GemmEpilogue *dinp_epi) {
+#pragma omp parallel if(par_worth(2.0 * N * C * OC))
     {
-        double rate[PROBE_MAX_WINDOWS];
-        volatile float sink = 0;
-        int n = 0;
-        while (n < PROBE_MAX_WINDOWS && (n < PROBE_MIN_WINDOWS || now_seconds() - t_start < PROBE_SECONDS))
-            rate[n++] = window(PROBE_ITERS, &sink);
-        double best = 0;
-        for (int i = 0; i < n; i++) best = rate[i] > best ? rate[i] : best;
-        int near = 0;
-        for (int i = 0; i < n; i++) near += rate[i] >= 0.95 * best;
-        total += best / 1e9;
-        steady = (double)near / n < steady ? (double)near / n : steady;
+        int tid = thread_index(), nth = thread_count();
+        matmul_backward_epi_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC, dinp_write, dweight_write, dinp_epi);
     }
-    p.gflops = total;
-    p.steady = steady;
-    return p;
-}
-
-double fma_peak_gflops(void) { return fma_peak_measure().gflops; }
-
-double fma_peak_mfu(double achieved, const FmaPeak *before, const FmaPeak *after, char *text, size_t n) {
-    const FmaPeak *hi = after->gflops > before->gflops ? after : before;
-    const FmaPeak *lo = hi == after ? before : after;
-    // Busy: the two probes disagree, too few windows ran at the best rate, or the steps ran
-    // faster than the "peak" (a probe that lost its cores); then no MFU is worth printing.
-    int busy = lo->gflops < 0.9 * hi->gflops || lo->steady < 0.25 || hi->steady < 0.25 || achieved > hi->gflops;
-    if (busy) {
-        snprintf(text, n, "FMA peak not measured: the machine was too busy (probes before and after the steps "
-                 "read %.1f and %.1f GFLOP/s, %.0f%% and %.0f%% of their windows near their best)",
-                 before->gflops, after->gflops, 100 * before->steady, 100 * after->steady);
-        return -1;
-    }
-    snprintf(text, n, "FMA peak %.1f GFLOP/s (%d-wide %s; probes before and after the steps %.1f and %.1f)",
-             hi->gflops, hi->lanes, hi->isa, before->gflops, after->gflops);
-    return achieved / hi->gflops;
 }

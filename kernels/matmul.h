@@ -25,6 +25,22 @@ void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M
 void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
 void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
 
+// An elementwise step on the elements of a product's C once their sums are complete, so that the
+// operation after a product (a residual added, GELU applied, a derivative multiplied in) reads C
+// from L1 instead of another pass over memory: fn(ctx, c, at, n) gets the n consecutive elements
+// c[0..n) of one row of C, which are C's elements at, at+1, ... in its row-major numbering (at =
+// i * ldc + j), so that ctx can find its own operands at the same offsets. Each element is passed
+// once, by the thread that computed it, after its last depth block: the result is bit-identical to
+// the product followed by a separate pass of the same operation.
+typedef struct {
+    void (*fn)(const void *ctx, real *c, size_t at, int n);
+    const void *ctx;
+} GemmEpilogue;
+void gemm_nn_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
+                      const GemmEpilogue *epi);
+void gemm_nt_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
+                      const GemmEpilogue *epi);
+
 // The linear layer y = x W with W stored (in, out) so rows of W are contiguous along the output.
 // inp is (N,C), weight is (C,OC), out is (N,OC).
 void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC);
@@ -32,6 +48,14 @@ void matmul_forward(real *out, const real *inp, const real *weight, int N, int C
 // dinp_write and dweight_write say whether each is added to (GRAD_ADD) or overwritten.
 void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
                      const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write);
+
+// The same with an epilogue on out (matmul_forward_epi) or on dinp (matmul_backward_epi); NULL is none.
+void matmul_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC, const GemmEpilogue *epi);
+void matmul_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
+                         int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write, const GemmEpilogue *dinp_epi);
+void matmul_backward_epi_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
+                              const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write,
+                              const GemmEpilogue *dinp_epi);
 
 void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
                           const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write);
@@ -45,25 +69,5 @@ void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const rea
 // tiles", "portable C"), for --version and logs, and its width in float32 lanes (1 without).
 const char *matmul_simd_path(void);
 int matmul_vector_lanes(void);
-
-// The FP32 FMA throughput of this machine with all OpenMP threads: independent FMA chains held in
-// registers, on the widest FMA the processor has (16-wide with AVX-512, even in a build that uses
-// 8-wide vectors), the ceiling that MFU is reported against. Each thread times short windows; the
-// peak is the sum of the threads' fastest, and `steady` the smallest share, over the threads, of
-// windows within 5% of that thread's fastest (near 1 on an idle machine).
-typedef struct {
-    double gflops;
-    double steady;
-    int lanes;         // float32 lanes of the FMA probed: 16, 8, 4, or 1
-    const char *isa;   // "avx512f", "avx2+fma", "neon", ...
-} FmaPeak;
-FmaPeak fma_peak_measure(void);
-double fma_peak_gflops(void);  // fma_peak_measure().gflops
-
-// The MFU of a run at `achieved` GFLOP/s, given probes taken before and after it, with one line
-// describing the peak in text. Returns -1 (and says so in text) when the machine was too busy to
-// measure the peak: the probes disagree by more than 10%, either had under a quarter of its
-// windows near its best, or the run itself exceeded the peak. So an MFU above 1 is never returned.
-double fma_peak_mfu(double achieved, const FmaPeak *before, const FmaPeak *after, char *text, size_t n);
 
 #endif

@@ -179,7 +179,7 @@ static char *paragraph(MapText *tx, int fs, const char *attrs) {
 
 // What the figure says: the title; what rows and columns are; which attention the model computes
 // (its mistakes in red); how to read values, and the symbols standing in for whitespace.
-static void map_text(MapText *tx, const GPT *m, const Vocab *vocab, const int *tokens, int T) {
+static void map_text(MapText *tx, const GPT *m, const char *scale_text, const Vocab *vocab, const int *tokens, int T) {
     int L = m->dims.n_layer, NH = m->dims.n_head, hd = m->head_dim, labelled = cell_size(T) >= LABEL_MIN_CELL;
     size_t cap = sizeof tx->para[0].text;
     tx->n = 0;
@@ -191,7 +191,11 @@ static void map_text(MapText *tx, const GPT *m, const Vocab *vocab, const int *t
              "(t, u) holds P[t][u], the share of key u's value in query t's output.",
              labelled ? " (labels on the left)" : "", labelled ? " (labels on top)" : "");
 
-    const char *mask = m->attn.mask == ATTN_MASK_CAUSAL ? "causal mask (hatched cells: future keys, hidden from the query)"
+    char windowed[160];
+    snprintf(windowed, sizeof windowed, "causal mask with a window of %d key%s (hatched cells: future keys and keys %d "
+             "or more back, hidden from the query)", m->attn.window, m->attn.window == 1 ? "" : "s", m->attn.window);
+    const char *mask = m->attn.mask == ATTN_MASK_CAUSAL && m->attn.window > 0 && m->attn.window < T ? windowed
+                       : m->attn.mask == ATTN_MASK_CAUSAL ? "causal mask (hatched cells: future keys, hidden from the query)"
                        : m->attn.mask == ATTN_MASK_ZERO
                            ? "mask \"zero\", A MISTAKE: future scores are set to 0 instead of -inf, so later "
                              "characters keep weight (the cells right of the red staircase)"
@@ -201,14 +205,15 @@ static void map_text(MapText *tx, const GPT *m, const Vocab *vocab, const int *t
                        : labelled ? "softmax over queries, A MISTAKE: each column sums to 1, rows do not (column "
                                     "\"sum\": each row's sum)"
                                   : "softmax over queries, A MISTAKE: each column sums to 1, rows do not";
+    // the scale the model computes with, named as it was configured
     double scale = m->attn.scale;
-    char scale_text[96];
-    if (fabs(scale * sqrt((double)hd) - 1) < 1e-5) snprintf(scale_text, sizeof scale_text, "attn_scale %.4g = 1/sqrt(%d)", scale, hd);
-    else if (scale == 1) snprintf(scale_text, sizeof scale_text, "attn_scale 1 (scores not scaled, d_k = %d)", hd);
-    else snprintf(scale_text, sizeof scale_text, "attn_scale %.4g (d_k = %d)", scale, hd);
+    char scale_note[96];
+    if (strcmp(scale_text, "sqrt") == 0) snprintf(scale_note, sizeof scale_note, "attn_scale %.4g = 1/sqrt(%d)", scale, hd);
+    else if (scale == 1) snprintf(scale_note, sizeof scale_note, "attn_scale 1 (scores not scaled, d_k = %d)", hd);
+    else snprintf(scale_note, sizeof scale_note, "attn_scale %.4g (d_k = %d)", scale, hd);
     int mistake = m->attn.mask != ATTN_MASK_CAUSAL || m->attn.axis != SOFTMAX_OVER_KEYS;
     snprintf(paragraph(tx, NOTE_FS, mistake ? "class=\"note mistake\" font-weight=\"bold\" fill=\"#b00000\"" : "class=\"note\""),
-             cap, "This model: %s; %s; %s.", mask, axis, scale_text);
+             cap, "This model: %s; %s; %s.", mask, axis, scale_note);
 
     char *r = paragraph(tx, NOTE_FS, "class=\"note\"");
     size_t k = (size_t)snprintf(r, cap, T <= VALUE_T_MAX ? "The numbers in the cells are the weights to 2 decimals; "
@@ -297,14 +302,14 @@ static void write_top(FILE *f, const MapLayout *lay, const MapText *tx, const GP
         double x = PAD + BAR_W + 24;
         fprintf(f, "<rect x=\"%g\" y=\"%g\" width=\"%d\" height=\"%d\" fill=\"url(#masked)\" stroke=\"#888\"/>\n", x, by, BAR_H,
                 BAR_H);
-        fprintf(f, "<text x=\"%g\" y=\"%g\" class=\"note\" font-size=\"11\">masked: a future key</text>\n", x + BAR_H + 6,
-                by + BAR_H - 3);
+        fprintf(f, "<text x=\"%g\" y=\"%g\" class=\"note\" font-size=\"11\">masked: a future key%s</text>\n",
+                x + BAR_H + 6, by + BAR_H - 3, m->attn.window > 0 && m->attn.window < lay->T ? " or one outside the window" : "");
     }
     fprintf(f, "</g>\n");
 }
 
-// Whether cell (t, u) is drawn: all but those the causal mask hides (weight exactly 0), which
-// show the hatching beneath.
+// Whether cell (t, u) is drawn: all but those the causal mask hides (weight exactly 0: the future
+// and, under a window, the keys outside it), which show the hatching beneath.
 static int cell_drawn(const GPT *m, const real *P, int T, int t, int u) {
     return attention_visible(&m->attn, t, u) || P[(size_t)t * T + u] != 0;
 }
@@ -411,11 +416,11 @@ static void write_panel(FILE *f, const MapLayout *lay, const GPT *m, const Vocab
     fputs("</g>\n", f);
 }
 
-int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, const int *tokens, int T,
-                        char *err, size_t errlen) {
+int write_attention_map(const char *path, const GPT *m, const char *scale_text, const Vocab *vocab, const int *tokens,
+                        int T, char *err, size_t errlen) {
     int L = m->dims.n_layer, NH = m->dims.n_head;
     MapText tx;
-    map_text(&tx, m, vocab, tokens, T);
+    map_text(&tx, m, scale_text, vocab, tokens, T);
     MapLayout lay;
     map_layout(&lay, &tx, m, T);
     FILE *f = out_begin(path, OUT_DASH, err, errlen);  // only a regular file, replaced whole, or "-"

@@ -18,8 +18,9 @@ void attention_weight_colour(double p, int rgb[3]);
 uint32_t attention_visible_char(uint32_t cp);
 
 // The map is written by the one writer (base/outfile.h): only a regular file, replaced whole;
-// "-" is standard output. Returns 0 with one line in err when it cannot be written.
-int write_attention_map(const char *path, const GPT *m, const Vocab *vocab, const int *tokens, int T,
-                        char *err, size_t errlen);
+// "-" is standard output. Returns 0 with one line in err when it cannot be written. scale_text is
+// model.attn_scale as configured ("sqrt", "none" or the number), which the note names.
+int write_attention_map(const char *path, const GPT *m, const char *scale_text, const Vocab *vocab, const int *tokens,
+                        int T, char *err, size_t errlen);
 
 #endif

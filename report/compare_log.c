@@ -1,8 +1,6 @@
 // report/compare_log.c: the comparison log: every step's losses and the sparse attention probes of
-// each variant in growing arrays, the attention weights of the probe sequence at three probes, the
-// queries the written files read them through, and compare_log_finish, which writes compare.csv
-// (report/compare_csv.c), report.md (report/report_md.c, its reading report/reading.c), the SVG
-// panels (report/svg.c) and report.html (report/report_html.c).
+// each variant in growing arrays, the attention weights of the probe sequence at three probes, and
+// the queries the written files read them through (report/report.c writes them).
 #include "report/compare_log.h"
 
 #include "base/common.h"
@@ -187,9 +185,13 @@ static size_t sort_dedupe(void *recs, size_t n, size_t elem) {
     return j;
 }
 
-static void prepare(VarLog *v) {
+static void sort_variant(VarLog *v) {
     v->n_steps = sort_dedupe(v->steps, v->n_steps, sizeof(StepRec));
     v->n_probes = sort_dedupe(v->probes, v->n_probes, sizeof(ProbeRec));
+}
+
+void compare_log_sort(CompareLog *log) {
+    for (int v = 0; v < log->n; v++) sort_variant(&log->v[v]);
 }
 
 // Number of step records with step <= s (binary search).
@@ -292,23 +294,6 @@ int variant_is_correct(const CompareLog *log, const Config *cfg, int i) {
 int is_textbook_scale(const CompareLog *log) {
     return log->kind == KIND_SCALE && log->n == 2 && strcmp(log->v[0].value, "sqrt") == 0 &&
            strcmp(log->v[1].value, "none") == 0;
-}
-
-// ---------------------------------------------------------------------------------------------
-// the end of the run
-
-int compare_log_finish(CompareLog *log, const Config *cfg, char *err, size_t errlen) {
-    if (!log) {
-        snprintf(err, errlen, "no comparison log to write");
-        return 0;
-    }
-    for (int v = 0; v < log->n; v++) prepare(&log->v[v]);
-    char *md = compare_md_text(log, cfg, err, errlen);
-    int ok = md && compare_write_csv(log, err, errlen) && compare_write_md(log, md, err, errlen) &&
-             compare_write_svg(log, cfg, err, errlen) && compare_write_html(log, cfg, md, err, errlen);
-    free(md);
-    compare_log_discard(log);
-    return ok;
 }
 
 void compare_log_discard(CompareLog *log) {

@@ -74,7 +74,9 @@ struct CompareLog {
 };
 
 // ---------------------------------------------------------------------------------------------
-// queries, once compare_log_finish has sorted each variant's records by step
+// queries, once compare_log_sort has sorted each variant's records by step (duplicates dropped)
+
+void compare_log_sort(CompareLog *log);
 
 // Number of step records with step <= s.
 size_t steps_upto(const VarLog *v, long s);

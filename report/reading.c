@@ -121,15 +121,6 @@ static int ranking(Out *o, const CompareLog *log, const double *x, const int *th
     return same;
 }
 
-// The attention scale a value of model.attn_scale gives, NaN when it is not one.
-double scale_of(const char *value, int head_dim) {
-    if (strcmp(value, "sqrt") == 0) return head_dim > 0 ? 1 / sqrt((double)head_dim) : NAN;
-    if (strcmp(value, "none") == 0) return 1;
-    char *e;
-    double x = strtod(value, &e);
-    return e != value && *e == '\0' && x > 0 ? x : NAN;
-}
-
 // ---------------------------------------------------------------------------------------------
 // report.md: the reading of the scale. Each variant is read against the reference (the
 // 1/sqrt(d_k) one, else the first); with two variants, sqrt and none, this is --compare-scaling's
@@ -160,7 +151,7 @@ static void scale_pair(ScalePair *p, const CompareLog *log, int a, int b, int he
     label(p->lb, sizeof p->lb, log, b);
     const char *va = log->v[a].value, *vb = log->v[b].value;
     p->textbook = strcmp(va, "sqrt") == 0 && strcmp(vb, "none") == 0;
-    p->factor = scale_of(vb, head_dim) / scale_of(va, head_dim);
+    p->factor = config_scale_factor(vb, head_dim) / config_scale_factor(va, head_dim);
     headline_name(p->ta, sizeof p->ta, va, p->la);
     headline_name(p->tb, sizeof p->tb, vb, p->lb);
     if (p->textbook) {

@@ -16,7 +16,5 @@ void read_scale(Out *o, const CompareLog *log, const Config *cfg, const long *ps
 void read_leak(Out *o, const CompareLog *log, const Config *cfg, const long *ps, size_t np, long end);
 // Any other key: the final losses, who ends ahead and when the gaps opened.
 void read_other(Out *o, const CompareLog *log, long end);
-// The attention scale a value of model.attn_scale gives, NaN when it is not one.
-double scale_of(const char *value, int head_dim);
 
 #endif

@@ -189,7 +189,7 @@ static void md_variant_meaning(Out *o, const CompareLog *log, int i, int head_di
     if (what) out(o, "%s", what);
     else if (scale && strcmp(v->value, "sqrt") == 0)
         out(o, "multiplies the attention scores Q·Kᵀ by 1/sqrt(d_k) = 1/sqrt(%d) = %.4g", head_dim,
-            scale_of(v->value, head_dim));
+            config_scale_factor(v->value, head_dim));
     else if (scale && strcmp(v->value, "none") == 0) out(o, "does not scale the attention scores");
     else if (scale) out(o, "multiplies the attention scores by %s", v->value);
     else out(o, "has `%s` = %s", log->key, v->value);
@@ -206,7 +206,7 @@ static void md_intro(Out *o, const CompareLog *log, const Config *cfg, int head_
         out(o, "# Attention scale: 1/sqrt(d_k) vs none — %s\n\n", run);
         out(o, "Two models trained side by side from identical initial weights on identical batches. The only "
                "difference: **scaled** multiplies the attention scores Q·Kᵀ by 1/sqrt(d_k) = 1/sqrt(%d) = %.4g; "
-               "**unscaled** does not.\n\n", head_dim, head_dim > 0 ? 1 / sqrt((double)head_dim) : NAN);
+               "**unscaled** does not.\n\n", head_dim, config_scale_factor("sqrt", head_dim));
         return;
     }
     if (log->title) out(o, "# %s: ", log->title);

@@ -38,9 +38,9 @@ void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDi
     }
     r->cfg_json = config_to_json(&r->cfg);
     // rank 0 also runs the attention probe on the whole probe batch; the others need their share
-    gpt_build(&r->model, dims, (real)config_attn_scale(&r->cfg), dist_is_root() ? base->batch_size : rows, base->block_size);
-    if (!gpt_configure_attention(&r->model, r->cfg.attn_impl, r->cfg.attn_mask, r->cfg.softmax_axis))
-        die(EXIT_USAGE, "internal: unknown attention setting");
+    AttnSetup attn = attention_setup(&r->cfg);
+    gpt_build(&r->model, dims, attn.spec.scale, dist_is_root() ? base->batch_size : rows, base->block_size);
+    gpt_set_attention(&r->model, attn);
     gpt_enable_batch_threads(&r->model, thread_max(), rows, base->block_size);
     r->st.best_val_loss = INFINITY;
     r->last_finite_loss = NAN;

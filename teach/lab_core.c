@@ -1,5 +1,6 @@
 // teach/lab_core.c: the computations behind ./lab (see teach/lab_core.h). Softmax and attention themselves
-// are never re-implemented here: every weight comes from attention.c.
+// are never re-implemented here: every weight comes from attention.c, but for the online softmax,
+// the other way of computing them that ./lab online-softmax compares with attention.c's.
 #include "teach/lab_core.h"
 
 #include <math.h>
@@ -224,6 +225,100 @@ void lab_exercise_free(LabExercise *e) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// the online softmax
+
+int lab_online_softmax(LabOnline *o, const char *group, const real *Q, const real *K, const real *V, int T, int dk,
+                       real scale, int block) {
+    memset(o, 0, sizeof *o);
+    if (T < 1 || T > LAB_ONLINE_MAX_T || dk < 1 || dk > LAB_ONLINE_MAX_DK || block < 1) return 0;
+    o->group = group;
+    o->T = T;
+    o->dk = dk;
+    o->block = block < T ? block : T;
+    o->n_blocks = (T + o->block - 1) / o->block;
+    o->scale = scale;
+    memcpy(o->Q, Q, (size_t)T * dk * sizeof(real));
+    memcpy(o->K, K, (size_t)T * dk * sizeof(real));
+    memcpy(o->V, V, (size_t)T * dk * sizeof(real));
+    // the softmax to reach: attention.c's, whose scratch keeps the scores S it computed
+    real scratch[2 * LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_T + LAB_ONLINE_MAX_DK];
+    AttnSpec spec = {scale, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0};
+    attention_forward(o->O, o->P, scratch, (AttnQKV){Q, K, V}, (AttnShape){1, T, dk, 1}, &spec, NULL);
+    memcpy(o->S, scratch, (size_t)T * T * sizeof(real));
+
+    for (int t = 0; t < T; t++) {
+        const real *s = o->S + (size_t)t * T;
+        real m = -INFINITY, l = 0, acc[LAB_ONLINE_MAX_DK] = {0};
+        real lp = 0, accp[LAB_ONLINE_MAX_DK] = {0};  // the same without the rescaling
+        for (int j = 0; j < o->n_blocks; j++) {
+            int u0 = j * o->block, u1 = u0 + o->block < T ? u0 + o->block : T;
+            real bmax = s[u0];
+            for (int u = u0 + 1; u < u1; u++) bmax = s[u] > bmax ? s[u] : bmax;
+            real m_new = bmax > m ? bmax : m;
+            real c = real_exp(m - m_new);  // exp(-inf) = 0 before the first block
+            real bsum = 0;
+            for (int i = 0; i < dk; i++) acc[i] *= c;
+            for (int u = u0; u < u1; u++) {
+                real e = real_exp(s[u] - m_new);
+                bsum += e;
+                for (int i = 0; i < dk; i++) acc[i] += e * V[(size_t)u * dk + i];
+                for (int i = 0; i < dk; i++) accp[i] += e * V[(size_t)u * dk + i];
+            }
+            lp += bsum;
+            o->l_plain[j][t] = lp;
+            for (int i = 0; i < dk; i++) o->o_plain[j][(size_t)t * dk + i] = accp[i];
+            o->m_old[j][t] = m;
+            o->block_max[j][t] = bmax;
+            o->m_new[j][t] = m_new;
+            o->rescale[j][t] = c;
+            o->l_old[j][t] = l;
+            o->block_sum[j][t] = bsum;
+            l = l * c + bsum;
+            o->l_new[j][t] = l;
+            m = m_new;
+            for (int i = 0; i < dk; i++) o->o[j][(size_t)t * dk + i] = acc[i];
+        }
+        o->L[t] = m + (real)log((double)l);
+        double dp = 0.0, dO = 0.0;
+        for (int u = 0; u < T; u++) {
+            o->P_online[(size_t)t * T + u] = real_exp(s[u] - m) / l;
+            dp = fmax(dp, fabs((double)o->P_online[(size_t)t * T + u] - o->P[(size_t)t * T + u]));
+        }
+        for (int i = 0; i < dk; i++) {
+            o->O_online[(size_t)t * dk + i] = acc[i] / l;
+            dO = fmax(dO, fabs((double)o->O_online[(size_t)t * dk + i] - o->O[(size_t)t * dk + i]));
+        }
+        double rs = 0.0, dOp = 0.0;
+        for (int u = 0; u < T; u++) {
+            o->P_plain[(size_t)t * T + u] = real_exp(s[u] - m) / lp;
+            rs += o->P_plain[(size_t)t * T + u];
+        }
+        for (int i = 0; i < dk; i++) {
+            o->O_plain[(size_t)t * dk + i] = accp[i] / lp;
+            dOp = fmax(dOp, fabs((double)o->O_plain[(size_t)t * dk + i] - o->O[(size_t)t * dk + i]));
+        }
+        o->plain_rowsum[t] = rs;
+        o->O_plain_diff[t] = dOp;
+        o->max_O_plain_diff = fmax(o->max_O_plain_diff, dOp);
+        o->P_diff[t] = dp;
+        o->O_diff[t] = dO;
+        o->max_P_diff = fmax(o->max_P_diff, dp);
+        o->max_O_diff = fmax(o->max_O_diff, dO);
+    }
+    return 1;
+}
+
+int lab_online_lesson(LabOnline out[LAB_ONLINE_PROBLEMS], int block) {
+    if (!lab_online_softmax(&out[0], "t3", LAB_T3_Q, LAB_T3_Q, LAB_T3_V, 3, 2, (real)(1.0 / sqrt(2.0)), block))
+        return 0;
+    LabExercise e;  // `./lab exercise`'s default draw
+    if (!lab_exercise_run(&e, 0, 5, 8, 0)) return 0;
+    int ok = lab_online_softmax(&out[1], "exercise", e.Q, e.K, e.V, 5, 8, (real)(1.0 / sqrt(8.0)), block);
+    lab_exercise_free(&e);
+    return ok;
+}
+
+// ---------------------------------------------------------------------------------------------
 // the softmax on its own
 
 void lab_softmax_jacobian(real *J, const real *p, int n) {
@@ -394,7 +489,7 @@ static void broken_attention_backward(AttnGradQKV grad, real *scratch, const rea
 static int broken_supports(const AttnSpec *spec) { return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS; }
 
 const AttentionImpl lab_broken_attention = {"broken (no rowsum term)", attention_forward, broken_attention_backward,
-                                            broken_supports, 1, attention_definition_saved_reals,
+                                            broken_supports, 1, attention_decode, attention_definition_saved_reals,
                                             attention_definition_scratch_reals};
 
 int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_per_tensor, uint64_t seed,

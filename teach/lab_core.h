@@ -93,6 +93,58 @@ typedef struct {
 void lab_mistakes(LabMistake cases[LAB_MISTAKES]);
 extern const real LAB_T3_Q[6], LAB_T3_V[6];
 
+// ---- the online softmax: each row's softmax and P V over blocks of keys (FlashAttention's forward) ----
+// Row t's scores s_u = S[t][u] are read one block of keys at a time, keeping only a running
+// maximum m, a running sum l = sum over the keys seen of exp(s_u - m) and the unnormalised output
+// o = sum over the keys seen of exp(s_u - m) V[u]. When a block raises the maximum from m_old to
+// m_new, every term seen so far must change from exp(s_u - m_old) to exp(s_u - m_new), which is
+// the same as multiplying l and o by exp(m_old - m_new) once:
+//   m_new = max(m_old, max of the block's s_u)
+//   l     = l * exp(m_old - m_new) + sum over the block of exp(s_u - m_new)
+//   o     = o * exp(m_old - m_new) + sum over the block of exp(s_u - m_new) V[u]
+// (before the first block m = -inf and l = o = 0, so the factor is exp(-inf) = 0). At the end
+// P[t][u] = exp(s_u - m) / l, O[t] = o / l and L = m + ln l, the log-sum-exp the fused backward
+// keeps instead of P. No mask: every row sees every key.
+#define LAB_ONLINE_MAX_T 8   // the T = 3 example and the exercise's T = 5
+#define LAB_ONLINE_MAX_DK 8
+typedef struct {
+    const char *group;                // "t3" or "exercise": the JSON group and the page's sequence
+    int T, dk, block, n_blocks;       // block: keys per block (the last block may hold fewer)
+    real scale;
+    real Q[LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_DK], K[LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_DK],
+        V[LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_DK];
+    real S[LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_T];  // scale * Q K^T, as attention_forward computes it
+    real P[LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_T];  // attention_forward's softmax (no mask)
+    real O[LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_DK]; // and its P V
+    // row t after block j: the maximum before and after, the block's own maximum, the factor
+    // exp(m_old - m_new), l before, the block's sum of exp(s_u - m_new), l after
+    real m_old[LAB_ONLINE_MAX_T][LAB_ONLINE_MAX_T], block_max[LAB_ONLINE_MAX_T][LAB_ONLINE_MAX_T];
+    real m_new[LAB_ONLINE_MAX_T][LAB_ONLINE_MAX_T], rescale[LAB_ONLINE_MAX_T][LAB_ONLINE_MAX_T];
+    real l_old[LAB_ONLINE_MAX_T][LAB_ONLINE_MAX_T], block_sum[LAB_ONLINE_MAX_T][LAB_ONLINE_MAX_T];
+    real l_new[LAB_ONLINE_MAX_T][LAB_ONLINE_MAX_T];
+    real o[LAB_ONLINE_MAX_T][LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_DK];  // [j]: o (T,dk) after block j
+    real P_online[LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_T], O_online[LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_DK];
+    real L[LAB_ONLINE_MAX_T];         // m + ln l of each row
+    double P_diff[LAB_ONLINE_MAX_T], O_diff[LAB_ONLINE_MAX_T];  // per row: max |online - attention_forward|
+    double max_P_diff, max_O_diff;
+    // The mistake of forgetting the rescaling: l and o summed as the blocks come, each block's
+    // terms relative to its own m_new and the earlier ones left relative to older maxima.
+    real l_plain[LAB_ONLINE_MAX_T][LAB_ONLINE_MAX_T];  // [j][t] after block j
+    real o_plain[LAB_ONLINE_MAX_T][LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_DK];
+    real P_plain[LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_T], O_plain[LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_DK];
+    double plain_rowsum[LAB_ONLINE_MAX_T];  // sum_u P_plain[t][u]: 1 only where the maximum never grew
+    double O_plain_diff[LAB_ONLINE_MAX_T];  // per row: max |O_plain - attention_forward's O|
+    double max_O_plain_diff;
+} LabOnline;
+// Compute it all for Q, K, V (T,dk) with T, dk <= LAB_ONLINE_MAX_*, blocks of `block` >= 1 keys.
+// Returns 0 (nothing computed) on sizes out of range.
+int lab_online_softmax(LabOnline *o, const char *group, const real *Q, const real *K, const real *V, int T, int dk,
+                       real scale, int block);
+// The lesson's two: the T = 3 example (Q = K = LAB_T3_Q, V = LAB_T3_V, scaled by 1/sqrt(2)) and the
+// exercise's default draw (np.random.seed(0), T = 5, d_k = 8, scaled by 1/sqrt(8)).
+#define LAB_ONLINE_PROBLEMS 2
+int lab_online_lesson(LabOnline out[LAB_ONLINE_PROBLEMS], int block);
+
 // ---- the softmax on its own ----
 // J (n,n) = diag(p) - p p^T, the Jacobian dp_i/ds_j of p = softmax(s).
 void lab_softmax_jacobian(real *J, const real *p, int n);

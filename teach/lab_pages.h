@@ -65,4 +65,25 @@ void lab_mistakes_json(FILE *f, const LabMistake c[LAB_MISTAKES]);
 // `./lab mistakes --html FILE`: one step per case, the correct case beside each mistake.
 HtmlPage *lab_mistakes_page(const LabMistake c[LAB_MISTAKES], const char *command);
 
+// ---- `./lab online-softmax`: the online softmax on the lesson's two problems (lab_online_lesson) ----
+// The numbers of each problem under its group (o->group: "t3", "exercise"): Q, K, V, scores (S,
+// scaled), then for each block J = 1, 2, ...: blockJ (T rows of m_old, block max, m_new,
+// exp(m_old - m_new), l_old, block sum, l_new; -inf as null) and oJ (o after the block, T x d_k),
+// then L (m + ln l), P_online, P (attention_forward's), P_diff (per row, max |P_online - P|),
+// O_online, O, O_diff; and without the rescaling: plainJ (T rows of l_old, block sum, l_new), o_plainJ,
+// P_plain, plain_rowsum, O_plain, O_plain_diff.
+void lab_online_arrays(LabArrays *s, const LabOnline o[LAB_ONLINE_PROBLEMS]);
+// The columns of a blockJ table, as the terminal and the page name them.
+extern const char *const LAB_ONLINE_BLOCK_COLUMNS[7];
+// What block j (0-based) of o does, as the terminal prints it under the block's table (one line,
+// no final newline).
+void lab_online_block_reading(char *buf, size_t n, const LabOnline *o, int j);
+// The end of a problem: the online result against attention.c's (one line, no final newline).
+void lab_online_result_reading(char *buf, size_t n, const LabOnline *o);
+// The same computed without the rescaling (the mistake): what goes wrong (one line, lower-case start).
+void lab_online_plain_reading(char *buf, size_t n, const LabOnline *o);
+// `./lab online-softmax --html FILE`: per problem a sequence: the scores, one step per block, the
+// normalisation; the switch shows the same without the rescaling.
+HtmlPage *lab_online_page(const LabArrays *s, const LabOnline o[LAB_ONLINE_PROBLEMS], const char *command);
+
 #endif

@@ -1,7 +1,7 @@
 // tests/browser_test.c: the lab's step-through pages in a real browser (make test-browser).
 //
-// For each page (./lab examples --html, ./lab exercise --html, the exercise with --causal, and
-// ./lab mistakes --html) it asks ./lab for the page, its numbers (--json) and its terminal output,
+// For each page (./lab examples --html, ./lab exercise --html, the exercise with --causal,
+// ./lab mistakes --html and ./lab online-softmax --html) it asks ./lab for the page, its numbers (--json) and its terminal output,
 // then opens the page in headless Chromium once per step N and per size:
 //   FILE#step=N        at 1280x800: the DOM after the script ran (--dump-dom), a screenshot, and
 //                      the browser's network log
@@ -160,7 +160,7 @@ static int png_size(const char *path, int *w, int *h) {
 // ---------------------------------------------------------------------------------------------
 // one page
 
-enum { PAGE_EXAMPLES, PAGE_EXERCISE, PAGE_MISTAKES };
+enum { PAGE_EXAMPLES, PAGE_EXERCISE, PAGE_MISTAKES, PAGE_ONLINE };
 
 typedef struct {
     const char *name;  // file stem
@@ -315,6 +315,7 @@ static void check_page(const PageSpec *ps) {
     const PcExpect *want;
     int n_steps = ps->kind == PAGE_EXAMPLES   ? pc_examples_expect(&want)
                   : ps->kind == PAGE_MISTAKES ? pc_mistakes_expect(&want)
+                  : ps->kind == PAGE_ONLINE   ? pc_online_expect(&want)
                                               : pc_exercise_expect(&want, ps->causal);
     result(file.n_steps == n_steps, "%s: %d steps in the file (expected %d)", ps->name, file.n_steps, n_steps);
     result(pc_check_offline(&file, html, why, sizeof why) == 0, "%s: self-contained (CSP default-src 'none', no "
@@ -323,9 +324,18 @@ static void check_page(const PageSpec *ps) {
     // what a step's caption must say as the terminal said it: the exercise's verdict (its Row
     // maxima step); each mistake's reading, "NAME: " and two lines joined (the mistakes' steps 2-4)
     char (*said)[512] = calloc((size_t)n_steps, sizeof *said);
+    int ends = 0;  // the online softmax's Normalise steps so far: the k-th says the terminal's k-th result
     for (int N = 1; N <= n_steps; N++) {
         char start[96];
         int lines = 1;
+        if (ps->kind == PAGE_ONLINE && strcmp(want[N - 1].title, "Normalise") == 0) {
+            const char *v = terminal;
+            for (int k = 0; k <= ends && v; k++) v = strstr(k ? v + 1 : v, "P = exp(s - m) / l differs");
+            ends++;
+            if (!v) snprintf(said[N - 1], sizeof said[N - 1], "(the terminal has no result %d)", ends);
+            else snprintf(said[N - 1], sizeof said[N - 1], "%.*s", (int)strcspn(v, "\n"), v);
+            continue;
+        }
         if (ps->kind == PAGE_EXERCISE && strcmp(want[N - 1].title, "Row maxima") == 0) {
             snprintf(start, sizeof start, "verdict: ");
         } else if (ps->kind == PAGE_MISTAKES && N > 1) {
@@ -647,6 +657,7 @@ int main(int argc, char **argv) {
         {"exercise", "exercise", PAGE_EXERCISE, 0},
         {"exercise_causal", "exercise --causal --seed 3", PAGE_EXERCISE, 1},
         {"mistakes", "mistakes", PAGE_MISTAKES, 0},
+        {"online", "online-softmax", PAGE_ONLINE, 0},
     };
     check_network_detector();
     for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)

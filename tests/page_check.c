@@ -426,6 +426,32 @@ static const PcExpect MISTAKES[] = {
      "M:cases.3.outputs A:cases.0.weights+cases.0.row_sums A:cases.0.outputs"},
 };
 
+// `./lab online-softmax --html` with the default blocks of 2 keys: per problem the scores, one step
+// per block, the normalisation.
+#define ONLINE_BLOCK(g, j, title)                                                                        \
+    {title, "m_new = max(m_old, block max)",                                                              \
+     "S:" g ".scores S:" g ".V M:" g ".block" #j " M:" g ".o" #j " A:" g ".plain" #j " A:" g ".o_plain" #j}
+#define ONLINE_ENDS(g)                                                                                  \
+    {"Normalise", "L = m + ln l",                                                                       \
+     "S:" g ".P S:" g ".O M:" g ".P_online+" g ".L+" g ".P_diff M:" g ".O_online+" g ".O_diff "         \
+     "A:" g ".P_plain+" g ".plain_rowsum A:" g ".O_plain+" g ".O_plain_diff"}
+static const PcExpect ONLINE[] = {
+    {"Scores", "one block of 2 columns at a time", "S:t3.Q S:t3.K S:t3.scores"},
+    ONLINE_BLOCK("t3", 1, "Block 1: keys 0..1"),
+    ONLINE_BLOCK("t3", 2, "Block 2: key 2"),
+    ONLINE_ENDS("t3"),
+    {"Scores", "one block of 2 columns at a time", "S:exercise.Q S:exercise.K S:exercise.scores"},
+    ONLINE_BLOCK("exercise", 1, "Block 1: keys 0..1"),
+    ONLINE_BLOCK("exercise", 2, "Block 2: keys 2..3"),
+    ONLINE_BLOCK("exercise", 3, "Block 3: key 4"),
+    ONLINE_ENDS("exercise"),
+};
+
+int pc_online_expect(const PcExpect **out) {
+    *out = ONLINE;
+    return (int)(sizeof ONLINE / sizeof ONLINE[0]);
+}
+
 int pc_mistakes_expect(const PcExpect **out) {
     *out = MISTAKES;
     return (int)(sizeof MISTAKES / sizeof MISTAKES[0]);

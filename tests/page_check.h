@@ -73,6 +73,8 @@ int pc_examples_expect(const PcExpect **out);
 int pc_exercise_expect(const PcExpect **out, int causal);
 // The mistakes page's 4 steps (`./lab mistakes --html`).
 int pc_mistakes_expect(const PcExpect **out);
+// The online softmax page's 9 steps (`./lab online-softmax --html`, blocks of 2 keys).
+int pc_online_expect(const PcExpect **out);
 
 // Check one step against its expectation and the JSON: title, phrase, tables (place, key, extra
 // keys, shape) and every cell's text equal to the JSON number printed with "%.6f". Returns the

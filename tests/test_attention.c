@@ -15,6 +15,7 @@
 #endif
 
 #include "attention.h"
+#include "base/config.h"
 #include "teach/lab_core.h"
 #include "model.h"
 #include "base/rng.h"
@@ -26,6 +27,10 @@ static AttnSpec spec_of(real scale, AttnMask mask, SoftmaxAxis axis) {
     return s;
 }
 static AttnSpec causal(real scale) { return spec_of(scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS); }
+static AttnSpec windowed(real scale, int window, SoftmaxAxis axis) {
+    AttnSpec s = {scale, ATTN_MASK_CAUSAL, axis, window};
+    return s;
+}
 
 // ---------------------------------------------------------------------------------------------
 // gradient checks: L = sum(R * out) for a fixed random R
@@ -75,6 +80,12 @@ static void gradcheck_attention_definition(void) {
     attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS), "no mask");
     attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES), "softmax over queries");
     attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_QUERIES), "mask zero, over queries");
+    // sliding windows (T = 5): one key, two, four, and as many as T (every earlier key, as 0)
+    attention_gradcheck(&attention_definition, windowed(s, 1, SOFTMAX_OVER_KEYS), "window 1");
+    attention_gradcheck(&attention_definition, windowed(s, 2, SOFTMAX_OVER_KEYS), "window 2");
+    attention_gradcheck(&attention_definition, windowed(1, 4, SOFTMAX_OVER_KEYS), "window 4, unscaled");
+    attention_gradcheck(&attention_definition, windowed(s, 5, SOFTMAX_OVER_KEYS), "window 5");
+    attention_gradcheck(&attention_definition, windowed(s, 2, SOFTMAX_OVER_QUERIES), "window 2, over queries");
 }
 
 static void gradcheck_attention_engine(void) {
@@ -526,10 +537,9 @@ static void test_attention_engine_equals_definition(void) {
         exact_attention(&ex, q, k, v, dout, dq_start, B, T, C, NH, spec.scale, spec.window);
         const double *exact[5] = {ex.L, ex.O, ex.dQ, ex.dK, ex.dV};
         real *scratch = zeros(attention_scratch_size(T, hd) * 4);
-        // the definition: forward, then the gradients added onto dq_start (GRAD_ADD); it computes
-        // the causal mask without a window
+        // the definition: forward, then the gradients added onto dq_start (GRAD_ADD)
         real *out_r = NULL, *g_r[3] = {NULL, NULL, NULL};
-        if (spec.window == 0) {
+        {
             real *att_r = zeros((size_t)B * NH * T * T);
             out_r = zeros(n);
             attention_forward(out_r, att_r, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL);
@@ -670,6 +680,138 @@ static void test_attention_decode_matches_engine_rows(void) {
     }
 }
 
+// A window of W: row t of P is the softmax of the scores of keys t-W+1 .. t alone (computed here
+// by softmax_forward on those), exactly 0 elsewhere; the statistics' visibility functions say
+// the same; W >= T is the full causal mask bit for bit; the gradient outside the window is 0
+// through dS (dK and dV of a key get nothing from queries that do not see it).
+static void test_attention_window_definition(void) {
+    int B = 2, T = 9, C = 6, NH = 2, hd = 3;
+    Rng rng;
+    rng_seed(&rng, 21);
+    size_t n = (size_t)B * T * C;
+    real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
+    real *att = zeros((size_t)B * NH * T * T), *out = zeros(n), *scratch = attn_scratch(T, hd);
+    real *att_full = zeros((size_t)B * NH * T * T), *out_full = zeros(n);
+    real scale = (real)(1.0 / sqrt(3.0));
+    AttnSpec full = causal(scale);
+    attention_forward(out_full, att_full, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &full, NULL);
+    for (int W = 1; W <= T + 2; W++) {
+        AttnSpec spec = windowed(scale, W, SOFTMAX_OVER_KEYS);
+        attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL);
+        int rows_ok = 0, vis_ok = 1;
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++)
+                for (int t = 0; t < T; t++) {
+                    int first = t - W + 1 > 0 ? t - W + 1 : 0, keys = t - first + 1;
+                    real srow[16], prow[16];
+                    for (int u = first; u <= t; u++) {
+                        real dot = 0;
+                        for (int i = 0; i < hd; i++)
+                            dot += q[((size_t)b * T + t) * C + h * hd + i] * k[((size_t)b * T + u) * C + h * hd + i];
+                        srow[u - first] = dot * scale;
+                    }
+                    softmax_forward(prow, srow, keys);
+                    const real *P = att + (((size_t)b * NH + h) * T + t) * T;
+                    int ok = 1;
+                    for (int u = 0; u < T; u++) {
+                        int inside = u >= first && u <= t;
+                        ok &= inside ? fabs((double)P[u] - prow[u - first]) <= 2e-6 : P[u] == 0;
+                        vis_ok &= attention_visible(&spec, t, u) == inside;
+                    }
+                    vis_ok &= attention_visible_keys(&spec, t, T) == keys && attention_first_key(&spec, t) == first;
+                    rows_ok += ok;
+                }
+        CHECK_MSG(rows_ok == B * NH * T, "window %d: %d of %d rows are the softmax over the window", W, rows_ok,
+                  B * NH * T);
+        CHECK_MSG(vis_ok, "window %d: attention_visible / _visible_keys / _first_key disagree with the mask", W);
+        if (W >= T)
+            CHECK_MSG(memcmp(att, att_full, (size_t)B * NH * T * T * sizeof(real)) == 0 &&
+                      memcmp(out, out_full, n * sizeof(real)) == 0, "window %d >= T differs from the causal mask", W);
+        // the statistics count the window's keys: a row sees min(t + 1, W) of them
+        AttnStats st[2];
+        memset(st, 0, sizeof st);
+        attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, st);
+        double scores = 0, rows = 0;
+        for (int t = 0; t < T; t++) {
+            int keys = t + 1 < W ? t + 1 : W;
+            scores += keys;
+            rows += keys >= 2;
+        }
+        CHECK_MSG(st[0].score_n == B * scores && st[0].rows == B * rows && st[0].future_mass == 0,
+                  "window %d: %g scores and %g rows counted, expected %g and %g", W, st[0].score_n, st[0].rows,
+                  B * scores, B * rows);
+    }
+    // the backward: a key outside every window gets no gradient from the rows that do not see it
+    AttnSpec spec = windowed(scale, 2, SOFTMAX_OVER_KEYS);
+    attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){1, T, C, NH}, &spec, NULL);
+    real *dout = zeros(n), *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
+    for (int i = 0; i < C; i++) dout[(size_t)(T - 1) * C + i] = 1;  // only the last row's output matters
+    attention_backward((AttnGradQKV){dq, dk, dv}, scratch, dout, out, att, (AttnQKV){q, k, v},
+                       (AttnShape){1, T, C, NH}, &spec, NULL, NULL, GRAD_STORE);
+    int outside_zero = 1, inside_nonzero = 0;
+    for (int u = 0; u < T; u++)
+        for (int i = 0; i < C; i++) {
+            if (u < T - 2) outside_zero &= dk[(size_t)u * C + i] == 0 && dv[(size_t)u * C + i] == 0;
+            else inside_nonzero += dv[(size_t)u * C + i] != 0;
+        }
+    CHECK_MSG(outside_zero && inside_nonzero == 2 * C, "the last row's window of 2 keys: gradient outside it");
+    free(q); free(k); free(v); free(att); free(out); free(scratch); free(att_full); free(out_full);
+    free(dout); free(dq); free(dk); free(dv);
+}
+
+// The engine computes windows (skipping the blocks outside them): its supports() says so, and a
+// windowed model trains and evaluates with it; the mistakes still run the definition.
+static void test_attention_window_runs_the_engine(void) {
+    AttnSpec spec = windowed((real)0.5, 4, SOFTMAX_OVER_KEYS), full = causal((real)0.5);
+    CHECK(attention_engine.supports(&spec) && attention_engine.supports(&full));
+    CHECK(!attention_engine.supports(&(AttnSpec){(real)0.5, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS, 0}));
+    CHECK(attention_definition.supports(&spec));
+    ModelDims d = {9, 8, 2, 2, 8};
+    GPT m;
+    gpt_build(&m, &d, (real)0.5, 2, 8);
+    // the configuration's window reaches the model, whose engine computes it
+    Config cfg;
+    char err[256];
+    config_defaults(&cfg);
+    CHECK(config_apply_override(&cfg, "model.attn_window=4", err, sizeof err) && config_finalize(&cfg, err, sizeof err));
+    gpt_set_attention(&m, attention_setup(&cfg));
+    CHECK(m.attn.window == 4 && m.attn_impl == &attention_engine && !gpt_attention_falls_back(&m));
+    config_defaults(&cfg);
+    CHECK(config_finalize(&cfg, err, sizeof err));
+    gpt_set_attention(&m, attention_setup(&cfg));
+    CHECK(m.attn.window == 0 && !gpt_attention_falls_back(&m));
+    gpt_free(&m);
+}
+
+// The definition's decode step is row `pos` of its forward bit for bit, with and without a
+// window (the keys given: those the row sees, oldest first).
+static void test_attention_decode_matches_definition_rows(void) {
+    int shapes[][4] = {{37, 40, 2, 0}, {37, 40, 2, 5}, {19, 96, 3, 1}, {8, 3, 1, 3}, {70, 128, 2, 16}};  // T, C, NH, W
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int T = shapes[s][0], C = shapes[s][1], NH = shapes[s][2], W = shapes[s][3];
+        Rng rng;
+        rng_seed(&rng, 31 + (uint64_t)s);
+        size_t n = (size_t)T * C;
+        real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
+        real *att = zeros((size_t)NH * T * T), *out = zeros(n), *scratch = attn_scratch(T, C / NH);
+        real *row = zeros((size_t)C), *scores = zeros((size_t)T);
+        AttnSpec spec = windowed((real)(1.0 / sqrt((double)C / NH)), W, SOFTMAX_OVER_KEYS);
+        attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){1, T, C, NH}, &spec, NULL);
+        int rows_equal = 0, p_equal = 0;
+        for (int pos = 0; pos < T; pos++) {
+            int first = attention_first_key(&spec, pos);
+            attention_definition.decode(row, scores, q + (size_t)pos * C, k + (size_t)first * C, v + (size_t)first * C,
+                                        pos - first, C, NH, &spec);
+            rows_equal += memcmp(row, out + (size_t)pos * C, (size_t)C * sizeof(real)) == 0;
+            p_equal += memcmp(scores, att + ((size_t)(NH - 1) * T + pos) * T + first,
+                              (size_t)(pos - first + 1) * sizeof(real)) == 0;
+        }
+        CHECK_MSG(rows_equal == T && p_equal == T, "T %d C %d NH %d W %d: %d/%d output rows and %d/%d weight rows equal",
+                  T, C, NH, W, rows_equal, T, p_equal, T);
+        free(q); free(k); free(v); free(att); free(out); free(scratch); free(row); free(scores);
+    }
+}
+
 // The probe's statistics are the definition's whichever implementation trains: a model training
 // on the engine and one training on the definition report identical statistics. Each head's
 // figures follow from the sums the passes gathered (score_std, ds_over_dp, the row gains'
@@ -684,7 +826,7 @@ static void test_probe_statistics_come_from_the_definition(void) {
     rng_seed(&rng, 3);
     gpt_init(&a, INIT_FAN_IN, &rng);
     memcpy(b.params, a.params, a.n_params * sizeof(real));
-    gpt_set_attention(&b, &attention_definition, &a.attn);
+    gpt_set_attention(&b, (AttnSetup){a.attn, &attention_definition});
     CHECK(a.attn_impl == &attention_engine);
     int x[16], y[16];
     for (int i = 0; i < 16; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
@@ -747,6 +889,9 @@ const TestCase tests_attention[] = {
     {"attention_engine_equals_definition", test_attention_engine_equals_definition},
     {"attention_store_overwrites", test_attention_store_overwrites},
     {"attention_decode_matches_engine_rows", test_attention_decode_matches_engine_rows},
+    {"attention_decode_matches_definition_rows", test_attention_decode_matches_definition_rows},
+    {"attention_window_definition", test_attention_window_definition},
+    {"attention_window_runs_the_engine", test_attention_window_runs_the_engine},
     {"probe_statistics_come_from_the_definition", test_probe_statistics_come_from_the_definition},
     {NULL, NULL},
 };

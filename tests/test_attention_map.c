@@ -36,13 +36,13 @@ typedef struct {
 
 // The map of `prompt` (code points of g_chars) for a model of NH heads with the given mask and
 // softmax axis. Wq is scaled up so that the weights spread over [0, 1].
-static int map_build(Map *mp, int NH, const char *mask, const char *axis, const uint32_t *prompt, int T) {
+static int map_build(Map *mp, int NH, AttnMask mask, SoftmaxAxis axis, const uint32_t *prompt, int T) {
     ModelDims d = {N_CHARS, BLOCK, N_LAYER, NH, 12};
     gpt_build(&mp->m, &d, (real)(1.0 / sqrt(12.0 / NH)), 1, BLOCK);
     Rng rng;
     rng_seed(&rng, 7);
     gpt_init(&mp->m, INIT_GPT2, &rng);
-    if (!gpt_configure_attention(&mp->m, "reference", mask, axis)) return 0;
+    gpt_set_attention(&mp->m, (AttnSetup){{mp->m.attn.scale, mask, axis, 0}, &attention_definition});
     for (int l = 0; l < N_LAYER; l++)
         for (int i = 0; i < 12 * 12; i++) mp->m.p.layers[l].wq[i] *= 300;
     mp->vocab.vocab_size = N_CHARS;
@@ -54,7 +54,7 @@ static int map_build(Map *mp, int NH, const char *mask, const char *axis, const 
     char dir[] = "/tmp/test_amap_XXXXXX", path[64], err[256];
     if (!mkdtemp(dir)) return 0;
     snprintf(path, sizeof path, "%s/map.svg", dir);
-    int ok = write_attention_map(path, &mp->m, &mp->vocab, mp->tokens, T, err, sizeof err);
+    int ok = write_attention_map(path, &mp->m, "sqrt", &mp->vocab, mp->tokens, T, err, sizeof err);
     if (!ok) fprintf(stderr, "  %s\n", err);
     mp->svg = NULL;
     FILE *f = fopen(path, "rb");
@@ -343,7 +343,7 @@ static void test_amap_well_formed_with_prompt_labels(void) {
     int T = ascii_prompt(prompt, "a<b & \"c\">\n");
     prompt[T++] = 0xe9;
     Map mp;
-    CHECK(map_build(&mp, 2, "causal", "keys", prompt, T));
+    CHECK(map_build(&mp, 2, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, prompt, T));
     if (!mp.svg) return;
     char why[128] = "";
     CHECK_MSG(xml_well_formed(mp.svg, why, sizeof why), "%s", why);
@@ -373,7 +373,7 @@ static void test_amap_colour_bar_gives_cell_colours(void) {
     uint32_t prompt[BLOCK];
     int T = ascii_prompt(prompt, "abcab xab");
     Map mp;
-    CHECK(map_build(&mp, 3, "causal", "keys", prompt, T));
+    CHECK(map_build(&mp, 3, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, prompt, T));
     if (!mp.svg) return;
     // the gradient's stops
     double stop_at[32];
@@ -442,7 +442,7 @@ static void test_amap_values_in_cells_for_short_prompts(void) {
     uint32_t prompt[BLOCK];
     int T = ascii_prompt(prompt, "abcabxcab ab c");  // 14 characters
     Map mp;
-    CHECK(map_build(&mp, 2, "causal", "keys", prompt, T));
+    CHECK(map_build(&mp, 2, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, prompt, T));
     if (!mp.svg) return;
     int n_expected = N_LAYER * 2 * T * (T + 1) / 2;
     TextEl *values = malloc(sizeof(TextEl) * (size_t)n_expected);
@@ -471,7 +471,7 @@ static void test_amap_values_in_cells_for_short_prompts(void) {
     map_free(&mp);
 
     T = ascii_prompt(prompt, "abcabxcab ab cab ab");  // 19 characters: no values
-    CHECK(map_build(&mp, 2, "causal", "keys", prompt, T));
+    CHECK(map_build(&mp, 2, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, prompt, T));
     if (!mp.svg) return;
     CHECK(texts_of(mp.svg, "values", NULL, 0) == 0);
     CHECK(count(mp.svg, "<title>P[") == N_LAYER * 2 * T * (T + 1) / 2);  // the cells are all there
@@ -492,7 +492,8 @@ static void test_amap_text_fits_the_canvas(void) {
             int T = ascii_prompt(prompt, "ab cax&<b>\nabcabxcab ab");
             T = lengths[b];
             Map mp;
-            CHECK(map_build(&mp, heads[a], b % 2 ? "none" : "causal", b % 2 ? "queries" : "keys", prompt, T));
+            CHECK(map_build(&mp, heads[a], b % 2 ? ATTN_MASK_NONE : ATTN_MASK_CAUSAL, b % 2 ? SOFTMAX_OVER_QUERIES : SOFTMAX_OVER_KEYS,
+                            prompt, T));
             if (!mp.svg) continue;
             double W = svg_number(mp.svg, "width"), H = svg_number(mp.svg, "height");
             for (size_t c = 0; c < sizeof classes / sizeof classes[0]; c++) {
@@ -536,7 +537,7 @@ static void test_amap_one_panel_per_layer_and_head(void) {
     uint32_t prompt[BLOCK];
     int T = ascii_prompt(prompt, "abc abc");
     Map mp;
-    CHECK(map_build(&mp, 4, "causal", "keys", prompt, T));
+    CHECK(map_build(&mp, 4, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, prompt, T));
     if (!mp.svg) return;
     CHECK(count(mp.svg, "<g class=\"panel\">") == N_LAYER * 4);
     TextEl headers[N_LAYER * 4];
@@ -560,19 +561,21 @@ static void test_amap_names_the_attention_mistakes(void) {
     uint32_t prompt[BLOCK];
     int T = ascii_prompt(prompt, "abcab xabc");
     Map mp;
-    CHECK(map_build(&mp, 2, "causal", "keys", prompt, T));
+    CHECK(map_build(&mp, 2, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, prompt, T));
     if (!mp.svg) return;
     CHECK(count(mp.svg, "<title>P[") == N_LAYER * 2 * T * (T + 1) / 2);
     CHECK(count(mp.svg, "fill=\"url(#masked)\"") == N_LAYER * 2 + 1);  // each matrix, and its legend
     char *notes = joined_text(mp.svg, "note");
     CHECK_MSG(strstr(notes, "This model: causal mask") && strstr(notes, "softmax over keys: each row sums to 1"), "%s", notes);
+    CHECK_MSG(strstr(notes, "attn_scale 0.4082 = 1/sqrt(6)"), "%s", notes);  // as configured: "sqrt", head_dim 12 / 2
     free(notes);
     CHECK(!strstr(mp.svg, "MISTAKE") && !strstr(mp.svg, "class=\"boundary\"") && texts_of(mp.svg, "sums", NULL, 0) == 0);
     map_free(&mp);
 
     static const char *const masks[] = {"none", "zero"};
+    static const AttnMask mask_of[] = {ATTN_MASK_NONE, ATTN_MASK_ZERO};
     for (int k = 0; k < 2; k++) {
-        CHECK(map_build(&mp, 2, masks[k], "keys", prompt, T));
+        CHECK(map_build(&mp, 2, mask_of[k], SOFTMAX_OVER_KEYS, prompt, T));
         if (!mp.svg) return;
         CHECK(count(mp.svg, "<title>P[") == N_LAYER * 2 * T * T);
         CHECK(count(mp.svg, "class=\"boundary\"") == N_LAYER * 2);
@@ -591,7 +594,7 @@ static void test_amap_names_the_attention_mistakes(void) {
         map_free(&mp);
     }
 
-    CHECK(map_build(&mp, 2, "causal", "queries", prompt, T));
+    CHECK(map_build(&mp, 2, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES, prompt, T));
     if (!mp.svg) return;
     notes = joined_text(mp.svg, "mistake");
     CHECK_MSG(strstr(notes, "This model: causal mask") && strstr(notes, "softmax over queries, A MISTAKE"), "%s", notes);

@@ -817,11 +817,11 @@ static void test_compare_values(void) {
 // losses of 30 steps agree to 1e-4 (the engine and the definition differ by a few float
 // roundings per step, which training amplifies only slowly over so few steps), and
 // --dump-state works with both.
-static void test_attn_impl_reference_matches_fast(void) {
+static void test_attn_impl_definition_matches_engine(void) {
     tmpdir();
     write_tiny_config("cfg.json", 30);
     double loss[2][31];
-    static const char *const impls[2] = {"fast", "reference"};
+    static const char *const impls[2] = {"engine", "definition"};
     for (int k = 0; k < 2; k++) {
         int code = run("./train %s/cfg.json --model.attn_impl=%s --train.out_dir=%s/%s", g_dir, impls[k], g_dir, impls[k]);
         CHECK_MSG(code == 0, "%s: exit %d: %s", impls[k], code, g_err);
@@ -968,8 +968,123 @@ static void test_readme_documents_every_key(void) {
     cleanup();
 }
 
+// Whether n bytes at data hold the text needle.
+static int holds(const void *data, size_t n, const char *needle) {
+    size_t k = strlen(needle);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp((const char *)data + i, needle, k) == 0) return 1;
+    return 0;
+}
+
+static int occurrences(const char *s, const char *sub) {
+    int n = 0;
+    for (const char *p = strstr(s, sub); p; p = strstr(p + 1, sub)) n++;
+    return n;
+}
+
+// model.attn_window from the command line to every output: a windowed run trains (the definition
+// computes it) and resumes, summary.json and the checkpoint hold the window, ./sample generates
+// with it and --attention-map hatches the keys outside it, --dump-state runs with it (other logits
+// than without); a checkpoint whose config has no attn_window (written before the key) loads as
+// 0; a bad window is a one-line config error.
+static void test_attn_window(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 20);
+    int code = run("./train %s/cfg.json --model.attn_window=4", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    CHECK(strstr(g_out, "final: step=20") && strstr(g_out, "gen_loss="));
+    char path[256], ckpt[256], buf[65536];
+    snprintf(path, sizeof path, "%s/out/summary.json", g_dir);
+    slurp(path, buf, sizeof buf);
+    CHECK_MSG(strstr(buf, "\"attn_window\": 4"), "summary.json: %.400s", buf);
+    snprintf(ckpt, sizeof ckpt, "%s/out/checkpoint.bin", g_dir);
+    TFile f;
+    char err[512];
+    CHECK(tfile_read(&f, ckpt, "TGPTCKPT", err, sizeof err) || (fprintf(stderr, "%s\n", err), 0));
+    const TRecord *cr = tfile_find(&f, "config");
+    CHECK(cr && holds(cr->data, cr->count, "\"attn_window\": 4"));
+    tfile_free(&f);
+    code = run("./train --resume %s --train.max_steps=30", ckpt);
+    CHECK_MSG(code == 0 && strstr(g_out, "final: step=30"), "resume: exit %d: %s", code, g_err);
+    CHECK(run("./sample %s --prompt 'the ' --tokens 30 --seed 3", ckpt) == 0 && strncmp(g_out, "the ", 4) == 0);
+    // the map: a prompt of 13 characters seen through a window of 4 draws 1 + 2 + 3 + 10 x 4 = 46
+    // cells per head (the causal mask alone would draw 91), in 2 layers x 2 heads
+    static char svg[1 << 20];
+    snprintf(buf, sizeof buf, "%s/map.svg", g_dir);
+    CHECK(run("./sample %s --prompt 'copy: ab | ab' --attention-map %s", ckpt, buf) == 0);
+    slurp(buf, svg, sizeof svg);
+    CHECK_MSG(strstr(svg, "window of 4 keys") && strstr(svg, "or one outside the window"), "the map does not name the window");
+    CHECK_MSG(occurrences(svg, "<title>P[") == 4 * 46, "%d cells drawn, expected %d", occurrences(svg, "<title>P["), 4 * 46);
+    // --dump-state with and without the window: the same batch, other logits
+    char d0[256], d4[256];
+    snprintf(d0, sizeof d0, "%s/d0.bin", g_dir);
+    snprintf(d4, sizeof d4, "%s/d4.bin", g_dir);
+    CHECK(run("./train %s/cfg.json --dump-state %s", g_dir, d0) == 0);
+    CHECK(run("./train %s/cfg.json --model.attn_window=4 --dump-state %s", g_dir, d4) == 0 && strstr(g_out, "wrote"));
+    TFile a, b;
+    if (tfile_read(&a, d0, "TGPTDUMP", err, sizeof err) && tfile_read(&b, d4, "TGPTDUMP", err, sizeof err)) {
+        const TRecord *la = tfile_find(&a, "logits"), *lb = tfile_find(&b, "logits");
+        const TRecord *ia = tfile_find(&a, "inputs"), *ib = tfile_find(&b, "inputs"), *cb = tfile_find(&b, "config");
+        CHECK(la && lb && la->count == lb->count && memcmp(la->data, lb->data, la->count * 4) != 0);
+        CHECK(ia && ib && memcmp(ia->data, ib->data, ia->count * 4) == 0);
+        CHECK(cb && holds(cb->data, cb->count, "\"attn_window\": 4"));
+        tfile_free(&a);
+        tfile_free(&b);
+    } else {
+        CHECK_MSG(0, "%s", err);
+    }
+    // a checkpoint written before the key: its config record without attn_window loads as 0
+    code = run("./train %s/cfg.json --train.overwrite=true", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    CHECK(run("./sample %s --prompt 'the ' --tokens 30 --seed 3", ckpt) == 0);
+    char with_key[4096];
+    snprintf(with_key, sizeof with_key, "%.4000s", g_out);
+    if (tfile_read(&f, ckpt, "TGPTCKPT", err, sizeof err)) {
+        char old[256];
+        snprintf(old, sizeof old, "%s/old.bin", g_dir);
+        TWriter *w = tw_open(old, "TGPTCKPT", err, sizeof err);
+        CHECK(w != NULL);
+        int removed = 0;
+        for (int i = 0; w && i < f.n_records; i++) {
+            const TRecord *r = &f.records[i];
+            if (strcmp(r->name, "config") != 0) {
+                tw_record(w, r->name, r->dtype, r->ndim, r->shape, r->data);
+                continue;
+            }
+            char *text = calloc(r->count + 1, 1), *line;
+            memcpy(text, r->data, r->count);
+            if ((line = strstr(text, ",\n    \"attn_window\": 0")) != NULL) {
+                char *end = strchr(line + 2, '\n');
+                memmove(line, end, strlen(end) + 1);
+                removed = 1;
+            }
+            uint32_t shape[1] = {(uint32_t)strlen(text)};
+            tw_record(w, "config", DT_U8, 1, shape, text);
+            free(text);
+        }
+        CHECK_MSG(removed, "the checkpoint's config has no \"attn_window\": 0 line");
+        CHECK(w && tw_commit(w, err, sizeof err));
+        tfile_free(&f);
+        CHECK(run("./sample %s --prompt 'the ' --tokens 30 --seed 3", old) == 0);
+        CHECK_MSG(strcmp(g_out, with_key) == 0, "the old checkpoint samples '%s', with the key '%s'", g_out, with_key);
+        code = run("./train --resume %s --train.max_steps=25 --train.out_dir=%s", old, g_dir);
+        CHECK_MSG(code == 0, "resuming the old checkpoint: exit %d: %s", code, g_err);
+    } else {
+        CHECK_MSG(0, "%s", err);
+    }
+    // bad windows: one line naming the key, exit 2
+    expect_error(run("./train %s/cfg.json --model.attn_window=17", g_dir), 2, "'model.attn_window' (17)", "(16)");
+    expect_error(run("./train %s/cfg.json --model.attn_window=-2", g_dir), 2, "model.attn_window", "out of range");
+    expect_error(run("./train %s/cfg.json --model.attn_window=4 --model.attn_mask=none", g_dir), 2,
+                 "'model.attn_window' (4)", "causal");
+    expect_error(run("./train %s/cfg.json --model.attn_window=4 --model.attn_mask=zero", g_dir), 2,
+                 "'model.attn_window' (4)", "zero");
+    cleanup();
+}
+
 const TestCase tests_cli[] = {
     {"cli_keep_checkpoints", test_keep_checkpoints},
+    {"cli_attn_window", test_attn_window},
     {"cli_compare_values", test_compare_values},
     {"cli_extend_keeps_lr_schedule", test_extend_keeps_lr_schedule},
     {"cli_eta_waits_for_step_times", test_eta_waits_for_step_times},
@@ -979,7 +1094,7 @@ const TestCase tests_cli[] = {
     {"cli_readme_documents_every_key", test_readme_documents_every_key},
     {"cli_bad_input_table", test_bad_input_table},
     {"cli_help_and_version", test_help_and_version},
-    {"cli_attn_impl_reference_matches_fast", test_attn_impl_reference_matches_fast},
+    {"cli_attn_impl_definition_matches_engine", test_attn_impl_definition_matches_engine},
     {"cli_sample_options", test_sample_options},
     {"cli_bad_out_dir", test_bad_out_dir},
     {"cli_train_outputs_and_determinism", test_train_outputs_and_determinism},

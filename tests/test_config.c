@@ -105,8 +105,7 @@ static void test_defaults(void) {
     CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);
     CHECK(strcmp(c.name, "run") == 0);
     CHECK(strcmp(c.out_dir, "out/run") == 0);
-    CHECK(c.attn_scale == -1.0);
-    CHECK_NEAR(config_attn_scale(&c), 1.0 / sqrt(32.0), 1e-15);
+    CHECK(c.attn_scale == 1.0 / sqrt(32.0));  // "sqrt" resolved once, for head_dim 128 / 4
 
     // Every default passes its own validation: the defaults written as JSON load back cleanly.
     char *json = config_to_json(&c);
@@ -142,7 +141,7 @@ static void test_valid_file(void) {
     CHECK(strcmp(c.sample_prompt, "ROMEO:") == 0);
     CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);
     CHECK(strcmp(c.out_dir, "out/tiny") == 0);
-    CHECK(c.attn_scale == 1.0 && config_attn_scale(&c) == 1.0);
+    CHECK(c.attn_scale == 1.0);
 
     // An explicit "name" wins over the file name.
     path = tmp_file("other.json", "{\"name\": \"custom\", \"train\": {\"out_dir\": \"/tmp/x\"}}");
@@ -184,7 +183,7 @@ static void test_round_trip(void) {
                 " \"sample\": {\"prompt\": \"a \\\"quoted\\\" \\\\ line\\n\\ttab \\u00e9 \\u0001\"}}");
     CHECK(config_apply_override(&c, "train.grad_clip=0.1", err, sizeof(err)));
     CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);
-    CHECK(c.attn_scale == 0.125 && config_attn_scale(&c) == 0.125);
+    CHECK(c.attn_scale == 0.125);
     CHECK(strcmp(c.sample_prompt, "a \"quoted\" \\ line\n\ttab \xc3\xa9 \x01") == 0);
     round_trip(&c);
 
@@ -217,12 +216,28 @@ static void test_overrides(void) {
     CHECK_MSG(config_apply_override(&c, "model.attn_scale=0.125", err, sizeof(err)), "%s", err);
     CHECK(c.n_layer == 8 && c.lr == 2e-3 && c.seed == 0);
     CHECK(strcmp(c.init, "fan_in") == 0 && strcmp(c.data_path, "a=b.txt") == 0 && strcmp(c.name, "exp1") == 0);
+    CHECK(strcmp(c.attn_scale_str, "0.125") == 0);
+    CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);
     CHECK(c.attn_scale == 0.125);
     CHECK_MSG(config_apply_override(&c, "model.attn_scale=sqrt", err, sizeof(err)), "%s", err);
-    CHECK(c.attn_scale == -1.0 && strcmp(c.attn_scale_str, "sqrt") == 0);
+    CHECK(strcmp(c.attn_scale_str, "sqrt") == 0);
     CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);
     CHECK(strcmp(c.out_dir, "out/exp1") == 0);
-    CHECK_NEAR(config_attn_scale(&c), 1.0 / sqrt(128.0 / 4.0), 1e-15);
+    CHECK(c.attn_scale == 1.0 / sqrt(128.0 / 4.0));
+    // model.attn_impl: the two names, and the older ones read as them
+    static const char *const impl_names[][2] = {
+        {"engine", "engine"}, {"definition", "definition"}, {"fast", "engine"}, {"reference", "definition"}};
+    for (int i = 0; i < 4; i++) {
+        char arg[64];
+        snprintf(arg, sizeof arg, "model.attn_impl=%s", impl_names[i][0]);
+        CHECK_MSG(config_apply_override(&c, arg, err, sizeof(err)), "%s", err);
+        CHECK_MSG(strcmp(c.attn_impl, impl_names[i][1]) == 0, "%s gave %s", arg, c.attn_impl);
+    }
+    CHECK(!config_apply_override(&c, "model.attn_impl=slow", err, sizeof(err)) && strstr(err, "engine, definition"));
+    Config old;  // an older configuration, as a checkpoint holds it
+    config_defaults(&old);
+    load_ok(&old, "{\"model\": {\"attn_impl\": \"reference\"}}");
+    CHECK(strcmp(old.attn_impl, "definition") == 0);
 }
 
 static void test_invalid_json(void) {
@@ -322,6 +337,55 @@ static void test_divisibility(void) {
     CHECK(config_apply_override(&c, "model.n_embd=130", err, sizeof(err)));
     CHECK(!config_finalize(&c, err, sizeof(err)));
     CHECK_MSG(strstr(err, "'model.n_embd' (130)") && strstr(err, "'model.n_head' (4)"), "%s", err);
+}
+
+// model.attn_window: 0 by default; a window of 1 .. block_size with the causal mask; refused, in
+// one line naming the key and the value: negative, larger than block_size, with the mask "zero"
+// or "none" (no causal mask to narrow).
+static void test_attn_window(void) {
+    Config c;
+    char err[512] = "";
+    config_defaults(&c);
+    CHECK(c.attn_window == 0);
+    CHECK(config_apply_override(&c, "model.attn_window=64", err, sizeof(err)));
+    CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);
+    CHECK(c.attn_window == 64);
+    char *json = config_to_json(&c);
+    CHECK_MSG(strstr(json, "\"attn_window\": 64"), "%s", json);
+    Config d;
+    config_defaults(&d);
+    CHECK_MSG(config_load_json(&d, json, strlen(json), "resolved", err, sizeof(err)) && config_finalize(&d, err, sizeof(err)), "%s", err);
+    CHECK(d.attn_window == 64);
+    free(json);
+
+    config_defaults(&c);
+    CHECK(!config_apply_override(&c, "model.attn_window=-1", err, sizeof(err)));
+    CHECK_MSG(strstr(err, "'model.attn_window' = -1 is out of range 0..65536") && !strchr(err, '\n'), "%s", err);
+
+    config_defaults(&c);
+    CHECK(config_apply_override(&c, "model.attn_window=65", err, sizeof(err)));
+    CHECK(!config_finalize(&c, err, sizeof(err)));
+    CHECK_MSG(strstr(err, "'model.attn_window' (65)") && strstr(err, "'model.block_size' (64)") && !strchr(err, '\n'), "%s", err);
+
+    const char *mistakes[] = {"zero", "none"};
+    for (int i = 0; i < 2; i++) {
+        config_defaults(&c);
+        char arg[64];
+        snprintf(arg, sizeof arg, "model.attn_mask=%s", mistakes[i]);
+        CHECK(config_apply_override(&c, arg, err, sizeof(err)));
+        CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);  // no window: the mistake alone is allowed
+        CHECK(config_apply_override(&c, "model.attn_window=8", err, sizeof(err)));
+        CHECK(!config_finalize(&c, err, sizeof(err)));
+        CHECK_MSG(strstr(err, "'model.attn_window' (8)") && strstr(err, "'model.attn_mask' causal") && strstr(err, mistakes[i]),
+                  "%s", err);
+    }
+
+    // a JSON file too
+    static const char text[] = "{\"model\": {\"block_size\": 16, \"attn_window\": 17}}";
+    config_defaults(&c);
+    CHECK_MSG(config_load_json(&c, text, strlen(text), "w.json", err, sizeof(err)), "%s", err);
+    CHECK(!config_finalize(&c, err, sizeof(err)));
+    CHECK_MSG(strstr(err, "'model.attn_window' (17)") && strstr(err, "(16)"), "%s", err);
 }
 
 static void test_finalize_checks(void) {
@@ -491,6 +555,7 @@ const TestCase tests_config[] = {
     {"config_non_integer", test_non_integer},
     {"config_divisibility", test_divisibility},
     {"config_finalize_checks", test_finalize_checks},
+    {"config_attn_window", test_attn_window},
     {"config_bad_override", test_bad_override},
     {"config_deep_nesting", test_deep_nesting},
     {"config_file_errors", test_file_errors},

@@ -183,6 +183,8 @@ static const char *const RUN_OUTPUTS[] = {"metrics.csv", "attention.csv", "compa
 // the files of other projects that the docs cite by name
 static const char *const ELSEWHERE[] = {
     "train_gpt2.c",  // llm.c's trainer, docs/PERFORMANCE.md's comparison
+    "model.py",      // nanoGPT's model, which loads an exported safetensors file (README)
+    "prepare.py",    // nanoGPT's data preparation, whose vocabulary docs/FORMAT.md cites
 };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))

@@ -651,6 +651,103 @@ static void lab_mistakes_html_command_line(void) {
     cleanup();
 }
 
+// ---------------------------------------------------------------------------------------------
+// the online softmax page
+
+// Every step of `./lab online-softmax --html`: its numbers are the JSON's, each block's caption
+// holds the terminal's reading of that block, the normalisation's the terminal's result.
+static void html_online_page_matches_json(void) {
+    LabOnline o[LAB_ONLINE_PROBLEMS];
+    CHECK(lab_online_lesson(o, 2));
+    LabArrays s = {0};
+    lab_online_arrays(&s, o);
+    cJSON *j = arrays_json(&s);
+    HtmlPage *p = lab_online_page(&s, o, "./lab online-softmax --html o.html");
+    const PcExpect *want;
+    int n = pc_online_expect(&want);
+    CHECK(n == 9 && o[0].n_blocks + o[1].n_blocks + 4 == n);
+    check_page(p, j, want, n);
+    char *html = page_html(p);
+    html_page_free(p);
+    PcPage pg;
+    char err[1024], reading[768];
+    CHECK_MSG(pc_parse(&pg, html, err, sizeof err), "%s", err);
+    int step = 0;
+    for (int k = 0; k < LAB_ONLINE_PROBLEMS && pg.n_steps == n; k++) {
+        step++;  // the scores
+        for (int b = 0; b < o[k].n_blocks; b++, step++) {
+            lab_online_block_reading(reading, sizeof reading, &o[k], b);
+            CHECK_MSG(strstr(pg.steps[step].caption, reading) != NULL, "step %d lacks \"%s\"", step + 1, reading);
+            // the block's own columns of S are the ones highlighted
+            const PcTable *S = &pg.steps[step].tables[0];
+            for (int i = 0; i < S->n_cells; i++) {
+                int u = i % S->cols, in = u >= b * o[k].block && u < (b + 1) * o[k].block;
+                CHECK_MSG((strchr(S->marks[i], 'c') != NULL) == in, "step %d: S cell %d marked '%s'", step + 1, i,
+                          S->marks[i]);
+            }
+        }
+        lab_online_result_reading(reading, sizeof reading, &o[k]);
+        CHECK_MSG(strstr(pg.steps[step].caption, reading) != NULL, "step %d lacks \"%s\"", step + 1, reading);
+        step++;
+    }
+    // the first block starts from m = -inf (null in the JSON, "-inf" on the page)
+    const cJSON *b1 = pc_json_get(j, "t3.block1");
+    CHECK(b1 && cJSON_IsNull(cJSON_GetArrayItem(cJSON_GetArrayItem(b1, 0), 0)));
+    CHECK(pg.n_steps > 1 && strcmp(pg.steps[1].tables[2].key, "t3.block1") == 0 &&
+          strcmp(pg.steps[1].tables[2].cells[0], "-inf") == 0);
+    // the switch: the sums without the rescaling, whose wrong row sums are marked
+    const PcTable *wrong = pg.n_steps == n ? &pg.steps[3].tables[4] : NULL;
+    CHECK(wrong && strcmp(wrong->key, "t3.P_plain") == 0 && wrong->where == 2 && strchr(wrong->extra_marks[2], 'w') &&
+          !strchr(wrong->extra_marks[0], 'w'));
+    pc_free(&pg);
+    free(html);
+    cJSON_Delete(j);
+    lab_arrays_free(&s);
+}
+
+// `./lab online-softmax --html FILE`: the page, the terminal output as without it; --json's
+// numbers are the terminal's digits; --block changes the blocks; bad options are one-line errors.
+static void lab_online_html_command_line(void) {
+    tmpdir();
+    char path[128], err[512];
+    char *html = page_beside_terminal("online-softmax", "o.html", "9 steps", path, sizeof path);
+    PcPage pg;
+    CHECK(html && pc_parse(&pg, html, err, sizeof err));
+    if (html) {
+        CHECK(pg.n_steps == 9 && strstr(pg.command, "./lab online-softmax --html") != NULL);
+        CHECK(pc_check_offline(&pg, html, err, sizeof err) == 0);
+        pc_free(&pg);
+    }
+    free(html);
+    CHECK(run("./lab online-softmax") == 0);
+    char *text = strdup(g_hout);
+    CHECK(run("./lab online-softmax --json") == 0);
+    cJSON *j = cJSON_Parse(g_hout);
+    CHECK(j != NULL);
+    if (j) {
+        static const char *const keys[] = {"t3.scores", "t3.o1", "t3.o2", "t3.P_online", "t3.P", "t3.O_online",
+                                           "exercise.scores", "exercise.o3", "exercise.P_online", "exercise.O"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) rows_in_terminal(j, keys[k], text);
+        CHECK(pc_json_get(j, "exercise.block3") && !pc_json_get(j, "exercise.block4"));
+    }
+    cJSON_Delete(j);
+    free(text);
+    CHECK(run("./lab online-softmax --block 1 --html %s/o1.html", g_hdir) == 0 && strstr(g_herr, "12 steps"));
+    CHECK(run("./lab online-softmax --block 8 --json") == 0);
+    j = cJSON_Parse(g_hout);
+    CHECK(j && pc_json_get(j, "t3.block1") && !pc_json_get(j, "t3.block2"));
+    cJSON_Delete(j);
+    CHECK(run("./lab online-softmax --block 0") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--block"));
+    CHECK(run("./lab online-softmax --block 9") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--block"));
+    CHECK(run("./lab online-softmax --html") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--html"));
+    CHECK(run("./lab online-softmax --causal") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--causal"));
+    // the command list names it, with and without a command
+    CHECK(run("./lab --help") == 0 && strstr(g_hout, "online-softmax"));
+    CHECK(run("./lab") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "online-softmax"));
+    CHECK(run("./lab online-softmax --help") == 0 && strstr(g_hout, "exp(m_old - m_new)"));
+    cleanup();
+}
+
 const TestCase tests_html[] = {
     {"html_escapes_text_and_code", html_escapes_text_and_code},
     {"html_markdown_subset", html_markdown_subset},
@@ -665,5 +762,7 @@ const TestCase tests_html[] = {
     {"lab_html_command_line", lab_html_command_line},
     {"html_mistakes_page_matches_json", html_mistakes_page_matches_json},
     {"lab_mistakes_html_command_line", lab_mistakes_html_command_line},
+    {"html_online_page_matches_json", html_online_page_matches_json},
+    {"lab_online_html_command_line", lab_online_html_command_line},
     {NULL, NULL},
 };

@@ -259,11 +259,11 @@ static void tiny_model(GPT *m, int init, int sqrt_scale, int *x, int *y) {
 }
 
 // Run the check and require every tensor to pass (none too small) below tol.
-static void expect_pass_with(int init, int sqrt_scale, double tol, const char *mask, const char *axis) {
+static void expect_pass_with(int init, int sqrt_scale, double tol, AttnMask mask, SoftmaxAxis axis, int window) {
     GPT m;
     int x[64], y[64];
     tiny_model(&m, init, sqrt_scale, x, y);
-    CHECK(gpt_configure_attention(&m, "fast", mask, axis));
+    gpt_set_attention(&m, (AttnSetup){{m.attn.scale, mask, axis, window}, &attention_engine});
     GradcheckRow *rows = calloc((size_t)m.n_tensors, sizeof *rows);
     int failed = gradcheck_model(&m, x, y, GRADCHECK_TINY_BATCH, m.dims.block_size, 0, 1, rows);
     CHECK(failed == 0);
@@ -278,14 +278,24 @@ static void expect_pass_with(int init, int sqrt_scale, double tol, const char *m
     gpt_free(&m);
 }
 
-static void expect_pass(int init, int sqrt_scale, double tol) { expect_pass_with(init, sqrt_scale, tol, "causal", "keys"); }
+static void expect_pass(int init, int sqrt_scale, double tol) { expect_pass_with(init, sqrt_scale, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0); }
 
 // The mistakes' hand-written backward passes, through the whole model (the definition trains them).
 static void gradcheck_model_mistakes(void) {
     double tol = sizeof(real) == 8 ? 1e-6 : 5e-2;
-    expect_pass_with(INIT_FAN_IN, 1, tol, "zero", "keys");
-    expect_pass_with(INIT_FAN_IN, 1, tol, "none", "keys");
-    expect_pass_with(INIT_FAN_IN, 1, tol, "causal", "queries");
+    expect_pass_with(INIT_FAN_IN, 1, tol, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS, 0);
+    expect_pass_with(INIT_FAN_IN, 1, tol, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0);
+    expect_pass_with(INIT_FAN_IN, 1, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES, 0);
+}
+
+// Sliding windows of 2 and 3 keys (block_size 6, so rows 2.. and 3.. lose their oldest keys),
+// through the whole model: under fan_in in both builds, under gpt2 in float64; and over queries.
+static void gradcheck_model_window(void) {
+    double tol = sizeof(real) == 8 ? 1e-6 : 5e-2;
+    expect_pass_with(INIT_FAN_IN, 1, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 2);
+    expect_pass_with(INIT_FAN_IN, 0, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 3);
+    expect_pass_with(INIT_FAN_IN, 1, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES, 2);
+    if (sizeof(real) == 8) expect_pass_with(INIT_GPT2, 1, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 2);
 }
 
 static void gradcheck_model_gpt2_sqrt(void) {
@@ -305,7 +315,7 @@ static void expect_broken_caught(int init) {
     int x[64], y[64];
     tiny_model(&m, init, 1, x, y);
     GradcheckRow *rows = calloc((size_t)m.n_tensors, sizeof *rows);
-    gpt_set_attention(&m, &lab_broken_attention, &m.attn);
+    gpt_set_attention(&m, (AttnSetup){m.attn, &lab_broken_attention});
     int failed = gradcheck_model(&m, x, y, GRADCHECK_TINY_BATCH, m.dims.block_size, 0, 1, rows);
     CHECK(failed > 0);
     for (int l = 0; l < m.dims.n_layer; l++) {
@@ -431,10 +441,89 @@ static void lab_mistakes_json(void) {
     cJSON_Delete(root);
 }
 
+// ---------------------------------------------------------------------------------------------
+// the online softmax
+
+// Each block's m, l and o against their definitions over the keys seen so far, computed here in
+// double: m = the largest score seen, l = sum exp(s_u - m), o = sum exp(s_u - m) V[u]; the factor
+// exp(m_old - m_new); and the end (P, O, L = log-sum-exp) against the whole row's softmax.
+static void check_online(const LabOnline *o) {
+    int T = o->T, d = o->dk;
+    double tol = sizeof(real) == 8 ? 1e-12 : 2e-6;
+    for (int t = 0; t < T; t++) {
+        const real *s = o->S + (size_t)t * T;
+        for (int j = 0; j < o->n_blocks; j++) {
+            int seen = (j + 1) * o->block < T ? (j + 1) * o->block : T;
+            double m = -INFINITY, l = 0.0, acc[LAB_ONLINE_MAX_DK] = {0};
+            for (int u = 0; u < seen; u++) m = fmax(m, s[u]);
+            for (int u = 0; u < seen; u++) {
+                double e = exp((double)s[u] - m);
+                l += e;
+                for (int i = 0; i < d; i++) acc[i] += e * o->V[(size_t)u * d + i];
+            }
+            CHECK(o->m_new[j][t] == (real)m);  // a maximum is exact
+            CHECK(j == 0 ? isinf(o->m_old[j][t]) && o->m_old[j][t] < 0 : o->m_old[j][t] == o->m_new[j - 1][t]);
+            CHECK(o->l_old[j][t] == (j ? o->l_new[j - 1][t] : 0));
+            CHECK_NEAR(o->rescale[j][t], j ? exp((double)o->m_old[j][t] - m) : 0.0, tol);
+            CHECK_NEAR(o->l_new[j][t], l, tol * l);
+            for (int i = 0; i < d; i++) CHECK_NEAR(o->o[j][(size_t)t * d + i], acc[i], tol * (1 + fabs(acc[i])) * 4);
+        }
+        double m = -INFINITY, l = 0.0;
+        for (int u = 0; u < T; u++) m = fmax(m, s[u]);
+        for (int u = 0; u < T; u++) l += exp((double)s[u] - m);
+        CHECK_NEAR(o->L[t], m + log(l), tol * 4);
+        for (int u = 0; u < T; u++) CHECK_NEAR(o->P_online[(size_t)t * T + u], exp((double)s[u] - m) / l, tol);
+        for (int i = 0; i < d; i++) {
+            double x = 0.0;
+            for (int u = 0; u < T; u++) x += exp((double)s[u] - m) / l * o->V[(size_t)u * d + i];
+            CHECK_NEAR(o->O_online[(size_t)t * d + i], x, tol * 8 * (1 + fabs(x)));
+        }
+    }
+    CHECK(o->max_P_diff <= tol && o->max_O_diff <= tol * 8 * 10);
+}
+
+static void lab_online_softmax_blocks(void) {
+    for (int block = 1; block <= LAB_ONLINE_MAX_T; block++) {
+        LabOnline o[LAB_ONLINE_PROBLEMS];
+        CHECK(lab_online_lesson(o, block));
+        CHECK(o[0].T == 3 && o[0].dk == 2 && o[1].T == 5 && o[1].dk == 8);
+        for (int k = 0; k < LAB_ONLINE_PROBLEMS; k++) {
+            CHECK(o[k].n_blocks == (o[k].T + block - 1) / block);
+            check_online(&o[k]);
+        }
+    }
+    // the T = 3 example, blocks of 2: row 2 (q = [1,1]) scores 1/sqrt(2) twice in block 1, then
+    // sqrt(2) in block 2, which rescales its l = 2 by exp(-1/sqrt(2)) before adding exp(0) = 1
+    LabOnline o[LAB_ONLINE_PROBLEMS];
+    CHECK(lab_online_lesson(o, 2));
+    CHECK_NEAR(o[0].l_new[0][2], 2.0, TOL);
+    CHECK_NEAR(o[0].rescale[1][2], exp(-1.0 / sqrt(2.0)), TOL);
+    CHECK_NEAR(o[0].l_new[1][2], 2.0 * exp(-1.0 / sqrt(2.0)) + 1.0, TOL);
+    CHECK(o[0].rescale[1][0] == 1 && o[0].rescale[1][1] == 1);  // rows 0 and 1 already saw their maximum
+    // without the rescaling row 2 keeps l = 2 + 1: its weights sum to (2 exp(-1/sqrt(2)) + 1) / 3, the
+    // rows whose maximum never grew stay right
+    CHECK_NEAR(o[0].l_plain[1][2], 3.0, TOL);
+    CHECK_NEAR(o[0].plain_rowsum[2], (2.0 * exp(-1.0 / sqrt(2.0)) + 1.0) / 3.0, TOL);
+    CHECK_NEAR(o[0].plain_rowsum[0], 1.0, TOL);
+    CHECK(o[1].max_O_plain_diff > 0.1);  // the exercise's outputs go wrong too
+    // the exercise's draw is `./lab exercise`'s
+    LabExercise e;
+    CHECK(lab_exercise_run(&e, 0, 5, 8, 0));
+    CHECK(memcmp(e.Q, o[1].Q, 40 * sizeof(real)) == 0 && memcmp(e.V, o[1].V, 40 * sizeof(real)) == 0);
+    for (int i = 0; i < 25; i++) CHECK_NEAR(o[1].P[i], e.weights_scaled[i], TOL);
+    lab_exercise_free(&e);
+    // sizes out of range are refused
+    LabOnline bad;
+    CHECK(!lab_online_softmax(&bad, "x", EX_Q, EX_Q, EX_V, 3, 2, 1, 0));
+    CHECK(!lab_online_softmax(&bad, "x", EX_Q, EX_Q, EX_V, LAB_ONLINE_MAX_T + 1, 2, 1, 2));
+}
+
 const TestCase tests_lab[] = {
     {"gradcheck_model_mistakes", gradcheck_model_mistakes},
+    {"gradcheck_model_window", gradcheck_model_window},
     {"lab_mistakes_match_formulas", lab_mistakes_match_formulas},
     {"lab_mistakes_json", lab_mistakes_json},
+    {"lab_online_softmax_blocks", lab_online_softmax_blocks},
     {"lab_example_t3_scaled", lab_example_t3_scaled},
     {"lab_example_t3_unscaled_more_peaked", lab_example_t3_unscaled_more_peaked},
     {"lab_example_single_query", lab_example_single_query},

@@ -446,6 +446,100 @@ static void test_kv_cache_generation_matches_full_recompute(void) {
     gpt_free(&m);
 }
 
+// Sliding-window attention with the KV cache. For windows of 1, 3 and 5 keys (block_size 8: the
+// ring of W slots wraps) and of 8 (no ring): every decode step's logits equal the last row of a
+// full forward over the same tokens bit for bit, past the window, after a prefill too; greedy
+// generation past block_size restarts as generate documents and each character is the argmax of
+// the full forward over the context the cache then holds; gen_loss is the windowed model's
+// teacher-forced loss on the same windows up to rounding. The window changes the logits.
+static void test_kv_cache_window_matches_full_forward(void) {
+    int V = 9;
+    static const int windows[] = {1, 3, 5, 8};
+    int seq[8] = {3, 1, 4, 1, 5, 2, 6, 8};
+    real logits[9], logits0[9];
+    GPT m;
+    build_tiny(&m, INIT_FAN_IN, (real)0.5, V);
+    KVCache c;
+    kv_cache_init(&c, &m);  // no window: the whole block
+    CHECK(c.ring == 8 && c.slots == 8);
+    for (int t = 0; t < 8; t++) gpt_decode_step(&m, &c, seq[t], logits0);
+    kv_cache_free(&c);
+    for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
+        int W = windows[wi];
+        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, W}, &attention_engine});
+        kv_cache_init(&c, &m);
+        CHECK_MSG(c.ring == W && c.slots == (W < 8 ? 2 * W : 8), "window %d: ring %d, %d slots", W, c.ring, c.slots);
+        int same = 0;
+        for (int t = 0; t < 8; t++) {
+            gpt_decode_step(&m, &c, seq[t], logits);
+            gpt_forward(&m, seq, NULL, 1, t + 1);
+            same += memcmp(logits, m.acts.logits + (size_t)t * V, sizeof logits) == 0;
+        }
+        CHECK_MSG(same == 8, "window %d: %d of 8 decode steps equal the full forward's last row", W, same);
+        if (W < 7) CHECK_MSG(memcmp(logits, logits0, sizeof logits) != 0, "window %d: the logits are the unwindowed ones", W);
+        if (W == 8)  // a window of block_size sees every key: the unwindowed logits (by the engine) up to rounding
+            for (int i = 0; i < V; i++) CHECK_NEAR(logits[i], logits0[i], 1e-5 * (1 + fabs(logits0[i])));
+        // a prefill of 6, then two decode steps
+        KVCache c2;
+        kv_cache_init(&c2, &m);
+        gpt_prefill(&m, &c2, seq, 6, logits);
+        gpt_forward(&m, seq, NULL, 1, 6);
+        same = memcmp(logits, m.acts.logits + 5 * V, sizeof logits) == 0;
+        for (int t = 6; t < 8; t++) {
+            gpt_decode_step(&m, &c2, seq[t], logits);
+            gpt_forward(&m, seq, NULL, 1, t + 1);
+            same += memcmp(logits, m.acts.logits + (size_t)t * V, sizeof logits) == 0;
+        }
+        CHECK_MSG(same == 3, "window %d: after a prefill %d of 3 logits equal the full forward's", W, same);
+        // past block_size, as generate restarts: the last 4 of 9 tokens prefilled, 4 more decoded
+        int longer[12] = {3, 1, 4, 1, 5, 2, 6, 8, 7, 0, 2, 5};
+        gpt_prefill(&m, &c2, longer + 5, 4, logits);
+        gpt_forward(&m, longer + 5, NULL, 1, 4);
+        same = memcmp(logits, m.acts.logits + 3 * V, sizeof logits) == 0;
+        for (int t = 9; t < 12; t++) {
+            gpt_decode_step(&m, &c2, longer[t], logits);
+            gpt_forward(&m, longer + 5, NULL, 1, t - 4);
+            same += memcmp(logits, m.acts.logits + (size_t)(t - 5) * V, sizeof logits) == 0;
+        }
+        CHECK_MSG(same == 4, "window %d: after the restart %d of 4 logits equal the full forward's", W, same);
+        kv_cache_free(&c2);
+        kv_cache_free(&c);
+
+        // greedy generation past block_size: the context grows to 8, then restarts from the last 4
+        Vocab vocab;
+        uint32_t chars[9];
+        for (int i = 0; i < V; i++) chars[i] = 'a' + (uint32_t)i;
+        vocab.vocab_size = V;
+        vocab.chars = chars;
+        int prompt[3] = {1, 4, 2};
+        FILE *f = tmpfile();
+        Rng r;
+        rng_seed(&r, 1);
+        generate(&m, &vocab, prompt, 3, 30, 0.0, 0, &r, f);
+        char a[64];
+        read_back(f, a, sizeof a);
+        fclose(f);
+        CHECK(strlen(a) == 30);
+        int ctx[64] = {1, 4, 2}, n = 3, len = 3, ok = 1;
+        for (int i = 0; i < 30 && ok; i++) {
+            gpt_forward(&m, ctx + n - len, NULL, 1, len);
+            const real *l = m.acts.logits + (size_t)(len - 1) * V;
+            int best = 0;
+            for (int j = 1; j < V; j++) if (l[j] > l[best]) best = j;
+            ok = a[i] == 'a' + best;
+            CHECK_MSG(ok, "window %d: character %d is '%c', the argmax after its context is '%c'", W, i, a[i], 'a' + best);
+            ctx[n++] = best;
+            len = len < 8 ? len + 1 : 4;
+        }
+        // gen_loss honours the window: it is the windowed model's teacher-forced loss
+        int x[3 * 8], y[3 * 8];
+        for (int i = 0; i < 24; i++) { x[i] = (i * 7 + 3) % 9; y[i] = (i * 5 + 1) % 9; }
+        double tf = 0, gen = gpt_generation_loss(&m, x, y, 3, 8, &tf);
+        CHECK_MSG(fabs(gen - tf) <= 1e-5 * tf, "window %d: gen_loss %.9g, teacher-forced %.9g", W, gen, tf);
+    }
+    gpt_free(&m);
+}
+
 // GRAD_STORE overwrites what a gradient buffer held (NaN here, which any read would carry into
 // the result) with exactly what GRAD_ADD adds onto zeros; GRAD_ADD adds onto what is there.
 static void fill(real *x, size_t n, real v) { for (size_t i = 0; i < n; i++) x[i] = v; }
@@ -602,7 +696,7 @@ static void test_gen_loss_equals_val_loss_when_causal(void) {
     CHECK(isfinite(gen) && gen > 0.5);
     CHECK_MSG(fabs(gen - tf) <= 1e-5 * tf, "gen_loss %.9g, teacher-forced %.9g", gen, tf);
     // and the same for shorter windows and the definition training
-    gpt_set_attention(&m, &attention_definition, &m.attn);
+    gpt_set_attention(&m, (AttnSetup){m.attn, &attention_definition});
     double tf5 = 0, gen5 = gpt_generation_loss(&m, x, y, 3, 5, &tf5);
     CHECK_MSG(fabs(gen5 - tf5) <= 1e-5 * tf5, "T 5: gen_loss %.9g, teacher-forced %.9g", gen5, tf5);
     gpt_free(&m);
@@ -645,12 +739,15 @@ static void test_gen_loss_exposes_a_leak(void) {
     }
     // the correct model, then the mistakes: mask none, mask zero, softmax over queries (whose
     // columns are normalised over queries that come later: the future leaks into the weights)
-    static const char *const masks[4] = {"causal", "none", "zero", "causal"}, *const axes[4] = {"keys", "keys", "keys", "queries"};
+    static const AttnMask masks[4] = {ATTN_MASK_CAUSAL, ATTN_MASK_NONE, ATTN_MASK_ZERO, ATTN_MASK_CAUSAL};
+    static const SoftmaxAxis axes[4] = {SOFTMAX_OVER_KEYS, SOFTMAX_OVER_KEYS, SOFTMAX_OVER_KEYS, SOFTMAX_OVER_QUERIES};
+    static const char *const mask_names[4] = {"causal", "none", "zero", "causal"};
+    static const char *const axis_names[4] = {"keys", "keys", "keys", "queries"};
     double lnV = log(9.0);
     for (int k = 0; k < 4; k++) {
         GPT m;
         build_tiny(&m, INIT_FAN_IN, (real)0.5, 9);
-        CHECK(gpt_configure_attention(&m, "fast", masks[k], axes[k]));
+        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, masks[k], axes[k], 0}, &attention_engine});
         train_random(&m, 300);
         double tf = 0, gen = gpt_generation_loss(&m, x, y, 4, 8, &tf);
         if (k == 0) {
@@ -658,12 +755,12 @@ static void test_gen_loss_exposes_a_leak(void) {
         } else if (k == 3) {
             // the normaliser of each column is the only channel from the future: the losses differ
             // by more than rounding, but so little information passes that the cheat stays small
-            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n", masks[k], axes[k], tf, gen);
+            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n", mask_names[k], axis_names[k], tf, gen);
             CHECK_MSG(fabs(gen - tf) > 1e-4, "softmax over queries: gen %.6f, teacher-forced %.6f", gen, tf);
         } else {
-            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n", masks[k], axes[k], tf, gen);
+            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n", mask_names[k], axis_names[k], tf, gen);
             CHECK_MSG(tf < lnV - 0.5 && gen > lnV, "mask %s, softmax over %s: teacher-forced %.4f should be far below "
-                      "ln 9 = %.4f, gen_loss %.4f above it", masks[k], axes[k], tf, lnV, gen);
+                      "ln 9 = %.4f, gen_loss %.4f above it", mask_names[k], axis_names[k], tf, lnV, gen);
         }
         gpt_free(&m);
     }
@@ -671,6 +768,7 @@ static void test_gen_loss_exposes_a_leak(void) {
 
 const TestCase tests_model[] = {
     {"kv_cache_generation_matches_full_recompute", test_kv_cache_generation_matches_full_recompute},
+    {"kv_cache_window_matches_full_forward", test_kv_cache_window_matches_full_forward},
     {"float64_build_passes", test_float64_build_passes},
     {"gradcheck_matmul", gradcheck_matmul},
     {"gradcheck_layernorm", gradcheck_layernorm},

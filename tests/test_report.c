@@ -878,19 +878,19 @@ static void test_other_key_four_variants(void) {
 // same windows (it sees the future), and the variants end level.
 static void test_other_key_level_and_leaking(void) {
     if (!tmp_setup()) SKIP("mkdtemp failed");
-    Scenario sc = {"model.attn_impl", {"fast", "reference"}, 2,
+    Scenario sc = {"model.attn_impl", {"engine", "definition"}, 2,
                    {1.75, 1.755}, {1.7505, 2.5}, {1.7505, 1.76}, {0, 0}, {NULL, NULL}, NULL};
     char err[256] = "";
     CHECK_MSG(run_scenario(&sc, err, sizeof err), "%s", err);
     char *md = slurp("report.md");
     CHECK(md != NULL);
     if (md) {
-        CHECK(has(md, "- **The variants end level**: every final loss is within 0.01 of `fast`'s 1.7500."));
+        CHECK(has(md, "- **The variants end level**: every final loss is within 0.01 of `engine`'s 1.7500."));
         CHECK(!has(md, "ends ahead"));
-        CHECK(has(md, "- On the same windows `reference`'s gen_loss is 0.740 above its teacher-forced loss (2.5000 vs "
+        CHECK(has(md, "- On the same windows `definition`'s gen_loss is 0.740 above its teacher-forced loss (2.5000 vs "
                       "1.7600): it sees the future"));
         CHECK(!has(md, "none sees the future"));
-        CHECK(has(md, "gen_loss**, lowest first: `fast` 1.7505 and `reference` 2.5000: the same order"));
+        CHECK(has(md, "gen_loss**, lowest first: `engine` 1.7505 and `definition` 2.5000: the same order"));
     }
     free(md);
     tmp_cleanup();

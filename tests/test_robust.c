@@ -148,7 +148,7 @@ static void write_good_checkpoint(const char *path) {
     char *json = config_to_json(&cfg);
     ModelDims d = {8, 8, 2, 2, 8};
     GPT m;
-    gpt_build(&m, &d, (real)config_attn_scale(&cfg), 1, 8);
+    gpt_build(&m, &d, (real)cfg.attn_scale, 1, 8);
     Rng rng;
     rng_seed(&rng, 5);
     gpt_init(&m, INIT_GPT2, &rng);

@@ -2,12 +2,23 @@
 // For each linear layer of W1 or W2 (qkv, attention projection, MLP up, MLP down) it times the
 // forward product (gemm_nn), dinp (gemm_nt) and dweight (gemm_tn) on one worker's rows (W1: 384,
 // W2: 1024, half a batch), best of REPS calls, and prints GFLOP/s per layout and overall.
-//   make tools/bench_gemm && OMP_NUM_THREADS=1 ./tools/bench_gemm W2 10
+//   make tools/bench_gemm && OMP_NUM_THREADS=1 ./tools/bench_gemm W2 10 [cpu]
+// With `cpu` each call is timed on the thread's own CPU clock instead of the wall clock: on a
+// shared machine the time the thread spent descheduled is then not counted (one thread only).
+#define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include "kernels/matmul.h"
+
+static double thread_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static real *random_matrix(size_t n) {
     real *p = xmalloc_aligned(n * sizeof(real), "matrix");
@@ -16,17 +27,19 @@ static real *random_matrix(size_t n) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3 || (strcmp(argv[1], "W1") && strcmp(argv[1], "W2")) || atoi(argv[2]) < 1) {
-        fprintf(stderr, "usage: bench_gemm W1|W2 REPS\n");
+    if (argc < 3 || argc > 4 || (strcmp(argv[1], "W1") && strcmp(argv[1], "W2")) || atoi(argv[2]) < 1 ||
+        (argc == 4 && strcmp(argv[3], "cpu"))) {
+        fprintf(stderr, "usage: bench_gemm W1|W2 REPS [cpu]\n");
         return 2;
     }
     int w1 = strcmp(argv[1], "W1") == 0, reps = atoi(argv[2]);
+    double (*clock)(void) = argc == 4 ? thread_seconds : now_seconds;
     int M = w1 ? 384 : 1024, C = w1 ? 128 : 384;
     const int layers[4][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};  // (in, out)
     static const char *const names[3] = {"nn (forward)", "nt (dinp)", "tn (dweight)"};
     double flops = 0, seconds[3] = {0, 0, 0};
-    printf("%s, %d rows, GEMM: %s, best of %d calls\n", argv[1], M,
-           matmul_simd_path(), reps);
+    printf("%s, %d rows, GEMM: %s, best of %d calls (%s)\n", argv[1], M,
+           matmul_simd_path(), reps, argc == 4 ? "thread CPU time" : "wall time");
     for (int l = 0; l < 4; l++) {
         int in = layers[l][0], out = layers[l][1];
         real *x = random_matrix((size_t)M * in), *w = random_matrix((size_t)in * out);
@@ -36,11 +49,11 @@ int main(int argc, char **argv) {
         for (int op = 0; op < 3; op++) {
             double best = 1e30;
             for (int r = 0; r < reps; r++) {
-                double t0 = now_seconds();
+                double t0 = clock();
                 if (op == 0) gemm_nn(y, x, w, M, out, in, MM_SET);         // y = x W
                 else if (op == 1) gemm_nt(dx, y, w, M, in, out, MM_SET);   // dx = dy W^T
                 else gemm_tn(dw, x, y, in, out, M, MM_SET);               // dW = x^T dy
-                double t = now_seconds() - t0;
+                double t = clock() - t0;
                 best = t < best ? t : best;
             }
             seconds[op] += best;
