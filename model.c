@@ -445,8 +445,8 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out) 
     if (!mul_size(n_params, 4, &parts[0])) return 0;  // params, grads, adam m, adam v
     parts[1] = a.acts;
     parts[2] = a.grads;
-    // what the engine keeps for the backward: each row's log-sum-exp, per layer (B,NH,T)
-    if (!mul_size((size_t)B * T, (size_t)d->n_head * d->n_layer, &parts[3])) return 0;
+    // what the engine keeps for the backward: each row's maximum and 1/sum, per layer (B,NH,T,2)
+    if (!mul_size((size_t)B * T, 2 * (size_t)d->n_head * d->n_layer, &parts[3])) return 0;
     for (int i = 0; i < 4; i++) {
         if (reals + parts[i] < reals) return 0;
         reals += parts[i];

@@ -133,8 +133,9 @@ typedef struct GPT {
 // Switch the phase clock (no-op unless m->profile is set).
 void gpt_phase(GPT *m, int phase);
 
-// Bytes that gpt_build would allocate for these dimensions and batch, or 0 when the size
-// overflows size_t. Checked before allocating so absurd configs are refused with the size.
+// Bytes a model of these dimensions allocates to train a batch (B,T) with the engine (its
+// parameters, gradients and moments, activations and their gradients; nothing T x T), or 0 when
+// the size overflows size_t. Checked before allocating so absurd configs are refused with the size.
 size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out);
 // Allocate everything for dims and a batch capacity (B,T). Parameters are zero until gpt_init.
 // Attention: the causal softmax over keys with attn_scale, computed by attention_engine.
