@@ -204,7 +204,8 @@ test-browser: lab train tests/browser_test
 	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
 
 # The chaos test (its own target; CI runs it): SIGKILL, SIGTERM and SIGINT at random moments in
-# every phase of ./train, two trainers on one out_dir, a real divergence (tests/chaos.c).
+# every phase of ./train, the run directories moved or copied before each resume, two trainers on
+# one out_dir, a real divergence (tests/chaos.c).
 tests/chaos: tests/chaos.c $(TEST_H) $(CORE_H) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -I. tests/chaos.c $(CORE_OBJ) -o $@ $(LDLIBS)
 
@@ -298,9 +299,9 @@ bench-torch: train
 	$(PYTHON) tools/bench_torch.py W1 --pairs 5 30 -- ./train configs/bench_w1.json --bench=30
 	$(PYTHON) tools/bench_torch.py W2 --pairs 3 20 -- ./train configs/bench_w2.json --bench=20
 
+# Tiny Shakespeare into data/ (never committed); without a network it says how to use a local copy
 shakespeare:
-	@mkdir -p data
-	curl -fL -o data/tinyshakespeare.txt https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
+	@sh tools/get-shakespeare.sh -o data/tinyshakespeare.txt
 
 install: train sample lab
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -29,8 +29,9 @@ static void usage_main(FILE *f) {
     fprintf(f,
             "usage: lab COMMAND [options]        (lab COMMAND --help for the options of one command)\n"
             "\n"
-            "Experiments on attention and its backward pass, computed with the trainer's own code\n"
-            "(attention.c, model.c). This build computes in %s; `lab64` is the float64 build.\n"
+            "Experiments on attention and its backward pass, computed with the definition (attention.c),\n"
+            "which the engine (kernels/attention_engine.c) that trains by default is proven equal to, and\n"
+            "the model (model.c). This build computes in %s; `lab64` is the float64 build.\n"
             "\n"
             "commands:\n"
             "  examples    the course's worked examples (T = 3, and one query over two keys): weights\n"
@@ -42,9 +43,9 @@ static void usage_main(FILE *f) {
             "  softmax     p = softmax(s), its Jacobian diag(p) - p p^T, the vector-Jacobian product from\n"
             "              softmax_backward against finite differences, and how the gradient vanishes as\n"
             "              the scores grow\n"
-            "  mistakes    the T = 3 example four ways: correct, without the scale, masking with 0 instead\n"
-            "              of -inf, the softmax over the wrong axis: weights, row and column sums (--json,\n"
-            "              --html FILE)\n"
+            "  mistakes    the T = 3 example five ways: correct, without the scale, masking with 0 instead\n"
+            "              of -inf, the softmax over the wrong axis, no mask: weights, row and column sums\n"
+            "              (--json, --html FILE)\n"
             "  online-softmax  the softmax computed one block of keys at a time with a running maximum m\n"
             "              and sum l, rescaled by exp(m_old - m_new) when the maximum grows (a fused kernel's\n"
             "              forward), on the T = 3 example and the exercise's T = 5, against attention.c's\n"
@@ -67,9 +68,10 @@ static void usage_examples(FILE *f) {
             "  2. one query q = [1,0] over keys [1,0], [0,1] with values [10,0], [0,10], scaled and\n"
             "     unscaled (a lone query that is the last position: the causal mask hides nothing).\n"
             "  --html FILE  also write FILE, one self-contained HTML page (no network, no external file) that\n"
-            "               steps through example 2, then example 1 with the causal mask (Scores, Scale, Mask,\n"
-            "               Softmax, Mix) and its backward for dO = [[1,-1],[1,-1],[1,-1]] (dV, dP, dS, dQ, dK),\n"
-            "               scaled and, with a switch, unscaled; FILE#step=N opens step N\n"
+            "               steps through example 1 as the lesson computes it, without a mask (Scores, Scale,\n"
+            "               Softmax, Mix), then with the causal mask (Mask, Softmax, Mix), its backward for\n"
+            "               dO = [[1,-1],[1,-1],[1,-1]] (dV, dP, dS, dQ, dK), then example 2, scaled and, with a\n"
+            "               switch, unscaled; Play steps through on a loop; FILE#step=N opens step N\n"
             "  --json       print the page's numbers instead of the tables: one JSON object with the groups\n"
             "               one_query and t3 (%%.17g; null for the mask's -inf)\n");
 }
@@ -79,13 +81,14 @@ static void usage_mistakes(FILE *f) {
             "usage: lab mistakes [--json] [--html FILE]\n"
             "\n"
             "The T = 3 worked example (Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2)\n"
-            "computed four ways by attention_forward: correct (scaled by 1/sqrt(d_k), -inf above the\n"
-            "diagonal, softmax over each row), without the scale, masking with 0 instead of -inf, and the\n"
-            "softmax over the queries (each column) instead of the keys. For each: the weights, marking with\n"
+            "computed five ways by attention_forward: correct (scaled by 1/sqrt(d_k), -inf above the\n"
+            "diagonal, softmax over each row), without the scale, masking with 0 instead of -inf, the\n"
+            "softmax over the queries (each column) instead of the keys, and no mask at all (the mistake\n"
+            "`make demo-mistakes` trains as attn_mask none). For each: the weights, marking with\n"
             "* the weights on future positions (u > t), each row's sum, marking with ! a row that does not\n"
             "sum to 1, the column sums and the outputs P V.\n"
             "  --html FILE  also write FILE, one self-contained HTML page (no network, no external file) with\n"
-            "               a step per case: S as the softmax takes it, the weights with their row sums and\n"
+            "               a step per case: S before the mask and as the softmax takes it, the weights with their row sums and\n"
             "               future weight (what the mistake breaks marked), the column sums and the outputs;\n"
             "               a switch shows the correct case beside each mistake; FILE#step=N opens step N\n"
             "  --json       the same numbers as one JSON object (numbers with %%.17g; null for the mask's -inf),\n"
@@ -187,6 +190,20 @@ static void usage_gradcheck(FILE *f) {
 // strict: digits only ("0x10", " 5", "2.7" and "" are refused), see base/common.h
 static long long parse_int(const char *opt, const char *v, long long lo, long long hi) {
     return flag_integer(opt, v, lo, hi);
+}
+
+// A command's options, each at most once (option_once): the value of --NAME, or whether a is the
+// switch NAME.
+static const char *lab_option(int argc, char **argv, int *i, const char *name) {
+    const char *v = option_value(argc, argv, i, name);
+    if (v) option_once(name, v);
+    return v;
+}
+
+static int lab_switch(const char *a, const char *name) {
+    if (strcmp(a, name) != 0) return 0;
+    option_once(name, NULL);
+    return 1;
 }
 
 static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
@@ -315,8 +332,8 @@ static int cmd_examples(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_examples(stdout); return 0; }
-        if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("examples", v);
-        else if (strcmp(a, "--json") == 0) json = 1;
+        if ((v = lab_option(argc, argv, &i, "--html"))) html = html_path("examples", v);
+        else if (lab_switch(a, "--json")) json = 1;
         else unknown_option("examples", a);
     }
     check_one_stdout("examples", json, html);
@@ -373,8 +390,8 @@ static int cmd_mistakes(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_mistakes(stdout); return 0; }
-        if (strcmp(a, "--json") == 0) json = 1;
-        else if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("mistakes", v);
+        if (lab_switch(a, "--json")) json = 1;
+        else if ((v = lab_option(argc, argv, &i, "--html"))) html = html_path("mistakes", v);
         else unknown_option("mistakes", a);
     }
     check_one_stdout("mistakes", json, html);
@@ -386,7 +403,7 @@ static int cmd_mistakes(int argc, char **argv) {
         return 0;
     }
     if (is_stdout(html)) return 0;
-    printf("mistakes: the T = 3 example four ways   [%s]\n", REAL_NAME);
+    printf("mistakes: the T = 3 example five ways   [%s]\n", REAL_NAME);
     printf("Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2; row t is query t, column u key u\n");
     printf("(* = weight on a future position u > t, which a causal model must not see; ! = a row that does not\n"
            "sum to 1)\n\n");
@@ -428,12 +445,12 @@ static int cmd_exercise(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_exercise(stdout); return 0; }
-        if ((v = option_value(argc, argv, &i, "--seed"))) seed = parse_int("--seed", v, 0, 4294967295LL);
-        else if ((v = option_value(argc, argv, &i, "--T"))) T = parse_int("--T", v, 1, LAB_MAX_T);
-        else if ((v = option_value(argc, argv, &i, "--dk"))) dk = parse_int("--dk", v, 1, LAB_MAX_DK);
-        else if (strcmp(a, "--causal") == 0) causal = 1;
-        else if (strcmp(a, "--json") == 0) json = 1;
-        else if ((v = option_value(argc, argv, &i, "--html"))) html = html_path("exercise", v);
+        if ((v = lab_option(argc, argv, &i, "--seed"))) seed = parse_int("--seed", v, 0, 4294967295LL);
+        else if ((v = lab_option(argc, argv, &i, "--T"))) T = parse_int("--T", v, 1, LAB_MAX_T);
+        else if ((v = lab_option(argc, argv, &i, "--dk"))) dk = parse_int("--dk", v, 1, LAB_MAX_DK);
+        else if (lab_switch(a, "--causal")) causal = 1;
+        else if (lab_switch(a, "--json")) json = 1;
+        else if ((v = lab_option(argc, argv, &i, "--html"))) html = html_path("exercise", v);
         else unknown_option("exercise", a);
     }
     check_one_stdout("exercise", json, html);
@@ -488,8 +505,8 @@ static int cmd_softmax(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_softmax(stdout); return 0; }
-        if ((v = option_value(argc, argv, &i, "--scores"))) n = parse_list("--scores", v, s, LAB_MAX_SCORES);
-        else if ((v = option_value(argc, argv, &i, "--upstream"))) ng = parse_list("--upstream", v, g, LAB_MAX_SCORES);
+        if ((v = lab_option(argc, argv, &i, "--scores"))) n = parse_list("--scores", v, s, LAB_MAX_SCORES);
+        else if ((v = lab_option(argc, argv, &i, "--upstream"))) ng = parse_list("--upstream", v, g, LAB_MAX_SCORES);
         else unknown_option("softmax", a);
     }
     if (ng < 0) {  // default upstream: dL/dp = e_0, i.e. L = p_0
@@ -626,10 +643,16 @@ static int cmd_gradcheck(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         if (is_help(a)) { usage_gradcheck(stdout); free(overrides); return 0; }
-        if (strcmp(a, "--break-backward") == 0) { break_backward = 1; continue; }
-        if ((v = option_value(argc, argv, &i, "--samples"))) { samples = parse_int("--samples", v, 0, 1000000000); continue; }
-        if ((v = option_value(argc, argv, &i, "--T"))) { seq = parse_int("--T", v, 1, 65536); continue; }
-        if (strncmp(a, "--", 2) == 0 && strchr(a, '.') && strchr(a, '=')) { overrides[n_overrides++] = a + 2; continue; }
+        if (lab_switch(a, "--break-backward")) { break_backward = 1; continue; }
+        if ((v = lab_option(argc, argv, &i, "--samples"))) { samples = parse_int("--samples", v, 0, 1000000000); continue; }
+        if ((v = lab_option(argc, argv, &i, "--T"))) { seq = parse_int("--T", v, 1, 65536); continue; }
+        if (strncmp(a, "--", 2) == 0 && strchr(a, '.') && strchr(a, '=')) {
+            char key[160];
+            snprintf(key, sizeof key, "%.*s", (int)(strchr(a, '=') - a), a);
+            option_once(key, strchr(a, '=') + 1);
+            overrides[n_overrides++] = a + 2;
+            continue;
+        }
         if (strncmp(a, "--", 2) == 0 && strchr(a, '.'))
             die(EXIT_USAGE, "gradcheck: override '%s' has no value: write %s=VALUE", a, a);
         if (a[0] == '-') unknown_option("gradcheck", a);
@@ -721,23 +744,28 @@ static int cmd_gradcheck(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     g_progname = "lab";
+    // every message that lists the commands is made from this one table
+    static const struct { const char *name; int (*run)(int, char **); } commands[] = {
+        {"examples", cmd_examples}, {"exercise", cmd_exercise}, {"softmax", cmd_softmax},
+        {"mistakes", cmd_mistakes}, {"online-softmax", cmd_online_softmax}, {"gradcheck", cmd_gradcheck},
+    };
+    enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
+    char bars[256] = "", words[256] = "";
+    size_t nb = 0, nw = 0;
+    for (int i = 0; i < N_COMMANDS; i++) {
+        nb += (size_t)snprintf(bars + nb, sizeof bars - nb, "%s%s", i ? "|" : "", commands[i].name);
+        nw += (size_t)snprintf(words + nw, sizeof words - nw, "%s%s", i == 0 ? "" : i + 1 < N_COMMANDS ? ", " : " or ",
+                               commands[i].name);
+    }
     // no command: the usage line, as an error (one line, like every error)
-    if (argc < 2)
-        die(EXIT_USAGE, "missing the COMMAND: usage: lab examples|exercise|softmax|mistakes|online-softmax|gradcheck "
-            "[options] (see lab --help)");
+    if (argc < 2) die(EXIT_USAGE, "missing the COMMAND: usage: lab %s [options] (see lab --help)", bars);
     if (is_help(argv[1])) {
         usage_main(stdout);
         return 0;
     }
     const char *cmd = argv[1];
-    if (cmd[0] == '-') die(EXIT_USAGE, "unknown option '%s': expected a command (examples, exercise, softmax, mistakes, online-softmax or gradcheck; see lab --help)", cmd);
-    if (strcmp(cmd, "examples") == 0) return cmd_examples(argc, argv);
-    if (strcmp(cmd, "exercise") == 0) return cmd_exercise(argc, argv);
-    if (strcmp(cmd, "softmax") == 0) return cmd_softmax(argc, argv);
-    if (strcmp(cmd, "gradcheck") == 0) return cmd_gradcheck(argc, argv);
-    if (strcmp(cmd, "mistakes") == 0) return cmd_mistakes(argc, argv);
-    if (strcmp(cmd, "online-softmax") == 0) return cmd_online_softmax(argc, argv);
-    die(EXIT_USAGE, "unknown command '%s': expected examples, exercise, softmax, mistakes, online-softmax or gradcheck "
-        "(see lab --help)",
-        cmd);
+    if (cmd[0] == '-') die(EXIT_USAGE, "unknown option '%s': expected a command (%s; see lab --help)", cmd, words);
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc, argv);
+    die(EXIT_USAGE, "unknown command '%s': expected %s (see lab --help)", cmd, words);
 }

@@ -661,6 +661,10 @@ void gpt_phase(GPT *m, int phase) {
     m->phase_current = phase;
 }
 
+// Each layer call of a pass runs in its phase of make bench's breakdown: TIMED switches the
+// phase clock of the model m in scope (gpt_phase, a no-op unless profiling), then makes the call.
+#define TIMED(phase, ...) (gpt_phase(m, PHASE_##phase), __VA_ARGS__)
+
 static double forward(GPT *m, const int *inputs, const int *targets, int B, int T, PassKind pass) {
     if (B > m->B || T > m->T || T > m->dims.block_size)
         die(EXIT_RUNTIME, "internal: batch (%d,%d) exceeds capacity (%d,%d)", B, T, m->B, m->T);
@@ -675,38 +679,35 @@ static double forward(GPT *m, const int *inputs, const int *targets, int B, int 
     m->pass_attn = attention_for_pass(m, pass);
     prepare_pass(m, m->pass_attn, B, T);
 
-    gpt_phase(m, PHASE_OTHER);
-    encoder_forward(m->acts.encoded, inputs, m->p.wte, m->p.wpe, B, T, C);
+    TIMED(OTHER, encoder_forward(m->acts.encoded, inputs, m->p.wte, m->p.wpe, B, T, C));
     const real *residual = m->acts.encoded;
     for (int l = 0; l < L; l++) {
         LayerParams *P = &m->p.layers[l];
         LayerActs *A = &m->acts.layers[l];
-        gpt_phase(m, PHASE_OTHER);
-        layernorm_forward(A->ln1, A->ln1_mean, A->ln1_rstd, residual, P->ln1_w, P->ln1_b, N, C);
-        gpt_phase(m, PHASE_MATMUL_FWD);
-        qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
-        gpt_phase(m, PHASE_ATTENTION);
-        m->pass_attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
-                                   (AttnShape){B, T, C, NH}, &m->attn, m->collect_stats ? &m->attn_stats[l * NH] : NULL);
-        gpt_phase(m, PHASE_MATMUL_FWD);
-        matmul_forward_epi(A->res2, A->atty, P->wo, N, C, C, &(GemmEpilogue){epi_residual, residual});
-        gpt_phase(m, PHASE_OTHER);
-        layernorm_forward(A->ln2, A->ln2_mean, A->ln2_rstd, A->res2, P->ln2_w, P->ln2_b, N, C);
-        gpt_phase(m, PHASE_MATMUL_FWD);
-        // x = ln2 W_fc is not needed after GELU(x): GELU'(x) replaces it, all backward needs
-        matmul_forward_epi(A->fc_dgelu, A->ln2, P->w_fc, N, C, 4 * C, &(GemmEpilogue){epi_gelu, &(GeluOut){A->fch_gelu}});
-        matmul_forward_epi(A->res3, A->fch_gelu, P->w_proj, N, 4 * C, C, &(GemmEpilogue){epi_residual, A->res2});
-        gpt_phase(m, PHASE_OTHER);
+        AttnStats *stats = m->collect_stats ? &m->attn_stats[l * NH] : NULL;
+        // attention branch: res2 = residual + attention(ln1 Wq, ln1 Wk, ln1 Wv) Wo, the residual
+        // added by the product's epilogue
+        TIMED(OTHER, layernorm_forward(A->ln1, A->ln1_mean, A->ln1_rstd, residual, P->ln1_w, P->ln1_b, N, C));
+        TIMED(MATMUL_FWD, qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C));
+        TIMED(ATTENTION, m->pass_attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
+                                               (AttnShape){B, T, C, NH}, &m->attn, stats));
+        TIMED(MATMUL_FWD, matmul_forward_epi(A->res2, A->atty, P->wo, N, C, C, &(GemmEpilogue){epi_residual, residual}));
+        // MLP branch: res3 = res2 + GELU(ln2 W_fc) W_proj; x = ln2 W_fc is not needed after
+        // GELU(x): GELU'(x) replaces it, all backward needs
+        TIMED(OTHER, layernorm_forward(A->ln2, A->ln2_mean, A->ln2_rstd, A->res2, P->ln2_w, P->ln2_b, N, C));
+        TIMED(MATMUL_FWD, matmul_forward_epi(A->fc_dgelu, A->ln2, P->w_fc, N, C, 4 * C,
+                                             &(GemmEpilogue){epi_gelu, &(GeluOut){A->fch_gelu}}));
+        TIMED(MATMUL_FWD, matmul_forward_epi(A->res3, A->fch_gelu, P->w_proj, N, 4 * C, C,
+                                             &(GemmEpilogue){epi_residual, A->res2}));
         residual = A->res3;
     }
-    layernorm_forward(m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd, residual, m->p.lnf_w, m->p.lnf_b, N, C);
+    TIMED(OTHER, layernorm_forward(m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd, residual, m->p.lnf_w, m->p.lnf_b,
+                                   N, C));
     // tied LM head: logits (N,V) = lnf (N,C) @ wte^T, wte being (V,C)
-    gpt_phase(m, PHASE_MATMUL_FWD);
-    gemm_nt(m->acts.logits, m->acts.lnf, m->p.wte, N, V, C, MM_SET);
-    gpt_phase(m, PHASE_OTHER);
-    if (!targets) { gpt_phase(m, PHASE_NONE); return 0.0; }
-    crossentropy_forward(m->acts.logits, m->acts.losses, targets, N, V);
+    TIMED(MATMUL_FWD, gemm_nt(m->acts.logits, m->acts.lnf, m->p.wte, N, V, C, MM_SET));
+    if (targets) TIMED(OTHER, crossentropy_forward(m->acts.logits, m->acts.losses, targets, N, V));
     gpt_phase(m, PHASE_NONE);
+    if (!targets) return 0.0;
     double loss = 0.0;
     for (int i = 0; i < N; i++) loss += m->acts.losses[i];
     return loss / N;
@@ -794,32 +795,33 @@ double gpt_loss(GPT *m, const int *x, const int *y, int B, int T) {
     return use_workers(m, B) ? split_batch(m, x, y, B, T, 0) : gpt_forward(m, x, y, B, T);
 }
 
-void gpt_backward(GPT *m) {
-    int B = m->cur_B, T = m->cur_T;
-    int L = m->dims.n_layer, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
-    int N = B * T;
-    size_t NC = (size_t)N * C;
-    GradActs *G = &m->gacts;
-
-    gpt_phase(m, PHASE_OTHER);
-    // Every matrix's gradient is stored by its one product below, so the gradients need no
-    // clearing first except where contributions are summed: the LayerNorm gains and biases (over
-    // the rows) and wpe (over the batch). wte is stored by the LM head and the encoder adds to it.
+// Zero what the backward adds onto: the gradients summed over rows or the batch (LayerNorm gains
+// and biases, wpe), dlogits (crossentropy_backward) and the residual stream's gradient (every
+// branch adds its own). Every other gradient is stored by its one product, which needs no
+// clearing; wte is stored by the LM head and the encoder adds to it.
+static void clear_summed_grads(GPT *m, int N) {
     for (int i = 0; i < m->n_tensors; i++) {
         const TensorInfo *t = &m->tensors[i];
         if (t->grad_summed) memset(m->grads + t->offset, 0, t->size * sizeof(real));
     }
-    memset(G->logits, 0, (size_t)N * V * sizeof(real));
-    crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V);
+    memset(m->gacts.logits, 0, (size_t)N * m->dims.vocab_size * sizeof(real));
+    memset(m->gacts.residual, 0, (size_t)N * m->dims.n_embd * sizeof(real));
+}
+
+void gpt_backward(GPT *m) {
+    int B = m->cur_B, T = m->cur_T;
+    int L = m->dims.n_layer, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
+    int N = B * T;
+    GradActs *G = &m->gacts;
+
+    TIMED(OTHER, clear_summed_grads(m, N));
+    TIMED(OTHER, crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V));
     // LM head: dlnf = dlogits @ wte ; dwte = dlogits^T @ lnf
-    gpt_phase(m, PHASE_MATMUL_BWD);
-    gemm_nn(G->ln, G->logits, m->p.wte, N, C, V, MM_SET);
-    gemm_tn(m->g.wte, G->logits, m->acts.lnf, V, C, N, MM_SET);
-    gpt_phase(m, PHASE_OTHER);
-    memset(G->residual, 0, NC * sizeof(real));
+    TIMED(MATMUL_BWD, gemm_nn(G->ln, G->logits, m->p.wte, N, C, V, MM_SET));
+    TIMED(MATMUL_BWD, gemm_tn(m->g.wte, G->logits, m->acts.lnf, V, C, N, MM_SET));
     const real *last = L > 0 ? m->acts.layers[L - 1].res3 : m->acts.encoded;
-    layernorm_backward(G->residual, m->g.lnf_w, m->g.lnf_b, G->ln, last, m->p.lnf_w,
-                       m->acts.lnf_mean, m->acts.lnf_rstd, N, C);
+    TIMED(OTHER, layernorm_backward(G->residual, m->g.lnf_w, m->g.lnf_b, G->ln, last, m->p.lnf_w, m->acts.lnf_mean,
+                                    m->acts.lnf_rstd, N, C));
 
     // G->residual holds dL/d(output of layer l); the residual connections pass it through
     // unchanged, and each branch adds its own contribution. The branches' own buffers (G->ln,
@@ -828,29 +830,27 @@ void gpt_backward(GPT *m) {
         LayerParams *P = &m->p.layers[l], *dP = &m->g.layers[l];
         LayerActs *A = &m->acts.layers[l];
         const real *res_in = l == 0 ? m->acts.encoded : m->acts.layers[l - 1].res3;
+        AttnStats *stats = m->collect_stats ? &m->attn_stats[l * NH] : NULL;
+        real *row_gain = m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL;
         // MLP branch: res3 = res2 + gelu(ln2 @ w_fc) @ w_proj
-        gpt_phase(m, PHASE_MATMUL_BWD);
-        matmul_backward_epi(G->fch, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C,
-                            GRAD_STORE, GRAD_STORE, &(GemmEpilogue){epi_times, A->fc_dgelu});
-        matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C, GRAD_STORE, GRAD_STORE);
-        gpt_phase(m, PHASE_OTHER);
-        layernorm_backward(G->residual, dP->ln2_w, dP->ln2_b, G->ln, A->res2, P->ln2_w,
-                           A->ln2_mean, A->ln2_rstd, N, C);
+        TIMED(MATMUL_BWD, matmul_backward_epi(G->fch, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C,
+                                              GRAD_STORE, GRAD_STORE, &(GemmEpilogue){epi_times, A->fc_dgelu}));
+        TIMED(MATMUL_BWD, matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C, GRAD_STORE,
+                                          GRAD_STORE));
+        TIMED(OTHER, layernorm_backward(G->residual, dP->ln2_w, dP->ln2_b, G->ln, A->res2, P->ln2_w, A->ln2_mean,
+                                        A->ln2_rstd, N, C));
         // attention branch: res2 = res_in + attention(ln1 Wq, ln1 Wk, ln1 Wv) @ Wo
-        gpt_phase(m, PHASE_MATMUL_BWD);
-        matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE, GRAD_STORE);
-        gpt_phase(m, PHASE_ATTENTION);
-        m->pass_attn->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty, A->att,
-                                    (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &m->attn,
-                                    m->collect_stats ? &m->attn_stats[l * NH] : NULL,
-                                    m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL, GRAD_STORE);
-        gpt_phase(m, PHASE_MATMUL_BWD);
-        qkv_backward(G->ln, dP->wq, dP->wk, dP->wv, G->q, G->k, G->v, A->ln1, P->wq, P->wk, P->wv, N, C);
-        gpt_phase(m, PHASE_OTHER);
-        layernorm_backward(G->residual, dP->ln1_w, dP->ln1_b, G->ln, res_in, P->ln1_w,
-                           A->ln1_mean, A->ln1_rstd, N, C);
+        TIMED(MATMUL_BWD, matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE,
+                                          GRAD_STORE));
+        TIMED(ATTENTION, m->pass_attn->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty, A->att,
+                                                (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &m->attn,
+                                                stats, row_gain, GRAD_STORE));
+        TIMED(MATMUL_BWD, qkv_backward(G->ln, dP->wq, dP->wk, dP->wv, G->q, G->k, G->v, A->ln1, P->wq, P->wk, P->wv,
+                                       N, C));
+        TIMED(OTHER, layernorm_backward(G->residual, dP->ln1_w, dP->ln1_b, G->ln, res_in, P->ln1_w, A->ln1_mean,
+                                        A->ln1_rstd, N, C));
     }
-    encoder_backward(m->g.wte, m->g.wpe, G->residual, m->inputs, B, T, C);
+    TIMED(OTHER, encoder_backward(m->g.wte, m->g.wpe, G->residual, m->inputs, B, T, C));
     gpt_phase(m, PHASE_NONE);
 }
 

@@ -111,6 +111,7 @@ int main(int argc, char **argv) {
                 if (i + 1 >= argc) die(EXIT_USAGE, "%s needs a value", name);
                 v = argv[++i];
             }
+            option_once(canon, v);  // --top_k and --top-k are one option
             if (!strcmp(canon, "--prompt")) prompt = v;
             else if (!strcmp(canon, "--tokens")) { tokens = (int)flag_integer(name, v, 0, 10000000); tokens_given = 1; }
             else if (!strcmp(canon, "--temperature")) temperature = flag_number(name, v, 0, 100);

@@ -152,7 +152,9 @@ static void print_usage(FILE *f) {
             "\n"
             "outputs (in train.out_dir, default out/<name>): metrics.csv, attention.csv, checkpoint.bin,\n"
             "summary.json; the last line printed is\n"
-            "'final: step=N train_loss=X val_loss=Y gen_loss=G tokens_per_s=Z' (gen_loss: the honest loss).\n"
+            "'final: step=N train_loss=X val_loss=Y gen_loss=G (teacher-forced on the same W windows: F)\n"
+            "tokens_per_s=Z' (val_loss: the whole validation split; gen_loss: the honest loss on W windows\n"
+            "of it, to be compared with F, the teacher-forced loss on those same windows).\n"
             "exit codes: 0 ok, 1 runtime error (I/O, data, checkpoint, divergence), 2 usage or config error\n"
             "(also: out_dir holds another run or is in use), 128 + the signal after a stop by SIGINT (130),\n"
             "SIGTERM (143), SIGHUP (129) or SIGPIPE (141), having saved what was consistent.\n"
@@ -195,11 +197,12 @@ static void parse_args(int argc, char **argv, Args *a) {
             a->comparison = v ? parse_compare(v) : &COMPARE_SCALING;
             continue;
         }
-        if ((v = option_value(argc, argv, &i, "--resume"))) { a->resume_path = v; continue; }
-        if ((v = option_value(argc, argv, &i, "--init-from"))) { a->init_path = v; continue; }
-        if ((v = option_value(argc, argv, &i, "--vocab-from"))) { a->vocab_text = v; continue; }
-        if ((v = option_value(argc, argv, &i, "--dump-state"))) { a->dump_path = v; continue; }
+        if ((v = option_value(argc, argv, &i, "--resume"))) { option_once("--resume", v); a->resume_path = v; continue; }
+        if ((v = option_value(argc, argv, &i, "--init-from"))) { option_once("--init-from", v); a->init_path = v; continue; }
+        if ((v = option_value(argc, argv, &i, "--vocab-from"))) { option_once("--vocab-from", v); a->vocab_text = v; continue; }
+        if ((v = option_value(argc, argv, &i, "--dump-state"))) { option_once("--dump-state", v); a->dump_path = v; continue; }
         if ((v = option_value(argc, argv, &i, "--bench"))) {
+            option_once("--bench", v);
             char *end;
             long n = strtol(v, &end, 10);
             if (*end || n < 1 || n > 1000000) die(EXIT_USAGE, "--bench expects a step count from 1 to 1000000, got '%s'", v);
@@ -207,7 +210,13 @@ static void parse_args(int argc, char **argv, Args *a) {
             continue;
         }
         // a config key, in a section (--train.lr=...) or at the top level (--name=...)
-        if (strncmp(arg, "--", 2) == 0 && strchr(arg, '=')) { a->overrides[a->n_overrides++] = arg + 2; continue; }
+        if (strncmp(arg, "--", 2) == 0 && strchr(arg, '=')) {
+            char key[160];
+            snprintf(key, sizeof key, "%.*s", (int)(strchr(arg, '=') - arg), arg);
+            option_once(key, strchr(arg, '=') + 1);
+            a->overrides[a->n_overrides++] = arg + 2;
+            continue;
+        }
         if (strncmp(arg, "--", 2) == 0 && strchr(arg, '.'))
             die(EXIT_USAGE, "override '%s' has no value: write %s=VALUE", arg, arg);
         if (arg[0] == '-') die(EXIT_USAGE, "unknown option '%s' (see --help)", arg);
@@ -217,6 +226,14 @@ static void parse_args(int argc, char **argv, Args *a) {
     if (a->resume_path && a->config_path) die(EXIT_USAGE, "give either a config file or --resume, not both");
     if (a->resume_path && a->comparison)
         die(EXIT_USAGE, "--resume cannot be combined with a comparison (each variant resumes on its own)");
+    // one mode at a time: a debug dump and a benchmark are of one model, and neither trains
+    if (a->dump_path && a->comparison)
+        die(EXIT_USAGE, "--dump-state writes one model's forward/backward: it cannot be combined with a comparison (%s)",
+            a->comparison == &COMPARE_SCALING ? "--compare-scaling" : "--compare");
+    if (a->bench_steps && a->comparison)
+        die(EXIT_USAGE, "--bench times one model: it cannot be combined with a comparison (%s)",
+            a->comparison == &COMPARE_SCALING ? "--compare-scaling" : "--compare");
+    if (a->bench_steps && a->dump_path) die(EXIT_USAGE, "give one of --bench and --dump-state");
     if (a->init_path && (a->resume_path || a->bench_steps))
         die(EXIT_USAGE, "--init-from starts a new run: it cannot be combined with %s", a->resume_path ? "--resume" : "--bench");
     if (a->vocab_text && !a->init_path) die(EXIT_USAGE, "--vocab-from goes with --init-from (a safetensors file without a vocabulary)");
@@ -284,6 +301,7 @@ static void take_model_from(Config *cfg, const Args *a, const Checkpoint *init) 
     memcpy(cfg->attn_scale_str, from.attn_scale_str, sizeof cfg->attn_scale_str);
     memcpy(cfg->attn_mask, from.attn_mask, sizeof cfg->attn_mask);
     memcpy(cfg->softmax_axis, from.softmax_axis, sizeof cfg->softmax_axis);
+    cfg->attn_window = from.attn_window;
     for (int i = 0; i < a->n_overrides; i++)
         if (strncmp(a->overrides[i], "model.", 6) == 0 && !config_apply_override(cfg, a->overrides[i], err, sizeof err))
             die(EXIT_USAGE, "%s", err);
@@ -295,14 +313,24 @@ static void take_model_from(Config *cfg, const Args *a, const Checkpoint *init) 
 }
 
 // Every variant's overrides apply to the configuration (a usage error before anything is read).
+// Two values that parse to the same configuration (model.attn_scale=1,01; train.lr=0.01,1e-2)
+// would train one model twice: refused, the values compared as parsed. (Different settings that
+// happen to compute alike, "sqrt" and "none" with head_dim 1, stay allowed: a test relies on it.)
 static void check_variants(const Config *cfg, const Comparison *cmp) {
     char err[ERRLEN];
+    char *json[MAX_VARIANTS] = {NULL};
     for (int i = 0; cmp && i < cmp->n; i++) {
         Config c = *cfg;
         for (int k = 0; k < MAX_VARIANT_OVERRIDES && cmp->v[i].overrides[k]; k++)
             if (!config_apply_override(&c, cmp->v[i].overrides[k], err, sizeof err)) die(EXIT_USAGE, "%s", err);
         if (!config_finalize(&c, err, sizeof err)) die(EXIT_USAGE, "variant '%s': %s", cmp->v[i].name, err);
+        json[i] = config_to_json(&c);
+        for (int j = 0; j < i; j++)
+            if (strcmp(json[i], json[j]) == 0)
+                die(EXIT_USAGE, "--compare: '%s' and '%s' are the same value of %s: each variant needs a value of its own",
+                    cmp->values[j], cmp->values[i], cmp->key);
     }
+    for (int i = 0; cmp && i < cmp->n; i++) free(json[i]);
 }
 
 static void set_threads(const Config *cfg) {
@@ -656,6 +684,16 @@ static int claim_out_dirs_root(Session *s, char *err, size_t errlen) {
     int n_dirs = 0;
     dirs[n_dirs++] = cfg->out_dir;
     for (int i = 0; s->cmp_set && i < s->n_runs; i++) dirs[n_dirs++] = s->runs[i].dir;
+    for (int d = 1; d < n_dirs; d++) {
+        // a variant's directory is a directory of the comparison's own: never followed elsewhere
+        struct stat st;
+        if (lstat(dirs[d], &st) == 0 && !S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "'%.900s' is %s, not a directory: a variant writes into a directory of its own inside"
+                     " '%.900s'; remove it or choose another train.out_dir", dirs[d],
+                     S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory", cfg->out_dir);
+            return EXIT_USAGE;
+        }
+    }
     for (int d = 0; d < n_dirs; d++) {
         struct stat st;
         int exists = stat(dirs[d], &st) == 0;
@@ -683,6 +721,8 @@ static int claim_out_dirs_root(Session *s, char *err, size_t errlen) {
             if (!existed && !outdir_lock(dirs[d], err, errlen)) return EXIT_USAGE;
         }
         if (overwrite && !own && !outdir_clear_run(dirs[d], err, errlen)) return EXIT_USAGE;
+        // a run file that is a symbolic link, a FIFO or a device is never written through
+        if (!outdir_check_run_files(dirs[d], err, errlen)) return EXIT_RUNTIME;
         // with the directory locked, every temporary file in it is a killed writer's
         outdir_remove_stale_temps(dirs[d]);
     }
@@ -846,7 +886,7 @@ static int step_runs(Session *s, long step) {
     for (int i = 0; i < s->n_runs; i++) {
         Run *r = &s->runs[i];
         r->st.elapsed_s = r->elapsed_before + segment;  // as best.bin records it
-        if (run_advance(r, s->ds, &s->b, s->vocab, step, probe, eval)) {
+        if (run_advance(r, s->ds, &s->b, s->vocab, step, probe, eval) == RUN_DIVERGED) {
             char why[128];
             snprintf(why, sizeof why, "%d consecutive steps with a non-finite loss or gradient", r->bad_streak);
             stop_diverged(s, r, why);
@@ -885,7 +925,9 @@ static void report_step(Session *s, long done, int evaluated) {
             const Run *r = &s->runs[i];
             printf("step %5ld: %s%strain loss %.4f, val loss %.4f", done, r->variant ? r->variant : "",
                    r->variant ? " " : "", r->eval_train, r->eval_val);
-            if (isfinite(r->eval_gen)) printf(", gen loss %.4f", r->eval_gen);  // the honest loss
+            if (isfinite(r->eval_gen))  // the honest loss, beside the teacher-forced one on the same windows
+                printf(", gen loss %.4f (teacher-forced on the same %d window%s: %.4f)", r->eval_gen,
+                       r->eval_gen_windows, r->eval_gen_windows == 1 ? "" : "s", r->eval_gen_tf);
             printf("\n");
         }
 }

@@ -118,6 +118,22 @@ const char *option_value(int argc, char **argv, int *i, const char *name) {
     return NULL;
 }
 
+void option_once(const char *name, const char *value) {
+    enum { MAX_SEEN = 256, NAME_CHARS = 160 };
+    static char names[MAX_SEEN][NAME_CHARS];
+    static const char *values[MAX_SEEN];
+    static int n = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(names[i], name) != 0) continue;
+        if (value && values[i])
+            die(EXIT_USAGE, "%s is given twice ('%s' and '%s'): give each option once", name, values[i], value);
+        die(EXIT_USAGE, "%s is given twice: give each option once", name);
+    }
+    if (n == MAX_SEEN || strlen(name) >= NAME_CHARS) return;  // (longer names are refused by their parser)
+    snprintf(names[n], NAME_CHARS, "%s", name);
+    values[n++] = value;
+}
+
 const char *command_line_text(char *buf, size_t n, const char *program, int argc, char *const *argv) {
     size_t k = (size_t)snprintf(buf, n, "%s", program);
     for (int i = 1; i < argc && k < n; i++) {

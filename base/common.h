@@ -65,6 +65,11 @@ int thread_max(void);
 // Value of "--name=VALUE" or "--name VALUE" when argv[*i] is that option (advancing *i for the
 // second form), else NULL; exits with a usage error when the value is missing.
 const char *option_value(int argc, char **argv, int *i, const char *name);
+// An option given twice is refused, the one rule of every program (./train, ./sample, ./lab):
+// call option_once with each option's canonical name ("--top-k" for --top_k too; "--train.lr"
+// for an override) and its value (NULL for a switch) as it is parsed; a name already seen exits
+// 2 with "--prompt is given twice ('a' and 'b'): give each option once".
+void option_once(const char *name, const char *value);
 // The command line as a page shows it: program, then argv[1..argc), each quoted ('...') where a
 // shell would need it. Returns buf.
 const char *command_line_text(char *buf, size_t n, const char *program, int argc, char *const *argv);

@@ -143,7 +143,9 @@ static const KeySpec KEYS[] = {
      .help = "batches of each split (train and val) averaged per evaluation"},
     {.key = "log.gen_windows", .type = T_INT, FIELD(gen_windows), .def = 8, .min = 0, .max = 4096,
      .help = "gen_loss, the honest loss (each character predicted from the ones before it only, as generation sees "
-             "them), over the first N block_size windows of the validation split at every evaluation and at the end; 0 = off"},
+             "them), over the first N block_size windows of the validation split (all (n_val - 1) / block_size of them "
+             "when it holds fewer) at every evaluation and at the end, printed beside the teacher-forced loss on the "
+             "same windows; 0 = off"},
     {.key = "log.attn_interval", .type = T_INT, FIELD(attn_interval), .def = 50, .min = 0, .max = STEPS_MAX,
      .help = "attention statistics every N steps (and at step 0); 0 = off"},
 

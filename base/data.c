@@ -442,3 +442,15 @@ void dataset_free(Dataset *ds) {
     ds->n_tokens = 0;
     ds->n_train = 0;
 }
+
+void sample_batch(const Dataset *ds, int split_val, Rng *rng, int B, int T, int *x, int *y) {
+    size_t lo = split_val ? ds->n_train : 0, hi = split_val ? ds->n_tokens : ds->n_train;
+    size_t span = hi - lo - (size_t)T;  // valid starts: [lo, hi - T - 1]
+    for (int b = 0; b < B; b++) {
+        size_t start = lo + (size_t)rng_below(rng, span);
+        for (int t = 0; t < T; t++) {
+            x[b * T + t] = ds->tokens[start + t];
+            y[b * T + t] = ds->tokens[start + t + 1];
+        }
+    }
+}

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/rng.h"
+
 typedef struct {
     int vocab_size;
     uint32_t *chars;   // (vocab_size,) sorted Unicode code points; token id = index
@@ -43,5 +45,8 @@ int dataset_load(Dataset *ds, const char *path, double val_fraction, int min_len
 int dataset_load_with_vocab(Dataset *ds, const char *path, double val_fraction, int min_len,
                             const Vocab *vocab, char *err, size_t errlen);
 void dataset_free(Dataset *ds);
+// B random windows of T+1 tokens from one split (split_val: the validation split, else the
+// training split), starts drawn from rng: inputs x and next-token targets y, (B,T) each.
+void sample_batch(const Dataset *ds, int split_val, Rng *rng, int B, int T, int *x, int *y);
 
 #endif

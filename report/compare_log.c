@@ -154,6 +154,18 @@ const char *compare_variant_name(const CompareLog *log, int i) {
     return log && i >= 0 && i < log->n ? log->v[i].name : NULL;
 }
 
+const char *compare_key_value(char *buf, size_t n, const CompareLog *log, const char *key, const char *shared) {
+    if (!log || !log->key || strcmp(log->key, key) != 0) {
+        snprintf(buf, n, "%s", shared);
+        return buf;
+    }
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < log->n && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? " / " : "", log->v[i].value);
+    return buf;
+}
+
 const char *compare_svg_name(const CompareLog *log) {
     return log && log->kind == KIND_SCALE ? "scaling.svg" : "compare.svg";
 }

@@ -104,6 +104,10 @@ int variant_is_correct(const CompareLog *log, const Config *cfg, int i);
 int is_textbook_scale(const CompareLog *log);
 // qsort's order of longs, ascending.
 int cmp_long(const void *a, const void *b);
+// The configuration key `key` ("train.lr") as the variants ran it, into buf: when it is the key
+// compared, each variant's value joined by " / " (the variants' order, as the side-by-side cells);
+// else `shared`, the configuration's value as the caller formatted it. Returns buf.
+const char *compare_key_value(char *buf, size_t n, const CompareLog *log, const char *key, const char *shared);
 
 // ---------------------------------------------------------------------------------------------
 // the files compare_log_finish writes in log->out_dir, each 1 on success or 0 with a one-line

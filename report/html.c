@@ -304,6 +304,10 @@ static const char *const PAGE_CSS[] = {
 
 // Progressive enhancement: without the script every step is visible in order and the controls
 // stay hidden. The script shows one step, wires the buttons, the arrow keys and #step=N[&alt=1].
+// Play advances a step every PLAY_EVERY_MS and starts over after the last; Previous, Next, the
+// arrow keys and the sequence links pause it. A page opened without #step=N starts playing
+// unless the reader asked for reduced motion (prefers-reduced-motion: reduce); while it plays the
+// status line is not read out at every step (aria-live off).
 static const char *const PAGE_JS[] = {
     "(function(){\n",
     "'use strict';\n",
@@ -314,6 +318,7 @@ static const char *const PAGE_JS[] = {
     "var n=steps.length;if(!n)return;\n",
     "var prev=document.getElementById('prev'),next=document.getElementById('next');\n",
     "var sw=document.getElementById('alt'),status=document.getElementById('status');\n",
+    "var play=document.getElementById('play'),timer=null,every=parseInt(play.getAttribute('data-every'),10);\n",
     "var cur=1,alt=false;\n",
     "document.documentElement.className='js';\n",
     "document.getElementById('controls').hidden=false;\n",
@@ -341,19 +346,29 @@ static const char *const PAGE_JS[] = {
     "function wide(){[].forEach.call(document.querySelectorAll('figure.mat'),function(m){"
     "var d=m.querySelector('.scroll');m.classList.toggle('wide',!!d&&d.scrollWidth>d.clientWidth+1);});}\n",
     "window.addEventListener('resize',wide);\n",
-    "prev.addEventListener('click',function(){show(cur-1,alt);});\n",
-    "next.addEventListener('click',function(){show(cur+1,alt);});\n",
+    "function playing(on){\n",
+    " if(on===(timer!==null))return;\n",
+    " if(on)timer=setInterval(function(){show(cur<n?cur+1:1,alt);},every);else{clearInterval(timer);timer=null;}\n",
+    " play.setAttribute('aria-pressed',on?'true':'false');\n",
+    " play.textContent=on?'\\u275a\\u275a Pause':'\\u25b6 Play';\n",
+    " status.setAttribute('aria-live',on?'off':'polite');\n",
+    "}\n",
+    "play.addEventListener('click',function(){playing(timer===null);});\n",
+    "prev.addEventListener('click',function(){playing(false);show(cur-1,alt);});\n",
+    "next.addEventListener('click',function(){playing(false);show(cur+1,alt);});\n",
     "if(sw)sw.addEventListener('click',function(){show(cur,!alt);});\n",
-    "links.forEach(function(l){l.addEventListener('click',function(e){e.preventDefault();"
+    "links.forEach(function(l){l.addEventListener('click',function(e){e.preventDefault();playing(false);"
     "show(parseInt(l.getAttribute('data-first'),10),alt);window.scrollTo(0,0);});});\n",
     "document.addEventListener('keydown',function(e){\n",
     " if(e.altKey||e.ctrlKey||e.metaKey||e.shiftKey)return;\n",
     " var t=e.target&&e.target.tagName;if(t==='INPUT'||t==='TEXTAREA'||t==='SELECT')return;\n",
-    " if(e.key==='ArrowRight'){show(cur+1,alt);e.preventDefault();}\n",
-    " else if(e.key==='ArrowLeft'){show(cur-1,alt);e.preventDefault();}\n",
+    " if(e.key==='ArrowRight'){playing(false);show(cur+1,alt);e.preventDefault();}\n",
+    " else if(e.key==='ArrowLeft'){playing(false);show(cur-1,alt);e.preventDefault();}\n",
     "});\n",
-    "window.addEventListener('hashchange',function(){var p=parse();show(p.step,p.alt);window.scrollTo(0,0);});\n",
-    "var p0=parse();show(p0.step,p0.alt);window.scrollTo(0,0);\n",
+    "window.addEventListener('hashchange',function(){var p=parse();playing(false);show(p.step,p.alt);window.scrollTo(0,0);});\n",
+    "var deep=/step[=-]\\d/.test(location.hash),p0=parse();show(p0.step,p0.alt);window.scrollTo(0,0);\n",
+    "var calm=window.matchMedia&&window.matchMedia('(prefers-reduced-motion: reduce)').matches;\n",
+    "if(!deep&&!calm&&n>1)playing(true);\n",
     "})();\n",
     NULL,
 };
@@ -570,9 +585,10 @@ int html_page_fwrite(const HtmlPage *p, FILE *f) {
     int has_alt = 0;
     for (int i = 0; i < p->n_steps; i++) has_alt |= count_where(p->steps[i], HTML_ALT) > 0;
     // the controls: hidden until the script runs (they do nothing without it)
-    fputs("<nav class=\"controls\" id=\"controls\" aria-label=\"Steps\" hidden>\n"
-          "<button type=\"button\" id=\"prev\">&larr; Previous</button>\n"
-          "<button type=\"button\" id=\"next\">Next &rarr;</button>\n", f);
+    fprintf(f, "<nav class=\"controls\" id=\"controls\" aria-label=\"Steps\" hidden>\n"
+               "<button type=\"button\" id=\"play\" aria-pressed=\"false\" data-every=\"%d\">&#9654; Play</button>\n"
+               "<button type=\"button\" id=\"prev\">&larr; Previous</button>\n"
+               "<button type=\"button\" id=\"next\">Next &rarr;</button>\n", HTML_PLAY_EVERY_MS);
     fprintf(f, "<span class=\"status\" id=\"status\" aria-live=\"polite\">Step 1 of %d</span>\n", p->n_steps);
     if (has_alt) {
         fputs("<button type=\"button\" id=\"alt\" aria-pressed=\"false\" hidden>", f);
@@ -632,9 +648,11 @@ int html_page_fwrite(const HtmlPage *p, FILE *f) {
         fputs("</p>\n", f);
     }
     fputs("<p>Every number on this page is the program's own, printed with the same digits as in the terminal. "
-          "The page needs no network and no other file. With JavaScript on, Previous / Next or the arrow keys "
-          "&larr; &rarr; move between steps and <code>#step=N</code> at the end of the address opens step N; "
-          "without it every step is shown in order.</p>\n</footer>\n", f);
+          "The page needs no network and no other file. With JavaScript on, Play shows the steps one after "
+          "another, a step every few seconds, and starts over after the last (it starts by itself unless your "
+          "system asks for reduced motion); Previous / Next or the arrow keys &larr; &rarr; pause it and move "
+          "between steps, and <code>#step=N</code> at the end of the address opens step N, paused. Without "
+          "JavaScript every step is shown in order.</p>\n</footer>\n", f);
     html_write_tail(f, 1);
     return !ferror(f);
 }

@@ -47,7 +47,8 @@ static const char REPORT_CSS[] =
     ".heads{display:flex;gap:5px}\n"
     ".heads>figure{flex:1 1 0;min-width:0;margin:0}\n"
     ".heads figcaption{font-size:.72rem;color:#555;text-align:center;line-height:1.2}\n"
-    "svg.hm{display:block;width:100%;height:auto;border:1px solid #888;shape-rendering:crispEdges}\n"
+    "svg.hm{display:block;width:100%;height:auto;shape-rendering:crispEdges}\n"
+    "svg.hm text{fill:#333;font-family:ui-monospace,\"DejaVu Sans Mono\",Menlo,Consolas,monospace}\n"
     ".narrow{display:none}\n"
     "@media (max-width:600px){figure.chart{overflow-x:auto}svg.chart{min-width:640px}.narrow{display:block}}\n"
     "@media (max-width:600px){.mapgrid{gap:4px 8px}.mapgrid.n1{grid-template-columns:minmax(0,1fr)}"
@@ -115,9 +116,10 @@ static void level_colour(char *buf, size_t n, int level) {
     snprintf(buf, n, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
 }
 
-// The colour bar of the maps: every level in its colour, ticks at 0, 0.25, ..., 1; and the
-// swatch of the masked cells when a variant is causal.
-static void html_colour_bar(Out *o, int any_causal) {
+// The colour bar of the maps: every level in its colour, ticks at 0, 0.25, ..., 1; the swatch of
+// the masked cells when a variant is causal, and the red staircase when a variant's mask lets the
+// future through (the maps draw it only then).
+static void html_colour_bar(Out *o, int any_causal, int any_open) {
     char c[16];
     out(o, "<div class=\"bar\"><span>weight P[t][u]:</span><svg width=\"272\" height=\"30\" viewBox=\"0 0 272 30\" "
            "font-family=\"sans-serif\" role=\"img\" aria-label=\"colour scale from 0 to 1\">");
@@ -136,24 +138,48 @@ static void html_colour_bar(Out *o, int any_causal) {
         out(o, "<span><svg width=\"14\" height=\"14\" viewBox=\"0 0 14 14\" aria-hidden=\"true\" style=\"display:inline;"
                "vertical-align:-2px\"><rect width=\"14\" height=\"14\" fill=\"#d9d9d9\" stroke=\"#888\"/></svg> masked "
                "(a future key, weight exactly 0)</span>");
-    out(o, "<span><svg width=\"14\" height=\"14\" viewBox=\"0 0 14 14\" aria-hidden=\"true\" style=\"display:inline;"
-           "vertical-align:-2px\"><path d=\"M1 1H13V13\" fill=\"none\" stroke=\"#d00000\" stroke-width=\"2\"/></svg> "
-           "the diagonal, where a mask lets the future through</span></div>\n");
+    if (any_open)
+        out(o, "<span><svg width=\"14\" height=\"14\" viewBox=\"0 0 14 14\" aria-hidden=\"true\" style=\"display:inline;"
+               "vertical-align:-2px\"><path d=\"M1 1H13V13\" fill=\"none\" stroke=\"#d00000\" stroke-width=\"2\"/></svg> "
+               "the diagonal, where a mask lets the future through</span>");
+    out(o, "</div>\n");
+}
+
+// Every how many positions a map of Tm positions, one of NH side by side, labels its rows and
+// columns with their characters: at most 24 / NH labels a side (4 to 12), so that each is drawn
+// large enough to read however narrow the map.
+static int label_every(int Tm, int NH) {
+    int n = NH > 0 ? 24 / NH : 12;
+    n = n < 4 ? 4 : n > 12 ? 12 : n;
+    return Tm <= n ? 1 : (Tm + n - 1) / n;
 }
 
 // One head's (Tm,Tm) weights as a heatmap: cell (t, u) at x = u, y = t in a Tm x Tm view box, one
-// path per colour level of horizontal runs of cells.
-static void html_heatmap(Out *o, const float *P, int Tm, int causal, const char *label) {
+// path per colour level of horizontal runs of cells; every `every`-th row and column
+// labelled with its character (chars: Tm visible characters, UTF-8) left of and above the cells,
+// as `./sample --attention-map` labels its maps.
+static void html_heatmap(Out *o, const float *P, int Tm, int every, int causal, const char *label, char chars[][8]) {
     unsigned char *lv = xmalloc((size_t)Tm * Tm, "heatmap");
     int used[MAP_LEVELS + 1] = {0};
     for (int i = 0; i < Tm * Tm; i++) used[lv[i] = (unsigned char)map_level(P[i])] = 1;
     char c[16];
     level_colour(c, sizeof c, 0);
-    out(o, "<svg class=\"hm\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", Tm, Tm);
+    double fs = 0.85 * every, margin = fs * 1.1 + 0.3;  // the labels' size and room, in cells
+    out(o, "<svg class=\"hm\" viewBox=\"%.2f %.2f %.2f %.2f\" role=\"img\" aria-label=\"", -margin, -margin, Tm + margin + 0.1,
+        Tm + margin + 0.1);
     html_escape(o->f, label);
     out(o, "\"><title>");
     html_escape(o->f, label);
-    out(o, "</title><rect width=\"%d\" height=\"%d\" fill=\"%s\"/>", Tm, Tm, c);
+    out(o, "</title>");
+    out(o, "<g font-size=\"%.2f\">", fs);
+    for (int t = 0; t < Tm; t += every) {
+        out(o, "<text x=\"-0.25\" y=\"%.2f\" text-anchor=\"end\">", t + 0.5 + 0.35 * fs);
+        html_escape(o->f, chars[t]);
+        out(o, "</text><text x=\"%.2f\" y=\"-0.3\" text-anchor=\"middle\">", t + 0.5);
+        html_escape(o->f, chars[t]);
+        out(o, "</text>");
+    }
+    out(o, "</g><rect width=\"%d\" height=\"%d\" fill=\"%s\"/>", Tm, Tm, c);
     if (causal && Tm > 1) {  // the masked cells u > t: the triangle right of the staircase
         out(o, "<path fill=\"#d9d9d9\" d=\"M1 0H%dV%d", Tm, Tm - 1);
         for (int x = Tm - 1; x >= 1; x--) out(o, "H%dV%d", x, x - 1);
@@ -179,7 +205,8 @@ static void html_heatmap(Out *o, const float *P, int Tm, int causal, const char 
         for (int t = 0; t < Tm; t++) out(o, "V%dH%d", t + 1, t + 2 <= Tm ? t + 2 : Tm);
         out(o, "\"/>");
     }
-    out(o, "</svg>");
+    out(o, "<rect width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\" stroke-width=\"1\" "
+           "vector-effect=\"non-scaling-stroke\"/></svg>", Tm, Tm);
     free(lv);
 }
 
@@ -226,8 +253,12 @@ static void html_maps(Out *o, const CompareLog *log, const Config *cfg) {
     out(o, ": one row per variant, the same weights as the probe's statistics. In each map row t is query t (top "
            "to bottom) and column u is key u (left to right)");
     if (Tm < T) out(o, ", for the first %d of the sequence's %d positions", Tm, T);
-    out(o, "; the colour of a cell is its weight, on the colour scale of <code>./sample --attention-map</code> in %d "
-           "steps (a weight below 1/%d is drawn as 0). A peaked row is one dark cell in a pale row.</p>\n",
+    int every = label_every(Tm, NH);
+    if (every == 1) out(o, "; every row and column is labelled with its character (left and top)");
+    else out(o, "; every %d%s row and column, from the first, is labelled with its character (left and top)", every,
+             every == 2 ? "nd" : every == 3 ? "rd" : "th");
+    out(o, ". The colour of a cell is its weight, on the colour scale of <code>./sample --attention-map</code> with %d "
+           "colour levels (a weight below 1/%d is drawn as 0). A peaked row is one dark cell in a pale row.</p>\n",
         MAP_LEVELS, 2 * MAP_LEVELS);
     out(o, "<p>The sequence%s (␣ is a space, ↵ a newline):</p>\n<p class=\"probe\">",
         Tm < T ? ", its first positions" : "");
@@ -237,9 +268,15 @@ static void html_maps(Out *o, const CompareLog *log, const Config *cfg) {
         html_escape(o->f, ch);
     }
     out(o, "</p>\n");
-    int any_causal = 0;
-    for (int v = 0; v < log->n; v++) any_causal |= strcmp(variant_mask(log, cfg, v), "causal") == 0;
-    html_colour_bar(o, any_causal);
+    int any_causal = 0, any_open = 0;
+    for (int v = 0; v < log->n; v++) {
+        int causal = strcmp(variant_mask(log, cfg, v), "causal") == 0;
+        any_causal |= causal;
+        any_open |= !causal;
+    }
+    html_colour_bar(o, any_causal, any_open);
+    char(*chars)[8] = xcalloc((size_t)Tm, sizeof *chars, "map labels");
+    for (int t = 0; t < Tm; t++) utf8_encode(attention_visible_char(log->map_text[t]), chars[t]);
     size_t head = (size_t)Tm * Tm;
     for (int l = 0; l < L; l++) {
         out(o, "<figure class=\"layer\"><figcaption>Layer %d</figcaption>\n<div class=\"mapgrid n%d\">"
@@ -260,7 +297,7 @@ static void html_maps(Out *o, const CompareLog *log, const Config *cfg) {
                     out(o, "\" data-step=\"%ld\" data-layer=\"%d\" data-head=\"%d\">", steps[j], l, h);
                     char label[256];
                     snprintf(label, sizeof label, "%s, step %ld, layer %d, head %d", log->v[v].name, steps[j], l, h);
-                    if (P) html_heatmap(o, P + ((size_t)l * NH + h) * head, Tm, causal, label);
+                    if (P) html_heatmap(o, P + ((size_t)l * NH + h) * head, Tm, every, causal, label, chars);
                     else out(o, "<p>not kept</p>");
                     out(o, "<figcaption>head %d</figcaption></figure>", h);
                 }
@@ -270,6 +307,16 @@ static void html_maps(Out *o, const CompareLog *log, const Config *cfg) {
         }
         out(o, "</div></figure>\n");
     }
+    free(chars);
+}
+
+// A line of Markdown as plain text, in place: the `code`, **bold** and *italics* markers dropped
+// (the page's <title> and heading are text, not Markdown).
+static void md_plain(char *s) {
+    char *w = s;
+    for (const char *r = s; *r; r++)
+        if (*r != '`' && *r != '*') *w++ = *r;
+    *w = 0;
 }
 
 // The lines of md from p up to (not including) the next line outside a code fence that starts
@@ -304,6 +351,7 @@ int compare_write_html(const CompareLog *log, const Config *cfg, const char *md,
         snprintf(title, sizeof title, "%.*s", (int)(n < sizeof title ? n : sizeof title - 1), md + 2);
         body = nl ? nl + 1 : md + strlen(md);
     }
+    md_plain(title);
     html_write_head_css(o.f, title, log->command ? log->command : "./train", REPORT_CSS);
     out(&o, "<main>\n");
     // report.md section by section; the panels and the maps go before the reading

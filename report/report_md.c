@@ -239,12 +239,16 @@ static void md_intro(Out *o, const CompareLog *log, const Config *cfg, int head_
     out(o, "%s\n\n", first ? "" : ".");
 }
 
-static void md_config(Out *o, const Config *cfg, int head_dim) {
+// The table of the configuration; a compared key in it (train.lr) shows each variant's value.
+static void md_config(Out *o, const CompareLog *log, const Config *cfg, int head_dim) {
+    char lr_shared[32], lr[160];
+    snprintf(lr_shared, sizeof lr_shared, "%g", cfg->lr);
+    compare_key_value(lr, sizeof lr, log, "train.lr", lr_shared);
     out(o, "## Configuration\n\n");
     out(o, "| n_layer | n_head | n_embd | head_dim | block_size | batch_size | max_steps | init | lr | seed |\n");
     out(o, "|---:|---:|---:|---:|---:|---:|---:|:---|---:|---:|\n");
-    out(o, "| %d | %d | %d | %d | %d | %d | %d | %s | %g | %d |\n\n", cfg->n_layer, cfg->n_head, cfg->n_embd,
-        head_dim, cfg->block_size, cfg->batch_size, cfg->max_steps, cfg->init, cfg->lr, cfg->seed);
+    out(o, "| %d | %d | %d | %d | %d | %d | %d | %s | %s | %d |\n\n", cfg->n_layer, cfg->n_head, cfg->n_embd,
+        head_dim, cfg->block_size, cfg->batch_size, cfg->max_steps, cfg->init, lr, cfg->seed);
     out(o, "Data: `%s`. Attention probed every %d steps, validation every %d steps.\n\n", cfg->data_path,
         cfg->attn_interval, cfg->eval_interval);
 }
@@ -321,7 +325,7 @@ static void md_document(Out *o, const CompareLog *log, const Config *cfg) {
     size_t np = 0;
     long *ps = common_probe_steps(log, &np);
     md_intro(o, log, cfg, head_dim);
-    md_config(o, cfg, head_dim);
+    md_config(o, log, cfg, head_dim);
     md_table(o, log, ps, np, end);
     out(o, "## What the numbers show\n\n");
     if (log->kind == KIND_SCALE) read_scale(o, log, cfg, ps, np, end, head_dim);

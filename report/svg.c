@@ -444,9 +444,12 @@ static void svg_heading(Out *o, const CompareLog *log, const Config *cfg, double
         SVG_W / 2);
     xml_text(o, buf);
     out(o, "</text>\n");
+    char lr_shared[32], lr[160];  // a compared train.lr: each variant's
+    snprintf(lr_shared, sizeof lr_shared, "%g", cfg->lr);
+    compare_key_value(lr, sizeof lr, log, "train.lr", lr_shared);
     snprintf(buf, sizeof buf, "%d layers · %d heads · n_embd %d (d_k = %d) · block %d · batch %d · %d steps · "
-                              "init %s · lr %g · seed %d", cfg->n_layer, cfg->n_head, cfg->n_embd, head_dim,
-             cfg->block_size, cfg->batch_size, cfg->max_steps, cfg->init, cfg->lr, cfg->seed);
+                              "init %s · lr %s · seed %d", cfg->n_layer, cfg->n_head, cfg->n_embd, head_dim,
+             cfg->block_size, cfg->batch_size, cfg->max_steps, cfg->init, lr, cfg->seed);
     out(o, "<text x=\"%d\" y=\"51\" font-size=\"12\" fill=\"#555\" text-anchor=\"middle\">", SVG_W / 2);
     xml_text(o, buf);
     out(o, "</text>\n");

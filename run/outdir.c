@@ -168,6 +168,15 @@ int outdir_clear_run(const char *dir, char *err, size_t errlen) {
     return 1;
 }
 
+int outdir_check_run_files(const char *dir, char *err, size_t errlen) {
+    char odd[300] = "", path[4400];
+    for_each_entry(dir, is_run_file, first_odd, odd);
+    if (!odd[0]) return 1;
+    snprintf(path, sizeof path, "%s/%s", dir, odd);
+    if (!out_check_target(path, err, errlen)) return 0;
+    return 1;  // (replaced by a regular file meanwhile)
+}
+
 static int is_run_file_len(const char *name, size_t n) { return is_run_file_n(name, n); }
 
 void outdir_remove_stale_temps(const char *dir) {

@@ -28,6 +28,10 @@ const char *outdir_run_file(const char *dir, char *buf, size_t n);
 // link to another run's) or one of those names is not a regular file, nothing is removed and it
 // returns 0 with a message.
 int outdir_clear_run(const char *dir, char *err, size_t errlen);
+// Whether every one of those files that dir holds is a regular file: 0 with the writer's message
+// (base/outfile.h: "cannot write 'DIR/metrics.csv': it is a symbolic link ...") when one is not.
+// A run checks it at its start rather than fail at its first write there.
+int outdir_check_run_files(const char *dir, char *err, size_t errlen);
 // Remove the temporary files of those files that a killed writer left in dir, exactly
 // NAME.tmp.<pid>.<n> of a process that no longer runs (base/outfile.h). Call with dir locked.
 void outdir_remove_stale_temps(const char *dir);

@@ -45,7 +45,7 @@ void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDi
     r->st.best_val_loss = INFINITY;
     r->last_finite_loss = NAN;
     r->saved_step = -1;
-    if (r->cfg.spike_zscore > 0) r->spike_window = xcalloc((size_t)r->cfg.spike_window, sizeof(double), "spike window");
+    if (r->cfg.spike_zscore > 0) spike_window_init(&r->spikes, r->cfg.spike_window, r->cfg.spike_zscore);
 }
 
 void run_release(Run *r) {
@@ -57,9 +57,8 @@ void run_release(Run *r) {
     free(r->probe_P);
     r->probe_P = NULL;
     free(r->cfg_json);
-    free(r->spike_window);
     r->cfg_json = NULL;
-    r->spike_window = NULL;
+    spike_window_free(&r->spikes);
 }
 
 // A log continued (resuming) or begun; exit 1 when it is not a regular file (base/outfile.h).
@@ -96,18 +95,6 @@ void run_close_logs(Run *r) {
 // ---------------------------------------------------------------------------------------------
 // training
 
-void sample_batch(const Dataset *ds, int split_val, Rng *rng, int B, int T, int *x, int *y) {
-    size_t lo = split_val ? ds->n_train : 0, hi = split_val ? ds->n_tokens : ds->n_train;
-    size_t span = hi - lo - (size_t)T;  // valid starts: [lo, hi - T - 1]
-    for (int b = 0; b < B; b++) {
-        size_t start = lo + (size_t)rng_below(rng, span);
-        for (int t = 0; t < T; t++) {
-            x[b * T + t] = ds->tokens[start + t];
-            y[b * T + t] = ds->tokens[start + t + 1];
-        }
-    }
-}
-
 // nanoGPT's schedule: linear warmup, then cosine decay from lr to min_lr at lr_decay_steps.
 static double lr_at(const Config *c, long step) {
     long decay = c->lr_decay_steps > 0 ? c->lr_decay_steps : c->max_steps;
@@ -139,62 +126,101 @@ static void inject_faults(Run *r, long step) {
 static void inject_faults(Run *r, long step) { (void)r; (void)step; }
 #endif
 
-// A non-finite loss or gradient norm (or a loss spike, when the guard is on) skips the update:
-// nothing reaches the parameters.
+// ---- the loss-spike detector: z-score of a loss against the last good steps' losses ----
+
+void spike_window_init(SpikeWindow *w, int size, double zscore) {
+    w->loss = xcalloc((size_t)size, sizeof(double), "spike window");
+    w->size = size;
+    w->n = w->pos = 0;
+    w->zscore = zscore;
+}
+
+void spike_window_free(SpikeWindow *w) {
+    free(w->loss);
+    memset(w, 0, sizeof *w);
+}
+
+// Whether `loss` lies more than zscore standard deviations above the window's mean; never while
+// the detector is off or the window is less than half full (or holds fewer than two losses).
+static int spike_detected(const SpikeWindow *w, double loss) {
+    if (!w->loss || w->n < w->size / 2 || w->n < 2) return 0;
+    double mean = 0, var = 0;
+    for (int i = 0; i < w->n; i++) mean += w->loss[i];
+    mean /= w->n;
+    for (int i = 0; i < w->n; i++) var += (w->loss[i] - mean) * (w->loss[i] - mean);
+    double sd = sqrt(var / (w->n - 1));
+    return sd > 0 && (loss - mean) / sd > w->zscore;
+}
+
+// A good step's loss enters the window, replacing the oldest once it is full.
+static void spike_window_add(SpikeWindow *w, double loss) {
+    if (!w->loss) return;
+    w->loss[w->pos] = loss;
+    w->pos = (w->pos + 1) % w->size;
+    if (w->n < w->size) w->n++;
+}
+
+// ---- the phases of a step ----
+
+// Forward and backward on this rank's rows (split between the threads by rows when the model
+// has batch workers); returns the batch's mean loss, the mean of the ranks' equal shares.
+static double forward_backward(Run *r, const int *x, const int *y) {
+    double loss = gpt_forward_backward(&r->model, x, y, r->rows, r->cfg.block_size);
+    if (dist_size() > 1) {
+        dist_sum_double(&loss, 1);
+        loss /= dist_size();
+    }
+    return loss;
+}
+
+// One allreduce over the one contiguous gradient buffer: the sum of the ranks' mean gradients,
+// divided by their number, is the gradient of the whole batch's mean loss.
+static void allreduce_gradients(Run *r) {
+    if (dist_size() == 1) return;
+    GPT *m = &r->model;
+    double c0 = now_seconds();
+    dist_sum_real(m->grads, m->n_params);
+    r->comm_seconds += now_seconds() - c0;
+    gpt_scale_grads(m, (real)(1.0 / dist_size()));
+}
+
+// Scale the gradients down to norm `clip` when their norm is above it (clip 0: never).
+static void clip_gradients(GPT *m, double norm, double clip) {
+    if (clip > 0 && norm > clip) gpt_scale_grads(m, (real)(clip / norm));
+}
+
+// A step: the learning rate of the schedule; forward and backward; the guard, which skips the
+// update of a non-finite loss or gradient norm, or of a loss spike (when the detector is on), so
+// nothing of such a step reaches the parameters; then clipping and AdamW.
 void run_step(Run *r, const int *x, const int *y, long step) {
     const Config *c = &r->cfg;
     GPT *m = &r->model;
     double t0 = now_seconds();
     r->lr = lr_at(c, step);
-    // forward and backward (split between the threads by rows when the model has batch workers);
-    // a non-finite loss is caught below, before anything reaches the parameters
-    r->loss = gpt_forward_backward(m, x, y, r->rows, c->block_size);
-    if (dist_size() > 1) {  // the batch loss is the mean of the ranks' equal shares
-        double loss = r->loss;
-        dist_sum_double(&loss, 1);
-        r->loss = loss / dist_size();
-    }
+    r->loss = forward_backward(r, x, y);
     inject_faults(r, step);
-    r->skipped = 0;
+    r->grad_norm = NAN;
     r->skip_reason = NULL;
     if (!isfinite(r->loss)) {
-        r->skipped = 1;
         r->skip_reason = "non-finite loss";
-        r->grad_norm = NAN;
     } else {
         gpt_phase(m, PHASE_OPTIMIZER);
-        if (dist_size() > 1) {
-            // one allreduce over the one contiguous gradient buffer: the sum of the ranks' mean
-            // gradients, divided by their number, is the gradient of the whole batch's mean loss
-            double c0 = now_seconds();
-            dist_sum_real(m->grads, m->n_params);
-            r->comm_seconds += now_seconds() - c0;
-            gpt_scale_grads(m, (real)(1.0 / dist_size()));
-        }
+        allreduce_gradients(r);
         r->grad_norm = gpt_grad_norm(m);
-        if (!isfinite(r->grad_norm)) { r->skipped = 1; r->skip_reason = "non-finite gradient"; }
+        if (!isfinite(r->grad_norm)) r->skip_reason = "non-finite gradient";
+        else if (spike_detected(&r->spikes, r->loss)) r->skip_reason = "loss spike";
     }
-    if (!r->skipped && c->spike_zscore > 0 && r->spike_n >= c->spike_window / 2 && r->spike_n >= 2) {
-        double mean = 0, var = 0;
-        for (int i = 0; i < r->spike_n; i++) mean += r->spike_window[i];
-        mean /= r->spike_n;
-        for (int i = 0; i < r->spike_n; i++) var += (r->spike_window[i] - mean) * (r->spike_window[i] - mean);
-        double sd = sqrt(var / (r->spike_n - 1));
-        if (sd > 0 && (r->loss - mean) / sd > c->spike_zscore) { r->skipped = 1; r->skip_reason = "loss spike"; }
-    }
-    if (!r->skipped) {
-        if (c->grad_clip > 0 && r->grad_norm > c->grad_clip) gpt_scale_grads(m, (real)(c->grad_clip / r->grad_norm));
+    r->skipped = r->skip_reason != NULL;
+    if (r->skipped) {
+        r->st.skipped_steps++;
+        r->bad_streak++;
+    } else {
+        clip_gradients(m, r->grad_norm, c->grad_clip);
+        // AdamW's step count: the updates made so far, this one included
         gpt_adamw_update(m, r->lr, c->beta1, c->beta2, c->eps, c->weight_decay, step + 1 - r->st.skipped_steps);
         r->last_finite_loss = r->loss;
         r->bad_streak = 0;
-        if (c->spike_zscore > 0) {
-            r->spike_window[r->spike_pos] = r->loss;
-            r->spike_pos = (r->spike_pos + 1) % c->spike_window;
-            if (r->spike_n < c->spike_window) r->spike_n++;
-        }
-    } else {
-        r->st.skipped_steps++;
-        r->bad_streak++;
+        spike_window_add(&r->spikes, r->loss);
     }
     gpt_phase(m, PHASE_NONE);
     r->ms = 1000.0 * (now_seconds() - t0);
@@ -296,13 +322,15 @@ static int full_val_loss(Run *r, const Dataset *ds, int *x, int *y, double *loss
 // the validation split (fewer when the split is shorter): each character predicted from the
 // characters before it only, as generation sees them (gpt_generation_loss), into *gen, and the
 // usual teacher-forced loss over the same windows into *tf. Window by window, so a stop signal
-// ends it within one window. Returns 0 when a stop signal cut it short (or it is off: NaN).
-static int gen_loss(Run *r, const Dataset *ds, double *gen, double *tf) {
+// ends it within one window. *windows: how many there were. Returns 0 when a stop signal cut it
+// short (or it is off: NaN).
+static int gen_loss(Run *r, const Dataset *ds, double *gen, double *tf, int *windows) {
     const Config *c = &r->cfg;
     int T = c->block_size;
     size_t n = (ds->n_tokens - ds->n_train - 1) / (size_t)T;
     if (n > (size_t)c->gen_windows) n = (size_t)c->gen_windows;
     *gen = *tf = NAN;
+    *windows = (int)n;
     if (n == 0) return 1;
     int *x = xmalloc((size_t)T * sizeof(int), "gen_loss window"), *y = xmalloc((size_t)T * sizeof(int), "gen_loss window");
     double sum_gen = 0, sum_tf = 0;
@@ -335,10 +363,10 @@ static void run_save(Run *r, const Vocab *vocab, const char *file) {
 
 static void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long done, int do_eval) {
     if (do_eval) stop_test_point("eval");
-    double tf;
     r->evaluated = do_eval && estimate_loss(r, ds, 0, b->ex, b->ey, &r->eval_train) &&
-                   estimate_loss(r, ds, 1, b->ex, b->ey, &r->eval_val) && gen_loss(r, ds, &r->eval_gen, &tf);
-    if (!r->evaluated) r->eval_val = r->eval_gen = NAN;
+                   estimate_loss(r, ds, 1, b->ex, b->ey, &r->eval_val) &&
+                   gen_loss(r, ds, &r->eval_gen, &r->eval_gen_tf, &r->eval_gen_windows);
+    if (!r->evaluated) r->eval_val = r->eval_gen = r->eval_gen_tf = NAN;
     // best.bin holds the best finite validation loss: a NaN never compares better, and a
     // diverged state is never the best
     if (r->evaluated && isfinite(r->eval_val) && r->eval_val < r->st.best_val_loss) {
@@ -355,14 +383,14 @@ static void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vo
     }
 }
 
-int run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long step, int probe, int eval) {
+RunProgress run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long step, int probe, int eval) {
     size_t off = (size_t)r->row0 * r->cfg.block_size;
     if (probe) run_probe(r, b->px, b->py, step, 1);
     run_step(r, b->x + off, b->y + off, step);
     r->st.step = step + 1;
-    if (r->bad_streak >= r->cfg.max_bad_steps) return 1;
+    if (r->bad_streak >= r->cfg.max_bad_steps) return RUN_DIVERGED;
     run_evaluate_and_log(r, ds, b, vocab, step + 1, eval);
-    return 0;
+    return RUN_TRAINING;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -423,6 +451,7 @@ static void write_summary(const Run *r, const char *path, const FinalLosses *fl,
     // the honest loss and the teacher-forced loss over the same validation windows
     json_number(f, "gen_loss", fl->gen_loss, "%.6f", 0);
     json_number(f, "gen_loss_teacher_forced", fl->gen_loss_tf, "%.6f", 0);
+    fprintf(f, "  \"gen_windows\": %d,\n", fl->gen_windows);  // the windows of those two
     json_number(f, "best_val_loss", r->st.best_val_loss, "%.6f", 0);
     fprintf(f, "  \"steps\": %ld,\n  \"skipped_steps\": %ld,\n  \"params\": %zu,\n", r->st.step, r->st.skipped_steps,
             r->model.n_params);
@@ -444,7 +473,7 @@ int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double
     f->train_loss = NAN;
     if (r->cfg.eval_steps > 0 && !estimate_loss(r, ds, 0, b->ex, b->ey, &f->train_loss)) return 0;
     if (!full_val_loss(r, ds, b->ex, b->ey, &f->val_loss)) return 0;
-    if (!gen_loss(r, ds, &f->gen_loss, &f->gen_loss_tf)) return 0;
+    if (!gen_loss(r, ds, &f->gen_loss, &f->gen_loss_tf, &f->gen_windows)) return 0;
     if (isfinite(f->val_loss) && f->val_loss < r->st.best_val_loss) {
         r->st.best_val_loss = f->val_loss;
         run_save(r, vocab, "best.bin");
@@ -499,8 +528,14 @@ int run_sample(Run *r, const Vocab *vocab, char **text) {
 
 void run_print_final(const Run *r, FinalLosses f) {
     double tps = r->train_seconds > 0 ? (double)r->tokens_trained / r->train_seconds : 0;
-    printf("final%s%s: step=%ld train_loss=%.4f val_loss=%.4f gen_loss=%.4f tokens_per_s=%.0f\n", r->variant ? " " : "",
-           r->variant ? r->variant : "", r->st.step, f.train_loss, f.val_loss, f.gen_loss, tps);
+    printf("final%s%s: step=%ld train_loss=%.4f val_loss=%.4f gen_loss=%.4f", r->variant ? " " : "",
+           r->variant ? r->variant : "", r->st.step, f.train_loss, f.val_loss, f.gen_loss);
+    // val_loss is the whole validation split, gen_loss a few windows of it: beside gen_loss, the
+    // teacher-forced loss on the same windows, the figure it is to be compared with
+    if (isfinite(f.gen_loss))
+        printf(" (teacher-forced on the same %d window%s: %.4f)", f.gen_windows, f.gen_windows == 1 ? "" : "s",
+               f.gen_loss_tf);
+    printf(" tokens_per_s=%.0f\n", tps);
 }
 
 int run_attention_falls_back(const Run *r) { return gpt_attention_falls_back(&r->model); }

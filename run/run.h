@@ -22,6 +22,16 @@ typedef struct {
     const char *overrides[MAX_VARIANT_OVERRIDES];  // "section.key=value"; NULL-terminated if fewer
 } Variant;
 
+// The loss-spike detector's window: the losses of the last `size` good steps (a ring), and the
+// z-score above their mean that marks a spike. loss is NULL while the detector is off.
+typedef struct {
+    double *loss;
+    int size, n, pos;        // capacity, losses held, where the next goes
+    double zscore;
+} SpikeWindow;
+void spike_window_init(SpikeWindow *w, int size, double zscore);
+void spike_window_free(SpikeWindow *w);
+
 typedef struct {
     const char *variant;     // NULL for a normal run, else the variant's name
     Config cfg;
@@ -34,8 +44,7 @@ typedef struct {
     // divergence guard
     int bad_streak;
     double last_finite_loss;
-    double *spike_window;
-    int spike_n, spike_pos;
+    SpikeWindow spikes;      // the loss-spike detector (train.spike_zscore > 0)
     // results of the last step / probe / evaluation
     double loss, grad_norm, lr, ms;
     int skipped;
@@ -49,6 +58,8 @@ typedef struct {
                              // when kept (run_keep_probe_weights; a comparison's report draws them)
     double eval_train, eval_val;
     double eval_gen;         // gen_loss at the last evaluation (NaN when not measured)
+    double eval_gen_tf;      // the teacher-forced loss on gen_loss's windows at the last evaluation
+    int eval_gen_windows;    // how many windows those two were measured on
     int evaluated;           // whether the last step's evaluation ran to its end (a stop signal cuts it short)
     // checkpoints
     long saved_step;         // step of the last checkpoint.bin this process wrote; -1 = none yet
@@ -72,8 +83,6 @@ void run_open_logs(Run *r, int resuming);
 void run_close_logs(Run *r);
 
 // ---- training ----
-// B random windows of T+1 tokens from one split: inputs x and next-token targets y, (B,T) each.
-void sample_batch(const Dataset *ds, int split_val, Rng *rng, int B, int T, int *x, int *y);
 // One optimisation step on this rank's rows (x, y) of the batch; a non-finite or spiking loss
 // skips the update (r->skipped, r->bad_streak).
 void run_step(Run *r, const int *x, const int *y, long step);
@@ -85,9 +94,10 @@ void run_probe(Run *r, const int *px, const int *py, long step, int log);
 void run_keep_probe_weights(Run *r);
 // Step `step` of one run on the batch in b->x, b->y: the probe first when `probe`, the update,
 // then the evaluation when `eval` (train/val loss, best.bin; cut short by a stop signal) and the
-// metrics row. Returns 1 when the divergence guard trips (train.max_bad_steps skipped steps in a
-// row; nothing evaluated or logged), else 0.
-int run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long step, int probe, int eval);
+// metrics row. RUN_DIVERGED when the divergence guard trips (train.max_bad_steps skipped steps in
+// a row; nothing evaluated or logged).
+typedef enum { RUN_TRAINING, RUN_DIVERGED } RunProgress;
+RunProgress run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long step, int probe, int eval);
 // checkpoint.bin (and checkpoint_<step>.bin with keep_checkpoints) at r->st.step, but only of a
 // state the last step updated: a checkpoint never replaces the last good one with a state that
 // may be diverging.
@@ -102,7 +112,9 @@ CkptResult run_checkpoint(Run *r, const Vocab *vocab);
 // Final losses: the mean over eval batches of the training split, and the whole validation split.
 // gen_loss: the honest loss over the first log.gen_windows windows of the validation split, and
 // gen_loss_tf the usual (teacher-forced) loss over those same windows (NaN when log.gen_windows 0).
-typedef struct { double train_loss, val_loss, gen_loss, gen_loss_tf; } FinalLosses;
+// gen_windows: how many windows gen_loss and gen_loss_tf were measured on (log.gen_windows, or
+// (n_val - 1) / block_size when the validation split is shorter).
+typedef struct { double train_loss, val_loss, gen_loss, gen_loss_tf; int gen_windows; } FinalLosses;
 // Final evaluation (and best.bin when it improved), logs closed, summary.json written (rank 0)
 // with the wall-clock time of this segment (since wall0) and of the whole run. Returns 0 when a
 // stop signal cut the evaluation short (then nothing is written), else 1.
@@ -114,7 +126,8 @@ int run_sample(Run *r, const Vocab *vocab, char **text);
 // Whether the run's attention is computed by the definition because the chosen implementation
 // does not compute its mask or softmax axis (the engine computes the correct model only).
 int run_attention_falls_back(const Run *r);
-// The last line: "final[ VARIANT]: step=N train_loss=X val_loss=Y gen_loss=G tokens_per_s=Z".
+// The last line: "final[ VARIANT]: step=N train_loss=X val_loss=Y gen_loss=G (teacher-forced on
+// the same W windows: F) tokens_per_s=Z" (without the parenthesis when gen_loss is off).
 void run_print_final(const Run *r, FinalLosses f);
 
 #endif

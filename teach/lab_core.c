@@ -107,12 +107,14 @@ void lab_mistakes(LabMistake cases[LAB_MISTAKES]) {
     real s = (real)(1.0 / sqrt(2.0));
     const LabMistake setup[LAB_MISTAKES] = {
         {"correct", "scaled by 1/sqrt(d_k), -inf above the diagonal, softmax over each row (keys)",
-         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0}, {0}, {0}, {0}, {0}, {0}, {0}},
-        {"no scale", "the scores are not divided by sqrt(d_k)", {1, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0}, {0}, {0}, {0}, {0}, {0}, {0}},
+         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
+        {"no scale", "the scores are not divided by sqrt(d_k)", {1, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
         {"mask with 0", "scores above the diagonal set to 0 instead of -inf", {s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS, 0},
-         {0}, {0}, {0}, {0}, {0}, {0}},
+         {0}, {0}, {0}, {0}, {0}, {0}, {0}},
         {"softmax over queries", "each column (key) normalised over the queries instead of each row over the keys",
-         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES, 0}, {0}, {0}, {0}, {0}, {0}, {0}},
+         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES, 0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
+        {"no mask", "every query sees every key, the ones after it included",
+         {s, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
     };
     real scratch[2 * 9 + 2];  // attention_scratch_size(3, 2) for the definition
     for (int c = 0; c < LAB_MISTAKES; c++) {
@@ -121,6 +123,11 @@ void lab_mistakes(LabMistake cases[LAB_MISTAKES]) {
         attention_forward(m->out, m->weights, scratch, (AttnQKV){LAB_T3_Q, LAB_T3_Q, LAB_T3_V}, (AttnShape){1, 3, 2, 1},
                           &m->spec, NULL);
         memcpy(m->scores, scratch, sizeof m->scores);  // the definition's scratch holds the last head's S
+        AttnSpec unmasked = m->spec;  // the same scores with no mask: what the mask replaced
+        unmasked.mask = ATTN_MASK_NONE;
+        real w[9], o[6];
+        attention_forward(o, w, scratch, (AttnQKV){LAB_T3_Q, LAB_T3_Q, LAB_T3_V}, (AttnShape){1, 3, 2, 1}, &unmasked, NULL);
+        memcpy(m->scores_unmasked, scratch, sizeof m->scores_unmasked);
         for (int t = 0; t < 3; t++) {
             m->row_sums[t] = m->col_sums[t] = m->future_weight[t] = 0;
             for (int u = 0; u < 3; u++) {

@@ -3,8 +3,9 @@
 // Jacobian and its vector-Jacobian product, and the whole-model gradient check.
 //
 // Everything is computed with `real` and with attention.c's own functions (softmax_forward,
-// softmax_backward, attention_forward, attention_row_stats), so `lab` shows what the float32
-// trainer computes and `lab64` (-DREAL_DOUBLE) the same code in float64.
+// softmax_backward, attention_forward, attention_row_stats): the definition, which the engine
+// (kernels/attention_engine.c) that trains by default is proven equal to. `lab` computes in
+// float32 and `lab64` (-DREAL_DOUBLE) the same code in float64.
 #ifndef LAB_CORE_H
 #define LAB_CORE_H
 
@@ -35,8 +36,8 @@ int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq,
 //   dS (T,T) = P * (dP - rowsum(dP * P)): softmax_backward row by row over the keys the row
 //     sees, 0 where masked; rowsum (T) = sum_u dP[t][u] P[t][u] (the term it subtracts);
 //   dQ (T,dk) = scale * dS K;  dK (T,dk) = scale * dS^T Q.
-// With causal = 1, dQ, dK and dV come from attention_backward (B = 1, NH = 1, C = dk), the
-// trainer's own kernel; without the mask from the products above (as lab_attention's forward).
+// With causal = 1, dQ, dK and dV come from the definition's attention_backward (B = 1, NH = 1,
+// C = dk); without the mask from the products above (as lab_attention's forward).
 // g's buffers (see LabBackward) receive dQ, dK, dV, dP, dS and rowsum.
 typedef struct {
     real *dQ, *dK, *dV, *dP, *dS;  // (T,dk), (T,dk), (T,dk), (T,T), (T,T)
@@ -76,12 +77,13 @@ int lab_exercise_run(LabExercise *e, uint32_t seed, int T, int dk, int causal);
 void lab_exercise_free(LabExercise *e);
 
 // ---- the common mistakes, on the T = 3 worked example ----
-// Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2, computed four ways by
+// Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2, computed five ways by
 // attention_forward: correct (scaled, causal -inf mask, softmax over keys), without the scale,
-// masking with 0 instead of -inf, and the softmax over the queries (columns) instead of the keys.
-#define LAB_MISTAKES 4
+// masking with 0 instead of -inf, the softmax over the queries (columns) instead of the keys, and
+// no mask at all.
+#define LAB_MISTAKES 5
 typedef struct {
-    const char *name;        // "correct", "no scale", "mask with 0", "softmax over queries"
+    const char *name;        // "correct", "no scale", "mask with 0", "softmax over queries", "no mask"
     const char *what;        // one line: what this case changes
     AttnSpec spec;
     real weights[9];         // P (3,3)
@@ -89,6 +91,7 @@ typedef struct {
     double row_sums[3], col_sums[3];
     double future_weight[3];  // per row: the weight on keys after the query (u > t)
     real scores[9];          // S (3,3) as the softmax takes it: scaled, then masked (-inf, or the mistake's 0)
+    real scores_unmasked[9]; // S (3,3) scaled, before any mask: what the mask replaced
 } LabMistake;
 void lab_mistakes(LabMistake cases[LAB_MISTAKES]);
 extern const real LAB_T3_Q[6], LAB_T3_V[6];

@@ -203,7 +203,8 @@ void lab_examples_arrays(LabArrays *s) {
     add_row_sums(s, "one_query.rowsum_unscaled", w, 1, 2);
     lab_arrays_add(s, "one_query.out_unscaled", 1, 2, out);
 
-    // T = 3 with the causal mask, forward and backward
+    // T = 3 as the lesson computes it first, without a mask (the *_nomask_* weights and outputs),
+    // then with the causal mask, forward and backward
     real ws[9], wu[9];
     lab_arrays_add(s, "t3.Q", 3, 2, EX1_Q);
     lab_arrays_add(s, "t3.K", 3, 2, EX1_Q);
@@ -211,6 +212,16 @@ void lab_examples_arrays(LabArrays *s) {
     lab_attention(out, ws, sc, EX1_Q, 3, EX1_Q, EX1_V, 3, 2, scale, 1);
     lab_arrays_add(s, "t3.scores", 3, 3, sc);
     add_scaled_scores(s, "t3.scores_scaled", sc, 3, 3, scale, 0);
+    for (int v = 0; v < 2; v++) {
+        real wn[9], on[6], sn[9];
+        static const char *const names[2][3] = {{"t3.weights_nomask_scaled", "t3.rowsum_nomask_scaled", "t3.out_nomask_scaled"},
+                                                {"t3.weights_nomask_unscaled", "t3.rowsum_nomask_unscaled",
+                                                 "t3.out_nomask_unscaled"}};
+        lab_attention(on, wn, sn, EX1_Q, 3, EX1_Q, EX1_V, 3, 2, v ? 1 : scale, 0);
+        lab_arrays_add(s, names[v][0], 3, 3, wn);
+        add_row_sums(s, names[v][1], wn, 3, 3);
+        lab_arrays_add(s, names[v][2], 3, 2, on);
+    }
     add_scaled_scores(s, "t3.masked_scaled", sc, 3, 3, scale, 1);
     add_scaled_scores(s, "t3.masked_unscaled", sc, 3, 3, 1, 1);
     lab_arrays_add(s, "t3.weights_scaled", 3, 3, ws);
@@ -336,8 +347,19 @@ typedef struct {
     const char *group;
     int T, dk, causal;
     const char *q_name;  // "Q", or "q" for the one-query example
-    int show_p;          // draw P again beside O, dV and dS (small examples; the exercise's are wide)
+    int show_p;          // draw P again beside O and dV (small examples; the exercise's are wide)
+    const char *sfx;     // names weights<sfx>_scaled etc.: "" or "_nomask" (T = 3 before its mask)
 } Fwd;
+
+// "base<sfx>_scaled" or "base<sfx>_unscaled" (v = 1) in a small rotating buffer.
+static const char *vname(const Fwd *f, const char *base, int v) {
+    static char buf[8][48];
+    static int next = 0;
+    char *k = buf[next];
+    next = (next + 1) % 8;
+    snprintf(k, 48, "%s%s_%s", base, f->sfx ? f->sfx : "", v ? "unscaled" : "scaled");
+    return k;
+}
 
 static double get1(const LabArrays *s, const char *group, const char *name, int i) {
     return lab_arrays_get(s, key_of(group, name))->v[i];
@@ -414,8 +436,8 @@ static void step_mask(HtmlPage *p, const LabArrays *s, const Fwd *f, const char 
 
 static void step_softmax(HtmlPage *p, const LabArrays *s, const Fwd *f, int with_max, const char *caption) {
     HtmlStep *st = html_page_step(p, "Softmax", caption);
-    const char *names[2] = {"weights_scaled", "weights_unscaled"};
-    const char *sums[2] = {"rowsum_scaled", "rowsum_unscaled"};
+    const char *names[2] = {vname(f, "weights", 0), vname(f, "weights", 1)};
+    const char *sums[2] = {vname(f, "rowsum", 0), vname(f, "rowsum", 1)};
     const char *maxes[2] = {"rowmax_scaled", "rowmax_unscaled"};
     for (int v = 0; v < 2; v++) {
         HtmlMatrix *m = put(st, s, v ? HTML_ALT : HTML_MAIN, f->group, names[v], "P = softmax(row)", "t", "u");
@@ -431,8 +453,8 @@ static void step_softmax(HtmlPage *p, const LabArrays *s, const Fwd *f, int with
 static void step_mix(HtmlPage *p, const LabArrays *s, const Fwd *f, const char *caption) {
     HtmlStep *st = html_page_step(p, "Mix", caption);
     put(st, s, HTML_SHARED, f->group, "V", "V", "u", "i");
-    const char *names[2] = {"weights_scaled", "weights_unscaled"};
-    const char *outs[2] = {"out_scaled", "out_unscaled"};
+    const char *names[2] = {vname(f, "weights", 0), vname(f, "weights", 1)};
+    const char *outs[2] = {vname(f, "out", 0), vname(f, "out", 1)};
     for (int v = 0; v < 2; v++) {
         int where = v ? HTML_ALT : HTML_MAIN;
         if (f->show_p) put_weights(st, s, where, f, names[v]);
@@ -468,10 +490,13 @@ static void backward_steps(HtmlPage *p, const LabArrays *s, const Fwd *f, const 
     if (f->causal) mark_causal(m, lab_arrays_get(s, key_of(f->group, "dP")), HTML_CELL_MASKED, HTML_CELL_CHANGED);
     else html_mat_mark_all(m, HTML_CELL_CHANGED);
 
+    // dS from dP and P on one screen: dP (the same for both scales), then each scale's P and dS
     st = html_page_step(p, "dS = P * (dP - rowsum(dP * P))", captions[2]);
+    m = put(st, s, HTML_SHARED, f->group, "dP", "dP", "t", "u");
+    if (f->causal) mark_causal(m, lab_arrays_get(s, key_of(f->group, "dP")), HTML_CELL_MASKED, 0);
     for (int v = 0; v < 2; v++) {
         int where = v ? HTML_ALT : HTML_MAIN;
-        if (f->show_p) put_weights(st, s, where, f, P[v]);
+        put_weights(st, s, where, f, P[v]);
         m = put(st, s, where, f->group, dS[v], "dS", "t", "u");
         if (f->causal)
             mark_causal(m, lab_arrays_get(s, key_of(f->group, dS[v])), HTML_CELL_MASKED, HTML_CELL_CHANGED);
@@ -511,17 +536,92 @@ HtmlPage *lab_examples_page(const LabArrays *s, const char *command) {
     char c[1024];
     HtmlPage *p = html_page_new("Attention, step by step: the worked examples", command);
     html_page_note(p, "The worked examples of `./lab examples`, one step at a time, computed in " REAL_NAME
-                      " by the trainer's own attention code (attention.c). Previous / Next or the arrow keys move "
-                      "between steps; the switch shows the same steps without the 1/sqrt(d_k) scale next to the "
-                      "scaled ones.");
+                      " by the definition of attention (attention.c), which the engine "
+                      "(kernels/attention_engine.c) that trains by default is proven equal to. Play steps through "
+                      "them on a loop; Previous / Next or the arrow keys go at your own pace; the switch shows the "
+                      "same steps without the 1/sqrt(d_k) scale next to the scaled ones.");
     page_switch(p, 2);
     double scale = 1.0 / sqrt(2.0);
 
-    // 1. one query
-    Fwd one = {"one_query", 1, 2, 0, "q", 1};
+    // 1. T = 3 as the lesson computes it first: no mask
+    Fwd t3n = {"t3", 3, 2, 0, "Q", 1, "_nomask"};
+    char m0[160], m1[160], r0[64], r1[64];
+    snprintf(c, sizeof c, "Example 1 of `./lab examples`, as the lesson computes it first, without a mask: T = 3 "
+                          "tokens, d_k = 2, each token's query is its key: Q = K = %s, V = %s.",
+             fmt_matrix(m0, sizeof m0, lab_arrays_get(s, "t3.Q")), fmt_matrix(m1, sizeof m1, lab_arrays_get(s, "t3.V")));
+    html_page_sequence(p, "t3", "T = 3, the lesson's example", c);
+    step_scores(p, s, &t3n, "Every query is compared with every key: S[t][u] = Q[t] . K[u] (row t: query t, column "
+                            "u: key u). Since each token's query is its own key, every row scores its own key at "
+                            "least as high as any other.");
+    snprintf(c, sizeof c, "All scores are multiplied by 1/sqrt(d_k) = 1/sqrt(2) = %.6f. The scale keeps the "
+                          "scores' spread near 1 whatever d_k is, so the softmax on the next step does not saturate.",
+             scale);
+    step_scale(p, s, &t3n, c);
+    snprintf(c, sizeof c, "Each row goes through the softmax on its own: positive weights summing to 1 (right column). "
+                          "Row 0 is %.6f %.6f %.6f: q0 = [1,0] scores keys 0 and 2 alike, key 1 lower. Without the "
+                          "scale the same row is %.6f %.6f %.6f, more peaked. No mask yet: every query weighs every "
+                          "key, the ones after it included.",
+             get1(s, "t3", "weights_nomask_scaled", 0), get1(s, "t3", "weights_nomask_scaled", 1),
+             get1(s, "t3", "weights_nomask_scaled", 2), get1(s, "t3", "weights_nomask_unscaled", 0),
+             get1(s, "t3", "weights_nomask_unscaled", 1), get1(s, "t3", "weights_nomask_unscaled", 2));
+    step_softmax(p, s, &t3n, 0, c);
+    snprintf(c, sizeof c, "Each output row is its weights times the values: O[t] = sum_u P[t][u] V[u]. Row 0 gives "
+                          "%.6f %.6f, a blend of all three values, V[2] (after it) included. A causal model must not "
+                          "look ahead: the next sequence masks the future.",
+             get1(s, "t3", "out_nomask_scaled", 0), get1(s, "t3", "out_nomask_scaled", 1));
+    step_mix(p, s, &t3n, c);
+
+    // 2. the same with the causal mask: the lesson's next section
+    Fwd t3 = {"t3", 3, 2, 1, "Q", 1, ""};
+    html_page_sequence(p, "t3-causal", "T = 3, with the causal mask",
+                       "The lesson's next section: the same scaled scores, with the causal mask, so that each token "
+                       "sees itself and the tokens before it only.");
+    step_mask(p, s, &t3, "The causal mask sets every score above the diagonal to -inf: token t may look at keys "
+                         "0..t only, never at the future. exp(-inf) = 0, so those keys will get exactly zero "
+                         "weight.");
+    snprintf(c, sizeof c, "The softmax again, row by row, on the masked scores: row 0 sees only itself (weight %.6f, "
+                          "where it had %.6f without the mask); row 1 splits %.6f / %.6f between keys 0 and 1. Row 2 "
+                          "sees every key, as before: its largest weight (boxed) is %.6f, and %.6f without the scale.",
+             get1(s, "t3", "weights_scaled", 0), get1(s, "t3", "weights_nomask_scaled", 0),
+             get1(s, "t3", "weights_scaled", 3), get1(s, "t3", "weights_scaled", 4), get1(s, "t3", "weights_scaled", 8),
+             get1(s, "t3", "weights_unscaled", 8));
+    step_softmax(p, s, &t3, 0, c);
+    snprintf(c, sizeof c, "Each output row is its weights times the values: O[t] = sum_u P[t][u] V[u]. Row 0 "
+                          "copies V[0]; row 1 gives %.6f of its weight to V[1], so its output leans toward %s.",
+             get1(s, "t3", "weights_scaled", 4), fmt_row(r0, sizeof r0, lab_arrays_get(s, "t3.V"), 1));
+    step_mix(p, s, &t3, c);
+
+    // 3. the masked T = 3 backward
+    const LabArray *V3 = lab_arrays_get(s, "t3.V");
+    snprintf(c, sizeof c, "Backpropagation through the same attention, given the upstream gradient dO = dL/dO = %s "
+                          "(the gradient of L = sum_t (O[t][0] - O[t][1]): L grows as an output moves toward %s and "
+                          "away from %s). dQ, dK and dV come from attention_backward of the definition "
+                          "(attention.c); dP and dS are the steps between.", fmt_matrix(m0, sizeof m0, lab_arrays_get(s, "t3.dO")),
+             fmt_row(r0, sizeof r0, V3, 0), fmt_row(r1, sizeof r1, V3, 1));
+    html_page_sequence(p, "t3-backward", "T = 3, backward", c);
+    const char *const back[5] = {
+        "Each value receives the gradient of every output that used it, weighted by how much it was used: "
+        "dV[u] = sum_t P[t][u] dO[t]. Value 0 is used by all three rows, value 2 by row 2 only.",
+        "The gradient of each weight is how well its value lines up with dO: dP[t][u] = dO[t] . V[u]. The "
+        "entries above the diagonal (greyed) belong to masked weights, P = 0: they pass nothing on. dP does "
+        "not depend on the scale.",
+        "The softmax backward, from dP (first, the same for both scales) and P: dS[t][u] = P[t][u] (dP[t][u] - "
+        "r[t]) with r[t] = sum_u dP[t][u] P[t][u], the row's weighted mean (column r). Every row of dS sums to 0, "
+        "and row 0, with one visible key, gets no gradient; gain = ||dS_t|| / ||dP_t|| is how much of a row's "
+        "gradient gets through.",
+        "Each query moves toward the keys whose scores should rise: dQ[t] = scale * sum_u dS[t][u] K[u]. The "
+        "1/sqrt(2) that shrank the scores on the way forward shrinks their gradient here too.",
+        "Each key collects the same signal from every query that looked at it: dK[u] = scale * sum_t dS[t][u] "
+        "Q[t]. From here the gradients flow into Wq and Wk; where a row's softmax saturates, its dS, and so its "
+        "share of dQ and dK, vanishes.",
+    };
+    backward_steps(p, s, &t3, back);
+
+    // 4. one query
+    Fwd one = {"one_query", 1, 2, 0, "q", 1, ""};
     const LabArray *q1 = lab_arrays_get(s, "one_query.q"), *K1 = lab_arrays_get(s, "one_query.K");
     const LabArray *V1 = lab_arrays_get(s, "one_query.V");
-    char r0[64], r1[64], r2[64], r3[64], r4[64];
+    char r2[64], r3[64], r4[64];
     snprintf(c, sizeof c, "Example 2 of `./lab examples`: one query q = %s over keys %s, %s with values %s, %s. The "
                           "lone query is the last position, so the causal mask hides nothing.",
              fmt_row(r0, sizeof r0, q1, 0), fmt_row(r1, sizeof r1, K1, 0), fmt_row(r2, sizeof r2, K1, 1),
@@ -548,58 +648,6 @@ HtmlPage *lab_examples_page(const LabArrays *s, const char *command) {
              get1(s, "one_query", "weights_scaled", 0), r3, get1(s, "one_query", "weights_scaled", 1), r4);
     step_mix(p, s, &one, c);
 
-    // 2. T = 3 forward
-    Fwd t3 = {"t3", 3, 2, 1, "Q", 1};
-    char m0[160], m1[160];
-    snprintf(c, sizeof c, "Example 1 of `./lab examples` with the causal mask: T = 3 tokens, d_k = 2, each token's "
-                          "query is its key: Q = K = %s, V = %s.", fmt_matrix(m0, sizeof m0, lab_arrays_get(s, "t3.Q")),
-             fmt_matrix(m1, sizeof m1, lab_arrays_get(s, "t3.V")));
-    html_page_sequence(p, "t3", "T = 3, forward", c);
-    step_scores(p, s, &t3, "Every query is compared with every key: S[t][u] = Q[t] . K[u] (row t: query t, column "
-                           "u: key u). Since each token's query is its own key, every row scores its own key at "
-                           "least as high as any other.");
-    snprintf(c, sizeof c, "All scores are multiplied by 1/sqrt(d_k) = 1/sqrt(2) = %.6f. The scale keeps the "
-                          "scores' spread near 1 whatever d_k is, so the softmax two steps on does not saturate.",
-             scale);
-    step_scale(p, s, &t3, c);
-    step_mask(p, s, &t3, "The causal mask sets every score above the diagonal to -inf: token t may look at keys "
-                         "0..t only, never at the future. exp(-inf) = 0, so those keys will get exactly zero "
-                         "weight.");
-    snprintf(c, sizeof c, "Each row goes through the softmax on its own: positive weights on the visible keys, "
-                          "summing to 1 (right column). Row 0 sees only itself (weight %.6f). Row 2's largest weight "
-                          "(boxed) is %.6f; without the scale it is %.6f: the unscaled rows are more peaked.",
-             get1(s, "t3", "weights_scaled", 0), get1(s, "t3", "weights_scaled", 8),
-             get1(s, "t3", "weights_unscaled", 8));
-    step_softmax(p, s, &t3, 0, c);
-    snprintf(c, sizeof c, "Each output row is its weights times the values: O[t] = sum_u P[t][u] V[u]. Row 0 "
-                          "copies V[0]; row 1 gives %.6f of its weight to V[1], so its output leans toward %s.",
-             get1(s, "t3", "weights_scaled", 4), fmt_row(r0, sizeof r0, lab_arrays_get(s, "t3.V"), 1));
-    step_mix(p, s, &t3, c);
-
-    // 3. T = 3 backward
-    const LabArray *V3 = lab_arrays_get(s, "t3.V");
-    snprintf(c, sizeof c, "Backpropagation through the same attention, given the upstream gradient dO = dL/dO = %s "
-                          "(the gradient of L = sum_t (O[t][0] - O[t][1]): L grows as an output moves toward %s and "
-                          "away from %s). dQ, dK and dV come from attention_backward, the trainer's kernel; dP and "
-                          "dS are the steps between.", fmt_matrix(m0, sizeof m0, lab_arrays_get(s, "t3.dO")),
-             fmt_row(r0, sizeof r0, V3, 0), fmt_row(r1, sizeof r1, V3, 1));
-    html_page_sequence(p, "t3-backward", "T = 3, backward", c);
-    const char *const back[5] = {
-        "Each value receives the gradient of every output that used it, weighted by how much it was used: "
-        "dV[u] = sum_t P[t][u] dO[t]. Value 0 is used by all three rows, value 2 by row 2 only.",
-        "The gradient of each weight is how well its value lines up with dO: dP[t][u] = dO[t] . V[u]. The "
-        "entries above the diagonal (greyed) belong to masked weights, P = 0: they pass nothing on. dP does "
-        "not depend on the scale.",
-        "The softmax backward: dS[t][u] = P[t][u] (dP[t][u] - r[t]) with r[t] = sum_u dP[t][u] P[t][u], the "
-        "row's weighted mean. Every row of dS sums to 0, and row 0, with one visible key, gets no gradient; "
-        "gain = ||dS_t|| / ||dP_t|| is how much of a row's gradient gets through.",
-        "Each query moves toward the keys whose scores should rise: dQ[t] = scale * sum_u dS[t][u] K[u]. The "
-        "1/sqrt(2) that shrank the scores on the way forward shrinks their gradient here too.",
-        "Each key collects the same signal from every query that looked at it: dK[u] = scale * sum_t dS[t][u] "
-        "Q[t]. From here the gradients flow into Wq and Wk; where a row's softmax saturates, its dS, and so its "
-        "share of dQ and dK, vanishes.",
-    };
-    backward_steps(p, s, &t3, back);
     return p;
 }
 
@@ -609,12 +657,13 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
     double scale = 1.0 / sqrt((double)d);
     HtmlPage *p = html_page_new("Attention, step by step: the scaling exercise", command);
     snprintf(c, sizeof c, "The exercise of `./lab exercise`: np.random.seed(%u); Q, K, V = np.random.randn(%d, %d) "
-                          "x 3, %s, computed in " REAL_NAME " by the trainer's own attention code (attention.c). The "
+                          "x 3, %s, computed in " REAL_NAME " by the definition (attention.c), which the engine "
+                          "(kernels/attention_engine.c) that trains by default is proven equal to. The "
                           "point is each row's largest weight, scaled and unscaled: use the switch to see both.",
              (unsigned)e->seed, T, d, e->causal ? "causal mask" : "no mask");
     html_page_note(p, c);
     page_switch(p, d);
-    Fwd f = {"", T, d, e->causal, "Q", 0};
+    Fwd f = {"", T, d, e->causal, "Q", 0, ""};
 
     snprintf(intro, sizeof intro, "T = %d tokens, d_k = %d. The scaled and the unscaled run share Q, K, V and the "
                                   "raw scores; from the Scale step on, the switch shows the unscaled one beside.",
@@ -661,20 +710,20 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
 
     html_page_sequence(p, "backward", "Backward",
                        "Backpropagation given an upstream gradient dO = dL/dO drawn after V from the same stream, "
-                       "dO = np.random.randn(T, d_k). dQ, dK and dV come from the trainer's kernel "
-                       "(attention_backward) with the causal mask, from softmax_backward and plain products "
-                       "without it; dP and dS are the steps between.");
+                       "dO = np.random.randn(T, d_k). dQ, dK and dV come from the definition's attention_backward "
+                       "(attention.c) with the causal mask, from its softmax_backward and plain products without "
+                       "it; dP and dS are the steps between.");
     static const char *const back_causal_note = " The entries above the diagonal (greyed) belong to masked weights "
                                                 "(P = 0) and pass nothing on.";
-    char dp_caption[512], ds_caption[512];
+    char dp_caption[512], ds_caption[640];
     snprintf(dp_caption, sizeof dp_caption, "The gradient of each weight is how well its value lines up with dO: "
                                             "dP[t][u] = dO[t] . V[u]. It does not depend on the scale.%s",
              e->causal ? back_causal_note : "");
     int last = T - 1;
     double g_s = lab_arrays_get(s, "dS_gain_scaled")->v[last], g_u = lab_arrays_get(s, "dS_gain_unscaled")->v[last];
     snprintf(ds_caption, sizeof ds_caption,
-             "The softmax backward: dS[t][u] = P[t][u] (dP[t][u] - r[t]), r[t] = sum_u dP[t][u] P[t][u]; each row "
-             "sums to 0. gain = ||dS_t|| / ||dP_t|| is how much of a row's gradient reaches the scores: row %d "
+             "The softmax backward, from dP (first, the same for both scales) and P: dS[t][u] = P[t][u] (dP[t][u] - "
+             "r[t]), r[t] = sum_u dP[t][u] P[t][u] (column r); each row sums to 0. gain = ||dS_t|| / ||dP_t|| is how much of a row's gradient reaches the scores: row %d "
              "passes %.6f scaled and %.6f unscaled%s.", last, g_s, g_u,
              g_u < g_s ? ", where its softmax is more saturated" : "");
     const char *const back[5] = {
@@ -704,8 +753,10 @@ void lab_mistake_reading(char *buf, size_t n, const LabMistake c[LAB_MISTAKES], 
     for (int t = 0; t < 3; t++) bad_rows += !lab_sums_to_one(m->row_sums[t]);
     if (future > 0) {
         snprintf(buf, n, "row 0 puts %.6f of its weight on keys 1 and 2, which come after it\n"
-                         "  (a score of 0 still gets weight after softmax); row 0's output is %.6f, %.6f instead of %.6f, %.6f.",
-                 m->future_weight[0], (double)m->out[0], (double)m->out[1], (double)ok->out[0], (double)ok->out[1]);
+                         "  (%s); row 0's output is %.6f, %.6f instead of %.6f, %.6f.",
+                 m->future_weight[0], m->spec.mask == ATTN_MASK_ZERO ? "a score of 0 still gets weight after softmax"
+                                                                     : "nothing hides them: their scores stay as Q K^T gave them",
+                 (double)m->out[0], (double)m->out[1], (double)ok->out[0], (double)ok->out[1]);
     } else if (bad_rows) {
         snprintf(buf, n, "%d of 3 rows no longer sum to 1 (%.6f, %.6f, %.6f) while every column does:\n"
                          "  each query's output is no longer an average of the values.", bad_rows, m->row_sums[0],
@@ -764,6 +815,8 @@ void lab_mistakes_json(FILE *f, const LabMistake c[LAB_MISTAKES]) {
         json_vector(f, m->future_weight, 3);
         fputs(",\n     \"scores\": ", f);
         json_rows(f, m->scores, 3, 3);
+        fputs(",\n     \"scores_unmasked\": ", f);
+        json_rows(f, m->scores_unmasked, 3, 3);
         fprintf(f, "}%s\n", k + 1 < LAB_MISTAKES ? "," : "");
     }
     fputs("  ]\n}\n", f);
@@ -811,14 +864,15 @@ static void mistake_outputs(HtmlStep *st, int where, const LabMistake *m, int k)
 HtmlPage *lab_mistakes_page(const LabMistake c[LAB_MISTAKES], const char *command) {
     char cap[1536], reading[512], key[64];
     HtmlPage *p = html_page_new("Attention, step by step: the common mistakes", command);
-    html_page_note(p, "The T = 3 worked example of `./lab mistakes`, computed four ways by the trainer's own "
-                      "attention_forward (attention.c) in " REAL_NAME ": correct, then three classic mistakes. The "
-                      "switch shows the correct weights and outputs beside each mistake.");
+    html_page_note(p, "The T = 3 worked example of `./lab mistakes`, computed five ways in " REAL_NAME " by "
+                      "attention_forward of the definition (attention.c), which the engine "
+                      "(kernels/attention_engine.c) that trains by default is proven equal to: correct, then four "
+                      "classic mistakes. The switch shows the correct weights and outputs beside each mistake.");
     html_page_switch(p, "This computation", "The correct one, for comparison", "Compare with the correct one");
-    html_page_sequence(p, "four-ways", "T = 3, four ways",
+    html_page_sequence(p, "five-ways", "T = 3, five ways",
                        "Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2; row t is query t, column u "
-                       "key u. Each step shows S as the softmax takes it (scaled, masked), the weights P with each "
-                       "row's sum, the column sums, and the outputs O = P V.");
+                       "key u. Each step shows S before the mask, S as the softmax takes it (what the mask replaced "
+                       "is marked), the weights P with each row's sum, the column sums, and the outputs O = P V.");
     const LabMistake *ok = &c[0];
     for (int k = 0; k < LAB_MISTAKES; k++) {
         const LabMistake *m = &c[k];
@@ -839,8 +893,15 @@ HtmlPage *lab_mistakes_page(const LabMistake c[LAB_MISTAKES], const char *comman
             }
             char why[320] = "";
             if (m->spec.mask == ATTN_MASK_ZERO)
-                snprintf(why, sizeof why, "exp(0) = 1, so the keys after each query keep weight (marked in S and "
-                                          "in P). ");
+                snprintf(why, sizeof why, "The mask wrote 0 where -inf belongs (compare S before the mask): S[0][2] "
+                                          "and S[1][2] were %.6f and became 0, and S[0][1] was 0 already (q0 . k1 = "
+                                          "0), so it did not change at all. exp(0) = 1, so the keys after each "
+                                          "query keep weight (marked in S and in P). ",
+                         (double)m->scores_unmasked[2]);
+            else if (m->spec.mask == ATTN_MASK_NONE)
+                snprintf(why, sizeof why, "Nothing replaces the scores above the diagonal (S is S before the mask), "
+                                          "so every query weighs the keys after it like any other (marked in P): "
+                                          "this is the lesson's first example, before its causal mask. ");
             else if (m->spec.axis == SOFTMAX_OVER_QUERIES)
                 snprintf(why, sizeof why, "The column sums are 1 and the row sums (marked) are not: each weight is "
                                           "divided by a sum over the queries that see its key. ");
@@ -851,8 +912,16 @@ HtmlPage *lab_mistakes_page(const LabMistake c[LAB_MISTAKES], const char *comman
             snprintf(cap, sizeof cap, "%s. %sIn the terminal's words: %s", what, why, reading);
         }
         HtmlStep *st = html_page_step(p, title, cap);
+        HtmlMatrix *S0 = html_step_matrix(st, HTML_MAIN, case_key(key, sizeof key, k, "scores_unmasked"),
+                                          m->spec.scale == 1 ? "S = Q K^T, before the mask"
+                                                             : "S = Q K^T / sqrt(2), before the mask", 3, 3);
+        html_mat_fill_real(S0, m->scores_unmasked);
+        html_mat_axes(S0, "t", "u");
         HtmlMatrix *S = html_step_matrix(st, HTML_MAIN, case_key(key, sizeof key, k, "scores"),
-                                         m->spec.scale == 1 ? "S = Q K^T, masked" : "S = Q K^T / sqrt(2), masked", 3, 3);
+                                         m->spec.mask == ATTN_MASK_NONE
+                                             ? (m->spec.scale == 1 ? "S = Q K^T, not masked" : "S = Q K^T / sqrt(2), not masked")
+                                             : (m->spec.scale == 1 ? "S = Q K^T, masked" : "S = Q K^T / sqrt(2), masked"),
+                                         3, 3);
         html_mat_fill_real(S, m->scores);
         html_mat_axes(S, "t", "u");
         for (int t = 0; t < 3; t++)

@@ -11,6 +11,8 @@
 // hidden or shown as the switch says, the status line and the buttons' state, and that no request
 // left the file. Then: the page without its script (every step shown in order), the buttons and
 // arrow keys (a copy of the page with a script that presses them and writes down what it saw),
+// Play (it advances, starts over after the last step, pauses on Next; a page opened without
+// #step=N plays by itself unless reduced motion is asked for),
 // and two control pages proving the network check sees a request when there is one. Last, the
 // report.html of a short real comparison (./train --compare model.attn_mask=causal,none) at both
 // sizes: its charts, maps and reading rendered, no request left the file.
@@ -36,6 +38,7 @@ static char g_out[512] = "build/browser";
 static char g_abs[1024];  // g_out as an absolute path, for file:// addresses
 static const char *g_chromium = NULL;
 static int g_verbose = 0;
+static const char *g_flags = "";  // more Chromium switches for the next chromium() call
 
 static void result(int ok, const char *fmt, ...) {
     va_list ap;
@@ -100,8 +103,8 @@ static int chromium(const char *url, int w, int h, const char *dom, const char *
     int rc = sh("timeout 90 '%s' --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
                 "--disable-background-networking --disable-component-update --disable-sync "
                 "--disable-default-apps --disable-extensions --mute-audio --user-data-dir='%s' "
-                "--window-size=%d,%d%s '%s' >'%s' 2>'%s/chromium.log'",
-                g_chromium, prof, w, h, extra, url, dom ? dom : "/dev/null", g_abs);
+                "--window-size=%d,%d%s %s '%s' >'%s' 2>'%s/chromium.log'",
+                g_chromium, prof, w, h, extra, g_flags, url, dom ? dom : "/dev/null", g_abs);
     sh("rm -rf '%s'", prof);
     return rc == 0;
 }
@@ -292,6 +295,111 @@ static void check_navigation(const PageSpec *ps, const char *html, int n_steps, 
     free(out);
 }
 
+// A copy of the page with a script that presses Play on the second-to-last step and writes down,
+// every Play interval (data-every on the button) and a half, what is shown: "what|status|pressed".
+// Chromium runs the timers in virtual time (--virtual-time-budget), so nothing waits for real.
+static const char *const PLAY_SCRIPT =
+    "<script>(function(){var log=[],play=document.getElementById('play'),status=document.getElementById('status'),"
+    "every=parseInt(play.getAttribute('data-every'),10);"
+    "function st(w){log.push(w+'|'+status.textContent+'|'+play.getAttribute('aria-pressed'));}"
+    "st('start');play.click();st('play');"
+    "setTimeout(function(){st('tick1');},every*1.5);setTimeout(function(){st('tick2');},every*2.5);"
+    "setTimeout(function(){st('tick3');},every*3.5);"
+    "setTimeout(function(){document.getElementById('next').click();st('next');},every*3.75);"
+    "setTimeout(function(){st('paused');var p=document.createElement('pre');p.id='playlog';"
+    "p.textContent=log.join('\\n');document.body.appendChild(p);},every*5.5);"
+    "})();</script>\n";
+
+// The same for a page opened without #step=N: what it shows after one and a half intervals.
+static const char *const AUTOPLAY_SCRIPT =
+    "<script>(function(){var play=document.getElementById('play'),status=document.getElementById('status'),"
+    "every=parseInt(play.getAttribute('data-every'),10);"
+    "setTimeout(function(){var p=document.createElement('pre');p.id='playlog';"
+    "p.textContent='auto|'+status.textContent+'|'+play.getAttribute('aria-pressed');document.body.appendChild(p);},"
+    "every*1.5);})();</script>\n";
+
+// The page at path with `script` added after its own, opened at url_tail, run for 40 s of
+// virtual time with `flags`; returns the text of its <pre id="playlog"> (malloc'd) or NULL.
+static char *played_log(const PageSpec *ps, const char *html, const char *script, const char *tag, const char *url_tail,
+                        const char *flags) {
+    char path[1200], url[1300], dom[1200];
+    const char *tail = strstr(html, "</body>");
+    if (!tail) return NULL;
+    size_t head = (size_t)(tail - html);
+    char *copy = malloc(strlen(html) + strlen(script) + 1);
+    memcpy(copy, html, head);
+    strcpy(copy + head, script);
+    strcat(copy, tail);
+    snprintf(path, sizeof path, "%s/%s_%s.html", g_abs, ps->name, tag);
+    write_text(path, copy);
+    free(copy);
+    snprintf(url, sizeof url, "file://%s%s", path, url_tail);
+    snprintf(dom, sizeof dom, "%s/%s_%s.dom", g_abs, ps->name, tag);
+    char all_flags[256];
+    snprintf(all_flags, sizeof all_flags, "--virtual-time-budget=40000 %s", flags);
+    g_flags = all_flags;
+    int ok = chromium(url, 1280, 800, dom, NULL, NULL);
+    g_flags = "";
+    char *out = ok ? slurp(dom) : NULL;
+    const char *log = out ? strstr(out, "<pre id=\"playlog\">") : NULL;
+    char *text = NULL;
+    if (log) {
+        log += strlen("<pre id=\"playlog\">");
+        const char *end = strstr(log, "</pre>");
+        size_t n = end ? (size_t)(end - log) : strlen(log);
+        text = malloc(n + 1);
+        memcpy(text, log, n);
+        text[n] = 0;
+    }
+    free(out);
+    if (text) unlink(dom);
+    return text;
+}
+
+// Play: from the second-to-last step it advances to the last, starts over at step 1, goes on to
+// step 2, and Next pauses it (nothing moves after). A page opened without #step=N plays by itself,
+// unless the reader prefers reduced motion.
+static void check_play(const PageSpec *ps, const char *html, int n_steps, const PcExpect *want) {
+    char why[600] = "", tail[32];
+    snprintf(tail, sizeof tail, "#step=%d", n_steps - 1);
+    char *log = played_log(ps, html, PLAY_SCRIPT, "play", tail, "");
+    struct { const char *what; int step; const char *pressed; } expect[] = {
+        {"start", n_steps - 1, "false"}, {"play", n_steps - 1, "true"}, {"tick1", n_steps, "true"},
+        {"tick2", 1, "true"}, {"tick3", 2, "true"}, {"next", 3, "false"}, {"paused", 3, "false"}};
+    const char *p = log;
+    int ok = p != NULL;
+    if (!ok) snprintf(why, sizeof why, "no log in the DOM (did the scripts run?)");
+    for (size_t i = 0; ok && i < sizeof expect / sizeof expect[0]; i++) {
+        char want_line[512], line[512];
+        snprintf(want_line, sizeof want_line, "%s|Step %d of %d: %s|%s", expect[i].what, expect[i].step, n_steps,
+                 want[expect[i].step - 1].title, expect[i].pressed);
+        size_t len = strcspn(p, "\n");
+        snprintf(line, sizeof line, "%.*s", (int)len, p);
+        if (strcmp(line, want_line) != 0) {
+            ok = 0;
+            snprintf(why, sizeof why, "after '%s': \"%.200s\", expected \"%.200s\"", expect[i].what, line, want_line);
+        }
+        p += len;
+        if (*p == '\n') p++;
+    }
+    result(ok, "%s: Play advances a step at a time, starts over after the last, and Next pauses it%s%s", ps->name,
+           ok ? "" : ": ", why);
+    free(log);
+    static const struct { const char *flags, *tag; int step; const char *pressed; } autos[2] = {
+        {"", "autoplay", 2, "true"}, {"--force-prefers-reduced-motion", "calm", 1, "false"}};
+    for (int k = 0; k < 2; k++) {
+        char want_line[512];
+        snprintf(want_line, sizeof want_line, "auto|Step %d of %d: %s|%s", autos[k].step, n_steps,
+                 want[autos[k].step - 1].title, autos[k].pressed);
+        log = played_log(ps, html, AUTOPLAY_SCRIPT, autos[k].tag, "", autos[k].flags);
+        ok = log && strcmp(log, want_line) == 0;
+        result(ok, "%s: opened without #step=N %s: \"%s\"%s%.200s", ps->name,
+               k ? "and reduced motion asked for, it does not play" : "it plays by itself", want_line,
+               ok ? "" : ", got: ", ok ? "" : log ? log : "no log");
+        free(log);
+    }
+}
+
 static void check_page(const PageSpec *ps) {
     char page[1100], json_path[1100], text_path[1100], why[1024];
     snprintf(page, sizeof page, "%s/%s.html", g_abs, ps->name);
@@ -443,6 +551,7 @@ static void check_page(const PageSpec *ps) {
         free(out);
     }
     check_navigation(ps, html, n_steps, want);
+    if (ps->kind == PAGE_EXAMPLES || ps->kind == PAGE_MISTAKES) check_play(ps, html, n_steps, want);
     free(said);
     pc_free(&file);
     free(html);

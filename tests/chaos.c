@@ -1,9 +1,12 @@
 // tests/chaos.c: `make test-chaos`. Signals at random moments in every phase of ./train (start-up,
 // steps, checkpoint writes, evaluation, the final evaluation, sampling, compare mode): SIGKILL,
 // SIGTERM and SIGINT, six rounds per phase (two of each signal): 42; then two trainers on one out_dir,
-// and a real divergence. After each: every checkpoint present loads in ./sample, --resume
-// continues, no temporary file is left (after a SIGKILL: once the next run in that directory
-// has started), and no finished run's files changed (md5 before and after).
+// and a real divergence. Between each kill and its resume, the run's directory stays, is moved
+// (mv) or is copied (cp -a), a third of the rounds each. After each: every checkpoint present
+// loads in ./sample, --resume continues where the checkpoint is now (a moved run's old directory
+// is not re-created, a copied run's original does not change), no temporary file is left
+// (after a SIGKILL: once the next run in that directory has started), and no finished run's
+// files changed (md5 before and after).
 // Usage: tests/chaos [SEED] (from the repository root; the seed is printed to repeat a run).
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -219,7 +222,22 @@ static int resume_runs(const char *dir, const char *when) {
 }
 
 // ---- the rounds ----
-typedef struct { const char *phase; const char *sig_name; int code; int delay_ms; int marker; int ckpts; const char *said; } Round;
+typedef struct {
+    const char *phase;
+    const char *sig_name;
+    int code;
+    int delay_ms;
+    int marker;
+    int ckpts;
+    const char *said;
+    const char *where;  // "in place", "moved" or "copied": the directory resumed
+} Round;
+
+// The md5 of every file under dir, in name order.
+static void dir_md5(const char *dir, char *buf, size_t n) {
+    sh("cd '%s' && find . -type f | LC_ALL=C sort | xargs -r md5sum", dir);
+    snprintf(buf, n, "%s", g_out);
+}
 
 static const char *phase_said(const char *log) {
     static const char *const kinds[] = {"during start-up", "during the final evaluation", "during sampling", "second Ctrl-C",
@@ -282,12 +300,31 @@ int main(int argc, char **argv) {
             if (sigs[si] != SIGKILL && r->code >= 0)
                 CHECK_MSG(temporaries(dir) == 0, "%s: temporary files left after the stop: %s", when, g_out);
             r->ckpts = check_checkpoints_load(dir, when);
-            if (!resume_runs(dir, when)) {
+            // the directory stays, is moved or is copied before the resume
+            int how = access(dir, F_OK) == 0 ? rand() % 3 : 0;
+            static const char *const wheres[3] = {"in place", "moved", "copied"};
+            r->where = wheres[how];
+            char target[340];
+            static char original_md5[2][1 << 18];
+            snprintf(target, sizeof target, "%s%s", dir, how == 1 ? "_moved" : how == 2 ? "_copy" : "");
+            if (how == 1) CHECK_MSG(sh("mv '%s' '%s'", dir, target) == 0, "%s: mv: %s", when, g_out);
+            if (how == 2) {
+                CHECK_MSG(sh("cp -a '%s' '%s'", dir, target) == 0, "%s: cp -a: %s", when, g_out);
+                dir_md5(dir, original_md5[0], sizeof original_md5[0]);
+            }
+            if (!resume_runs(target, when)) {
                 // nothing to resume: the next start in that directory clears a killed writer's
                 // temporary files and trains
-                int code = sh("./train '%s' %s --train.overwrite=true --train.max_steps=2 --sample.tokens=0", cfg, p->args);
+                int code = sh("./train '%s' %s --train.overwrite=true --train.max_steps=2 --sample.tokens=0"
+                              " --train.out_dir='%s'", cfg, p->args, target);
                 CHECK_MSG(code == 0, "%s: a new run in the directory: exit %d: %s", when, code, g_out);
-                CHECK_MSG(temporaries(dir) == 0, "%s: temporary files after a new start: %s", when, g_out);
+                CHECK_MSG(temporaries(target) == 0, "%s: temporary files after a new start: %s", when, g_out);
+            }
+            if (how == 1) CHECK_MSG(access(dir, F_OK) != 0, "%s: the resume re-created the directory the run was moved from", when);
+            if (how == 2) {
+                dir_md5(dir, original_md5[1], sizeof original_md5[1]);
+                CHECK_MSG(strcmp(original_md5[0], original_md5[1]) == 0, "%s: resuming the copy changed the original:\n%s\n%s",
+                          when, original_md5[0], original_md5[1]);
             }
             check_finished_unchanged(when);
             // a new run over a finished run is refused and changes nothing
@@ -298,9 +335,13 @@ int main(int argc, char **argv) {
                           when, code, g_out);
                 check_finished_unchanged(when);
             }
-            char name[16];
-            snprintf(name, sizeof name, "r%02d", n_rounds);
+            char name[32];
+            snprintf(name, sizeof name, "r%02d%s", n_rounds, how == 1 ? "_moved" : "");
             add_finished(name);
+            if (how == 2) {
+                snprintf(name, sizeof name, "r%02d_copy", n_rounds);
+                add_finished(name);
+            }
             n_rounds++;
         }
     }
@@ -350,12 +391,17 @@ int main(int argc, char **argv) {
     CHECK_MSG(temporaries(dir) == 0, "temporary files after the divergence: %s", g_out);
     check_finished_unchanged("divergence");
 
-    printf("%-18s %-5s %6s %6s %-28s %s\n", "phase", "sig", "delay", "exit", "stop reported", "checkpoints");
-    for (int i = 0; i < n_rounds; i++)
-        printf("%-18s %-5s %4dms %6d %-28s %d%s\n", rounds[i].phase, rounds[i].sig_name, rounds[i].delay_ms, rounds[i].code,
-               rounds[i].said, rounds[i].ckpts, rounds[i].marker ? "" : " (marker not seen)");
-    printf("chaos: %d deliveries in %d phases, two trainers on one out_dir, a real divergence; %d finished runs unchanged;"
-           " %.0f s; %s\n", n_rounds, N_PHASES, n_finished(), now_s() - t_start, g_test_failed ? "FAILED" : "all held");
+    printf("%-18s %-5s %6s %6s %-28s %-9s %s\n", "phase", "sig", "delay", "exit", "stop reported", "resumed", "checkpoints");
+    int moved = 0, copied = 0;
+    for (int i = 0; i < n_rounds; i++) {
+        printf("%-18s %-5s %4dms %6d %-28s %-9s %d%s\n", rounds[i].phase, rounds[i].sig_name, rounds[i].delay_ms, rounds[i].code,
+               rounds[i].said, rounds[i].where, rounds[i].ckpts, rounds[i].marker ? "" : " (marker not seen)");
+        moved += strcmp(rounds[i].where, "moved") == 0;
+        copied += strcmp(rounds[i].where, "copied") == 0;
+    }
+    printf("chaos: %d deliveries in %d phases (%d runs moved and %d copied before their resume), two trainers on one"
+           " out_dir, a real divergence; %d finished runs unchanged; %.0f s; %s\n", n_rounds, N_PHASES, moved, copied,
+           n_finished(), now_s() - t_start, g_test_failed ? "FAILED" : "all held");
     if (!g_test_failed) sh("rm -rf '%s'", g_dir);
     else printf("chaos: the files are kept in %s\n", g_dir);
     return g_test_failed ? 1 : 0;

@@ -372,6 +372,24 @@ static int json_shape(const cJSON *a, int *rows, int *cols) {
 // what each step shows
 
 static const PcExpect EXAMPLES[] = {
+    {"Scores", "S[t][u] = Q[t] . K[u]", "S:t3.Q S:t3.K S:t3.scores"},
+    {"Scale", "1/sqrt(d_k)", "M:t3.scores_scaled A:t3.scores"},
+    {"Softmax", "Row 0 is 0.401112 0.197776 0.401112",
+     "M:t3.weights_nomask_scaled+t3.rowsum_nomask_scaled A:t3.weights_nomask_unscaled+t3.rowsum_nomask_unscaled"},
+    {"Mix", "Row 0 gives 6.016681 3.983319",
+     "S:t3.V M:t3.weights_nomask_scaled M:t3.out_nomask_scaled A:t3.weights_nomask_unscaled A:t3.out_nomask_unscaled"},
+    {"Mask", "above the diagonal to -inf", "M:t3.masked_scaled A:t3.masked_unscaled"},
+    {"Softmax", "on the masked scores", "M:t3.weights_scaled+t3.rowsum_scaled A:t3.weights_unscaled+t3.rowsum_unscaled"},
+    {"Mix", "O[t] = sum_u P[t][u] V[u]",
+     "S:t3.V M:t3.weights_scaled M:t3.out_scaled A:t3.weights_unscaled A:t3.out_unscaled"},
+    {"dV = P^T dO", "dV[u] = sum_t P[t][u] dO[t]",
+     "S:t3.dO M:t3.weights_scaled M:t3.dV_scaled A:t3.weights_unscaled A:t3.dV_unscaled"},
+    {"dP = dO V^T", "dP[t][u] = dO[t] . V[u]", "S:t3.dO S:t3.V S:t3.dP"},
+    {"dS = P * (dP - rowsum(dP * P))", "r[t] = sum_u dP[t][u] P[t][u]",
+     "S:t3.dP M:t3.weights_scaled M:t3.dS_scaled+t3.dS_r_scaled+t3.dS_sum_scaled+t3.dS_gain_scaled "
+     "A:t3.weights_unscaled A:t3.dS_unscaled+t3.dS_r_unscaled+t3.dS_sum_unscaled+t3.dS_gain_unscaled"},
+    {"dQ = scale * dS K", "dQ[t] = scale * sum_u dS[t][u] K[u]", "S:t3.K M:t3.dQ_scaled A:t3.dQ_unscaled"},
+    {"dK = scale * dS^T Q", "dK[u] = scale * sum_t dS[t][u] Q[t]", "S:t3.Q M:t3.dK_scaled A:t3.dK_unscaled"},
     {"Scores", "dot product", "S:one_query.q S:one_query.K S:one_query.scores"},
     {"Scale", "1/sqrt(d_k)", "M:one_query.scores_scaled A:one_query.scores"},
     {"Softmax", "exp(s) / sum(exp(s))",
@@ -379,20 +397,6 @@ static const PcExpect EXAMPLES[] = {
     {"Mix", "O = P V",
      "S:one_query.V M:one_query.weights_scaled M:one_query.out_scaled A:one_query.weights_unscaled "
      "A:one_query.out_unscaled"},
-    {"Scores", "S[t][u] = Q[t] . K[u]", "S:t3.Q S:t3.K S:t3.scores"},
-    {"Scale", "1/sqrt(d_k)", "M:t3.scores_scaled A:t3.scores"},
-    {"Mask", "above the diagonal to -inf", "M:t3.masked_scaled A:t3.masked_unscaled"},
-    {"Softmax", "summing to 1", "M:t3.weights_scaled+t3.rowsum_scaled A:t3.weights_unscaled+t3.rowsum_unscaled"},
-    {"Mix", "O[t] = sum_u P[t][u] V[u]",
-     "S:t3.V M:t3.weights_scaled M:t3.out_scaled A:t3.weights_unscaled A:t3.out_unscaled"},
-    {"dV = P^T dO", "dV[u] = sum_t P[t][u] dO[t]",
-     "S:t3.dO M:t3.weights_scaled M:t3.dV_scaled A:t3.weights_unscaled A:t3.dV_unscaled"},
-    {"dP = dO V^T", "dP[t][u] = dO[t] . V[u]", "S:t3.dO S:t3.V S:t3.dP"},
-    {"dS = P * (dP - rowsum(dP * P))", "r[t] = sum_u dP[t][u] P[t][u]",
-     "M:t3.weights_scaled M:t3.dS_scaled+t3.dS_r_scaled+t3.dS_sum_scaled+t3.dS_gain_scaled "
-     "A:t3.weights_unscaled A:t3.dS_unscaled+t3.dS_r_unscaled+t3.dS_sum_unscaled+t3.dS_gain_unscaled"},
-    {"dQ = scale * dS K", "dQ[t] = scale * sum_u dS[t][u] K[u]", "S:t3.K M:t3.dQ_scaled A:t3.dQ_unscaled"},
-    {"dK = scale * dS^T Q", "dK[u] = scale * sum_t dS[t][u] Q[t]", "S:t3.Q M:t3.dK_scaled A:t3.dK_unscaled"},
 };
 
 static const PcExpect EXERCISE_FORWARD[] = {
@@ -406,24 +410,28 @@ static const PcExpect EXERCISE_FORWARD[] = {
     {"dV = P^T dO", "dV[u] = sum_t P[t][u] dO[t]", "S:dO M:dV_scaled A:dV_unscaled"},
     {"dP = dO V^T", "dP[t][u] = dO[t] . V[u]", "S:dO S:V S:dP"},
     {"dS = P * (dP - rowsum(dP * P))", "r[t] = sum_u dP[t][u] P[t][u]",
-     "M:dS_scaled+dS_r_scaled+dS_sum_scaled+dS_gain_scaled A:dS_unscaled+dS_r_unscaled+dS_sum_unscaled+dS_gain_unscaled"},
+     "S:dP M:weights_scaled M:dS_scaled+dS_r_scaled+dS_sum_scaled+dS_gain_scaled A:weights_unscaled "
+     "A:dS_unscaled+dS_r_unscaled+dS_sum_unscaled+dS_gain_unscaled"},
     {"dQ = scale * dS K", "dQ[t] = scale * sum_u dS[t][u] K[u]", "S:K M:dQ_scaled A:dQ_unscaled"},
     {"dK = scale * dS^T Q", "dK[u] = scale * sum_t dS[t][u] Q[t]", "S:Q M:dK_scaled A:dK_unscaled"},
 };
 
 static const PcExpect MISTAKES[] = {
     {"Correct", "every row sums to 1",
-     "M:cases.0.scores M:cases.0.weights+cases.0.row_sums M:cases.0.column_sums "
+     "M:cases.0.scores_unmasked M:cases.0.scores M:cases.0.weights+cases.0.row_sums M:cases.0.column_sums "
      "M:cases.0.outputs"},
     {"No scale", "but peakier",
-     "M:cases.1.scores M:cases.1.weights+cases.1.row_sums M:cases.1.column_sums "
+     "M:cases.1.scores_unmasked M:cases.1.scores M:cases.1.weights+cases.1.row_sums M:cases.1.column_sums "
      "M:cases.1.outputs A:cases.0.weights+cases.0.row_sums A:cases.0.outputs"},
-    {"Mask with 0", "a score of 0 still gets weight after softmax",
-     "M:cases.2.scores M:cases.2.weights+cases.2.row_sums M:cases.2.column_sums "
+    {"Mask with 0", "S[0][1] was 0 already",
+     "M:cases.2.scores_unmasked M:cases.2.scores M:cases.2.weights+cases.2.row_sums M:cases.2.column_sums "
      "M:cases.2.outputs A:cases.0.weights+cases.0.row_sums A:cases.0.outputs"},
     {"Softmax over queries", "rows no longer sum to 1",
-     "M:cases.3.scores M:cases.3.weights+cases.3.row_sums M:cases.3.column_sums "
+     "M:cases.3.scores_unmasked M:cases.3.scores M:cases.3.weights+cases.3.row_sums M:cases.3.column_sums "
      "M:cases.3.outputs A:cases.0.weights+cases.0.row_sums A:cases.0.outputs"},
+    {"No mask", "the lesson's first example, before its causal mask",
+     "M:cases.4.scores_unmasked M:cases.4.scores M:cases.4.weights+cases.4.row_sums M:cases.4.column_sums "
+     "M:cases.4.outputs A:cases.0.weights+cases.0.row_sums A:cases.0.outputs"},
 };
 
 // `./lab online-softmax --html` with the default blocks of 2 keys: per problem the scores, one step

@@ -274,6 +274,83 @@ static const BadInput BAD_INPUTS[] = {
     {"compare a value that is no directory", "./train @/cfg.json --compare train.lr=0.01,..", 2, "directory", NULL},
     {"compare a value the config refuses", "./train @/cfg.json --compare train.lr=0.01,0.00001", 2, "0.00001", "train.min_lr"},
     {"compare with resume", "./train --resume @/run/checkpoint.bin --compare train.lr=0.01,0.02", 2, "--resume", NULL},
+    // values compared as parsed, and the modes that a comparison cannot be (exit 2)
+    {"compare one scale twice, spelt two ways", "./train @/cfg.json --compare model.attn_scale=1,01", 2, "'1' and '01'",
+     "same value of model.attn_scale"},
+    {"compare one scale twice, a trailing zero", "./train @/cfg.json --compare model.attn_scale=sqrt,0.5,0.50", 2,
+     "'0.5' and '0.50'", "same value of model.attn_scale"},
+    {"compare one lr twice, spelt two ways", "./train @/cfg.json --compare train.lr=0.01,1e-2", 2, "'0.01' and '1e-2'",
+     "same value of train.lr"},
+    {"compare with a dump", "./train @/cfg.json --compare train.lr=0.01,0.02 --dump-state @/dump.bin", 2, "--dump-state",
+     "comparison"},
+    {"compare-scaling with a dump", "./train @/cfg.json --compare-scaling --dump-state @/dump.bin", 2, "--dump-state",
+     "--compare-scaling"},
+    {"compare with a benchmark", "./train @/cfg.json --compare train.lr=0.01,0.02 --bench 2", 2, "--bench", "comparison"},
+    {"benchmark with a dump", "./train @/cfg.json --bench 2 --dump-state @/dump.bin", 2, "--bench", "--dump-state"},
+    // an option given twice is refused, in every program (exit 2)
+    {"--resume twice", "./train --resume @/run/checkpoint.bin --resume @/run/checkpoint.bin", 2, "--resume is given twice",
+     NULL},
+    {"--dump-state twice", "./train @/cfg.json --dump-state @/d1.bin --dump-state @/d2.bin", 2, "--dump-state is given twice",
+     "'@/d1.bin' and '@/d2.bin'"},
+    {"--bench twice", "./train --bench 2 --bench=3", 2, "--bench is given twice", NULL},
+    {"an override twice", "./train @/cfg.json --train.lr=0.01 --train.lr=0.02", 2, "--train.lr is given twice",
+     "'0.01' and '0.02'"},
+    {"a top-level override twice", "./train @/cfg.json --name=a --name=b", 2, "--name is given twice", NULL},
+    {"sample: --prompt twice", "./sample @/run/checkpoint.bin --prompt a --prompt b", 2, "--prompt is given twice",
+     "'a' and 'b'"},
+    {"sample: --top-k twice, spelt two ways", "./sample @/run/checkpoint.bin --top_k 3 --top-k=4", 2, "--top-k is given twice",
+     NULL},
+    {"sample: --attention-map twice", "./sample @/run/checkpoint.bin --prompt ab --attention-map @/m1.svg --attention-map @/m2.svg",
+     2, "--attention-map is given twice", NULL},
+    {"lab: --T twice", "./lab exercise --T 3 --T 4", 2, "--T is given twice", "'3' and '4'"},
+    {"lab: --json twice", "./lab examples --json --json", 2, "--json is given twice", NULL},
+    {"lab: --html twice", "./lab mistakes --html @/p1.html --html @/p2.html", 2, "--html is given twice", NULL},
+    {"lab: --scores twice", "./lab softmax --scores 1,2 --scores 3,4", 2, "--scores is given twice", NULL},
+    {"lab: a gradcheck override twice", "./lab gradcheck --model.n_embd=8 --model.n_embd=16", 2, "--model.n_embd is given twice",
+     NULL},
+    // standard output is asked for with "-", once (exit 2)
+    {"lab: --json and --html -", "./lab examples --json --html -", 2, "standard output", NULL},
+    {"sample: --attention-map - with --tokens", "./sample @/run/checkpoint.bin --prompt ab --attention-map - --tokens 5", 2,
+     "standard output", "--tokens"},
+    // finite values whose forward pass is not: refused where they are loaded (exit 1)
+    {"sample: finite but huge wte", "./sample @/ck_huge_wte.bin", 1, "forward pass on one batch is not",
+     "tensor 'wte' holds 3e+38 at index 7"},
+    {"resume: finite but huge wte", "./train --resume @/ck_huge_wte.bin --train.max_steps=20", 1, "ck_huge_wte.bin",
+     "tensor 'wte' holds 3e+38"},
+    {"sample: finite but huge embedding of the last character", "./sample @/ck_huge_last.bin", 1,
+     "forward pass on one batch is not", "tensor 'wte' holds 3e+38 at index"},
+    // every step skipped: nothing trained, exit 1 (the test build's fault injection)
+    {"every step skipped", "env TGPT_TEST_NONFINITE=0:100 build/train-test @/cfg.json --train.max_steps=3 --train.max_bad_steps=10"
+     " --train.out_dir=@/skipped", 1, "every one of the 3 steps", "nothing was trained"},
+    {"every resumed step skipped", "env TGPT_TEST_NONFINITE=0:100 build/train-test --resume @/resumable/checkpoint.bin"
+     " --train.max_steps=14 --train.max_bad_steps=10", 1, "every one of the 4 steps from step 11 to 14",
+     "@/resumable/checkpoint.bin (step 10)"},
+    // outputs that are not regular files: refused before anything is written (exit 1)
+    {"dump to a FIFO", "./train @/cfg.json --dump-state @/fifo", 1, "@/fifo", "is a FIFO (named pipe), not a regular file"},
+    {"dump to a directory", "./train @/cfg.json --dump-state @/run", 1, "@/run", "is a directory"},
+    {"dump through a symbolic link", "./train @/cfg.json --dump-state @/link_to_afile", 1, "@/link_to_afile",
+     "is a symbolic link"},
+    {"dump through a dangling symbolic link", "./train @/cfg.json --dump-state @/dangling", 1, "@/dangling",
+     "is a symbolic link (to '@/outside/target')"},
+    {"lab: page to a FIFO", "./lab examples --html @/fifo", 1, "@/fifo", "FIFO"},
+    {"lab: page through a dangling symbolic link", "./lab mistakes --html @/dangling", 1, "@/dangling", "symbolic link"},
+    {"lab: page to a directory", "./lab exercise --html @/run", 1, "@/run", "is a directory"},
+    {"sample: map through a symbolic link", "./sample @/run/checkpoint.bin --prompt ab --attention-map @/link_to_afile", 1,
+     "@/link_to_afile", "symbolic link"},
+    {"sample: map to a directory", "./sample @/run/checkpoint.bin --prompt ab --attention-map @/run", 1, "@/run",
+     "is a directory"},
+    // a run's own file that is a symbolic link counts as a run file (dangling or not): never written through
+    {"new run where metrics.csv is a dangling link", "./train @/cfg.json --train.out_dir=@/dang", 2,
+     "already holds a run (metrics.csv)", NULL},
+    {"overwrite where metrics.csv is a dangling link", "./train @/cfg.json --train.out_dir=@/dang --train.overwrite=true", 2,
+     "@/dang/metrics.csv", "not a regular file"},
+    {"resume where metrics.csv is a dangling link", "./train --resume @/linked/checkpoint.bin --train.max_steps=12", 1,
+     "@/linked/metrics.csv", "symbolic link"},
+    {"overwrite of a comparison whose variant is a link to another run",
+     "./train @/cfg.json --compare train.lr=0.01,0.02 --train.out_dir=@/cmp --train.overwrite=true", 2, "@/cmp/0.01",
+     "symbolic link"},
+    {"comparison whose variant is a link to an empty directory",
+     "./train @/cfg.json --compare train.lr=0.01,0.02 --train.out_dir=@/cmp2", 2, "@/cmp2/0.01", "symbolic link"},
 };
 
 typedef struct { const char *file, *json; } ConfigFixture;
@@ -333,7 +410,7 @@ static void craft_config(Craft *c, const char *from, const char *to) {
 static void make_crafted_checkpoints(const char *good) {
     static const char *const names[] = {"ck_dims.bin", "ck_huge.bin", "ck_layers.bin", "ck_nan.bin", "ck_inf_adam.bin",
                                         "ck_zero_rng.bin", "ck_nan_best.bin", "ck_surrogate.bin", "ck_cfg_json.bin",
-                                        "ck_cfg_utf8.bin"};
+                                        "ck_cfg_utf8.bin", "ck_huge_wte.bin", "ck_huge_last.bin"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         Craft c;
         if (!craft_load(&c, good)) { CHECK(0); return; }
@@ -355,6 +432,8 @@ static void make_crafted_checkpoints(const char *good) {
         case 7: { uint32_t cp = 0xDC00; memcpy(craft_find(&c, "vocab")->data + craft_find(&c, "vocab")->bytes - 4, &cp, 4); break; }
         case 8: craft_config(&c, "{", "{,"); break;
         case 9: craft_config(&c, "\"tiny\"", "\"ti\xffny\""); break;
+        case 10: craft_f32(&c, "wte", 7, 3e38f); break;        // finite, but its square is not
+        case 11: craft_f32(&c, "wte", craft_find(&c, "wte")->bytes / 4 - 5, 3e38f); break;  // the last character's row
         }
         char path[256];
         snprintf(path, sizeof path, "%s/%s", g_dir, names[i]);
@@ -417,6 +496,37 @@ static void make_bad_input_fixture(void) {
     snprintf(fifo, sizeof fifo, "%s/fifo", g_dir);
     CHECK(mkfifo(fifo, 0600) == 0);
     write_sentinels();
+    // symbolic links where outputs go: to a file, dangling (to where nothing may be created), a
+    // run's own file, a comparison's variant directory
+    CHECK(run("cd '%s' && ln -s afile link_to_afile && mkdir outside emptydir dang cmp cmp2 &&"
+              " ln -s '%s/outside/target' dangling && ln -s '%s/outside/dang_metrics.csv' dang/metrics.csv &&"
+              " cp -a run resumable && cp -a run linked && rm linked/metrics.csv &&"
+              " ln -s '%s/outside/linked_metrics.csv' linked/metrics.csv &&"
+              " ln -s '%s/run' cmp/0.01 && ln -s '%s/emptydir' cmp2/0.01", g_dir, g_dir, g_dir, g_dir, g_dir, g_dir) == 0);
+}
+
+// Nothing was created through the links of the fixture, and the link targets are as they were.
+static void check_links_untouched(void) {
+    char path[256];
+    struct stat st;
+    static const char *const absent[] = {"outside/target", "outside/dang_metrics.csv", "outside/linked_metrics.csv",
+                                         "dump.bin", "d1.bin", "d2.bin", "m1.svg", "m2.svg", "p1.html", "p2.html"};
+    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", g_dir, absent[i]);
+        CHECK_MSG(lstat(path, &st) != 0, "%s was created", absent[i]);
+    }
+    static const char *const links[] = {"link_to_afile", "dangling", "dang/metrics.csv", "linked/metrics.csv", "cmp/0.01",
+                                        "cmp2/0.01"};
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", g_dir, links[i]);
+        CHECK_MSG(lstat(path, &st) == 0 && S_ISLNK(st.st_mode), "%s is no longer the symbolic link it was", links[i]);
+    }
+    snprintf(path, sizeof path, "%s/emptydir", g_dir);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s')\"", path);
+    CHECK_MSG(system(cmd) == 0, "something was written into emptydir through cmp2/0.01");
+    snprintf(path, sizeof path, "%s/fifo", g_dir);
+    CHECK_MSG(lstat(path, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
 }
 
 static void test_bad_input_table(void) {
@@ -443,6 +553,7 @@ static void test_bad_input_table(void) {
         g_test_failed |= before;
     }
     check_sentinels();
+    check_links_untouched();
     char path[256], afile[64];
     snprintf(path, sizeof path, "%s/afile", g_dir);
     slurp(path, afile, sizeof afile);
@@ -459,11 +570,38 @@ static void test_bad_input_table(void) {
     cleanup();
 }
 
+
 static void test_help_and_version(void) {
     tmpdir();
     CHECK(run("./train --help") == 0 && strstr(g_out, "model.attn_scale") && strstr(g_out, "--resume"));
     CHECK(run("./train --version") == 0 && strstr(g_out, "OpenMP") && strstr(g_out, "SIMD"));
     CHECK(run("./sample --help") == 0 && strstr(g_out, "--prompt"));
+    // every command `./lab --help` lists: named by `./lab` without a command and by the README's
+    // line of ./lab commands, and each has its own --help
+    CHECK(run("./lab --help") == 0);
+    static char help[sizeof g_out], readme[262144];
+    snprintf(help, sizeof help, "%s", g_out);
+    slurp("README.md", readme, sizeof readme);
+    const char *rl = strstr(readme, "\n./lab examples ");
+    char readme_line[512] = "";
+    if (rl) snprintf(readme_line, sizeof readme_line, "%.*s", (int)strcspn(rl + 1, "\n"), rl + 1);
+    const char *list = strstr(help, "\ncommands:\n");
+    CHECK(list != NULL);
+    int n_commands = 0;
+    for (const char *l = list ? list + strlen("\ncommands:\n") : NULL; l && strncmp(l, "  ", 2) == 0;
+         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (l[2] == ' ') continue;  // a continuation line
+        char name[64];
+        if (sscanf(l + 2, "%63[a-z0-9-]", name) != 1) continue;
+        n_commands++;
+        CHECK(run("./lab") == 2);
+        CHECK_MSG(strstr(g_err, name) != NULL, "./lab without a command does not name '%s': %s", name, g_err);
+        CHECK_MSG(run("./lab %s --help", name) == 0, "./lab %s --help", name);
+        char word[80];
+        snprintf(word, sizeof word, " %s", name);
+        CHECK_MSG(strstr(readme_line, word) != NULL, "README.md's line \"%s\" does not name %s", readme_line, name);
+    }
+    CHECK_MSG(n_commands >= 5, "%d commands in ./lab --help", n_commands);
     cleanup();
 }
 
@@ -560,6 +698,189 @@ static int same_tensors(const char *a, const char *b) {
     return same;
 }
 
+// ---- outputs go where the user pointed, and nowhere else ----
+
+static int path_exists(const char *fmt, ...) {
+    char path[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof path, fmt, ap);
+    va_end(ap);
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static int file_lines(const char *fmt, ...) {
+    char path[512];
+    static char buf[1 << 17];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof path, fmt, ap);
+    va_end(ap);
+    slurp(path, buf, sizeof buf);
+    return count_lines(buf);
+}
+
+// A resumed run continues in its checkpoint's directory, wherever that is now: moved (mv) or
+// copied (cp -a), a single run or a comparison's variant; --train.out_dir on the resume chooses
+// another. The moved and copied run continues bit for bit as if it had stayed.
+static void test_resume_in_place(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 4);
+    CHECK(run("./train %s/cfg.json --train.out_dir=%s/A", g_dir, g_dir) == 0);
+    CHECK(run("mv %s/A %s/B", g_dir, g_dir) == 0);
+    int code = run("./train --resume %s/B/checkpoint.bin --train.max_steps=8", g_dir);
+    char want[256];
+    snprintf(want, sizeof want, "writing to %s/B\n", g_dir);
+    CHECK_MSG(code == 0 && strstr(g_out, want), "exit %d: %s%s", code, g_out, g_err);
+    CHECK_MSG(!path_exists("%s/A", g_dir), "the resume re-created the directory the run was moved from");
+    CHECK(file_lines("%s/B/metrics.csv", g_dir) == 1 + 8);
+    // a copy resumes in the copy; the original stays at step 8
+    CHECK(run("cp -a %s/B %s/C", g_dir, g_dir) == 0);
+    code = run("./train --resume %s/C/checkpoint.bin --train.max_steps=10", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    CHECK(file_lines("%s/C/metrics.csv", g_dir) == 1 + 10 && file_lines("%s/B/metrics.csv", g_dir) == 1 + 8);
+    static char sumc[1 << 16];
+    char path[256];
+    snprintf(path, sizeof path, "%s/C/summary.json", g_dir);
+    slurp(path, sumc, sizeof sumc);
+    CHECK_MSG(strstr(sumc, "\"steps\": 10"), "%s", sumc);
+    // bit for bit: the same losses and weights as 10 steps in one go (step, loss, lr, grad_norm:
+    // each segment also evaluates at its last step)
+    CHECK(run("./train %s/cfg.json --train.max_steps=10 --train.out_dir=%s/S", g_dir, g_dir) == 0);
+    static char ms[65536];
+    CHECK(run("cut -d, -f1-4 %s/S/metrics.csv", g_dir) == 0);
+    snprintf(ms, sizeof ms, "%s", g_out);
+    CHECK(run("cut -d, -f1-4 %s/C/metrics.csv", g_dir) == 0);
+    CHECK_MSG(strcmp(ms, g_out) == 0 && count_lines(ms) == 11, "the moved and copied run's metrics differ from the straight run's");
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/S/checkpoint.bin", g_dir);
+    snprintf(b, sizeof b, "%s/C/checkpoint.bin", g_dir);
+    CHECK(same_tensors(a, b));
+    // --train.out_dir on the resume: there, and the copy is left as it was
+    code = run("./train --resume %s/C/checkpoint.bin --train.max_steps=12 --train.out_dir=%s/D", g_dir, g_dir);
+    CHECK_MSG(code == 0 && path_exists("%s/D/checkpoint.bin", g_dir) && file_lines("%s/C/metrics.csv", g_dir) == 1 + 10,
+              "exit %d: %s", code, g_err);
+    // a comparison moved: each variant resumes in its own directory under the new place
+    CHECK(run("./train %s/cfg.json --compare train.lr=0.001,0.002 --train.out_dir=%s/X", g_dir, g_dir) == 0);
+    CHECK(run("mv %s/X %s/Y", g_dir, g_dir) == 0);
+    code = run("./train --resume %s/Y/0.002/checkpoint.bin --train.max_steps=6", g_dir);
+    snprintf(want, sizeof want, "writing to %s/Y/0.002\n", g_dir);
+    CHECK_MSG(code == 0 && strstr(g_out, want), "exit %d: %s%s", code, g_out, g_err);
+    CHECK(!path_exists("%s/X", g_dir) && file_lines("%s/Y/0.002/metrics.csv", g_dir) == 1 + 6 &&
+          file_lines("%s/Y/0.001/metrics.csv", g_dir) == 1 + 4);
+    cleanup();
+}
+
+// Only the temporary files this program made are removed: NAME.tmp.<pid>.<n> of a run file,
+// of a process no longer running, a regular file in the run's own directory. A user's files
+// with similar names stay, at a new run's start and with --train.overwrite=true, and no link is
+// followed.
+static void test_only_own_temps_removed(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 2);
+    static const char *const kept[] = {"summary.json.tmp.backup", "report.md.tmp", "metrics.csv.tmp", "notes.txt.tmp.999999999.0",
+                                       "checkpoint.bin.tmp.1.0", "checkpoint.bin.tmp.x.0", "my.bin"};
+    CHECK(run("mkdir %s/out && cd %s/out && touch summary.json.tmp.backup report.md.tmp metrics.csv.tmp"
+              " notes.txt.tmp.999999999.0 checkpoint.bin.tmp.1.0 checkpoint.bin.tmp.x.0 my.bin"
+              " metrics.csv.tmp.999999999.0 && mkdir best.bin.tmp.999999999.1 && echo precious > %s/victim &&"
+              " ln -s %s/victim summary.json.tmp.999999999.2", g_dir, g_dir, g_dir, g_dir) == 0);
+    for (int round = 0; round < 2; round++) {  // a new run, then one replacing it
+        int code = run("./train %s/cfg.json%s", g_dir, round ? " --train.overwrite=true" : "");
+        CHECK_MSG(code == 0, "round %d: exit %d: %s", round, code, g_err);
+        for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+            CHECK_MSG(path_exists("%s/out/%s", g_dir, kept[i]), "round %d removed %s", round, kept[i]);
+        CHECK_MSG(!path_exists("%s/out/metrics.csv.tmp.999999999.0", g_dir), "a killed writer's temporary file stayed");
+        CHECK_MSG(path_exists("%s/out/best.bin.tmp.999999999.1", g_dir), "a directory was removed");
+        CHECK_MSG(path_exists("%s/out/summary.json.tmp.999999999.2", g_dir), "a symbolic link was removed");
+        char buf[64], path[256];
+        snprintf(path, sizeof path, "%s/victim", g_dir);
+        slurp(path, buf, sizeof buf);
+        CHECK_MSG(strcmp(buf, "precious\n") == 0, "the file a link points to was changed");
+    }
+    cleanup();
+}
+
+// "-" is standard output where a file is named on the command line: the page, the map or the
+// dump alone on stdout (the same bytes as in a file), the line that names it on stderr.
+static void test_dash_is_stdout(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 2);
+    CHECK(run("./train %s/cfg.json", g_dir) == 0);
+    int code = run("./lab examples --html -");
+    CHECK_MSG(code == 0 && strncmp(g_out, "<!DOCTYPE html>", 15) == 0 && strstr(g_out, "</html>") && !strstr(g_out, "-- unscaled (scale 1)") &&
+              strstr(g_err, "standard output"), "exit %d: %.200s / %s", code, g_out, g_err);
+    code = run("./sample %s/out/checkpoint.bin --prompt ab --attention-map -", g_dir);
+    CHECK_MSG(code == 0 && strncmp(g_out, "<svg", 4) == 0 && strstr(g_out, "</svg>\n") && strstr(g_err, "standard output"),
+              "exit %d: %.200s / %s", code, g_out, g_err);
+    CHECK(run("./train %s/cfg.json --dump-state %s/dump.bin", g_dir, g_dir) == 0);
+    code = run("./train %s/cfg.json --dump-state - > %s/dump_stdout.bin", g_dir, g_dir);
+    CHECK_MSG(code == 0 && strstr(g_err, "wrote the dump to standard output"), "exit %d: %s", code, g_err);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/dump.bin", g_dir);
+    snprintf(b, sizeof b, "%s/dump_stdout.bin", g_dir);
+    unsigned char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    CHECK(file_bytes(a, &x, &nx) && file_bytes(b, &y, &ny));
+    CHECK_MSG(nx > 1000 && nx == ny && memcmp(x, y, nx) == 0, "the dump on stdout (%zu bytes) differs from the file (%zu)", ny, nx);
+    free(x);
+    free(y);
+    TFile tf;
+    char err[512];
+    CHECK_MSG(tfile_read(&tf, b, "TGPTDUMP", err, sizeof err), "%s", err);
+    tfile_free(&tf);
+    cleanup();
+}
+
+// Device nodes as outputs, in a private mount namespace (unshare -m, a tmpfs, mknod) so that
+// nothing of the machine's /dev is at stake: /dev/full and /dev/null stand-ins are refused by
+// every program that writes a file the user names, and by a run whose metrics.csv is one; every
+// node is still the device it was. Skipped, saying why, where no namespace or node can be made.
+static void test_device_nodes_refused(void) {
+    tmpdir();
+    if (geteuid() != 0) { cleanup(); SKIP("making device nodes needs root"); }
+    char ns[128];
+    snprintf(ns, sizeof ns, "%s/ns", g_dir);
+    mkdir(ns, 0777);
+    if (run("unshare -m sh -c 'mount -t tmpfs tgpt_test %s && mknod %s/full c 1 7'", ns, ns) != 0) {
+        char why[256];
+        snprintf(why, sizeof why, "no private mount namespace with a device node here: %.200s", g_err);
+        cleanup();
+        SKIP("%s", why);
+    }
+    write_tiny_config("cfg.json", 2);
+    CHECK(run("./train %s/cfg.json --train.out_dir=%s/run", g_dir, g_dir) == 0);
+    // one shell in the namespace: each program's exit code and stderr go to files outside it
+    int code = run(
+        "unshare -m sh -c 'set -u; D=%s; mount -t tmpfs tgpt_test $D && mknod $D/full c 1 7 && mknod $D/null c 1 3 &&"
+        " mkdir $D/run && mknod $D/run/metrics.csv c 1 3 &&"
+        " { ./train %s/cfg.json --dump-state $D/full 2>%s/e1; echo $? >%s/c1;"
+        "   ./lab examples --html $D/full 2>%s/e2; echo $? >%s/c2;"
+        "   ./sample %s/run/checkpoint.bin --prompt ab --attention-map $D/null 2>%s/e3; echo $? >%s/c3;"
+        "   ./train %s/cfg.json --train.out_dir=$D/run --train.overwrite=true 2>%s/e4; echo $? >%s/c4;"
+        "   stat -c %%F $D/full $D/null $D/run/metrics.csv >%s/types; ls -A $D $D/run >%s/names; }'",
+        ns, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    static const char *const needle[4] = {"/full", "/full", "/null", "/run/metrics.csv"};
+    for (int i = 0; i < 4; i++) {
+        char path[256], c[16];
+        snprintf(path, sizeof path, "%s/c%d", g_dir, i + 1);
+        slurp(path, c, sizeof c);
+        snprintf(path, sizeof path, "%s/e%d", g_dir, i + 1);
+        slurp(path, g_err, sizeof g_err);
+        expect_error(atoi(c), i == 3 ? 2 : 1, needle[i], i == 3 ? "not a regular file" : "is a character device");
+    }
+    char path[256], buf[4096];
+    snprintf(path, sizeof path, "%s/types", g_dir);
+    slurp(path, buf, sizeof buf);
+    CHECK_MSG(strcmp(buf, "character special file\ncharacter special file\ncharacter special file\n") == 0,
+              "a device node was replaced: %s", buf);
+    snprintf(path, sizeof path, "%s/names", g_dir);
+    slurp(path, buf, sizeof buf);
+    CHECK_MSG(!strstr(buf, ".tmp"), "a temporary file was left: %s", buf);
+    cleanup();
+}
+
 static void test_train_outputs_and_determinism(void) {
     tmpdir();
     write_tiny_config("cfg.json", 40);
@@ -574,6 +895,21 @@ static void test_train_outputs_and_determinism(void) {
     char path[256], buf[65536], m1[65536], m2[65536];
     snprintf(path, sizeof path, "%s/out/summary.json", g_dir);
     slurp(path, buf, sizeof buf);
+    {   // gen_loss beside the teacher-forced loss on the same windows, as summary.json has them
+        cJSON *sj = cJSON_Parse(buf);
+        const cJSON *gl = cJSON_GetObjectItemCaseSensitive(sj, "gen_loss");
+        const cJSON *tf = cJSON_GetObjectItemCaseSensitive(sj, "gen_loss_teacher_forced");
+        const cJSON *gw = cJSON_GetObjectItemCaseSensitive(sj, "gen_windows");
+        char want[160];
+        snprintf(want, sizeof want, " gen_loss=%.4f (teacher-forced on the same %d windows: %.4f) tokens_per_s=",
+                 cJSON_IsNumber(gl) ? gl->valuedouble : -1, cJSON_IsNumber(gw) ? gw->valueint : -1,
+                 cJSON_IsNumber(tf) ? tf->valuedouble : -1);
+        CHECK_MSG(cJSON_IsNumber(gw) && gw->valueint == 8 && strstr(last, want), "last line: %s, expected %s", last, want);
+        // and on the evaluation lines
+        CHECK_MSG(strstr(g_out, "step    40: ") && strstr(strstr(g_out, "step    40: "), "(teacher-forced on the same 8 windows: "),
+                  "%s", g_out);
+        cJSON_Delete(sj);
+    }
     CHECK(strstr(buf, "\"val_loss\"") && strstr(buf, "\"best_val_loss\"") && strstr(buf, "\"params\"") &&
           strstr(buf, "\"tokens_per_s\"") && strstr(buf, "\"wall_s\"") && strstr(buf, "\"config\"") &&
           strstr(buf, "\"gen_loss\"") && strstr(buf, "\"gen_loss_teacher_forced\""));
@@ -636,6 +972,21 @@ static void test_train_outputs_and_determinism(void) {
     CHECK(logits && logits->ndim == 3 && logits->shape[0] == 4 && logits->shape[1] == 16);
     CHECK(g && g->ndim == 2 && g->shape[0] == 16 && g->shape[1] == 16);
     CHECK(loss && loss->count == 1 && tfile_find(&f, "inputs") && tfile_find(&f, "targets") && tfile_find(&f, "param.wte"));
+    // with --resume: the checkpoint's weights, on the batch its next step would train on
+    char dump2[256];
+    snprintf(dump2, sizeof dump2, "%s/dump_resumed.bin", g_dir);
+    CHECK(run("./train --resume %s --dump-state %s", path, dump2) == 0);
+    TFile f2, ck;
+    CHECK(tfile_read(&f2, dump2, "TGPTDUMP", err, sizeof err));
+    CHECK(tfile_read(&ck, path, "TGPTCKPT", err, sizeof err));
+    const TRecord *pw = tfile_find(&f2, "param.layer1.wq"), *cw = tfile_find(&ck, "layer1.wq");
+    const TRecord *p0 = tfile_find(&f, "param.layer1.wq");
+    CHECK(pw && cw && p0 && pw->count == cw->count && memcmp(pw->data, cw->data, cw->count * 4) == 0);
+    CHECK(pw && p0 && memcmp(pw->data, p0->data, p0->count * 4) != 0);  // not the initial weights
+    const TRecord *in1 = tfile_find(&f, "inputs"), *in2 = tfile_find(&f2, "inputs");
+    CHECK(in1 && in2 && memcmp(in1->data, in2->data, in1->count * 4) != 0);  // step 41's batch, not step 1's
+    tfile_free(&f2);
+    tfile_free(&ck);
     tfile_free(&f);
     cleanup();
 }
@@ -969,6 +1320,122 @@ static void test_readme_documents_every_key(void) {
     cleanup();
 }
 
+// The names in the first column of the tables under "### `NAME`" of docs/FORMAT.md (each
+// `backquoted`), in order, joined by ','; "" when there is no such section.
+static void format_doc_names(const char *doc, const char *name, char *out, size_t n) {
+    char heading[128];
+    snprintf(heading, sizeof heading, "\n### `%s`", name);
+    out[0] = 0;
+    const char *p = strstr(doc, heading);
+    if (!p) return;
+    p = strchr(p + 1, '\n');
+    size_t k = 0;
+    while (p && *++p && strncmp(p, "##", 2) != 0) {
+        const char *eol = strchr(p, '\n');
+        if (strncmp(p, "| `", 3) == 0) {
+            const char *a = p + 3, *b = strchr(a, '`');
+            if (b && (!eol || b < eol)) k += (size_t)snprintf(out + k, n - k, "%s%.*s", k ? "," : "", (int)(b - a), a);
+        }
+        p = eol;
+    }
+}
+
+// The first line of a file.
+static void first_line(const char *path, char *out, size_t n) {
+    slurp(path, out, n);
+    out[strcspn(out, "\n")] = 0;
+}
+
+// The top-level keys of a JSON file, in order, joined by ','.
+static void json_keys(const char *path, char *out, size_t n) {
+    static char buf[65536];
+    slurp(path, buf, sizeof buf);
+    cJSON *j = cJSON_Parse(buf);
+    size_t k = 0;
+    out[0] = 0;
+    for (const cJSON *it = j ? j->child : NULL; it; it = it->next)
+        k += (size_t)snprintf(out + k, n - k, "%s%s", k ? "," : "", it->string);
+    cJSON_Delete(j);
+}
+
+// docs/FORMAT.md lists every column of metrics.csv, attention.csv and compare.csv and every key
+// of summary.json, in the order a run writes them, and the README's Outputs table names them.
+static void test_docs_list_every_output_column(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 20);
+    CHECK(run("./train %s/cfg.json --sample.tokens=0", g_dir) == 0);
+    CHECK(run("./train %s/cfg.json --sample.tokens=0 --train.out_dir=%s/cmp --compare train.lr=1e-3,2e-3", g_dir,
+              g_dir) == 0);
+    static char doc[131072], readme[262144];
+    slurp("docs/FORMAT.md", doc, sizeof doc);
+    slurp("README.md", readme, sizeof readme);
+    static const struct { const char *doc_name, *file; int json; } outputs[] = {
+        {"metrics.csv", "out/metrics.csv", 0},
+        {"attention.csv", "out/attention.csv", 0},
+        {"compare.csv", "cmp/compare.csv", 0},
+        {"summary.json", "out/summary.json", 1},
+    };
+    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++) {
+        char path[256], written[4096], documented[4096];
+        snprintf(path, sizeof path, "%s/%s", g_dir, outputs[i].file);
+        if (outputs[i].json) json_keys(path, written, sizeof written);
+        else first_line(path, written, sizeof written);
+        format_doc_names(doc, outputs[i].doc_name, documented, sizeof documented);
+        CHECK_MSG(written[0] && strcmp(written, documented) == 0, "%s writes\n  %s\nbut docs/FORMAT.md lists\n  %s",
+                  outputs[i].file, written, documented);
+        // the README's Outputs table: the CSV header as written, or every key in backquotes
+        char row[64];
+        snprintf(row, sizeof row, "\n| `%s` | ", outputs[i].doc_name);
+        const char *r = strstr(readme, row);
+        if (strcmp(outputs[i].doc_name, "compare.csv") == 0) continue;  // described with the comparison's files
+        CHECK_MSG(r != NULL, "README.md's Outputs table has no row for %s", outputs[i].doc_name);
+        if (!r) continue;
+        char line[4096];
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(r + 1, "\n"), r + 1);
+        if (!outputs[i].json) {
+            char want[4200];
+            snprintf(want, sizeof want, "`%s`", written);
+            CHECK_MSG(strstr(line, want) != NULL, "README.md's row for %s lacks %s", outputs[i].doc_name, want);
+        } else {
+            for (char *save = NULL, *key = strtok_r(written, ",", &save); key; key = strtok_r(NULL, ",", &save)) {
+                char want[128];
+                snprintf(want, sizeof want, "`%s`", key);
+                CHECK_MSG(strstr(line, want) != NULL, "README.md's row for %s lacks %s", outputs[i].doc_name, want);
+            }
+        }
+    }
+    cleanup();
+}
+
+// The check above must see a missing column: a section without one of the written names.
+static void test_docs_format_reader(void) {
+    char names[256];
+    format_doc_names("x\n### `a.csv`\n\n| column | meaning |\n|---|---|\n| `step` | s |\n| `loss` | l |\n\n"
+                     "## next\n| `other` | o |\n", "a.csv", names, sizeof names);
+    CHECK_MSG(strcmp(names, "step,loss") == 0, "read '%s'", names);
+    format_doc_names("x\n", "a.csv", names, sizeof names);
+    CHECK(names[0] == 0);
+}
+
+// `make shakespeare` without a network (a closed local port here): exit 1, one line naming where
+// to put a local copy and --data.path, and no file left behind; with the file there, nothing to do.
+static void test_shakespeare_without_network(void) {
+    tmpdir();
+    int code = run("TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt sh tools/get-shakespeare.sh -o %s/data/ts.txt",
+                   g_dir);
+    char want[160];
+    snprintf(want, sizeof want, "put it at %s/data/ts.txt", g_dir);
+    expect_error(code, 1, want, "--data.path=");
+    CHECK(run("ls -A %s/data", g_dir) == 0 && g_out[0] == 0);  // no partial download
+    write_text("data/ts.txt", "a local copy\n");
+    CHECK(run("TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt sh tools/get-shakespeare.sh -o %s/data/ts.txt", g_dir) == 0);
+    char path[256], buf[64];
+    snprintf(path, sizeof path, "%s/data/ts.txt", g_dir);
+    slurp(path, buf, sizeof buf);
+    CHECK(strcmp(buf, "a local copy\n") == 0);
+    cleanup();
+}
+
 // Whether n bytes at data hold the text needle.
 static int holds(const void *data, size_t n, const char *needle) {
     size_t k = strlen(needle);
@@ -1084,6 +1551,9 @@ static void test_attn_window(void) {
 }
 
 const TestCase tests_cli[] = {
+    {"cli_shakespeare_without_network", test_shakespeare_without_network},
+    {"cli_docs_list_every_output_column", test_docs_list_every_output_column},
+    {"cli_docs_format_reader", test_docs_format_reader},
     {"cli_keep_checkpoints", test_keep_checkpoints},
     {"cli_attn_window", test_attn_window},
     {"cli_compare_values", test_compare_values},
@@ -1094,6 +1564,10 @@ const TestCase tests_cli[] = {
     {"cli_corpus_is_reproducible", test_corpus_is_reproducible},
     {"cli_readme_documents_every_key", test_readme_documents_every_key},
     {"cli_bad_input_table", test_bad_input_table},
+    {"cli_resume_in_place", test_resume_in_place},
+    {"cli_only_own_temps_removed", test_only_own_temps_removed},
+    {"cli_device_nodes_refused", test_device_nodes_refused},
+    {"cli_dash_is_stdout", test_dash_is_stdout},
     {"cli_help_and_version", test_help_and_version},
     {"cli_attn_impl_definition_matches_engine", test_attn_impl_definition_matches_engine},
     {"cli_sample_options", test_sample_options},

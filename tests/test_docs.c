@@ -1,7 +1,9 @@
 // tests/test_docs.c: the docs cannot drift from the code they quote nor from the files they name.
 // A fenced block in README.md or docs/*.md whose first line is "// FILE" (FILE a path in the
 // repository, e.g. "// attention.c") quotes FILE: every other line of the block (but "..." and
-// blank lines) must be a line of FILE, compared without leading and trailing blanks. Every file
+// blank lines) must be a line of FILE, compared without leading and trailing blanks, and the
+// lines between two "..." (or the block's ends) must be consecutive lines of FILE, blank lines
+// aside: a quote is a whole stretch of the code, not lines picked from different loops. Every file
 // path the docs name, in backticks or as a link's target, must exist (see doc_paths below). (The
 // figures of runs are checked by `make docs-check`.)
 #define _POSIX_C_SOURCE 200809L
@@ -90,15 +92,72 @@ static int each_doc(int (*check)(const char *doc, int *checked), int *checked) {
     return wrong;
 }
 
+// The trimmed non-blank lines of a file (malloc'd, *n of them); NULL when it cannot be read.
+static char **file_lines(const char *path, int *n) {
+    FILE *f = fopen(path, "r");
+    *n = 0;
+    if (!f) return NULL;
+    char buf[MAX_LINE], **lines = NULL;
+    while (fgets(buf, sizeof buf, f)) {
+        char *l = trim(buf);
+        if (!*l) continue;
+        lines = realloc(lines, (size_t)(*n + 1) * sizeof *lines);
+        lines[(*n)++] = strdup(l);
+    }
+    fclose(f);
+    return lines;
+}
+
+#define MAX_STRETCH 256
+
+// A stretch of quoted lines: those of a block between two "..." (or its ends).
+typedef struct {
+    char *line[MAX_STRETCH];
+    int n, lineno;  // lineno: the doc's line where the stretch ended
+} Stretch;
+
+// Whether the stretch is a run of consecutive non-blank lines of source; 1 (reported on stderr)
+// when it is not. Empties the stretch.
+static int check_stretch(const char *doc, const char *source, Stretch *st) {
+    int wrong = 0;
+    if (st->n > 0 && source[0]) {
+        int n;
+        char **lines = file_lines(source, &n);
+        int found = 0;
+        for (int j = 0; lines && !found && j + st->n <= n; j++) {
+            int i = 0;
+            while (i < st->n && strcmp(lines[j + i], st->line[i]) == 0) i++;
+            found = i == st->n;
+        }
+        for (int i = 0; i < n; i++) free(lines[i]);
+        free(lines);
+        if (!found) {
+            if (!g_quiet)
+                fprintf(stderr, "  %s:%d: the %d quoted lines from \"%s\" on are not consecutive lines of %s (mark a gap "
+                                "with a line \"...\")\n", doc, st->lineno, st->n, st->line[0], source);
+            wrong = 1;
+        }
+    }
+    for (int i = 0; i < st->n; i++) free(st->line[i]);
+    st->n = 0;
+    return wrong;
+}
+
 // Checks one document: adds the quoted lines to *checked and returns how many are wrong (each
-// reported on stderr), a quote of a file that does not exist counting as one.
+// reported on stderr), a quote of a file that does not exist counting as one, and a stretch of a
+// quote that is not consecutive in its file as one more.
 static int check_doc(const char *doc, int *checked) {
     DocReader r;
     if (!doc_open(&r, doc)) return 1;
     char source[512] = "";
     int wrong = 0;
+    Stretch st = {.n = 0};
     for (char *l; (l = doc_next(&r));) {
-        if (!r.in_block) continue;
+        if (!r.in_block || r.first) wrong += check_stretch(doc, source, &st);  // a block ended
+        if (!r.in_block) {
+            source[0] = 0;
+            continue;
+        }
         if (r.first) {
             source[0] = 0;
             // "// attention.c" names the quoted file; any other block is not a quote
@@ -117,13 +176,20 @@ static int check_doc(const char *doc, int *checked) {
             }
             continue;
         }
-        if (!source[0] || !*l || strcmp(l, "...") == 0) continue;
+        if (!source[0] || !*l) continue;
+        st.lineno = r.lineno;
+        if (strcmp(l, "...") == 0) {
+            wrong += check_stretch(doc, source, &st);
+            continue;
+        }
+        if (st.n < MAX_STRETCH) st.line[st.n++] = strdup(l);
         if (file_has_line(source, l) != 1) {
             if (!g_quiet) fprintf(stderr, "  %s:%d quotes a line that %s does not have: %s\n", doc, r.lineno, source, l);
             wrong++;
         }
         (*checked)++;
     }
+    wrong += check_stretch(doc, source, &st);
     return wrong;
 }
 
@@ -160,7 +226,18 @@ static void test_docs_check_catches_a_missing_line(void) {
     int checked = 0;
     int wrong = check_text(check_doc, "```c\n// attention.c\n// S = Q K^T * scale\nthis line is in no source file;\n```\n",
                            &checked);
-    CHECK_MSG(checked == 2 && wrong == 1, "%d lines checked, %d wrong: expected 2 and 1", checked, wrong);
+    CHECK_MSG(checked == 2 && wrong == 2, "%d lines checked, %d wrong: expected 2 and 2 (the line, the stretch)",
+              checked, wrong);
+    // two lines of the file, each there, but from different loops: the stretch is refused; with
+    // "..." between them it is not; a whole stretch is not
+    checked = 0;
+    wrong = check_text(check_doc,
+                       "```c\n// attention.c\n// S = Q K^T * scale\nfor (int i = 0; i < n; i++) ds[i] = p[i] * (dp[i] - dot);\n"
+                       "```\ntext\n```c\n// attention.c\n// S = Q K^T * scale\n...\n"
+                       "for (int i = 0; i < n; i++) ds[i] = p[i] * (dp[i] - dot);\n```\n"
+                       "```c\n// attention.c\n// S = Q K^T * scale\nfor (int t = 0; t < T; t++)\n```\n",
+                       &checked);
+    CHECK_MSG(checked == 6 && wrong == 1, "%d lines checked, %d wrong: expected 6 and 1", checked, wrong);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -291,14 +291,15 @@ static void html_checker_catches_mistakes(void) {
     CHECK(pc_parse(&pg, html, err, sizeof err));
     CHECK(pg.n_steps >= 8);
     if (pg.n_steps >= 8) {
-        PcStep *st = &pg.steps[7];  // T = 3 softmax
-        CHECK(pc_check_step(st, &want[7], j, err, sizeof err) == 0);
+        PcStep *st = &pg.steps[5];  // T = 3 softmax, with the causal mask
+        CHECK(pc_check_step(st, &want[5], j, err, sizeof err) == 0);
         snprintf(st->tables[0].cells[3], 32, "0.330239");  // one digit off
-        CHECK(pc_check_step(st, &want[7], j, err, sizeof err) > 0);
+        CHECK(pc_check_step(st, &want[5], j, err, sizeof err) > 0);
         CHECK(strstr(err, "0.330239") != NULL);
-        CHECK(pc_check_step(&pg.steps[6], &want[7], j, err, sizeof err) > 0);  // the Mask step is not Softmax
+        CHECK(pc_check_step(&pg.steps[4], &want[5], j, err, sizeof err) > 0);  // the Mask step is not Softmax
+        CHECK(pc_check_step(&pg.steps[2], &want[5], j, err, sizeof err) > 0);  // nor the one without the mask
         st->tables[1].where = 1;                                               // alt drawn as main
-        CHECK(pc_check_step(st, &want[7], j, err, sizeof err) > 0);
+        CHECK(pc_check_step(st, &want[5], j, err, sizeof err) > 0);
     }
     const char *bad = "<html><head><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\">"
                       "</head><body><section class=\"step\" data-step=\"1\"><img src=\"https://example.com/a.png\">"
@@ -342,11 +343,16 @@ static void html_examples_page_matches_json(void) {
     HtmlPage *p = lab_examples_page(&s, "./lab examples --html x.html");
     const PcExpect *want;
     int n = pc_examples_expect(&want);
-    CHECK(n == 14);
+    CHECK(n == 16);
     check_page(p, j, want, n);
     html_page_free(p);
-    // the numbers themselves, against the worked example (test_lab.c has the forward ones)
+    // the numbers themselves, against the worked example (test_lab.c has the forward ones): the
+    // lesson's T = 3 example without a mask first, then with the causal mask
     char buf[64];
+    pc_format(buf, sizeof buf, cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.weights_nomask_scaled"), 0), 1));
+    CHECK(strcmp(buf, "0.197776") == 0);
+    pc_format(buf, sizeof buf, cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.out_nomask_scaled"), 0), 0));
+    CHECK(strcmp(buf, "6.016681") == 0);
     pc_format(buf, sizeof buf, cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.weights_scaled"), 1), 0));
     CHECK(strcmp(buf, "0.330238") == 0);
     pc_format(buf, sizeof buf, cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.masked_scaled"), 0), 1));
@@ -490,7 +496,9 @@ static void lab_pages_same_digits_as_terminal(void) {
     CHECK(j != NULL);
     if (j) {
         static const char *const keys[] = {"t3.Q", "t3.V", "t3.scores", "t3.weights_scaled", "t3.weights_unscaled",
-                                           "t3.out_scaled", "t3.out_unscaled", "one_query.weights_scaled",
+                                           "t3.out_scaled", "t3.out_unscaled", "t3.weights_nomask_scaled",
+                                           "t3.weights_nomask_unscaled", "t3.out_nomask_scaled",
+                                           "t3.out_nomask_unscaled", "one_query.weights_scaled",
                                            "one_query.weights_unscaled", "one_query.out_scaled",
                                            "one_query.out_unscaled"};
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) rows_in_terminal(j, keys[k], text);
@@ -537,14 +545,14 @@ static char *page_beside_terminal(const char *cmd, const char *name, const char 
 static void lab_html_command_line(void) {
     tmpdir();
     char path[128], err[512];
-    char *html = page_beside_terminal("examples", "ex.html", "14 steps", path, sizeof path);
+    char *html = page_beside_terminal("examples", "ex.html", "16 steps", path, sizeof path);
     CHECK(html != NULL);
     PcPage pg;
     if (html && pc_parse(&pg, html, err, sizeof err)) {
         char want[160];
         snprintf(want, sizeof want, "./lab examples --html %s/ex.html", g_hdir);
         CHECK_MSG(strcmp(pg.command, want) == 0, "the page says '%s' wrote it", pg.command);
-        CHECK(pg.n_steps == 14);
+        CHECK(pg.n_steps == 16);
         pc_free(&pg);
     }
     free(html);
@@ -612,21 +620,29 @@ static void html_mistakes_page_matches_json(void) {
                   pg.steps[i].caption);
     }
     if (pg.n_steps == LAB_MISTAKES) {
-        // mask with 0: three weights on the future wrong (their rows still sum to 1); S's zeros wrong
-        const PcTable *S = &pg.steps[2].tables[0], *P = &pg.steps[2].tables[1];
-        CHECK(strcmp(S->key, "cases.2.scores") == 0 && strcmp(S->cells[1], "0.000000") == 0 && strchr(S->marks[1], 'w'));
+        // mask with 0: S before the mask beside S after it, so that what the mask replaced shows:
+        // S[0][2] was 0.707107 and became 0, S[0][1] was 0 already; three weights on the future
+        // wrong (their rows still sum to 1); S's zeros wrong
+        const PcTable *S0 = &pg.steps[2].tables[0], *S = &pg.steps[2].tables[1], *P = &pg.steps[2].tables[2];
+        CHECK(strcmp(S0->key, "cases.2.scores_unmasked") == 0 && strcmp(S0->cells[2], "0.707107") == 0 &&
+              strcmp(S0->cells[1], "0.000000") == 0);
+        CHECK(strcmp(S->key, "cases.2.scores") == 0 && strcmp(S->cells[1], "0.000000") == 0 && strchr(S->marks[1], 'w') &&
+              strcmp(S->cells[2], "0.000000") == 0);
         int wrong = 0;
         for (int i = 0; i < P->n_cells; i++) wrong += strchr(P->marks[i], 'w') != NULL;
         CHECK(wrong == 3 && P->n_extra == 1 && !strchr(P->extra_marks[0], 'w'));
         // softmax over queries: every row sum wrong, no weight on the future; the correct one: -inf greyed
-        P = &pg.steps[3].tables[1];
+        P = &pg.steps[3].tables[2];
         CHECK(strchr(P->extra_marks[0], 'w') && strchr(P->extra_marks[1], 'w') && strchr(P->extra_marks[2], 'w'));
-        CHECK(strcmp(pg.steps[0].tables[0].cells[1], "-inf") == 0 && strchr(pg.steps[0].tables[0].marks[1], 'm'));
+        CHECK(strcmp(pg.steps[0].tables[1].cells[1], "-inf") == 0 && strchr(pg.steps[0].tables[1].marks[1], 'm'));
+        // no mask: the lesson's first example, its weights on the future wrong
+        P = &pg.steps[4].tables[2];
+        CHECK(strcmp(P->key, "cases.4.weights") == 0 && strcmp(P->cells[0], "0.401112") == 0 && strchr(P->marks[1], 'w'));
         // the column sums, a vector drawn as one row
-        const PcTable *cs = &pg.steps[3].tables[2];
+        const PcTable *cs = &pg.steps[3].tables[3];
         CHECK(cs->rows == 1 && cs->cols == 3 && strcmp(cs->cells[2], "1.000000") == 0);
         // the checker notices a mark taken away
-        pg.steps[2].tables[1].marks[1][0] = 0;
+        pg.steps[2].tables[2].marks[1][0] = 0;
         CHECK(pc_check_mistake_marks(&pg.steps[2], j, err, sizeof err) > 0 && strstr(err, "cases.2.weights[0][1]"));
     }
     pc_free(&pg);
@@ -638,11 +654,11 @@ static void html_mistakes_page_matches_json(void) {
 static void lab_mistakes_html_command_line(void) {
     tmpdir();
     char path[128], err[512];
-    char *html = page_beside_terminal("mistakes", "m.html", "4 steps", path, sizeof path);
+    char *html = page_beside_terminal("mistakes", "m.html", "5 steps", path, sizeof path);
     PcPage pg;
     CHECK(html && pc_parse(&pg, html, err, sizeof err));
     if (html) {
-        CHECK(pg.n_steps == 4 && strstr(pg.command, "./lab mistakes --html") != NULL);
+        CHECK(pg.n_steps == 5 && strstr(pg.command, "./lab mistakes --html") != NULL);
         CHECK(pc_check_offline(&pg, html, err, sizeof err) == 0);
         pc_free(&pg);
     }

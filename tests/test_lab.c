@@ -379,7 +379,7 @@ static void gradcheck_model_restores_and_samples(void) {
 // ---------------------------------------------------------------------------------------------
 // the common mistakes
 
-// The four cases of `lab mistakes` against the formulas evaluated in double: scores
+// The five cases of `lab mistakes` against the formulas evaluated in double: scores
 // S = c Q Q^T, then each case's mask and normalisation.
 static void lab_mistakes_match_formulas(void) {
     LabMistake c[LAB_MISTAKES];
@@ -389,7 +389,9 @@ static void lab_mistakes_match_formulas(void) {
         for (int t = 0; t < 3; t++)
             for (int u = 0; u < 3; u++) {
                 double dot = LAB_T3_Q[t * 2] * LAB_T3_Q[u * 2] + LAB_T3_Q[t * 2 + 1] * LAB_T3_Q[u * 2 + 1];
-                S[t * 3 + u] = u > t ? (c[k].spec.mask == ATTN_MASK_ZERO ? 0 : -INFINITY) : scale * dot;
+                S[t * 3 + u] = u > t && c[k].spec.mask != ATTN_MASK_NONE ? (c[k].spec.mask == ATTN_MASK_ZERO ? 0 : -INFINITY)
+                                                                         : scale * dot;
+                CHECK_NEAR(c[k].scores_unmasked[t * 3 + u], scale * dot, 1e-6);  // what the mask replaced
             }
         for (int a = 0; a < 3; a++) {  // a row (softmax over keys) or a column (over queries)
             double z = 0;
@@ -407,9 +409,12 @@ static void lab_mistakes_match_formulas(void) {
                 CHECK_NEAR(c[k].out[t * 2 + j], o, 1e-5);
             }
     }
-    // the symptoms the command marks: only "mask with 0" puts weight on the future; only the
+    // the symptoms the command marks: only "mask with 0" and "no mask" put weight on the future
+    // (no mask: the lesson's unmasked example, row 0 = 0.401112 0.197776 0.401112); only the
     // softmax over queries leaves rows that do not sum to 1 (its columns do)
     CHECK(!strcmp(c[2].name, "mask with 0") && c[2].future_weight[0] > 0.49 && c[2].future_weight[2] == 0);
+    CHECK(!strcmp(c[4].name, "no mask") && c[4].future_weight[0] > c[2].future_weight[0] && c[4].future_weight[2] == 0);
+    CHECK_NEAR(c[4].weights[1], 0.197776, 1e-6);
     CHECK(c[0].future_weight[0] == 0 && c[1].future_weight[0] == 0 && c[3].future_weight[0] == 0);
     CHECK(fabs(c[3].row_sums[2] - 1) > 0.5 && fabs(c[3].col_sums[0] - 1) < 1e-6);
     for (int k = 0; k < 3; k++) CHECK(fabs(c[k].row_sums[0] - 1) < 1e-6 && fabs(c[k].row_sums[2] - 1) < 1e-6);

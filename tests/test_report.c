@@ -1123,13 +1123,22 @@ static void check_report_html(const char *html, const char *md, int n_panels, co
         snprintf(label, sizeof label, "aria-label=\"%s", LETTERS[p]);
         CHECK_MSG(has(html, label), "no chart %s", LETTERS[p]);
     }
-    // md's title is the page's
+    // md's title is the page's, as text: without its Markdown markers
     const char *nl = strchr(md, '\n');
     if (nl && strncmp(md, "# ", 2) == 0) {
-        char h1[512];
-        snprintf(h1, sizeof h1, "<h1>%.*s</h1>", (int)(nl - md - 2), md + 2);
+        char h1[600], title[512];
+        size_t k = 0;
+        for (const char *c = md + 2; c < nl && k + 1 < sizeof title; c++)
+            if (*c != '`' && *c != '*') title[k++] = *c;
+        title[k] = 0;
+        snprintf(h1, sizeof h1, "<h1>%s</h1>", title);
+        CHECK_MSG(has(html, h1), "no %s", h1);
+        snprintf(h1, sizeof h1, "<title>%s</title>", title);
         CHECK_MSG(has(html, h1), "no %s", h1);
     }
+    // the diagonal's legend only when a map draws it (a mask that lets the future through)
+    CHECK(has(html, "the diagonal, where a mask lets the future through") == has(html, "stroke=\"#d00000\" stroke-opacity"));
+    CHECK(has(html, "with 64 colour levels") && !has(html, "in 64 steps"));
     check_md_text_in_html(md, html);
     CHECK_MSG(count_substr(html, "<svg class=\"hm\"") == n * n_steps * MAP_L * MAP_NH, "%d maps",
               count_substr(html, "<svg class=\"hm\""));
@@ -1138,8 +1147,10 @@ static void check_report_html(const char *html, const char *md, int n_panels, co
             for (int l = 0; l < MAP_L; l++)
                 for (int h = 0; h < MAP_NH; h++) {
                     char *m = map_svg(html, names[v], steps[j], l, h);
-                    CHECK_MSG(m && has(m, "viewBox=\"0 0 6 6\""), "no map of %s at step %ld, layer %d, head %d",
-                              names[v], steps[j], l, h);
+                    // the 6 x 6 cells, each row and column labelled with its character
+                    CHECK_MSG(m && has(m, "<rect width=\"6\" height=\"6\" fill=") && count_substr(m, ">h</text>") == 2 &&
+                                  count_substr(m, ">␣</text>") == 2 && count_substr(m, ">↵</text>") == 2,
+                              "no labelled map of %s at step %ld, layer %d, head %d", names[v], steps[j], l, h);
                     free(m);
                 }
     // the probe sequence, with the stand-ins for whitespace
@@ -1242,11 +1253,23 @@ static void test_html_kept_probes(void) {
         CHECK(has(html, "step 0 (start)") && has(html, "step 4 (middle)") && has(html, "step 10 (end)"));
         CHECK(!has(html, "data-step=\"6\"") && !has(html, "data-step=\"2\"") && !has(html, "data-step=\"11\""));
         CHECK(count_substr(html, "<svg class=\"hm\"") == 2 * 3 * MAP_L * MAP_NH);
-        CHECK(has(html, "viewBox=\"0 0 64 64\"") && has(html, "for the first 64 of the sequence's 70 positions"));
+        CHECK(has(html, "<rect width=\"64\" height=\"64\" fill=") && has(html, "for the first 64 of the sequence's 70 positions"));
+        // 64 positions, 2 heads side by side: every 6th labelled (0, 6, ..., 60: 11 a side)
+        char *m0 = map_svg(html, "0.01", 4, 0, 0);
+        CHECK(m0 && count_substr(m0, "</text>") == 2 * 11 && has(html, "every 6th row and column, from the first"));
+        free(m0);
         char *m = map_svg(html, "0.01", 4, 0, 0);
         CHECK(map_draws(m, 63, 63, 1, 1.0) && !map_draws(m, 64, 64, 1, 1.0));
         free(m);
         CHECK(html_balanced(html));
+        // the compared train.lr: each variant's value in the configuration table and the SVG's
+        // subtitle, not the configuration's (which neither variant ran)
+        char *md = slurp("report.md"), *svg = slurp("compare.svg");
+        CHECK_MSG(md && has(md, "| 0.001 / 0.01 |"), "%.600s", md ? md : "no report.md");
+        CHECK(svg && has(svg, " · lr 0.001 / 0.01 · "));
+        CHECK(has(html, "<td>0.001 / 0.01</td>"));
+        free(md);
+        free(svg);
     }
     free(html);
     tmp_cleanup();
