@@ -1005,7 +1005,7 @@ void lab_online_arrays(LabArrays *s, const LabOnline o[LAB_ONLINE_PROBLEMS]) {
 
 void lab_online_block_reading(char *buf, size_t n, const LabOnline *o, int j) {
     if (j == 0) {
-        snprintf(buf, n, "the first block: m was -inf and l = 0, so exp(m_old - m_new) = 0 and l and o are this "
+        snprintf(buf, n, "before the first block m = -inf and l = 0, so exp(m_old - m_new) = 0 and l and o are this "
                          "block's terms alone.");
         return;
     }
@@ -1016,11 +1016,11 @@ void lab_online_block_reading(char *buf, size_t n, const LabOnline *o, int j) {
             if (r < 0 || o->rescale[j][t] < o->rescale[j][r]) r = t;
         }
     if (!grew) {
-        snprintf(buf, n, "no row finds a larger score here: every exp(m_old - m_new) is 1 and the block's terms are "
-                         "added as they are.");
+        snprintf(buf, n, "no row finds a larger score in this block: every exp(m_old - m_new) is 1 and the block's "
+                         "terms are added as they are.");
         return;
     }
-    snprintf(buf, n, "%d of the %d rows find%s a larger score here; row %d's maximum grows from %.6f to %.6f, so the "
+    snprintf(buf, n, "%d of the %d rows find%s a larger score in this block; row %d's maximum grows from %.6f to %.6f, so the "
                      "l = %.6f it had is multiplied by exp(%.6f - %.6f) = %.6f before this block's %.6f is added: "
                      "l = %.6f (and o likewise).", grew, o->T, grew == 1 ? "s" : "", r, (double)o->m_old[j][r], (double)o->m_new[j][r],
              (double)o->l_old[j][r], (double)o->m_old[j][r], (double)o->m_new[j][r], (double)o->rescale[j][r],
@@ -1062,8 +1062,9 @@ HtmlPage *lab_online_page(const LabArrays *s, const LabOnline o[LAB_ONLINE_PROBL
                       "time as a fused attention kernel does (FlashAttention): each row keeps only a running maximum "
                       "m, a running sum l of exp(s - m) and the unnormalised output o. When a block raises the "
                       "maximum from m_old to m_new, what was summed so far is multiplied by exp(m_old - m_new). "
-                      "Computed in " REAL_NAME " by `./lab online-softmax` and compared with the trainer's own "
-                      "attention_forward (attention.c). The switch shows what forgetting the rescaling gives.");
+                      "Computed in " REAL_NAME " by `./lab online-softmax` and compared with attention_forward of "
+                      "the definition (attention.c), which the engine (kernels/attention_engine.c) that trains by "
+                      "default is proven equal to. The switch shows what forgetting the rescaling gives.");
     for (int k = 0; k < LAB_ONLINE_PROBLEMS; k++) {
         const LabOnline *q = &o[k];
         const char *g = q->group;
@@ -1075,7 +1076,8 @@ HtmlPage *lab_online_page(const LabArrays *s, const LabOnline o[LAB_ONLINE_PROBL
         else
             snprintf(c, sizeof c, "The exercise of `./lab exercise`: np.random.seed(0); Q, K, V = np.random.randn(%d, "
                                   "%d) x 3, no mask; blocks of %d key%s.", T, d, q->block, q->block == 1 ? "" : "s");
-        snprintf(title, sizeof title, "%s: T = %d", strcmp(g, "t3") == 0 ? "The T = 3 example" : "The exercise", T);
+        if (strcmp(g, "t3") == 0) snprintf(title, sizeof title, "The T = %d example", T);
+        else snprintf(title, sizeof title, "The exercise: T = %d", T);
         html_page_sequence(p, g, title, c);
 
         snprintf(c, sizeof c, "The scores S = Q K^T / sqrt(%d), row t for query t, column u for key u. The online "
@@ -1092,7 +1094,7 @@ HtmlPage *lab_online_page(const LabArrays *s, const LabOnline o[LAB_ONLINE_PROBL
             block_keys(keys, sizeof keys, q, j);
             snprintf(c, sizeof c, "Every row reads the scores of %s (highlighted): m_new = max(m_old, block max), "
                                   "l_new = l_old * exp(m_old - m_new) + sum exp(s - m_new), o = o * exp(m_old - m_new) "
-                                  "+ sum exp(s - m_new) V. Here %s", keys, reading);
+                                  "+ sum exp(s - m_new) V. So: %s", keys, reading);
             snprintf(title, sizeof title, "Block %d: %s", j + 1, keys);
             st = html_page_step(p, title, c);
             HtmlMatrix *m = put(st, s, HTML_SHARED, g, "scores", "S", "t", "u");

@@ -33,9 +33,10 @@ const LabArray *lab_arrays_get(const LabArrays *s, const char *key);
 void lab_arrays_json(FILE *f, const LabArrays *s);
 void lab_arrays_free(LabArrays *s);
 
-// Every number of the worked examples' page: group "one_query" (q = [1,0] over two keys) and
-// group "t3" (T = 3, d_k = 2, causal mask): inputs, scores, scaled and masked scores, weights
-// and their row sums, outputs, scaled and unscaled; the backward for dO (key "t3.dO").
+// Every number of the worked examples' page: group "t3" (T = 3, d_k = 2): inputs, scores, scaled
+// and masked scores, the weights, their row sums and the outputs without a mask (*_nomask_*, the
+// lesson's first computation) and with the causal mask, scaled and unscaled; the backward of the
+// masked one for dO (key "t3.dO"); and group "one_query" (q = [1,0] over two keys).
 void lab_examples_arrays(LabArrays *s);
 // The exercise's numbers (ungrouped keys; the first ten are `./lab exercise --json`'s
 // original ones, in their order) for an exercise computed by lab_exercise_run.
@@ -52,7 +53,7 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
 // The exercise's verdict, as `./lab exercise` prints it (two lines, no final newline).
 void lab_exercise_verdict(char *buf, size_t n, const LabExercise *e);
 
-// ---- `./lab mistakes`: the T = 3 example four ways (lab_mistakes) ----
+// ---- `./lab mistakes`: the T = 3 example five ways (lab_mistakes) ----
 // Whether a row of weights sums to 1, as the terminal's '!' judges it (within 1e-5).
 int lab_sums_to_one(double x);
 // What the numbers of mistake k >= 1 show, against the correct case c[0], as the terminal prints
