@@ -99,6 +99,10 @@ CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
 # the lab's step-through pages (./lab examples --html FILE) and the HTML writer they use
 PAGES := report/html.c teach/lab_pages.c
 PAGES_OBJ := $(PAGES:%.c=$(OBJDIR)/%.o)
+# ./sample --explain: the measures and their page
+EXPLAIN := teach/explain.c teach/explain_page.c
+EXPLAIN_OBJ := $(EXPLAIN:%.c=$(OBJDIR)/%.o)
+EXPLAIN64_OBJ := $(EXPLAIN:%.c=$(OBJDIR)/f64/%.o)
 PAGES64_OBJ := $(PAGES:%.c=$(OBJDIR)/f64/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 # Each tests/test_NAME.c defines its table `const TestCase tests_NAME[]`, and that is its one
@@ -110,7 +114,7 @@ TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes bench bench-context bench-torch docs-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain bench bench-context bench-torch docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -163,7 +167,7 @@ mpi-test-build:
 	    $(MAKE) --no-print-directory MPI=1 SANITIZE=0 STAMP=build/.config-mpi build/train-mpi; \
 	else echo "note: $(MPICC) or mpirun not found: the MPI tests will be skipped"; rm -f build/train-mpi; fi
 
-sample: $(OBJDIR)/sample.o $(CORE_OBJ) $(STAMP)
+sample: $(OBJDIR)/sample.o $(EXPLAIN_OBJ) $(OBJDIR)/report/html.o $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 lab: $(OBJDIR)/lab.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
@@ -186,11 +190,11 @@ data/default.txt: | tools/gencorpus
 
 FUZZ_SRC := tests/fuzz/harnesses.c
 
-tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(REPORT_OBJ) $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -I. '-DTEST_TABLES(X)=$(TEST_TABLES)' tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT_OBJ) $(PAGES_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
+tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(REPORT_OBJ) $(PAGES_OBJ) $(EXPLAIN_OBJ) $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. '-DTEST_TABLES(X)=$(TEST_TABLES)' tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT_OBJ) $(PAGES_OBJ) $(EXPLAIN_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
 
-tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(REPORT64_OBJ) $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. '-DTEST_TABLES(X)=$(TEST_TABLES)' tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT64_OBJ) $(PAGES64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
+tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(REPORT64_OBJ) $(PAGES64_OBJ) $(EXPLAIN64_OBJ) $(CORE64_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. '-DTEST_TABLES(X)=$(TEST_TABLES)' tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT64_OBJ) $(PAGES64_OBJ) $(EXPLAIN64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
 
 # The pages in a real browser: headless Chromium opens every step of the lab's pages (#step=N),
 # checks the rendered DOM against ./lab's JSON output and that no request left the file, then the
@@ -199,7 +203,7 @@ tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_
 tests/browser_test: tests/browser_test.c $(TEST_LIB) $(TEST_H) $(CORE_H) $(STAMP) | deps
 	$(CC) $(ALL_CFLAGS) -I. tests/browser_test.c $(TEST_LIB) -o $@ $(LDLIBS)
 
-test-browser: lab train tests/browser_test
+test-browser: lab train sample tests/browser_test
 	@if sh tools/ensure-chromium.sh; then ./tests/browser_test; \
 	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
 
@@ -276,6 +280,14 @@ demo: all
 demo-mistakes: all
 	./train configs/mistake_mask.json --compare model.attn_mask=causal,zero,none --train.overwrite=true
 	./train configs/mistake_axis.json --compare model.softmax_axis=keys,queries --train.overwrite=true
+
+# The fourth mistake (docs/mistakes.md, section 4): attention weights read as explanations. A
+# model that learns the corpus's line kinds (configs/explain.json), then its attention against
+# the effects of each position on held-out lines whose deciding position is known.
+demo-explain: all tools/gencorpus
+	./train configs/explain.json --train.overwrite=true --sample.tokens=0
+	./tools/gencorpus --seed 7 --bytes 300000 -o out/explain/heldout.txt
+	./sample out/explain/checkpoint.bin --explain --lines out/explain/heldout.txt --per-kind 1000
 
 bench: all
 	@./train configs/bench_w1.json --bench=30

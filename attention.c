@@ -82,12 +82,23 @@ void attention_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShap
                 for (int u = 0; u < T; u++)
                     if (masked(spec, t, u)) S[t * T + u] = spec->mask == ATTN_MASK_ZERO ? 0 : -INFINITY;
 
+            // knockout: one key of each row removed (S = -inf), so the rest renormalise
+            if (spec->knockout)
+                for (int t = 0; t < T; t++) {
+                    int u = spec->knockout[((size_t)b * NH + h) * T + t];
+                    if (u >= 0 && u < T) S[t * T + u] = -INFINITY;
+                }
+
             // P = softmax(S) row by row: P[t][u] = exp(S[t][u] - max_u' S[t][u']) / sum_u' exp(...)
             // (the mistake "queries": column by column, P[t][u] normalised over t instead of u)
             if (spec->axis == SOFTMAX_OVER_KEYS) {
                 for (int t = 0; t < T; t++) {
                     real maxv = -INFINITY, sum = 0;
                     for (int u = 0; u < T; u++) maxv = S[t * T + u] > maxv ? S[t * T + u] : maxv;
+                    if (maxv == -INFINITY) {  // every key knocked out: nothing flows into this row
+                        for (int u = 0; u < T; u++) P[t * T + u] = 0;
+                        continue;
+                    }
                     for (int u = 0; u < T; u++) {
                         P[t * T + u] = real_exp(S[t * T + u] - maxv);
                         sum += P[t * T + u];

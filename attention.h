@@ -25,6 +25,10 @@ typedef struct {
     AttnMask mask;
     SoftmaxAxis axis;
     int window;         // 0: every earlier key; W > 0: query t sees only keys t-W+1 .. t (causal mask only)
+    // Attention knockout (teach/explain.c): NULL, or (B,NH,T) key indices, one per row: S[t][u]
+    // = -inf for u = knockout[(b*NH + h)*T + t] (-1: none), then the softmax renormalises the
+    // rest. A row left with no key gets P = 0 (its output is 0). Only the definition computes it.
+    const int *knockout;
 } AttnSpec;
 
 // ---- statistics, summed over the batch (zero them first); see attention_stats.c ----

@@ -247,15 +247,15 @@ static void qkv_forward(real *q, real *k, real *v, const real *inp, const real *
 // dinp = dq Wq^T + dk Wk^T + dv Wv^T ; dWq = inp^T dq, and likewise for k and v (all stored:
 // the step's only writers). The three dinp products split rows identically, so each thread adds
 // into its own rows in a fixed order.
-static void qkv_backward(real *dinp, real *dwq, real *dwk, real *dwv, const real *dq, const real *dk,
-                         const real *dv, const real *inp, const real *wq, const real *wk, const real *wv,
-                         int N, int C) {
+// The layer's weights are P's Wq, Wk, Wv; their gradients go to dP's; d holds dq, dk, dv.
+static void qkv_backward(real *dinp, LayerParams *dP, AttnGradQKV d, const real *inp, const LayerParams *P, int N,
+                         int C) {
 #pragma omp parallel if(par_worth(6.0 * N * C * C))
     {
         int tid = thread_index(), nth = thread_count();
-        matmul_backward_part(tid, nth, dinp, dwq, dq, inp, wq, N, C, C, GRAD_STORE, GRAD_STORE);
-        matmul_backward_part(tid, nth, dinp, dwk, dk, inp, wk, N, C, C, GRAD_ADD, GRAD_STORE);
-        matmul_backward_part(tid, nth, dinp, dwv, dv, inp, wv, N, C, C, GRAD_ADD, GRAD_STORE);
+        matmul_backward_part(tid, nth, dinp, dP->wq, d.dq, inp, P->wq, N, C, C, GRAD_STORE, GRAD_STORE);
+        matmul_backward_part(tid, nth, dinp, dP->wk, d.dk, inp, P->wk, N, C, C, GRAD_ADD, GRAD_STORE);
+        matmul_backward_part(tid, nth, dinp, dP->wv, d.dv, inp, P->wv, N, C, C, GRAD_ADD, GRAD_STORE);
     }
 }
 
@@ -460,7 +460,7 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out) 
 static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, real *shared_params) {
     memset(m, 0, sizeof *m);
     m->dims = *d;
-    m->attn = (AttnSpec){attn_scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0};
+    m->attn = (AttnSpec){attn_scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL};
     m->attn_impl = &attention_engine;
     m->head_dim = d->n_embd / d->n_head;
     m->phase_current = PHASE_NONE;
@@ -571,7 +571,7 @@ AttnSetup attention_setup(const Config *cfg) {
     a.impl = impl_of[name_index(impls, cfg->attn_impl, "model.attn_impl")];
     // the enums follow the names' order
     a.spec = (AttnSpec){(real)cfg->attn_scale, (AttnMask)name_index(masks, cfg->attn_mask, "model.attn_mask"),
-                        (SoftmaxAxis)name_index(axes, cfg->softmax_axis, "model.softmax_axis"), cfg->attn_window};
+                        (SoftmaxAxis)name_index(axes, cfg->softmax_axis, "model.softmax_axis"), cfg->attn_window, NULL};
     return a;
 }
 
@@ -596,9 +596,16 @@ typedef enum {
 // implementation cannot compute the model's spec: the definition (attention.c) then runs.
 static const AttentionImpl *attention_for_pass(const GPT *m, PassKind pass) {
     if (pass == PASS_PREFILL) return attention_engine.supports(&m->attn) ? &attention_engine : &attention_definition;
-    if (((m->collect_stats || m->keep_weights) && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn))
+    if (((m->collect_stats || m->keep_weights) && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn) || m->attn_knockout)
         return &attention_definition;
     return m->attn_impl;
+}
+
+// The attention layer l computes: the model's, with layer l's knockouts when they are set.
+static AttnSpec layer_spec(const GPT *m, int l, int B, int T) {
+    AttnSpec spec = m->attn;
+    if (m->attn_knockout) spec.knockout = m->attn_knockout + (size_t)l * B * m->dims.n_head * T;
+    return spec;
 }
 
 void gpt_free(GPT *m) {
@@ -685,12 +692,13 @@ static double forward(GPT *m, const int *inputs, const int *targets, int B, int 
         LayerParams *P = &m->p.layers[l];
         LayerActs *A = &m->acts.layers[l];
         AttnStats *stats = m->collect_stats ? &m->attn_stats[l * NH] : NULL;
+        AttnSpec spec = layer_spec(m, l, B, T);
         // attention branch: res2 = residual + attention(ln1 Wq, ln1 Wk, ln1 Wv) Wo, the residual
         // added by the product's epilogue
         TIMED(OTHER, layernorm_forward(A->ln1, A->ln1_mean, A->ln1_rstd, residual, P->ln1_w, P->ln1_b, N, C));
         TIMED(MATMUL_FWD, qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C));
         TIMED(ATTENTION, m->pass_attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
-                                               (AttnShape){B, T, C, NH}, &m->attn, stats));
+                                               (AttnShape){B, T, C, NH}, &spec, stats));
         TIMED(MATMUL_FWD, matmul_forward_epi(A->res2, A->atty, P->wo, N, C, C, &(GemmEpilogue){epi_residual, residual}));
         // MLP branch: res3 = res2 + GELU(ln2 W_fc) W_proj; x = ln2 W_fc is not needed after
         // GELU(x): GELU'(x) replaces it, all backward needs
@@ -808,14 +816,26 @@ static void clear_summed_grads(GPT *m, int N) {
     memset(m->gacts.residual, 0, (size_t)N * m->dims.n_embd * sizeof(real));
 }
 
-void gpt_backward(GPT *m) {
+static void backward_from(GPT *m, int row);
+
+void gpt_backward(GPT *m) { backward_from(m, -1); }
+
+void gpt_backward_row(GPT *m, int row) {
+    if (row < 0 || row >= m->cur_B * m->cur_T) die(EXIT_RUNTIME, "internal: backward of row %d of %d", row, m->cur_B * m->cur_T);
+    backward_from(m, row);
+}
+
+// The backward of the last forward from the gradient of its mean loss (row < 0), or of the loss
+// -log p(target) of one row only.
+static void backward_from(GPT *m, int row) {
     int B = m->cur_B, T = m->cur_T;
     int L = m->dims.n_layer, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
     int N = B * T;
     GradActs *G = &m->gacts;
 
     TIMED(OTHER, clear_summed_grads(m, N));
-    TIMED(OTHER, crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V));
+    if (row < 0) TIMED(OTHER, crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V));
+    else TIMED(OTHER, crossentropy_backward(G->logits + (size_t)row * V, m->acts.logits + (size_t)row * V, m->targets + row, 1, V));
     // LM head: dlnf = dlogits @ wte ; dwte = dlogits^T @ lnf
     TIMED(MATMUL_BWD, gemm_nn(G->ln, G->logits, m->p.wte, N, C, V, MM_SET));
     TIMED(MATMUL_BWD, gemm_tn(m->g.wte, G->logits, m->acts.lnf, V, C, N, MM_SET));
@@ -831,6 +851,7 @@ void gpt_backward(GPT *m) {
         LayerActs *A = &m->acts.layers[l];
         const real *res_in = l == 0 ? m->acts.encoded : m->acts.layers[l - 1].res3;
         AttnStats *stats = m->collect_stats ? &m->attn_stats[l * NH] : NULL;
+        AttnSpec spec = layer_spec(m, l, B, T);
         real *row_gain = m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL;
         // MLP branch: res3 = res2 + gelu(ln2 @ w_fc) @ w_proj
         TIMED(MATMUL_BWD, matmul_backward_epi(G->fch, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C,
@@ -843,10 +864,9 @@ void gpt_backward(GPT *m) {
         TIMED(MATMUL_BWD, matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE,
                                           GRAD_STORE));
         TIMED(ATTENTION, m->pass_attn->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty, A->att,
-                                                (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &m->attn,
+                                                (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &spec,
                                                 stats, row_gain, GRAD_STORE));
-        TIMED(MATMUL_BWD, qkv_backward(G->ln, dP->wq, dP->wk, dP->wv, G->q, G->k, G->v, A->ln1, P->wq, P->wk, P->wv,
-                                       N, C));
+        TIMED(MATMUL_BWD, qkv_backward(G->ln, dP, (AttnGradQKV){G->q, G->k, G->v}, A->ln1, P, N, C));
         TIMED(OTHER, layernorm_backward(G->residual, dP->ln1_w, dP->ln1_b, G->ln, res_in, P->ln1_w, A->ln1_mean,
                                         A->ln1_rstd, N, C));
     }

@@ -109,6 +109,10 @@ typedef struct GPT {
     real *attn_scratch;               // per-thread scratch of the attention that runs
     int keep_weights;                 // a forward keeps the weights P in acts.layers[l].att (the maps)
     int *inputs, *targets;            // (B,T) of the last forward
+    // Attention knockout (teach/explain.c): NULL, or (L, B, NH, T) for the shape of the next
+    // forward: layer l's AttnSpec.knockout (one key removed per row, -1 none); passes with it set
+    // run the definition.
+    const int *attn_knockout;
     int cur_B, cur_T;                 // shape of the last forward
 
     // Attention statistics: when collect_stats is set, forward/backward fill attn_stats (L*NH)
@@ -179,6 +183,10 @@ double gpt_loss(GPT *m, const int *x, const int *y, int B, int T);
 // Backward of the last forward (which must have had targets): overwrites m->grads with the
 // gradient of its mean loss (nothing is accumulated across calls; no gpt_zero_grad needed).
 void gpt_backward(GPT *m);
+// Backward of the last forward (with targets) for the loss -log p(target) of one row (b*T + t)
+// alone: m->grads receives its gradient, and m->gacts.residual its gradient with respect to the
+// input embeddings acts.encoded (B,T,C).
+void gpt_backward_row(GPT *m, int row);
 // Global L2 norm of the gradients, summed in a fixed order (deterministic).
 double gpt_grad_norm(const GPT *m);
 // Scale all gradients (clipping).

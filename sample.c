@@ -13,11 +13,15 @@
 #include "run/generate.h"
 #include "model.h"
 #include "report/attention_map.h"
+#include "teach/explain.h"
+#include "teach/explain_page.h"
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: sample MODEL [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
             "                     [--attention-map FILE.svg] [--probs N] [--export FILE.safetensors] [--vocab-from TEXT]\n"
+            "       sample MODEL --explain --prompt TEXT [--json] [--html FILE] [--baseline C]\n"
+            "       sample MODEL --explain --lines FILE [--per-kind N] [--baseline C]\n"
             "\n"
             "Generates N characters (default 500) after PROMPT (default a newline) from MODEL: a checkpoint\n"
             "written by ./train, or a safetensors file with nanoGPT's tensor names (docs/FORMAT.md).\n"
@@ -37,11 +41,28 @@ static void usage(FILE *f) {
             "transformer.h.N.attn.c_attn.weight, ...) with its configuration and vocabulary in the metadata, for\n"
             "PyTorch (README: \"Weights in PyTorch\"); then no text is generated unless --tokens is given.\n"
             "--vocab-from TEXT: for a safetensors file without a vocabulary, the text it was built from (its\n"
-            "distinct characters, sorted, are the vocabulary, as nanoGPT's prepare.py makes it).\n");
+            "distinct characters, sorted, are the vocabulary, as nanoGPT's prepare.py makes it).\n"
+            "--explain puts the attention weights beside what each position actually contributes: for every\n"
+            "character of the prompt but the last (the prediction of the next one) and every position j up to\n"
+            "it, the weights (each layer and head, their mean, rollout, norm-weighted) and the effects on\n"
+            "log p(the actual next character): leave-one-out (character j replaced by --baseline, default a\n"
+            "space), attention knockout (the score set to -inf in one layer, all heads or one) and gradient x\n"
+            "input; then how often they agree (top-1, Kendall tau, misattribution). --json prints every number\n"
+            "as one JSON object instead of the table; --html FILE writes a page showing a chosen position's\n"
+            "attention and effect rows side by side. --lines FILE measures the answer characters of a corpus\n"
+            "file's copy, rev, find, kv and bracket lines (each fed as a newline and the line) against their\n"
+            "known source, --per-kind N (default 1000) per kind. The prompt holds at most block_size + 1\n"
+            "characters; the model must be causal (a model that sees the future has no per-position effect).\n");
 }
 
 static const char *const OPTIONS[] = {"--prompt", "--tokens", "--temperature", "--top-k", "--seed", "--attention-map",
-                                     "--export", "--vocab-from", "--probs"};
+                                      "--export", "--vocab-from", "--probs", "--explain", "--json", "--html",
+                                      "--baseline", "--lines", "--per-kind"};
+// the options that take no value
+static int is_switch(const char *canon) { return !strcmp(canon, "--explain") || !strcmp(canon, "--json"); }
+
+// The variants of one row that --explain runs in one forward pass.
+#define EXPLAIN_BATCH 16
 #define N_OPTIONS (int)(sizeof OPTIONS / sizeof OPTIONS[0])
 
 // An option's canonical spelling: "--top_k" is "--top-k" (both styles are accepted).
@@ -83,10 +104,80 @@ static void print_next_probs(GPT *m, const Vocab *v, const int *prompt, int n_pr
     free(order);
 }
 
+// --explain: the checkpoint's model built for a batch of variants, then the measures of the
+// prompt (a table, JSON or a page) or of a corpus file's lines.
+static int explain_main(const char *ckpt_path, const char *vocab_text, const char *prompt, const char *baseline_text,
+                        int json, const char *html_path, const char *lines_path, int per_kind) {
+    char err[1024];
+    Checkpoint ck;
+    if (!model_file_open(&ck, ckpt_path, vocab_text, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    int T = ck.dims.block_size;
+    if (!checkpoint_check_memory(&ck, EXPLAIN_BATCH, T, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    Config cfg;
+    config_defaults(&cfg);
+    if (!config_load_json(&cfg, ck.config_json, strlen(ck.config_json), ckpt_path, err, sizeof err) ||
+        !config_finalize(&cfg, err, sizeof err))
+        die(EXIT_RUNTIME, "%s", err);
+    GPT m;
+    AttnSetup attn = attention_setup(&cfg);
+    gpt_build(&m, &ck.dims, attn.spec.scale, EXPLAIN_BATCH, T);
+    gpt_set_attention(&m, attn);
+    if (!gpt_attention_is_causal(&m))
+        die(EXIT_USAGE, "'%s': its attention sees the future (model.attn_mask=%s, model.softmax_axis=%s), so the "
+            "prediction at t depends on later characters and no per-position effect on it exists; --explain needs "
+            "the causal model (attn_mask causal, softmax_axis keys)", ckpt_path, cfg.attn_mask, cfg.softmax_axis);
+    if (!checkpoint_restore(&ck, &m, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+
+    // the baseline character of leave-one-out: --baseline, or a space, or the vocabulary's first
+    int baseline;
+    if (baseline_text) {
+        int bt[8];
+        if (strlen(baseline_text) > 4 || encode_prompt(&ck.vocab, baseline_text, bt, err, sizeof err) != 1)
+            die(EXIT_USAGE, "--baseline '%s': expected one character of the model's vocabulary", baseline_text);
+        baseline = bt[0];
+    } else {
+        baseline = vocab_lookup(&ck.vocab, ' ');
+        if (baseline < 0) baseline = 0;
+    }
+    if (lines_path) {
+        if (!explain_experiment(stdout, &m, &ck.vocab, lines_path, per_kind, baseline, err, sizeof err))
+            die(EXIT_RUNTIME, "%s", err);
+    } else {
+        if (!prompt || !*prompt)
+            die(EXIT_USAGE, "--explain needs a --prompt of at least 2 characters (each but the last predicts the next)");
+        int *ptoks = xmalloc((strlen(prompt) + 1) * sizeof(int), "prompt");
+        int n_prompt = encode_prompt(&ck.vocab, prompt, ptoks, err, sizeof err);
+        if (n_prompt < 0) die(EXIT_USAGE, "%s", err);
+        if (n_prompt < 2)
+            die(EXIT_USAGE, "--explain needs a --prompt of at least 2 characters (each but the last predicts the next)");
+        if (n_prompt > T + 1)
+            die(EXIT_USAGE, "--prompt has %d characters; --explain reads at most block_size + 1 = %d (block_size "
+                "positions, each predicting the next)", n_prompt, T + 1);
+        Explain e;
+        explain_compute(&m, ptoks, n_prompt - 1, baseline, NULL, 1, &e);
+        int page_on_stdout = html_path && !strcmp(html_path, "-");
+        if (json && page_on_stdout) die(EXIT_USAGE, "--json and --html - both write to standard output: name a file for --html");
+        if (json) explain_json(stdout, &e, &ck.vocab, ckpt_path);
+        else if (!page_on_stdout) explain_print(stdout, &e, &ck.vocab);
+        if (html_path) {
+            char cmd[512];
+            snprintf(cmd, sizeof cmd, "./sample %s --explain --prompt ... --html %s", ckpt_path, html_path);
+            if (!explain_page_write(html_path, &e, &ck.vocab, cmd, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+            fprintf(stderr, "wrote %s: %d positions\n", page_on_stdout ? "the page to standard output" : html_path, e.n);
+        }
+        explain_free(&e);
+        free(ptoks);
+    }
+    gpt_free(&m);
+    checkpoint_close(&ck);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     g_progname = "sample";
     const char *ckpt_path = NULL, *prompt = "\n", *map_path = NULL, *export_path = NULL, *vocab_text = NULL;
-    int tokens = 500, top_k = 40, tokens_given = 0, n_probs = 0;
+    const char *html_path = NULL, *baseline_text = NULL, *lines_path = NULL;
+    int tokens = 500, top_k = 40, tokens_given = 0, n_probs = 0, prompt_given = 0, explain = 0, json = 0, per_kind = 1000;
     double temperature = 0.8;
     long seed = 1337;
     for (int i = 1; i < argc; i++) {
@@ -107,12 +198,22 @@ int main(int argc, char **argv) {
             int known = 0;
             for (int k = 0; k < N_OPTIONS; k++) known |= !strcmp(canon, OPTIONS[k]);
             if (!known) unknown_option(a, canon);
+            if (is_switch(canon)) {
+                if (v) die(EXIT_USAGE, "%s takes no value (got '%s')", name, v);
+                if (!strcmp(canon, "--explain")) explain = 1;
+                else json = 1;
+                continue;
+            }
             if (!v) {
                 if (i + 1 >= argc) die(EXIT_USAGE, "%s needs a value", name);
                 v = argv[++i];
             }
             option_once(canon, v);  // --top_k and --top-k are one option
-            if (!strcmp(canon, "--prompt")) prompt = v;
+            if (!strcmp(canon, "--prompt")) prompt = v, prompt_given = 1;
+            else if (!strcmp(canon, "--html")) html_path = v;
+            else if (!strcmp(canon, "--baseline")) baseline_text = v;
+            else if (!strcmp(canon, "--lines")) lines_path = v;
+            else if (!strcmp(canon, "--per-kind")) per_kind = (int)flag_integer(name, v, 1, 100000000);
             else if (!strcmp(canon, "--tokens")) { tokens = (int)flag_integer(name, v, 0, 10000000); tokens_given = 1; }
             else if (!strcmp(canon, "--temperature")) temperature = flag_number(name, v, 0, 100);
             else if (!strcmp(canon, "--top-k")) top_k = (int)flag_integer(name, v, 0, 10000000);
@@ -127,6 +228,17 @@ int main(int argc, char **argv) {
         ckpt_path = a;
     }
     if (!ckpt_path) die(EXIT_USAGE, "missing the CHECKPOINT argument (see --help)");
+    if (!explain && (json || html_path || baseline_text || lines_path))
+        die(EXIT_USAGE, "%s belongs to --explain (see --help)",
+            json ? "--json" : html_path ? "--html" : baseline_text ? "--baseline" : "--lines");
+    if (explain && (map_path || tokens_given || export_path || n_probs))
+        die(EXIT_USAGE, "--explain does not generate, draw maps, export or print odds: drop %s",
+            map_path ? "--attention-map" : tokens_given ? "--tokens" : export_path ? "--export" : "--probs");
+    if (explain && lines_path && (prompt_given || json || html_path))
+        die(EXIT_USAGE, "--explain --lines measures a corpus file: drop %s",
+            prompt_given ? "--prompt" : json ? "--json" : "--html");
+    if (explain) return explain_main(ckpt_path, vocab_text, prompt_given ? prompt : NULL, baseline_text, json, html_path, lines_path,
+                                     per_kind);
     if (map_path && strcmp(map_path, "-") == 0 && tokens_given && tokens > 0)
         die(EXIT_USAGE, "--attention-map - writes the SVG to standard output: it cannot share it with --tokens %d", tokens);
 

@@ -399,8 +399,11 @@ size_t attention_scratch_size(int T, int hd) {
 // What the backward needs from the forward besides O: each row's {m, 1 / l} (B,NH,T,2).
 static size_t engine_saved_reals(AttnShape s) { return 2 * (size_t)s.B * s.NH * s.T; }
 
-// Whether the engine computes this spec: the correct model (the mistakes train on the definition).
-static int engine_supports(const AttnSpec *spec) { return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS; }
+// Whether the engine computes this spec: the correct model, its windows included (the mistakes
+// and a knockout run the definition).
+static int engine_supports(const AttnSpec *spec) {
+    return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS && !spec->knockout;
+}
 
 static void require_engine_spec(const AttnSpec *spec, const AttnStats *stats, const real *row_gain) {
     if (!engine_supports(spec) || stats || row_gain)

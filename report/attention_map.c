@@ -136,7 +136,7 @@ static int put_wrapped(FILE *f, const char *s, int max_cols, double x, double y,
 #define BAR_H 14
 
 // The paragraphs above the grid: the title, then notes.
-#define MAX_PARAS 4
+#define MAX_PARAS 5
 typedef struct {
     char text[640];
     int fs;
@@ -186,6 +186,7 @@ static void map_text(MapText *tx, const GPT *m, const char *scale_text, const Vo
     snprintf(paragraph(tx, TITLE_FS, "class=\"title\" font-weight=\"bold\""), cap,
              "Attention weights P: %d layer%s x %d head%s, prompt of %d character%s", L, L == 1 ? "" : "s", NH,
              NH == 1 ? "" : "s", T, T == 1 ? "" : "s");
+    snprintf(paragraph(tx, NOTE_FS, "class=\"note caveat\" font-weight=\"bold\""), cap, "%s", ATTENTION_NOT_EXPLANATION);
     snprintf(paragraph(tx, NOTE_FS, "class=\"note\""), cap,
              "Row t is a query: the character that looks%s. Column u is a key: the character it looks at%s. Cell "
              "(t, u) holds P[t][u], the share of key u's value in query t's output.",

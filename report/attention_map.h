@@ -2,6 +2,12 @@
 #ifndef ATTENTION_MAP_H
 #define ATTENTION_MAP_H
 
+// The line every attention map carries (this SVG, report.html's maps, the lab pages that show P):
+// the weights are not an explanation, and the command that measures what matters.
+#define ATTENTION_NOT_EXPLANATION                                                                        \
+    "Weights show where information can flow, not what decided the prediction: ./sample CKPT --explain " \
+    "--prompt TEXT measures what each position actually contributes (docs/mistakes.md, section 4)."
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -260,6 +260,7 @@ static void html_maps(Out *o, const CompareLog *log, const Config *cfg) {
     out(o, ". The colour of a cell is its weight, on the colour scale of <code>./sample --attention-map</code> with %d "
            "colour levels (a weight below 1/%d is drawn as 0). A peaked row is one dark cell in a pale row.</p>\n",
         MAP_LEVELS, 2 * MAP_LEVELS);
+    out(o, "<p class=\"caveat\"><strong>%s</strong></p>\n", ATTENTION_NOT_EXPLANATION);
     out(o, "<p>The sequence%s (␣ is a space, ↵ a newline):</p>\n<p class=\"probe\">",
         Tm < T ? ", its first positions" : "");
     for (int t = 0; t < Tm; t++) {

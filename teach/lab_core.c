@@ -28,7 +28,7 @@ int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq,
     if (causal) {
         // the model's attention, as defined in attention.c: B = 1 sequence, NH = 1 head of width C = dk
         real *scratch = xmalloc(attention_scratch_size(Tq, dk) * sizeof(real), "attention scratch");
-        AttnSpec spec = {scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0};
+        AttnSpec spec = {scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL};
         attention_forward(out, weights, scratch, (AttnQKV){Q, K, V}, (AttnShape){1, Tq, dk, 1}, &spec, NULL);
         free(scratch);
         return 1;
@@ -71,7 +71,7 @@ void lab_attention_backward(LabBackward *g, const real *dout, const real *P, con
     }
     // dQ, dK, dV: the model's attention, as defined in attention.c (B = 1, NH = 1, C = dk)
     real *scratch = xmalloc(attention_scratch_size(T, dk) * sizeof(real), "attention scratch");
-    AttnSpec spec = {scale, causal ? ATTN_MASK_CAUSAL : ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0};
+    AttnSpec spec = {scale, causal ? ATTN_MASK_CAUSAL : ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0, NULL};
     attention_backward((AttnGradQKV){g->dQ, g->dK, g->dV}, scratch, dout, NULL, P, (AttnQKV){Q, K, V},
                        (AttnShape){1, T, dk, 1}, &spec, NULL, NULL, GRAD_STORE);
     free(scratch);
@@ -107,14 +107,14 @@ void lab_mistakes(LabMistake cases[LAB_MISTAKES]) {
     real s = (real)(1.0 / sqrt(2.0));
     const LabMistake setup[LAB_MISTAKES] = {
         {"correct", "scaled by 1/sqrt(d_k), -inf above the diagonal, softmax over each row (keys)",
-         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
-        {"no scale", "the scores are not divided by sqrt(d_k)", {1, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
-        {"mask with 0", "scores above the diagonal set to 0 instead of -inf", {s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS, 0},
+         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
+        {"no scale", "the scores are not divided by sqrt(d_k)", {1, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
+        {"mask with 0", "scores above the diagonal set to 0 instead of -inf", {s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS, 0, NULL},
          {0}, {0}, {0}, {0}, {0}, {0}, {0}},
         {"softmax over queries", "each column (key) normalised over the queries instead of each row over the keys",
-         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES, 0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
+         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES, 0, NULL}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
         {"no mask", "every query sees every key, the ones after it included",
-         {s, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
+         {s, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0, NULL}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
     };
     real scratch[2 * 9 + 2];  // attention_scratch_size(3, 2) for the definition
     for (int c = 0; c < LAB_MISTAKES; c++) {
@@ -249,7 +249,7 @@ int lab_online_softmax(LabOnline *o, const char *group, const real *Q, const rea
     memcpy(o->V, V, (size_t)T * dk * sizeof(real));
     // the softmax to reach: attention.c's, whose scratch keeps the scores S it computed
     real scratch[2 * LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_T + LAB_ONLINE_MAX_DK];
-    AttnSpec spec = {scale, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0};
+    AttnSpec spec = {scale, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0, NULL};
     attention_forward(o->O, o->P, scratch, (AttnQKV){Q, K, V}, (AttnShape){1, T, dk, 1}, &spec, NULL);
     memcpy(o->S, scratch, (size_t)T * T * sizeof(real));
 

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/attention_map.h"
+
 // ---------------------------------------------------------------------------------------------
 // the table of named numbers
 
@@ -535,6 +537,7 @@ static void page_switch(HtmlPage *p, int dk) {
 HtmlPage *lab_examples_page(const LabArrays *s, const char *command) {
     char c[1024];
     HtmlPage *p = html_page_new("Attention, step by step: the worked examples", command);
+    html_page_note(p, ATTENTION_NOT_EXPLANATION);
     html_page_note(p, "The worked examples of `./lab examples`, one step at a time, computed in " REAL_NAME
                       " by the definition of attention (attention.c), which the engine "
                       "(kernels/attention_engine.c) that trains by default is proven equal to. Play steps through "
@@ -656,6 +659,7 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
     int T = e->T, d = e->dk;
     double scale = 1.0 / sqrt((double)d);
     HtmlPage *p = html_page_new("Attention, step by step: the scaling exercise", command);
+    html_page_note(p, ATTENTION_NOT_EXPLANATION);
     snprintf(c, sizeof c, "The exercise of `./lab exercise`: np.random.seed(%u); Q, K, V = np.random.randn(%d, %d) "
                           "x 3, %s, computed in " REAL_NAME " by the definition (attention.c), which the engine "
                           "(kernels/attention_engine.c) that trains by default is proven equal to. The "
@@ -864,6 +868,7 @@ static void mistake_outputs(HtmlStep *st, int where, const LabMistake *m, int k)
 HtmlPage *lab_mistakes_page(const LabMistake c[LAB_MISTAKES], const char *command) {
     char cap[1536], reading[512], key[64];
     HtmlPage *p = html_page_new("Attention, step by step: the common mistakes", command);
+    html_page_note(p, ATTENTION_NOT_EXPLANATION);
     html_page_note(p, "The T = 3 worked example of `./lab mistakes`, computed five ways in " REAL_NAME " by "
                       "attention_forward of the definition (attention.c), which the engine "
                       "(kernels/attention_engine.c) that trains by default is proven equal to: correct, then four "

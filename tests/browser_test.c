@@ -15,7 +15,8 @@
 // #step=N plays by itself unless reduced motion is asked for),
 // and two control pages proving the network check sees a request when there is one. Last, the
 // report.html of a short real comparison (./train --compare model.attn_mask=causal,none) at both
-// sizes: its charts, maps and reading rendered, no request left the file.
+// sizes: its charts, maps and reading rendered, no request left the file. And the page of
+// ./sample --explain: one position per step, its rows equal to the --json numbers.
 //
 // One line per check, then "N passed, N failed"; exit status 1 on any failure. Screenshots stay
 // in build/browser/ (or --out DIR) to be looked at. Without Chromium it says so and exits 0.
@@ -720,6 +721,120 @@ static void check_network_detector(void) {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// the page of ./sample --explain
+
+// The text of the cells of row `key` within the step section that starts at sec (up to the next
+// section), as numbers; returns how many were read.
+static int row_cells(const char *sec, const char *key, double *v, int max) {
+    char want[128];
+    snprintf(want, sizeof want, "data-key=\"%s\"", key);
+    const char *end = strstr(sec + 1, "<section"), *r = strstr(sec, want);
+    if (!r || (end && r > end)) return 0;
+    const char *row_end = strstr(r, "</tr>");
+    int n = 0;
+    for (const char *c = strstr(r, "<td"); c && c < row_end && n < max; c = strstr(c + 1, "<td")) {
+        const char *gt = strchr(c, '>');
+        if (!gt) break;
+        v[n++] = strtod(gt + 1, NULL);
+    }
+    return n;
+}
+
+// ./sample CKPT --explain --prompt P --html: opened at #step=N (1280x800, and the last step at
+// 390x844), exactly step N is shown, its attention and effect rows hold the --json numbers with
+// the page's 4 decimals, one cell of each row is boxed, no request left the file.
+static void check_explain(void) {
+    char cfg[1200], dir[1200], page[1300], jpath[1300];
+    snprintf(cfg, sizeof cfg, "%s/explain_cfg.json", g_abs);
+    snprintf(dir, sizeof dir, "%s/explain_run", g_abs);
+    write_text(cfg, "{\"name\": \"browser\",\n \"model\": {\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 16, \"block_size\": 16},\n"
+                    " \"data\": {\"path\": \"data/default.txt\", \"val_fraction\": 0.05},\n"
+                    " \"train\": {\"batch_size\": 4, \"max_steps\": 20, \"warmup_steps\": 2, \"ckpt_interval\": 0, \"seed\": 7},\n"
+                    " \"log\": {\"log_interval\": 10, \"eval_interval\": 10, \"eval_steps\": 2},\n \"sample\": {\"tokens\": 0}}\n");
+    snprintf(page, sizeof page, "%s/explain.html", g_abs);
+    snprintf(jpath, sizeof jpath, "%s/explain.json", g_abs);
+    const char *prompt = "kv: a=1 b=2 ; a";
+    int rc = sh("./train '%s' --train.out_dir='%s' --train.overwrite=true > '%s/explain_train.txt' 2>&1 && "
+                "./sample '%s/checkpoint.bin' --explain --prompt '%s' --html '%s' --json > '%s' 2>/dev/null",
+                cfg, dir, g_abs, dir, prompt, page, jpath);
+    char *jtext = slurp(jpath);
+    cJSON *json = rc == 0 && jtext ? cJSON_Parse(jtext) : NULL;
+    free(jtext);
+    result(json != NULL, "explain: ./sample --explain --prompt '%s' --html --json wrote the page and its numbers", prompt);
+    if (!json) return;
+    const cJSON *pos = cJSON_GetObjectItemCaseSensitive(json, "positions");
+    int n = cJSON_GetArraySize(pos), L = cJSON_GetObjectItemCaseSensitive(json, "n_layer")->valueint;
+    int steps[3] = {1, n / 2, n};
+    for (int k = 0; k < 4; k++) {
+        int N = steps[k < 3 ? k : 2], w = k < 3 ? 1280 : 390, h = k < 3 ? 800 : 844;
+        char url[1400], dom[1300], png[1300], net[1300], why[600] = "", first[512];
+        snprintf(url, sizeof url, "file://%s#step=%d", page, N);
+        snprintf(dom, sizeof dom, "%s/explain_%d_%dx%d.dom", g_abs, N, w, h);
+        snprintf(png, sizeof png, "%s/explain_%d_%dx%d.png", g_abs, N, w, h);
+        snprintf(net, sizeof net, "%s/explain.netlog.json", g_abs);
+        int ok = chromium(url, w, h, dom, png, net), pw = 0, ph = 0;
+        char *out = ok ? slurp(dom) : NULL;
+        int req = out ? page_requests(net, first, sizeof first) : -1;
+        if (!out) snprintf(why, sizeof why, "chromium failed (see %.300s/chromium.log)", g_out);
+        else if (req != 0) snprintf(why, sizeof why, req < 0 ? "cannot read the network log" : "%d request(s) left the "
+                                    "file, first %.400s", req, first);
+        int shown = 0;
+        for (int s = 1; out && !why[0] && s <= n; s++) {
+            char id[64];
+            snprintf(id, sizeof id, "id=\"step-%d\"", s);
+            const char *sec = strstr(out, id);
+            const char *tag_end = sec ? strchr(sec, '>') : NULL;
+            if (!sec || !tag_end) { snprintf(why, sizeof why, "step %d is missing", s); break; }
+            char tag[512];
+            snprintf(tag, sizeof tag, "%.*s", (int)(tag_end - sec < 500 ? tag_end - sec : 500), sec);
+            int hidden = strstr(tag, "hidden") != NULL;
+            if (hidden == (s == N)) { snprintf(why, sizeof why, "step %d is %s", s, hidden ? "hidden" : "shown"); break; }
+            shown += !hidden;
+            if (s != N) continue;
+            // the numbers of step N: positions[N-1]
+            const cJSON *p = cJSON_GetArrayItem(pos, N - 1);
+            const cJSON *att = cJSON_GetObjectItemCaseSensitive(p, "attention"), *eff = cJSON_GetObjectItemCaseSensitive(p, "effects");
+            struct { const char *key; const cJSON *row; } rows[8];
+            int nr = 0;
+            char keys[8][48];
+            for (int l = 0; l < L && nr < 8; l++, nr++) {
+                snprintf(keys[nr], sizeof keys[nr], "attention.mean[%d]", l);
+                rows[nr].key = keys[nr];
+                rows[nr].row = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(att, "mean"), l);
+            }
+            rows[nr].key = "attention.rollout", rows[nr++].row = cJSON_GetObjectItemCaseSensitive(att, "rollout");
+            rows[nr].key = "effects.loo", rows[nr++].row = cJSON_GetObjectItemCaseSensitive(eff, "loo");
+            rows[nr].key = "effects.grad_x_input", rows[nr++].row = cJSON_GetObjectItemCaseSensitive(eff, "grad_x_input");
+            for (int r = 0; r < nr && !why[0]; r++) {
+                double v[64];
+                int got = row_cells(sec, rows[r].key, v, 64), want = cJSON_GetArraySize(rows[r].row);
+                if (got != want || want != N) { snprintf(why, sizeof why, "step %d row %s: %d cells, expected %d", N, rows[r].key, got, want); break; }
+                for (int j = 0; j < want; j++) {
+                    char a[32], b[32];
+                    snprintf(a, sizeof a, "%.4f", v[j]);
+                    snprintf(b, sizeof b, "%.4f", cJSON_GetArrayItem(rows[r].row, j)->valuedouble);
+                    if (strcmp(a, b) && !(strcmp(a, "0.0000") == 0 && strcmp(b, "-0.0000") == 0) &&
+                        !(strcmp(b, "0.0000") == 0 && strcmp(a, "-0.0000") == 0)) {
+                        snprintf(why, sizeof why, "step %d row %s cell %d: the page shows %s, the JSON %s", N, rows[r].key, j, a, b);
+                        break;
+                    }
+                }
+            }
+        }
+        if (out && !why[0] && shown != 1) snprintf(why, sizeof why, "%d steps shown", shown);
+        if (out && !why[0] && !(png_size(png, &pw, &ph) && pw == w && ph == h))
+            snprintf(why, sizeof why, "no %dx%d screenshot (got %dx%d)", w, h, pw, ph);
+        ok = out && !why[0];
+        result(ok, "explain: the page at #step=%d, %dx%d: only that position shown, its attention and effect rows equal "
+               "to --json's, no request left the file%s%s", N, w, h, ok ? "" : ": ", why);
+        free(out);
+        if (ok) unlink(dom);
+        unlink(net);
+    }
+    cJSON_Delete(json);
+}
+
 int main(int argc, char **argv) {
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
@@ -772,6 +887,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)
         if (!only || strcmp(only, pages[i].name) == 0) check_page(&pages[i]);
     if (!only || strcmp(only, "report") == 0) check_report();
+    if (!only || strcmp(only, "explain") == 0) check_explain();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }

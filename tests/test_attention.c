@@ -23,12 +23,12 @@
 #include "test_numeric.h"
 
 static AttnSpec spec_of(real scale, AttnMask mask, SoftmaxAxis axis) {
-    AttnSpec s = {scale, mask, axis, 0};
+    AttnSpec s = {scale, mask, axis, 0, NULL};
     return s;
 }
 static AttnSpec causal(real scale) { return spec_of(scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS); }
 static AttnSpec windowed(real scale, int window, SoftmaxAxis axis) {
-    AttnSpec s = {scale, ATTN_MASK_CAUSAL, axis, window};
+    AttnSpec s = {scale, ATTN_MASK_CAUSAL, axis, window, NULL};
     return s;
 }
 
@@ -764,7 +764,7 @@ static void test_attention_window_definition(void) {
 static void test_attention_window_runs_the_engine(void) {
     AttnSpec spec = windowed((real)0.5, 4, SOFTMAX_OVER_KEYS), full = causal((real)0.5);
     CHECK(attention_engine.supports(&spec) && attention_engine.supports(&full));
-    CHECK(!attention_engine.supports(&(AttnSpec){(real)0.5, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS, 0}));
+    CHECK(!attention_engine.supports(&(AttnSpec){(real)0.5, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS, 0, NULL}));
     CHECK(attention_definition.supports(&spec));
     ModelDims d = {9, 8, 2, 2, 8};
     GPT m;

@@ -42,7 +42,7 @@ static int map_build(Map *mp, int NH, AttnMask mask, SoftmaxAxis axis, const uin
     Rng rng;
     rng_seed(&rng, 7);
     gpt_init(&mp->m, INIT_GPT2, &rng);
-    gpt_set_attention(&mp->m, (AttnSetup){{mp->m.attn.scale, mask, axis, 0}, &attention_definition});
+    gpt_set_attention(&mp->m, (AttnSetup){{mp->m.attn.scale, mask, axis, 0, NULL}, &attention_definition});
     for (int l = 0; l < N_LAYER; l++)
         for (int i = 0; i < 12 * 12; i++) mp->m.p.layers[l].wq[i] *= 300;
     mp->vocab.vocab_size = N_CHARS;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -20,9 +21,11 @@ typedef struct {
 
 // The compilations a make command would run ("... -c SRC -o OBJ" lines of its dry run). make
 // inherits MAKEFLAGS from `make test`, so it looks at the objects of the same build (CC, NO_OMP...).
+// Its stamp of the build's flags goes to a file of its own: a dry run changes nothing.
 static int dry_run(const char *make_args, Compiles *c) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "make -n %s all 2>/dev/null", make_args);
+    char cmd[512], stamp[64];
+    snprintf(stamp, sizeof stamp, "/tmp/test_build_stamp_%ld", (long)getpid());
+    snprintf(cmd, sizeof cmd, "make -n STAMP=%s %s all 2>/dev/null", stamp, make_args);
     FILE *p = popen(cmd, "r");
     if (!p) return 0;
     static char line[16384];
@@ -34,7 +37,9 @@ static int dry_run(const char *make_args, Compiles *c) {
             strstr(c->obj[c->n], ".o"))
             c->n++;
     }
-    return pclose(p) == 0;
+    int ok = pclose(p) == 0;
+    remove(stamp);
+    return ok;
 }
 
 static int has_obj(const Compiles *c, const char *obj) {

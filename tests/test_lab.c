@@ -263,7 +263,7 @@ static void expect_pass_with(int init, int sqrt_scale, double tol, AttnMask mask
     GPT m;
     int x[64], y[64];
     tiny_model(&m, init, sqrt_scale, x, y);
-    gpt_set_attention(&m, (AttnSetup){{m.attn.scale, mask, axis, window}, &attention_engine});
+    gpt_set_attention(&m, (AttnSetup){{m.attn.scale, mask, axis, window, NULL}, &attention_engine});
     GradcheckRow *rows = calloc((size_t)m.n_tensors, sizeof *rows);
     int failed = gradcheck_model(&m, x, y, GRADCHECK_TINY_BATCH, m.dims.block_size, 0, 1, rows);
     CHECK(failed == 0);

@@ -469,7 +469,7 @@ static void test_kv_cache_window_matches_full_forward(void) {
     kv_cache_free(&c);
     for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
         int W = windows[wi];
-        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, W}, &attention_engine});
+        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, W, NULL}, &attention_engine});
         kv_cache_init(&c, &m);
         CHECK_MSG(c.ring == W && c.slots == (W < 8 ? 2 * W : 8), "window %d: ring %d, %d slots", W, c.ring, c.slots);
         int same = 0;
@@ -750,7 +750,7 @@ static void test_gen_loss_exposes_a_leak(void) {
     for (int k = 0; k < 4; k++) {
         GPT m;
         build_tiny(&m, INIT_FAN_IN, (real)0.5, 9);
-        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, masks[k], axes[k], 0}, &attention_engine});
+        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, masks[k], axes[k], 0, NULL}, &attention_engine});
         train_random(&m, 300);
         double tf = 0, gen = gpt_generation_loss(&m, x, y, 4, 8, &tf);
         if (k == 0) {

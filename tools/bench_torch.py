@@ -181,18 +181,18 @@ def best_setting(shape, steps):
     cores = [env_core] if env_core else []
     cores += [None, 'Haswell', 'SkylakeX', 'Cooperlake']
     cores = [c for i, c in enumerate(cores) if c not in cores[:i]]
-    tried = {}
 
     def stage(candidates):
         # every candidate twice, in rotation, keeping each one's faster run: on a shared machine
-        # one slow run must not decide the stage
+        # one slow run must not decide the stage. Only this stage's runs are compared, so that a
+        # candidate carried over from the stage before is not favoured by an earlier, quieter run.
+        best_ms = {}
         for _ in range(2):
             for st in candidates:
                 ms, line, blas = measure(shape, st, steps)
-                if st.key() not in tried or ms < tried[st.key()][0]:
-                    tried[st.key()] = (ms, st)
+                best_ms[st.key()] = min(ms, best_ms.get(st.key(), ms))
                 print(f"  try: {ms:8.1f} ms  {st.command()}  [{blas[6:]}]", flush=True)
-        return min((tried[st.key()] for st in candidates), key=lambda t: t[0])[1]
+        return min(candidates, key=lambda st: best_ms[st.key()])
 
     best = stage([Setting(1, 2, c, None) for c in cores])
     best = stage([best, Setting(1, 2, best.coretype, 'avx512')])

@@ -21,7 +21,8 @@
 # STEP.VARIANT.lL.hH.COLUMN from each variant's attention.csv and final.VARIANT.KEY from its
 # summary.json; of a "train" experiment the same without the variant (metrics.csv for STEP.loss,
 # STEP.val_loss). Of a "text" experiment, LABEL.N: the N-th number of its line "LABEL: ..."
-# (blanks in LABEL written as _: "entropy floor: 0.848 nats" gives entropy_floor.1).
+# (LABEL: lower-case letters, digits, '_' and blanks, starting with a letter or '_'; blanks
+# written as _: "entropy floor: 0.848 nats" gives entropy_floor.1).
 #
 # Options: --show prints every figure with the values measured; --reuse keeps the runs of an
 # earlier call (in build/docs-check) instead of running them again; --only EXP checks one
@@ -74,7 +75,7 @@ extract() {  # extract KIND DIR
         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[i] = $i; next }
                  { for (i = 4; i <= NF; i++) print $1 ".l" $2 ".h" $3 "." h[i], $i }' "$dir/attention.csv" ;;
     text)  # every line "LABEL: ..." gives LABEL.1, LABEL.2, ... for the numbers on it
-        awk '/^[a-z_][a-z_ ]*:/ { label = substr($0, 1, index($0, ":") - 1); gsub(/ +/, "_", label); n = 0
+        awk '/^[a-z_][a-z0-9_ ]*:/ { label = substr($0, 1, index($0, ":") - 1); gsub(/ +/, "_", label); n = 0
                  rest = substr($0, index($0, ":") + 1); m = split(rest, w, /[ \t]+/)
                  for (i = 1; i <= m; i++) { gsub(/[,()x]+$/, "", w[i]); if (w[i] ~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) print label "." (++n), w[i] } }' "$dir.out" ;;
     *) echo "docs-check: unknown experiment kind '$kind'" >&2; exit 2 ;;
