@@ -114,7 +114,7 @@ TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain bench bench-torch docs-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain bench bench-context bench-torch docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -294,6 +294,15 @@ bench: all
 	@./train configs/bench_w2.json --bench=20
 	@./train configs/default.json --bench=30
 
+# The cost curve (docs/PERFORMANCE.md): ms/step, the attention phase and peak memory for T = 64 ..
+# 4096 at 4096 tokens per step, full causal attention and a window of 128 keys; writes
+# build/bench-context.md, .csv and .svg. A benchmark of a few minutes, never run by the tests.
+tools/bench_context: tools/bench_context.c
+	$(CC) -std=c11 -O2 $(WARN) $< -o $@ -lm
+
+bench-context: train tools/bench_context
+	./tools/bench_context $(BENCH_CONTEXT_ARGS)
+
 # The program's step against PyTorch's at its fastest on this machine (tools/bench_torch.py tries
 # its kernels and threads first), alternating the two: the ratio per pair and the median. Needs
 # Debian's python3-torch and libopenblas0-pthread; never run by the tests or CI.
@@ -314,4 +323,4 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/train $(DESTDIR)$(PREFIX)/bin/sample $(DESTDIR)$(PREFIX)/bin/lab
 
 clean:
-	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tests/browser_test tests/chaos tools/gencorpus tools/bench_gemm $(FUZZ_TARGETS)
+	rm -rf build train sample lab lab64 tests/run_tests tests/run_tests64 tests/browser_test tests/chaos tools/gencorpus tools/bench_gemm tools/bench_context $(FUZZ_TARGETS)

@@ -133,8 +133,11 @@ void attention_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShap
 static void write_grad(real *dst, real value, GradWrite write) { *dst = write == GRAD_ADD ? *dst + value : value; }
 
 // the gradients, dout and the inputs are (B,T,C); att is (B,NH,T,T) and holds P from the forward
-void attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *att, AttnQKV in,
-                        AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain, GradWrite write) {
+// (which is all it needs: out, the forward's O, is for the engine's backward)
+void attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out, const real *att,
+                        AttnQKV in, AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
+                        GradWrite write) {
+    (void)out;
     int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
     real *dP = scratch;                  // dL/dP (T,T) of the current head
     real *dS = scratch + (size_t)T * T;  // dL/dS (T,T)
@@ -219,7 +222,8 @@ void attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const
 // mask hides get weight exp(-inf) = 0 in the forward, and adding 0 changes no sum, so these are
 // the forward's numbers bit for bit: the same loops, in the same order, over fewer keys.
 void attention_decode(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C, int NH,
-                      real scale) {
+                      const AttnSpec *spec) {
+    real scale = spec->scale;
     int hd = C / NH, n = pos + 1;
     for (int h = 0; h < NH; h++) {
         const real *Q = q + h * hd, *K = k + h * hd, *V = v + h * hd;
@@ -250,5 +254,11 @@ static int supports_everything(const AttnSpec *spec) {
     return 1;
 }
 
+// It keeps the weights P (B,NH,T,T) for the backward; its scratch holds S, then dP and dS (T,T)
+// each, and a row of hd.
+size_t attention_definition_saved_reals(AttnShape s) { return (size_t)s.B * s.NH * s.T * s.T; }
+size_t attention_definition_scratch_reals(int T, int hd) { return 2 * (size_t)T * T + hd; }
+
 const AttentionImpl attention_definition = {"definition", attention_forward, attention_backward, supports_everything, 1,
-                                            attention_decode};
+                                            attention_decode, attention_definition_saved_reals,
+                                            attention_definition_scratch_reals};

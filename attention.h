@@ -59,25 +59,29 @@ typedef struct {
 typedef struct {
     real *dq, *dk, *dv;
 } AttnGradQKV;
-// out (B,T,C) receives O = P V; att (B,NH,T,T) receives the weights P (kept for the backward).
-// scratch holds attention_scratch_size(T, hd) reals for each thread (thread_max() threads).
+// out (B,T,C) receives O = P V; saved receives what the backward needs besides out and the
+// inputs: the definition keeps the weights P (B,NH,T,T), the engine each row's log-sum-exp
+// L = log sum_u exp(S[t][u]) as its parts m = max_u S[t][u] and 1 / l, l = sum_u exp(S[t][u] - m)
+// (B,NH,T,2), from which its backward recomputes P. scratch holds the
+// implementation's scratch_reals(T, hd) reals for each thread (thread_max() threads).
 // stats (NH entries, may be NULL) receives the statistics of S and P, summed over the batch.
-typedef void AttentionForwardFn(real *out, real *att, real *scratch, AttnQKV in, AttnShape shape,
+typedef void AttentionForwardFn(real *out, real *saved, real *scratch, AttnQKV in, AttnShape shape,
                                 const AttnSpec *spec, AttnStats *stats);
-// grad receives dq, dk, dv given dout = dL/dO (B,T,C) and the forward's att and inputs: added on
-// (GRAD_ADD) or stored (GRAD_STORE). stats (may be NULL) receives ||dS||^2 and ||dP||^2 per head;
-// row_gain (B,NH,T, may be NULL) receives ||dS_row|| / ||dP_row|| of every row that sees at least
-// two keys.
-typedef void AttentionBackwardFn(AttnGradQKV grad, real *scratch, const real *dout, const real *att, AttnQKV in,
-                                 AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
-                                 GradWrite write);
+// grad receives dq, dk, dv given dout = dL/dO (B,T,C) and the forward's out, saved and inputs:
+// added on (GRAD_ADD) or stored (GRAD_STORE). stats (may be NULL) receives ||dS||^2 and ||dP||^2
+// per head; row_gain (B,NH,T, may be NULL) receives ||dS_row|| / ||dP_row|| of every row that
+// sees at least two keys.
+typedef void AttentionBackwardFn(AttnGradQKV grad, real *scratch, const real *dout, const real *out,
+                                 const real *saved, AttnQKV in, AttnShape shape, const AttnSpec *spec,
+                                 AttnStats *stats, real *row_gain, GradWrite write);
 // One new position of one sequence during generation (a key/value cache): q (C) is its query;
 // k and v (pos+1, C) hold the keys and values of the pos+1 positions it sees, oldest first and
 // itself last (every earlier position, or under a window of W the last min(pos+1, W)); out (C)
-// receives its row of O = P V; scores holds pos+1 reals of scratch. Bit for bit the last row of
-// the same implementation's forward over those positions (causal mask, softmax over keys).
+// receives its row of O = P V; scores holds attention_decode_scratch_reals(T) reals for rows of up
+// to T keys. Bit for bit the last row of the same implementation's forward over those positions
+// (causal mask, softmax over keys, spec's scale and window).
 typedef void AttentionDecodeFn(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C,
-                               int NH, real scale);
+                               int NH, const AttnSpec *spec);
 typedef struct {
     const char *name;
     AttentionForwardFn *forward;
@@ -86,6 +90,10 @@ typedef struct {
     int (*supports)(const AttnSpec *spec);
     int has_stats;
     AttentionDecodeFn *decode;  // generation's step, matching this forward's rows
+    // reals of `saved` for a call of this shape, and of scratch per thread for T positions and
+    // heads of hd
+    size_t (*saved_reals)(AttnShape shape);
+    size_t (*scratch_reals)(int T, int hd);
 } AttentionImpl;
 
 extern const AttentionImpl attention_definition;  // attention.c
@@ -93,6 +101,10 @@ extern const AttentionImpl attention_engine;      // kernels/attention_engine.c
 
 // Reals of scratch per thread that either implementation needs for T positions, heads of hd.
 size_t attention_scratch_size(int T, int hd);
+// The definition's (attention.c): it saves P (B,NH,T,T); its scratch holds S, then dP and dS,
+// each (T,T), and a row of hd.
+size_t attention_definition_saved_reals(AttnShape shape);
+size_t attention_definition_scratch_reals(int T, int hd);
 
 // ---- the definition (attention.c) ----
 AttentionForwardFn attention_forward;
@@ -107,12 +119,9 @@ void softmax_backward(real *ds, const real *dp, const real *p, int n);
 // ---- the engine (kernels/attention_engine.c) ----
 AttentionForwardFn attention_engine_forward;
 AttentionBackwardFn attention_engine_backward;
-// One new position of one sequence during generation: q (C) is the query at position `pos`,
-// k_cache and v_cache (pos+1, C) hold the keys and values of positions 0..pos (this one
-// included); out (C) receives P V for that row; scores holds pos+1 reals of scratch. Bit for
-// bit row `pos` of attention_engine_forward (causal mask, softmax over keys).
-void attention_decode_step(real *out, real *scores, const real *q, const real *k_cache, const real *v_cache,
-                           int pos, int C, int NH, real scale);
+AttentionDecodeFn attention_decode_step;
+// Reals of `scores` that either implementation's decode step needs for rows of up to T keys.
+size_t attention_decode_scratch_reals(int T);
 
 // ---- statistics (attention_stats.c) ----
 // Statistics of one row of weights p over n visible keys (n >= 2): entropy (nats) and max.

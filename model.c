@@ -371,14 +371,14 @@ static void set_param_views(ParamViews *v, real *base, const GPT *m) {
 }
 
 // Activations: sizes in units of the batch's dimensions.
-typedef enum { A_BT, A_BTC, A_4BTC, A_BNHTT, A_BTV } ActSize;
+typedef enum { A_BT, A_BTC, A_4BTC, A_BTV } ActSize;
 typedef struct { ActSize size; size_t view; } ActRow;
 
 static const ActRow ACTS_HEAD[] = {{A_BTC, offsetof(Acts, encoded)}};
 static const ActRow ACTS_LAYER[] = {
     {A_BTC, offsetof(LayerActs, ln1)},     {A_BT, offsetof(LayerActs, ln1_mean)}, {A_BT, offsetof(LayerActs, ln1_rstd)},
     {A_BTC, offsetof(LayerActs, q)},       {A_BTC, offsetof(LayerActs, k)},       {A_BTC, offsetof(LayerActs, v)},
-    {A_BNHTT, offsetof(LayerActs, att)},   {A_BTC, offsetof(LayerActs, atty)},    {A_BTC, offsetof(LayerActs, res2)},
+    {A_BTC, offsetof(LayerActs, atty)},    {A_BTC, offsetof(LayerActs, res2)},
     {A_BTC, offsetof(LayerActs, ln2)},     {A_BT, offsetof(LayerActs, ln2_mean)}, {A_BT, offsetof(LayerActs, ln2_rstd)},
     {A_4BTC, offsetof(LayerActs, fc_dgelu)}, {A_4BTC, offsetof(LayerActs, fch_gelu)}, {A_BTC, offsetof(LayerActs, res3)},
 };
@@ -400,7 +400,6 @@ static size_t act_reals(const ModelDims *d, int B, int T, ActSize size) {
     case A_BT: return bt;
     case A_BTC: return mul_size(bt, (size_t)d->n_embd, &n) ? n : 0;
     case A_4BTC: return mul_size(bt, 4 * (size_t)d->n_embd, &n) ? n : 0;
-    case A_BNHTT: return mul_size(bt, (size_t)T, &n) && mul_size(n, (size_t)d->n_head, &n) ? n : 0;
     default: return mul_size(bt, (size_t)d->vocab_size, &n) ? n : 0;
     }
 }
@@ -442,11 +441,13 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out) 
     if (n_params_out) *n_params_out = n_params;
     ActSizes a;
     if (!act_sizes(d, B, T, &a)) return 0;
-    size_t reals = 0, parts[3], bytes;
+    size_t reals = 0, parts[4], bytes;
     if (!mul_size(n_params, 4, &parts[0])) return 0;  // params, grads, adam m, adam v
     parts[1] = a.acts;
     parts[2] = a.grads;
-    for (int i = 0; i < 3; i++) {
+    // what the engine keeps for the backward: each row's maximum and 1/sum, per layer (B,NH,T,2)
+    if (!mul_size((size_t)B * T, 2 * (size_t)d->n_head * d->n_layer, &parts[3])) return 0;
+    for (int i = 0; i < 4; i++) {
         if (reals + parts[i] < reals) return 0;
         reals += parts[i];
     }
@@ -482,26 +483,63 @@ static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, rea
     set_param_views(&m->p, m->params, m);
     set_param_views(&m->g, m->grads, m);
 
+    // the activations, what attention keeps for the backward, its scratch and the row gains are
+    // allocated by the first pass that needs them, for what it computes (prepare_pass)
     ActSizes as;
     if (!act_sizes(d, B, T, &as)) die(EXIT_RUNTIME, "activation size overflows memory");
     m->B = B;
     m->T = T;
-    m->act_memory = xmalloc_aligned(as.acts * sizeof(real), "activations");
-    m->gact_memory = xmalloc_aligned(as.grads * sizeof(real), "activation gradients");
     m->acts.layers = xcalloc((size_t)L, sizeof(LayerActs), "activation views");
-    real *a = m->act_memory, *g = m->gact_memory;
+    size_t BT = (size_t)B * T;
+    m->inputs = xcalloc(BT, sizeof(int), "inputs");
+    m->targets = xcalloc(BT, sizeof(int), "targets");
+    m->attn_stats = xcalloc((size_t)L * NH, sizeof(AttnStats), "attention statistics");
+}
+
+// A buffer of at least n reals: *buf is kept when it is large enough (*have), else replaced by
+// a new one (its content is not kept: every pass writes what it reads).
+static real *grow(real **buf, size_t *have, size_t n, const char *what) {
+    if (n > *have) {
+        free(*buf);
+        *buf = xmalloc_aligned(n * sizeof(real), what);
+        *have = n;
+    }
+    return *buf;
+}
+
+// Threads that a parallel region inside this pass would run: one when it is nested in an active
+// region that takes all the levels OpenMP allows (a batch worker's), else thread_max().
+static int pass_threads(void) {
+#ifdef _OPENMP
+    if (omp_get_active_level() >= omp_get_max_active_levels()) return 1;
+#endif
+    return thread_max();
+}
+
+// Ready the buffers of a pass over (B,T) whose attention is `impl`: the activations and their
+// gradients for B*T positions (laid out densely for this B and T), what impl keeps for the
+// backward in every layer (the definition's T x T weights only when the definition runs), its
+// scratch for the threads that run, and the row gains when statistics are collected.
+static void prepare_pass(GPT *m, const AttentionImpl *impl, int B, int T) {
+    const ModelDims *d = &m->dims;
+    int L = d->n_layer, NH = d->n_head;
+    ActSizes as;
+    if (!act_sizes(d, B, T, &as)) die(EXIT_RUNTIME, "activation size overflows memory");
+    real *a = grow(&m->act_memory, &m->act_reals, as.acts, "activations");
+    real *g = grow(&m->gact_memory, &m->gact_reals, as.grads, "activation gradients");
     size_t total = 0;
     carve_acts(ACTS_HEAD, ROWS(ACTS_HEAD), (char *)&m->acts, &a, &total, d, B, T);
     for (int l = 0; l < L; l++) carve_acts(ACTS_LAYER, ROWS(ACTS_LAYER), (char *)&m->acts.layers[l], &a, &total, d, B, T);
     carve_acts(ACTS_TAIL, ROWS(ACTS_TAIL), (char *)&m->acts, &a, &total, d, B, T);
     carve_acts(GRAD_ACTS, ROWS(GRAD_ACTS), (char *)&m->gacts, &g, &total, d, B, T);
-    size_t BT = (size_t)B * T;
-    m->attn_scratch = xmalloc_aligned(attention_scratch_size(T, m->head_dim) * (size_t)thread_max() * sizeof(real) + 64,
-                                      "attention scratch");
-    m->inputs = xcalloc(BT, sizeof(int), "inputs");
-    m->targets = xcalloc(BT, sizeof(int), "targets");
-    m->attn_stats = xcalloc((size_t)L * NH, sizeof(AttnStats), "attention statistics");
-    m->row_gain = xmalloc_aligned((size_t)L * BT * NH * sizeof(real), "row gains");
+    size_t per_layer = impl->saved_reals((AttnShape){B, T, d->n_embd, NH}), saved;
+    if (!mul_size(per_layer, (size_t)L, &saved)) die(EXIT_RUNTIME, "attention's saved tensors overflow memory");
+    real *sv = grow(&m->saved_memory, &m->saved_reals, saved, "attention's saved tensors");
+    for (int l = 0; l < L; l++) m->acts.layers[l].att = sv + (size_t)l * per_layer;
+    // 16 reals of slack: each thread's share starts 64-byte aligned when scratch_reals is a multiple of 16
+    size_t scratch = impl->scratch_reals(T, m->head_dim) * (size_t)pass_threads() + 16;
+    grow(&m->attn_scratch, &m->scratch_reals, scratch, "attention scratch");
+    if (m->collect_stats) grow(&m->row_gain, &m->row_gain_reals, (size_t)L * B * T * NH, "row gains");
 }
 
 void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T) { build(m, d, attn_scale, B, T, NULL); }
@@ -553,11 +591,12 @@ typedef enum {
 
 // For a prefill (and the decode steps after it) the engine when it computes the model's spec
 // (decoding runs only causal models), else the definition (a window); for the other passes the
-// model's implementation, unless the pass collects statistics (the definition's) or the
+// model's implementation, unless the pass collects statistics or keeps the weights P (the maps:
+// both the definition's) or the
 // implementation cannot compute the model's spec: the definition (attention.c) then runs.
 static const AttentionImpl *attention_for_pass(const GPT *m, PassKind pass) {
     if (pass == PASS_PREFILL) return attention_engine.supports(&m->attn) ? &attention_engine : &attention_definition;
-    if ((m->collect_stats && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn) || m->attn_knockout)
+    if (((m->collect_stats || m->keep_weights) && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn) || m->attn_knockout)
         return &attention_definition;
     return m->attn_impl;
 }
@@ -581,6 +620,7 @@ void gpt_free(GPT *m) {
     free(m->g.layers);
     free(m->act_memory);
     free(m->gact_memory);
+    free(m->saved_memory);
     free(m->acts.layers);
     free(m->attn_scratch);
     free(m->inputs);
@@ -644,6 +684,7 @@ static double forward(GPT *m, const int *inputs, const int *targets, int B, int 
     if (targets) memcpy(m->targets, targets, (size_t)N * sizeof(int));
     if (m->collect_stats) memset(m->attn_stats, 0, (size_t)L * NH * sizeof(AttnStats));
     m->pass_attn = attention_for_pass(m, pass);
+    prepare_pass(m, m->pass_attn, B, T);
 
     TIMED(OTHER, encoder_forward(m->acts.encoded, inputs, m->p.wte, m->p.wpe, B, T, C));
     const real *residual = m->acts.encoded;
@@ -822,7 +863,7 @@ static void backward_from(GPT *m, int row) {
         // attention branch: res2 = res_in + attention(ln1 Wq, ln1 Wk, ln1 Wv) @ Wo
         TIMED(MATMUL_BWD, matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE,
                                           GRAD_STORE));
-        TIMED(ATTENTION, m->pass_attn->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->att,
+        TIMED(ATTENTION, m->pass_attn->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty, A->att,
                                                 (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &spec,
                                                 stats, row_gain, GRAD_STORE));
         TIMED(MATMUL_BWD, qkv_backward(G->ln, dP, (AttnGradQKV){G->q, G->k, G->v}, A->ln1, P, N, C));
@@ -1046,16 +1087,16 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
 // generation with a key/value cache
 
 // One position's scratch of decoding, in layout order (x first: kv_cache_free frees from it).
-typedef enum { S_C, S_4C, S_TMAX, S_STAT } DecodeSize;
+typedef enum { S_C, S_4C, S_SCORES, S_STAT } DecodeSize;
 static const struct { DecodeSize size; size_t view; } DECODE_SCRATCH[] = {
     {S_C, offsetof(KVCache, x)},    {S_C, offsetof(KVCache, ln)},      {S_C, offsetof(KVCache, q)},
     {S_C, offsetof(KVCache, atty)}, {S_C, offsetof(KVCache, tmp)},     {S_4C, offsetof(KVCache, h)},
-    {S_4C, offsetof(KVCache, h_gelu)}, {S_TMAX, offsetof(KVCache, scores)},
+    {S_4C, offsetof(KVCache, h_gelu)}, {S_SCORES, offsetof(KVCache, scores)},
     {S_STAT, offsetof(KVCache, stat)},  // mean and rstd of one LayerNorm row
 };
 
 static size_t decode_reals(DecodeSize size, int C, int T) {
-    return size == S_C ? (size_t)C : size == S_4C ? 4 * (size_t)C : size == S_TMAX ? (size_t)T : 2;
+    return size == S_C ? (size_t)C : size == S_4C ? 4 * (size_t)C : size == S_SCORES ? attention_decode_scratch_reals(T) : 2;
 }
 
 void kv_cache_init(KVCache *c, const GPT *m) {
@@ -1126,7 +1167,7 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
         matmul_forward(k_ring + (size_t)slot * C, c->ln, P->wk, 1, C, C);
         matmul_forward(v_ring + (size_t)slot * C, c->ln, P->wv, 1, C, C);
         kv_cache_twin(c, l, slot, C);
-        decode(c->atty, c->scores, c->q, k_ring + from, v_ring + from, pos - first, C, NH, m->attn.scale);
+        decode(c->atty, c->scores, c->q, k_ring + from, v_ring + from, pos - first, C, NH, &m->attn);
         matmul_forward(c->tmp, c->atty, P->wo, 1, C, C);
         residual_forward(c->x, c->tmp, c->x, (size_t)C);
         layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln2_w, P->ln2_b, 1, C);

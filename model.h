@@ -59,7 +59,8 @@ typedef struct {
 typedef struct {
     real *ln1, *ln1_mean, *ln1_rstd;  // (B,T,C), (B,T), (B,T)
     real *q, *k, *v;                  // (B,T,C) each
-    real *att;                        // (B,NH,T,T) attention weights P
+    real *att;                        // what attention keeps for the backward: the engine's max and
+                                      // 1/sum of each row (B,NH,T,2), or the definition's P (B,NH,T,T)
     real *atty;                       // (B,T,C) P V, before Wo
     real *res2;                       // (B,T,C) residual after attention
     real *ln2, *ln2_mean, *ln2_rstd;  // (B,T,C), (B,T), (B,T)
@@ -99,10 +100,14 @@ typedef struct GPT {
     TensorInfo *tensors;
 
     int B, T;                         // activation capacity (batch, sequence)
-    real *act_memory, *gact_memory;
+    // The buffers of a pass, allocated by the first pass that needs them and grown when a pass
+    // needs more (reals held in each): a model whose batch workers compute never holds them.
+    real *act_memory, *gact_memory, *saved_memory;
+    size_t act_reals, gact_reals, saved_reals, scratch_reals, row_gain_reals;
     Acts acts;
     GradActs gacts;
-    real *attn_scratch;               // per-thread scratch of attention_forward and _backward
+    real *attn_scratch;               // per-thread scratch of the attention that runs
+    int keep_weights;                 // a forward keeps the weights P in acts.layers[l].att (the maps)
     int *inputs, *targets;            // (B,T) of the last forward
     // Attention knockout (teach/explain.c): NULL, or (L, B, NH, T) for the shape of the next
     // forward: layer l's AttnSpec.knockout (one key removed per row, -1 none); passes with it set
@@ -132,8 +137,9 @@ typedef struct GPT {
 // Switch the phase clock (no-op unless m->profile is set).
 void gpt_phase(GPT *m, int phase);
 
-// Bytes that gpt_build would allocate for these dimensions and batch, or 0 when the size
-// overflows size_t. Checked before allocating so absurd configs are refused with the size.
+// Bytes a model of these dimensions allocates to train a batch (B,T) with the engine (its
+// parameters, gradients and moments, activations and their gradients; nothing T x T), or 0 when
+// the size overflows size_t. Checked before allocating so absurd configs are refused with the size.
 size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out);
 // Allocate everything for dims and a batch capacity (B,T). Parameters are zero until gpt_init.
 // Attention: the causal softmax over keys with attn_scale, computed by attention_engine.

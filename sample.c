@@ -287,7 +287,9 @@ int main(int argc, char **argv) {
         if (n_prompt < 1) die(EXIT_USAGE, "--attention-map needs a non-empty --prompt");
         int T = n_prompt < ck.dims.block_size ? n_prompt : ck.dims.block_size;
         const int *window = ptoks + (n_prompt - T);
+        m.keep_weights = 1;  // the weights P, which the definition keeps (the engine keeps T numbers per row)
         gpt_forward(&m, window, NULL, 1, T);
+        m.keep_weights = 0;
         if (!write_attention_map(map_path, &m, cfg.attn_scale_str, &ck.vocab, window, T, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         fprintf(stderr, "wrote %s: %d layers x %d heads over %d characters\n",
                 strcmp(map_path, "-") == 0 ? "the map to standard output" : map_path, m.dims.n_layer, m.dims.n_head, T);

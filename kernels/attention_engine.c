@@ -1,18 +1,36 @@
-// kernels/attention_engine.c: the attention engine. It computes exactly the function of attention.c (the
-// definition: read that first) for the correct model (causal mask, softmax over keys), organised
-// for speed; the tests prove the two equal at many shapes. What it does differently:
-//   - Only the causal half is computed: row t's scores, weights and sums stop at key t, and the
-//     entries above the diagonal are written as exact zeros instead of passing -inf through exp.
-//   - The products (S = Q K^T, O = P V, dP = dO V^T, dQ = dS K, dV = P^T dO, dK = dS^T Q) run on
-//     register tiles of TR x TW outputs (tile_mm), over one head's K^T or V^T copied into a
-//     contiguous, padded scratch (transpose_head), so every inner loop reads memory in order.
-//   - dS is stored already multiplied by the scale, in the buffer that held dP, row by row.
-//   - Each (batch, head) is one task of an OpenMP loop; exp is kernels/fastmath.h's polynomial.
-//   - Every score and output entry is one multiply-add chain in a fixed order, the same as in
-//     attention_decode_step, so generation with the KV cache reproduces the forward bit for bit.
+// kernels/attention_engine.c: the attention engine. It computes the function of attention.c (the
+// definition: read that first) for the correct model (causal mask, softmax over keys, an optional
+// window), fused in the manner of FlashAttention (Dao et al. 2022; FlashAttention-2, Dao 2023), so
+// that nothing of size T x T is ever stored; the tests prove it equal to the definition.
+//
+// Forward, for each head and each tile of TR query rows, over the blocks of KB keys the rows see:
+//   S = Q K^T * scale                 for the block only (TR x KB)
+//   m_new = max(m, rowmax S)          the running maximum of each row
+//   P = exp(S - m_new)                masked keys: exactly 0
+//   l = l * exp(m - m_new) + rowsum P the running sum of the row's weights
+//   O = O * exp(m - m_new) + P V      the running output, rescaled when the maximum grows
+// and at the end O = O / l. The row's log-sum-exp L = m + log l is kept for the backward, as its
+// two parts m and 1 / l: 2 T numbers per head instead of the T x T weights. (exp(S - L) in float
+// would round S - L, near -log l for the largest weights, to about log l ulps; exp(S - m) / l
+// keeps those weights as accurate as the forward's.)
+// Backward, for each block of keys and each block of queries that sees it, P recomputed from m, l:
+//   D = rowsum(dO * O)                once per row (equal to rowsum(dP * P); see
+//                                     docs/backprop-through-softmax.md)
+//   P = exp(S - m) / l,  dP = dO V^T,  dS = P * (dP - D)
+//   dV += P^T dO,  dQ += scale dS K,  dK += scale dS^T Q
+// Blocks of keys a row does not see (above the diagonal, before the window) are skipped, so the
+// time is O(T^2 / 2) under the causal mask and O(T W) under a window of W keys.
+//
+// The products run on register tiles (kernels/regtile.h) of TR x TW outputs over K^T or V^T
+// copied into a contiguous, padded scratch, so every inner loop reads memory in order. Each
+// (batch, head) is one task of an OpenMP loop that writes only its own head's columns: the same
+// bits for any thread count. Every score is one multiply-add chain over the head's columns in
+// increasing order and every block's update is one function (online_block), which decoding calls
+// too: generation with the KV cache reproduces the forward bit for bit.
 #include "attention.h"
 
 #include "kernels/fastmath.h"
+#include "kernels/regtile.h"
 #include "kernels/vec.h"
 
 #include <math.h>
@@ -23,18 +41,15 @@
 #endif
 
 #if defined(__GNUC__)
-#define UNROLL _Pragma("GCC unroll 16")
+#define NOINLINE __attribute__((noinline))
 #else
-#define UNROLL
+#define NOINLINE
 #endif
 
 // The register tile: TR output rows by TV vectors (TW = TV * VL columns). TR * TV accumulators,
 // TV vectors of B and one broadcast of A must fit the register file: 6 x 4 of AVX-512's 32
 // (the 64 columns of a 64-wide head in one tile), 6 x 2 of AVX2's 16, 6 x 4 of NEON's 32.
-#if defined(ATTN_TR)
-#define TR ATTN_TR
-#define TV ATTN_TV
-#elif VEC_BYTES == 64
+#if VEC_BYTES == 64
 #define TR 6
 #define TV 4
 #elif VEC_BYTES == 32
@@ -51,9 +66,170 @@
 #define TW 16
 #endif
 
-// The largest of s[0..n): a vector of running maxima, then its lanes (the plain loop compiles to
-// one scalar compare chain, which neither compiler vectorises alone). A maximum is exact, so
-// every width gives the same value.
+// Keys per block of the forward's online softmax (FK), and keys and queries per block of the
+// backward (KB, QB): whole numbers of tiles wide. The forward's rows carry their running maximum,
+// sum and output from block to block, so its blocks are long (fewer rescalings); the backward's
+// P and dS blocks are kept small enough for their products to read them from L1.
+#define FK 256
+#define KB 64
+#define QB 64
+_Static_assert(FK % TW == 0 && KB % TW == 0 && FK % KB == 0, "blocks of keys are whole numbers of tiles wide");
+
+// ---------------------------------------------------------------------------------------------
+// the tiles: every product of the engine is tiles_mm over a Product
+
+// out (rows, cols) = alpha * (out if accumulate, else 0) + alpha * A B, over the depth k < depth:
+//   A(r, k) = a[r * a_row + k * a_depth]  (so A may be read transposed)
+//   B(k, j) = b[k * ldb + j]
+//   out[r][j] at out[r * ldo + j]
+// Each entry is one chain of multiply-adds in increasing k, started from the old value or 0.
+// b_padded: B may be read a whole tile (TW columns) wide past cols (a padded K^T or V^T);
+// out_padded: out may be written so (a block of scratch), its extra columns left undefined.
+typedef struct {
+    real *out;
+    size_t ldo;
+    int rows, cols;
+    int accumulate;
+    real alpha;
+    const real *a;
+    size_t a_row, a_depth;
+    const real *b;
+    size_t ldb;
+    int depth;
+    int b_padded, out_padded;
+} Product;
+
+// One tile of a product: its rows [r0, r0 + nr) and columns [j0, j0 + nc), nr <= TR, nc <= TW.
+typedef struct {
+    real *out;
+    const real *a, *b;
+    int nr, nc;
+} Tile;
+
+static Tile tile_at(const Product *p, int r0, int j0) {
+    Tile t = {p->out + (size_t)r0 * p->ldo + j0, p->a + (size_t)r0 * p->a_row, p->b + j0,
+              p->rows - r0 < TR ? p->rows - r0 : TR, p->cols - j0 < TW ? p->cols - j0 : TW};
+    return t;
+}
+
+// A(r, k) of the tile's row r: rows r >= nr repeat the last and are not stored
+static size_t tile_row(const Product *p, const Tile *t, int r) { return (size_t)(r < t->nr ? r : t->nr - 1) * p->a_row; }
+
+// The portable tile: its accumulators in memory, entry by entry. The vector tile below computes
+// the same chains, so both give the same bits.
+static void tile_scalar(const Product *p, const Tile *t) {
+    real acc[TR][TW];
+    size_t ro[TR];
+    for (int r = 0; r < TR; r++) ro[r] = tile_row(p, t, r);
+    for (int r = 0; r < TR; r++)
+        for (int j = 0; j < TW; j++) acc[r][j] = p->accumulate && r < t->nr && j < t->nc ? t->out[r * p->ldo + j] : 0;
+    for (int k = 0; k < p->depth; k++) {
+        const real *ak = t->a + (size_t)k * p->a_depth, *bk = t->b + (size_t)k * p->ldb;
+        for (int r = 0; r < TR; r++) {
+            real ar = ak[ro[r]];
+            for (int j = 0; j < t->nc; j++) acc[r][j] = smadd(ar, bk[j], acc[r][j]);
+        }
+    }
+    for (int r = 0; r < t->nr; r++)
+        for (int j = 0; j < t->nc; j++) t->out[r * p->ldo + j] = acc[r][j] * p->alpha;
+}
+
+#if VEC_BYTES
+// the first m lanes of v (m < VL: a tile's last, partial vector)
+static inline void vstore_part(real *dst, vreal v, int m) {
+    real lanes[VL];
+    vstore(lanes, v);
+    for (int i = 0; i < m; i++) dst[i] = lanes[i];
+}
+static inline vreal vload_part(const real *src, int m) {
+    real lanes[VL] = {0};
+    for (int i = 0; i < m; i++) lanes[i] = src[i];
+    return vload(lanes);
+}
+
+// The tile on NV vectors per row, its TR x NV accumulators in registers (kernels/regtile.h). B
+// is read NV whole vectors wide, so it must hold that many columns (nc > (NV - 1) VL); the last
+// vector may be stored in part. The same chains as tile_scalar.
+#define TILE_VEC(NV)                                                                               \
+    static void tile_vec##NV(const Product *p, const Tile *t) {                                    \
+        vreal acc[TR][NV];                                                                         \
+        size_t ro[TR];                                                                             \
+        UNROLL for (int r = 0; r < TR; r++) ro[r] = tile_row(p, t, r);                             \
+        int last = t->nc - (NV - 1) * VL;  /* columns in the last vector */                        \
+        int whole = last == VL || p->out_padded;                                                   \
+        size_t ldo = p->ldo, a_depth = p->a_depth, ldb = p->ldb;                                   \
+        UNROLL for (int r = 0; r < TR; r++)                                                        \
+            UNROLL for (int j = 0; j < NV; j++) {                                                  \
+                const real *o = t->out + r * ldo + j * VL;                                         \
+                acc[r][j] = !p->accumulate || r >= t->nr ? vzero()                                 \
+                            : j < NV - 1 || last == VL   ? vload(o)                                \
+                                                         : vload_part(o, last);                    \
+            }                                                                                      \
+        const real *ak = t->a, *bk = t->b;                                                         \
+        for (int k = 0, depth = p->depth; k < depth; k++, ak += a_depth, bk += ldb)                \
+            REGTILE_STEP(acc, TR, NV, TILE_A, bk);                                                 \
+        vreal al = vset1(p->alpha);                                                                \
+        UNROLL for (int r = 0; r < TR; r++) {                                                      \
+            if (r >= t->nr) break;                                                                 \
+            UNROLL for (int j = 0; j < NV; j++) {                                                  \
+                real *o = t->out + r * ldo + j * VL;                                               \
+                if (j < NV - 1 || whole) vstore(o, acc[r][j] * al);                                \
+                else vstore_part(o, acc[r][j] * al, last);                                         \
+            }                                                                                      \
+        }                                                                                          \
+    }
+#define TILE_A(r) ak[ro[r]]
+TILE_VEC(1)
+#if TV >= 2
+TILE_VEC(2)
+#endif
+#if TV >= 3
+TILE_VEC(3)
+#endif
+#if TV >= 4
+TILE_VEC(4)
+#endif
+#if TV > 4
+#error "tiles wider than 4 vectors need more TILE_VEC instances"
+#endif
+#undef TILE_A
+#endif
+
+// One tile. The vector tile runs when B may be read whole vectors wide.
+static void tile_mm(const Product *p, const Tile *t) {
+#if VEC_BYTES
+    if (p->b_padded || t->nc % VL == 0) {
+        switch ((t->nc + VL - 1) / VL) {
+        case 1: tile_vec1(p, t); return;
+#if TV >= 2
+        case 2: tile_vec2(p, t); return;
+#endif
+#if TV >= 3
+        case 3: tile_vec3(p, t); return;
+#endif
+#if TV >= 4
+        case 4: tile_vec4(p, t); return;
+#endif
+        }
+    }
+#endif
+    tile_scalar(p, t);
+}
+
+// The whole product, tile by tile (each output entry is computed by exactly one tile).
+static void tiles_mm(const Product *p) {
+    for (int r0 = 0; r0 < p->rows; r0 += TR)
+        for (int j0 = 0; j0 < p->cols; j0 += TW) {
+            Tile t = tile_at(p, r0, j0);
+            tile_mm(p, &t);
+        }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the pieces of a row
+
+// The largest of s[0..n) (n >= 1): a vector of running maxima, then its lanes. A maximum is
+// exact, so every order gives the same value.
 static real row_max(const real *s, int n) {
     real maxv = s[0];
     int i = 1;
@@ -69,47 +245,9 @@ static real row_max(const real *s, int n) {
     return maxv;
 }
 
-// The sums over a row (the softmax's normaliser, dS's rowsum) are taken in VL lanes, where
-// lane j adds the entries j, j + VL, ... in order; the last, partial vector's entries go onto
-// lane 0 in order, and then the lanes are added in order from 0. (This is the order gcc gives
-// an `omp simd` reduction of VL lanes; written out, the order is the program's, whatever the
-// compiler, and the last vector runs in vector arithmetic too.)
-
-// p = softmax(s) with fast_exp; the maximum subtracted first (p may be s)
-static void softmax_row(real *p, const real *s, int n) {
-    real maxv = row_max(s, n);
-    // subtracting the max keeps exp() from overflowing and does not change the result
-    real sum = 0;
-#if VEC_BYTES
-    vreal lanes = vzero();
-    int i = 0;
-    for (; i + VL <= n; i += VL) {
-#pragma omp simd
-        for (int j = 0; j < VL; j++) p[i + j] = fast_exp(s[i + j] - maxv);
-        lanes += vload(p + i);
-    }
-    if (i < n) {  // the last m < VL entries: exp on a whole vector (padded with exp(0)), kept in part
-        real x[VL], e[VL];
-        for (int j = 0; j < VL; j++) x[j] = i + j < n ? s[i + j] : maxv;
-#pragma omp simd
-        for (int j = 0; j < VL; j++) e[j] = fast_exp(x[j] - maxv);
-        for (int j = 0; i + j < n; j++) {
-            p[i + j] = e[j];
-            lanes[0] += e[j];
-        }
-    }
-    for (int j = 0; j < VL; j++) sum += lanes[j];
-#else
-#pragma omp simd reduction(+:sum)
-    for (int i = 0; i < n; i++) { p[i] = fast_exp(s[i] - maxv); sum += p[i]; }
-#endif
-    real inv = 1 / sum;
-    for (int i = 0; i < n; i++) p[i] *= inv;
-}
-
-// sum_i x_i y_i over n entries, in double, in the lanes' order above
+// sum_i x_i y_i over n entries, in double: VL lanes, lane j adding the entries j, j + VL, ... in
+// order, the rest onto lane 0, then the lanes added pairwise (lane j + lane j + VL/2, ...)
 static double dot_double(const real *x, const real *y, int n) {
-    double sum = 0.0;
 #if VEC_BYTES
     double lane[VL] = {0};
     int i = 0;
@@ -118,195 +256,112 @@ static double dot_double(const real *x, const real *y, int n) {
         for (int j = 0; j < VL; j++) lane[j] += (double)x[i + j] * y[i + j];
     }
     for (; i < n; i++) lane[0] += (double)x[i] * y[i];
-    for (int j = 0; j < VL; j++) sum += lane[j];
+    for (int w = VL / 2; w >= 1; w /= 2)
+        for (int j = 0; j < w; j++) lane[j] += lane[j + w];
+    return lane[0];
 #else
-#pragma omp simd reduction(+:sum)
+    double sum = 0.0;
     for (int i = 0; i < n; i++) sum += (double)x[i] * y[i];
-#endif
     return sum;
+#endif
 }
 
-// y += alpha x, each entry one fused multiply-add (kernels/vec.h's smadd: -ffp-contract=fast would fuse
-// a*b+c in one loop and not in another, and decoding must reproduce the tiles bit for bit)
-static void axpy(real *restrict y, real alpha, const real *restrict x, int n) {
-#pragma omp simd
-    for (int i = 0; i < n; i++) y[i] = smadd(alpha, x[i], y[i]);
-}
-
-// One score S[t][u] = (q . k) * scale, the products summed in increasing i from 0. The tiles
-// compute every score of attention_engine_forward in exactly this order (one multiply-add chain
-// per entry, vectorised across keys instead of across i), so decoding reproduces it bit for bit.
+// One score S[t][u] = (q . k) * scale, the products summed in increasing i from 0: the chain
+// every tile of S computes for its entry (vectorised across keys instead of across i).
 static real score_dot(const real *q, const real *k, int hd, real scale) {
     real s = 0;
     for (int i = 0; i < hd; i++) s = smadd(q[i], k[i], s);  // no simd reduction: the order is the contract
     return s * scale;
 }
 
+// y += alpha x, each entry one fused multiply-add, as the tiles add P V
+static void axpy(real *restrict y, real alpha, const real *restrict x, int n) {
+#pragma omp simd
+    for (int i = 0; i < n; i++) y[i] = smadd(alpha, x[i], y[i]);
+}
+
+// One row's step of the online softmax over one block of keys. s[0..n) holds the row's scaled
+// scores of the block's keys, of which s[vis0..vis1] are visible (none when vis0 > vis1); it
+// receives the unnormalised weights p = exp(s - m_new), exactly 0 for the keys not seen (s has
+// room for VL - 1 more entries past n). *m and *l are the row's running maximum and sum (-inf and
+// 0 before its first visible key), and o (hd) its running output: rescaled by exp(m - m_new)
+// here, before the caller adds p V. The block's sum is taken in VL lanes counted from the first
+// visible key (lane j: keys vis0 + j, vis0 + j + VL, ...), then the lanes in order: it depends on
+// the visible keys alone, not on where they lie in s. Forward and decoding both call this one
+// function (not inlined: one compiled body, one rounding), so they agree bit for bit.
+static NOINLINE void online_block(real *s, int n, int vis0, int vis1, real *m, real *l, real *o, int hd) {
+    real m_old = *m;
+    if (vis0 > vis1) {  // nothing seen here: p = 0, and m, l, o stay (o starts at 0)
+        memset(s, 0, (size_t)n * sizeof(real));
+        if (m_old == -INFINITY) memset(o, 0, (size_t)hd * sizeof(real));
+        return;
+    }
+    real bm = row_max(s + vis0, vis1 - vis0 + 1);
+    real m_new = bm > m_old ? bm : m_old;
+    // exp over whole vectors from the first visible key; the entries past the last are 0, which
+    // the lanes' sum only adds as +0
+    int u1 = vis1 + 1;
+#if VEC_BYTES
+    u1 = vis0 + (u1 - vis0 + VL - 1) / VL * VL;
+#endif
+    memset(s, 0, (size_t)vis0 * sizeof(real));
+#pragma omp simd
+    for (int u = vis0; u < u1; u++) {
+        real e = fast_exp(s[u] - m_new);
+        s[u] = u <= vis1 ? e : 0;
+    }
+    if (u1 < n) memset(s + u1, 0, (size_t)(n - u1) * sizeof(real));
+    real sum = 0;
+#if VEC_BYTES
+    vreal lanes = vzero();
+    for (int u = vis0; u < u1; u += VL) lanes += vload(s + u);
+    sum = vsum(lanes);
+#else
+    for (int u = vis0; u < u1; u++) sum += s[u];
+#endif
+    if (m_old == -INFINITY) {  // the row's first visible keys
+        memset(o, 0, (size_t)hd * sizeof(real));
+        *l = sum;
+    } else {
+        real alpha = fast_exp(m_old - m_new);
+        if (alpha != 1)
+            for (int i = 0; i < hd; i++) o[i] *= alpha;
+        *l = smadd(*l, alpha, sum);
+    }
+    *m = m_new;
+}
+
+// The row's end: O = O / l, and what the backward needs to recompute P = exp(S - m) / l: its
+// log-sum-exp L = m + log l, kept as its two parts, stat = {m, 1 / l}
+static NOINLINE void online_finish(real *o, int hd, real m, real l, real *stat) {
+    real inv = 1 / l;
+    for (int i = 0; i < hd; i++) o[i] *= inv;
+    stat[0] = m;
+    stat[1] = inv;
+}
+
+// The first key query t sees: t - W + 1 under a window of W keys, else 0.
+static int first_key(const AttnSpec *spec, int t) {
+    int lo = spec->window > 0 ? t - spec->window + 1 : 0;
+    return lo > 0 ? lo : 0;
+}
+
 // ---------------------------------------------------------------------------------------------
-// the tiles: every product of the engine is tile_mm (below) over a TR x TW block of its output
+// scratch
 
-// The operands of one tile: A(r,k) = a[r*ars + k*aks] (so A may be read transposed), B(k,j) =
-// b[k*ldb + j], out[r][j] at out[r*ldo + j]; nr rows and w columns of it are computed, over the
-// depth k < n. beta: start from the old out (else 0); alpha multiplies the sums. tri: the rows
-// go on past n into a lower triangle, row r over k < n + r (for O = P V, where row t0 + r of the
-// block sees the keys u <= t0 + r).
-typedef struct {
-    real *out;
-    size_t ldo;
-    int nr, w, beta;
-    real alpha;
-    const real *a;
-    size_t ars, aks;
-    const real *b;
-    size_t ldb;
-    int n, tri;
-} Tile;
-
-// A(r,k) for row r of the tile: rows r >= nr repeat row nr - 1 and are not stored
-static size_t tile_row(const Tile *t, int r) { return (size_t)(r < t->nr ? r : t->nr - 1) * t->ars; }
-
-// The portable tile: its accumulators in memory, entry by entry; any width.
-//   out[r][j] = alpha * (init[r][j] + sum_{k < n (+ r when tri)} A(r,k) B(k,j))
-// Each entry is one chain of multiply-adds in increasing k; the vector tile below computes the
-// same chains, so both give the same bits.
-static void tile_scalar(const Tile *t) {
-    real acc[TR][TW];
-    size_t ro[TR];
-    for (int r = 0; r < TR; r++) ro[r] = tile_row(t, r);
-    for (int r = 0; r < TR; r++)
-        for (int j = 0; j < TW; j++) acc[r][j] = t->beta && r < t->nr && j < t->w ? t->out[r * t->ldo + j] : 0;
-    for (int k = 0; k < t->n; k++) {
-        const real *ak = t->a + (size_t)k * t->aks, *bk = t->b + (size_t)k * t->ldb;
-        for (int r = 0; r < TR; r++) {
-            real ar = ak[ro[r]];
-            for (int j = 0; j < t->w; j++) acc[r][j] = smadd(ar, bk[j], acc[r][j]);
-        }
-    }
-    // the triangle: at depth n - 1 + d, rows r >= d
-    for (int d = 1; t->tri && d < t->nr; d++) {
-        size_t k = (size_t)(t->n - 1 + d);
-        const real *ak = t->a + k * t->aks, *bk = t->b + k * t->ldb;
-        for (int r = d; r < t->nr; r++)
-            for (int j = 0; j < t->w; j++) acc[r][j] = smadd(ak[ro[r]], bk[j], acc[r][j]);
-    }
-    for (int r = 0; r < t->nr; r++)
-        for (int j = 0; j < t->w; j++) t->out[r * t->ldo + j] = acc[r][j] * t->alpha;
-}
-
-#if VEC_BYTES
-// vstore of the first m lanes of v (m < VL: a tile's last, partial vector)
-static inline void vstore_part(real *p, vreal v, int m) {
-    real lanes[VL];
-    vstore(lanes, v);
-    for (int i = 0; i < m; i++) p[i] = lanes[i];
-}
-static inline vreal vload_part(const real *p, int m) {
-    real lanes[VL] = {0};
-    for (int i = 0; i < m; i++) lanes[i] = p[i];
-    return vload(lanes);
-}
-
-// The tile on NV vectors per row, its TR x NV accumulators in registers from the first FMA to
-// the store (the loops have constant bounds and unroll completely). B is read NV whole vectors
-// wide, so it must hold that many columns (w > (NV - 1) VL); the last vector may be stored in
-// part. The same chains as tile_scalar.
-#define TILE_VEC(NV)                                                                               \
-    static void tile_vec##NV(const Tile *t) {                                                      \
-        vreal acc[TR][NV];                                                                         \
-        size_t ro[TR];                                                                             \
-        UNROLL for (int r = 0; r < TR; r++) ro[r] = tile_row(t, r);                                \
-        int last = t->w - (NV - 1) * VL;  /* columns in the last vector */                         \
-        UNROLL for (int r = 0; r < TR; r++)                                                        \
-            UNROLL for (int j = 0; j < NV; j++) {                                                  \
-                const real *o = t->out + r * t->ldo + j * VL;                                      \
-                acc[r][j] = !t->beta || r >= t->nr ? vzero() : j < NV - 1 || last == VL ? vload(o) \
-                                                                 : vload_part(o, last);            \
-            }                                                                                      \
-        const real *ak = t->a, *bk = t->b;                                                         \
-        for (int k = 0; k < t->n; k++, ak += t->aks, bk += t->ldb) {                               \
-            vreal bv[NV];                                                                          \
-            UNROLL for (int j = 0; j < NV; j++) bv[j] = vload(bk + j * VL);                        \
-            UNROLL for (int r = 0; r < TR; r++) {                                                  \
-                vreal x = vset1(ak[ro[r]]);                                                        \
-                UNROLL for (int j = 0; j < NV; j++) acc[r][j] = vfma(x, bv[j], acc[r][j]);         \
-            }                                                                                      \
-        }                                                                                          \
-        if (t->tri)  /* the triangle: at depth n - 1 + d, rows r >= d */                           \
-            UNROLL for (int d = 1; d < TR; d++) {                                                  \
-                if (d >= t->nr) break;                                                             \
-                const real *ad = ak + (size_t)(d - 1) * t->aks, *bd = bk + (size_t)(d - 1) * t->ldb; \
-                vreal bv[NV];                                                                      \
-                UNROLL for (int j = 0; j < NV; j++) bv[j] = vload(bd + j * VL);                    \
-                UNROLL for (int r = d; r < TR; r++) {                                              \
-                    vreal x = vset1(ad[ro[r]]);                                                    \
-                    UNROLL for (int j = 0; j < NV; j++) acc[r][j] = vfma(x, bv[j], acc[r][j]);     \
-                }                                                                                  \
-            }                                                                                      \
-        vreal al = vset1(t->alpha);                                                                \
-        UNROLL for (int r = 0; r < TR; r++) {                                                      \
-            if (r >= t->nr) break;                                                                 \
-            UNROLL for (int j = 0; j < NV; j++) {                                                  \
-                real *o = t->out + r * t->ldo + j * VL;                                            \
-                if (j < NV - 1 || last == VL) vstore(o, acc[r][j] * al);                           \
-                else vstore_part(o, acc[r][j] * al, last);                                         \
-            }                                                                                      \
-        }                                                                                          \
-    }
-TILE_VEC(1)
-#if TV >= 2
-TILE_VEC(2)
-#endif
-#if TV >= 3
-TILE_VEC(3)
-#endif
-#if TV >= 4
-TILE_VEC(4)
-#endif
-#if TV > 4
-#error "tiles wider than 4 vectors need more TILE_VEC instances"
-#endif
-#endif
-
-// One tile of a product, w <= TW columns. bfull: b may be read TW columns wide even when w < TW
-// (a padded K^T or V^T); otherwise the vector tile runs only on whole vectors of B.
-static void tile_mm(real *restrict out, size_t ldo, int nr, int w, int beta, real alpha,
-                    const real *restrict a, size_t ars, size_t aks,
-                    const real *restrict b, size_t ldb, int n, int bfull, int tri) {
-    Tile t = {out, ldo, nr, w, beta, alpha, a, ars, aks, b, ldb, n, tri};
-    (void)bfull;  // (the portable build reads b only w columns wide)
-#if VEC_BYTES
-    if (bfull || w % VL == 0) {
-        switch ((w + VL - 1) / VL) {
-        case 1: tile_vec1(&t); return;
-#if TV >= 2
-        case 2: tile_vec2(&t); return;
-#endif
-#if TV >= 3
-        case 3: tile_vec3(&t); return;
-#endif
-#if TV >= 4
-        case 4: tile_vec4(&t); return;
-#endif
-        }
-    }
-#endif
-    tile_scalar(&t);
-}
-
-// Keys padded to whole tiles: the transposed K (or V) has this leading dimension.
-static int padded_keys(int T) { return (T + TW - 1) / TW * TW; }
+// Keys padded to whole tiles, and one more: the transposed K (or V) has this leading dimension (a
+// tile of S reads TW columns from its first key, which under a window may be any key).
+static int padded_keys(int T) { return (T + TW - 1) / TW * TW + TW; }
 
 // xt (hd, ldx) = x^T for one head's rows x (T, hd, row stride C); the padding columns are zeroed.
 // Blocks of 8 keys: each row of x is read once, contiguously, and the 8 entries written per row
-// of xt share a cache line. (Row by row of xt, reading x a row apart, would fetch each line of
-// K once per column it holds.)
+// of xt share a cache line.
 static void transpose_head(real *restrict xt, int ldx, const real *restrict x, int T, int C, int hd) {
     int u0 = 0;
     for (; u0 + 8 <= T; u0 += 8) {
         int i = 0;
 #if VEC_TB
-        // VEC_TB keys x VEC_TB columns through registers (kernels/vec.h): VEC_TB row loads and stores
-        // instead of VEC_TB^2 of each
+        // VEC_TB keys x VEC_TB columns through registers (kernels/vec.h)
         for (; i + VEC_TB <= hd; i += VEC_TB)
             for (int u = 0; u < 8; u += VEC_TB)
                 vec_transpose_store(xt + (size_t)i * ldx + u0 + u, ldx, x + (size_t)(u0 + u) * C + i, C);
@@ -321,18 +376,33 @@ static void transpose_head(real *restrict xt, int ldx, const real *restrict x, i
     }
 }
 
-// Per thread: K^T or V^T (hd, ldx) for either pass, then dS (T, ldx) for the backward; the
-// definition needs S, then dP and dS, each (T,T), and a row of hd, for one call.
+// Reals of a row of the forward's scores: a block of FK keys, or under a window a tile's whole
+// span (at most T + TR - 1 keys), and room for a vector past it (online_block reads whole ones).
+static size_t score_row_reals(int T) { return (size_t)((T + TR > FK ? T + TR : FK) + 16) / 16 * 16; }
+
+// Per thread: the forward's K^T (hd, ldk) and scores (TR, score_row_reals), or the backward's K^T
+// and V^T (hd, ldk) each, D (ldk), the blocks of P and dS (QB, KB) each, and the sums of dQ
+// (T, hd) and of a block's dK and dV (KB, hd); a multiple of 16 reals, so each thread's share
+// stays 64-byte aligned.
+static size_t engine_scratch_reals(int T, int hd) {
+    size_t ldk = padded_keys(T), forward = hd * ldk + TR * score_row_reals(T);
+    size_t backward = 2 * hd * ldk + ldk + 2 * (size_t)QB * KB + ((size_t)T + 2 * KB) * hd;
+    size_t n = forward > backward ? forward : backward;
+    return (n + 15) / 16 * 16;
+}
+
 size_t attention_scratch_size(int T, int hd) {
-    size_t engine = ((size_t)hd + T) * padded_keys(T), definition = 2 * (size_t)T * T + hd;
+    size_t engine = engine_scratch_reals(T, hd), definition = attention_definition_scratch_reals(T, hd);
     return engine > definition ? engine : definition;
 }
 
-// Whether the engine computes this spec: the correct model only (the mistakes train on the
-// definition); the statistics are the definition's too.
-// the causal softmax over keys; a window (model.attn_window) or a knockout runs the definition
+// What the backward needs from the forward besides O: each row's {m, 1 / l} (B,NH,T,2).
+static size_t engine_saved_reals(AttnShape s) { return 2 * (size_t)s.B * s.NH * s.T; }
+
+// Whether the engine computes this spec: the correct model, its windows included (the mistakes
+// and a knockout run the definition).
 static int engine_supports(const AttnSpec *spec) {
-    return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS && spec->window == 0 && !spec->knockout;
+    return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS && !spec->knockout;
 }
 
 static void require_engine_spec(const AttnSpec *spec, const AttnStats *stats, const real *row_gain) {
@@ -340,126 +410,208 @@ static void require_engine_spec(const AttnSpec *spec, const AttnStats *stats, co
         die(EXIT_RUNTIME, "internal: the attention engine computes the causal softmax over keys without statistics");
 }
 
-void attention_engine_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShape shape,
+// ---------------------------------------------------------------------------------------------
+// forward
+
+// One head: qh, kh, vh, oh (T, hd) with row stride C; stat (T, 2) each row's {m, 1 / l}. The
+// blocks of keys: under the causal mask, [0, FK), [FK, 2 FK), ... up to the tile's last row;
+// under a window, one block, from the tile's first row's first key to its last row (at most
+// W + TR - 1 keys), so that each row's blocks begin at its own first key, as decoding's do.
+static void forward_head(real *oh, real *stat, real *scratch, const real *qh, const real *kh, const real *vh,
+                         int T, int C, int hd, const AttnSpec *spec) {
+    int ldk = padded_keys(T);
+    size_t sw = score_row_reals(T);
+    real *kt = scratch, *sb = scratch + (size_t)hd * ldk;  // K^T (hd, ldk), then the scores (TR, sw)
+    transpose_head(kt, ldk, kh, T, C, hd);
+    for (int t0 = 0; t0 < T; t0 += TR) {
+        int nr = T - t0 < TR ? T - t0 : TR, t1 = t0 + nr - 1;
+        real m[TR], l[TR];
+        for (int r = 0; r < nr; r++) { m[r] = -INFINITY; l[r] = 0; }
+        int j_first = spec->window > 0 ? first_key(spec, t0) : 0, block = spec->window > 0 ? t1 + 1 - j_first : FK;
+        for (int j0 = j_first; j0 <= t1; j0 += block) {
+            int kw = t1 + 1 - j0 < block ? t1 + 1 - j0 : block;
+            // S = Q K^T * scale for the block (the entries a row does not see are overwritten)
+            tiles_mm(&(Product){.out = sb, .ldo = sw, .rows = nr, .cols = kw, .alpha = spec->scale,
+                                .a = qh + (size_t)t0 * C, .a_row = C, .a_depth = 1,
+                                .b = kt + j0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
+            for (int r = 0; r < nr; r++) {
+                int t = t0 + r, vis0 = first_key(spec, t) - j0, vis1 = t - j0;
+                online_block(sb + r * sw, kw, vis0 > 0 ? vis0 : 0, vis1 < kw - 1 ? vis1 : kw - 1, &m[r], &l[r],
+                             oh + (size_t)t * C, hd);
+            }
+            // O += P V over the block's keys, in increasing u (the weights of unseen keys are 0)
+            tiles_mm(&(Product){.out = oh + (size_t)t0 * C, .ldo = C, .rows = nr, .cols = hd, .accumulate = 1,
+                                .alpha = 1, .a = sb, .a_row = sw, .a_depth = 1,
+                                .b = vh + (size_t)j0 * C, .ldb = C, .depth = kw});
+        }
+        for (int r = 0; r < nr; r++) online_finish(oh + (size_t)(t0 + r) * C, hd, m[r], l[r], stat + 2 * (t0 + r));
+    }
+}
+
+void attention_engine_forward(real *out, real *stat, real *scratch, AttnQKV in, AttnShape shape,
                               const AttnSpec *spec, AttnStats *stats) {
     require_engine_spec(spec, stats, NULL);
-    const real *q = in.q, *k = in.k, *v = in.v;
-    int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH;
-    int hd = C / NH, ldk = padded_keys(T);
-    real scale = spec->scale;
-#pragma omp parallel if(par_worth((double)B * NH * T * T * (C / NH)))
+    int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
+    size_t per_thread = engine_scratch_reals(T, hd);
+#pragma omp parallel if(par_worth((double)B * NH * T * T * hd))
     {
-        real *kt = scratch + (size_t)thread_index() * attention_scratch_size(T, hd);  // K^T (hd, ldk)
+        real *mine = scratch + (size_t)thread_index() * per_thread;
 #pragma omp for collapse(2) schedule(static)
-        for (int b = 0; b < B; b++) {
+        for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
-                size_t off = (size_t)b * T * C + h * hd;
-                const real *qh = q + off, *kh = k + off, *vh = v + off;
-                real *oh = out + off;
-                real *ph = att + ((size_t)b * NH + h) * T * T;
-                transpose_head(kt, ldk, kh, T, C, hd);
-                // rows t0 .. t0+nr-1 at a time; together they see the keys u < t0 + nr
-                for (int t0 = 0; t0 < T; t0 += TR) {
-                    int nr = T - t0 < TR ? T - t0 : TR, nk = t0 + nr;
-                    // S = Q K^T * scale for the tile's rows, written into their rows of P; the few
-                    // masked entries computed on the way are overwritten below
-                    for (int j0 = 0; j0 < nk; j0 += TW)
-                        tile_mm(ph + (size_t)t0 * T + j0, T, nr, nk - j0 < TW ? nk - j0 : TW, 0, scale,
-                                qh + (size_t)t0 * C, C, 1, kt + j0, ldk, hd, 1, 0);
-                    // P = softmax(S) over the visible keys u <= t; masked entries exactly zero
-                    for (int t = t0; t < t0 + nr; t++) {
-                        real *prow = ph + (size_t)t * T;
-                        softmax_row(prow, prow, t + 1);
-                        for (int u = t + 1; u < T; u++) prow[u] = 0;
-                    }
-                    // O[t] = sum_{u<=t} P[t][u] V[u], summed in increasing u from 0 (as decoding
-                    // does): the keys u <= t0 that every row sees, then the triangle of the rest
-                    for (int i0 = 0; i0 < hd; i0 += TW)
-                        tile_mm(oh + (size_t)t0 * C + i0, C, nr, hd - i0 < TW ? hd - i0 : TW, 0, 1,
-                                ph + (size_t)t0 * T, T, 1, vh + i0, C, t0 + 1, 0, 1);
-                }
+                size_t off = (size_t)b * T * C + (size_t)h * hd;
+                forward_head(out + off, stat + 2 * ((size_t)b * NH + h) * T, mine, in.q + off, in.k + off, in.v + off,
+                             T, C, hd, spec);
             }
-        }
     }
 }
 
-void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *att, AttnQKV in,
-                               AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
+// ---------------------------------------------------------------------------------------------
+// backward
+
+// One head, as forward_head; dq, dk, dv receive the head's gradients (GRAD_ADD: onto them).
+static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const real *doh, const real *oh,
+                          const real *stat, const real *qh, const real *kh, const real *vh, int T, int C, int hd,
+                          const AttnSpec *spec, GradWrite write) {
+    int ldk = padded_keys(T);
+    real *kt = scratch, *vt = kt + (size_t)hd * ldk, *D = vt + (size_t)hd * ldk;
+    real *pb = D + ldk, *dsb = pb + (size_t)QB * KB;  // the block's P and dS (QB, KB)
+    // The sums are taken where they are stored, each entry's from 0 in its first block. Under
+    // GRAD_ADD they are taken apart, dQ's (T, hd) and a block's dK and dV (KB, hd), and added on
+    // once at the end: each entry then rounds its sum once onto the old value, as the definition does.
+    int add = write == GRAD_ADD;
+    real *dq_sum = dsb + (size_t)QB * KB, *dk_sum = dq_sum + (size_t)T * hd, *dv_sum = dk_sum + (size_t)KB * hd;
+    real *dqt = add ? dq_sum : dqh;
+    size_t ldq = add ? (size_t)hd : (size_t)C;
+    transpose_head(kt, ldk, kh, T, C, hd);
+    transpose_head(vt, ldk, vh, T, C, hd);
+    // D[t] = rowsum(dO * O)[t] = rowsum(dP * P)[t]
+    for (int t = 0; t < T; t++) D[t] = (real)dot_double(doh + (size_t)t * C, oh + (size_t)t * C, hd);
+    real scale = spec->scale;
+    for (int j0 = 0; j0 < T; j0 += KB) {
+        int kb = T - j0 < KB ? T - j0 : KB;
+        real *dkt = add ? dk_sum : dkh + (size_t)j0 * C, *dvt = add ? dv_sum : dvh + (size_t)j0 * C;
+        size_t ldkv = add ? (size_t)hd : (size_t)C;
+        // the query blocks that see a key of this block: from the one holding query j0 (which
+        // sees key j0) to the last query whose window reaches the block's last key
+        int i_end = spec->window > 0 ? j0 + kb - 1 + spec->window : T;
+        if (i_end > T) i_end = T;
+        for (int i0 = j0 / QB * QB; i0 < i_end; i0 += QB) {
+            int qb = T - i0 < QB ? T - i0 : QB;
+            // S (into pb) and dP = dO V^T (into dsb), strip by strip of TR queries, over the keys
+            // [c0, c1) of the block that the strip's rows see (c0 at a tile's edge)
+            for (int r0 = 0; r0 < qb; r0 += TR) {
+                int nr = qb - r0 < TR ? qb - r0 : TR, c0 = first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
+                c0 = c0 > 0 ? c0 / TW * TW : 0;
+                c1 = c1 < kb ? c1 : kb;
+                if (c1 <= c0) continue;
+                tiles_mm(&(Product){.out = pb + r0 * KB + c0, .ldo = KB, .rows = nr, .cols = c1 - c0, .alpha = scale,
+                                    .a = qh + (size_t)(i0 + r0) * C, .a_row = C, .a_depth = 1,
+                                    .b = kt + j0 + c0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
+                tiles_mm(&(Product){.out = dsb + r0 * KB + c0, .ldo = KB, .rows = nr, .cols = c1 - c0, .alpha = 1,
+                                    .a = doh + (size_t)(i0 + r0) * C, .a_row = C, .a_depth = 1,
+                                    .b = vt + j0 + c0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
+            }
+            // P = exp(S - m) / l and scale * dS = scale * P * (dP - D) where the row sees the key, 0 elsewhere
+            for (int r = 0; r < qb; r++) {
+                int t = i0 + r, vis0 = first_key(spec, t) - j0, vis1 = t - j0;
+                real *p = pb + r * KB, *ds = dsb + r * KB, mt = stat[2 * t], inv = stat[2 * t + 1], Dt = D[t];
+                // the products below read up to TR - 1 entries either side of the row's visible
+                // keys: those are written as 0 too
+                int u0 = vis0 - (TR - 1) > 0 ? vis0 - (TR - 1) : 0, u1 = vis1 + TR < kb ? vis1 + TR : kb;
+#if VEC_BYTES
+                u0 = u0 / VL * VL;  // whole vectors (the blocks are KB wide)
+                u1 = (u1 + VL - 1) / VL * VL;
+#endif
+#pragma omp simd
+                for (int u = u0; u < u1; u++) {
+                    int seen = u >= vis0 && u <= vis1;
+                    real pu = fast_exp(p[u] - mt) * inv, dsu = scale * (pu * (ds[u] - Dt));
+                    p[u] = seen ? pu : 0;
+                    ds[u] = seen ? dsu : 0;
+                }
+            }
+            int first_i = i0 == j0 / QB * QB, first_j = j0 == first_key(spec, i0) / KB * KB;
+            // dV[u] += sum_t P[t][u] dO[t] and dK[u] += sum_t (scale dS[t][u]) Q[t], strip by strip of
+            // TR keys over the queries [d0, d1) of the block that see them; P and dS read transposed
+            for (int u0 = 0; u0 < kb; u0 += TR) {
+                int nr = kb - u0 < TR ? kb - u0 : TR, d0 = j0 + u0 - i0;
+                int d1 = spec->window > 0 ? j0 + u0 + nr - 1 + spec->window - i0 : qb;
+                d0 = d0 > 0 ? d0 : 0;
+                d1 = d1 < qb ? d1 : qb;
+                int depth = d1 > d0 ? d1 - d0 : 0, acc = !first_i;
+                tiles_mm(&(Product){.out = dvt + u0 * ldkv, .ldo = ldkv, .rows = nr, .cols = hd,
+                                    .accumulate = acc, .alpha = 1, .a = pb + d0 * KB + u0, .a_row = 1, .a_depth = KB,
+                                    .b = doh + (size_t)(i0 + d0) * C, .ldb = C, .depth = depth});
+                tiles_mm(&(Product){.out = dkt + u0 * ldkv, .ldo = ldkv, .rows = nr, .cols = hd,
+                                    .accumulate = acc, .alpha = 1, .a = dsb + d0 * KB + u0, .a_row = 1, .a_depth = KB,
+                                    .b = qh + (size_t)(i0 + d0) * C, .ldb = C, .depth = depth});
+            }
+            // dQ[t] += sum_u (scale dS[t][u]) K[u], strip by strip over the keys the rows see
+            for (int r0 = 0; r0 < qb; r0 += TR) {
+                int nr = qb - r0 < TR ? qb - r0 : TR, c0 = first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
+                c0 = c0 > 0 ? c0 : 0;
+                c1 = c1 < kb ? c1 : kb;
+                tiles_mm(&(Product){.out = dqt + (size_t)(i0 + r0) * ldq, .ldo = ldq, .rows = nr, .cols = hd,
+                                    .accumulate = !first_j, .alpha = 1,
+                                    .a = dsb + r0 * KB + c0, .a_row = KB, .a_depth = 1,
+                                    .b = kh + (size_t)(j0 + c0) * C, .ldb = C, .depth = c1 > c0 ? c1 - c0 : 0});
+            }
+        }
+        if (add)
+            for (int u = 0; u < kb; u++)
+                for (int i = 0; i < hd; i++) {
+                    dkh[(size_t)(j0 + u) * C + i] += dk_sum[(size_t)u * hd + i];
+                    dvh[(size_t)(j0 + u) * C + i] += dv_sum[(size_t)u * hd + i];
+                }
+    }
+    if (add)
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < hd; i++) dqh[(size_t)t * C + i] += dq_sum[(size_t)t * hd + i];
+}
+
+void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out, const real *stat,
+                               AttnQKV in, AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
                                GradWrite write) {
     require_engine_spec(spec, stats, row_gain);
-    const real *q = in.q, *k = in.k, *v = in.v;
-    real *dq = grad.dq, *dk = grad.dk, *dv = grad.dv;
-    int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH;
-    int hd = C / NH, ldk = padded_keys(T);
-    real scale = spec->scale;
-    // each entry of dq, dk, dv is one tile_mm sum below, which starts from the old value or 0
-    int beta = write == GRAD_ADD;
-#pragma omp parallel if(par_worth((double)B * NH * T * T * (C / NH)))
+    int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
+    size_t per_thread = engine_scratch_reals(T, hd);
+#pragma omp parallel if(par_worth((double)B * NH * T * T * hd))
     {
-        real *vt = scratch + (size_t)thread_index() * attention_scratch_size(T, hd);  // V^T (hd, ldk)
-        real *ds = vt + (size_t)hd * ldk;  // dP, then scale * dS, row by row (T, ldk)
+        real *mine = scratch + (size_t)thread_index() * per_thread;
         // every (b, h) writes only its own head's columns of dq, dk, dv: no two threads collide
 #pragma omp for collapse(2) schedule(static)
-        for (int b = 0; b < B; b++) {
+        for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
-                size_t off = (size_t)b * T * C + h * hd;
-                const real *qh = q + off, *kh = k + off, *vh = v + off, *doh = dout + off;
-                real *dqh = dq + off, *dkh = dk + off, *dvh = dv + off;
-                const real *ph = att + ((size_t)b * NH + h) * T * T;
-                transpose_head(vt, ldk, vh, T, C, hd);
-                for (int t0 = 0; t0 < T; t0 += TR) {
-                    int nr = T - t0 < TR ? T - t0 : TR, nk = t0 + nr;
-                    // dP = dO V^T for the tile's rows (the visible keys u < nk)
-                    for (int j0 = 0; j0 < nk; j0 += TW)
-                        tile_mm(ds + (size_t)t0 * ldk + j0, ldk, nr, nk - j0 < TW ? nk - j0 : TW, 0, 1,
-                                doh + (size_t)t0 * C, C, 1, vt + j0, ldk, hd, 1, 0);
-                    // dS = P * (dP - rowsum(dP * P)), stored as scale * dS over its row's dP.
-                    // Masked entries (P = 0) get dS = 0; the TR - 1 after the diagonal are written
-                    // as 0 so the tiles below can run over them.
-                    for (int t = t0; t < nk; t++) {
-                        const real *prow = ph + (size_t)t * T;
-                        real *row = ds + (size_t)t * ldk;
-                        real rs = (real)dot_double(row, prow, t + 1);
-#pragma omp simd
-                        for (int u = 0; u <= t; u++) row[u] = scale * (prow[u] * (row[u] - rs));
-                        for (int u = t + 1; u <= t + TR - 1 && u < ldk; u++) row[u] = 0;
-                    }
-                    // dQ[t] += sum_{u<=t} (scale dS[t][u]) K[u]
-                    for (int i0 = 0; i0 < hd; i0 += TW)
-                        tile_mm(dqh + (size_t)t0 * C + i0, C, nr, hd - i0 < TW ? hd - i0 : TW, beta, 1,
-                                ds + (size_t)t0 * ldk, ldk, 1, kh + i0, C, nk, 0, 0);
-                }
-                // dV[u] += sum_{t>=u} P[t][u] dO[t] and dK[u] += sum_{t>=u} (scale dS[t][u]) Q[t]:
-                // P and dS read transposed, starting at t = u0 (entries with t < u are zero)
-                for (int u0 = 0; u0 < T; u0 += TR) {
-                    int nr = T - u0 < TR ? T - u0 : TR;
-                    for (int i0 = 0; i0 < hd; i0 += TW) {
-                        int w = hd - i0 < TW ? hd - i0 : TW;
-                        tile_mm(dvh + (size_t)u0 * C + i0, C, nr, w, beta, 1, ph + (size_t)u0 * T + u0, 1, T,
-                                doh + (size_t)u0 * C + i0, C, T - u0, 0, 0);
-                        tile_mm(dkh + (size_t)u0 * C + i0, C, nr, w, beta, 1, ds + (size_t)u0 * ldk + u0, 1, ldk,
-                                qh + (size_t)u0 * C + i0, C, T - u0, 0, 0);
-                    }
-                }
+                size_t off = (size_t)b * T * C + (size_t)h * hd;
+                backward_head(grad.dq + off, grad.dk + off, grad.dv + off, mine, dout + off, out + off,
+                              stat + 2 * ((size_t)b * NH + h) * T, in.q + off, in.k + off, in.v + off, T, C, hd, spec,
+                              write);
             }
-        }
     }
 }
 
-void attention_decode_step(real *out, real *scores, const real *q, const real *k_cache, const real *v_cache,
-                           int pos, int C, int NH, real scale) {
-    int hd = C / NH;
+// ---------------------------------------------------------------------------------------------
+// decoding
+
+size_t attention_decode_scratch_reals(int T) { return (size_t)(T > FK ? T : FK) + 16; }
+
+void attention_decode_step(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C,
+                           int NH, const AttnSpec *spec) {
+    int hd = C / NH, block = spec->window > 0 ? pos + 1 : FK;  // the forward's blocks for this row
     for (int h = 0; h < NH; h++) {
         const real *qh = q + h * hd;
-        // the same arithmetic as row `pos` of attention_engine_forward, so the results agree bit for bit:
-        // each score one multiply-add chain over i, each output entry one chain over u from 0
-        for (int u = 0; u <= pos; u++) scores[u] = score_dot(qh, k_cache + (size_t)u * C + h * hd, hd, scale);
-        softmax_row(scores, scores, pos + 1);
-        real *oh = out + h * hd;
-        for (int i = 0; i < hd; i++) oh[i] = 0;
-        for (int u = 0; u <= pos; u++) axpy(oh, scores[u], v_cache + (size_t)u * C + h * hd, hd);
+        real *oh = out + h * hd, m = -INFINITY, l = 0;
+        for (int j0 = 0; j0 <= pos; j0 += block) {
+            int last = pos - j0 < block - 1 ? pos - j0 : block - 1;
+            for (int u = 0; u <= last; u++) scores[u] = score_dot(qh, k + (size_t)(j0 + u) * C + h * hd, hd, spec->scale);
+            online_block(scores, last + 1, 0, last, &m, &l, oh, hd);
+            for (int u = 0; u <= last; u++) axpy(oh, scores[u], v + (size_t)(j0 + u) * C + h * hd, hd);
+        }
+        real stat[2];
+        online_finish(oh, hd, m, l, stat);
     }
 }
 
 const AttentionImpl attention_engine = {"engine", attention_engine_forward, attention_engine_backward, engine_supports, 0,
-                                        attention_decode_step};
+                                        attention_decode_step, engine_saved_reals, engine_scratch_reals};

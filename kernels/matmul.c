@@ -9,6 +9,7 @@
 // else in the arithmetic depends on the tile or the vector width, so the 16-wide, 8-wide, 4-wide
 // and scalar builds of a machine with FMA give bit-identical products.
 #include "kernels/matmul.h"
+#include "kernels/regtile.h"
 #include "kernels/vec.h"
 
 #include <math.h>
@@ -47,12 +48,6 @@
 #define A_SLACK ((MR + VL - 1) / VL * VL - MR)
 #else
 #define A_SLACK 0
-#endif
-
-#if defined(__GNUC__)
-#define UNROLL _Pragma("GCC unroll 16")
-#else
-#define UNROLL
 #endif
 
 // Each thread packs into its own buffers, so the threads of a GEMM never wait for each other
@@ -206,19 +201,13 @@ static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a
             __builtin_prefetch(c + (long)i * ldc + NR - 1);  // a row may span one more line
         }
     }
+#define GEMM_A(i) a[(i) * a_rs]
     for (int k = 0; k < kc; k++) {
-        vreal bk[NV];
-        UNROLL
-        for (int j = 0; j < NV; j++) bk[j] = vload(b + j * VL);
-        UNROLL
-        for (int i = 0; i < MR; i++) {
-            vreal x = vset1(a[i * a_rs]);
-            UNROLL
-            for (int j = 0; j < NV; j++) t[i][j] = vfma(x, bk[j], t[i][j]);
-        }
+        REGTILE_STEP(t, MR, NV, GEMM_A, b);  // kernels/regtile.h: t[i][j] += a[i] * b[j]
         a += a_cs;
         b += NR;
     }
+#undef GEMM_A
     UNROLL
     for (int i = 0; i < MR; i++)
         UNROLL

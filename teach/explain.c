@@ -62,7 +62,9 @@ void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsig
 
     // the sequence itself: log p, the weights, the norms, then gradient x input row by row
     const int *x = tokens, *y = tokens + 1;
+    m->keep_weights = 1;  // the weights P in acts.layers[l].att: the definition's (the engine keeps 2 numbers a row)
     gpt_forward(m, x, y, 1, n);
+    m->keep_weights = 0;
     int V = m->dims.vocab_size;
     for (int t = 0; t < n; t++) {
         e->logp[t] = -(double)m->acts.losses[t];

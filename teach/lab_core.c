@@ -72,8 +72,8 @@ void lab_attention_backward(LabBackward *g, const real *dout, const real *P, con
     // dQ, dK, dV: the model's attention, as defined in attention.c (B = 1, NH = 1, C = dk)
     real *scratch = xmalloc(attention_scratch_size(T, dk) * sizeof(real), "attention scratch");
     AttnSpec spec = {scale, causal ? ATTN_MASK_CAUSAL : ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0, NULL};
-    attention_backward((AttnGradQKV){g->dQ, g->dK, g->dV}, scratch, dout, P, (AttnQKV){Q, K, V}, (AttnShape){1, T, dk, 1},
-                       &spec, NULL, NULL, GRAD_STORE);
+    attention_backward((AttnGradQKV){g->dQ, g->dK, g->dV}, scratch, dout, NULL, P, (AttnQKV){Q, K, V},
+                       (AttnShape){1, T, dk, 1}, &spec, NULL, NULL, GRAD_STORE);
     free(scratch);
 }
 
@@ -460,10 +460,10 @@ static double numeric_grad(GPT *m, const int *x, const int *y, int B, int T, rea
 // The broken backward is the definition's plus what the dropped term takes away. That term is
 // r_t = rowsum(dP * P)[t] = sum_u (dO[t] . V[u]) P[t][u] = dO[t] . O[t], so with E = P * r
 // (E[t][u] = P[t][u] r_t):  dQ_broken = dQ + scale * E K,  dK_broken = dK + scale * E^T Q.
-static void broken_attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *att,
-                                      AttnQKV in, AttnShape shape, const AttnSpec *spec, AttnStats *stats,
-                                      real *row_gain, GradWrite write) {
-    attention_backward(grad, scratch, dout, att, in, shape, spec, stats, row_gain, write);
+static void broken_attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out,
+                                      const real *att, AttnQKV in, AttnShape shape, const AttnSpec *spec,
+                                      AttnStats *stats, real *row_gain, GradWrite write) {
+    attention_backward(grad, scratch, dout, out, att, in, shape, spec, stats, row_gain, write);
     int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
     const real *q = in.q, *k = in.k, *v = in.v;
     real *dq = grad.dq, *dk = grad.dk;
@@ -496,7 +496,8 @@ static void broken_attention_backward(AttnGradQKV grad, real *scratch, const rea
 static int broken_supports(const AttnSpec *spec) { return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS; }
 
 const AttentionImpl lab_broken_attention = {"broken (no rowsum term)", attention_forward, broken_attention_backward,
-                                            broken_supports, 1, attention_decode};
+                                            broken_supports, 1, attention_decode, attention_definition_saved_reals,
+                                            attention_definition_scratch_reals};
 
 int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_per_tensor, uint64_t seed,
                     GradcheckRow *rows) {
