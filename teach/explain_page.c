@@ -56,9 +56,10 @@ static void write_row(FILE *f, const char *label, const char *key, const double 
 int explain_page_fwrite(FILE *f, const Explain *e, const Vocab *v, const char *command) {
     int n = e->n, L = e->L;
     html_write_head_css(f, "Attention beside what the prediction used", command, EXTRA_CSS);
-    fputs("<nav class=\"controls\" id=\"controls\" aria-label=\"Positions\" hidden>\n"
-          "<button type=\"button\" id=\"prev\">&larr; Previous</button>\n"
-          "<button type=\"button\" id=\"next\">Next &rarr;</button>\n", f);
+    fprintf(f, "<nav class=\"controls\" id=\"controls\" aria-label=\"Positions\" hidden>\n"
+               "<button type=\"button\" id=\"play\" aria-pressed=\"false\" data-every=\"%d\">&#9654; Play</button>\n"
+               "<button type=\"button\" id=\"prev\">&larr; Previous</button>\n"
+               "<button type=\"button\" id=\"next\">Next &rarr;</button>\n", HTML_PLAY_EVERY_MS);
     fprintf(f, "<span class=\"status\" id=\"status\" aria-live=\"polite\">Step 1 of %d</span>\n</nav>\n", n);
     fputs("<p class=\"chars\">Prompt: <code>", f);
     for (int i = 0; i <= n; i++) {
