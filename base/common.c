@@ -292,3 +292,12 @@ const char *closest_name(const char *typed, const char *const *names, int n) {
     int len = (int)strlen(typed), limit = len / 3 > 2 ? len / 3 : 2;
     return best && best_d <= limit ? best : NULL;
 }
+
+int refuse(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || errlen == 0) return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return 0;
+}

@@ -33,6 +33,14 @@ void err_print(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+// Write a one-line message to err (when err is not NULL and errlen > 0) and return 0: the
+// failure return of a function that reports through (err, errlen).
+int refuse(char *err, size_t errlen, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 // Print an error and exit with the given code.
 _Noreturn void die(int code, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -170,16 +170,6 @@ void vocab_free(Vocab *v) {
 // ---------------------------------------------------------------------------------------------
 // Dataset loading
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 // Describe a code point for an error message: "U+00E9 'é'", or just "U+000A" for control and
 // line-separator characters that would garble a one-line message.
@@ -205,12 +195,12 @@ static int read_file(const char *path, unsigned char **out, size_t *out_len, cha
     const char *why;
     FILE *f = fopen_regular(path, &size, &why);
     if (!f) {
-        set_err(err, errlen, "cannot read data file '%s': %s", path, why);
+        refuse(err, errlen, "cannot read data file '%s': %s", path, why);
         return 0;
     }
     if (size > (uint64_t)DATA_MAX_BYTES) {
         fclose(f);
-        set_err(err, errlen, "data file '%s' is too large (%llu bytes; at most %zu bytes, 2 GiB, are supported)",
+        refuse(err, errlen, "data file '%s' is too large (%llu bytes; at most %zu bytes, 2 GiB, are supported)",
                 path, (unsigned long long)size, DATA_MAX_BYTES);
         return 0;
     }
@@ -222,7 +212,7 @@ static int read_file(const char *path, unsigned char **out, size_t *out_len, cha
             if (cap > DATA_MAX_BYTES) {
                 free(buf);
                 fclose(f);
-                set_err(err, errlen, "data file '%s' is too large (more than %zu bytes, 2 GiB, are not supported)",
+                refuse(err, errlen, "data file '%s' is too large (more than %zu bytes, 2 GiB, are not supported)",
                         path, DATA_MAX_BYTES);
                 return 0;
             }
@@ -245,7 +235,7 @@ static int read_file(const char *path, unsigned char **out, size_t *out_len, cha
                 int e = errno ? errno : EIO;
                 free(buf);
                 fclose(f);
-                set_err(err, errlen, "cannot read data file '%s': %s", path, strerror(e));
+                refuse(err, errlen, "cannot read data file '%s': %s", path, strerror(e));
                 return 0;
             }
             if (feof(f)) break;
@@ -254,14 +244,14 @@ static int read_file(const char *path, unsigned char **out, size_t *out_len, cha
     if (len > DATA_MAX_BYTES) {  // a regular file that grew while being read
         free(buf);
         fclose(f);
-        set_err(err, errlen, "data file '%s' is too large (more than %zu bytes, 2 GiB, are not supported)",
+        refuse(err, errlen, "data file '%s' is too large (more than %zu bytes, 2 GiB, are not supported)",
                 path, DATA_MAX_BYTES);
         return 0;
     }
     errno = 0;
     if (fclose(f) != 0) {
         free(buf);
-        set_err(err, errlen, "cannot read data file '%s': %s", path, strerror(errno ? errno : EIO));
+        refuse(err, errlen, "cannot read data file '%s': %s", path, strerror(errno ? errno : EIO));
         return 0;
     }
     *out = buf;
@@ -279,7 +269,7 @@ static int load_text(const char *path, uint32_t **cps, size_t *n, char *err, siz
     if (!read_file(path, &bytes, &len, err, errlen)) return 0;
     if (len == 0) {
         free(bytes);
-        set_err(err, errlen, "data file '%s' is empty", path);
+        refuse(err, errlen, "data file '%s' is empty", path);
         return 0;
     }
     size_t bad = 0;
@@ -293,11 +283,11 @@ static int load_text(const char *path, uint32_t **cps, size_t *n, char *err, siz
         free(*cps);
         *cps = NULL;
         *n = 0;
-        set_err(err, errlen, "data file '%s' contains a NUL byte at offset %zu (binary file?)", path, nul_off);
+        refuse(err, errlen, "data file '%s' contains a NUL byte at offset %zu (binary file?)", path, nul_off);
         return 0;
     }
     if (!ok) {
-        set_err(err, errlen, "data file '%s' is not valid UTF-8 at byte offset %zu", path, bad);
+        refuse(err, errlen, "data file '%s' is not valid UTF-8 at byte offset %zu", path, bad);
         return 0;
     }
     return 1;
@@ -312,21 +302,21 @@ static int split(Dataset *ds, const char *path, double val_fraction, int min_len
     size_t need = min_len > 0 ? (size_t)min_len : 0;
     int train_short = n_train < need, val_short = n_val < need;
     if (train_short && val_short) {
-        set_err(err, errlen,
+        refuse(err, errlen,
                 "data file '%s' has %zu characters: the training split (%zu) and the validation split (%zu) "
                 "are shorter than block_size + 1 = %d; use a longer text or a smaller model.block_size",
                 path, n, n_train, n_val, min_len);
         return 0;
     }
     if (train_short) {
-        set_err(err, errlen,
+        refuse(err, errlen,
                 "data file '%s' has %zu characters: the training split (%zu) is shorter than block_size + 1 = %d; "
                 "use a longer text or a smaller data.val_fraction",
                 path, n, n_train, min_len);
         return 0;
     }
     if (val_short) {
-        set_err(err, errlen,
+        refuse(err, errlen,
                 "data file '%s' has %zu characters: the validation split (%zu) is shorter than block_size + 1 = %d; "
                 "use a longer text or a larger data.val_fraction",
                 path, n, n_val, min_len);
@@ -338,7 +328,7 @@ static int split(Dataset *ds, const char *path, double val_fraction, int min_len
 
 static int check_val_fraction(double val_fraction, char *err, size_t errlen) {
     if (!(val_fraction >= 0.0 && val_fraction < 1.0)) {
-        set_err(err, errlen, "data.val_fraction must be in [0, 1), got %g", val_fraction);
+        refuse(err, errlen, "data.val_fraction must be in [0, 1), got %g", val_fraction);
         return 0;
     }
     return 1;
@@ -365,13 +355,13 @@ static int load_common(Dataset *ds, const char *path, double val_fraction, int m
     if (!check_val_fraction(val_fraction, err, errlen)) return 0;
     if (vocab) {
         if (!vocab->chars || vocab->vocab_size < 1) {
-            set_err(err, errlen, "cannot tokenize data file '%s': the given vocabulary is empty", path);
+            refuse(err, errlen, "cannot tokenize data file '%s': the given vocabulary is empty", path);
             return 0;
         }
         for (int i = 0; i < vocab->vocab_size; i++) {
             uint32_t c = vocab->chars[i];
             if (!unicode_scalar(c) || (i > 0 && c <= vocab->chars[i - 1])) {
-                set_err(err, errlen,
+                refuse(err, errlen,
                         "cannot tokenize data file '%s': the given vocabulary is not a sorted list of distinct "
                         "Unicode characters (entry %d is 0x%lX)", path, i, (unsigned long)c);
                 return 0;
@@ -392,7 +382,7 @@ static int load_common(Dataset *ds, const char *path, double val_fraction, int m
         if (ds->vocab.vocab_size < 2) {
             char d[32];
             describe_cp(ds->vocab.chars[0], d, sizeof d);
-            set_err(err, errlen, "data file '%s' needs at least 2 distinct characters (it has only %s)", path, d);
+            refuse(err, errlen, "data file '%s' needs at least 2 distinct characters (it has only %s)", path, d);
             free(cps);
             dataset_free(ds);
             return 0;
@@ -409,7 +399,7 @@ static int load_common(Dataset *ds, const char *path, double val_fraction, int m
         for (size_t i = 0; i < bad; i++) off += utf8_len(cps[i]);
         char d[32];
         describe_cp(cps[bad], d, sizeof d);
-        set_err(err, errlen,
+        refuse(err, errlen,
                 "data file '%s' contains the character %s at byte offset %zu, which is not in the vocabulary "
                 "(%d characters)", path, d, off, ds->vocab.vocab_size);
         free(cps);

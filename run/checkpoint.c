@@ -395,16 +395,6 @@ static int record_is(const TRecord *r, int dtype, size_t count) {
     return r && r->dtype == dtype && r->ndim == 1 && r->count == count;
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int refuse(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return 0;
-}
 
 // The header records that are not tensors; every other record of a checkpoint is a parameter,
 // an AdamW first moment ("adam_m.") or a second moment ("adam_v.").

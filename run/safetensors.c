@@ -238,16 +238,6 @@ typedef struct {
     int used;
 } Entry;
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int refuse(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return 0;
-}
 
 // A JSON number that is a whole number in [0, 2^53].
 static int whole_number(const cJSON *j, uint64_t *out) {
