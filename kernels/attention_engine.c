@@ -13,10 +13,11 @@
 // two parts m and 1 / l: 2 T numbers per head instead of the T x T weights. (exp(S - L) in float
 // would round S - L, near -log l for the largest weights, to about log l ulps; exp(S - m) / l
 // keeps those weights as accurate as the forward's.)
-// Backward, for each block of keys and each block of queries that sees it, P recomputed from m, l:
-//   D = rowsum(dO * O)                once per row (equal to rowsum(dP * P); see
-//                                     docs/backprop-through-softmax.md)
-//   P = exp(S - m) / l,  dP = dO V^T,  dS = P * (dP - D)
+// Backward, for each block of queries, over the blocks of keys its rows see, P recomputed from m, l:
+//   P = exp(S - m) / l,  dP = dO V^T  every block of the rows' keys first (a strip, QB x the keys)
+//   D = rowsum(dP * P)                per row (equal to rowsum(dO * O); see
+//                                     docs/backprop-through-softmax.md for why this one)
+//   dS = P * (dP - D)
 //   dV += P^T dO,  dQ += scale dS K,  dK += scale dS^T Q
 // Blocks of keys a row does not see (above the diagonal, before the window) are skipped, so the
 // time is O(T^2 / 2) under the causal mask and O(T W) under a window of W keys.
@@ -74,6 +75,7 @@
 #define KB 64
 #define QB 64
 _Static_assert(FK % TW == 0 && KB % TW == 0 && FK % KB == 0, "blocks of keys are whole numbers of tiles wide");
+_Static_assert(QB == KB, "the backward's query block i0 is the first to see key block i0");
 
 // ---------------------------------------------------------------------------------------------
 // the tiles: every product of the engine is tiles_mm over a Product
@@ -376,17 +378,20 @@ static void transpose_head(real *restrict xt, int ldx, const real *restrict x, i
     }
 }
 
+// Blocks of KB keys in a query block's strip: the keys from a KB edge to the block's diagonal.
+static int strip_blocks(int T) { return (T + KB - 1) / KB + 1; }
+
 // Reals of a row of the forward's scores: a block of FK keys, or under a window a tile's whole
 // span (at most T + TR - 1 keys), and room for a vector past it (online_block reads whole ones).
 static size_t score_row_reals(int T) { return (size_t)((T + TR > FK ? T + TR : FK) + 16) / 16 * 16; }
 
 // Per thread: the forward's K^T (hd, ldk) and scores (TR, score_row_reals), or the backward's K^T
-// and V^T (hd, ldk) each, D (ldk), the blocks of P and dS (QB, KB) each, and the sums of dQ
-// (T, hd) and of a block's dK and dV (KB, hd); a multiple of 16 reals, so each thread's share
-// stays 64-byte aligned.
+// and V^T (hd, ldk) each, a query block's strip of P and of dS blocks (strip_blocks x QB x KB
+// each), the sums of its dQ (QB, hd) and of the head's dK and dV (T, hd); a multiple of 16 reals,
+// so each thread's share stays 64-byte aligned.
 static size_t engine_scratch_reals(int T, int hd) {
     size_t ldk = padded_keys(T), forward = hd * ldk + TR * score_row_reals(T);
-    size_t backward = 2 * hd * ldk + ldk + 2 * (size_t)QB * KB + ((size_t)T + 2 * KB) * hd;
+    size_t backward = 2 * hd * ldk + 2 * (size_t)strip_blocks(T) * QB * KB + ((size_t)QB + 2 * (size_t)T) * hd;
     size_t n = forward > backward ? forward : backward;
     return (n + 15) / 16 * 16;
 }
@@ -469,69 +474,99 @@ void attention_engine_forward(real *out, real *stat, real *scratch, AttnQKV in, 
 // ---------------------------------------------------------------------------------------------
 // backward
 
+// Row r (query t) of the strip: P = exp(S - m) / l where the row sees the key, then
+// D = rowsum(dP * P) over those keys, then scale * dS = scale * P * (dP - D); 0 elsewhere. The
+// blocks hold S and dP on entry, P and scale * dS on return. D is taken from the P and dP that dS
+// uses (not from dO * O, its equal in exact arithmetic), so each row of dS sums to 0 to rounding,
+// as the definition's does: the error of dQ and dK against float64 stays that of the definition.
+static void dS_row(real *pb, real *dsb, int r, int t, int klo, int khi, int T, const real *stat, const AttnSpec *spec) {
+    real mt = stat[2 * t], inv = stat[2 * t + 1], scale = spec->scale;
+    double D = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        real Dt = (real)D;
+        for (int j0 = klo; j0 < khi; j0 += KB) {
+            int kb = T - j0 < KB ? T - j0 : KB, vis0 = first_key(spec, t) - j0, vis1 = t - j0;
+            real *p = pb + (size_t)(j0 - klo) / KB * QB * KB + r * KB, *ds = dsb + (size_t)(j0 - klo) / KB * QB * KB + r * KB;
+            // the products read up to TR - 1 entries either side of the row's visible keys: those
+            // are written as 0 too
+            int u0 = vis0 - (TR - 1) > 0 ? vis0 - (TR - 1) : 0, u1 = vis1 + TR < kb ? vis1 + TR : kb;
+            if (u0 >= u1) continue;
+#if VEC_BYTES
+            u0 = u0 / VL * VL;  // whole vectors (the blocks are KB wide)
+            u1 = (u1 + VL - 1) / VL * VL;
+#endif
+            if (pass == 0) {
+#pragma omp simd
+                for (int u = u0; u < u1; u++) {
+                    int seen = u >= vis0 && u <= vis1;
+                    real pu = fast_exp(p[u] - mt) * inv;
+                    p[u] = seen ? pu : 0;
+                }
+                int a = vis0 > 0 ? vis0 : 0, b = vis1 < kb - 1 ? vis1 : kb - 1;
+                if (a <= b) D += dot_double(p + a, ds + a, b - a + 1);
+            } else {
+#pragma omp simd
+                for (int u = u0; u < u1; u++) {
+                    int seen = u >= vis0 && u <= vis1;
+                    real dsu = scale * (p[u] * (ds[u] - Dt));
+                    ds[u] = seen ? dsu : 0;
+                }
+            }
+        }
+    }
+}
+
 // One head, as forward_head; dq, dk, dv receive the head's gradients (GRAD_ADD: onto them).
-static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const real *doh, const real *oh,
-                          const real *stat, const real *qh, const real *kh, const real *vh, int T, int C, int hd,
-                          const AttnSpec *spec, GradWrite write) {
-    int ldk = padded_keys(T);
-    real *kt = scratch, *vt = kt + (size_t)hd * ldk, *D = vt + (size_t)hd * ldk;
-    real *pb = D + ldk, *dsb = pb + (size_t)QB * KB;  // the block's P and dS (QB, KB)
+// Query blocks outer: for a block of QB rows, S and dP of every key block the rows see are taken
+// first (a strip of blocks, QB x KB each), then each row's P, D and dS, then the products.
+static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const real *doh, const real *stat,
+                          const real *qh, const real *kh, const real *vh, int T, int C, int hd, const AttnSpec *spec,
+                          GradWrite write) {
+    int ldk = padded_keys(T), nblk = strip_blocks(T);
+    real *kt = scratch, *vt = kt + (size_t)hd * ldk;
+    real *pb = vt + (size_t)hd * ldk, *dsb = pb + (size_t)nblk * QB * KB;  // the strip's P and dS blocks
     // The sums are taken where they are stored, each entry's from 0 in its first block. Under
-    // GRAD_ADD they are taken apart, dQ's (T, hd) and a block's dK and dV (KB, hd), and added on
-    // once at the end: each entry then rounds its sum once onto the old value, as the definition does.
+    // GRAD_ADD they are taken apart, a query block's dQ (QB, hd) and the head's dK and dV (T, hd),
+    // and added on once at the end: each entry then rounds its sum once onto the old value, as the
+    // definition does.
     int add = write == GRAD_ADD;
-    real *dq_sum = dsb + (size_t)QB * KB, *dk_sum = dq_sum + (size_t)T * hd, *dv_sum = dk_sum + (size_t)KB * hd;
-    real *dqt = add ? dq_sum : dqh;
-    size_t ldq = add ? (size_t)hd : (size_t)C;
+    real *dq_sum = dsb + (size_t)nblk * QB * KB, *dk_sum = dq_sum + (size_t)QB * hd, *dv_sum = dk_sum + (size_t)T * hd;
+    real *dkt = add ? dk_sum : dkh, *dvt = add ? dv_sum : dvh;
+    size_t ldkv = add ? (size_t)hd : (size_t)C;
     transpose_head(kt, ldk, kh, T, C, hd);
     transpose_head(vt, ldk, vh, T, C, hd);
-    // D[t] = rowsum(dO * O)[t] = rowsum(dP * P)[t]
-    for (int t = 0; t < T; t++) D[t] = (real)dot_double(doh + (size_t)t * C, oh + (size_t)t * C, hd);
     real scale = spec->scale;
-    for (int j0 = 0; j0 < T; j0 += KB) {
-        int kb = T - j0 < KB ? T - j0 : KB;
-        real *dkt = add ? dk_sum : dkh + (size_t)j0 * C, *dvt = add ? dv_sum : dvh + (size_t)j0 * C;
-        size_t ldkv = add ? (size_t)hd : (size_t)C;
-        // the query blocks that see a key of this block: from the one holding query j0 (which
-        // sees key j0) to the last query whose window reaches the block's last key
-        int i_end = spec->window > 0 ? j0 + kb - 1 + spec->window : T;
-        if (i_end > T) i_end = T;
-        for (int i0 = j0 / QB * QB; i0 < i_end; i0 += QB) {
-            int qb = T - i0 < QB ? T - i0 : QB;
-            // S (into pb) and dP = dO V^T (into dsb), strip by strip of TR queries, over the keys
-            // [c0, c1) of the block that the strip's rows see (c0 at a tile's edge)
+    for (int i0 = 0; i0 < T; i0 += QB) {
+        int qb = T - i0 < QB ? T - i0 : QB;
+        // the key blocks the rows see: from the one holding the first row's first key to the diagonal's
+        int klo = first_key(spec, i0) / KB * KB, khi = i0 + qb;
+        real *dqt = add ? dq_sum : dqh + (size_t)i0 * C;
+        size_t ldq = add ? (size_t)hd : (size_t)C;
+        // S (into pb) and dP = dO V^T (into dsb), block by block, strip by strip of TR queries,
+        // over the keys [c0, c1) of the block that the strip's rows see (c0 at a tile's edge)
+        for (int j0 = klo; j0 < khi; j0 += KB) {
+            int kb = T - j0 < KB ? T - j0 : KB;
+            real *p_blk = pb + (size_t)(j0 - klo) / KB * QB * KB, *ds_blk = dsb + (size_t)(j0 - klo) / KB * QB * KB;
             for (int r0 = 0; r0 < qb; r0 += TR) {
                 int nr = qb - r0 < TR ? qb - r0 : TR, c0 = first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
                 c0 = c0 > 0 ? c0 / TW * TW : 0;
                 c1 = c1 < kb ? c1 : kb;
                 if (c1 <= c0) continue;
-                tiles_mm(&(Product){.out = pb + r0 * KB + c0, .ldo = KB, .rows = nr, .cols = c1 - c0, .alpha = scale,
+                tiles_mm(&(Product){.out = p_blk + r0 * KB + c0, .ldo = KB, .rows = nr, .cols = c1 - c0, .alpha = scale,
                                     .a = qh + (size_t)(i0 + r0) * C, .a_row = C, .a_depth = 1,
                                     .b = kt + j0 + c0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
-                tiles_mm(&(Product){.out = dsb + r0 * KB + c0, .ldo = KB, .rows = nr, .cols = c1 - c0, .alpha = 1,
+                tiles_mm(&(Product){.out = ds_blk + r0 * KB + c0, .ldo = KB, .rows = nr, .cols = c1 - c0, .alpha = 1,
                                     .a = doh + (size_t)(i0 + r0) * C, .a_row = C, .a_depth = 1,
                                     .b = vt + j0 + c0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
             }
-            // P = exp(S - m) / l and scale * dS = scale * P * (dP - D) where the row sees the key, 0 elsewhere
-            for (int r = 0; r < qb; r++) {
-                int t = i0 + r, vis0 = first_key(spec, t) - j0, vis1 = t - j0;
-                real *p = pb + r * KB, *ds = dsb + r * KB, mt = stat[2 * t], inv = stat[2 * t + 1], Dt = D[t];
-                // the products below read up to TR - 1 entries either side of the row's visible
-                // keys: those are written as 0 too
-                int u0 = vis0 - (TR - 1) > 0 ? vis0 - (TR - 1) : 0, u1 = vis1 + TR < kb ? vis1 + TR : kb;
-#if VEC_BYTES
-                u0 = u0 / VL * VL;  // whole vectors (the blocks are KB wide)
-                u1 = (u1 + VL - 1) / VL * VL;
-#endif
-#pragma omp simd
-                for (int u = u0; u < u1; u++) {
-                    int seen = u >= vis0 && u <= vis1;
-                    real pu = fast_exp(p[u] - mt) * inv, dsu = scale * (pu * (ds[u] - Dt));
-                    p[u] = seen ? pu : 0;
-                    ds[u] = seen ? dsu : 0;
-                }
-            }
-            int first_i = i0 == j0 / QB * QB, first_j = j0 == first_key(spec, i0) / KB * KB;
+        }
+        for (int r = 0; r < qb; r++) dS_row(pb, dsb, r, i0 + r, klo, khi, T, stat, spec);
+        for (int j0 = klo; j0 < khi; j0 += KB) {
+            int kb = T - j0 < KB ? T - j0 : KB;
+            const real *p_blk = pb + (size_t)(j0 - klo) / KB * QB * KB, *ds_blk = dsb + (size_t)(j0 - klo) / KB * QB * KB;
+            // query block i0 is the first to see the keys of block j0 when i0 == j0 (query j0 sees
+            // key j0, no earlier query does); block klo is the first key block of every row strip
+            int first_i = i0 == j0, first_j = j0 == klo;
             // dV[u] += sum_t P[t][u] dO[t] and dK[u] += sum_t (scale dS[t][u]) Q[t], strip by strip of
             // TR keys over the queries [d0, d1) of the block that see them; P and dS read transposed
             for (int u0 = 0; u0 < kb; u0 += TR) {
@@ -540,11 +575,11 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
                 d0 = d0 > 0 ? d0 : 0;
                 d1 = d1 < qb ? d1 : qb;
                 int depth = d1 > d0 ? d1 - d0 : 0, acc = !first_i;
-                tiles_mm(&(Product){.out = dvt + u0 * ldkv, .ldo = ldkv, .rows = nr, .cols = hd,
-                                    .accumulate = acc, .alpha = 1, .a = pb + d0 * KB + u0, .a_row = 1, .a_depth = KB,
+                tiles_mm(&(Product){.out = dvt + (size_t)(j0 + u0) * ldkv, .ldo = ldkv, .rows = nr, .cols = hd,
+                                    .accumulate = acc, .alpha = 1, .a = p_blk + d0 * KB + u0, .a_row = 1, .a_depth = KB,
                                     .b = doh + (size_t)(i0 + d0) * C, .ldb = C, .depth = depth});
-                tiles_mm(&(Product){.out = dkt + u0 * ldkv, .ldo = ldkv, .rows = nr, .cols = hd,
-                                    .accumulate = acc, .alpha = 1, .a = dsb + d0 * KB + u0, .a_row = 1, .a_depth = KB,
+                tiles_mm(&(Product){.out = dkt + (size_t)(j0 + u0) * ldkv, .ldo = ldkv, .rows = nr, .cols = hd,
+                                    .accumulate = acc, .alpha = 1, .a = ds_blk + d0 * KB + u0, .a_row = 1, .a_depth = KB,
                                     .b = qh + (size_t)(i0 + d0) * C, .ldb = C, .depth = depth});
             }
             // dQ[t] += sum_u (scale dS[t][u]) K[u], strip by strip over the keys the rows see
@@ -552,28 +587,29 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
                 int nr = qb - r0 < TR ? qb - r0 : TR, c0 = first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
                 c0 = c0 > 0 ? c0 : 0;
                 c1 = c1 < kb ? c1 : kb;
-                tiles_mm(&(Product){.out = dqt + (size_t)(i0 + r0) * ldq, .ldo = ldq, .rows = nr, .cols = hd,
+                tiles_mm(&(Product){.out = dqt + (size_t)r0 * ldq, .ldo = ldq, .rows = nr, .cols = hd,
                                     .accumulate = !first_j, .alpha = 1,
-                                    .a = dsb + r0 * KB + c0, .a_row = KB, .a_depth = 1,
+                                    .a = ds_blk + r0 * KB + c0, .a_row = KB, .a_depth = 1,
                                     .b = kh + (size_t)(j0 + c0) * C, .ldb = C, .depth = c1 > c0 ? c1 - c0 : 0});
             }
         }
         if (add)
-            for (int u = 0; u < kb; u++)
-                for (int i = 0; i < hd; i++) {
-                    dkh[(size_t)(j0 + u) * C + i] += dk_sum[(size_t)u * hd + i];
-                    dvh[(size_t)(j0 + u) * C + i] += dv_sum[(size_t)u * hd + i];
-                }
+            for (int r = 0; r < qb; r++)
+                for (int i = 0; i < hd; i++) dqh[(size_t)(i0 + r) * C + i] += dq_sum[(size_t)r * hd + i];
     }
     if (add)
-        for (int t = 0; t < T; t++)
-            for (int i = 0; i < hd; i++) dqh[(size_t)t * C + i] += dq_sum[(size_t)t * hd + i];
+        for (int u = 0; u < T; u++)
+            for (int i = 0; i < hd; i++) {
+                dkh[(size_t)u * C + i] += dk_sum[(size_t)u * hd + i];
+                dvh[(size_t)u * C + i] += dv_sum[(size_t)u * hd + i];
+            }
 }
 
 void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out, const real *stat,
                                AttnQKV in, AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
                                GradWrite write) {
     require_engine_spec(spec, stats, row_gain);
+    (void)out;  // D is taken from P and dP (dS_row), not from dO * O
     int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
     size_t per_thread = engine_scratch_reals(T, hd);
 #pragma omp parallel if(par_worth((double)B * NH * T * T * hd))
@@ -584,7 +620,7 @@ void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 size_t off = (size_t)b * T * C + (size_t)h * hd;
-                backward_head(grad.dq + off, grad.dk + off, grad.dv + off, mine, dout + off, out + off,
+                backward_head(grad.dq + off, grad.dk + off, grad.dv + off, mine, dout + off,
                               stat + 2 * ((size_t)b * NH + h) * T, in.q + off, in.k + off, in.v + off, T, C, hd, spec,
                               write);
             }
