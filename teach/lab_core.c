@@ -234,6 +234,18 @@ void lab_exercise_free(LabExercise *e) {
 // ---------------------------------------------------------------------------------------------
 // the online softmax
 
+// The largest |a[i] - b[i]| over n entries, in double (a NaN difference is skipped, as fmax
+// skips it; written as a comparison because gcc 12 for aarch64 fails on an fmax reduction whose
+// operands are converted from float)
+static double max_abs_diff(const real *a, const real *b, int n) {
+    double d = 0.0;
+    for (int i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        d = e > d ? e : d;
+    }
+    return d;
+}
+
 int lab_online_softmax(LabOnline *o, const char *group, const real *Q, const real *K, const real *V, int T, int dk,
                        real scale, int block) {
     memset(o, 0, sizeof *o);
@@ -286,24 +298,17 @@ int lab_online_softmax(LabOnline *o, const char *group, const real *Q, const rea
             for (int i = 0; i < dk; i++) o->o[j][(size_t)t * dk + i] = acc[i];
         }
         o->L[t] = m + (real)log((double)l);
-        double dp = 0.0, dO = 0.0;
-        for (int u = 0; u < T; u++) {
-            o->P_online[(size_t)t * T + u] = real_exp(s[u] - m) / l;
-            dp = fmax(dp, fabs((double)o->P_online[(size_t)t * T + u] - o->P[(size_t)t * T + u]));
-        }
-        for (int i = 0; i < dk; i++) {
-            o->O_online[(size_t)t * dk + i] = acc[i] / l;
-            dO = fmax(dO, fabs((double)o->O_online[(size_t)t * dk + i] - o->O[(size_t)t * dk + i]));
-        }
-        double rs = 0.0, dOp = 0.0;
+        for (int u = 0; u < T; u++) o->P_online[(size_t)t * T + u] = real_exp(s[u] - m) / l;
+        for (int i = 0; i < dk; i++) o->O_online[(size_t)t * dk + i] = acc[i] / l;
+        double dp = max_abs_diff(o->P_online + (size_t)t * T, o->P + (size_t)t * T, T);
+        double dO = max_abs_diff(o->O_online + (size_t)t * dk, o->O + (size_t)t * dk, dk);
+        double rs = 0.0, dOp;
         for (int u = 0; u < T; u++) {
             o->P_plain[(size_t)t * T + u] = real_exp(s[u] - m) / lp;
             rs += o->P_plain[(size_t)t * T + u];
         }
-        for (int i = 0; i < dk; i++) {
-            o->O_plain[(size_t)t * dk + i] = accp[i] / lp;
-            dOp = fmax(dOp, fabs((double)o->O_plain[(size_t)t * dk + i] - o->O[(size_t)t * dk + i]));
-        }
+        for (int i = 0; i < dk; i++) o->O_plain[(size_t)t * dk + i] = accp[i] / lp;
+        dOp = max_abs_diff(o->O_plain + (size_t)t * dk, o->O + (size_t)t * dk, dk);
         o->plain_rowsum[t] = rs;
         o->O_plain_diff[t] = dOp;
         o->max_O_plain_diff = fmax(o->max_O_plain_diff, dOp);

@@ -451,7 +451,9 @@ static void lab_mistakes_json(void) {
 
 // Each block's m, l and o against their definitions over the keys seen so far, computed here in
 // double: m = the largest score seen, l = sum exp(s_u - m), o = sum exp(s_u - m) V[u]; the factor
-// exp(m_old - m_new); and the end (P, O, L = log-sum-exp) against the whole row's softmax.
+// exp(m_old - m_new); and the end (P, O, L = log-sum-exp) against the whole row's softmax. (The
+// maxima are comparisons, not fmax: gcc 12 for aarch64 fails on an fmax reduction over floats
+// converted to double.)
 static void check_online(const LabOnline *o) {
     int T = o->T, d = o->dk;
     double tol = sizeof(real) == 8 ? 1e-12 : 2e-6;
@@ -460,7 +462,7 @@ static void check_online(const LabOnline *o) {
         for (int j = 0; j < o->n_blocks; j++) {
             int seen = (j + 1) * o->block < T ? (j + 1) * o->block : T;
             double m = -INFINITY, l = 0.0, acc[LAB_ONLINE_MAX_DK] = {0};
-            for (int u = 0; u < seen; u++) m = fmax(m, s[u]);
+            for (int u = 0; u < seen; u++) m = s[u] > m ? s[u] : m;
             for (int u = 0; u < seen; u++) {
                 double e = exp((double)s[u] - m);
                 l += e;
@@ -474,7 +476,7 @@ static void check_online(const LabOnline *o) {
             for (int i = 0; i < d; i++) CHECK_NEAR(o->o[j][(size_t)t * d + i], acc[i], tol * (1 + fabs(acc[i])) * 4);
         }
         double m = -INFINITY, l = 0.0;
-        for (int u = 0; u < T; u++) m = fmax(m, s[u]);
+        for (int u = 0; u < T; u++) m = s[u] > m ? s[u] : m;
         for (int u = 0; u < T; u++) l += exp((double)s[u] - m);
         CHECK_NEAR(o->L[t], m + log(l), tol * 4);
         for (int u = 0; u < T; u++) CHECK_NEAR(o->P_online[(size_t)t * T + u], exp((double)s[u] - m) / l, tol);
