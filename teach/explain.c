@@ -681,8 +681,16 @@ int explain_line_sources(const char *s, int len, int *src) {
 
 typedef struct {
     Agreement *g;     // (nrow, ncol): the measures against the effects and the true source
+    double *where;    // (nrow, 4): where each measure's top position lies: first, self, delimiter, source
     long predictions, correct;
 } KindStats;
+
+// A delimiter of the corpus's lines: neither a letter, a digit nor a bracket (the space, ':',
+// '|', '>', '=', ';', '?', '-', and the newline before each line).
+static int is_delimiter(int c) {
+    return !(is_lower(c) || (c >= '0' && c <= '9') || c == '(' || c == ')' || c == '[' || c == ']' || c == '{' ||
+             c == '}');
+}
 
 int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int per_kind, int baseline, char *err,
                        size_t errlen) {
@@ -702,6 +710,7 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
     KindStats ks[KIND_COUNT + 1];  // the kinds, then all of them together
     for (int k = 0; k <= KIND_COUNT; k++) {
         ks[k].g = xcalloc((size_t)nrow * ncol, sizeof(Agreement), "experiment");
+        ks[k].where = xcalloc((size_t)nrow * 4, sizeof(double), "experiment");
         ks[k].predictions = ks[k].correct = 0;
     }
     char line[4096];
@@ -755,6 +764,22 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
                 KindStats *s = &ks[kk ? KIND_COUNT : kind];
                 s->predictions++;
                 s->correct += e.argmax[t] == e.tokens[t + 1];
+                // where the top position lies (ties an even draw): position 0 (the newline), t
+                // itself, a delimiter of the line, the true source
+                for (int a = 0; a < nrow; a++) {
+                    const double *ar = a < na ? explain_row(&e, an[a], t) : explain_row(&e, en[a - na], t);
+                    for (int j = 0; j < keys; j++) ab[j] = a < na ? ar[j] : fabs(ar[j]);
+                    double top = ab[explain_argmax(ab, keys, 0)], tied = 0, w[4] = {0, 0, 0, 0};
+                    for (int j = 0; j < keys; j++) {
+                        if (ab[j] != top) continue;
+                        tied++;
+                        w[0] += j == 0;
+                        w[1] += j == t;
+                        w[2] += j > 0 && is_delimiter(line[j - 1]);
+                        w[3] += j == truth;
+                    }
+                    for (int q = 0; q < 4; q++) s->where[a * 4 + q] += w[q] / tied;
+                }
                 for (int b = 0; b < ncol; b++) {
                     const double *er = b < ne ? explain_row(&e, en[b], t) : tr;
                     for (int a = 0; a < nrow; a++) {
@@ -785,6 +810,16 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
                 ratio((double)ks[k].correct, (double)ks[k].predictions));
     }
     // one figure a line, "KIND STAT MEASURE EFFECT: value" (a doc can name each one)
+    fprintf(f, "# where each measure's top position lies, the share of rows: the first position (the newline\n"
+               "# before the line), the predicting position itself, a delimiter, the true source\n");
+    for (int k = 0; k <= KIND_COUNT; k++) {
+        const char *kn = k < KIND_COUNT ? EXPLAIN_KIND_NAMES[k] : "all";
+        for (int a = 0; a < nrow; a++) {
+            fprintf(f, "%s top %s:", kn, a < na ? an[a] : en[a - na]);
+            for (int q = 0; q < 4; q++) fprintf(f, " %.4f", ratio(ks[k].where[a * 4 + q], (double)ks[k].predictions));
+            fputc('\n', f);
+        }
+    }
     const char *stat_names[3] = {"top1", "tau", "mis"};
     for (int k = KIND_COUNT; k >= 0; k--) {
         const char *kn = k < KIND_COUNT ? EXPLAIN_KIND_NAMES[k] : "all";
@@ -800,6 +835,6 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
                     else fprintf(f, "n/a\n");  // tau of a constant ranking (uniform weights)
                 }
     }
-    for (int k = 0; k <= KIND_COUNT; k++) free(ks[k].g);
+    for (int k = 0; k <= KIND_COUNT; k++) free(ks[k].g), free(ks[k].where);
     return 1;
 }

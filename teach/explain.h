@@ -103,8 +103,9 @@ extern const char *const EXPLAIN_KIND_NAMES[KIND_COUNT];
 int explain_line_sources(const char *line, int len, int *source);
 // Measure the answer characters of the lines of `path` (a corpus file of the generator's format),
 // each line fed as "\n" + line, until every kind has per_kind predictions (or the file ends);
-// print the per-kind accuracy and the agreement tables, as "label: numbers" lines, to f. Returns
-// 0 with a one-line reason in err.
+// print the per-kind accuracy, where each measure's top position lies (the first position, the
+// predicting one, a delimiter, the source) and the agreement tables, as "label: numbers" lines,
+// to f. Returns 0 with a one-line reason in err.
 int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int per_kind, int baseline, char *err,
                        size_t errlen);
 
