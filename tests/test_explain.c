@@ -1,8 +1,9 @@
 // tests/test_explain.c: the measures of teach/explain.c against their definitions: leave-one-out
 // against two forward passes of the definition, gradient x input against central finite
 // differences, knockout of a position whose weight is exactly 0, a hand-built model whose one head
-// copies position j (every measure must name j), the corpus lines' known sources, and the
-// --explain command line (its JSON against its table, its page, its refusals).
+// copies position j (every measure must name j), the corpus lines' known sources, the
+// agreement's even draw over ties, the uniform baseline against a model whose weights are
+// uniform, and the --explain command line (its JSON against its table, its page, its refusals).
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
