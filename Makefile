@@ -282,8 +282,9 @@ demo-mistakes: all
 	./train configs/mistake_axis.json --compare model.softmax_axis=keys,queries --train.overwrite=true
 
 # The fourth mistake (docs/mistakes.md, section 4): attention weights read as explanations. A
-# model that learns the corpus's line kinds (configs/explain.json), then its attention against
-# the effects of each position on held-out lines whose deciding position is known.
+# model that learns the corpus's copy, rev, kv and bracket lines (configs/explain.json; find
+# stays at chance), then its attention against the effects of each position on held-out lines
+# whose deciding position is known, 1000 answer characters per kind.
 demo-explain: all tools/gencorpus
 	./train configs/explain.json --train.overwrite=true --sample.tokens=0
 	./tools/gencorpus --seed 7 --bytes 300000 -o out/explain/heldout.txt

@@ -119,6 +119,10 @@ static int explain_main(const char *ckpt_path, const char *vocab_text, const cha
     if (!config_load_json(&cfg, ck.config_json, strlen(ck.config_json), ckpt_path, err, sizeof err) ||
         !config_finalize(&cfg, err, sizeof err))
         die(EXIT_RUNTIME, "%s", err);
+    // one thread: a batch of EXPLAIN_BATCH variants of one short line is too little work to
+    // split, and a team of threads spends its time waiting at each barrier of the many small
+    // forward passes (the more so on a busy machine)
+    thread_set_max(1);
     GPT m;
     AttnSetup attn = attention_setup(&cfg);
     gpt_build(&m, &ck.dims, attn.spec.scale, EXPLAIN_BATCH, T);

@@ -106,6 +106,14 @@ int thread_max(void) {
 #endif
 }
 
+void thread_set_max(int n) {
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+
 const char *option_value(int argc, char **argv, int *i, const char *name) {
     size_t n = strlen(name);
     const char *a = argv[*i];

@@ -69,6 +69,8 @@ int thread_index(void);
 int thread_count(void);
 // The number of threads a parallel region would use (OMP_NUM_THREADS, train.threads).
 int thread_max(void);
+// Sets the number of threads later parallel regions use (no-op without OpenMP).
+void thread_set_max(int n);
 
 // Value of "--name=VALUE" or "--name VALUE" when argv[*i] is that option (advancing *i for the
 // second form), else NULL; exits with a usage error when the value is missing.

@@ -38,6 +38,27 @@ static void run_variants(GPT *m, const int *inputs, const int *targets, const in
 // ---------------------------------------------------------------------------------------------
 // the measures
 
+// rollout: R = A_{L-1} ... A_0 with A_l = (W_l + I) / 2 (each row still sums to 1), W (L, n, n)
+// the layers' weights (mean over heads), R (n, n)
+static void rollout(const double *W, int L, int n, double *R) {
+    size_t nn = (size_t)n * n;
+    double *tmp = xcalloc(nn, sizeof(double), "explain");
+    memset(R, 0, nn * sizeof(double));
+    for (int t = 0; t < n; t++)
+        for (int j = 0; j <= t; j++) R[(size_t)t * n + j] = 0.5 * W[(size_t)t * n + j] + 0.5 * (t == j);
+    for (int l = 1; l < L; l++) {
+        const double *Am = W + (size_t)l * nn;
+        for (int t = 0; t < n; t++)
+            for (int j = 0; j <= t; j++) {
+                double s = 0;
+                for (int u = j; u <= t; u++) s += (0.5 * Am[(size_t)t * n + u] + 0.5 * (t == u)) * R[(size_t)u * n + j];
+                tmp[(size_t)t * n + j] = s;
+            }
+        memcpy(R, tmp, nn * sizeof(double));
+    }
+    free(tmp);
+}
+
 void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsigned char *rows, int per_head,
                      Explain *e) {
     int L = m->dims.n_layer, NH = m->dims.n_head, C = m->dims.n_embd, hd = C / NH;
@@ -55,6 +76,9 @@ void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsig
     e->attn_mean = xcalloc((size_t)L * nn, sizeof(double), "explain");
     e->rollout = xcalloc(nn, sizeof(double), "explain");
     e->norm = xcalloc((size_t)L * nn, sizeof(double), "explain");
+    e->uniform = xcalloc(nn, sizeof(double), "explain");
+    e->uniform_rollout = xcalloc(nn, sizeof(double), "explain");
+    e->uniform_norm = xcalloc((size_t)L * nn, sizeof(double), "explain");
     e->loo = xcalloc(nn, sizeof(double), "explain");
     e->knock = xcalloc((size_t)L * nn, sizeof(double), "explain");
     if (per_head) e->knock_head = xcalloc((size_t)L * NH * nn, sizeof(double), "explain");
@@ -107,24 +131,25 @@ void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsig
                 for (int o = 0; o < C; o++) s2 += sum[o] * sum[o];
                 e->norm[((size_t)l * n + t) * n + j] = sqrt(s2);
             }
+        // the same with uniform weights: ||sum_h v_j^h Wo^h|| / (t+1)
+        for (int j = 0; j < n; j++) {
+            for (int o = 0; o < C; o++) sum[o] = 0;
+            for (int h = 0; h < NH; h++)
+                for (int o = 0; o < C; o++) sum[o] += f[((size_t)h * n + j) * C + o];
+            double s2 = 0;
+            for (int o = 0; o < C; o++) s2 += sum[o] * sum[o];
+            for (int t = j; t < n; t++) e->uniform_norm[((size_t)l * n + t) * n + j] = sqrt(s2) / (t + 1);
+        }
     }
     free(f);
     free(sum);
-    // rollout: R = A_{L-1} ... A_0 with A_l = (mean_h P_l + I) / 2 (each row still sums to 1)
-    double *tmp = xcalloc(nn, sizeof(double), "explain");
     for (int t = 0; t < n; t++)
-        for (int j = 0; j <= t; j++) e->rollout[(size_t)t * n + j] = 0.5 * e->attn_mean[(size_t)t * n + j] + 0.5 * (t == j);
-    for (int l = 1; l < L; l++) {
-        const double *Am = e->attn_mean + (size_t)l * nn;
-        for (int t = 0; t < n; t++)
-            for (int j = 0; j <= t; j++) {
-                double s = 0;
-                for (int u = j; u <= t; u++) s += (0.5 * Am[(size_t)t * n + u] + 0.5 * (t == u)) * e->rollout[(size_t)u * n + j];
-                tmp[(size_t)t * n + j] = s;
-            }
-        memcpy(e->rollout, tmp, nn * sizeof(double));
-    }
-    free(tmp);
+        for (int j = 0; j <= t; j++) e->uniform[(size_t)t * n + j] = 1.0 / (t + 1);
+    rollout(e->attn_mean, L, n, e->rollout);
+    double *u = xmalloc((size_t)L * nn * sizeof(double), "explain");  // every layer's weights uniform
+    for (int l = 0; l < L; l++) memcpy(u + (size_t)l * nn, e->uniform, nn * sizeof(double));
+    rollout(u, L, n, e->uniform_rollout);
+    free(u);
     // gradient x input: the backward of row t alone gives d(-log p)/d x in gacts.residual
     const real *enc = m->acts.encoded;
     for (int t = 0; t < n; t++) {
@@ -156,7 +181,9 @@ void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsig
     // changed row would reach later rows through the layers above: each row t is knocked alone,
     // in the sequence cut after t, so nothing but its prediction reads the change.
     int per = per_head ? NH + 1 : 1;  // variants per (layer, key): all heads, then each head
-    int *kn = xmalloc((size_t)per * n * L * NH * n * sizeof(int), "explain");
+    // the most variants of one run: (L - 1) layers x per x n keys (t >= 0), or per x n (t = -1),
+    // each with an (L, NH, T <= n) knockout plan
+    int *kn = xmalloc((size_t)(L > 1 ? L - 1 : 1) * per * n * L * NH * n * sizeof(int), "explain");
     for (int t = -1; t < n; t++) {
         if (t >= 0 && !e->row[t]) continue;
         int T = t < 0 ? n : t + 1, nv = 0;
@@ -200,6 +227,9 @@ void explain_free(Explain *e) {
     free(e->attn_mean);
     free(e->rollout);
     free(e->norm);
+    free(e->uniform);
+    free(e->uniform_rollout);
+    free(e->uniform_norm);
     free(e->loo);
     free(e->knock);
     free(e->knock_head);
@@ -212,12 +242,15 @@ const double *explain_row(const Explain *e, const char *name, int t) {
     int l = -1, h = -1, used = 0;
     if (t < 0 || t >= e->n) return NULL;
     if (!strcmp(name, "rollout")) return e->rollout + t * n;
+    if (!strcmp(name, "uniform")) return e->uniform + t * n;
+    if (!strcmp(name, "uniform_rollout")) return e->uniform_rollout + t * n;
     if (!strcmp(name, "loo")) return e->loo + t * n;
     if (!strcmp(name, "gxi")) return e->gxi + t * n;
     const char *rest = NULL;
     const double *base = NULL, *base_head = NULL;
     if (!strncmp(name, "attn_l", 6)) rest = name + 6, base = e->attn_mean, base_head = e->attn;
     else if (!strncmp(name, "norm_l", 6)) rest = name + 6, base = e->norm;
+    else if (!strncmp(name, "uniform_norm_l", 14)) rest = name + 14, base = e->uniform_norm;
     else if (!strncmp(name, "knock_l", 7)) rest = name + 7, base = e->knock, base_head = e->knock_head;
     if (!rest) return NULL;
     if (sscanf(rest, "%dh%d%n", &l, &h, &used) == 2 && rest[used] == 0) {
@@ -233,6 +266,9 @@ int explain_attention_names(int L, int NH, int per_head, char names[][EXPLAIN_NA
     for (int l = 0; l < L && k < max; l++) snprintf(names[k++], EXPLAIN_NAME, "attn_l%d", l);
     if (k < max) snprintf(names[k++], EXPLAIN_NAME, "rollout");
     for (int l = 0; l < L && k < max; l++) snprintf(names[k++], EXPLAIN_NAME, "norm_l%d", l);
+    if (k < max) snprintf(names[k++], EXPLAIN_NAME, "uniform");
+    if (k < max) snprintf(names[k++], EXPLAIN_NAME, "uniform_rollout");
+    for (int l = 0; l < L && k < max; l++) snprintf(names[k++], EXPLAIN_NAME, "uniform_norm_l%d", l);
     for (int l = 0; per_head && l < L; l++)
         for (int h = 0; h < NH && k < max; h++) snprintf(names[k++], EXPLAIN_NAME, "attn_l%dh%d", l, h);
     return k;
@@ -276,35 +312,29 @@ double kendall_tau_b(const double *x, const double *y, int n) {
     return con / sqrt((n0 - tx) * (n0 - ty));
 }
 
+// Ties are an even draw: A = argmax a and E = argmax |e| as sets; top-1 is the chance that a draw
+// from A equals a draw from E, |A n E| / (|A| |E|), and misattribution the share of A whose |e|
+// is under 10% of the largest.
 void agreement_add(Agreement *g, const double *a, const double *e, int n_keys) {
     if (n_keys < 2) return;
     double ae[64], *abs_e = n_keys <= 64 ? ae : xmalloc((size_t)n_keys * sizeof(double), "agreement");
     for (int j = 0; j < n_keys; j++) abs_e[j] = fabs(e[j]);
-    int ja = explain_argmax(a, n_keys, 0), je = explain_argmax(abs_e, n_keys, 0);
+    double amax = a[explain_argmax(a, n_keys, 0)], emax = abs_e[explain_argmax(abs_e, n_keys, 0)];
+    int na = 0, ne = 0, both = 0, low = 0;
+    for (int j = 0; j < n_keys; j++) {
+        int in_a = a[j] == amax, in_e = abs_e[j] == emax;
+        na += in_a, ne += in_e, both += in_a && in_e;
+        low += in_a && abs_e[j] < EXPLAIN_MISATTRIBUTION * emax;
+    }
     g->rows += 1;
-    g->top1 += ja == je;
+    g->top1 += (double)both / ((double)na * ne);
     double tau = kendall_tau_b(a, abs_e, n_keys);
     if (tau == tau) g->tau_sum += tau, g->tau_rows += 1;
-    if (abs_e[je] > 0) {
+    if (emax > 0) {
         g->mis_rows += 1;
-        g->mis += abs_e[ja] < EXPLAIN_MISATTRIBUTION * abs_e[je];
+        g->mis += (double)low / na;
     }
     if (abs_e != ae) free(abs_e);
-}
-
-void agreement_add_uniform(Agreement *g, const double *e, int n_keys) {
-    if (n_keys < 2) return;
-    double top = 0;
-    for (int j = 0; j < n_keys; j++) top = fabs(e[j]) > top ? fabs(e[j]) : top;
-    g->rows += 1;
-    g->top1 += 1.0 / n_keys;
-    g->tau_rows += 1;  // a constant ranking agrees with nothing: tau 0
-    if (top > 0) {
-        int low = 0;
-        for (int j = 0; j < n_keys; j++) low += fabs(e[j]) < EXPLAIN_MISATTRIBUTION * top;
-        g->mis_rows += 1;
-        g->mis += (double)low / n_keys;
-    }
 }
 
 static double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
@@ -387,7 +417,7 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
     char an[MAX_NAMES][EXPLAIN_NAME], en[MAX_NAMES][EXPLAIN_NAME];
     int na = explain_attention_names(L, e->NH, 0, an, MAX_NAMES);
     int ne = explain_effect_names(L, e->NH, 0, en, MAX_NAMES);
-    Agreement *g = xcalloc((size_t)(na + 1) * ne, sizeof(Agreement), "agreement");
+    Agreement *g = xcalloc((size_t)na * ne, sizeof(Agreement), "agreement");
     Agreement *c = xcalloc((size_t)ne * ne, sizeof(Agreement), "agreement");
     double *abs_a = xmalloc((size_t)n * sizeof(double), "agreement");
     for (int t = 1; t < n; t++) {
@@ -395,7 +425,6 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
         for (int b = 0; b < ne; b++) {
             const double *er = explain_row(e, en[b], t);
             for (int a = 0; a < na; a++) agreement_add(&g[a * ne + b], explain_row(e, an[a], t), er, t + 1);
-            agreement_add_uniform(&g[na * ne + b], er, t + 1);
             for (int a = 0; a < ne; a++) {
                 const double *ar = explain_row(e, en[a], t);
                 for (int j = 0; j <= t; j++) abs_a[j] = fabs(ar[j]);
@@ -405,28 +434,32 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
     }
     fprintf(f, "\nAgreement over the %d rows with at least two positions: top-1 (the most attended position is\n"
                "the one with the largest |effect|) / Kendall tau-b with |effect| / misattribution (the most\n"
-               "attended position has under %.0f%% of the largest |effect|). \"uniform\": a random pick.\n",
+               "attended position has under %.0f%% of the largest |effect|); ties are an even draw. The uniform\n"
+               "rows put 1/(t+1) on every visible key in place of the weights (tau: n/a, a constant ranking).\n",
             (int)g[0].rows, 100 * EXPLAIN_MISATTRIBUTION);
-    fprintf(f, "%-10s", "");
+    fprintf(f, "%-16s", "");
     for (int b = 0; b < ne; b++) fprintf(f, " %-17s", en[b]);
     fputc('\n', f);
-    for (int a = 0; a <= na; a++) {
-        fprintf(f, "%-10s", a < na ? an[a] : "uniform");
+    for (int a = 0; a < na; a++) {
+        fprintf(f, "%-16s", an[a]);
         for (int b = 0; b < ne; b++) {
             const Agreement *x = &g[a * ne + b];
             char cell[40];
-            snprintf(cell, sizeof cell, "%.2f/%+.2f/%.2f", ratio(x->top1, x->rows), ratio(x->tau_sum, x->tau_rows),
-                     ratio(x->mis, x->mis_rows));
+            double tau = ratio(x->tau_sum, x->tau_rows);
+            char tc[16];
+            if (tau == tau) snprintf(tc, sizeof tc, "%+.2f", tau);
+            else snprintf(tc, sizeof tc, "n/a");
+            snprintf(cell, sizeof cell, "%.2f/%s/%.2f", ratio(x->top1, x->rows), tc, ratio(x->mis, x->mis_rows));
             fprintf(f, " %-17s", cell);
         }
         fputc('\n', f);
     }
     fprintf(f, "\nThe ceiling: how far the effects agree with each other (top-1 / tau-b of |a| with |b|).\n");
-    fprintf(f, "%-10s", "");
+    fprintf(f, "%-16s", "");
     for (int b = 0; b < ne; b++) fprintf(f, " %-12s", en[b]);
     fputc('\n', f);
     for (int a = 0; a < ne; a++) {
-        fprintf(f, "%-10s", en[a]);
+        fprintf(f, "%-16s", en[a]);
         for (int b = 0; b < ne; b++) {
             const Agreement *x = &c[a * ne + b];
             char cell[40];
@@ -551,16 +584,15 @@ void explain_json(FILE *f, const Explain *e, const Vocab *v, const char *checkpo
     int na = explain_attention_names(L, NH, per_head, an, MAX_NAMES);
     int ne = explain_effect_names(L, NH, per_head, en, MAX_NAMES);
     int first = 1;
-    for (int a = 0; a <= na + ne; a++)
+    for (int a = 0; a < na + ne; a++)
         for (int b = 0; b < ne; b++) {
-            // attention measures (and "uniform") against every effect, then effect against effect
-            const char *name = a < na ? an[a] : a == na ? "uniform" : en[a - na - 1];
-            if (a > na && a - na - 1 == b) continue;
+            // attention measures (the uniform baseline's among them) against every effect, then effect against effect
+            const char *name = a < na ? an[a] : en[a - na];
+            if (a >= na && a - na == b) continue;
             Agreement g = {0};
             for (int t = 1; t < n; t++) {
                 if (!e->row[t]) continue;
                 const double *er = explain_row(e, en[b], t);
-                if (a == na) { agreement_add_uniform(&g, er, t + 1); continue; }
                 const double *ar = explain_row(e, name, t);
                 if (a < na) { agreement_add(&g, ar, er, t + 1); continue; }
                 double *abs_a = xmalloc((size_t)(t + 1) * sizeof(double), "agreement");
@@ -569,7 +601,7 @@ void explain_json(FILE *f, const Explain *e, const Vocab *v, const char *checkpo
                 free(abs_a);
             }
             fprintf(f, "%s\n{\"measure\":\"%s\",\"kind\":\"%s\",\"effect\":\"%s\",\"rows\":%g,\"top1\":", first ? "" : ",",
-                    name, a <= na ? "attention" : "effect", en[b], g.rows);
+                    name, a < na ? "attention" : "effect", en[b], g.rows);
             first = 0;
             jnum(f, ratio(g.top1, g.rows));
             fprintf(f, ",\"tau\":");
@@ -649,8 +681,16 @@ int explain_line_sources(const char *s, int len, int *src) {
 
 typedef struct {
     Agreement *g;     // (nrow, ncol): the measures against the effects and the true source
+    double *where;    // (nrow, 4): where each measure's top position lies: first, self, delimiter, source
     long predictions, correct;
 } KindStats;
+
+// A delimiter of the corpus's lines: neither a letter, a digit nor a bracket (the space, ':',
+// '|', '>', '=', ';', '?', '-', and the newline before each line).
+static int is_delimiter(int c) {
+    return !(is_lower(c) || (c >= '0' && c <= '9') || c == '(' || c == ')' || c == '[' || c == ']' || c == '{' ||
+             c == '}');
+}
 
 int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int per_kind, int baseline, char *err,
                        size_t errlen) {
@@ -663,12 +703,14 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
     char an[MAX_NAMES][EXPLAIN_NAME], en[MAX_NAMES][EXPLAIN_NAME];
     int na = explain_attention_names(L, NH, 0, an, MAX_NAMES);
     int ne = explain_effect_names(L, NH, 0, en, MAX_NAMES);
-    // rows: the attention measures, uniform, then each effect's |effect| as a measure (the
-    // ceiling); columns: the effects, then the true source (1 there, 0 elsewhere)
-    int nrow = na + 1 + ne, ncol = ne + 1;
+    // rows: the attention measures (the uniform baseline's among them), then each effect's
+    // |effect| as a measure (the ceiling); columns: the effects, then the true source (1 there, 0
+    // elsewhere)
+    int nrow = na + ne, ncol = ne + 1;
     KindStats ks[KIND_COUNT + 1];  // the kinds, then all of them together
     for (int k = 0; k <= KIND_COUNT; k++) {
         ks[k].g = xcalloc((size_t)nrow * ncol, sizeof(Agreement), "experiment");
+        ks[k].where = xcalloc((size_t)nrow * 4, sizeof(double), "experiment");
         ks[k].predictions = ks[k].correct = 0;
     }
     char line[4096];
@@ -722,14 +764,29 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
                 KindStats *s = &ks[kk ? KIND_COUNT : kind];
                 s->predictions++;
                 s->correct += e.argmax[t] == e.tokens[t + 1];
+                // where the top position lies (ties an even draw): position 0 (the newline), t
+                // itself, a delimiter of the line, the true source
+                for (int a = 0; a < nrow; a++) {
+                    const double *ar = a < na ? explain_row(&e, an[a], t) : explain_row(&e, en[a - na], t);
+                    for (int j = 0; j < keys; j++) ab[j] = a < na ? ar[j] : fabs(ar[j]);
+                    double top = ab[explain_argmax(ab, keys, 0)], tied = 0, w[4] = {0, 0, 0, 0};
+                    for (int j = 0; j < keys; j++) {
+                        if (ab[j] != top) continue;
+                        tied++;
+                        w[0] += j == 0;
+                        w[1] += j == t;
+                        w[2] += j > 0 && is_delimiter(line[j - 1]);
+                        w[3] += j == truth;
+                    }
+                    for (int q = 0; q < 4; q++) s->where[a * 4 + q] += w[q] / tied;
+                }
                 for (int b = 0; b < ncol; b++) {
                     const double *er = b < ne ? explain_row(&e, en[b], t) : tr;
                     for (int a = 0; a < nrow; a++) {
                         Agreement *g = &s->g[a * ncol + b];
-                        if (a == na) agreement_add_uniform(g, er, keys);
-                        else if (a < na) agreement_add(g, explain_row(&e, an[a], t), er, keys);
-                        else if (a - na - 1 != b) {
-                            const double *ar = explain_row(&e, en[a - na - 1], t);
+                        if (a < na) agreement_add(g, explain_row(&e, an[a], t), er, keys);
+                        else if (a - na != b) {
+                            const double *ar = explain_row(&e, en[a - na], t);
                             for (int j = 0; j < keys; j++) ab[j] = fabs(ar[j]);
                             agreement_add(g, ab, er, keys);
                         }
@@ -753,6 +810,16 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
                 ratio((double)ks[k].correct, (double)ks[k].predictions));
     }
     // one figure a line, "KIND STAT MEASURE EFFECT: value" (a doc can name each one)
+    fprintf(f, "# where each measure's top position lies, the share of rows: the first position (the newline\n"
+               "# before the line), the predicting position itself, a delimiter, the true source\n");
+    for (int k = 0; k <= KIND_COUNT; k++) {
+        const char *kn = k < KIND_COUNT ? EXPLAIN_KIND_NAMES[k] : "all";
+        for (int a = 0; a < nrow; a++) {
+            fprintf(f, "%s top %s:", kn, a < na ? an[a] : en[a - na]);
+            for (int q = 0; q < 4; q++) fprintf(f, " %.4f", ratio(ks[k].where[a * 4 + q], (double)ks[k].predictions));
+            fputc('\n', f);
+        }
+    }
     const char *stat_names[3] = {"top1", "tau", "mis"};
     for (int k = KIND_COUNT; k >= 0; k--) {
         const char *kn = k < KIND_COUNT ? EXPLAIN_KIND_NAMES[k] : "all";
@@ -760,13 +827,14 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
         for (int st = 0; st < 3; st++)
             for (int a = 0; a < nrow; a++)
                 for (int b = 0; b < ncol; b++) {
-                    if (a > na && a - na - 1 == b) continue;  // an effect against itself
+                    if (a >= na && a - na == b) continue;  // an effect against itself
                     const Agreement *g = &ks[k].g[a * ncol + b];
                     double val = st == 0 ? ratio(g->top1, g->rows) : st == 1 ? ratio(g->tau_sum, g->tau_rows) : ratio(g->mis, g->mis_rows);
-                    fprintf(f, "%s %s %s %s: %.4f\n", kn, stat_names[st], a < na ? an[a] : a == na ? "uniform" : en[a - na - 1],
-                            b < ne ? en[b] : "truth", val);
+                    fprintf(f, "%s %s %s %s: ", kn, stat_names[st], a < na ? an[a] : en[a - na], b < ne ? en[b] : "truth");
+                    if (val == val) fprintf(f, "%.4f\n", val);
+                    else fprintf(f, "n/a\n");  // tau of a constant ranking (uniform weights)
                 }
     }
-    for (int k = 0; k <= KIND_COUNT; k++) free(ks[k].g);
+    for (int k = 0; k <= KIND_COUNT; k++) free(ks[k].g), free(ks[k].where);
     return 1;
 }

@@ -9,10 +9,20 @@
 //               the model run again); attention knockout (S[t][j] = -inf in one layer, all heads
 //               or one head, the row renormalised); gradient x input (d log p / d x_j . x_j, x_j
 //               the input embedding wte[token] + wpe[j], from the hand-written backward).
+//   uniform     the baseline of Wiegreffe & Pinter 2019: the same measures with every P[t][j]
+//               replaced by 1/(t+1) (every visible key alike), the rest of the model as it is:
+//               "uniform" (the weights themselves), "uniform_rollout" ((U + I) / 2 rolled
+//               through the layers: the residual alone favours t itself and the first
+//               positions) and "uniform_norm_lL" (||sum_h v_j^h Wo^h|| / (t+1): the norms of
+//               what is mixed, without the weights).
 // Each effect is log p(original) - log p(changed): positive when position j helped.
-// Agreement between a measure a and an effect e, per row t with at least two positions: top-1
-// (argmax_j a == argmax_j |e|, the first of equals), Kendall's tau-b between a and |e|, and
-// misattribution (|e| at argmax_j a is below 10% of max_j |e|).
+// Agreement between a measure a and an effect e, per row t with at least two positions, with
+// ties counted as an even draw among the tied positions: top-1 is the chance that a position
+// drawn from a's maxima is one drawn from |e|'s maxima, |A n E| / (|A| |E|) (1 when both have
+// one and the same maximum; 1/(t+1) for uniform weights against an effect with one maximum);
+// Kendall's tau-b between a and |e| (undefined, and left out, when either is constant: for
+// uniform weights on every row); misattribution, the share of a's maxima whose |e| is below 10%
+// of max_j |e|.
 #ifndef EXPLAIN_H
 #define EXPLAIN_H
 
@@ -37,6 +47,9 @@ typedef struct {
     double *attn_mean;  // (L, n, n) mean over heads
     double *rollout;    // (n, n)
     double *norm;       // (L, n, n) ||sum_h P_h[t][j] v_j^h Wo^h||
+    double *uniform;    // (n, n) 1/(t+1): uniform weights
+    double *uniform_rollout;  // (n, n) the rollout of uniform weights
+    double *uniform_norm;     // (L, n, n) ||sum_h v_j^h Wo^h|| / (t+1)
     double *loo;        // (n, n) leave-one-out
     double *knock;      // (L, n, n) knockout in layer l, all heads
     double *knock_head; // (L, NH, n, n) knockout of one head; NULL unless asked for
@@ -52,26 +65,24 @@ void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsig
 void explain_free(Explain *e);
 
 // A measure's row t (n entries, 0 beyond t), by name: "attn_lL" (mean over heads of layer L),
-// "attn_lLhH", "rollout", "norm_lL", "loo", "knock_lL", "knock_lLhH", "gxi". NULL if unknown.
+// "attn_lLhH", "rollout", "norm_lL", "uniform", "uniform_rollout", "uniform_norm_lL", "loo",
+// "knock_lL", "knock_lLhH", "gxi". NULL if unknown.
 const double *explain_row(const Explain *e, const char *name, int t);
 
-// The agreement of a with |e| over the computed rows (t >= 1), summed: rows counted, top-1 hits,
-// tau-b summed over the rows where it is defined (neither side constant) and their count, and
-// misattributions over the rows where max |e| > 0.
+// The agreement of a with |e| over the computed rows (t >= 1), summed: rows counted, top-1 hits
+// (a fraction where there are ties), tau-b summed over the rows where it is defined (neither side
+// constant) and their count, and misattributions over the rows where max |e| > 0.
 typedef struct {
     double rows, top1, tau_sum, tau_rows, mis, mis_rows;
 } Agreement;
 void agreement_add(Agreement *g, const double *a, const double *e, int n_keys);
-// The chance level of a uniform (random) pick: top-1 = 1/n_keys; tau 0; misattribution = the
-// share of positions whose |e| is below 10% of the largest.
-void agreement_add_uniform(Agreement *g, const double *e, int n_keys);
 // Kendall's tau-b of x and y (n entries); NaN when either is constant.
 double kendall_tau_b(const double *x, const double *y, int n);
 // argmax_j |x_j| (abs) or argmax_j x_j, the first of equals.
 int explain_argmax(const double *x, int n, int abs);
 
-// The names of the attention measures and of the effects of a model with L layers and NH heads
-// (per_head: the per-head ones too), written into names (each at most EXPLAIN_NAME - 1 chars). Returns the count.
+// The names of the attention measures (the uniform baseline's among them) and of the effects of
+// a model with L layers and NH heads (per_head: the per-head ones too), written into names (each at most EXPLAIN_NAME - 1 chars). Returns the count.
 int explain_attention_names(int L, int NH, int per_head, char names[][EXPLAIN_NAME], int max);
 int explain_effect_names(int L, int NH, int per_head, char names[][EXPLAIN_NAME], int max);
 
@@ -92,8 +103,9 @@ extern const char *const EXPLAIN_KIND_NAMES[KIND_COUNT];
 int explain_line_sources(const char *line, int len, int *source);
 // Measure the answer characters of the lines of `path` (a corpus file of the generator's format),
 // each line fed as "\n" + line, until every kind has per_kind predictions (or the file ends);
-// print the per-kind accuracy and the agreement tables, as "label: numbers" lines, to f. Returns
-// 0 with a one-line reason in err.
+// print the per-kind accuracy, where each measure's top position lies (the first position, the
+// predicting one, a delimiter, the source) and the agreement tables, as "label: numbers" lines,
+// to f. Returns 0 with a one-line reason in err.
 int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int per_kind, int baseline, char *err,
                        size_t errlen);
 

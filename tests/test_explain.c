@@ -1,8 +1,9 @@
 // tests/test_explain.c: the measures of teach/explain.c against their definitions: leave-one-out
 // against two forward passes of the definition, gradient x input against central finite
 // differences, knockout of a position whose weight is exactly 0, a hand-built model whose one head
-// copies position j (every measure must name j), the corpus lines' known sources, and the
-// --explain command line (its JSON against its table, its page, its refusals).
+// copies position j (every measure must name j), the corpus lines' known sources, the
+// agreement's even draw over ties, the uniform baseline against a model whose weights are
+// uniform, and the --explain command line (its JSON against its table, its page, its refusals).
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -206,6 +207,83 @@ static void test_kendall_tau(void) {
     CHECK_NEAR(kendall_tau_b(x, y, 4), 5 / sqrt(30.0), 1e-12);
 }
 
+// Ties are an even draw: top-1 |A n E| / (|A| |E|), misattribution the share of A under 10%;
+// uniform weights give 1/n against one maximum, and tau-b is undefined for them (left out).
+static void test_agreement_ties(void) {
+    double u[4] = {0.25, 0.25, 0.25, 0.25}, e1[4] = {0, 0.05, -1, 0.2};
+    Agreement g = {0};
+    agreement_add(&g, u, e1, 4);
+    CHECK_NEAR(g.top1, 0.25, 1e-15);
+    CHECK_NEAR(g.mis, 0.5, 1e-15);  // |e| of 0 and 0.05 are under 0.1
+    CHECK(g.rows == 1 && g.mis_rows == 1 && g.tau_rows == 0);
+    double two[4] = {0.4, 0.4, 0.1, 0.1}, e2[4] = {0, 1, 0, 0};
+    Agreement h = {0};
+    agreement_add(&h, two, e2, 4);
+    CHECK_NEAR(h.top1, 0.5, 1e-15);
+    CHECK_NEAR(h.mis, 0.5, 1e-15);
+    CHECK(h.tau_rows == 1);
+    double one[3] = {0.1, 0.7, 0.2}, e3[3] = {0, -3, 1}, e4[3] = {1, 1, 0};
+    Agreement k = {0};
+    agreement_add(&k, one, e3, 3);
+    CHECK(k.top1 == 1 && k.mis == 0);
+    agreement_add(&k, one, e4, 3);  // the effect's two maxima, one of them a's: 1/2
+    CHECK_NEAR(k.top1, 1.5, 1e-15);
+    double zero[3] = {0, 0, 0};
+    Agreement z = {0};
+    agreement_add(&z, one, zero, 3);  // no effect anywhere: every position ties, no misattribution row
+    CHECK_NEAR(z.top1, 1.0 / 3, 1e-15);
+    CHECK(z.mis_rows == 0);
+}
+
+// With wq = wk = 0 every score is 0 and every causal row of P is already uniform, so the uniform
+// baseline's measures equal the model's own: the weights, their rollout, the norm-weighted
+// attention of every layer; and the uniform rollout of one row sums to 1.
+static void test_uniform_baseline_is_the_measures_of_uniform_weights(void) {
+    GPT m;
+    int V = 7, n = 9, L = 3;
+    random_model(&m, V, 12, L, 2, 16, 21);
+    for (int l = 0; l < L; l++) {
+        LayerParams *P = &m.p.layers[l];
+        memset(P->wq, 0, (size_t)16 * 16 * sizeof(real));
+        memset(P->wk, 0, (size_t)16 * 16 * sizeof(real));
+    }
+    int tok[10];
+    random_tokens(tok, n + 1, V, 4);
+    Explain e;
+    explain_compute(&m, tok, n, 0, NULL, 0, &e);
+    double worst = 0, tol = IS_F64 ? 1e-12 : 1e-5;
+    char name[EXPLAIN_NAME], uname[EXPLAIN_NAME];
+    for (int t = 0; t < n; t++) {
+        double sum = 0;
+        for (int j = 0; j <= t; j++) sum += explain_row(&e, "uniform_rollout", t)[j];
+        CHECK_NEAR(sum, 1, 1e-12);
+        for (int j = 0; j <= t; j++) {
+            CHECK(explain_row(&e, "uniform", t)[j] == 1.0 / (t + 1));
+            double d = fabs(explain_row(&e, "uniform_rollout", t)[j] - explain_row(&e, "rollout", t)[j]);
+            worst = d > worst ? d : worst;
+            for (int l = 0; l < L; l++) {
+                snprintf(name, sizeof name, "attn_l%d", l);
+                d = fabs(explain_row(&e, name, t)[j] - explain_row(&e, "uniform", t)[j]);
+                worst = d > worst ? d : worst;
+                snprintf(name, sizeof name, "norm_l%d", l);
+                snprintf(uname, sizeof uname, "uniform_norm_l%d", l);
+                const double *a = explain_row(&e, name, t), *b = explain_row(&e, uname, t);
+                CHECK(a && b);
+                d = fabs(a[j] - b[j]) / (1 + fabs(a[j]));
+                worst = d > worst ? d : worst;
+            }
+        }
+    }
+    CHECK_MSG(worst <= tol, "the uniform baseline differs from the measures of uniform weights by %g", worst);
+    // the rollout of uniform weights is not uniform: t keeps the residual's share, and an earlier
+    // position is reached by more paths through the layers, so the shares fall with j before t
+    const double *r = explain_row(&e, "uniform_rollout", n - 1);
+    for (int j = 1; j < n - 1; j++) CHECK(r[j] < r[j - 1]);
+    CHECK(r[n - 1] > r[1]);
+    explain_free(&e);
+    gpt_free(&m);
+}
+
 // ---- the command line ----
 static char g_dir[64];
 static char *g_out;
@@ -313,7 +391,7 @@ static void test_cli_explain_json_matches_terminal(void) {
         if (!strcmp(cJSON_GetObjectItem(a, "measure")->valuestring, "attn_l0") &&
             !strcmp(cJSON_GetObjectItem(a, "effect")->valuestring, "loo")) {
             char want[64];
-            snprintf(want, sizeof want, "attn_l0    %.2f/%+.2f/%.2f", cJSON_GetObjectItem(a, "top1")->valuedouble,
+            snprintf(want, sizeof want, "%-16s %.2f/%+.2f/%.2f", "attn_l0", cJSON_GetObjectItem(a, "top1")->valuedouble,
                      cJSON_GetObjectItem(a, "tau")->valuedouble, cJSON_GetObjectItem(a, "misattribution")->valuedouble);
             CHECK_MSG(strstr(table, want) != NULL, "the table has no '%s'", want);
         }
@@ -369,6 +447,8 @@ const TestCase tests_explain[] = {
     {"explain_knockout_zero_weight", test_knockout_zero_weight},
     {"explain_line_sources", test_line_sources},
     {"explain_kendall_tau", test_kendall_tau},
+    {"explain_agreement_ties", test_agreement_ties},
+    {"explain_uniform_baseline", test_uniform_baseline_is_the_measures_of_uniform_weights},
     {"cli_explain_json_matches_terminal", test_cli_explain_json_matches_terminal},
     {NULL, NULL},
 };

@@ -115,11 +115,13 @@ status=0
 for doc in $DOCS; do
     # verbatim outputs
     awk -v doc="$doc" -v out="$OUT" -v skipped=" $skipped " '
+        BEGIN { while ((getline l < (out "/seeds.txt")) > 0) checked[substr(l, 1, index(l, " ") - 1)] = 1 }
         /<!--output [A-Za-z0-9_]+-->/ { match($0, /<!--output [A-Za-z0-9_]+/); id = substr($0, RSTART + 11, RLENGTH - 11); want = 1; next }
         want == 1 && /^```/ { want = 2; n = 0; next }
         want == 2 && /^```/ {
             want = 0
             if (index(skipped, " " id " ")) next
+            if (!(id in checked)) next  # an experiment this call does not check (--only)
             file = out "/" id "/-.out"
             while ((getline l < file) > 0) have[l] = 1
             close(file)
@@ -168,6 +170,7 @@ for doc in $DOCS; do
                 split(mark, m, " "); id = m[1]; expr = m[2]; seedsel = ""
                 if (index(id, "@")) { seedsel = substr(id, index(id, "@") + 1); id = substr(id, 1, index(id, "@") - 1) }
                 if (index(skipped, " " id " ")) continue
+                if (!(id in seeds_of)) continue  # an experiment this call does not check (--only)
                 # the figure: the last number or range before the mark
                 pct = before ~ /%[*_]*$/
                 if (!match(before, /-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?((–|\.\.)-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?)?[%x×*_]*$/)) {
