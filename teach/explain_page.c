@@ -53,6 +53,12 @@ static void write_row(FILE *f, const char *label, const char *key, const double 
     fputs("</tr>\n", f);
 }
 
+// An attention measure's row: its top position marked wrong when it is not leave-one-out's top jl.
+static void write_attention_row(FILE *f, const char *label, const char *key, const double *r, int k, int jl) {
+    int ja = explain_argmax(r, k, 0);
+    write_row(f, label, key, r, k, 0, ja != jl ? ja : -1, 0);
+}
+
 int explain_page_fwrite(FILE *f, const Explain *e, const Vocab *v, const char *command) {
     int n = e->n, L = e->L;
     html_write_head_css(f, "Attention beside what the prediction used", command, EXTRA_CSS);
@@ -113,23 +119,15 @@ int explain_page_fwrite(FILE *f, const Explain *e, const Vocab *v, const char *c
         }
         fputs("</tr></thead>\n<tbody>\n", f);
         for (int l = 0; l < L; l++) {
-            const double *r = e->attn_mean + ((size_t)l * n + t) * n;
-            int ja = explain_argmax(r, k, 0);
             snprintf(kb, sizeof kb, "attention.mean[%d]", l);
             snprintf(lab, sizeof lab, "attention, layer %d (mean of heads)", l);
-            write_row(f, lab, kb, r, k, 0, ja != jl ? ja : -1, 0);
+            write_attention_row(f, lab, kb, e->attn_mean + ((size_t)l * n + t) * n, k, jl);
         }
-        {
-            const double *r = e->rollout + (size_t)t * n;
-            int ja = explain_argmax(r, k, 0);
-            write_row(f, "rollout (all layers)", "attention.rollout", r, k, 0, ja != jl ? ja : -1, 0);
-        }
+        write_attention_row(f, "rollout (all layers)", "attention.rollout", e->rollout + (size_t)t * n, k, jl);
         for (int l = 0; l < L; l++) {
-            const double *r = e->norm + ((size_t)l * n + t) * n;
-            int ja = explain_argmax(r, k, 0);
             snprintf(kb, sizeof kb, "attention.norm[%d]", l);
             snprintf(lab, sizeof lab, "norm-weighted, layer %d", l);
-            write_row(f, lab, kb, r, k, 0, ja != jl ? ja : -1, 0);
+            write_attention_row(f, lab, kb, e->norm + ((size_t)l * n + t) * n, k, jl);
         }
         snprintf(lab, sizeof lab, "leave-one-out (-> '%s')", bl);
         write_row(f, lab, "effects.loo", loo, k, 1, -1, 1);
