@@ -26,12 +26,17 @@
 # at its default capability and at AVX-512; then torch threads 1 and 2 by OPENBLAS_NUM_THREADS 1
 # and 2. The search is staged (kernels, then ATen, then threads); each stage runs its candidates
 # twice in rotation and keeps the fastest.
-import ctypes, math, os, re, statistics, subprocess, sys, time
+import ctypes, math, os, re, resource, statistics, subprocess, sys, time
 
-SHAPES = {'W1': (4, 4, 128, 12, 64), 'W2': (6, 6, 384, 8, 256)}  # n_layer, n_head, n_embd, B, T
-USAGE = ("usage: bench_torch.py W1|W2 TORCH_THREADS STEPS\n"
-         "       bench_torch.py W1|W2 --best STEPS\n"
-         "       bench_torch.py W1|W2 --pairs N STEPS -- COMMAND...")
+# n_layer, n_head, n_embd, B, T. W1, W2: configs/bench_w1.json, bench_w2.json. T64 .. T4096: the cost
+# curve's shapes (configs/bench_context.json at --model.block_size=T --train.batch_size=4096/T, as
+# `make bench-context` runs them): 4096 tokens per step at every T.
+SHAPES = {'W1': (4, 4, 128, 12, 64), 'W2': (6, 6, 384, 8, 256)}
+SHAPES.update({f'T{t}': (4, 4, 128, 4096 // t, t) for t in (64, 128, 256, 512, 1024, 2048, 4096)})
+NAMES = '|'.join(SHAPES)
+USAGE = (f"usage: bench_torch.py {NAMES} TORCH_THREADS STEPS\n"
+         f"       bench_torch.py {NAMES} --best STEPS\n"
+         f"       bench_torch.py {NAMES} --pairs N STEPS -- COMMAND...")
 FIX = "install OpenBLAS for PyTorch (Debian: apt-get install libopenblas0-pthread)"
 
 
@@ -128,7 +133,7 @@ def run_one(shape, nthreads, steps):
     print(f"torch {shape}: ms_per_step={statistics.median(times):.1f} min={min(times):.1f} max={max(times):.1f} "
           f"(torch {torch.__version__}, {nthreads} torch thread(s), OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, "
-          f"ATen {cap[0] if cap else '?'})", flush=True)
+          f"ATen {cap[0] if cap else '?'}) peak_rss_mib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}", flush=True)
     print(f"blas: kind={rep['kind']} library={rep['library']} core={rep['core'] or '-'} config={rep['config'] or '-'}", flush=True)
     if rep['kind'] == 'reference':
         print(f"bench_torch.py: PyTorch runs on the reference BLAS ({rep['library']}), not an optimised one: "
@@ -225,7 +230,9 @@ def main():
             mine = float(m.group(1))
             theirs, line, blas = measure(shape, st, steps)
             ratios.append(theirs / mine)
-            print(f"pair {i + 1}: ours {mine:.1f} ms, PyTorch {theirs:.1f} ms, PyTorch / ours {theirs / mine:.2f}", flush=True)
+            rss = re.search(r'peak_rss_mib=([0-9]+)', line)
+            print(f"pair {i + 1}: ours {mine:.1f} ms, PyTorch {theirs:.1f} ms (peak RSS {rss.group(1) if rss else '?'} MiB), "
+                  f"PyTorch / ours {theirs / mine:.2f}", flush=True)
         print(f"{shape}: PyTorch / ours over {pairs} alternated pairs: {min(ratios):.2f}-{max(ratios):.2f}, "
               f"median {statistics.median(ratios):.2f} ({blas[6:]})")
         return
