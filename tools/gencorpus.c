@@ -13,8 +13,8 @@
 //             across a relative clause, an object or a conjoined subject.
 //   copy      a random letter span, " | ", the same span again (an induction head solves it).
 //   rev       a short span and its reversal.
-//   find      8 distinct letters, a query letter, the query's index; one attention layer solves
-//             it, and it is where attention without the 1/sqrt(d_k) scale learns visibly slower.
+//   find      8 distinct letters, a query letter, the query's index within the line (the answer
+//             four characters after the query: learned slowly, docs/mistakes.md section 4).
 //   kv        3-5 letter=digit pairs and a lookup of one key.
 //   brackets  random nesting of ()[]{} whose closers must match the innermost open bracket.
 //
