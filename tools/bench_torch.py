@@ -12,6 +12,8 @@
 #   python3 tools/bench_torch.py W1 --pairs 5 30 -- ./train configs/bench_w1.json --bench=30
 #                                                          its fastest, then 5 pairs alternating
 #                                                          with the command; the ratio per pair
+#   python3 tools/bench_torch.py W2 --sgemm 15             the BLAS alone on the shape's four
+#                                                          forward products, GFLOP/s
 #
 # Every run says what it measured: the BLAS library that serves PyTorch's sgemm_ (found from the
 # loaded libtorch_cpu, so the alternatives system's choice is what is reported), OpenBLAS's own
@@ -36,6 +38,7 @@ SHAPES.update({f'T{t}': (4, 4, 128, 4096 // t, t) for t in (64, 128, 256, 512, 1
 NAMES = '|'.join(SHAPES)
 USAGE = (f"usage: bench_torch.py {NAMES} TORCH_THREADS STEPS\n"
          f"       bench_torch.py {NAMES} --best STEPS\n"
+         f"       bench_torch.py {NAMES} --sgemm REPS\n"
          f"       bench_torch.py {NAMES} --pairs N STEPS -- COMMAND...")
 FIX = "install OpenBLAS for PyTorch (Debian: apt-get install libopenblas0-pthread)"
 
@@ -140,6 +143,32 @@ def run_one(shape, nthreads, steps):
               f"its times say little about PyTorch; {FIX}", file=sys.stderr)
 
 
+def run_sgemm(shape, reps):
+    """The BLAS alone on the shape's forward products (one whole batch of rows: qkv, attention
+    projection, MLP up, MLP down), in this process's environment: GFLOP/s of each, median of reps."""
+    try:
+        import torch
+    except ImportError:
+        sys.exit("bench_torch.py: PyTorch is not installed for %s" % sys.executable)
+    torch.manual_seed(0)
+    L, H, C, B, T = SHAPES[shape]
+    N, flops, secs = B * T, 0.0, 0.0
+    for k, n in ((C, 3 * C), (C, C), (C, 4 * C), (4 * C, C)):
+        a, b = torch.randn(N, k), torch.randn(k, n)
+        for _ in range(3): torch.mm(a, b)
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter(); torch.mm(a, b); ts.append(time.perf_counter() - t0)
+        t = statistics.median(ts)
+        print(f"sgemm {shape} {N}x{k} @ {k}x{n}: {2 * N * k * n / t / 1e9:.1f} GFLOP/s", flush=True)
+        flops += 2 * N * k * n; secs += t
+    rep = blas_report()
+    print(f"sgemm {shape}: {flops / secs / 1e9:.1f} GFLOP/s over the four (torch {torch.get_num_threads()} thread(s), "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
+    print(f"blas: kind={rep['kind']} library={rep['library']} core={rep['core'] or '-'} config={rep['config'] or '-'}")
+
+
 class Setting:
     """One configuration of PyTorch: its threads and the environment OpenBLAS and ATen read."""
     def __init__(s, torch_threads, blas_threads, coretype, aten):
@@ -212,6 +241,8 @@ def main():
     shape = a[0]
     if a[1].isdigit() and a[2].isdigit() and len(a) == 3:
         return run_one(shape, int(a[1]), int(a[2]))
+    if a[1] == '--sgemm' and a[2].isdigit() and len(a) == 3:
+        return run_sgemm(shape, int(a[2]))
     if a[1] == '--best' and a[2].isdigit() and len(a) == 3:
         st = best_setting(shape, int(a[2]))
         print(f"torch {shape}: fastest: {st.command()} {shape} {st.torch_threads} {a[2]}")
