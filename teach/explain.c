@@ -337,6 +337,15 @@ void agreement_add(Agreement *g, const double *a, const double *e, int n_keys) {
     if (abs_e != ae) free(abs_e);
 }
 
+void agreement_merge(Agreement *to, const Agreement *from) {
+    to->rows += from->rows;
+    to->top1 += from->top1;
+    to->tau_sum += from->tau_sum;
+    to->tau_rows += from->tau_rows;
+    to->mis += from->mis;
+    to->mis_rows += from->mis_rows;
+}
+
 static double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
 
 // ---------------------------------------------------------------------------------------------
@@ -760,37 +769,34 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
             double *tr = xcalloc((size_t)keys, sizeof(double), "experiment");
             double *ab = xcalloc((size_t)keys, sizeof(double), "experiment");
             tr[truth] = 1;
+            // each measure's row is scored once and counted for its kind and for all kinds
+            KindStats *both[2] = {&ks[kind], &ks[KIND_COUNT]};
             for (int kk = 0; kk < 2; kk++) {
-                KindStats *s = &ks[kk ? KIND_COUNT : kind];
-                s->predictions++;
-                s->correct += e.argmax[t] == e.tokens[t + 1];
-                // where the top position lies (ties an even draw): position 0 (the newline), t
+                both[kk]->predictions++;
+                both[kk]->correct += e.argmax[t] == e.tokens[t + 1];
+            }
+            for (int a = 0; a < nrow; a++) {
+                // the measure: an attention row, or an effect's |effect| (the ceiling)
+                const double *ar = a < na ? explain_row(&e, an[a], t) : explain_row(&e, en[a - na], t);
+                for (int j = 0; j < keys; j++) ab[j] = a < na ? ar[j] : fabs(ar[j]);
+                // where its top position lies (ties an even draw): position 0 (the newline), t
                 // itself, a delimiter of the line, the true source
-                for (int a = 0; a < nrow; a++) {
-                    const double *ar = a < na ? explain_row(&e, an[a], t) : explain_row(&e, en[a - na], t);
-                    for (int j = 0; j < keys; j++) ab[j] = a < na ? ar[j] : fabs(ar[j]);
-                    double top = ab[explain_argmax(ab, keys, 0)], tied = 0, w[4] = {0, 0, 0, 0};
-                    for (int j = 0; j < keys; j++) {
-                        if (ab[j] != top) continue;
-                        tied++;
-                        w[0] += j == 0;
-                        w[1] += j == t;
-                        w[2] += j > 0 && is_delimiter(line[j - 1]);
-                        w[3] += j == truth;
-                    }
-                    for (int q = 0; q < 4; q++) s->where[a * 4 + q] += w[q] / tied;
+                double top = ab[explain_argmax(ab, keys, 0)], tied = 0, w[4] = {0, 0, 0, 0};
+                for (int j = 0; j < keys; j++) {
+                    if (ab[j] != top) continue;
+                    tied++;
+                    w[0] += j == 0;
+                    w[1] += j == t;
+                    w[2] += j > 0 && is_delimiter(line[j - 1]);
+                    w[3] += j == truth;
                 }
+                for (int kk = 0; kk < 2; kk++)
+                    for (int q = 0; q < 4; q++) both[kk]->where[a * 4 + q] += w[q] / tied;
                 for (int b = 0; b < ncol; b++) {
-                    const double *er = b < ne ? explain_row(&e, en[b], t) : tr;
-                    for (int a = 0; a < nrow; a++) {
-                        Agreement *g = &s->g[a * ncol + b];
-                        if (a < na) agreement_add(g, explain_row(&e, an[a], t), er, keys);
-                        else if (a - na != b) {
-                            const double *ar = explain_row(&e, en[a - na], t);
-                            for (int j = 0; j < keys; j++) ab[j] = fabs(ar[j]);
-                            agreement_add(g, ab, er, keys);
-                        }
-                    }
+                    if (a >= na && a - na == b) continue;  // an effect against itself
+                    Agreement d = {0};
+                    agreement_add(&d, ab, b < ne ? explain_row(&e, en[b], t) : tr, keys);
+                    for (int kk = 0; kk < 2; kk++) agreement_merge(&both[kk]->g[a * ncol + b], &d);
                 }
             }
             free(tr);

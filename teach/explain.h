@@ -76,6 +76,8 @@ typedef struct {
     double rows, top1, tau_sum, tau_rows, mis, mis_rows;
 } Agreement;
 void agreement_add(Agreement *g, const double *a, const double *e, int n_keys);
+// to += from, field by field (the sums of one row's agreement added to several tables)
+void agreement_merge(Agreement *to, const Agreement *from);
 // Kendall's tau-b of x and y (n entries); NaN when either is constant.
 double kendall_tau_b(const double *x, const double *y, int n);
 // argmax_j |x_j| (abs) or argmax_j x_j, the first of equals.
