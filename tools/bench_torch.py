@@ -73,13 +73,28 @@ def blas_report():
     return rep
 
 
-def run_one(shape, nthreads, steps):
-    """One timed run in this process's environment; prints the result line and the BLAS line."""
+def import_torch():
     try:
-        import torch, torch.nn as nn, torch.nn.functional as F
+        import torch
     except ImportError:
         sys.exit("bench_torch.py: PyTorch is not installed for %s (Debian: apt-get install python3-torch "
                  "libopenblas0-pthread, and run /usr/bin/python3)" % sys.executable)
+    return torch
+
+
+def print_blas():
+    """The BLAS line every run ends with, and the warning when it is the reference BLAS."""
+    rep = blas_report()
+    print(f"blas: kind={rep['kind']} library={rep['library']} core={rep['core'] or '-'} config={rep['config'] or '-'}", flush=True)
+    if rep['kind'] == 'reference':
+        print(f"bench_torch.py: PyTorch runs on the reference BLAS ({rep['library']}), not an optimised one: "
+              f"its times say little about PyTorch; {FIX}", file=sys.stderr)
+
+
+def run_one(shape, nthreads, steps):
+    """One timed run in this process's environment; prints the result line and the BLAS line."""
+    torch = import_torch()
+    import torch.nn as nn, torch.nn.functional as F
     torch.set_num_threads(nthreads)
     torch.manual_seed(0)
     V = 65
@@ -131,25 +146,18 @@ def run_one(shape, nthreads, steps):
         torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
         opt.step()
         if it >= 3: times.append((time.perf_counter() - t0) * 1000)
-    rep = blas_report()
     cap = [l.split(':', 1)[1].strip() for l in torch.__config__.show().splitlines() if 'CPU capability' in l]
     print(f"torch {shape}: ms_per_step={statistics.median(times):.1f} min={min(times):.1f} max={max(times):.1f} "
           f"(torch {torch.__version__}, {nthreads} torch thread(s), OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, "
           f"ATen {cap[0] if cap else '?'}) peak_rss_mib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}", flush=True)
-    print(f"blas: kind={rep['kind']} library={rep['library']} core={rep['core'] or '-'} config={rep['config'] or '-'}", flush=True)
-    if rep['kind'] == 'reference':
-        print(f"bench_torch.py: PyTorch runs on the reference BLAS ({rep['library']}), not an optimised one: "
-              f"its times say little about PyTorch; {FIX}", file=sys.stderr)
+    print_blas()
 
 
 def run_sgemm(shape, reps):
     """The BLAS alone on the shape's forward products (one whole batch of rows: qkv, attention
     projection, MLP up, MLP down), in this process's environment: GFLOP/s of each, median of reps."""
-    try:
-        import torch
-    except ImportError:
-        sys.exit("bench_torch.py: PyTorch is not installed for %s" % sys.executable)
+    torch = import_torch()
     torch.manual_seed(0)
     L, H, C, B, T = SHAPES[shape]
     N, flops, secs = B * T, 0.0, 0.0
@@ -162,11 +170,10 @@ def run_sgemm(shape, reps):
         t = statistics.median(ts)
         print(f"sgemm {shape} {N}x{k} @ {k}x{n}: {2 * N * k * n / t / 1e9:.1f} GFLOP/s", flush=True)
         flops += 2 * N * k * n; secs += t
-    rep = blas_report()
     print(f"sgemm {shape}: {flops / secs / 1e9:.1f} GFLOP/s over the four (torch {torch.get_num_threads()} thread(s), "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
-          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
-    print(f"blas: kind={rep['kind']} library={rep['library']} core={rep['core'] or '-'} config={rep['config'] or '-'}")
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})", flush=True)
+    print_blas()
 
 
 class Setting:
