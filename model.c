@@ -699,14 +699,14 @@ static double forward(GPT *m, const int *inputs, const int *targets, int B, int 
         TIMED(MATMUL_FWD, qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C));
         TIMED(ATTENTION, m->pass_attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
                                                (AttnShape){B, T, C, NH}, &spec, stats));
-        TIMED(MATMUL_FWD, matmul_forward_epi(A->res2, A->atty, P->wo, N, C, C, &(GemmEpilogue){epi_residual, residual}));
+        TIMED(MATMUL_FWD, matmul_forward_epi(A->res2, A->atty, P->wo, N, C, C, &(GemmEpilogue){epi_residual, residual, residual}));
         // MLP branch: res3 = res2 + GELU(ln2 W_fc) W_proj; x = ln2 W_fc is not needed after
         // GELU(x): GELU'(x) replaces it, all backward needs
         TIMED(OTHER, layernorm_forward(A->ln2, A->ln2_mean, A->ln2_rstd, A->res2, P->ln2_w, P->ln2_b, N, C));
         TIMED(MATMUL_FWD, matmul_forward_epi(A->fc_dgelu, A->ln2, P->w_fc, N, C, 4 * C,
-                                             &(GemmEpilogue){epi_gelu, &(GeluOut){A->fch_gelu}}));
+                                             &(GemmEpilogue){epi_gelu, &(GeluOut){A->fch_gelu}, A->fch_gelu}));
         TIMED(MATMUL_FWD, matmul_forward_epi(A->res3, A->fch_gelu, P->w_proj, N, 4 * C, C,
-                                             &(GemmEpilogue){epi_residual, A->res2}));
+                                             &(GemmEpilogue){epi_residual, A->res2, A->res2}));
         residual = A->res3;
     }
     TIMED(OTHER, layernorm_forward(m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd, residual, m->p.lnf_w, m->p.lnf_b,
@@ -855,7 +855,7 @@ static void backward_from(GPT *m, int row) {
         real *row_gain = m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL;
         // MLP branch: res3 = res2 + gelu(ln2 @ w_fc) @ w_proj
         TIMED(MATMUL_BWD, matmul_backward_epi(G->fch, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C,
-                                              GRAD_STORE, GRAD_STORE, &(GemmEpilogue){epi_times, A->fc_dgelu}));
+                                              GRAD_STORE, GRAD_STORE, &(GemmEpilogue){epi_times, A->fc_dgelu, A->fc_dgelu}));
         TIMED(MATMUL_BWD, matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C, GRAD_STORE,
                                           GRAD_STORE));
         TIMED(OTHER, layernorm_backward(G->residual, dP->ln2_w, dP->ln2_b, G->ln, A->res2, P->ln2_w, A->ln2_mean,

@@ -184,7 +184,8 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
 // The loops over i and j have constant bounds and are unrolled completely, so the MR x NV
 // accumulators live in registers from the first FMA to the store.
 static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a_cs, const real *restrict b,
-                                        real *restrict acc, real *restrict c, long ldc, int add) {
+                                        real *restrict acc, real *restrict c, long ldc, int add,
+                                        const real *operand) {
     vreal t[MR][NV];
     UNROLL
     for (int i = 0; i < MR; i++)
@@ -199,6 +200,14 @@ static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a
             UNROLL
             for (int j = 0; j < NR; j += 64 / (int)sizeof(real)) __builtin_prefetch(c + (long)i * ldc + j);
             __builtin_prefetch(c + (long)i * ldc + NR - 1);  // a row may span one more line
+        }
+    }
+    if (operand) {  // the epilogue's operand at the tile's offsets (GemmEpilogue)
+        UNROLL
+        for (int i = 0; i < MR; i++) {
+            UNROLL
+            for (int j = 0; j < NR; j += 64 / (int)sizeof(real)) __builtin_prefetch(operand + (long)i * ldc + j);
+            __builtin_prefetch(operand + (long)i * ldc + NR - 1);
         }
     }
 #define GEMM_A(i) a[(i) * a_rs]
@@ -220,14 +229,15 @@ static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a
 
 // A packed sliver: MR values per depth, contiguous
 static void micro_kernel(int kc, const real *restrict a, const real *restrict b, real *restrict acc,
-                         real *restrict c, long ldc, int add) {
-    micro_kernel_strided(kc, a, 1, MR, b, acc, c, ldc, add);
+                         real *restrict c, long ldc, int add, const real *operand) {
+    micro_kernel_strided(kc, a, 1, MR, b, acc, c, ldc, add, operand);
 }
 #else
 // The portable tile: acc (MR,NR) = sum over k of a[k] (MR) outer b[k] (NR) from a packed sliver;
 // with c non-NULL the sums go to C (c = acc, or c += acc when add is set).
 static void micro_kernel(int kc, const real *restrict a, const real *restrict b, real *restrict acc,
-                         real *restrict c, long ldc, int add) {
+                         real *restrict c, long ldc, int add, const real *operand) {
+    (void)operand;
     for (int i = 0; i < MR * NR; i++) acc[i] = 0;
     for (int k = 0; k < kc; k++) {
         for (int i = 0; i < MR; i++) {
@@ -326,13 +336,15 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_
                         int nv = j_hi - col0 < NR ? j_hi - col0 : NR;
                         const real *pa = buf->a + (long)si * kc * MR, *pb = buf->b + (long)sj * kc * NR;
                         real *c_tile = mv == MR && nv == NR ? C + (long)row0 * ldc + col0 : NULL;
+                        const real *operand = epi && last && epi->operand && c_tile
+                                                  ? epi->operand + (long)row0 * ldc + col0 : NULL;
 #if VEC_BYTES
                         if (direct_a && mv == MR)  // a full tile writes C itself
                             micro_kernel_strided(kc, A + (long)row0 * a_rs + (long)p0 * a_cs, a_rs, a_cs,
-                                                 pb, acc, c_tile, ldc, add);
+                                                 pb, acc, c_tile, ldc, add, operand);
                         else
 #endif
-                            micro_kernel(kc, pa, pb, acc, c_tile, ldc, add);
+                            micro_kernel(kc, pa, pb, acc, c_tile, ldc, add, operand);
                         if (!c_tile)
                             for (int i = 0; i < mv; i++) {
                                 real *restrict c = C + (long)(row0 + i) * ldc + col0;

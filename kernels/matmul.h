@@ -32,9 +32,12 @@ void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M
 // i * ldc + j), so that ctx can find its own operands at the same offsets. Each element is passed
 // once, by the thread that computed it, after its last depth block: the result is bit-identical to
 // the product followed by a separate pass of the same operation.
+// `operand` is the buffer laid out like C that fn reads or writes at C's offsets (or NULL): a tile
+// asks for its lines with C's own before its sums start, so they are in cache when fn runs.
 typedef struct {
     void (*fn)(const void *ctx, real *c, size_t at, int n);
     const void *ctx;
+    const real *operand;
 } GemmEpilogue;
 void gemm_nn_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
                       const GemmEpilogue *epi);

@@ -114,7 +114,7 @@ static void test_gemm_epilogue_sees_each_finished_element_once(void) {
                     for (size_t i = 0; i < mn; i++) R[i] = R[i] + (real)(1000 + (double)i);
                     memcpy(C, C0, mn * sizeof(real));
                     memset(visits, 0, mn * sizeof(int));
-                    GemmEpilogue e = {epi_mark, visits};
+                    GemmEpilogue e = {epi_mark, visits, add ? C0 : NULL};  // an operand only to prefetch: C0 is laid out like C
                     for (int tid = 0; tid < nth; tid++)
                         (op == 0 ? gemm_nn_epi_part : gemm_nt_epi_part)(tid, nth, C, A, B, M, N, K, w, &e);
                     int once = 1;
