@@ -22,8 +22,9 @@
 // Blocks of keys a row does not see (above the diagonal, before the window) are skipped, so the
 // time is O(T^2 / 2) under the causal mask and O(T W) under a window of W keys.
 //
-// The products run on register tiles (kernels/regtile.h) of TR x TW outputs over K^T or V^T
-// copied into a contiguous, padded scratch, so every inner loop reads memory in order. Each
+// The products run on register tiles (kernels/regtile.h) of TR x TW outputs (2 TR x 32 for a head
+// of 32 columns on AVX-512) over K^T, V^T and the head's rows copied into a contiguous, padded
+// scratch, so every inner loop reads memory in order. Each
 // (batch, head) is one task of an OpenMP loop that writes only its own head's columns: the same
 // bits for any thread count. Every score is one multiply-add chain over the head's columns in
 // increasing order and every block's update is one function (online_block), which decoding calls
@@ -76,6 +77,9 @@
 #define QB 64
 _Static_assert(FK % TW == 0 && KB % TW == 0 && FK % KB == 0, "blocks of keys are whole numbers of tiles wide");
 _Static_assert(QB == KB, "the backward's query block i0 is the first to see key block i0");
+// The forward's queries, and the backward's keys and queries for dV, dK and dQ, go in strips of
+// SR (two tiles tall: see tile_tall)
+#define SR (2 * TR)
 
 // ---------------------------------------------------------------------------------------------
 // the tiles: every product of the engine is tiles_mm over a Product
@@ -197,6 +201,32 @@ TILE_VEC(4)
 #undef TILE_A
 #endif
 
+#if VEC_BYTES == 64
+// A tall tile: 2 TR rows by two whole vectors (a head of 32 columns), where the register file
+// has room for its 24 accumulators. Twice tile_vec2's accumulators for the same loads of B. Its
+// rows of A are read from four pointers three rows apart, so that every read is one pointer and
+// a multiple of the row stride (kept in registers, not reloaded). The same chains as tile_vec2.
+#define TALL 1
+_Static_assert(TR == 6, "the tall tile reads its 12 rows of A from 4 pointers 3 rows apart");
+static void tile_tall(const Product *p, int r0) {
+    vreal acc[2 * TR][2];
+    size_t ldo = p->ldo, ldb = p->ldb, ar = p->a_row, ad = p->a_depth;
+    real *out = p->out + (size_t)r0 * ldo;
+    UNROLL for (int r = 0; r < 2 * TR; r++)
+        UNROLL for (int j = 0; j < 2; j++) acc[r][j] = p->accumulate ? vload(out + r * ldo + j * VL) : vzero();
+    const real *a0 = p->a + (size_t)r0 * ar, *a3 = a0 + 3 * ar, *a6 = a0 + 6 * ar, *a9 = a0 + 9 * ar, *bk = p->b;
+#define TALL_A(r) ((r) < 3 ? a0 : (r) < 6 ? a3 : (r) < 9 ? a6 : a9)[((r) % 3) * ar]
+    for (int k = 0, depth = p->depth; k < depth; k++, a0 += ad, a3 += ad, a6 += ad, a9 += ad, bk += ldb)
+        REGTILE_STEP(acc, 2 * TR, 2, TALL_A, bk);
+#undef TALL_A
+    vreal al = vset1(p->alpha);
+    UNROLL for (int r = 0; r < 2 * TR; r++)
+        UNROLL for (int j = 0; j < 2; j++) vstore(out + r * ldo + j * VL, acc[r][j] * al);
+}
+#else
+#define TALL 0
+#endif
+
 // One tile. The vector tile runs when B may be read whole vectors wide.
 static void tile_mm(const Product *p, const Tile *t) {
 #if VEC_BYTES
@@ -220,7 +250,12 @@ static void tile_mm(const Product *p, const Tile *t) {
 
 // The whole product, tile by tile (each output entry is computed by exactly one tile).
 static void tiles_mm(const Product *p) {
-    for (int r0 = 0; r0 < p->rows; r0 += TR)
+    int r0 = 0;
+#if TALL
+    if (p->cols == 2 * VL)
+        for (; r0 + 2 * TR <= p->rows; r0 += 2 * TR) tile_tall(p, r0);
+#endif
+    for (; r0 < p->rows; r0 += TR)
         for (int j0 = 0; j0 < p->cols; j0 += TW) {
             Tile t = tile_at(p, r0, j0);
             tile_mm(p, &t);
@@ -378,20 +413,28 @@ static void transpose_head(real *restrict xt, int ldx, const real *restrict x, i
     }
 }
 
+// xc (T, hd) = one head's rows x (T, hd, row stride C), contiguous. The products read the rows of
+// V, K, Q and dO one per step of their depth; copied, a block's rows are consecutive lines rather
+// than C apart (which at C = 128 puts them in a quarter of L1's sets).
+static void copy_head(real *restrict xc, const real *restrict x, int T, int C, int hd) {
+    for (int u = 0; u < T; u++) memcpy(xc + (size_t)u * hd, x + (size_t)u * C, (size_t)hd * sizeof(real));
+}
+
 // Blocks of KB keys in a query block's strip: the keys from a KB edge to the block's diagonal.
 static int strip_blocks(int T) { return (T + KB - 1) / KB + 1; }
 
-// Reals of a row of the forward's scores: a block of FK keys, or under a window a tile's whole
-// span (at most T + TR - 1 keys), and room for a vector past it (online_block reads whole ones).
-static size_t score_row_reals(int T) { return (size_t)((T + TR > FK ? T + TR : FK) + 16) / 16 * 16; }
+// Reals of a row of the forward's scores: a block of FK keys, or under a window a strip's whole
+// span (at most T + SR - 1 keys), and room for a vector past it (online_block reads whole ones).
+static size_t score_row_reals(int T) { return (size_t)((T + SR > FK ? T + SR : FK) + 16) / 16 * 16; }
 
-// Per thread: the forward's K^T (hd, ldk) and scores (TR, score_row_reals), or the backward's K^T
-// and V^T (hd, ldk) each, a query block's strip of P and of dS blocks (strip_blocks x QB x KB
-// each), the sums of its dQ (QB, hd) and of the head's dK and dV (T, hd); a multiple of 16 reals,
-// so each thread's share stays 64-byte aligned.
+// Per thread: the forward's K^T (hd, ldk), scores (SR, score_row_reals) and V (T, hd), or the
+// backward's K^T and V^T (hd, ldk) each, a query block's strip of P and of dS blocks
+// (strip_blocks x QB x KB each), the sums of its dQ (QB, hd) and of the head's dK and dV (T, hd),
+// and the head's Q, K and dO (T, hd) each; a multiple of 16 reals, so each thread's share stays
+// 64-byte aligned.
 static size_t engine_scratch_reals(int T, int hd) {
-    size_t ldk = padded_keys(T), forward = hd * ldk + TR * score_row_reals(T);
-    size_t backward = 2 * hd * ldk + 2 * (size_t)strip_blocks(T) * QB * KB + ((size_t)QB + 2 * (size_t)T) * hd;
+    size_t ldk = padded_keys(T), forward = hd * ldk + SR * score_row_reals(T) + (size_t)T * hd;
+    size_t backward = 2 * hd * ldk + 2 * (size_t)strip_blocks(T) * QB * KB + ((size_t)QB + 5 * (size_t)T) * hd;
     size_t n = forward > backward ? forward : backward;
     return (n + 15) / 16 * 16;
 }
@@ -419,18 +462,20 @@ static void require_engine_spec(const AttnSpec *spec, const AttnStats *stats, co
 // forward
 
 // One head: qh, kh, vh, oh (T, hd) with row stride C; stat (T, 2) each row's {m, 1 / l}. The
-// blocks of keys: under the causal mask, [0, FK), [FK, 2 FK), ... up to the tile's last row;
-// under a window, one block, from the tile's first row's first key to its last row (at most
-// W + TR - 1 keys), so that each row's blocks begin at its own first key, as decoding's do.
+// queries go in strips of SR rows; the blocks of keys: under the causal mask, [0, FK),
+// [FK, 2 FK), ... up to the strip's last row; under a window, one block, from the strip's first
+// row's first key to its last row (at most W + SR - 1 keys), so that each row's blocks begin at
+// its own first key, as decoding's do.
 static void forward_head(real *oh, real *stat, real *scratch, const real *qh, const real *kh, const real *vh,
                          int T, int C, int hd, const AttnSpec *spec) {
     int ldk = padded_keys(T);
     size_t sw = score_row_reals(T);
-    real *kt = scratch, *sb = scratch + (size_t)hd * ldk;  // K^T (hd, ldk), then the scores (TR, sw)
+    real *kt = scratch, *sb = scratch + (size_t)hd * ldk, *vc = sb + SR * sw;  // K^T, the scores, V
     transpose_head(kt, ldk, kh, T, C, hd);
-    for (int t0 = 0; t0 < T; t0 += TR) {
-        int nr = T - t0 < TR ? T - t0 : TR, t1 = t0 + nr - 1;
-        real m[TR], l[TR];
+    copy_head(vc, vh, T, C, hd);
+    for (int t0 = 0; t0 < T; t0 += SR) {
+        int nr = T - t0 < SR ? T - t0 : SR, t1 = t0 + nr - 1;
+        real m[SR], l[SR];
         for (int r = 0; r < nr; r++) { m[r] = -INFINITY; l[r] = 0; }
         int j_first = spec->window > 0 ? first_key(spec, t0) : 0, block = spec->window > 0 ? t1 + 1 - j_first : FK;
         for (int j0 = j_first; j0 <= t1; j0 += block) {
@@ -447,7 +492,7 @@ static void forward_head(real *oh, real *stat, real *scratch, const real *qh, co
             // O += P V over the block's keys, in increasing u (the weights of unseen keys are 0)
             tiles_mm(&(Product){.out = oh + (size_t)t0 * C, .ldo = C, .rows = nr, .cols = hd, .accumulate = 1,
                                 .alpha = 1, .a = sb, .a_row = sw, .a_depth = 1,
-                                .b = vh + (size_t)j0 * C, .ldb = C, .depth = kw});
+                                .b = vc + (size_t)j0 * hd, .ldb = hd, .depth = kw});
         }
         for (int r = 0; r < nr; r++) online_finish(oh + (size_t)(t0 + r) * C, hd, m[r], l[r], stat + 2 * (t0 + r));
     }
@@ -487,9 +532,9 @@ static void dS_row(real *pb, real *dsb, int r, int t, int klo, int khi, int T, c
         for (int j0 = klo; j0 < khi; j0 += KB) {
             int kb = T - j0 < KB ? T - j0 : KB, vis0 = first_key(spec, t) - j0, vis1 = t - j0;
             real *p = pb + (size_t)(j0 - klo) / KB * QB * KB + r * KB, *ds = dsb + (size_t)(j0 - klo) / KB * QB * KB + r * KB;
-            // the products read up to TR - 1 entries either side of the row's visible keys: those
+            // the products read up to SR - 1 entries either side of the row's visible keys: those
             // are written as 0 too
-            int u0 = vis0 - (TR - 1) > 0 ? vis0 - (TR - 1) : 0, u1 = vis1 + TR < kb ? vis1 + TR : kb;
+            int u0 = vis0 - (SR - 1) > 0 ? vis0 - (SR - 1) : 0, u1 = vis1 + SR < kb ? vis1 + SR : kb;
             if (u0 >= u1) continue;
 #if VEC_BYTES
             u0 = u0 / VL * VL;  // whole vectors (the blocks are KB wide)
@@ -531,10 +576,14 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
     // definition does.
     int add = write == GRAD_ADD;
     real *dq_sum = dsb + (size_t)nblk * QB * KB, *dk_sum = dq_sum + (size_t)QB * hd, *dv_sum = dk_sum + (size_t)T * hd;
+    real *qc = dv_sum + (size_t)T * hd, *kc = qc + (size_t)T * hd, *doc = kc + (size_t)T * hd;  // Q, K, dO
     real *dkt = add ? dk_sum : dkh, *dvt = add ? dv_sum : dvh;
     size_t ldkv = add ? (size_t)hd : (size_t)C;
     transpose_head(kt, ldk, kh, T, C, hd);
     transpose_head(vt, ldk, vh, T, C, hd);
+    copy_head(qc, qh, T, C, hd);
+    copy_head(kc, kh, T, C, hd);
+    copy_head(doc, doh, T, C, hd);
     real scale = spec->scale;
     for (int i0 = 0; i0 < T; i0 += QB) {
         int qb = T - i0 < QB ? T - i0 : QB;
@@ -553,10 +602,10 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
                 c1 = c1 < kb ? c1 : kb;
                 if (c1 <= c0) continue;
                 tiles_mm(&(Product){.out = p_blk + r0 * KB + c0, .ldo = KB, .rows = nr, .cols = c1 - c0, .alpha = scale,
-                                    .a = qh + (size_t)(i0 + r0) * C, .a_row = C, .a_depth = 1,
+                                    .a = qc + (size_t)(i0 + r0) * hd, .a_row = hd, .a_depth = 1,
                                     .b = kt + j0 + c0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
                 tiles_mm(&(Product){.out = ds_blk + r0 * KB + c0, .ldo = KB, .rows = nr, .cols = c1 - c0, .alpha = 1,
-                                    .a = doh + (size_t)(i0 + r0) * C, .a_row = C, .a_depth = 1,
+                                    .a = doc + (size_t)(i0 + r0) * hd, .a_row = hd, .a_depth = 1,
                                     .b = vt + j0 + c0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
             }
         }
@@ -569,28 +618,28 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
             int first_i = i0 == j0, first_j = j0 == klo;
             // dV[u] += sum_t P[t][u] dO[t] and dK[u] += sum_t (scale dS[t][u]) Q[t], strip by strip of
             // TR keys over the queries [d0, d1) of the block that see them; P and dS read transposed
-            for (int u0 = 0; u0 < kb; u0 += TR) {
-                int nr = kb - u0 < TR ? kb - u0 : TR, d0 = j0 + u0 - i0;
+            for (int u0 = 0; u0 < kb; u0 += SR) {
+                int nr = kb - u0 < SR ? kb - u0 : SR, d0 = j0 + u0 - i0;
                 int d1 = spec->window > 0 ? j0 + u0 + nr - 1 + spec->window - i0 : qb;
                 d0 = d0 > 0 ? d0 : 0;
                 d1 = d1 < qb ? d1 : qb;
                 int depth = d1 > d0 ? d1 - d0 : 0, acc = !first_i;
                 tiles_mm(&(Product){.out = dvt + (size_t)(j0 + u0) * ldkv, .ldo = ldkv, .rows = nr, .cols = hd,
                                     .accumulate = acc, .alpha = 1, .a = p_blk + d0 * KB + u0, .a_row = 1, .a_depth = KB,
-                                    .b = doh + (size_t)(i0 + d0) * C, .ldb = C, .depth = depth});
+                                    .b = doc + (size_t)(i0 + d0) * hd, .ldb = hd, .depth = depth});
                 tiles_mm(&(Product){.out = dkt + (size_t)(j0 + u0) * ldkv, .ldo = ldkv, .rows = nr, .cols = hd,
                                     .accumulate = acc, .alpha = 1, .a = ds_blk + d0 * KB + u0, .a_row = 1, .a_depth = KB,
-                                    .b = qh + (size_t)(i0 + d0) * C, .ldb = C, .depth = depth});
+                                    .b = qc + (size_t)(i0 + d0) * hd, .ldb = hd, .depth = depth});
             }
             // dQ[t] += sum_u (scale dS[t][u]) K[u], strip by strip over the keys the rows see
-            for (int r0 = 0; r0 < qb; r0 += TR) {
-                int nr = qb - r0 < TR ? qb - r0 : TR, c0 = first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
+            for (int r0 = 0; r0 < qb; r0 += SR) {
+                int nr = qb - r0 < SR ? qb - r0 : SR, c0 = first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
                 c0 = c0 > 0 ? c0 : 0;
                 c1 = c1 < kb ? c1 : kb;
                 tiles_mm(&(Product){.out = dqt + (size_t)r0 * ldq, .ldo = ldq, .rows = nr, .cols = hd,
                                     .accumulate = !first_j, .alpha = 1,
                                     .a = ds_blk + r0 * KB + c0, .a_row = KB, .a_depth = 1,
-                                    .b = kh + (size_t)(j0 + c0) * C, .ldb = C, .depth = c1 > c0 ? c1 - c0 : 0});
+                                    .b = kc + (size_t)(j0 + c0) * hd, .ldb = hd, .depth = c1 > c0 ? c1 - c0 : 0});
             }
         }
         if (add)
