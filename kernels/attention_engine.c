@@ -78,8 +78,15 @@
 _Static_assert(FK % TW == 0 && KB % TW == 0 && FK % KB == 0, "blocks of keys are whole numbers of tiles wide");
 _Static_assert(QB == KB, "the backward's query block i0 is the first to see key block i0");
 // The forward's queries, and the backward's keys and queries for dV, dK and dQ, go in strips of
-// SR (two tiles tall: see tile_tall)
+// SR: two tiles tall where the tall tile runs (AVX-512: see tile_tall), else one (a strip's
+// products include zero terms for the entries its rows do not see, more in a taller strip)
+#if VEC_BYTES == 64
+#define TALL 1
 #define SR (2 * TR)
+#else
+#define TALL 0
+#define SR TR
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // the tiles: every product of the engine is tiles_mm over a Product
@@ -201,12 +208,11 @@ TILE_VEC(4)
 #undef TILE_A
 #endif
 
-#if VEC_BYTES == 64
+#if TALL
 // A tall tile: 2 TR rows by two whole vectors (a head of 32 columns), where the register file
 // has room for its 24 accumulators. Twice tile_vec2's accumulators for the same loads of B. Its
 // rows of A are read from four pointers three rows apart, so that every read is one pointer and
 // a multiple of the row stride (kept in registers, not reloaded). The same chains as tile_vec2.
-#define TALL 1
 _Static_assert(TR == 6, "the tall tile reads its 12 rows of A from 4 pointers 3 rows apart");
 static void tile_tall(const Product *p, int r0) {
     vreal acc[2 * TR][2];
@@ -223,8 +229,6 @@ static void tile_tall(const Product *p, int r0) {
     UNROLL for (int r = 0; r < 2 * TR; r++)
         UNROLL for (int j = 0; j < 2; j++) vstore(out + r * ldo + j * VL, acc[r][j] * al);
 }
-#else
-#define TALL 0
 #endif
 
 // One tile. The vector tile runs when B may be read whole vectors wide.
