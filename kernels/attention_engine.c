@@ -286,25 +286,30 @@ static real row_max(const real *s, int n) {
     return maxv;
 }
 
-// sum_i x_i y_i over n entries, in double: VL lanes, lane j adding the entries j, j + VL, ... in
-// order, the rest onto lane 0, then the lanes added pairwise (lane j + lane j + VL/2, ...)
-static double dot_double(const real *x, const real *y, int n) {
+// D's lanes: sums in double of products of floats (exact in double), VL of them, so a row's sum
+// over its blocks is one pass per block and one reduction at the end.
 #if VEC_BYTES
-    double lane[VL] = {0};
+#define DLANES VL
+#else
+#define DLANES 1
+#endif
+// lane[j] += x_i y_i for i = j, j + DLANES, ... < n in order, the rest onto lane 0
+static void dot_lanes(double *lane, const real *x, const real *y, int n) {
     int i = 0;
+#if VEC_BYTES
     for (; i + VL <= n; i += VL) {
 #pragma omp simd
         for (int j = 0; j < VL; j++) lane[j] += (double)x[i + j] * y[i + j];
     }
+#endif
     for (; i < n; i++) lane[0] += (double)x[i] * y[i];
-    for (int w = VL / 2; w >= 1; w /= 2)
+}
+
+// the lanes' sum, pairwise (lane j + lane j + DLANES/2, ...)
+static double lanes_sum(double *lane) {
+    for (int w = DLANES / 2; w >= 1; w /= 2)
         for (int j = 0; j < w; j++) lane[j] += lane[j + w];
     return lane[0];
-#else
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += (double)x[i] * y[i];
-    return sum;
-#endif
 }
 
 // One score S[t][u] = (q . k) * scale, the products summed in increasing i from 0: the chain
@@ -529,10 +534,10 @@ void attention_engine_forward(real *out, real *stat, real *scratch, AttnQKV in, 
 // uses (not from dO * O, its equal in exact arithmetic), so each row of dS sums to 0 to rounding,
 // as the definition's does: the error of dQ and dK against float64 stays that of the definition.
 static void dS_row(real *pb, real *dsb, int r, int t, int klo, int khi, int T, const real *stat, const AttnSpec *spec) {
-    real mt = stat[2 * t], inv = stat[2 * t + 1], scale = spec->scale;
-    double D = 0;
+    real mt = stat[2 * t], inv = stat[2 * t + 1], scale = spec->scale, Dt = 0;
+    double lane[DLANES] = {0};
     for (int pass = 0; pass < 2; pass++) {
-        real Dt = (real)D;
+        if (pass == 1) Dt = (real)lanes_sum(lane);
         for (int j0 = klo; j0 < khi; j0 += KB) {
             int kb = T - j0 < KB ? T - j0 : KB, vis0 = first_key(spec, t) - j0, vis1 = t - j0;
             real *p = pb + (size_t)(j0 - klo) / KB * QB * KB + r * KB, *ds = dsb + (size_t)(j0 - klo) / KB * QB * KB + r * KB;
@@ -552,7 +557,7 @@ static void dS_row(real *pb, real *dsb, int r, int t, int klo, int khi, int T, c
                     p[u] = seen ? pu : 0;
                 }
                 int a = vis0 > 0 ? vis0 : 0, b = vis1 < kb - 1 ? vis1 : kb - 1;
-                if (a <= b) D += dot_double(p + a, ds + a, b - a + 1);
+                if (a <= b) dot_lanes(lane, p + a, ds + a, b - a + 1);
             } else {
 #pragma omp simd
                 for (int u = u0; u < u1; u++) {
