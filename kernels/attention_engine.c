@@ -626,7 +626,7 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
             // key j0, no earlier query does); block klo is the first key block of every row strip
             int first_i = i0 == j0, first_j = j0 == klo;
             // dV[u] += sum_t P[t][u] dO[t] and dK[u] += sum_t (scale dS[t][u]) Q[t], strip by strip of
-            // TR keys over the queries [d0, d1) of the block that see them; P and dS read transposed
+            // SR keys over the queries [d0, d1) of the block that see them; P and dS read transposed
             for (int u0 = 0; u0 < kb; u0 += SR) {
                 int nr = kb - u0 < SR ? kb - u0 : SR, d0 = j0 + u0 - i0;
                 int d1 = spec->window > 0 ? j0 + u0 + nr - 1 + spec->window - i0 : qb;
