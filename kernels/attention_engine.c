@@ -24,9 +24,8 @@
 //
 // The products run on register tiles (kernels/regtile.h) of TR x TW outputs (2 TR x 32 for a head
 // of 32 columns on AVX-512) over K^T, V^T and the head's rows copied into a contiguous, padded
-// scratch, so every inner loop reads memory in order. Each
-// (batch, head) is one task of an OpenMP loop that writes only its own head's columns: the same
-// bits for any thread count. Every score is one multiply-add chain over the head's columns in
+// scratch, so every inner loop reads memory in order. Each (batch, head) is one task of an OpenMP
+// loop that writes only its own head's columns: the same bits for any thread count. Every score is one multiply-add chain over the head's columns in
 // increasing order and every block's update is one function (online_block), which decoding calls
 // too: generation with the KV cache reproduces the forward bit for bit.
 #include "attention.h"
