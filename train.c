@@ -541,13 +541,14 @@ static void bench(Run *r, int steps) {
         // The phases are worker 0's (one thread's share of the rows when the batch is split
         // between threads): its FLOPs by phase (docs/PERFORMANCE.md, the FLOP count: the weights'
         // products 2 FLOPs per weight and token forward, 4 backward; attention's two products
-        // counted dense, forward and backward) over its time, against one thread's share of the peak.
+        // over the pairs it computes, forward and backward) over its time, against one thread's
+        // share of the peak.
         const ModelDims *d = &r->model.dims;
         int n = r->model.n_workers < r->rows ? r->model.n_workers : r->rows;
         int split = n >= 2 && thread_max() >= n;
         double rows0 = split ? (double)(r->rows / n) : r->rows;
         double mat = 2.0 * (12.0 * d->n_layer * d->n_embd * d->n_embd + (double)d->vocab_size * d->n_embd) * rows0 * T;
-        double att = 6.0 * d->n_layer * rows0 * (double)T * T * d->n_embd;
+        double att = gpt_attention_flops(&r->model, rows0, T);
         double per_thread_peak = peak_before.gflops > peak_after.gflops ? peak_before.gflops : peak_after.gflops;
         per_thread_peak /= (split ? n : 1) * dist_size();
         double fs[3] = {mat, 2 * mat, att};

@@ -324,6 +324,37 @@ static void test_gemm_matches_reference(void) {
     free(A); free(B); free(C0); free(C);
 }
 
+// The FLOP count's attention term follows the pairs of a query and a key that the engine computes:
+// against counting them one by one (query t sees min(t + 1, W) keys; 12 C FLOPs a pair per
+// layer, forward and backward), it is within one part in min(W, T) (its T^2 / 2 for T (T + 1) / 2),
+// and a window as wide as the sequence or wider changes nothing.
+static void test_attention_flops_count_the_pairs_computed(void) {
+    GPT m;
+    build_tiny(&m, INIT_GPT2, 1, 7);
+    int L = m.dims.n_layer, C = m.dims.n_embd, B = 3;
+    static const int Ts[] = {1, 7, 64, 2048}, Ws[] = {0, 1, 5, 64, 128, 5000};
+    for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++)
+        for (size_t wi = 0; wi < sizeof Ws / sizeof Ws[0]; wi++) {
+            int T = Ts[ti], W = Ws[wi];
+            m.attn.window = W;
+            double pairs = 0;
+            for (int t = 0; t < T; t++) pairs += W > 0 && W < t + 1 ? W : t + 1;
+            double counted = 12.0 * C * L * B * pairs, flops = gpt_attention_flops(&m, B, T);
+            int seen = W > 0 && W < T ? W : T;
+            CHECK_MSG(fabs(flops / counted - 1) <= 1.0 / seen, "T %d W %d: %.6g FLOPs for %.6g pairs' %.6g", T, W,
+                      flops, pairs, counted);
+            if (W >= T) {
+                m.attn.window = 0;
+                CHECK(gpt_attention_flops(&m, B, T) == flops);
+            }
+        }
+    // the step's count is the weights' 6 FLOPs per weight and token plus that term
+    m.attn.window = 0;
+    double matrix = 12.0 * L * C * C + (double)m.dims.vocab_size * C;
+    CHECK(gpt_flops_per_step(&m, B, 8) == 6.0 * matrix * B * 8 + gpt_attention_flops(&m, B, 8));
+    gpt_free(&m);
+}
+
 static void test_param_count_and_names(void) {
     GPT m;
     build_tiny(&m, INIT_GPT2, 1, 7);
@@ -790,6 +821,7 @@ const TestCase tests_model[] = {
     {"adamw_first_step_and_grad_norm", test_adamw_first_step_and_grad_norm},
     {"gen_loss_equals_val_loss_when_causal", test_gen_loss_equals_val_loss_when_causal},
     {"gen_loss_exposes_a_leak", test_gen_loss_exposes_a_leak},
+    {"attention_flops_count_the_pairs_computed", test_attention_flops_count_the_pairs_computed},
     {"param_count_and_names", test_param_count_and_names},
     {"memory_estimate_overflow", test_memory_estimate_overflow},
     {NULL, NULL},
