@@ -954,10 +954,14 @@ double gpt_attention_flops(const GPT *m, double B, int T) {
     return 6.0 * m->dims.n_layer * B * seen * m->dims.n_embd;
 }
 
-double gpt_flops_per_step(const GPT *m, int B, int T) {
+double gpt_product_flops(const GPT *m, double B, int T) {
     double L = m->dims.n_layer, C = m->dims.n_embd, V = m->dims.vocab_size;
     double matrix_params = 12.0 * L * C * C + V * C;  // the weights that take part in matmuls
-    return 6.0 * matrix_params * B * T + gpt_attention_flops(m, B, T);
+    return 2.0 * matrix_params * B * T;
+}
+
+double gpt_flops_per_step(const GPT *m, int B, int T) {
+    return 3.0 * gpt_product_flops(m, B, T) + gpt_attention_flops(m, B, T);  // forward 2, backward 4
 }
 
 // ---------------------------------------------------------------------------------------------

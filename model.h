@@ -281,8 +281,10 @@ void crossentropy_backward(real *dlogits, const real *probs, const int *targets,
 // FLOPs of one training step (forward + backward) for B,T: 6 * params * tokens plus causal
 // attention, as documented in docs/PERFORMANCE.md.
 double gpt_flops_per_step(const GPT *m, int B, int T);
-// The attention term of it for B rows of T (B may be a share): 6 L B C (T^2 - (T - W)^2), the
+// Its terms for B rows of T (B may be a share): the weights' products of the forward, 2 FLOPs per
+// weight and token (the backward's are twice that), and attention: 6 L B C (T^2 - (T - W)^2), the
 // pairs of a query and a key it sees under the model's window of W keys (W = T without one).
+double gpt_product_flops(const GPT *m, double B, int T);
 double gpt_attention_flops(const GPT *m, double B, int T);
 
 #endif

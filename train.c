@@ -543,11 +543,10 @@ static void bench(Run *r, int steps) {
         // products 2 FLOPs per weight and token forward, 4 backward; attention's two products
         // over the pairs it computes, forward and backward) over its time, against one thread's
         // share of the peak.
-        const ModelDims *d = &r->model.dims;
         int n = r->model.n_workers < r->rows ? r->model.n_workers : r->rows;
         int split = n >= 2 && thread_max() >= n;
         double rows0 = split ? (double)(r->rows / n) : r->rows;
-        double mat = 2.0 * (12.0 * d->n_layer * d->n_embd * d->n_embd + (double)d->vocab_size * d->n_embd) * rows0 * T;
+        double mat = gpt_product_flops(&r->model, rows0, T);
         double att = gpt_attention_flops(&r->model, rows0, T);
         double per_thread_peak = peak_before.gflops > peak_after.gflops ? peak_before.gflops : peak_after.gflops;
         per_thread_peak /= (split ? n : 1) * dist_size();
