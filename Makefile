@@ -130,7 +130,7 @@ $(OBJDIR)/%.o: %.c | deps
 $(OBJDIR)/f64/%.o: %.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -DREAL_DOUBLE -c $< -o $@
--include $(wildcard $(OBJDIR)/*.d $(OBJDIR)/*/*.d $(OBJDIR)/*/*/*.d)
+-include $(wildcard $(OBJDIR)/*.d $(OBJDIR)/*/*.d $(OBJDIR)/*/*/*.d $(OBJDIR)/*/*/*/*.d)
 
 # The comparison's outputs (report/report.h): the log (compare_log.c) and its end (report.c), checked writing
 # (writer.c), compare.csv, report.md and its reading, the SVG panels, report.html (report_html.c,
@@ -190,11 +190,22 @@ data/default.txt: | tools/gencorpus
 
 FUZZ_SRC := tests/fuzz/harnesses.c
 
-tests/run_tests: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(REPORT_OBJ) $(PAGES_OBJ) $(EXPLAIN_OBJ) $(CORE_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -I. '-DTEST_TABLES(X)=$(TEST_TABLES)' tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT_OBJ) $(PAGES_OBJ) $(EXPLAIN_OBJ) $(CORE_OBJ) -o $@ $(LDLIBS)
+# The runner and the test files are compiled one object each, so that `make -j` builds them side
+# by side; the runner's object alone sees the list of tables, and is rebuilt when a file comes or goes.
+TEST_OBJ := $(patsubst %.c,$(OBJDIR)/%.o,tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC))
+TEST64_OBJ := $(patsubst %.c,$(OBJDIR)/f64/%.o,tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC))
+$(OBJDIR)/tests/run_tests.o $(OBJDIR)/f64/tests/run_tests.o: ALL_CFLAGS += '-DTEST_TABLES(X)=$(TEST_TABLES)'
+$(OBJDIR)/tests/run_tests.o $(OBJDIR)/f64/tests/run_tests.o: $(OBJDIR)/tests/tables.txt
+# the list of tables as a file that changes only when the list does
+$(OBJDIR)/tests/tables.txt: FORCE
+	@mkdir -p $(@D); [ "$$(cat $@ 2>/dev/null)" = "$(TEST_TABLES)" ] || echo "$(TEST_TABLES)" > $@
+.PHONY: FORCE
 
-tests/run_tests64: tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(TEST_H) $(CORE_H) $(REPORT64_OBJ) $(PAGES64_OBJ) $(EXPLAIN64_OBJ) $(CORE64_OBJ) $(STAMP)
-	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -I. '-DTEST_TABLES(X)=$(TEST_TABLES)' tests/run_tests.c $(TEST_SRC) $(TEST_LIB) $(FUZZ_SRC) $(REPORT64_OBJ) $(PAGES64_OBJ) $(EXPLAIN64_OBJ) $(CORE64_OBJ) -o $@ $(LDLIBS)
+tests/run_tests: $(TEST_OBJ) $(REPORT_OBJ) $(PAGES_OBJ) $(EXPLAIN_OBJ) $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
+
+tests/run_tests64: $(TEST64_OBJ) $(REPORT64_OBJ) $(PAGES64_OBJ) $(EXPLAIN64_OBJ) $(CORE64_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE $(filter %.o,$^) -o $@ $(LDLIBS)
 
 # The pages in a real browser: headless Chromium opens every step of the lab's pages (#step=N),
 # checks the rendered DOM against ./lab's JSON output and that no request left the file, then the

@@ -4,7 +4,7 @@
 // the tests whose name starts with PREFIX. A test that takes a second or more says how long.
 // The tables are those of every tests/test_NAME.c (tests_NAME), in the order of the file names:
 // the Makefile passes them as TEST_TABLES(X), X(NAME) for each file. A test name given twice,
-// in one table or in two, fails the run.
+// in one table or in two, fails the run. The work of test_starts begins before the first test.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +37,14 @@ int test_names_repeated(const TestCase *const *tables, size_t n_tables, int repo
     return repeated;
 }
 
+// Whether --only and --skip leave the test in.
+static int selected(const char *name, const char *only, const char *const *skip, int n_skip) {
+    if (only && !strstr(name, only)) return 0;
+    for (int k = 0; k < n_skip; k++)
+        if (strncmp(name, skip[k], strlen(skip[k])) == 0) return 0;
+    return 1;
+}
+
 int main(int argc, char **argv) {
     const char *only = NULL, *skip[32];
     int n_skip = 0;
@@ -48,12 +56,11 @@ int main(int argc, char **argv) {
     const TestCase *const tables[] = {TEST_TABLES(TABLE)};
     int passed = 0, failed = test_names_repeated(tables, sizeof tables / sizeof tables[0], 1), skipped = 0;
     printf("running the %s test suite\n", REAL_NAME);
+    for (const TestStart *ts = test_starts; ts->name; ts++)
+        if (selected(ts->name, only, skip, n_skip)) ts->start();
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
         for (const TestCase *tc = tables[t]; tc->name; tc++) {
-            if (only && !strstr(tc->name, only)) continue;
-            int skipped_by_prefix = 0;
-            for (int k = 0; k < n_skip; k++) skipped_by_prefix |= strncmp(tc->name, skip[k], strlen(skip[k])) == 0;
-            if (skipped_by_prefix) continue;
+            if (!selected(tc->name, only, skip, n_skip)) continue;
             g_test_failed = 0;
             g_test_skipped = 0;
             g_test_name = tc->name;

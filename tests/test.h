@@ -28,6 +28,12 @@ extern int g_test_skipped;
 typedef void (*TestFn)(void);
 typedef struct { const char *name; TestFn fn; } TestCase;
 
+// A test that waits on work of its own in another process (the float64 suite) names a function
+// that begins it: the runner calls it before the first test, so that the work runs beside the
+// other tests. The table (NULL-terminated) is tests/test_model.c's.
+typedef struct { const char *name; TestFn start; } TestStart;
+extern const TestStart test_starts[];
+
 // Each test file tests/test_NAME.c defines a NULL-terminated table `const TestCase tests_NAME[]`
 // (e.g. tests_config in tests/test_config.c); the Makefile registers it from the file's name.
 // The number of test names in the tables given more than once (each reported on stderr when

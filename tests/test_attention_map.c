@@ -197,25 +197,39 @@ typedef struct {
 
 // The value of attribute `name` in the tag starting at tag (up to its '>'), or "" if absent.
 static void attr(const char *tag, const char *name, char *out, size_t n) {
-    const char *end = strchr(tag, '>');
     char key[40];
     snprintf(key, sizeof key, " %s=\"", name);
-    const char *p = strstr(tag, key);
+    size_t key_len = strlen(key);
+    const char *p = tag;
+    while (*p && *p != '>' && strncmp(p, key, key_len) != 0) p++;
     out[0] = 0;
-    if (!p || (end && p > end)) return;
-    p += strlen(key);
+    if (*p != ' ') return;
+    p += key_len;
     size_t i = 0;
     while (p[i] && p[i] != '"' && i + 1 < n) { out[i] = p[i]; i++; }
     out[i] = 0;
 }
 
-// The <g class=...> that directly holds the element at p, or NULL.
-static const char *enclosing_group(const char *svg, const char *p) {
-    const char *g = NULL;
-    for (const char *q = strstr(svg, "<g class="); q && q < p; q = strstr(q + 1, "<g class=")) g = q;
-    if (!g) return NULL;
-    const char *close = strstr(g, "</g>");
-    return close && close < p ? NULL : g;
+// The <g class=...> elements met in document order: enclosing_group(p) for elements p in
+// increasing order reads the document once.
+typedef struct {
+    const char *last, *last_close, *next;  // the last group opened before p, its "</g>", the next
+} GroupScan;
+
+static void group_scan_start(GroupScan *s, const char *svg) {
+    s->last = s->last_close = NULL;
+    s->next = strstr(svg, "<g class=");
+}
+
+// The <g class=...> that directly holds the element at p (p not before the previous call's), or NULL.
+static const char *enclosing_group(GroupScan *s, const char *p) {
+    while (s->next && s->next < p) {
+        s->last = s->next;
+        s->last_close = strstr(s->last, "</g>");
+        s->next = strstr(s->next + 1, "<g class=");
+    }
+    if (!s->last) return NULL;
+    return s->last_close && s->last_close < p ? NULL : s->last;
 }
 
 // An attribute of the element at p, or else of its enclosing group g (may be NULL).
@@ -228,11 +242,13 @@ static void inherited_attr(const char *p, const char *g, const char *name, char 
 // order; returns their count (up to max stored).
 static int texts_of(const char *svg, const char *cls, TextEl *out, int max) {
     int n = 0;
+    GroupScan groups;
+    group_scan_start(&groups, svg);
     for (const char *p = strstr(svg, "<text "); p; p = strstr(p + 1, "<text ")) {
         TextEl e;
         char buf[64];
         attr(p, "class", e.cls, sizeof e.cls);
-        const char *g = enclosing_group(svg, p);
+        const char *g = enclosing_group(&groups, p);
         if (g && !e.cls[0]) attr(g, "class", e.cls, sizeof e.cls);
         int match = 0;
         for (char *w = strtok(strcpy(buf, e.cls), " "); w; w = strtok(NULL, " ")) match |= strcmp(w, cls) == 0;
