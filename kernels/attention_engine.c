@@ -385,12 +385,6 @@ static NOINLINE void online_finish(real *o, int hd, real m, real l, real *stat) 
     stat[1] = inv;
 }
 
-// The first key query t sees: t - W + 1 under a window of W keys, else 0.
-static int first_key(const AttnSpec *spec, int t) {
-    int lo = spec->window > 0 ? t - spec->window + 1 : 0;
-    return lo > 0 ? lo : 0;
-}
-
 // ---------------------------------------------------------------------------------------------
 // scratch
 
@@ -485,7 +479,7 @@ static void forward_head(real *oh, real *stat, real *scratch, const real *qh, co
         int nr = T - t0 < SR ? T - t0 : SR, t1 = t0 + nr - 1;
         real m[SR], l[SR];
         for (int r = 0; r < nr; r++) { m[r] = -INFINITY; l[r] = 0; }
-        int j_first = spec->window > 0 ? first_key(spec, t0) : 0, block = spec->window > 0 ? t1 + 1 - j_first : FK;
+        int j_first = spec->window > 0 ? attention_first_key(spec, t0) : 0, block = spec->window > 0 ? t1 + 1 - j_first : FK;
         for (int j0 = j_first; j0 <= t1; j0 += block) {
             int kw = t1 + 1 - j0 < block ? t1 + 1 - j0 : block;
             // S = Q K^T * scale for the block (the entries a row does not see are overwritten)
@@ -493,7 +487,7 @@ static void forward_head(real *oh, real *stat, real *scratch, const real *qh, co
                                 .a = qh + (size_t)t0 * C, .a_row = C, .a_depth = 1,
                                 .b = kt + j0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
             for (int r = 0; r < nr; r++) {
-                int t = t0 + r, vis0 = first_key(spec, t) - j0, vis1 = t - j0;
+                int t = t0 + r, vis0 = attention_first_key(spec, t) - j0, vis1 = t - j0;
                 online_block(sb + r * sw, kw, vis0 > 0 ? vis0 : 0, vis1 < kw - 1 ? vis1 : kw - 1, &m[r], &l[r],
                              oh + (size_t)t * C, hd);
             }
@@ -538,7 +532,7 @@ static void dS_row(real *pb, real *dsb, int r, int t, int klo, int khi, int T, c
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) Dt = (real)lanes_sum(lane);
         for (int j0 = klo; j0 < khi; j0 += KB) {
-            int kb = T - j0 < KB ? T - j0 : KB, vis0 = first_key(spec, t) - j0, vis1 = t - j0;
+            int kb = T - j0 < KB ? T - j0 : KB, vis0 = attention_first_key(spec, t) - j0, vis1 = t - j0;
             real *p = pb + (size_t)(j0 - klo) / KB * QB * KB + r * KB, *ds = dsb + (size_t)(j0 - klo) / KB * QB * KB + r * KB;
             // the products read up to SR - 1 entries either side of the row's visible keys: those
             // are written as 0 too
@@ -596,7 +590,7 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
     for (int i0 = 0; i0 < T; i0 += QB) {
         int qb = T - i0 < QB ? T - i0 : QB;
         // the key blocks the rows see: from the one holding the first row's first key to the diagonal's
-        int klo = first_key(spec, i0) / KB * KB, khi = i0 + qb;
+        int klo = attention_first_key(spec, i0) / KB * KB, khi = i0 + qb;
         real *dqt = add ? dq_sum : dqh + (size_t)i0 * C;
         size_t ldq = add ? (size_t)hd : (size_t)C;
         // S (into pb) and dP = dO V^T (into dsb), block by block, strip by strip of TR queries,
@@ -605,7 +599,7 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
             int kb = T - j0 < KB ? T - j0 : KB;
             real *p_blk = pb + (size_t)(j0 - klo) / KB * QB * KB, *ds_blk = dsb + (size_t)(j0 - klo) / KB * QB * KB;
             for (int r0 = 0; r0 < qb; r0 += TR) {
-                int nr = qb - r0 < TR ? qb - r0 : TR, c0 = first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
+                int nr = qb - r0 < TR ? qb - r0 : TR, c0 = attention_first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
                 c0 = c0 > 0 ? c0 / TW * TW : 0;
                 c1 = c1 < kb ? c1 : kb;
                 if (c1 <= c0) continue;
@@ -641,7 +635,7 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
             }
             // dQ[t] += sum_u (scale dS[t][u]) K[u], strip by strip over the keys the rows see
             for (int r0 = 0; r0 < qb; r0 += SR) {
-                int nr = qb - r0 < SR ? qb - r0 : SR, c0 = first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
+                int nr = qb - r0 < SR ? qb - r0 : SR, c0 = attention_first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
                 c0 = c0 > 0 ? c0 : 0;
                 c1 = c1 < kb ? c1 : kb;
                 tiles_mm(&(Product){.out = dqt + (size_t)r0 * ldq, .ldo = ldq, .rows = nr, .cols = hd,
