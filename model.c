@@ -457,11 +457,11 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out) 
 
 // shared_params: NULL for a model of its own, else the master's parameters (a batch worker,
 // which then has no optimizer state).
-static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, real *shared_params) {
+static void build(GPT *m, const ModelDims *d, AttnSetup attn, int B, int T, real *shared_params) {
     memset(m, 0, sizeof *m);
     m->dims = *d;
-    m->attn = (AttnSpec){attn_scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL};
-    m->attn_impl = &attention_engine;
+    m->attn = attn.spec;
+    m->attn_impl = attn.impl;
     m->head_dim = d->n_embd / d->n_head;
     m->phase_current = PHASE_NONE;
     int L = d->n_layer, NH = d->n_head;
@@ -542,7 +542,7 @@ static void prepare_pass(GPT *m, const AttentionImpl *impl, int B, int T) {
     if (m->collect_stats) grow(&m->row_gain, &m->row_gain_reals, (size_t)L * B * T * NH, "row gains");
 }
 
-void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T) { build(m, d, attn_scale, B, T, NULL); }
+void gpt_build(GPT *m, const ModelDims *d, AttnSetup attn, int B, int T) { build(m, d, attn, B, T, NULL); }
 
 void gpt_enable_batch_threads(GPT *m, int n_threads, int B, int T) {
     if (n_threads > B) n_threads = B;
@@ -550,10 +550,7 @@ void gpt_enable_batch_threads(GPT *m, int n_threads, int B, int T) {
     m->workers = xcalloc((size_t)n_threads, sizeof(GPT), "batch workers");
     m->n_workers = n_threads;
     int rows = (B + n_threads - 1) / n_threads;  // the largest share
-    for (int i = 0; i < n_threads; i++) {
-        build(&m->workers[i], &m->dims, m->attn.scale, rows, T, m->params);
-        gpt_set_attention(&m->workers[i], (AttnSetup){m->attn, m->attn_impl});
-    }
+    for (int i = 0; i < n_threads; i++) build(&m->workers[i], &m->dims, (AttnSetup){m->attn, m->attn_impl}, rows, T, m->params);
 }
 
 // index of `name` in the NULL-terminated `names`; config_finalize has checked that it is there
@@ -573,6 +570,10 @@ AttnSetup attention_setup(const Config *cfg) {
     a.spec = (AttnSpec){(real)cfg->attn_scale, (AttnMask)name_index(masks, cfg->attn_mask, "model.attn_mask"),
                         (SoftmaxAxis)name_index(axes, cfg->softmax_axis, "model.softmax_axis"), cfg->attn_window, NULL};
     return a;
+}
+
+AttnSetup attention_causal(real scale) {
+    return (AttnSetup){{scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, &attention_engine};
 }
 
 void gpt_set_attention(GPT *m, AttnSetup setup) {

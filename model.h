@@ -141,17 +141,23 @@ void gpt_phase(GPT *m, int phase);
 // parameters, gradients and moments, activations and their gradients; nothing T x T), or 0 when
 // the size overflows size_t. Checked before allocating so absurd configs are refused with the size.
 size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out);
-// Allocate everything for dims and a batch capacity (B,T). Parameters are zero until gpt_init.
-// Attention: the causal softmax over keys with attn_scale, computed by attention_engine.
-void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T);
-// What attention needs, turned from a finalized configuration here only: the spec (the scale
-// config_finalize resolved, model.attn_mask, model.softmax_axis, model.attn_window) and the implementation that
-// trains (model.attn_impl: "engine" or "definition").
+// What attention computes and which implementation runs it: the spec (the scale of Q K^T, the
+// mask, the softmax axis, the window) and the implementation that trains (the engine or the
+// definition).
 typedef struct {
     AttnSpec spec;
     const AttentionImpl *impl;
 } AttnSetup;
+// The setup of a finalized configuration, turned here only: the scale config_finalize resolved,
+// model.attn_mask, model.softmax_axis, model.attn_window, and model.attn_impl ("engine" or
+// "definition").
 AttnSetup attention_setup(const Config *cfg);
+// The correct model's attention with this scale (causal mask, softmax over keys, no window),
+// computed by the engine.
+AttnSetup attention_causal(real scale);
+// Allocate everything for dims, attention as attn and a batch capacity (B,T). Parameters are
+// zero until gpt_init.
+void gpt_build(GPT *m, const ModelDims *d, AttnSetup attn, int B, int T);
 // Which attention the model and its batch workers compute (setup.spec) and which implementation
 // trains it (setup.impl). Passes that collect statistics, and specs the implementation does not
 // support, run the definition (see gpt_attention_falls_back).

@@ -39,8 +39,7 @@ void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDi
     r->cfg_json = config_to_json(&r->cfg);
     // rank 0 also runs the attention probe on the whole probe batch; the others need their share
     AttnSetup attn = attention_setup(&r->cfg);
-    gpt_build(&r->model, dims, attn.spec.scale, dist_is_root() ? base->batch_size : rows, base->block_size);
-    gpt_set_attention(&r->model, attn);
+    gpt_build(&r->model, dims, attn, dist_is_root() ? base->batch_size : rows, base->block_size);
     gpt_enable_batch_threads(&r->model, thread_max(), rows, base->block_size);
     r->st.best_val_loss = INFINITY;
     r->last_finite_loss = NAN;

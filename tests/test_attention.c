@@ -768,7 +768,7 @@ static void test_attention_window_runs_the_engine(void) {
     CHECK(attention_definition.supports(&spec));
     ModelDims d = {9, 8, 2, 2, 8};
     GPT m;
-    gpt_build(&m, &d, (real)0.5, 2, 8);
+    gpt_build(&m, &d, attention_causal((real)0.5), 2, 8);
     // the configuration's window reaches the model, whose engine computes it
     Config cfg;
     char err[256];
@@ -820,8 +820,8 @@ static void test_attention_decode_matches_definition_rows(void) {
 static void test_probe_statistics_come_from_the_definition(void) {
     ModelDims d = {9, 8, 2, 2, 8};
     GPT a, b;
-    gpt_build(&a, &d, (real)0.5, 2, 8);
-    gpt_build(&b, &d, (real)0.5, 2, 8);
+    gpt_build(&a, &d, attention_causal((real)0.5), 2, 8);
+    gpt_build(&b, &d, attention_causal((real)0.5), 2, 8);
     Rng rng;
     rng_seed(&rng, 3);
     gpt_init(&a, INIT_FAN_IN, &rng);

@@ -170,7 +170,7 @@ static void gradcheck_encoder(void) {
 // ---- the whole model ----
 static void build_tiny(GPT *m, int init, real scale, int V) {
     ModelDims d = {V, 8, 2, 2, 8};
-    gpt_build(m, &d, scale, 2, 8);
+    gpt_build(m, &d, attention_causal(scale), 2, 8);
     Rng rng;
     rng_seed(&rng, 42);
     gpt_init(m, init, &rng);
@@ -230,8 +230,8 @@ static void test_model_determinism(void) {
 // cap_a and cap_b; x and y get n tokens of a fixed pattern.
 static void build_twins(GPT *a, int cap_a, GPT *b, int cap_b, uint64_t seed, int *x, int *y, int n) {
     ModelDims d = {9, 8, 2, 2, 8};
-    gpt_build(a, &d, (real)0.5, cap_a, 8);
-    gpt_build(b, &d, (real)0.5, cap_b, 8);
+    gpt_build(a, &d, attention_causal((real)0.5), cap_a, 8);
+    gpt_build(b, &d, attention_causal((real)0.5), cap_b, 8);
     Rng rng;
     rng_seed(&rng, seed);
     gpt_init(a, INIT_GPT2, &rng);
