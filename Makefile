@@ -85,7 +85,7 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 BASE := base/common.c base/outfile.c base/dist.c base/rng.c base/data.c base/config.c
 KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c
 LESSON := attention.c attention_stats.c model.c
-CORE := $(BASE) $(KERNELS) $(LESSON) run/checkpoint.c run/safetensors.c run/generate.c report/attention_map.c teach/lab_core.c
+CORE := $(BASE) $(KERNELS) $(LESSON) run/checkpoint.c run/safetensors.c run/generate.c run/decode.c run/probe.c run/workers.c run/flops.c report/attention_map.c teach/lab_core.c
 # every header of the tree, for the rules that are not compiled through the dependency files
 CORE_H := $(wildcard *.h */*.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
@@ -140,9 +140,9 @@ REPORT := report/report.c report/compare_log.c report/writer.c report/compare_cs
 REPORT_OBJ := $(REPORT:%.c=$(OBJDIR)/%.o)
 REPORT64_OBJ := $(REPORT:%.c=$(OBJDIR)/f64/%.o)
 
-# ./train: train.c (the command line and the modes) over run/run.c (one run's life), run/outdir.c (its
-# output directory), run/stop.c (signals) and the comparison's report (REPORT)
-TRAIN_SRC := train.c run/run.c run/outdir.c run/stop.c $(REPORT) report/html.c
+# ./train: train.c (the command line and the modes) over run/run.c (one run's life), run/bench.c
+# (--bench), run/outdir.c (its output directory), run/stop.c (signals) and the comparison's report (REPORT)
+TRAIN_SRC := train.c run/run.c run/bench.c run/outdir.c run/stop.c $(REPORT) report/html.c
 TRAIN_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/%.o)
 train: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)

@@ -15,6 +15,7 @@
 #include "report/attention_map.h"
 #include "teach/explain.h"
 #include "teach/explain_page.h"
+#include "run/decode.h"
 
 static void usage(FILE *f) {
     fprintf(f,

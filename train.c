@@ -30,8 +30,10 @@
 #include "report/report.h"
 #include "base/rng.h"
 #include "run/run.h"
+#include "run/bench.h"
 #include "run/stop.h"
 #include "base/version.h"
+#include "run/decode.h"
 
 #define ERRLEN RUN_ERRLEN
 #define BENCH_VOCAB 65
@@ -433,177 +435,6 @@ static void print_progress(Run *runs, int n_runs, long step, long max_steps, dou
 }
 
 // ---------------------------------------------------------------------------------------------
-// modes
-
-static void dump_state(Run *r, const Dataset *ds, const char *path) {
-    const Config *c = &r->cfg;
-    int B = c->batch_size, T = c->block_size, V = r->model.dims.vocab_size;
-    size_t BT = (size_t)B * T;
-    int *x = xmalloc(BT * sizeof(int), "batch"), *y = xmalloc(BT * sizeof(int), "batch");
-    Rng rng = r->st.rng;
-    sample_batch(ds, 0, &rng, B, T, x, y);
-    GPT *m = &r->model;
-    gpt_forward(m, x, NULL, B, T);
-    real *logits = xmalloc(BT * (size_t)V * sizeof(real), "logits");
-    memcpy(logits, m->acts.logits, BT * (size_t)V * sizeof(real));
-    double loss = gpt_forward(m, x, y, B, T);
-    gpt_backward(m);
-    char err[ERRLEN], name[TENSOR_NAME_MAX + 8];
-    TWriter *w = tw_open(path, "TGPTDUMP", err, sizeof err);
-    if (!w) die(EXIT_RUNTIME, "%s", err);
-    int rdt = sizeof(real) == 4 ? DT_F32 : DT_F64;
-    uint32_t shape[3] = {(uint32_t)strlen(r->cfg_json), 0, 0};
-    tw_record(w, "config", DT_U8, 1, shape, r->cfg_json);
-    shape[0] = (uint32_t)B; shape[1] = (uint32_t)T; shape[2] = (uint32_t)V;
-    tw_record(w, "inputs", DT_I32, 2, shape, x);
-    tw_record(w, "targets", DT_I32, 2, shape, y);
-    tw_record(w, "logits", rdt, 3, shape, logits);
-    shape[0] = 1;
-    tw_record(w, "loss", DT_F64, 1, shape, &loss);
-    for (int i = 0; i < m->n_tensors; i++) {
-        const TensorInfo *t = &m->tensors[i];
-        shape[0] = (uint32_t)t->shape[0];
-        shape[1] = (uint32_t)t->shape[1];
-        snprintf(name, sizeof name, "param.%s", t->name);
-        tw_record(w, name, rdt, t->ndim, shape, m->params + t->offset);
-        snprintf(name, sizeof name, "grad.%s", t->name);
-        tw_record(w, name, rdt, t->ndim, shape, m->grads + t->offset);
-    }
-    if (!tw_commit(w, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-    // with "-" the dump is standard output and the line goes to stderr
-    fprintf(strcmp(path, "-") == 0 ? stderr : stdout, "wrote %s: loss %.6f on the first training batch (%d x %d), %d tensors\n",
-            strcmp(path, "-") == 0 ? "the dump to standard output" : path, loss, B, T, m->n_tensors);
-    free(x); free(y); free(logits);
-}
-
-// CPU seconds used by the whole process (every thread); on a shared machine the timed steps' wall
-// time also counts the moments the threads waited for a core, their CPU time does not.
-static double process_cpu_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void bench(Run *r, int steps) {
-    const Config *c = &r->cfg;
-    int B = c->batch_size, T = c->block_size, V = r->model.dims.vocab_size;
-    size_t BT = (size_t)B * T, local = (size_t)r->rows * T;  // this rank's share of the batch
-    int *x = xmalloc(BT * sizeof(int), "batch"), *y = xmalloc(BT * sizeof(int), "batch");
-    Rng rng;
-    rng_seed(&rng, 12345 + (uint64_t)dist_rank());
-    int warmup = 3;
-    double *ms = xmalloc(sizeof(double) * (size_t)steps, "timings");
-    // The peak is probed before and after the steps: on a shared machine the two disagree when
-    // it was too busy to measure, and then no MFU is printed (fma_peak_mfu).
-    FmaPeak peak_before = fma_peak_measure();
-    double cpu_start = 0;
-    for (int i = 0; i < warmup + steps; i++) {
-        for (size_t j = 0; j < local; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
-        if (i == warmup) {  // account the timed steps only
-            r->model.profile = 1;
-            memset(r->model.phase_seconds, 0, sizeof r->model.phase_seconds);
-            r->comm_seconds = 0;
-            cpu_start = process_cpu_seconds();
-        }
-        run_step(r, x, y, i);
-        if (i >= warmup) ms[i - warmup] = r->ms;
-    }
-    double cpu_ms = 1000.0 * (process_cpu_seconds() - cpu_start) / steps;
-    // median by insertion sort (N is small)
-    for (int i = 1; i < steps; i++) {
-        double v = ms[i];
-        int j = i - 1;
-        while (j >= 0 && ms[j] > v) { ms[j + 1] = ms[j]; j--; }
-        ms[j + 1] = v;
-    }
-    double median = steps % 2 ? ms[steps / 2] : 0.5 * (ms[steps / 2 - 1] + ms[steps / 2]);
-    double flops = gpt_flops_per_step(&r->model, B, T);
-    double gflops = flops / (median / 1000.0) / 1e9;
-    FmaPeak peak_after = fma_peak_measure();
-    dist_sum_double(&peak_before.gflops, 1);  // with MPI, the ranks' cores together (each measures its own at once)
-    dist_sum_double(&peak_after.gflops, 1);
-    char peak_text[256];
-    double mfu = fma_peak_mfu(gflops, &peak_before, &peak_after, peak_text, sizeof peak_text);
-    static const char *const phase_names[PHASE_COUNT] = {"matmul_fwd", "matmul_bwd", "attention", "other", "optimizer"};
-    double total = 0;
-    for (int p = 0; p < PHASE_COUNT; p++) total += r->model.phase_seconds[p];
-    char workers[64];
-    if (dist_size() > 1) snprintf(workers, sizeof workers, "%d ranks x %d threads", dist_size(), thread_max());
-    else snprintf(workers, sizeof workers, "%d threads", thread_max());
-    printf("%s: %zu params, B=%d T=%d, %.2f GFLOP/step, %s, GEMM: %s\n%s\n", c->name,
-           r->model.n_params, B, T, flops / 1e9, workers, matmul_simd_path(), peak_text);
-    printf("phases (ms/step):");
-    for (int p = 0; p < PHASE_COUNT; p++)
-        printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * r->model.phase_seconds[p] / steps,
-               total > 0 ? 100.0 * r->model.phase_seconds[p] / total : 0.0);
-    printf("\n");
-    {
-        // The phases are worker 0's (one thread's share of the rows when the batch is split
-        // between threads): its FLOPs by phase (docs/PERFORMANCE.md, the FLOP count: the weights'
-        // products 2 FLOPs per weight and token forward, 4 backward; attention's two products
-        // over the pairs it computes, forward and backward) over its time, against one thread's
-        // share of the peak.
-        int n = r->model.n_workers < r->rows ? r->model.n_workers : r->rows;
-        int split = n >= 2 && thread_max() >= n;
-        double rows0 = split ? (double)(r->rows / n) : r->rows;
-        double mat = gpt_product_flops(&r->model, rows0, T);
-        double att = gpt_attention_flops(&r->model, rows0, T);
-        double per_thread_peak = peak_before.gflops > peak_after.gflops ? peak_before.gflops : peak_after.gflops;
-        per_thread_peak /= (split ? n : 1) * dist_size();
-        double fs[3] = {mat, 2 * mat, att};
-        printf("per thread (GFLOP/s):");
-        for (int p = 0; p < 3; p++) {
-            double g = r->model.phase_seconds[p] > 0 ? fs[p] * steps / r->model.phase_seconds[p] / 1e9 : 0;
-            printf(" %s %.1f", phase_names[p], g);
-            if (mfu >= 0) printf(" (%.0f%%)", 100 * g / per_thread_peak);
-        }
-        if (mfu >= 0) printf(", of a thread's share of the sustained peak, %.1f", per_thread_peak);
-        printf("\n");
-    }
-    if (dist_size() > 1) {
-        // the allreduce inside a step also waits for the slowest rank; time it alone as well
-        // (ranks lined up by a barrier, best of 10) for the network figures of DISTRIBUTED.md
-        double best = INFINITY;
-        for (int i = 0; i < 10; i++) {
-            dist_barrier();
-            double t0 = now_seconds();
-            dist_sum_real(r->model.grads, r->model.n_params);
-            double t = now_seconds() - t0;
-            dist_sum_double(&t, 1);  // the mean over the ranks
-            t /= dist_size();
-            if (t < best) best = t;
-        }
-        double mb = r->model.n_params * sizeof(real) / 1e6;
-        printf("data-parallel: %d ranks x %d rows, %d threads each; gradient allreduce of %zu floats (%.1f MB): "
-               "%.2f ms/step in training, %.2f ms alone (%.2f GB/s of buffer)\n", dist_size(), r->rows, thread_max(),
-               r->model.n_params, mb, 1000.0 * r->comm_seconds / steps, 1000.0 * best, mb / 1000.0 / best);
-    }
-    if (dist_is_root()) {   // sampling speed: 500 characters with the KV cache; the full recompute is timed on 50
-        Vocab vocab;
-        vocab.vocab_size = V;
-        vocab.chars = xmalloc(sizeof(uint32_t) * (size_t)V, "vocabulary");
-        for (int i = 0; i < V; i++) vocab.chars[i] = 0x21 + (uint32_t)i;
-        int prompt = 0;
-        Rng srng;
-        rng_seed(&srng, 7);
-        double t0 = now_seconds();
-        generate(&r->model, &vocab, &prompt, 1, 500, 1.0, 0, &srng, NULL);
-        double cached = 500 / (now_seconds() - t0);
-        t0 = now_seconds();
-        generate_full_window(&r->model, &vocab, &prompt, 1, 50, 1.0, 0, &srng, NULL);
-        double full = 50 / (now_seconds() - t0);
-        printf("sampling: %.0f tokens/s with the KV cache (500 characters), %.0f tokens/s recomputing the prefix for each (50)\n",
-               cached, full);
-        free(vocab.chars);
-    }
-    char mfu_text[16] = "n/a";  // the machine too busy to measure the peak
-    if (mfu >= 0) snprintf(mfu_text, sizeof mfu_text, "%.3f", mfu);
-    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s cpu_ms_per_step=%.2f\n",
-           c->name, median, ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, mfu_text, cpu_ms);
-    free(ms); free(x); free(y);
-}
-
-// ---------------------------------------------------------------------------------------------
 // the session: the runs trained side by side (one, or the variants of a comparison)
 
 #define ETA_WINDOW 50  // the time left is estimated from the last ETA_WINDOW - 1 step times
@@ -873,7 +704,9 @@ static void log_probe(Session *s, int i, long step) {
                           s->cfg->block_size, s->probe_text);
 }
 
-// One step of every run on the same batch. Returns whether it evaluated.
+// One step of every run on the same batch, as llm.c's loop has it: the next batch; for each run
+// its forward, backward (which stores every gradient, so none is zeroed first) and update; then
+// its evaluation and metrics row. Returns whether it evaluated.
 static int step_runs(Session *s, long step) {
     const Config *cfg = s->cfg;
     long done = step + 1;
@@ -888,12 +721,19 @@ static int step_runs(Session *s, long step) {
     double segment = now_seconds() - s->wall0;
     for (int i = 0; i < s->n_runs; i++) {
         Run *r = &s->runs[i];
+        size_t off = (size_t)r->row0 * r->cfg.block_size;
+        const int *x = s->b.x + off, *y = s->b.y + off;
         r->st.elapsed_s = r->elapsed_before + segment;  // as best.bin records it
-        if (run_advance(r, s->ds, &s->b, s->vocab, step, probe, eval) == RUN_DIVERGED) {
+        if (probe) run_probe(r, s->b.px, s->b.py, step, 1);
+        run_forward(r, x, y, step);
+        run_backward(r);
+        run_update(r, step);
+        if (r->bad_streak >= r->cfg.max_bad_steps) {
             char why[128];
             snprintf(why, sizeof why, "%d consecutive steps with a non-finite loss or gradient", r->bad_streak);
             stop_diverged(s, r, why);
         }
+        run_evaluate_and_log(r, s->ds, &s->b, s->vocab, done, eval);
         evaluated |= r->evaluated;
         if (s->cmp) {
             if (probe) log_probe(s, i, step);
@@ -1158,9 +998,9 @@ int main(int argc, char **argv) {
     setup_runs(&s, &cfg, &args, resume, init, &ds);
     int code = 0;
     if (args.dump_path) {
-        dump_state(&s.runs[0], &ds, args.dump_path);
+        run_dump_state(&s.runs[0], &ds, args.dump_path);
     } else if (args.bench_steps) {
-        bench(&s.runs[0], args.bench_steps);
+        run_bench(&s.runs[0], args.bench_steps);
     } else {
         claim_out_dirs(&s);
         start_training(&s);

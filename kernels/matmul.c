@@ -366,10 +366,36 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_
     }
 }
 
+// The clock of make bench's phases: the thread that started it adds up the seconds of its share
+// of every product (the other threads' shares run at the same time).
+static _Thread_local int t_clock_on;
+static _Thread_local double t_clock_seconds;
+
+void gemm_clock_start(void) {
+    t_clock_on = 1;
+    t_clock_seconds = 0;
+}
+void gemm_clock_stop(void) { t_clock_on = 0; }
+double gemm_clock_seconds(void) { return t_clock_seconds; }
+
+static void gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
+                       int accumulate, const GemmEpilogue *epi);
+
 // The one strided product behind the named ones: C (M,N) = A (M,K) B (K,N), A and B strided,
-// C(i,j) = C[i*ldc + j]; thread tid of nth computes its share of C.
+// C(i,j) = C[i*ldc + j]; thread tid of nth computes its share of C (timed on the clock's thread).
 static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
                       int accumulate, const GemmEpilogue *epi) {
+    if (!t_clock_on) {
+        gemm_share(tid, nth, M, N, K, A, B, C, ldc, accumulate, epi);
+        return;
+    }
+    double t0 = now_seconds();
+    gemm_share(tid, nth, M, N, K, A, B, C, ldc, accumulate, epi);
+    t_clock_seconds += now_seconds() - t0;
+}
+
+static void gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
+                       int accumulate, const GemmEpilogue *epi) {
     if (M <= 0 || N <= 0) return;
     // Split the longer side of C between the threads, in whole register tiles; each thread
     // packs what it needs itself. Every C element is summed over K in the same order whatever

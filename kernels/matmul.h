@@ -68,6 +68,13 @@ void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const rea
 // C's old value with MM_ADD): whatever the vector width, tile or thread count.
 #define GEMM_KC 256
 
+// The products' clock (make bench's phases): from gemm_clock_start on, the calling thread adds up
+// the wall-clock seconds of its share of every product it computes, until gemm_clock_stop; the
+// other threads are not timed.
+void gemm_clock_start(void);
+void gemm_clock_stop(void);
+double gemm_clock_seconds(void);
+
 // Name of the vector path compiled in (e.g. "avx512f, 16-wide float32 vectors, 12x2-vector
 // tiles", "portable C"), for --version and logs, and its width in float32 lanes (1 without).
 const char *matmul_simd_path(void);

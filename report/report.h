@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "base/config.h"
-#include "model.h"
+#include "run/probe.h"
 
 #define COMPARE_MAX_VARIANTS 4
 // report.html draws the attention maps of at most this many positions of the probe sequence: a

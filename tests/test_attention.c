@@ -21,6 +21,15 @@
 #include "base/rng.h"
 #include "test.h"
 #include "test_numeric.h"
+#include "run/probe.h"
+#include "run/workers.h"
+
+// A training pass: the batch's forward (split between the workers, if any) and its backward.
+static double train_pass(GPT *m, const int *x, const int *y, int B, int T) {
+    double loss = gpt_batch_forward(m, x, y, B, T);
+    gpt_batch_backward(m);
+    return loss;
+}
 
 static AttnSpec spec_of(real scale, AttnMask mask, SoftmaxAxis axis) {
     AttnSpec s = {scale, mask, axis, 0, NULL};
@@ -855,7 +864,7 @@ static void test_probe_statistics_come_from_the_definition(void) {
     CHECK_NEAR(ma.gnorm_wq, mean_gq, 1e-12);
     CHECK(ha[0].gnorm_wq != ha[0].gnorm_wk);
     // and the training passes of the two differ only by rounding
-    double la = gpt_forward_backward(&a, x, y, 2, 8), lb = gpt_forward_backward(&b, x, y, 2, 8);
+    double la = train_pass(&a, x, y, 2, 8), lb = train_pass(&b, x, y, 2, 8);
     CHECK_NEAR(la, lb, IS_F64 ? 1e-12 : 1e-5);
     // wq = wk = 0: uniform causal rows over t + 1 keys, t = 1..7
     for (int l = 0; l < 2; l++) {

@@ -12,12 +12,22 @@
 #include <unistd.h>
 
 #include "attention.h"
+#include "run/flops.h"
 #include "run/generate.h"
 #include "kernels/matmul.h"
 #include "model.h"
 #include "base/rng.h"
 #include "test.h"
 #include "test_numeric.h"
+#include "run/decode.h"
+#include "run/workers.h"
+
+// A training pass: the batch's forward (split between the workers, if any) and its backward.
+static double train_pass(GPT *m, const int *x, const int *y, int B, int T) {
+    double loss = gpt_batch_forward(m, x, y, B, T);
+    gpt_batch_backward(m);
+    return loss;
+}
 
 // ---- matmul ----
 typedef struct { int N, C, OC; real *inp, *w, *out, *R; } MatmulCtx;
@@ -270,8 +280,8 @@ static void test_batch_threads_match_one_thread(void) {
     build_twins(&one, 4, &split, 4, 9, x, y, 24);
     gpt_enable_batch_threads(&split, 2, 3, 8);  // 3 rows: shares of 1 and 2, weighted by rows
     CHECK(split.n_workers == 2);
-    double l1 = gpt_forward_backward(&one, x, y, 3, 8);
-    double l2 = gpt_forward_backward(&split, x, y, 3, 8);
+    double l1 = train_pass(&one, x, y, 3, 8);
+    double l2 = train_pass(&split, x, y, 3, 8);
     CHECK_NEAR(l2, l1, 1e-6 * fabs(l1));
     double num = 0, den = 0;
     for (size_t i = 0; i < one.n_params; i++) {
@@ -282,7 +292,7 @@ static void test_batch_threads_match_one_thread(void) {
     CHECK_MSG(den > 0 && sqrt(num / den) < 1e-5, "gradients differ by relative %.3g", sqrt(num / den));
     real *first = malloc(split.n_params * sizeof(real));
     memcpy(first, split.grads, split.n_params * sizeof(real));
-    double l3 = gpt_forward_backward(&split, x, y, 3, 8);
+    double l3 = train_pass(&split, x, y, 3, 8);
     CHECK(l3 == l2);
     CHECK(memcmp(first, split.grads, split.n_params * sizeof(real)) == 0);
     free(first);

@@ -7,6 +7,7 @@
 #include "report/report.h"
 #include "page_check.h"
 #include "test.h"
+#include "run/probe.h"
 
 #include <math.h>
 #include <stdio.h>
