@@ -132,7 +132,7 @@ $(OBJDIR)/f64/%.o: %.c | deps
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -DREAL_DOUBLE -c $< -o $@
 -include $(wildcard $(OBJDIR)/*.d $(OBJDIR)/*/*.d $(OBJDIR)/*/*/*.d)
 
-# The comparison's outputs (report/report.h): the log (compare_log.c) and its end (report.c), checked writing
+# The comparison's outputs (report/compare.h): the log (compare_log.c) and its end (report.c), checked writing
 # (writer.c), compare.csv, report.md and its reading, the SVG panels, report.html (report_html.c,
 # over report/html.c, the HTML writer the lab's pages use too).
 REPORT := report/report.c report/compare_log.c report/writer.c report/compare_csv.c report/report_md.c report/reading.c \
@@ -140,9 +140,10 @@ REPORT := report/report.c report/compare_log.c report/writer.c report/compare_cs
 REPORT_OBJ := $(REPORT:%.c=$(OBJDIR)/%.o)
 REPORT64_OBJ := $(REPORT:%.c=$(OBJDIR)/f64/%.o)
 
-# ./train: train.c (the command line and the modes) over run/run.c (one run's life), run/bench.c
-# (--bench), run/outdir.c (its output directory), run/stop.c (signals) and the comparison's report (REPORT)
-TRAIN_SRC := train.c run/run.c run/bench.c run/outdir.c run/stop.c $(REPORT) report/html.c
+# ./train: train.c (the modes) over run/args.c (the command line), run/run.c (one run's life),
+# run/bench.c (--bench), run/outdir.c (its output directory), run/stop.c (signals) and the
+# comparison's report (REPORT)
+TRAIN_SRC := train.c run/args.c run/run.c run/bench.c run/outdir.c run/stop.c $(REPORT) report/html.c
 TRAIN_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/%.o)
 train: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
