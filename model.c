@@ -253,9 +253,9 @@ static void qkv_backward(real *dinp, LayerParams *dP, AttnGradQKV d, const real 
 #pragma omp parallel if(par_worth(6.0 * N * C * C))
     {
         int tid = thread_index(), nth = thread_count();
-        matmul_backward_part(tid, nth, dinp, dP->wq, d.dq, inp, P->wq, N, C, C, GRAD_STORE, GRAD_STORE);
-        matmul_backward_part(tid, nth, dinp, dP->wk, d.dk, inp, P->wk, N, C, C, GRAD_ADD, GRAD_STORE);
-        matmul_backward_part(tid, nth, dinp, dP->wv, d.dv, inp, P->wv, N, C, C, GRAD_ADD, GRAD_STORE);
+        matmul_backward_part(tid, nth, (LinearGrads){dinp, dP->wq, GRAD_STORE, GRAD_STORE}, d.dq, inp, P->wq, N, C, C);
+        matmul_backward_part(tid, nth, (LinearGrads){dinp, dP->wk, GRAD_ADD, GRAD_STORE}, d.dk, inp, P->wk, N, C, C);
+        matmul_backward_part(tid, nth, (LinearGrads){dinp, dP->wv, GRAD_ADD, GRAD_STORE}, d.dv, inp, P->wv, N, C, C);
     }
 }
 

@@ -566,9 +566,10 @@ static void dS_row(real *pb, real *dsb, int r, int t, int klo, int khi, int T, c
 // One head, as forward_head; dq, dk, dv receive the head's gradients (GRAD_ADD: onto them).
 // Query blocks outer: for a block of QB rows, S and dP of every key block the rows see are taken
 // first (a strip of blocks, QB x KB each), then each row's P, D and dS, then the products.
-static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const real *doh, const real *stat,
-                          const real *qh, const real *kh, const real *vh, int T, int C, int hd, const AttnSpec *spec,
-                          GradWrite write) {
+static void backward_head(AttnGradQKV dh, real *scratch, const real *doh, const real *stat, AttnQKV h, int T, int C,
+                          int hd, const AttnSpec *spec, GradWrite write) {
+    real *dqh = dh.dq, *dkh = dh.dk, *dvh = dh.dv;
+    const real *qh = h.q, *kh = h.k, *vh = h.v;
     int ldk = padded_keys(T), nblk = strip_blocks(T);
     real *kt = scratch, *vt = kt + (size_t)hd * ldk;
     real *pb = vt + (size_t)hd * ldk, *dsb = pb + (size_t)nblk * QB * KB;  // the strip's P and dS blocks
@@ -671,9 +672,9 @@ void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 size_t off = (size_t)b * T * C + (size_t)h * hd;
-                backward_head(grad.dq + off, grad.dk + off, grad.dv + off, mine, dout + off,
-                              stat + 2 * ((size_t)b * NH + h) * T, in.q + off, in.k + off, in.v + off, T, C, hd, spec,
-                              write);
+                backward_head((AttnGradQKV){grad.dq + off, grad.dk + off, grad.dv + off}, mine, dout + off,
+                              stat + 2 * ((size_t)b * NH + h) * T, (AttnQKV){in.q + off, in.k + off, in.v + off}, T, C,
+                              hd, spec, write);
             }
     }
 }

@@ -56,12 +56,16 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
 void matmul_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC, const GemmEpilogue *epi);
 void matmul_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
                          int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write, const GemmEpilogue *dinp_epi);
-void matmul_backward_epi_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
-                              const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write,
-                              const GemmEpilogue *dinp_epi);
-
-void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
-                          const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write);
+// The share of thread tid of nth of a linear layer's backward, inside a parallel region: the
+// gradients g, either NULL to skip it, each added onto (GRAD_ADD) or stored.
+typedef struct {
+    real *dinp, *dweight;                 // (N,C), (C,OC)
+    GradWrite dinp_write, dweight_write;
+} LinearGrads;
+void matmul_backward_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight, int N,
+                          int C, int OC);
+void matmul_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight,
+                              int N, int C, int OC, const GemmEpilogue *dinp_epi);
 
 // Every element of C is one chain of fused multiply-adds over k in increasing order within each
 // block of GEMM_KC depths, started from zero, and the blocks' sums are added onto C in order (onto

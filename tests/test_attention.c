@@ -421,8 +421,9 @@ static double max_abs(const double *b, size_t n) {
 // L = m + log l as its parts {m, 1 / l}, and the gradients given dO, added onto g0 (GRAD_ADD).
 typedef struct { double *O, *L, *dQ, *dK, *dV; } Exact;  // L (B,NH,T,2): {m, 1 / l} per row
 
-static void exact_attention(Exact *e, const real *q, const real *k, const real *v, const real *dout, const real *g0,
-                            int B, int T, int C, int NH, double scale, int W) {
+static void exact_attention(Exact *e, AttnQKV in, const real *dout, const real *g0, int B, int T, int C, int NH,
+                            double scale, int W) {
+    const real *q = in.q, *k = in.k, *v = in.v;
     int hd = C / NH;
     size_t n = (size_t)B * T * C;
     e->O = calloc(n, sizeof(double)); e->dQ = calloc(n, sizeof(double));
@@ -543,7 +544,7 @@ static void test_attention_engine_equals_definition(void) {
         real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
         real *dout = randn_array(n, &rng, 1), *dq_start = randn_array(n, &rng, 1);
         Exact ex;
-        exact_attention(&ex, q, k, v, dout, dq_start, B, T, C, NH, spec.scale, spec.window);
+        exact_attention(&ex, (AttnQKV){q, k, v}, dout, dq_start, B, T, C, NH, spec.scale, spec.window);
         const double *exact[5] = {ex.L, ex.O, ex.dQ, ex.dK, ex.dV};
         real *scratch = zeros(attention_scratch_size(T, hd) * 4);
         // the definition: forward, then the gradients added onto dq_start (GRAD_ADD)
