@@ -97,7 +97,7 @@ $(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BUILD_ID)" ] || ec
 CORE_OBJ := $(CORE:%.c=$(OBJDIR)/%.o)
 CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
 # the lab's step-through pages (./lab examples --html FILE) and the HTML writer they use
-PAGES := report/html.c teach/lab_pages.c
+PAGES := report/html.c teach/lab_pages.c teach/mistakes_page.c teach/online_page.c
 PAGES_OBJ := $(PAGES:%.c=$(OBJDIR)/%.o)
 # ./sample --explain: the measures and their page
 EXPLAIN := teach/explain.c teach/explain_page.c
