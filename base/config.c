@@ -805,3 +805,20 @@ void config_print_reference(FILE *f, int markdown) {
         fprintf(f, "  %-*s  %-*s  %-*s  %-*s  %s\n", wk, CONFIG_KEYS[i].key, wt, type_name(CONFIG_KEYS[i].type), wd, defaults[i],
                 wr, ranges[i], CONFIG_KEYS[i].help);
 }
+
+int config_names_value(const char *key, const char *value) {
+    int row = config_find_key(key);
+    if (row < 0) return 0;
+    if (!value) return 1;
+    const KeySpec *k = &CONFIG_KEYS[row];
+    if (k->enums) {
+        for (int i = 0; k->enums[i]; i++)
+            if (strcmp(k->enums[i], value) == 0) return 1;
+        return 0;
+    }
+    Config c;
+    config_defaults(&c);
+    char arg[MAX_KEY_CHARS + 512], err[512];
+    snprintf(arg, sizeof arg, "%s=%s", key, value);
+    return config_apply_override(&c, arg, err, sizeof err);
+}
