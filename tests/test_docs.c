@@ -425,8 +425,8 @@ static void test_docs_path_check_catches_a_missing_path(void) {
 
 // Every `section.key` and `section.key=VALUE` of a backticked span (and of a command line in a
 // fenced block) names a key of base/config_keys.c, and its VALUE one the key takes under its
-// current name; an upper-case VALUE is a placeholder (S, N, DIR), and a name whose last part is a
-// file extension is a file (model.c).
+// current name; a VALUE with an upper-case letter is a placeholder (S, DIR, 4096/T), and a name
+// whose last part is a file extension is a file (model.c).
 static int is_config_section(const char *s, size_t n) {
     static const char *const sections[] = {"model", "train", "data", "log", "sample"};
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
@@ -459,8 +459,8 @@ static int check_config_names(const char *doc, const char *line, int lineno, int
                    p[v + n] != ';' && p[v + n] != '|' && n + 1 < sizeof value)
                 n++;
             snprintf(value, sizeof value, "%.*s", (int)n, p + v);
-            int placeholder = n > 0;
-            for (size_t i = 0; i < n; i++) placeholder &= isupper((unsigned char)value[i]) || value[i] == '_';
+            int placeholder = 0;  // S, N, DIR, 4096/T: no value of the table has an upper-case letter
+            for (size_t i = 0; i < n; i++) placeholder |= isupper((unsigned char)value[i]);
             if (placeholder || n == 0) has_value = 0;
         }
         (*checked)++;
