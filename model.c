@@ -140,7 +140,7 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
 // dGELU/dx = Phi(x) + x phi(x), with phi the standard normal density.
 // The forward also writes dGELU/dx into dgelu (which may be inp itself: each value is read
 // before it is overwritten). Backward then needs one multiply per value: Phi is the forward's
-// erf anyway, and computing erf again in backward was most of GELU's time.
+// erf anyway, and computing erf again in the backward would be most of GELU's time.
 // The if clause names `parallel`: unnamed, it applies to the simd part too (OpenMP 5.0), and a
 // loop too short for threads then ran unvectorised (generation's one position).
 #define INV_SQRT2 0.7071067811865476

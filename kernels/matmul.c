@@ -321,7 +321,7 @@ static void gemm_block(CBlock blk, int K, Strided a_op, Strided b_op, real *C, l
     // last, partial sliver is packed (with its zero rows). A transposed A (the weight gradients'
     // X^T) is packed: in place, the MR values of each depth sit a row of X apart, 0.5-6 KB, and
     // lines at such strides fall into a few L1 sets and evict each other every sliver
-    // (docs/PERFORMANCE.md has the timings).
+    // (docs/PERFORMANCE.md, the GEMM).
     const int direct_a = VEC_BYTES && a_cs == 1;
     for (int j0 = j_lo; j0 < j_hi; j0 += NC) {
         int nc = j_hi - j0 < NC ? j_hi - j0 : NC;

@@ -148,10 +148,10 @@ void run_bench(Run *r, int steps) {
     printf("\n");
     {
         // The products and attention are worker 0's (one thread's share of the rows when the
-        // batch is split between threads): its FLOPs by phase (docs/PERFORMANCE.md, the FLOP count: the weights'
-        // products 2 FLOPs per weight and token forward, 4 backward; attention's two products
-        // over the pairs it computes, forward and backward) over its time, against one thread's
-        // share of the peak.
+        // batch is split between threads): its FLOPs by phase (docs/PERFORMANCE.md, the FLOP
+        // count: the weights' products 2 FLOPs per weight and token forward, 4 backward;
+        // attention's two products over the pairs it computes, forward and backward) over its
+        // time, against one thread's share of the peak.
         int n = r->model.n_workers < r->rows ? r->model.n_workers : r->rows;
         int split = n >= 2 && thread_max() >= n;
         double rows0 = split ? (double)(r->rows / n) : r->rows;

@@ -261,7 +261,6 @@ static const char *const RUN_OUTPUTS[] = {"metrics.csv", "attention.csv", "compa
                                           "scaling.svg", "compare.svg", "summary.json", "checkpoint.bin"};
 // the files of other projects that the docs cite by name
 static const char *const ELSEWHERE[] = {
-    "train_gpt2.c",  // llm.c's trainer, docs/PERFORMANCE.md's comparison
     "model.py",      // nanoGPT's model, which loads an exported safetensors file (README)
     "prepare.py",    // nanoGPT's data preparation, whose vocabulary docs/FORMAT.md cites
 };
