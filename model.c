@@ -1,7 +1,8 @@
-// model.c: the GPT around the attention: embeddings, LayerNorm, MLP, residuals, the tied LM
-// head, cross-entropy, and AdamW. Each layer is a *_forward / *_backward pair in the style of
-// llm.c; backward passes accumulate (+=) into gradients, or overwrite them (GRAD_STORE) where the
-// training step's backward is the only writer of a buffer.
+// model.c: the GPT around the attention: its parameters, embeddings, LayerNorm, MLP, residuals,
+// the tied LM head, cross-entropy, the forward and backward passes, and AdamW. Each layer is a
+// *_forward / *_backward pair in the style of llm.c; backward passes accumulate (+=) into
+// gradients, or overwrite them (GRAD_STORE) where the training step's backward is the only
+// writer of a buffer.
 #include "model.h"
 
 #include <math.h>
@@ -12,8 +13,8 @@
 #include <omp.h>
 #endif
 
-#include "kernels/fastmath.h"
-#include "kernels/matmul.h"
+#include "kernels/fastmath.h"  // vectorisable exp and erf: GELU, the loss
+#include "kernels/matmul.h"    // the products of every linear layer and their epilogues
 
 #define GRAD_NORM_CHUNK 16384  // fixed chunking makes the norm independent of the thread count
 
