@@ -82,10 +82,10 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 
 # The library every program links: the ground (base/), the kernels, the lesson's definition and
 # model (the top level), and the run's files that the programs share.
-BASE := base/common.c base/outfile.c base/dist.c base/rng.c base/data.c base/config.c
+BASE := base/common.c base/outfile.c base/dist.c base/rng.c base/data.c base/config_keys.c base/config.c
 KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c
 LESSON := attention.c attention_stats.c model.c
-CORE := $(BASE) $(KERNELS) $(LESSON) run/checkpoint.c run/safetensors.c run/generate.c report/attention_map.c teach/lab_core.c
+CORE := $(BASE) $(KERNELS) $(LESSON) run/checkpoint.c run/safetensors.c run/generate.c run/decode.c run/probe.c run/workers.c run/flops.c report/attention_map.c teach/lab_core.c
 # every header of the tree, for the rules that are not compiled through the dependency files
 CORE_H := $(wildcard *.h */*.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
@@ -97,7 +97,7 @@ $(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BUILD_ID)" ] || ec
 CORE_OBJ := $(CORE:%.c=$(OBJDIR)/%.o)
 CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
 # the lab's step-through pages (./lab examples --html FILE) and the HTML writer they use
-PAGES := report/html.c teach/lab_pages.c
+PAGES := report/html.c teach/lab_pages.c teach/mistakes_page.c teach/online_page.c
 PAGES_OBJ := $(PAGES:%.c=$(OBJDIR)/%.o)
 # ./sample --explain: the measures and their page
 EXPLAIN := teach/explain.c teach/explain_page.c
@@ -132,7 +132,7 @@ $(OBJDIR)/f64/%.o: %.c | deps
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -DREAL_DOUBLE -c $< -o $@
 -include $(wildcard $(OBJDIR)/*.d $(OBJDIR)/*/*.d $(OBJDIR)/*/*/*.d $(OBJDIR)/*/*/*/*.d)
 
-# The comparison's outputs (report/report.h): the log (compare_log.c) and its end (report.c), checked writing
+# The comparison's outputs (report/compare.h): the log (compare_log.c) and its end (report.c), checked writing
 # (writer.c), compare.csv, report.md and its reading, the SVG panels, report.html (report_html.c,
 # over report/html.c, the HTML writer the lab's pages use too).
 REPORT := report/report.c report/compare_log.c report/writer.c report/compare_csv.c report/report_md.c report/reading.c \
@@ -140,9 +140,10 @@ REPORT := report/report.c report/compare_log.c report/writer.c report/compare_cs
 REPORT_OBJ := $(REPORT:%.c=$(OBJDIR)/%.o)
 REPORT64_OBJ := $(REPORT:%.c=$(OBJDIR)/f64/%.o)
 
-# ./train: train.c (the command line and the modes) over run/run.c (one run's life), run/outdir.c (its
-# output directory), run/stop.c (signals) and the comparison's report (REPORT)
-TRAIN_SRC := train.c run/run.c run/outdir.c run/stop.c $(REPORT) report/html.c
+# ./train: train.c (the modes) over run/args.c (the command line), run/run.c (one run's life),
+# run/bench.c (--bench), run/outdir.c (its output directory), run/stop.c (signals) and the
+# comparison's report (REPORT)
+TRAIN_SRC := train.c run/args.c run/run.c run/bench.c run/outdir.c run/stop.c $(REPORT) report/html.c
 TRAIN_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/%.o)
 train: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)

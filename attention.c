@@ -47,13 +47,6 @@ void softmax_backward(real *ds, const real *dp, const real *p, int n) {
 // ---------------------------------------------------------------------------------------------
 // one head
 
-// Whether S[t][u] is replaced by the mask: the entries above the diagonal, unless there is none,
-// and under a window of W (with the causal mask) the keys W or more positions back.
-static int masked(const AttnSpec *spec, int t, int u) {
-    if (spec->mask == ATTN_MASK_NONE) return 0;
-    return u > t || (spec->mask == ATTN_MASK_CAUSAL && spec->window > 0 && u <= t - spec->window);
-}
-
 // out and the inputs q, k, v are (B,T,C); att is (B,NH,T,T)
 void attention_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShape shape, const AttnSpec *spec,
                        AttnStats *stats) {
@@ -80,7 +73,7 @@ void attention_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShap
             // mistake "zero" writes 0 above the diagonal instead)
             for (int t = 0; t < T; t++)
                 for (int u = 0; u < T; u++)
-                    if (masked(spec, t, u)) S[t * T + u] = spec->mask == ATTN_MASK_ZERO ? 0 : -INFINITY;
+                    if (attention_masked(spec, t, u)) S[t * T + u] = spec->mask == ATTN_MASK_ZERO ? 0 : -INFINITY;
 
             // knockout: one key of each row removed (S = -inf), so the rest renormalise
             if (spec->knockout)
@@ -189,7 +182,7 @@ void attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const
             // passes through them (under -inf, P = 0 there and dS is already 0)
             for (int t = 0; t < T; t++)
                 for (int u = 0; u < T; u++)
-                    if (masked(spec, t, u)) dS[t * T + u] = 0;
+                    if (attention_masked(spec, t, u)) dS[t * T + u] = 0;
 
             // dQ = scale * dS K: dQ[t][i] = scale * sum_u dS[t][u] K[u][i]
             for (int t = 0; t < T; t++) {

@@ -126,18 +126,32 @@ size_t attention_decode_scratch_reals(int T);
 // ---- statistics (attention_stats.c) ----
 // Statistics of one row of weights p over n visible keys (n >= 2): entropy (nats) and max.
 void attention_row_stats(const real *p, int n, double *entropy, double *max_weight);
-// Add one head's forward statistics: scores S and weights P are (T,T); visible(t, u) as masked.
+// Add one head's forward statistics: scores S and weights P are (T,T), over the keys the mask leaves.
 void attention_stats_forward(AttnStats *st, const real *scores, const real *weights, int T, const AttnSpec *spec);
 // Add one head's backward statistics from dP and dS (T,T); row_gain (T, may be NULL) per row.
 void attention_stats_backward(AttnStats *st, real *row_gain, const real *dweights, const real *dscores, int T,
                               const AttnSpec *spec);
-// Whether query t sees key u under the mask (a "zero"-masked future key is seen: it keeps weight;
-// under a window of W the causal mask also hides the keys u <= t - W).
-int attention_visible(const AttnSpec *spec, int t, int u);
-// The first key query t sees: t - W + 1 under a window of W (0 if that is negative), else 0.
-int attention_first_key(const AttnSpec *spec, int t);
+// ---- the mask, the one test of which keys a query sees (the definition, the statistics and the
+// engine all ask it) ----
+// The first key query t sees: t - W + 1 under a window of W with the causal mask (0 if that is
+// negative), else 0.
+static inline int attention_first_key(const AttnSpec *spec, int t) {
+    return spec->mask == ATTN_MASK_CAUSAL && spec->window > 0 && t - spec->window + 1 > 0 ? t - spec->window + 1 : 0;
+}
+// Whether S[t][u] is replaced by the mask (-inf, or 0 for the "zero" mistake): the entries above
+// the diagonal unless there is no mask, and under a window the keys before attention_first_key.
+static inline int attention_masked(const AttnSpec *spec, int t, int u) {
+    return spec->mask != ATTN_MASK_NONE && (u > t || u < attention_first_key(spec, t));
+}
+// Whether query t sees key u: every key it is not masked from, and under the "zero" mistake the
+// future keys too (their score 0 keeps some weight).
+static inline int attention_visible(const AttnSpec *spec, int t, int u) {
+    return spec->mask != ATTN_MASK_CAUSAL || !attention_masked(spec, t, u);
+}
 // Keys query t sees, from attention_first_key on: t + 1 under the causal mask (min(t + 1, W) under
 // a window of W), T otherwise.
-int attention_visible_keys(const AttnSpec *spec, int t, int T);
+static inline int attention_visible_keys(const AttnSpec *spec, int t, int T) {
+    return spec->mask == ATTN_MASK_CAUSAL ? t + 1 - attention_first_key(spec, t) : T;
+}
 
 #endif

@@ -13,18 +13,6 @@
 
 #include <math.h>
 
-int attention_first_key(const AttnSpec *spec, int t) {
-    return spec->mask == ATTN_MASK_CAUSAL && spec->window > 0 && t - spec->window + 1 > 0 ? t - spec->window + 1 : 0;
-}
-
-int attention_visible(const AttnSpec *spec, int t, int u) {
-    return spec->mask != ATTN_MASK_CAUSAL || (u <= t && u >= attention_first_key(spec, t));
-}
-
-int attention_visible_keys(const AttnSpec *spec, int t, int T) {
-    return spec->mask == ATTN_MASK_CAUSAL ? t + 1 - attention_first_key(spec, t) : T;
-}
-
 void attention_row_stats(const real *p, int n, double *entropy, double *max_weight) {
     double h = 0.0, m = 0.0;
     for (int i = 0; i < n; i++) {
@@ -41,7 +29,7 @@ void attention_stats_forward(AttnStats *st, const real *scores, const real *weig
     for (int t = 0; t < T; t++) {
         // the scores computed from Q K^T: the ones the mask did not replace
         for (int u = 0; u < T; u++) {
-            if (spec->mask != ATTN_MASK_NONE && (u > t || u < attention_first_key(spec, t))) continue;
+            if (attention_masked(spec, t, u)) continue;
             double x = scores[t * T + u];
             st->score_n += 1;
             st->score_sum += x;

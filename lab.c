@@ -694,11 +694,9 @@ static int cmd_gradcheck(int argc, char **argv) {
             "(limit %.0f MiB): use a small model", d.n_layer, d.n_embd, d.block_size, GRADCHECK_MAX_BYTES / 1048576.0);
     int per_tensor = samples >= 0 ? (int)samples : n_params <= GRADCHECK_ALL_BELOW ? 0 : GRADCHECK_SAMPLES;
 
-    double scale = cfg.attn_scale;
     int init = strcmp(cfg.init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2;
     GPT m;
-    gpt_build(&m, &d, (real)scale, B, T);
-    gpt_set_attention(&m, attention_setup(&cfg));
+    gpt_build(&m, &d, attention_setup(&cfg), B, T);
     Rng rng;
     rng_seed(&rng, (uint64_t)cfg.seed);
     gpt_init(&m, init, &rng);
@@ -711,7 +709,7 @@ static int cmd_gradcheck(int argc, char **argv) {
     printf("gradient check [%s]: n_layer %d, n_head %d, n_embd %d, block_size %d, vocab %d\n", REAL_NAME, d.n_layer,
            d.n_head, d.n_embd, d.block_size, d.vocab_size);
     printf("init %s, attn_scale %s (%.6g), train.seed %d; %zu parameters, %zu checked (%s)\n", cfg.init,
-           cfg.attn_scale_str, scale, cfg.seed, n_params, checked,
+           cfg.attn_scale_str, cfg.attn_scale, cfg.seed, n_params, checked,
            per_tensor == 0 ? "every element" : "a seeded sample per tensor");
     printf("attention: mask %s, softmax over %s, %s", cfg.attn_mask, cfg.softmax_axis,
            cfg.attn_window > 0 ? "window of " : "every earlier key\n");

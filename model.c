@@ -1,7 +1,8 @@
-// model.c: the GPT around the attention: embeddings, LayerNorm, MLP, residuals, the tied LM
-// head, cross-entropy, and AdamW. Each layer is a *_forward / *_backward pair in the style of
-// llm.c; backward passes accumulate (+=) into gradients, or overwrite them (GRAD_STORE) where the
-// training step's backward is the only writer of a buffer.
+// model.c: the GPT around the attention: its parameters, embeddings, LayerNorm, MLP, residuals,
+// the tied LM head, cross-entropy, the forward and backward passes, and AdamW. Each layer is a
+// *_forward / *_backward pair in the style of llm.c; backward passes accumulate (+=) into
+// gradients, or overwrite them (GRAD_STORE) where the training step's backward is the only
+// writer of a buffer.
 #include "model.h"
 
 #include <math.h>
@@ -12,8 +13,8 @@
 #include <omp.h>
 #endif
 
-#include "kernels/fastmath.h"
-#include "kernels/matmul.h"
+#include "kernels/fastmath.h"  // vectorisable exp and erf: GELU, the loss
+#include "kernels/matmul.h"    // the products of every linear layer and their epilogues
 
 #define GRAD_NORM_CHUNK 16384  // fixed chunking makes the norm independent of the thread count
 
@@ -140,7 +141,7 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
 // dGELU/dx = Phi(x) + x phi(x), with phi the standard normal density.
 // The forward also writes dGELU/dx into dgelu (which may be inp itself: each value is read
 // before it is overwritten). Backward then needs one multiply per value: Phi is the forward's
-// erf anyway, and computing erf again in backward was most of GELU's time.
+// erf anyway, and computing erf again in the backward would be most of GELU's time.
 // The if clause names `parallel`: unnamed, it applies to the simd part too (OpenMP 5.0), and a
 // loop too short for threads then ran unvectorised (generation's one position).
 #define INV_SQRT2 0.7071067811865476
@@ -253,9 +254,9 @@ static void qkv_backward(real *dinp, LayerParams *dP, AttnGradQKV d, const real 
 #pragma omp parallel if(par_worth(6.0 * N * C * C))
     {
         int tid = thread_index(), nth = thread_count();
-        matmul_backward_part(tid, nth, dinp, dP->wq, d.dq, inp, P->wq, N, C, C, GRAD_STORE, GRAD_STORE);
-        matmul_backward_part(tid, nth, dinp, dP->wk, d.dk, inp, P->wk, N, C, C, GRAD_ADD, GRAD_STORE);
-        matmul_backward_part(tid, nth, dinp, dP->wv, d.dv, inp, P->wv, N, C, C, GRAD_ADD, GRAD_STORE);
+        matmul_backward_part(tid, nth, (LinearGrads){dinp, dP->wq, GRAD_STORE, GRAD_STORE}, d.dq, inp, P->wq, N, C, C);
+        matmul_backward_part(tid, nth, (LinearGrads){dinp, dP->wk, GRAD_ADD, GRAD_STORE}, d.dk, inp, P->wk, N, C, C);
+        matmul_backward_part(tid, nth, (LinearGrads){dinp, dP->wv, GRAD_ADD, GRAD_STORE}, d.dv, inp, P->wv, N, C, C);
     }
 }
 
@@ -457,13 +458,12 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out) 
 
 // shared_params: NULL for a model of its own, else the master's parameters (a batch worker,
 // which then has no optimizer state).
-static void build(GPT *m, const ModelDims *d, real attn_scale, int B, int T, real *shared_params) {
+static void build(GPT *m, const ModelDims *d, AttnSetup attn, int B, int T, real *shared_params) {
     memset(m, 0, sizeof *m);
     m->dims = *d;
-    m->attn = (AttnSpec){attn_scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL};
-    m->attn_impl = &attention_engine;
+    m->attn = attn.spec;
+    m->attn_impl = attn.impl;
     m->head_dim = d->n_embd / d->n_head;
-    m->phase_current = PHASE_NONE;
     int L = d->n_layer, NH = d->n_head;
 
     m->n_tensors = n_tensors(d);
@@ -542,18 +542,10 @@ static void prepare_pass(GPT *m, const AttentionImpl *impl, int B, int T) {
     if (m->collect_stats) grow(&m->row_gain, &m->row_gain_reals, (size_t)L * B * T * NH, "row gains");
 }
 
-void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T) { build(m, d, attn_scale, B, T, NULL); }
+void gpt_build(GPT *m, const ModelDims *d, AttnSetup attn, int B, int T) { build(m, d, attn, B, T, NULL); }
 
-void gpt_enable_batch_threads(GPT *m, int n_threads, int B, int T) {
-    if (n_threads > B) n_threads = B;
-    if (n_threads < 2 || m->n_workers) return;
-    m->workers = xcalloc((size_t)n_threads, sizeof(GPT), "batch workers");
-    m->n_workers = n_threads;
-    int rows = (B + n_threads - 1) / n_threads;  // the largest share
-    for (int i = 0; i < n_threads; i++) {
-        build(&m->workers[i], &m->dims, m->attn.scale, rows, T, m->params);
-        gpt_set_attention(&m->workers[i], (AttnSetup){m->attn, m->attn_impl});
-    }
+void gpt_build_worker(GPT *w, const GPT *m, int B, int T) {
+    build(w, &m->dims, (AttnSetup){m->attn, m->attn_impl}, B, T, m->params);
 }
 
 // index of `name` in the NULL-terminated `names`; config_finalize has checked that it is there
@@ -575,6 +567,10 @@ AttnSetup attention_setup(const Config *cfg) {
     return a;
 }
 
+AttnSetup attention_causal(real scale) {
+    return (AttnSetup){{scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, &attention_engine};
+}
+
 void gpt_set_attention(GPT *m, AttnSetup setup) {
     m->attn_impl = setup.impl;
     m->attn = setup.spec;
@@ -583,19 +579,22 @@ void gpt_set_attention(GPT *m, AttnSetup setup) {
 
 int gpt_attention_falls_back(const GPT *m) { return !m->attn_impl->supports(&m->attn); }
 
+const AttentionImpl *gpt_decoding_attention(const GPT *m) {
+    return attention_engine.supports(&m->attn) ? &attention_engine : &attention_definition;
+}
+
 // What a pass runs, decided here only.
 typedef enum {
     PASS_MODEL,    // training, evaluation, statistics: the model's implementation
     PASS_PREFILL,  // decoding's prefill: rows that the same implementation's decode step continues bit for bit
 } PassKind;
 
-// For a prefill (and the decode steps after it) the engine when it computes the model's spec
-// (decoding runs only causal models), else the definition (a window); for the other passes the
+// For a prefill (and the decode steps after it) gpt_decoding_attention; for the other passes the
 // model's implementation, unless the pass collects statistics or keeps the weights P (the maps:
 // both the definition's) or the
 // implementation cannot compute the model's spec: the definition (attention.c) then runs.
 static const AttentionImpl *attention_for_pass(const GPT *m, PassKind pass) {
-    if (pass == PASS_PREFILL) return attention_engine.supports(&m->attn) ? &attention_engine : &attention_definition;
+    if (pass == PASS_PREFILL) return gpt_decoding_attention(m);
     if (((m->collect_stats || m->keep_weights) && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn) || m->attn_knockout)
         return &attention_definition;
     return m->attn_impl;
@@ -660,18 +659,6 @@ void gpt_init(GPT *m, int init_scheme, Rng *rng) {
 // ---------------------------------------------------------------------------------------------
 // forward and backward
 
-void gpt_phase(GPT *m, int phase) {
-    if (!m->profile) return;
-    double t = now_seconds();
-    if (m->phase_current != PHASE_NONE) m->phase_seconds[m->phase_current] += t - m->phase_start;
-    m->phase_start = t;
-    m->phase_current = phase;
-}
-
-// Each layer call of a pass runs in its phase of make bench's breakdown: TIMED switches the
-// phase clock of the model m in scope (gpt_phase, a no-op unless profiling), then makes the call.
-#define TIMED(phase, ...) (gpt_phase(m, PHASE_##phase), __VA_ARGS__)
-
 static double forward(GPT *m, const int *inputs, const int *targets, int B, int T, PassKind pass) {
     if (B > m->B || T > m->T || T > m->dims.block_size)
         die(EXIT_RUNTIME, "internal: batch (%d,%d) exceeds capacity (%d,%d)", B, T, m->B, m->T);
@@ -680,13 +667,14 @@ static double forward(GPT *m, const int *inputs, const int *targets, int B, int 
     // activations are laid out for the capacity (m->B, m->T) but used densely for (B, T)
     m->cur_B = B;
     m->cur_T = T;
+    m->split_B = 0;
     memcpy(m->inputs, inputs, (size_t)N * sizeof(int));
     if (targets) memcpy(m->targets, targets, (size_t)N * sizeof(int));
     if (m->collect_stats) memset(m->attn_stats, 0, (size_t)L * NH * sizeof(AttnStats));
     m->pass_attn = attention_for_pass(m, pass);
     prepare_pass(m, m->pass_attn, B, T);
 
-    TIMED(OTHER, encoder_forward(m->acts.encoded, inputs, m->p.wte, m->p.wpe, B, T, C));
+    encoder_forward(m->acts.encoded, inputs, m->p.wte, m->p.wpe, B, T, C);
     const real *residual = m->acts.encoded;
     for (int l = 0; l < L; l++) {
         LayerParams *P = &m->p.layers[l];
@@ -695,26 +683,25 @@ static double forward(GPT *m, const int *inputs, const int *targets, int B, int 
         AttnSpec spec = layer_spec(m, l, B, T);
         // attention branch: res2 = residual + attention(ln1 Wq, ln1 Wk, ln1 Wv) Wo, the residual
         // added by the product's epilogue
-        TIMED(OTHER, layernorm_forward(A->ln1, A->ln1_mean, A->ln1_rstd, residual, P->ln1_w, P->ln1_b, N, C));
-        TIMED(MATMUL_FWD, qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C));
-        TIMED(ATTENTION, m->pass_attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
-                                               (AttnShape){B, T, C, NH}, &spec, stats));
-        TIMED(MATMUL_FWD, matmul_forward_epi(A->res2, A->atty, P->wo, N, C, C, &(GemmEpilogue){epi_residual, residual, residual}));
+        layernorm_forward(A->ln1, A->ln1_mean, A->ln1_rstd, residual, P->ln1_w, P->ln1_b, N, C);
+        qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
+        m->pass_attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
+                                               (AttnShape){B, T, C, NH}, &spec, stats);
+        matmul_forward_epi(A->res2, A->atty, P->wo, N, C, C, &(GemmEpilogue){epi_residual, residual, residual});
         // MLP branch: res3 = res2 + GELU(ln2 W_fc) W_proj; x = ln2 W_fc is not needed after
         // GELU(x): GELU'(x) replaces it, all backward needs
-        TIMED(OTHER, layernorm_forward(A->ln2, A->ln2_mean, A->ln2_rstd, A->res2, P->ln2_w, P->ln2_b, N, C));
-        TIMED(MATMUL_FWD, matmul_forward_epi(A->fc_dgelu, A->ln2, P->w_fc, N, C, 4 * C,
-                                             &(GemmEpilogue){epi_gelu, &(GeluOut){A->fch_gelu}, A->fch_gelu}));
-        TIMED(MATMUL_FWD, matmul_forward_epi(A->res3, A->fch_gelu, P->w_proj, N, 4 * C, C,
-                                             &(GemmEpilogue){epi_residual, A->res2, A->res2}));
+        layernorm_forward(A->ln2, A->ln2_mean, A->ln2_rstd, A->res2, P->ln2_w, P->ln2_b, N, C);
+        matmul_forward_epi(A->fc_dgelu, A->ln2, P->w_fc, N, C, 4 * C,
+                                             &(GemmEpilogue){epi_gelu, &(GeluOut){A->fch_gelu}, A->fch_gelu});
+        matmul_forward_epi(A->res3, A->fch_gelu, P->w_proj, N, 4 * C, C,
+                                             &(GemmEpilogue){epi_residual, A->res2, A->res2});
         residual = A->res3;
     }
-    TIMED(OTHER, layernorm_forward(m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd, residual, m->p.lnf_w, m->p.lnf_b,
-                                   N, C));
+    layernorm_forward(m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd, residual, m->p.lnf_w, m->p.lnf_b,
+                                   N, C);
     // tied LM head: logits (N,V) = lnf (N,C) @ wte^T, wte being (V,C)
-    TIMED(MATMUL_FWD, gemm_nt(m->acts.logits, m->acts.lnf, m->p.wte, N, V, C, MM_SET));
-    if (targets) TIMED(OTHER, crossentropy_forward(m->acts.logits, m->acts.losses, targets, N, V));
-    gpt_phase(m, PHASE_NONE);
+    gemm_nt(m->acts.logits, m->acts.lnf, m->p.wte, N, V, C, MM_SET);
+    if (targets) crossentropy_forward(m->acts.logits, m->acts.losses, targets, N, V);
     if (!targets) return 0.0;
     double loss = 0.0;
     for (int i = 0; i < N; i++) loss += m->acts.losses[i];
@@ -725,83 +712,9 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
     return forward(m, inputs, targets, B, T, PASS_MODEL);
 }
 
+void gpt_forward_prefill(GPT *m, const int *tokens, int n) { forward(m, tokens, NULL, 1, n, PASS_PREFILL); }
+
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, m->n_params * sizeof(real)); }
-
-// First row of worker k's share when B rows are split between n workers.
-static int share_start(int B, int n, int k) { return (int)((long)B * k / n); }
-
-// Forward (and, with backward set, backward) of a batch split by rows between the workers.
-static double split_batch(GPT *m, const int *x, const int *y, int B, int T, int backward) {
-    int n = m->n_workers < B ? m->n_workers : B;
-    if (n > 64) n = 64;
-    double share_loss[64];
-    int profile = m->profile;
-    double t_start = profile ? now_seconds() : 0;
-    gpt_phase(m, PHASE_NONE);
-#pragma omp parallel num_threads(n)
-    {
-        // worker k takes rows [B*k/n, B*(k+1)/n); thread t runs workers t, t + nth, ... (one
-        // each unless the runtime gave fewer threads than asked). The layers' own parallel
-        // regions, nested in this one, run on one thread each.
-        int t = thread_index(), nth = thread_count();
-        for (int k = t; k < n; k += nth) {
-            int r0 = share_start(B, n, k), r1 = share_start(B, n, k + 1);
-            GPT *w = &m->workers[k];
-            w->profile = m->profile && k == 0;  // the benchmark's phases are worker 0's
-            share_loss[k] = gpt_forward(w, x + (size_t)r0 * T, y + (size_t)r0 * T, r1 - r0, T);
-            if (backward) gpt_backward(w);
-        }
-        if (backward) {
-#ifdef _OPENMP
-#pragma omp barrier
-#endif
-            // grads = sum over workers of (rows / B) * worker grads, summed in worker order; each
-            // thread combines its own slice of the parameters
-            size_t P = m->n_params, lo = P * (size_t)t / (size_t)nth, hi = P * (size_t)(t + 1) / (size_t)nth;
-            real *restrict g = m->grads;
-            for (int k = 0; k < n; k++) {
-                real f = (real)((double)(share_start(B, n, k + 1) - share_start(B, n, k)) / B);
-                const real *restrict wg = m->workers[k].grads;
-                if (k == 0)
-                    for (size_t i = lo; i < hi; i++) g[i] = f * wg[i];
-                else
-                    for (size_t i = lo; i < hi; i++) g[i] += f * wg[i];
-            }
-        }
-    }
-    double loss = 0.0;
-    for (int k = 0; k < n; k++) {
-        loss += share_loss[k] * (share_start(B, n, k + 1) - share_start(B, n, k)) / B;
-    }
-    if (profile) {
-        // thread 0's phases stand for the step's; the rest of the region's time (combining the
-        // gradients, waiting for the other threads) counts as "other"
-        double inside = 0;
-        for (int p = 0; p < PHASE_COUNT; p++) {
-            inside += m->workers[0].phase_seconds[p];
-            m->phase_seconds[p] += m->workers[0].phase_seconds[p];
-            m->workers[0].phase_seconds[p] = 0;
-        }
-        m->phase_seconds[PHASE_OTHER] += now_seconds() - t_start - inside;
-    }
-    return loss;
-}
-
-static int use_workers(const GPT *m, int B) {
-    int n = m->n_workers < B ? m->n_workers : B;
-    return n >= 2 && thread_max() >= n;
-}
-
-double gpt_forward_backward(GPT *m, const int *x, const int *y, int B, int T) {
-    if (use_workers(m, B)) return split_batch(m, x, y, B, T, 1);
-    double loss = gpt_forward(m, x, y, B, T);
-    gpt_backward(m);
-    return loss;
-}
-
-double gpt_loss(GPT *m, const int *x, const int *y, int B, int T) {
-    return use_workers(m, B) ? split_batch(m, x, y, B, T, 0) : gpt_forward(m, x, y, B, T);
-}
 
 // Zero what the backward adds onto: the gradients summed over rows or the batch (LayerNorm gains
 // and biases, wpe), dlogits (crossentropy_backward) and the residual stream's gradient (every
@@ -833,15 +746,15 @@ static void backward_from(GPT *m, int row) {
     int N = B * T;
     GradActs *G = &m->gacts;
 
-    TIMED(OTHER, clear_summed_grads(m, N));
-    if (row < 0) TIMED(OTHER, crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V));
-    else TIMED(OTHER, crossentropy_backward(G->logits + (size_t)row * V, m->acts.logits + (size_t)row * V, m->targets + row, 1, V));
+    clear_summed_grads(m, N);
+    if (row < 0) crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V);
+    else crossentropy_backward(G->logits + (size_t)row * V, m->acts.logits + (size_t)row * V, m->targets + row, 1, V);
     // LM head: dlnf = dlogits @ wte ; dwte = dlogits^T @ lnf
-    TIMED(MATMUL_BWD, gemm_nn(G->ln, G->logits, m->p.wte, N, C, V, MM_SET));
-    TIMED(MATMUL_BWD, gemm_tn(m->g.wte, G->logits, m->acts.lnf, V, C, N, MM_SET));
+    gemm_nn(G->ln, G->logits, m->p.wte, N, C, V, MM_SET);
+    gemm_tn(m->g.wte, G->logits, m->acts.lnf, V, C, N, MM_SET);
     const real *last = L > 0 ? m->acts.layers[L - 1].res3 : m->acts.encoded;
-    TIMED(OTHER, layernorm_backward(G->residual, m->g.lnf_w, m->g.lnf_b, G->ln, last, m->p.lnf_w, m->acts.lnf_mean,
-                                    m->acts.lnf_rstd, N, C));
+    layernorm_backward(G->residual, m->g.lnf_w, m->g.lnf_b, G->ln, last, m->p.lnf_w, m->acts.lnf_mean,
+                                    m->acts.lnf_rstd, N, C);
 
     // G->residual holds dL/d(output of layer l); the residual connections pass it through
     // unchanged, and each branch adds its own contribution. The branches' own buffers (G->ln,
@@ -854,24 +767,23 @@ static void backward_from(GPT *m, int row) {
         AttnSpec spec = layer_spec(m, l, B, T);
         real *row_gain = m->collect_stats ? m->row_gain + (size_t)l * N * NH : NULL;
         // MLP branch: res3 = res2 + gelu(ln2 @ w_fc) @ w_proj
-        TIMED(MATMUL_BWD, matmul_backward_epi(G->fch, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C,
-                                              GRAD_STORE, GRAD_STORE, &(GemmEpilogue){epi_times, A->fc_dgelu, A->fc_dgelu}));
-        TIMED(MATMUL_BWD, matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C, GRAD_STORE,
-                                          GRAD_STORE));
-        TIMED(OTHER, layernorm_backward(G->residual, dP->ln2_w, dP->ln2_b, G->ln, A->res2, P->ln2_w, A->ln2_mean,
-                                        A->ln2_rstd, N, C));
+        matmul_backward_epi(G->fch, dP->w_proj, G->residual, A->fch_gelu, P->w_proj, N, 4 * C, C,
+                                              GRAD_STORE, GRAD_STORE, &(GemmEpilogue){epi_times, A->fc_dgelu, A->fc_dgelu});
+        matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C, GRAD_STORE,
+                                          GRAD_STORE);
+        layernorm_backward(G->residual, dP->ln2_w, dP->ln2_b, G->ln, A->res2, P->ln2_w, A->ln2_mean,
+                                        A->ln2_rstd, N, C);
         // attention branch: res2 = res_in + attention(ln1 Wq, ln1 Wk, ln1 Wv) @ Wo
-        TIMED(MATMUL_BWD, matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE,
-                                          GRAD_STORE));
-        TIMED(ATTENTION, m->pass_attn->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty, A->att,
+        matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE,
+                                          GRAD_STORE);
+        m->pass_attn->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty, A->att,
                                                 (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &spec,
-                                                stats, row_gain, GRAD_STORE));
-        TIMED(MATMUL_BWD, qkv_backward(G->ln, dP, (AttnGradQKV){G->q, G->k, G->v}, A->ln1, P, N, C));
-        TIMED(OTHER, layernorm_backward(G->residual, dP->ln1_w, dP->ln1_b, G->ln, res_in, P->ln1_w, A->ln1_mean,
-                                        A->ln1_rstd, N, C));
+                                                stats, row_gain, GRAD_STORE);
+        qkv_backward(G->ln, dP, (AttnGradQKV){G->q, G->k, G->v}, A->ln1, P, N, C);
+        layernorm_backward(G->residual, dP->ln1_w, dP->ln1_b, G->ln, res_in, P->ln1_w, A->ln1_mean,
+                                        A->ln1_rstd, N, C);
     }
-    TIMED(OTHER, encoder_backward(m->g.wte, m->g.wpe, G->residual, m->inputs, B, T, C));
-    gpt_phase(m, PHASE_NONE);
+    encoder_backward(m->g.wte, m->g.wpe, G->residual, m->inputs, B, T, C);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -944,251 +856,4 @@ int gpt_find_tensor(const GPT *m, const char *name) {
     for (int i = 0; i < m->n_tensors; i++)
         if (strcmp(m->tensors[i].name, name) == 0) return i;
     return -1;
-}
-
-double gpt_attention_flops(const GPT *m, double B, int T) {
-    // causal attention's T^2 (its T^2 / 2 pairs of a query and a key it sees, x 2), less the
-    // (T - W)^2 that a window of W keys hides (each query sees at most W keys)
-    int W = m->attn.window > 0 && m->attn.window < T ? m->attn.window : T;
-    double seen = (double)T * T - (double)(T - W) * (T - W);
-    return 6.0 * m->dims.n_layer * B * seen * m->dims.n_embd;
-}
-
-double gpt_product_flops(const GPT *m, double B, int T) {
-    double L = m->dims.n_layer, C = m->dims.n_embd, V = m->dims.vocab_size;
-    double matrix_params = 12.0 * L * C * C + V * C;  // the weights that take part in matmuls
-    return 2.0 * matrix_params * B * T;
-}
-
-double gpt_flops_per_step(const GPT *m, int B, int T) {
-    return 3.0 * gpt_product_flops(m, B, T) + gpt_attention_flops(m, B, T);  // forward 2, backward 4
-}
-
-// ---------------------------------------------------------------------------------------------
-// the honest loss
-
-int gpt_attention_is_causal(const GPT *m) { return m->attn.mask == ATTN_MASK_CAUSAL && m->attn.axis == SOFTMAX_OVER_KEYS; }
-
-// -log softmax(logits)[target], in double
-static double token_loss(const real *logits, int V, int target) {
-    double maxv = logits[0], sum = 0.0;
-    for (int i = 1; i < V; i++) maxv = logits[i] > maxv ? logits[i] : maxv;
-    for (int i = 0; i < V; i++) sum += exp((double)logits[i] - maxv);
-    return maxv + log(sum) - (double)logits[target];
-}
-
-double gpt_generation_loss(GPT *m, const int *x, const int *y, int n, int T, double *teacher_forced) {
-    int V = m->dims.vocab_size;
-    if (T > m->dims.block_size || T > m->T || n < 1) die(EXIT_RUNTIME, "internal: generation loss over (%d,%d)", n, T);
-    double total = 0.0, forced = 0.0;
-    real *logits = xmalloc((size_t)V * sizeof(real), "logits");
-    KVCache cache;
-    int causal = gpt_attention_is_causal(m);
-    if (causal) kv_cache_init(&cache, m);
-    for (int w = 0; w < n; w++) {
-        const int *xw = x + (size_t)w * T, *yw = y + (size_t)w * T;
-        if (causal) {
-            cache.len = 0;  // position t is decoded after positions 0..t-1, seeing only them
-            for (int t = 0; t < T; t++) {
-                gpt_decode_step(m, &cache, xw[t], logits);
-                total += token_loss(logits, V, yw[t]);
-            }
-        } else {
-            for (int t = 0; t < T; t++) {  // the prefix 0..t, its last position predicting y[t]
-                gpt_forward(m, xw, NULL, 1, t + 1);
-                total += token_loss(m->acts.logits + (size_t)t * V, V, yw[t]);
-            }
-        }
-    }
-    if (teacher_forced) {
-        for (int w0 = 0; w0 < n; w0 += m->B) {  // in batches the model has room for
-            int nb = n - w0 < m->B ? n - w0 : m->B;
-            forced += gpt_forward(m, x + (size_t)w0 * T, y + (size_t)w0 * T, nb, T) * nb;
-        }
-        *teacher_forced = forced / n;
-    }
-    if (causal) kv_cache_free(&cache);
-    free(logits);
-    return total / ((double)n * T);
-}
-
-// ---------------------------------------------------------------------------------------------
-// attention statistics
-
-static int cmp_real(const void *a, const void *b) {
-    real x = *(const real *)a, y = *(const real *)b;
-    return (x > y) - (x < y);
-}
-
-static double slice_norm(const real *g, size_t n) {
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++) s += (double)g[i] * g[i];
-    return sqrt(s);
-}
-
-// The per-head statistics averaged over all layers and heads (score_absmax: the max over them)
-static const size_t HEAD_MEAN_FIELDS[] = {
-    offsetof(HeadStats, entropy),     offsetof(HeadStats, entropy_norm), offsetof(HeadStats, max_weight),
-    offsetof(HeadStats, frac_gt_090), offsetof(HeadStats, frac_gt_099),  offsetof(HeadStats, future_mass),
-    offsetof(HeadStats, score_std),   offsetof(HeadStats, gnorm_wq),     offsetof(HeadStats, gnorm_wk),
-    offsetof(HeadStats, gnorm_wv),    offsetof(HeadStats, gnorm_wo),     offsetof(HeadStats, ds_over_dp),
-    offsetof(HeadStats, row_gain_median),
-};
-static double *head_field(HeadStats *h, size_t offset) { return (double *)(void *)((char *)h + offset); }
-
-void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats *per_head, HeadStats *mean) {
-    int L = m->dims.n_layer, NH = m->dims.n_head, C = m->dims.n_embd;
-    size_t N = (size_t)B * T, CC = (size_t)C * C;
-    m->collect_stats = 1;
-    double loss = gpt_forward(m, x, y, B, T);
-    gpt_backward(m);
-    m->collect_stats = 0;
-    // the rows that see at least two keys: t >= 1 under the causal mask (none under a window of
-    // 1), all of them otherwise
-    real *gains = xmalloc(N * sizeof(real), "row gains");
-    HeadStats sum;
-    memset(&sum, 0, sizeof sum);
-    for (int l = 0; l < L; l++) {
-        const LayerParams *g = &m->g.layers[l];
-        double gq = slice_norm(g->wq, CC), gk = slice_norm(g->wk, CC), gv = slice_norm(g->wv, CC), go = slice_norm(g->wo, CC);
-        for (int h = 0; h < NH; h++) {
-            const AttnStats *s = &m->attn_stats[l * NH + h];
-            HeadStats hs;
-            double rows = s->rows > 0 ? s->rows : NAN;  // T = 1 has no row with two keys
-            hs.entropy = s->entropy / rows;
-            hs.entropy_norm = s->entropy_norm / rows;
-            hs.max_weight = s->max_weight / rows;
-            hs.frac_gt_090 = s->rows_gt_090 / rows;
-            hs.frac_gt_099 = s->rows_gt_099 / rows;
-            hs.future_mass = s->future_mass / rows;
-            double mu = s->score_sum / s->score_n;
-            double var = s->score_sumsq / s->score_n - mu * mu;
-            hs.score_std = sqrt(var > 0 ? var : 0);
-            hs.score_absmax = s->score_absmax;
-            hs.gnorm_wq = gq;
-            hs.gnorm_wk = gk;
-            hs.gnorm_wv = gv;
-            hs.gnorm_wo = go;
-            hs.ds_over_dp = s->dp_sumsq > 0 ? sqrt(s->ds_sumsq / s->dp_sumsq) : NAN;
-            // median over those rows of every sequence in the batch
-            size_t n = 0;
-            for (int b = 0; b < B; b++)
-                for (int t = 0; t < T; t++)
-                    if (attention_visible_keys(&m->attn, t, T) >= 2)
-                        gains[n++] = m->row_gain[(size_t)l * N * NH + ((size_t)b * NH + h) * T + t];
-            qsort(gains, n, sizeof(real), cmp_real);
-            hs.row_gain_median = n == 0 ? NAN : n % 2 ? gains[n / 2] : 0.5 * ((double)gains[n / 2 - 1] + gains[n / 2]);
-            hs.loss = loss;
-            if (per_head) per_head[l * NH + h] = hs;
-            for (size_t f = 0; f < sizeof HEAD_MEAN_FIELDS / sizeof HEAD_MEAN_FIELDS[0]; f++)
-                *head_field(&sum, HEAD_MEAN_FIELDS[f]) += *head_field(&hs, HEAD_MEAN_FIELDS[f]);
-            if (hs.score_absmax > sum.score_absmax) sum.score_absmax = hs.score_absmax;
-        }
-    }
-    if (mean) {
-        *mean = sum;  // score_absmax: the max over all heads, not a mean
-        for (size_t f = 0; f < sizeof HEAD_MEAN_FIELDS / sizeof HEAD_MEAN_FIELDS[0]; f++)
-            *head_field(mean, HEAD_MEAN_FIELDS[f]) /= (double)L * NH;
-        mean->loss = loss;
-    }
-    free(gains);
-    gpt_zero_grad(m);
-}
-
-// ---------------------------------------------------------------------------------------------
-// generation with a key/value cache
-
-// One position's scratch of decoding, in layout order (x first: kv_cache_free frees from it).
-typedef enum { S_C, S_4C, S_SCORES, S_STAT } DecodeSize;
-static const struct { DecodeSize size; size_t view; } DECODE_SCRATCH[] = {
-    {S_C, offsetof(KVCache, x)},    {S_C, offsetof(KVCache, ln)},      {S_C, offsetof(KVCache, q)},
-    {S_C, offsetof(KVCache, atty)}, {S_C, offsetof(KVCache, tmp)},     {S_4C, offsetof(KVCache, h)},
-    {S_4C, offsetof(KVCache, h_gelu)}, {S_SCORES, offsetof(KVCache, scores)},
-    {S_STAT, offsetof(KVCache, stat)},  // mean and rstd of one LayerNorm row
-};
-
-static size_t decode_reals(DecodeSize size, int C, int T) {
-    return size == S_C ? (size_t)C : size == S_4C ? 4 * (size_t)C : size == S_SCORES ? attention_decode_scratch_reals(T) : 2;
-}
-
-void kv_cache_init(KVCache *c, const GPT *m) {
-    int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, W = m->attn.window;
-    c->ring = W > 0 && W < T ? W : T;
-    c->slots = c->ring < T ? 2 * c->ring : T;
-    size_t kv = (size_t)L * c->slots * C, reals = 0;
-    c->len = 0;
-    c->k = xmalloc_aligned(kv * sizeof(real), "key cache");
-    c->v = xmalloc_aligned(kv * sizeof(real), "value cache");
-    for (int i = 0; i < ROWS(DECODE_SCRATCH); i++) reals += decode_reals(DECODE_SCRATCH[i].size, C, T);
-    real *s = xmalloc_aligned(reals * sizeof(real), "decoding scratch");
-    for (int i = 0; i < ROWS(DECODE_SCRATCH); i++) {
-        *(real **)(void *)((char *)c + DECODE_SCRATCH[i].view) = s;
-        s += decode_reals(DECODE_SCRATCH[i].size, C, T);
-    }
-}
-
-void kv_cache_free(KVCache *c) {
-    free(c->k);
-    free(c->v);
-    free(c->x);  // the scratch block starts at x
-    memset(c, 0, sizeof *c);
-}
-
-// Copy the key and value of slot `slot` of layer l to its twin `ring` slots on, when the ring
-// wraps (a window shorter than block_size).
-static void kv_cache_twin(KVCache *c, int l, int slot, int C) {
-    if (c->slots == c->ring) return;
-    real *kl = c->k + (size_t)l * c->slots * C, *vl = c->v + (size_t)l * c->slots * C;
-    memcpy(kl + (size_t)(slot + c->ring) * C, kl + (size_t)slot * C, (size_t)C * sizeof(real));
-    memcpy(vl + (size_t)(slot + c->ring) * C, vl + (size_t)slot * C, (size_t)C * sizeof(real));
-}
-
-void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits) {
-    int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, V = m->dims.vocab_size;
-    if (n < 1 || n > T || n > m->T) die(EXIT_RUNTIME, "internal: prefill of %d tokens (block %d)", n, T);
-    // one batched forward pass (matrix products, not n matrix-vector ones), then keep its keys
-    // and values (those of the last `ring` positions); every row is computed exactly as
-    // gpt_decode_step would (PASS_PREFILL)
-    forward(m, tokens, NULL, 1, n, PASS_PREFILL);
-    for (int l = 0; l < L; l++)
-        for (int p = n > c->ring ? n - c->ring : 0; p < n; p++) {
-            int slot = p % c->ring;
-            memcpy(c->k + ((size_t)l * c->slots + slot) * C, m->acts.layers[l].k + (size_t)p * C, (size_t)C * sizeof(real));
-            memcpy(c->v + ((size_t)l * c->slots + slot) * C, m->acts.layers[l].v + (size_t)p * C, (size_t)C * sizeof(real));
-            kv_cache_twin(c, l, slot, C);
-        }
-    memcpy(logits, m->acts.logits + (size_t)(n - 1) * V, (size_t)V * sizeof(real));
-    c->len = n;
-}
-
-void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
-    int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
-    int pos = c->len;
-    if (pos >= T) die(EXIT_RUNTIME, "internal: KV cache full (%d positions)", T);
-    // the keys position pos sees, first..pos, lie in consecutive slots from first's on
-    int first = attention_first_key(&m->attn, pos), slot = pos % c->ring;
-    size_t from = (size_t)(first % c->ring) * C;
-    AttentionDecodeFn *decode = attention_for_pass(m, PASS_PREFILL)->decode;
-    // the same layer functions as gpt_forward, on one row
-    encoder_forward(c->x, &token, m->p.wte, m->p.wpe + (size_t)pos * C, 1, 1, C);
-    for (int l = 0; l < L; l++) {
-        const LayerParams *P = &m->p.layers[l];
-        real *k_ring = c->k + (size_t)l * c->slots * C, *v_ring = c->v + (size_t)l * c->slots * C;
-        layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln1_w, P->ln1_b, 1, C);
-        matmul_forward(c->q, c->ln, P->wq, 1, C, C);
-        matmul_forward(k_ring + (size_t)slot * C, c->ln, P->wk, 1, C, C);
-        matmul_forward(v_ring + (size_t)slot * C, c->ln, P->wv, 1, C, C);
-        kv_cache_twin(c, l, slot, C);
-        decode(c->atty, c->scores, c->q, k_ring + from, v_ring + from, pos - first, C, NH, &m->attn);
-        matmul_forward(c->tmp, c->atty, P->wo, 1, C, C);
-        residual_forward(c->x, c->tmp, c->x, (size_t)C);
-        layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln2_w, P->ln2_b, 1, C);
-        matmul_forward(c->h, c->ln, P->w_fc, 1, C, 4 * C);
-        gelu_forward(c->h_gelu, c->h, c->h, (size_t)4 * C);  // the batch pass's loop, so the same bits
-        matmul_forward(c->tmp, c->h_gelu, P->w_proj, 1, 4 * C, C);
-        residual_forward(c->x, c->tmp, c->x, (size_t)C);
-    }
-    layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, m->p.lnf_w, m->p.lnf_b, 1, C);
-    gemm_nt(logits, c->ln, m->p.wte, 1, V, C, MM_SET);
-    c->len = pos + 1;
 }

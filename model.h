@@ -17,8 +17,6 @@ typedef struct {
 } ModelDims;
 
 enum { INIT_GPT2 = 0, INIT_FAN_IN = 1 };
-// Phases of a training step, for the benchmark's breakdown.
-enum { PHASE_MATMUL_FWD, PHASE_MATMUL_BWD, PHASE_ATTENTION, PHASE_OTHER, PHASE_OPTIMIZER, PHASE_COUNT, PHASE_NONE = -1 };
 
 // How a parameter tensor starts (gpt_init): LayerNorm gains 1 and biases 0; the matrices drawn
 // from a normal, the residual projections (wo, w_proj) scaled down under GPT-2's init and the
@@ -121,37 +119,39 @@ typedef struct GPT {
     AttnStats *attn_stats;
     real *row_gain;
 
-    // Optional per-phase wall-clock accounting (for --bench): seconds spent in each phase.
-    int profile;
-    int phase_current;
-    double phase_start;
-    double phase_seconds[PHASE_COUNT];
-
-    // Batch-parallel training (gpt_forward_backward): one worker per thread, each a GPT that
-    // shares these parameters but owns its gradients and activations for its share of the rows.
+    // Batch-parallel training (run/workers.c): one worker per thread,
+    // each a GPT that shares these parameters but owns its gradients and activations for its
+    // share of the rows.
     struct GPT *workers;
     int n_workers;
+    int split_B;                      // rows the last forward split between the workers (0: none)
     int shares_params;                // set in a worker: params belong to the master
 } GPT;
-
-// Switch the phase clock (no-op unless m->profile is set).
-void gpt_phase(GPT *m, int phase);
 
 // Bytes a model of these dimensions allocates to train a batch (B,T) with the engine (its
 // parameters, gradients and moments, activations and their gradients; nothing T x T), or 0 when
 // the size overflows size_t. Checked before allocating so absurd configs are refused with the size.
 size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out);
-// Allocate everything for dims and a batch capacity (B,T). Parameters are zero until gpt_init.
-// Attention: the causal softmax over keys with attn_scale, computed by attention_engine.
-void gpt_build(GPT *m, const ModelDims *d, real attn_scale, int B, int T);
-// What attention needs, turned from a finalized configuration here only: the spec (the scale
-// config_finalize resolved, model.attn_mask, model.softmax_axis, model.attn_window) and the implementation that
-// trains (model.attn_impl: "engine" or "definition").
+// What attention computes and which implementation runs it: the spec (the scale of Q K^T, the
+// mask, the softmax axis, the window) and the implementation that trains (the engine or the
+// definition).
 typedef struct {
     AttnSpec spec;
     const AttentionImpl *impl;
 } AttnSetup;
+// The setup of a finalized configuration, turned here only: the scale config_finalize resolved,
+// model.attn_mask, model.softmax_axis, model.attn_window, and model.attn_impl ("engine" or
+// "definition").
 AttnSetup attention_setup(const Config *cfg);
+// The correct model's attention with this scale (causal mask, softmax over keys, no window),
+// computed by the engine.
+AttnSetup attention_causal(real scale);
+// Allocate everything for dims, attention as attn and a batch capacity (B,T). Parameters are
+// zero until gpt_init.
+void gpt_build(GPT *m, const ModelDims *d, AttnSetup attn, int B, int T);
+// A batch worker of m (run/workers.c) with room for B rows of T: m's parameters (shared, not
+// copied) and attention, its own gradients and activations, no optimizer state.
+void gpt_build_worker(GPT *w, const GPT *m, int B, int T);
 // Which attention the model and its batch workers compute (setup.spec) and which implementation
 // trains it (setup.impl). Passes that collect statistics, and specs the implementation does not
 // support, run the definition (see gpt_attention_falls_back).
@@ -169,17 +169,6 @@ void gpt_init(GPT *m, int init_scheme, Rng *rng);
 double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T);
 // Zero the parameter gradients.
 void gpt_zero_grad(GPT *m);
-// Give the model n_threads batch workers (none when n_threads < 2), each with room for its
-// share of a batch of B rows; gpt_forward_backward then splits training batches between them.
-void gpt_enable_batch_threads(GPT *m, int n_threads, int B, int T);
-// One training batch: forward, backward; returns the mean loss and leaves the gradient of the
-// mean loss in m->grads. With workers, each thread runs the whole network on
-// its rows (no synchronisation inside the passes) and their gradients are combined, weighted by
-// rows, in a fixed order: deterministic for a given thread count, equal to the one-thread result
-// up to float rounding. Without, the same as gpt_forward + gpt_backward.
-double gpt_forward_backward(GPT *m, const int *x, const int *y, int B, int T);
-// The mean loss of a batch (forward only), split between the workers like gpt_forward_backward.
-double gpt_loss(GPT *m, const int *x, const int *y, int B, int T);
 // Backward of the last forward (which must have had targets): overwrites m->grads with the
 // gradient of its mean loss (nothing is accumulated across calls; no gpt_zero_grad needed).
 void gpt_backward(GPT *m);
@@ -203,63 +192,13 @@ int gpt_find_tensor(const GPT *m, const char *name);
 // overflow (then *out is NULL).
 int gpt_tensor_table(const ModelDims *d, TensorInfo **out);
 
-// ---- generation with a key/value cache ----
-// The keys and values of every layer for positions [0, len) of one sequence, so each new token
-// costs one position's forward pass instead of the whole prefix's.
-// Under a window of W < T_max only the last W positions are kept, as a ring of W slots (position
-// p in slot p mod W) written twice, at slot and slot + W, so that the window's keys always lie in
-// W consecutive slots, oldest first, for the attention's decode step.
-typedef struct {
-    int len;                 // positions cached
-    int ring;                // slots of the ring: W, or T_max (no wrap) without a window
-    int slots;               // slots per layer: 2 W with a window, else T_max
-    real *k, *v;             // (L, slots, C) each
-    real *x, *ln, *q, *atty, *tmp, *h, *h_gelu, *scores, *stat;  // one position's scratch
-} KVCache;
-
-void kv_cache_init(KVCache *c, const GPT *m);
-void kv_cache_free(KVCache *c);
-// Feed `token` at position c->len (which must be < block_size) and write the logits (V) for the
-// next token. Bit-identical to the last row of gpt_forward over the same tokens (attention by the
-// implementation gpt_forward runs for the model: its own, or the definition for a spec the
-// engine does not compute).
-void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits);
-// Fill the cache with n tokens (n <= block_size) at positions 0..n-1 in one batched forward pass
-// and write the logits after the last one. Same values as n decode steps.
-void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits);
-
-// ---- the honest loss ----
-// Whether the model's attention is the correct one (causal mask, softmax over keys): position t
-// then depends on tokens 0..t only, so the usual teacher-forced loss is what generation gets.
-int gpt_attention_is_causal(const GPT *m);
-// gen_loss: the mean cross-entropy of predicting y[w][t] (the token after x[w][t]) from
-// x[w][0..t] only, exactly as generation sees them, over n windows of T tokens (x, y are (n,T)).
-// For the correct model, KV-cache decoding gives every position at the cost of one forward; a
-// model that sees the future (a masking or softmax-axis mistake) runs one forward per prefix,
-// taking its last position. *teacher_forced (may be NULL) receives the usual loss over the same
-// windows, in which every position sees the whole window. Needs T <= block_size and m->T >= T.
-double gpt_generation_loss(GPT *m, const int *x, const int *y, int n, int T, double *teacher_forced);
-
-// ---- attention statistics on a probe batch ----
-// One (layer, head)'s statistics, or their average over all layers and heads.
-typedef struct {
-    double entropy;          // mean row entropy of P (nats), rows t >= 1
-    double entropy_norm;     // mean of entropy / ln(visible keys): 1 = uniform, 0 = one-hot
-    double max_weight;       // mean row max weight
-    double frac_gt_090;      // fraction of rows whose max weight > 0.9
-    double frac_gt_099;      // ... > 0.99
-    double future_mass;      // mean weight a row puts on positions after its own: 0 when causal
-    double score_std;        // standard deviation of the scaled scores S (unmasked entries)
-    double score_absmax;     // max |S|
-    double gnorm_wq, gnorm_wk, gnorm_wv, gnorm_wo;  // ||dL/dW|| of the layer's whole matrices
-    double ds_over_dp;       // ||dL/dS|| / ||dL/dP|| over the head: gradient surviving the softmax
-    double row_gain_median;  // median over rows of ||dL/dS_row|| / ||dL/dP_row||
-    double loss;             // the probe batch's loss
-} HeadStats;
-
-// Forward and backward on (x, y) with statistics on; fills per_head (L*NH, may be NULL) and
-// mean (averages over layers and heads). Leaves the gradients zeroed.
-void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats *per_head, HeadStats *mean);
+// ---- what decoding needs (run/decode.c) ----
+// The attention decoding runs for the model: the engine when it computes the model's spec, else
+// the definition; its decode step continues the rows of its forward bit for bit.
+const AttentionImpl *gpt_decoding_attention(const GPT *m);
+// Forward without targets over one sequence of n tokens (n <= m->T), attention by
+// gpt_decoding_attention: leaves the keys, values and logits of every position in m->acts.
+void gpt_forward_prefill(GPT *m, const int *tokens, int n);
 
 // ---- layer primitives (exported for the tests and the lab; shapes as in model.c) ----
 // inp (B,T) ids -> out (B,T,C) = wte[inp] + wpe[t]
@@ -277,14 +216,5 @@ void residual_forward(real *out, const real *a, const real *b, size_t n);
 // logits (N,V) become probabilities; losses (N)
 void crossentropy_forward(real *logits, real *losses, const int *targets, int N, int V);
 void crossentropy_backward(real *dlogits, const real *probs, const int *targets, int N, int V);
-
-// FLOPs of one training step (forward + backward) for B,T: 6 * params * tokens plus causal
-// attention, as documented in docs/PERFORMANCE.md.
-double gpt_flops_per_step(const GPT *m, int B, int T);
-// Its terms for B rows of T (B may be a share): the weights' products of the forward, 2 FLOPs per
-// weight and token (the backward's are twice that), and attention: 6 L B C (T^2 - (T - W)^2), the
-// pairs of a query and a key it sees under the model's window of W keys (W = T without one).
-double gpt_product_flops(const GPT *m, double B, int T);
-double gpt_attention_flops(const GPT *m, double B, int T);
 
 #endif

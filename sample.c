@@ -15,6 +15,7 @@
 #include "report/attention_map.h"
 #include "teach/explain.h"
 #include "teach/explain_page.h"
+#include "run/decode.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -125,8 +126,7 @@ static int explain_main(const char *ckpt_path, const char *vocab_text, const cha
     thread_set_max(1);
     GPT m;
     AttnSetup attn = attention_setup(&cfg);
-    gpt_build(&m, &ck.dims, attn.spec.scale, EXPLAIN_BATCH, T);
-    gpt_set_attention(&m, attn);
+    gpt_build(&m, &ck.dims, attn, EXPLAIN_BATCH, T);
     if (!gpt_attention_is_causal(&m))
         die(EXIT_USAGE, "'%s': its attention sees the future (model.attn_mask=%s, model.softmax_axis=%s), so the "
             "prediction at t depends on later characters and no per-position effect on it exists; --explain needs "
@@ -269,8 +269,7 @@ int main(int argc, char **argv) {
         die(EXIT_RUNTIME, "%s", err);
     GPT m;
     AttnSetup attn = attention_setup(&cfg);
-    gpt_build(&m, &ck.dims, attn.spec.scale, 1, ck.dims.block_size);
-    gpt_set_attention(&m, attn);
+    gpt_build(&m, &ck.dims, attn, 1, ck.dims.block_size);
     if (!checkpoint_restore(&ck, &m, ckpt_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
 
     if (export_path) {

@@ -1,247 +1,41 @@
-// train.c: the front door of ./train: the command line, the configuration (and the checkpoint
-// a run resumes from), the data, and the modes: training one run, or several side by side on
-// the same batches (--compare-scaling); timing steps (--bench); a debug dump (--dump-state).
-// One run's life (a step, evaluation, checkpoints, the finish) is in run/run.c.
+// train.c: the front door of ./train: the configuration (and the checkpoint a run resumes from),
+// the data, and the modes: training one run, or several side by side on the same batches
+// (--compare-scaling, --compare); timing steps (--bench, run/bench.c); a debug dump
+// (--dump-state). The command line is read by run/args.c; one run's life (a step, evaluation,
+// checkpoints, the finish) is in run/run.c.
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-#include "run/checkpoint.h"
-#include "run/safetensors.h"
-#include "base/common.h"
-#include "base/config.h"
-#include "base/data.h"
-#include "base/dist.h"
-#include "run/generate.h"
-#include "kernels/matmul.h"
-#include "kernels/peak.h"
-#include "model.h"
-#include "run/outdir.h"
-#include "report/report.h"
-#include "base/rng.h"
-#include "run/run.h"
-#include "run/stop.h"
-#include "base/version.h"
+#include "base/common.h"       // die, now_seconds, thread_max
+#include "base/config.h"       // Config: loading, overrides, finalizing
+#include "base/data.h"         // Dataset: the text, its vocabulary, the batches
+#include "base/dist.h"         // the ranks of a data-parallel run
+#include "base/rng.h"          // the batch sampler's state
+#include "model.h"             // GPT, ModelDims, gpt_memory_bytes
+#include "report/compare.h"     // the comparison's log and outputs
+#include "run/args.h"          // the command line
+#include "run/bench.h"         // --bench
+#include "run/checkpoint.h"    // the checkpoint a run resumes from
+#include "run/decode.h"        // gpt_attention_is_causal for the progress line
+#include "run/outdir.h"        // claiming the output directories
+#include "run/run.h"           // one run's life: its step, evaluation, checkpoints, finish
+#include "run/safetensors.h"   // --init-from's model files
+#include "run/stop.h"          // stopping on a signal
 
 #define ERRLEN RUN_ERRLEN
 #define BENCH_VOCAB 65
 
 // ---------------------------------------------------------------------------------------------
-// command line
-
-// Runs trained side by side from the same initial weights on the same batches, each variant
-// a name (its directory under out_dir) and config overrides.
-// Each writes compare.csv, report.md, its panels and report.html (report/report.h) in out_dir.
-typedef struct {
-    const char *what;            // what is compared, for the first line: "attention scale sqrt vs none"
-    const char *key;             // the config key compared, and its value in each variant
-    const char *values[MAX_VARIANTS];
-    int n;
-    Variant v[MAX_VARIANTS];
-} Comparison;
-
-// --compare-scaling: the attention scale 1/sqrt(head_dim) against none, the alias of
-// --compare model.attn_scale=sqrt,none whose variants keep their names scaled/ and unscaled/.
-static const Comparison COMPARE_SCALING = {
-    "attention scale sqrt vs none", "model.attn_scale", {"sqrt", "none"}, 2,
-    {{"scaled", {"model.attn_scale=sqrt"}}, {"unscaled", {"model.attn_scale=none"}}},
-};
-
-// The keys --compare KEY=V1,V2[,V3,V4] may vary: those that change neither a tensor's shape nor
-// anything the variants share (the data, the batches, the initial weights, the steps at which
-// all of them evaluate, probe and checkpoint).
-static const char *const COMPARABLE_KEYS[] = {
-    "model.attn_scale", "model.attn_impl", "model.attn_mask", "model.softmax_axis", "train.lr", "train.min_lr", "train.warmup_steps", "train.lr_decay_steps", "train.beta1",
-    "train.beta2", "train.eps", "train.weight_decay", "train.grad_clip", "train.max_bad_steps", "train.spike_zscore",
-    "train.spike_window", NULL};
-
-// --compare KEY=V1,V2[,V3,V4]: one variant per value, named by it (out_dir/<value>/).
-static Comparison g_compare;
-static char g_compare_what[600], g_compare_names[MAX_VARIANTS][64], g_compare_overrides[MAX_VARIANTS][320];
-
-static const Comparison *parse_compare(const char *spec) {
-    const char *eq = strchr(spec, '=');
-    size_t klen = eq ? (size_t)(eq - spec) : 0;
-    int known = 0;
-    for (int i = 0; COMPARABLE_KEYS[i]; i++) known |= strlen(COMPARABLE_KEYS[i]) == klen && strncmp(COMPARABLE_KEYS[i], spec, klen) == 0;
-    if (!eq || !known)
-        die(EXIT_USAGE, "--compare expects KEY=V1,V2[,V3,V4] with a KEY that changes no shape and nothing the runs share"
-            " (model.attn_scale, model.attn_impl, model.attn_mask, model.softmax_axis, train.lr, train.min_lr,"
-            " train.warmup_steps, train.lr_decay_steps, train.beta1, train.beta2, train.eps, train.weight_decay,"
-            " train.grad_clip, ...), got '%s'", spec);
-    Comparison *c = &g_compare;
-    memset(c, 0, sizeof *c);
-    int w = snprintf(g_compare_what, sizeof g_compare_what, "%.*s", (int)klen, spec);
-    static char key[128];
-    snprintf(key, sizeof key, "%.*s", (int)klen, spec);
-    c->key = key;
-    for (const char *v = eq + 1; ; ) {
-        size_t len = strcspn(v, ",");
-        if (c->n == MAX_VARIANTS) die(EXIT_USAGE, "--compare takes 2 to %d values, got more in '%s'", MAX_VARIANTS, spec);
-        if (len == 0 || len >= sizeof g_compare_names[0] || memchr(v, '/', len) || (len <= 2 && strncmp(v, "..", len) == 0))
-            die(EXIT_USAGE, "--compare: each value names a directory under train.out_dir: '%.*s' cannot (in '%s')", (int)len, v, spec);
-        snprintf(g_compare_names[c->n], sizeof g_compare_names[0], "%.*s", (int)len, v);
-        for (int j = 0; j < c->n; j++)
-            if (strcmp(g_compare_names[j], g_compare_names[c->n]) == 0) die(EXIT_USAGE, "--compare: '%s' is given twice", g_compare_names[j]);
-        snprintf(g_compare_overrides[c->n], sizeof g_compare_overrides[0], "%.*s=%s", (int)klen, spec, g_compare_names[c->n]);
-        if (w < (int)sizeof g_compare_what)
-            w += snprintf(g_compare_what + w, sizeof g_compare_what - (size_t)w, "%s%s", c->n ? " vs " : " ", g_compare_names[c->n]);
-        c->v[c->n].name = g_compare_names[c->n];
-        c->values[c->n] = g_compare_names[c->n];
-        c->v[c->n].overrides[0] = g_compare_overrides[c->n];
-        c->n++;
-        if (!v[len]) break;
-        v += len + 1;
-    }
-    if (c->n < 2) die(EXIT_USAGE, "--compare takes 2 to %d values, got '%s'", MAX_VARIANTS, spec);
-    c->what = g_compare_what;
-    return c;
-}
-
-typedef struct {
-    const char *config_path;
-    const char *resume_path;
-    const char *init_path;         // --init-from: a new run's first weights
-    const char *vocab_text;        // --vocab-from: the vocabulary of a safetensors file without one
-    const char *dump_path;
-    int bench_steps;
-    const Comparison *comparison;  // --compare-scaling or --compare; NULL = one run
-    int n_overrides;
-    const char **overrides;
-    char command[2048];            // the command line, as report.html names it
-} Args;
-
-static void print_usage(FILE *f) {
-    fprintf(f,
-            "usage: train [CONFIG.json] [--section.key=value ...] [options]\n"
-            "\n"
-            "Trains a character-level GPT on a UTF-8 text file. CONFIG defaults to configs/default.json;\n"
-            "any config key can be overridden with its dotted path, e.g. --train.max_steps=500 or --name=mine.\n"
-            "A new run refuses an out_dir that holds another run's files (resume that run, choose another\n"
-            "--name or --train.out_dir, or replace it with --train.overwrite=true), and one that another\n"
-            "trainer is using. Each option is given at most once.\n"
-            "\n"
-            "options:\n"
-            "  --resume CHECKPOINT   continue the run saved in CHECKPOINT (overrides such as a larger\n"
-            "                        --train.max_steps apply on top of its configuration), in the directory\n"
-            "                        CHECKPOINT is in now (moved or copied runs too) unless --train.out_dir\n"
-            "                        says otherwise\n"
-            "  --init-from MODEL     start a new run from the weights of MODEL (a checkpoint, or a safetensors\n"
-            "                        file with nanoGPT's names: docs/FORMAT.md); the model's shape and\n"
-            "                        attention come from MODEL (model.* overrides of its attention apply\n"
-            "                        on top), the optimizer starts afresh, the text must use its vocabulary\n"
-            "  --vocab-from TEXT     the vocabulary of a safetensors MODEL that has none: TEXT's characters\n"
-            "  --compare KEY=V1,V2   train 2 to 4 variants side by side (same initial weights, same batches),\n"
-            "                        one per value of KEY (a key that changes no shape: model.attn_mask,\n"
-            "                        model.softmax_axis, train.lr, ...), in out_dir/<value>/, and write\n"
-            "                        compare.csv, report.md, compare.svg and report.html (the same as one\n"
-            "                        page, with the attention maps of every variant)\n"
-            "  --compare-scaling     --compare model.attn_scale=sqrt,none, in scaled/ and unscaled/, with\n"
-            "                        scaling.svg\n"
-            "  --bench=N             time N training steps on random tokens and print one 'bench' line\n"
-            "  --dump-state FILE     run one forward/backward on the first batch and write a debug state\n"
-            "                        (FILE - is standard output)\n"
-            "  --help, --version\n"
-            "\n"
-            "outputs (in train.out_dir, default out/<name>): metrics.csv, attention.csv, checkpoint.bin,\n"
-            "summary.json; the last line printed is\n"
-            "'final: step=N train_loss=X val_loss=Y gen_loss=G (teacher-forced on the same W windows: F)\n"
-            "tokens_per_s=Z' (val_loss: the whole validation split; gen_loss: the honest loss on W windows\n"
-            "of it, to be compared with F, the teacher-forced loss on those same windows).\n"
-            "exit codes: 0 ok, 1 runtime error (I/O, data, checkpoint, divergence), 2 usage or config error\n"
-            "(also: out_dir holds another run or is in use), 128 + the signal after a stop by SIGINT (130),\n"
-            "SIGTERM (143), SIGHUP (129) or SIGPIPE (141), having saved what was consistent.\n"
-            "data-parallel: build with `make MPI=1` and run `mpirun -np N ./train CONFIG`; each rank trains on\n"
-            "train.batch_size / N rows of every batch (see docs/DISTRIBUTED.md).\n"
-            "\nconfiguration keys:\n");
-    config_print_reference(f, 0);
-}
-
-static void print_version(void) {
-    printf("train %s (%s)\n", TRAINER_VERSION, REAL_NAME);
-#if defined(__clang__)
-    printf("compiler: clang %s\n", __clang_version__);
-#elif defined(__GNUC__)
-    printf("compiler: gcc %s\n", __VERSION__);
-#endif
-#ifdef _OPENMP
-    printf("OpenMP: on, %d threads\n", omp_get_max_threads());
-#else
-    printf("OpenMP: off (single-threaded build)\n");
-#endif
-    printf("SIMD: %s\n", matmul_simd_path());
-    FmaPeak peak = fma_peak_measure();
-    char peak_text[256];
-    fma_peak_describe(&peak, peak_text, sizeof peak_text);
-    printf("FMA peak: %s\n", peak_text);
-    printf("MPI: %s\n", dist_describe());
-}
-
-static void parse_args(int argc, char **argv, Args *a) {
-    memset(a, 0, sizeof *a);
-    command_line_text(a->command, sizeof a->command, "./train", argc, argv);
-    a->overrides = xcalloc((size_t)argc, sizeof(char *), "arguments");
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *v = NULL;
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { print_usage(stdout); exit(0); }
-        if (strcmp(arg, "--version") == 0) { print_version(); exit(0); }
-        if (strcmp(arg, "--compare-scaling") == 0 || (v = option_value(argc, argv, &i, "--compare"))) {
-            if (a->comparison) die(EXIT_USAGE, "give one of --compare-scaling and --compare, once");
-            a->comparison = v ? parse_compare(v) : &COMPARE_SCALING;
-            continue;
-        }
-        if ((v = option_value(argc, argv, &i, "--resume"))) { option_once("--resume", v); a->resume_path = v; continue; }
-        if ((v = option_value(argc, argv, &i, "--init-from"))) { option_once("--init-from", v); a->init_path = v; continue; }
-        if ((v = option_value(argc, argv, &i, "--vocab-from"))) { option_once("--vocab-from", v); a->vocab_text = v; continue; }
-        if ((v = option_value(argc, argv, &i, "--dump-state"))) { option_once("--dump-state", v); a->dump_path = v; continue; }
-        if ((v = option_value(argc, argv, &i, "--bench"))) {
-            option_once("--bench", v);
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 1000000) die(EXIT_USAGE, "--bench expects a step count from 1 to 1000000, got '%s'", v);
-            a->bench_steps = (int)n;
-            continue;
-        }
-        // a config key, in a section (--train.lr=...) or at the top level (--name=...)
-        if (strncmp(arg, "--", 2) == 0 && strchr(arg, '=')) {
-            char key[160];
-            snprintf(key, sizeof key, "%.*s", (int)(strchr(arg, '=') - arg), arg);
-            option_once(key, strchr(arg, '=') + 1);
-            a->overrides[a->n_overrides++] = arg + 2;
-            continue;
-        }
-        if (strncmp(arg, "--", 2) == 0 && strchr(arg, '.'))
-            die(EXIT_USAGE, "override '%s' has no value: write %s=VALUE", arg, arg);
-        if (arg[0] == '-') die(EXIT_USAGE, "unknown option '%s' (see --help)", arg);
-        if (a->config_path) die(EXIT_USAGE, "more than one config file given: '%s' and '%s'", a->config_path, arg);
-        a->config_path = arg;
-    }
-    if (a->resume_path && a->config_path) die(EXIT_USAGE, "give either a config file or --resume, not both");
-    if (a->resume_path && a->comparison)
-        die(EXIT_USAGE, "--resume cannot be combined with a comparison (each variant resumes on its own)");
-    // one mode at a time: a debug dump and a benchmark are of one model, and neither trains
-    if (a->dump_path && a->comparison)
-        die(EXIT_USAGE, "--dump-state writes one model's forward/backward: it cannot be combined with a comparison (%s)",
-            a->comparison == &COMPARE_SCALING ? "--compare-scaling" : "--compare");
-    if (a->bench_steps && a->comparison)
-        die(EXIT_USAGE, "--bench times one model: it cannot be combined with a comparison (%s)",
-            a->comparison == &COMPARE_SCALING ? "--compare-scaling" : "--compare");
-    if (a->bench_steps && a->dump_path) die(EXIT_USAGE, "give one of --bench and --dump-state");
-    if (a->init_path && (a->resume_path || a->bench_steps))
-        die(EXIT_USAGE, "--init-from starts a new run: it cannot be combined with %s", a->resume_path ? "--resume" : "--bench");
-    if (a->vocab_text && !a->init_path) die(EXIT_USAGE, "--vocab-from goes with --init-from (a safetensors file without a vocabulary)");
-    if (!a->config_path && !a->resume_path) a->config_path = "configs/default.json";
-}
+// the configuration and the data
 
 // The learning-rate schedule's decay horizon is fixed when a run starts: train.lr_decay_steps 0
 // ("train.max_steps") becomes the number, which the checkpoint's config keeps, so a resume that
@@ -430,177 +224,6 @@ static void print_progress(Run *runs, int n_runs, long step, long max_steps, dou
         printf(" eta %s\n", eta);
     }
     fflush(stdout);
-}
-
-// ---------------------------------------------------------------------------------------------
-// modes
-
-static void dump_state(Run *r, const Dataset *ds, const char *path) {
-    const Config *c = &r->cfg;
-    int B = c->batch_size, T = c->block_size, V = r->model.dims.vocab_size;
-    size_t BT = (size_t)B * T;
-    int *x = xmalloc(BT * sizeof(int), "batch"), *y = xmalloc(BT * sizeof(int), "batch");
-    Rng rng = r->st.rng;
-    sample_batch(ds, 0, &rng, B, T, x, y);
-    GPT *m = &r->model;
-    gpt_forward(m, x, NULL, B, T);
-    real *logits = xmalloc(BT * (size_t)V * sizeof(real), "logits");
-    memcpy(logits, m->acts.logits, BT * (size_t)V * sizeof(real));
-    double loss = gpt_forward(m, x, y, B, T);
-    gpt_backward(m);
-    char err[ERRLEN], name[TENSOR_NAME_MAX + 8];
-    TWriter *w = tw_open(path, "TGPTDUMP", err, sizeof err);
-    if (!w) die(EXIT_RUNTIME, "%s", err);
-    int rdt = sizeof(real) == 4 ? DT_F32 : DT_F64;
-    uint32_t shape[3] = {(uint32_t)strlen(r->cfg_json), 0, 0};
-    tw_record(w, "config", DT_U8, 1, shape, r->cfg_json);
-    shape[0] = (uint32_t)B; shape[1] = (uint32_t)T; shape[2] = (uint32_t)V;
-    tw_record(w, "inputs", DT_I32, 2, shape, x);
-    tw_record(w, "targets", DT_I32, 2, shape, y);
-    tw_record(w, "logits", rdt, 3, shape, logits);
-    shape[0] = 1;
-    tw_record(w, "loss", DT_F64, 1, shape, &loss);
-    for (int i = 0; i < m->n_tensors; i++) {
-        const TensorInfo *t = &m->tensors[i];
-        shape[0] = (uint32_t)t->shape[0];
-        shape[1] = (uint32_t)t->shape[1];
-        snprintf(name, sizeof name, "param.%s", t->name);
-        tw_record(w, name, rdt, t->ndim, shape, m->params + t->offset);
-        snprintf(name, sizeof name, "grad.%s", t->name);
-        tw_record(w, name, rdt, t->ndim, shape, m->grads + t->offset);
-    }
-    if (!tw_commit(w, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-    // with "-" the dump is standard output and the line goes to stderr
-    fprintf(strcmp(path, "-") == 0 ? stderr : stdout, "wrote %s: loss %.6f on the first training batch (%d x %d), %d tensors\n",
-            strcmp(path, "-") == 0 ? "the dump to standard output" : path, loss, B, T, m->n_tensors);
-    free(x); free(y); free(logits);
-}
-
-// CPU seconds used by the whole process (every thread); on a shared machine the timed steps' wall
-// time also counts the moments the threads waited for a core, their CPU time does not.
-static double process_cpu_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void bench(Run *r, int steps) {
-    const Config *c = &r->cfg;
-    int B = c->batch_size, T = c->block_size, V = r->model.dims.vocab_size;
-    size_t BT = (size_t)B * T, local = (size_t)r->rows * T;  // this rank's share of the batch
-    int *x = xmalloc(BT * sizeof(int), "batch"), *y = xmalloc(BT * sizeof(int), "batch");
-    Rng rng;
-    rng_seed(&rng, 12345 + (uint64_t)dist_rank());
-    int warmup = 3;
-    double *ms = xmalloc(sizeof(double) * (size_t)steps, "timings");
-    // The peak is probed before and after the steps: on a shared machine the two disagree when
-    // it was too busy to measure, and then no MFU is printed (fma_peak_mfu).
-    FmaPeak peak_before = fma_peak_measure();
-    double cpu_start = 0;
-    for (int i = 0; i < warmup + steps; i++) {
-        for (size_t j = 0; j < local; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
-        if (i == warmup) {  // account the timed steps only
-            r->model.profile = 1;
-            memset(r->model.phase_seconds, 0, sizeof r->model.phase_seconds);
-            r->comm_seconds = 0;
-            cpu_start = process_cpu_seconds();
-        }
-        run_step(r, x, y, i);
-        if (i >= warmup) ms[i - warmup] = r->ms;
-    }
-    double cpu_ms = 1000.0 * (process_cpu_seconds() - cpu_start) / steps;
-    // median by insertion sort (N is small)
-    for (int i = 1; i < steps; i++) {
-        double v = ms[i];
-        int j = i - 1;
-        while (j >= 0 && ms[j] > v) { ms[j + 1] = ms[j]; j--; }
-        ms[j + 1] = v;
-    }
-    double median = steps % 2 ? ms[steps / 2] : 0.5 * (ms[steps / 2 - 1] + ms[steps / 2]);
-    double flops = gpt_flops_per_step(&r->model, B, T);
-    double gflops = flops / (median / 1000.0) / 1e9;
-    FmaPeak peak_after = fma_peak_measure();
-    dist_sum_double(&peak_before.gflops, 1);  // with MPI, the ranks' cores together (each measures its own at once)
-    dist_sum_double(&peak_after.gflops, 1);
-    char peak_text[256];
-    double mfu = fma_peak_mfu(gflops, &peak_before, &peak_after, peak_text, sizeof peak_text);
-    static const char *const phase_names[PHASE_COUNT] = {"matmul_fwd", "matmul_bwd", "attention", "other", "optimizer"};
-    double total = 0;
-    for (int p = 0; p < PHASE_COUNT; p++) total += r->model.phase_seconds[p];
-    char workers[64];
-    if (dist_size() > 1) snprintf(workers, sizeof workers, "%d ranks x %d threads", dist_size(), thread_max());
-    else snprintf(workers, sizeof workers, "%d threads", thread_max());
-    printf("%s: %zu params, B=%d T=%d, %.2f GFLOP/step, %s, GEMM: %s\n%s\n", c->name,
-           r->model.n_params, B, T, flops / 1e9, workers, matmul_simd_path(), peak_text);
-    printf("phases (ms/step):");
-    for (int p = 0; p < PHASE_COUNT; p++)
-        printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * r->model.phase_seconds[p] / steps,
-               total > 0 ? 100.0 * r->model.phase_seconds[p] / total : 0.0);
-    printf("\n");
-    {
-        // The phases are worker 0's (one thread's share of the rows when the batch is split
-        // between threads): its FLOPs by phase (docs/PERFORMANCE.md, the FLOP count: the weights'
-        // products 2 FLOPs per weight and token forward, 4 backward; attention's two products
-        // over the pairs it computes, forward and backward) over its time, against one thread's
-        // share of the peak.
-        int n = r->model.n_workers < r->rows ? r->model.n_workers : r->rows;
-        int split = n >= 2 && thread_max() >= n;
-        double rows0 = split ? (double)(r->rows / n) : r->rows;
-        double mat = gpt_product_flops(&r->model, rows0, T);
-        double att = gpt_attention_flops(&r->model, rows0, T);
-        double per_thread_peak = peak_before.gflops > peak_after.gflops ? peak_before.gflops : peak_after.gflops;
-        per_thread_peak /= (split ? n : 1) * dist_size();
-        double fs[3] = {mat, 2 * mat, att};
-        printf("per thread (GFLOP/s):");
-        for (int p = 0; p < 3; p++) {
-            double g = r->model.phase_seconds[p] > 0 ? fs[p] * steps / r->model.phase_seconds[p] / 1e9 : 0;
-            printf(" %s %.1f", phase_names[p], g);
-            if (mfu >= 0) printf(" (%.0f%%)", 100 * g / per_thread_peak);
-        }
-        if (mfu >= 0) printf(", of a thread's share of the sustained peak, %.1f", per_thread_peak);
-        printf("\n");
-    }
-    if (dist_size() > 1) {
-        // the allreduce inside a step also waits for the slowest rank; time it alone as well
-        // (ranks lined up by a barrier, best of 10) for the network figures of DISTRIBUTED.md
-        double best = INFINITY;
-        for (int i = 0; i < 10; i++) {
-            dist_barrier();
-            double t0 = now_seconds();
-            dist_sum_real(r->model.grads, r->model.n_params);
-            double t = now_seconds() - t0;
-            dist_sum_double(&t, 1);  // the mean over the ranks
-            t /= dist_size();
-            if (t < best) best = t;
-        }
-        double mb = r->model.n_params * sizeof(real) / 1e6;
-        printf("data-parallel: %d ranks x %d rows, %d threads each; gradient allreduce of %zu floats (%.1f MB): "
-               "%.2f ms/step in training, %.2f ms alone (%.2f GB/s of buffer)\n", dist_size(), r->rows, thread_max(),
-               r->model.n_params, mb, 1000.0 * r->comm_seconds / steps, 1000.0 * best, mb / 1000.0 / best);
-    }
-    if (dist_is_root()) {   // sampling speed: 500 characters with the KV cache; the full recompute is timed on 50
-        Vocab vocab;
-        vocab.vocab_size = V;
-        vocab.chars = xmalloc(sizeof(uint32_t) * (size_t)V, "vocabulary");
-        for (int i = 0; i < V; i++) vocab.chars[i] = 0x21 + (uint32_t)i;
-        int prompt = 0;
-        Rng srng;
-        rng_seed(&srng, 7);
-        double t0 = now_seconds();
-        generate(&r->model, &vocab, &prompt, 1, 500, 1.0, 0, &srng, NULL);
-        double cached = 500 / (now_seconds() - t0);
-        t0 = now_seconds();
-        generate_full_window(&r->model, &vocab, &prompt, 1, 50, 1.0, 0, &srng, NULL);
-        double full = 50 / (now_seconds() - t0);
-        printf("sampling: %.0f tokens/s with the KV cache (500 characters), %.0f tokens/s recomputing the prefix for each (50)\n",
-               cached, full);
-        free(vocab.chars);
-    }
-    char mfu_text[16] = "n/a";  // the machine too busy to measure the peak
-    if (mfu >= 0) snprintf(mfu_text, sizeof mfu_text, "%.3f", mfu);
-    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s cpu_ms_per_step=%.2f\n",
-           c->name, median, ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, mfu_text, cpu_ms);
-    free(ms); free(x); free(y);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -873,7 +496,9 @@ static void log_probe(Session *s, int i, long step) {
                           s->cfg->block_size, s->probe_text);
 }
 
-// One step of every run on the same batch. Returns whether it evaluated.
+// One step of every run on the same batch, as llm.c's loop has it: the next batch; for each run
+// its forward, backward (which stores every gradient, so none is zeroed first) and update; then
+// its evaluation and metrics row. Returns whether it evaluated.
 static int step_runs(Session *s, long step) {
     const Config *cfg = s->cfg;
     long done = step + 1;
@@ -888,12 +513,19 @@ static int step_runs(Session *s, long step) {
     double segment = now_seconds() - s->wall0;
     for (int i = 0; i < s->n_runs; i++) {
         Run *r = &s->runs[i];
+        size_t off = (size_t)r->row0 * r->cfg.block_size;
+        const int *x = s->b.x + off, *y = s->b.y + off;
         r->st.elapsed_s = r->elapsed_before + segment;  // as best.bin records it
-        if (run_advance(r, s->ds, &s->b, s->vocab, step, probe, eval) == RUN_DIVERGED) {
+        if (probe) run_probe(r, s->b.px, s->b.py, step, 1);
+        run_forward(r, x, y, step);
+        run_backward(r);
+        run_update(r, step);
+        if (r->bad_streak >= r->cfg.max_bad_steps) {
             char why[128];
             snprintf(why, sizeof why, "%d consecutive steps with a non-finite loss or gradient", r->bad_streak);
             stop_diverged(s, r, why);
         }
+        run_evaluate_and_log(r, s->ds, &s->b, s->vocab, done, eval);
         evaluated |= r->evaluated;
         if (s->cmp) {
             if (probe) log_probe(s, i, step);
@@ -1118,7 +750,7 @@ int main(int argc, char **argv) {
 
     // the command line, the configuration (from the checkpoint when resuming), the data
     Args args;
-    parse_args(argc, argv, &args);
+    train_parse_args(argc, argv, &args);
     int training = !args.bench_steps && !args.dump_path;
     if (training) stop_install();  // --bench and --dump-state have nothing to save: a signal ends them
     char err[ERRLEN];
@@ -1158,9 +790,9 @@ int main(int argc, char **argv) {
     setup_runs(&s, &cfg, &args, resume, init, &ds);
     int code = 0;
     if (args.dump_path) {
-        dump_state(&s.runs[0], &ds, args.dump_path);
+        run_dump_state(&s.runs[0], &ds, args.dump_path);
     } else if (args.bench_steps) {
-        bench(&s.runs[0], args.bench_steps);
+        run_bench(&s.runs[0], args.bench_steps);
     } else {
         claim_out_dirs(&s);
         start_training(&s);

@@ -1,11 +1,8 @@
-// base/config.c: the key table, defaults, strict JSON loading, overrides, validation and the reference.
-//
-// Everything about a key lives in one row of KEYS below: its dotted path, type, where it is
-// stored in Config, its default, its allowed range and its help text. Loading, overrides,
-// validation, the resolved-config JSON and the --help/README reference all read that table, so
-// adding a key is adding a row.
+// base/config.c: defaults, strict JSON loading, overrides, validation and the reference, all read
+// from the key table (base/config_keys.c): adding a key is adding a row there.
 #include "base/config.h"
 #include "base/common.h"
+#include "base/config_keys.h"  // the key table: KeySpec, CONFIG_KEYS, config_find_key
 #include "base/data.h"
 
 #include <cjson/cJSON.h>
@@ -21,169 +18,10 @@
 #define MAX_KEY_CHARS 256                      // longer JSON keys cannot be ours; cut in messages
 #define RANGE_CHARS 128                        // "sqrt, none or (lo, hi]" with two %.17g numbers fits
 
-// ----------------------------------------------------------------------------
-// the key table
-
-typedef enum {
-    T_INT,   // JSON integer -> int field
-    T_NUM,   // finite JSON number -> double field
-    T_STR,   // JSON string -> char[] field; min/max bound its length in bytes
-    T_SCALE, // model.attn_scale: "sqrt", "none" or a number -> attn_scale_str (config_finalize resolves attn_scale)
-} KeyType;
-
-typedef struct {
-    const char *key;           // dotted path: "section.key", or "key" at the top level
-    KeyType type;
-    size_t offset;             // of the field in Config
-    size_t size;               // of the field (bounds string copies)
-    double def;                // default for T_INT / T_NUM
-    const char *def_str;       // default for T_STR / T_SCALE
-    double min, max;           // allowed range (string length for T_STR)
-    int min_open, max_open;    // 1 = that bound is exclusive
-    const char *const *enums;  // NULL-terminated allowed strings for enum keys, else NULL
-    const char *const *aliases;  // NULL, or pairs {old name, enum it stands for, ..., NULL}: still accepted
-    const char *help;
-} KeySpec;
-
-#define FIELD(f) .offset = offsetof(Config, f), .size = sizeof(((Config *)0)->f)
-#define STEPS_MAX 1000000000.0 // any step count above this is a typo, not a plan
-
-static const char *const INIT_NAMES[] = {"gpt2", "fan_in", NULL};
-static const char *const ATTN_IMPL_NAMES[] = {"engine", "definition", NULL};
-// the names of older configurations and checkpoints
-static const char *const ATTN_IMPL_ALIASES[] = {"fast", "engine", "reference", "definition", NULL};
-static const char *const ATTN_MASK_NAMES[] = {"causal", "zero", "none", NULL};
-static const char *const SOFTMAX_AXIS_NAMES[] = {"keys", "queries", NULL};
-static const char *const BOOL_NAMES[] = {"false", "true", NULL};
-
-// Rows of one section must be contiguous (config_to_json writes them as one JSON object).
-static const KeySpec KEYS[] = {
-    {.key = "name", .type = T_STR, FIELD(name), .def_str = "", .min = 0, .max = 127,
-     .help = "run name; empty = the config file's base name without .json, else \"run\""},
-
-    {.key = "model.n_layer", .type = T_INT, FIELD(n_layer), .def = 4, .min = 1, .max = 64,
-     .help = "number of transformer blocks"},
-    {.key = "model.n_head", .type = T_INT, FIELD(n_head), .def = 4, .min = 1, .max = 256,
-     .help = "attention heads per block; must divide model.n_embd"},
-    {.key = "model.n_embd", .type = T_INT, FIELD(n_embd), .def = 128, .min = 1, .max = 8192,
-     .help = "embedding width (channels)"},
-    {.key = "model.block_size", .type = T_INT, FIELD(block_size), .def = 64, .min = 1, .max = 65536,
-     .help = "context length in characters"},
-    {.key = "model.attn_scale", .type = T_SCALE, FIELD(attn_scale_str), .def_str = "sqrt",
-     .min = 0, .min_open = 1, .max = 100,
-     .help = "attention logit scale: \"sqrt\" = 1/sqrt(head_dim), \"none\" = 1, or a fixed positive factor"},
-    {.key = "model.init", .type = T_STR, FIELD(init), .def_str = "gpt2", .min = 1, .max = 15,
-     .enums = INIT_NAMES, .help = "weight initialization scheme"},
-    {.key = "model.attn_impl", .type = T_STR, FIELD(attn_impl), .def_str = "engine", .min = 1, .max = 15,
-     .enums = ATTN_IMPL_NAMES, .aliases = ATTN_IMPL_ALIASES,
-     .help = "which attention trains: \"engine\" (kernels/attention_engine.c) or \"definition\" (attention.c); same function, the tests prove them equal (the older names \"fast\" and \"reference\" are read as these)"},
-    {.key = "model.attn_mask", .type = T_STR, FIELD(attn_mask), .def_str = "causal", .min = 1, .max = 15,
-     .enums = ATTN_MASK_NAMES,
-     .help = "\"causal\" = scores above the diagonal set to -inf; the mistakes: \"zero\" = set to 0 (the future keeps weight), \"none\" = no mask"},
-    {.key = "model.softmax_axis", .type = T_STR, FIELD(softmax_axis), .def_str = "keys", .min = 1, .max = 15,
-     .enums = SOFTMAX_AXIS_NAMES,
-     .help = "\"keys\" = each query's row of weights sums to 1; the mistake \"queries\" = each key's column is normalised over the queries"},
-    {.key = "model.attn_window", .type = T_INT, FIELD(attn_window), .def = 0, .min = 0, .max = 65536,
-     .help = "sliding-window attention: 0 = every earlier key, W > 0 = query t sees only keys t-W+1 .. t; at most "
-             "model.block_size, and only with model.attn_mask \"causal\" (the window narrows the causal mask; the "
-             "mistakes \"zero\" and \"none\" have none to narrow)"},
-
-    {.key = "data.path", .type = T_STR, FIELD(data_path), .def_str = "data/default.txt", .min = 1, .max = 1023,
-     .help = "UTF-8 text file to train on (one Unicode character = one token)"},
-    {.key = "data.val_fraction", .type = T_NUM, FIELD(val_fraction), .def = 0.1,
-     .min = 0, .min_open = 1, .max = 1, .max_open = 1,
-     .help = "fraction of the text held out for validation"},
-
-    {.key = "train.batch_size", .type = T_INT, FIELD(batch_size), .def = 12, .min = 1, .max = 65536,
-     .help = "sequences per optimizer step"},
-    {.key = "train.max_steps", .type = T_INT, FIELD(max_steps), .def = 2000, .min = 1, .max = STEPS_MAX,
-     .help = "number of optimizer steps"},
-    {.key = "train.lr", .type = T_NUM, FIELD(lr), .def = 1e-3, .min = 0, .min_open = 1, .max = 10,
-     .help = "peak learning rate (reached after warmup)"},
-    {.key = "train.min_lr", .type = T_NUM, FIELD(min_lr), .def = 1e-4, .min = 0, .max = 10,
-     .help = "learning rate at the end of the cosine decay; must be <= train.lr"},
-    {.key = "train.warmup_steps", .type = T_INT, FIELD(warmup_steps), .def = 100, .min = 0, .max = STEPS_MAX,
-     .help = "steps of linear learning-rate warmup"},
-    {.key = "train.lr_decay_steps", .type = T_INT, FIELD(lr_decay_steps), .def = 0, .min = 0, .max = STEPS_MAX,
-     .help = "step at which the cosine decay reaches train.min_lr; 0 = train.max_steps"},
-    {.key = "train.beta1", .type = T_NUM, FIELD(beta1), .def = 0.9, .min = 0, .max = 1, .max_open = 1,
-     .help = "AdamW first-moment decay"},
-    {.key = "train.beta2", .type = T_NUM, FIELD(beta2), .def = 0.99, .min = 0, .max = 1, .max_open = 1,
-     .help = "AdamW second-moment decay"},
-    {.key = "train.eps", .type = T_NUM, FIELD(eps), .def = 1e-8, .min = 0, .min_open = 1, .max = 1,
-     .help = "AdamW epsilon"},
-    {.key = "train.weight_decay", .type = T_NUM, FIELD(weight_decay), .def = 0.1, .min = 0, .max = 10,
-     .help = "AdamW decoupled weight decay"},
-    {.key = "train.grad_clip", .type = T_NUM, FIELD(grad_clip), .def = 1.0, .min = 0, .max = 1e6,
-     .help = "clip the global gradient norm to this; 0 = no clipping"},
-    {.key = "train.seed", .type = T_INT, FIELD(seed), .def = 1337, .min = 0, .max = INT_MAX,
-     .help = "random seed"},
-    {.key = "train.threads", .type = T_INT, FIELD(threads), .def = 0, .min = 0, .max = 1024,
-     .help = "OpenMP threads; 0 = OMP_NUM_THREADS or all cores"},
-    {.key = "train.ckpt_interval", .type = T_INT, FIELD(ckpt_interval), .def = 500, .min = 0, .max = STEPS_MAX,
-     .help = "steps between checkpoints; 0 = only at the end"},
-    {.key = "train.keep_checkpoints", .type = T_INT, FIELD(keep_checkpoints), .def = 0, .min = 0, .max = 1000000,
-     .help = "keep the last N checkpoint_<step>.bin besides checkpoint.bin"},
-    {.key = "train.max_bad_steps", .type = T_INT, FIELD(max_bad_steps), .def = 5, .min = 1, .max = 1000000,
-     .help = "consecutive non-finite steps before stopping"},
-    {.key = "train.spike_zscore", .type = T_NUM, FIELD(spike_zscore), .def = 0, .min = 0, .max = 1000,
-     .help = "loss-spike guard: z-score threshold over the last train.spike_window losses; 0 = off"},
-    {.key = "train.spike_window", .type = T_INT, FIELD(spike_window), .def = 50, .min = 2, .max = 1000000,
-     .help = "number of recent losses the spike guard looks at"},
-    {.key = "train.out_dir", .type = T_STR, FIELD(out_dir), .def_str = "", .min = 0, .max = 1023,
-     .help = "output directory; empty = out/<name>"},
-    {.key = "train.overwrite", .type = T_STR, FIELD(overwrite), .def_str = "false", .min = 1, .max = 5, .enums = BOOL_NAMES,
-     .help = "\"true\": a new run replaces a run already in train.out_dir (its files are removed); else it is refused"},
-
-    {.key = "log.log_interval", .type = T_INT, FIELD(log_interval), .def = 10, .min = 1, .max = STEPS_MAX,
-     .help = "steps between training log lines"},
-    {.key = "log.eval_interval", .type = T_INT, FIELD(eval_interval), .def = 250, .min = 1, .max = STEPS_MAX,
-     .help = "steps between validation evaluations"},
-    {.key = "log.eval_steps", .type = T_INT, FIELD(eval_steps), .def = 20, .min = 1, .max = 1000000,
-     .help = "batches of each split (train and val) averaged per evaluation"},
-    {.key = "log.gen_windows", .type = T_INT, FIELD(gen_windows), .def = 8, .min = 0, .max = 4096,
-     .help = "gen_loss, the honest loss (each character predicted from the ones before it only, as generation sees "
-             "them), over the first N block_size windows of the validation split (all (n_val - 1) / block_size of them "
-             "when it holds fewer) at every evaluation and at the end, printed beside the teacher-forced loss on the "
-             "same windows; 0 = off"},
-    {.key = "log.attn_interval", .type = T_INT, FIELD(attn_interval), .def = 50, .min = 0, .max = STEPS_MAX,
-     .help = "attention statistics every N steps (and at step 0); 0 = off"},
-
-    {.key = "sample.tokens", .type = T_INT, FIELD(sample_tokens), .def = 300, .min = 0, .max = 1000000,
-     .help = "characters sampled at the end of training; 0 = no sample"},
-    {.key = "sample.temperature", .type = T_NUM, FIELD(sample_temperature), .def = 0.8,
-     .min = 0, .max = 100, .help = "sampling temperature; 0 = greedy (always the most likely character)"},
-    {.key = "sample.top_k", .type = T_INT, FIELD(sample_top_k), .def = 40, .min = 0, .max = 1000000,
-     .help = "sample only from the k most likely characters; 0 = off"},
-    {.key = "sample.prompt", .type = T_STR, FIELD(sample_prompt), .def_str = "\n", .min = 1, .max = 255,
-     .help = "text the sample continues"},
-};
-#define NKEYS ((int)(sizeof(KEYS) / sizeof(KEYS[0])))
-
 static int *int_field(Config *c, const KeySpec *k) { return (int *)(void *)((char *)c + k->offset); }
 static double *num_field(Config *c, const KeySpec *k) { return (double *)(void *)((char *)c + k->offset); }
 static char *str_field(Config *c, const KeySpec *k) { return (char *)c + k->offset; }
 static const char *cstr_field(const Config *c, const KeySpec *k) { return (const char *)c + k->offset; }
-
-static int find_key(const char *key) {
-    for (int i = 0; i < NKEYS; i++)
-        if (strcmp(KEYS[i].key, key) == 0) return i;
-    return -1;
-}
-
-// Length of the section prefix of a key ("model.n_layer" -> 5), 0 for a top-level key.
-static size_t section_len(const char *key) {
-    const char *dot = strchr(key, '.');
-    return dot ? (size_t)(dot - key) : 0;
-}
-
-// Index of the first row of section `name`, or -1 when no key lives in such a section.
-static int find_section(const char *name) {
-    size_t n = strlen(name);
-    for (int i = 0; i < NKEYS; i++)
-        if (section_len(KEYS[i].key) == n && n > 0 && strncmp(KEYS[i].key, name, n) == 0) return i;
-    return -1;
-}
 
 // ----------------------------------------------------------------------------
 // small formatting helpers
@@ -326,13 +164,13 @@ static int key_distance(const char *typed, const char *cand) {
 // The closest key or section name (into buf), or NULL when nothing is plausibly close.
 static const char *suggest(const char *typed, char *buf, size_t n) {
     int best_d = INT_MAX;
-    for (int i = 0; i < NKEYS; i++) {
-        int d = key_distance(typed, KEYS[i].key);
-        if (d < best_d) best_d = d, snprintf(buf, n, "%s", KEYS[i].key);
-        size_t sl = section_len(KEYS[i].key);
+    for (int i = 0; i < CONFIG_N_KEYS; i++) {
+        int d = key_distance(typed, CONFIG_KEYS[i].key);
+        if (d < best_d) best_d = d, snprintf(buf, n, "%s", CONFIG_KEYS[i].key);
+        size_t sl = config_section_len(CONFIG_KEYS[i].key);
         if (sl > 0) {
             char sec[64];
-            snprintf(sec, sizeof(sec), "%.*s", (int)sl, KEYS[i].key);
+            snprintf(sec, sizeof(sec), "%.*s", (int)sl, CONFIG_KEYS[i].key);
             d = levenshtein(typed, sec);
             if (d < best_d) best_d = d, snprintf(buf, n, "%s", sec);
         }
@@ -531,23 +369,23 @@ static int invalid_json(const ErrCtx *e, const char *text, size_t len, size_t po
 // Walk the members ourselves: cJSON's getters match keys case-insensitively and silently take
 // the first of duplicate keys, and we want both to be errors.
 static int load_root(Config *c, const cJSON *root, const ErrCtx *e, int *had_name) {
-    unsigned char seen[NKEYS] = {0}, seen_section[NKEYS] = {0};
-    int name_row = find_key("name");
+    unsigned char seen[CONFIG_MAX_KEYS] = {0}, seen_section[CONFIG_MAX_KEYS] = {0};
+    int name_row = config_find_key("name");
     if (!cJSON_IsObject(root)) return fail(e, "the top level must be a JSON object, got %s", json_type_name(root));
     for (const cJSON *it = root->child; it; it = it->next) {
         const char *k = it->string;
-        int row = find_key(k);
-        if (row >= 0 && section_len(k) == 0) { // a top-level key such as "name"
+        int row = config_find_key(k);
+        if (row >= 0 && config_section_len(k) == 0) { // a top-level key such as "name"
             if (seen[row]) return fail(e, "duplicate key '%s'", k);
             seen[row] = 1;
-            if (!set_from_json(c, &KEYS[row], it, e)) return 0;
+            if (!set_from_json(c, &CONFIG_KEYS[row], it, e)) return 0;
             if (row == name_row) *had_name = 1;
             continue;
         }
         if (row >= 0) // "model.n_layer" written literally at the top level
             return fail(e, "unknown key '%s' at the top level (nest it: \"%.*s\": {\"%s\": ...})",
-                        k, (int)section_len(k), k, leaf(k));
-        int sec = find_section(k);
+                        k, (int)config_section_len(k), k, leaf(k));
+        int sec = config_find_section(k);
         if (sec < 0) return unknown_key(e, k);
         if (seen_section[sec]) return fail(e, "duplicate key '%s'", k);
         seen_section[sec] = 1;
@@ -555,11 +393,11 @@ static int load_root(Config *c, const cJSON *root, const ErrCtx *e, int *had_nam
         for (const cJSON *m = it->child; m; m = m->next) {
             char full[MAX_KEY_CHARS + 64];
             snprintf(full, sizeof(full), "%s.%s", k, m->string); // a cut key cannot match any row
-            row = find_key(full);
+            row = config_find_key(full);
             if (row < 0) return unknown_key(e, full);
             if (seen[row]) return fail(e, "duplicate key '%s'", full);
             seen[row] = 1;
-            if (!set_from_json(c, &KEYS[row], m, e)) return 0;
+            if (!set_from_json(c, &CONFIG_KEYS[row], m, e)) return 0;
         }
     }
     return 1;
@@ -707,8 +545,8 @@ int config_load_file(Config *cfg, const char *path, char *err, size_t errlen) {
 
 void config_defaults(Config *cfg) {
     memset(cfg, 0, sizeof(*cfg));
-    for (int i = 0; i < NKEYS; i++) {
-        const KeySpec *k = &KEYS[i];
+    for (int i = 0; i < CONFIG_N_KEYS; i++) {
+        const KeySpec *k = &CONFIG_KEYS[i];
         switch (k->type) {
         case T_INT: *int_field(cfg, k) = (int)k->def; break;
         case T_NUM: *num_field(cfg, k) = k->def; break;
@@ -728,14 +566,14 @@ int config_apply_override(Config *cfg, const char *arg, char *err, size_t errlen
     size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
     char key[MAX_KEY_CHARS + 1];
     snprintf(key, sizeof(key), "%.*s", (int)(klen > MAX_KEY_CHARS ? MAX_KEY_CHARS : klen), arg);
-    int row = find_key(key);
+    int row = config_find_key(key);
     if (row < 0) {
-        if (find_section(key) >= 0)
+        if (config_find_section(key) >= 0)
             return fail(&e, "'--%s' is a section; override one key, e.g. --%s=VALUE", PRINTABLE(key),
-                        KEYS[find_section(key)].key);
+                        CONFIG_KEYS[config_find_section(key)].key);
         return unknown_key(&e, key);
     }
-    const KeySpec *k = &KEYS[row];
+    const KeySpec *k = &CONFIG_KEYS[row];
     if (!eq) return fail(&e, "'--%s' needs a value: --%s=VALUE", k->key, k->key);
     const char *val = eq + 1;
     double v;
@@ -765,8 +603,8 @@ double config_scale_factor(const char *text, int head_dim) {
 int config_finalize(Config *cfg, char *err, size_t errlen) {
     ErrCtx e = {err, errlen, NULL};
     // Re-check every value against the table: fields may also have been set directly in code.
-    for (int i = 0; i < NKEYS; i++) {
-        const KeySpec *k = &KEYS[i];
+    for (int i = 0; i < CONFIG_N_KEYS; i++) {
+        const KeySpec *k = &CONFIG_KEYS[i];
         if (k->type == T_INT && !check_number(k, *int_field(cfg, k), NULL, &e)) return 0;
         if (k->type == T_NUM && !check_number(k, *num_field(cfg, k), NULL, &e)) return 0;
         if (k->type == T_STR && memchr(str_field(cfg, k), '\0', k->size) == NULL)
@@ -804,7 +642,7 @@ int config_finalize(Config *cfg, char *err, size_t errlen) {
 
     // Check the scale's text (it may have been set in code), then resolve it: the one factor
     // every consumer reads.
-    const KeySpec *sk = &KEYS[find_key("model.attn_scale")];
+    const KeySpec *sk = &CONFIG_KEYS[config_find_key("model.attn_scale")];
     double v;
     if (parse_decimal(cfg->attn_scale_str, &v)) {
         if (!set_scale_number(cfg, sk, v, cfg->attn_scale_str, &e)) return 0;
@@ -898,9 +736,9 @@ char *config_to_json(const Config *cfg) {
     const char *open_section = NULL; // section whose object is open
     size_t open_len = 0;
     sb_printf(&b, "{");
-    for (int i = 0; i < NKEYS; i++) {
-        const KeySpec *k = &KEYS[i];
-        size_t sl = section_len(k->key);
+    for (int i = 0; i < CONFIG_N_KEYS; i++) {
+        const KeySpec *k = &CONFIG_KEYS[i];
+        size_t sl = config_section_len(k->key);
         int first_member = 0;
         if (!open_section || sl != open_len || strncmp(k->key, open_section, sl) != 0) {
             if (open_section && open_len > 0) sb_printf(&b, "\n  }");
@@ -928,10 +766,10 @@ static void md_cell(FILE *f, const char *s) {
 }
 
 void config_print_reference(FILE *f, int markdown) {
-    char defaults[NKEYS][64], ranges[NKEYS][RANGE_CHARS];
+    char defaults[CONFIG_MAX_KEYS][64], ranges[CONFIG_MAX_KEYS][RANGE_CHARS];
     int wk = 3, wt = 4, wd = 7, wr = 5; // widths of "key", "type", "default", "range"
-    for (int i = 0; i < NKEYS; i++) {
-        const KeySpec *k = &KEYS[i];
+    for (int i = 0; i < CONFIG_N_KEYS; i++) {
+        const KeySpec *k = &CONFIG_KEYS[i];
         if (k->type == T_INT || k->type == T_NUM) {
             fmt_double(defaults[i], sizeof(defaults[i]), k->def);
         } else { // strings shown as JSON literals, so "" and "\n" are visible
@@ -950,20 +788,37 @@ void config_print_reference(FILE *f, int markdown) {
     if (markdown) {
         fprintf(f, "| key | type | default | range | meaning |\n");
         fprintf(f, "|-----|------|---------|-------|---------|\n");
-        for (int i = 0; i < NKEYS; i++) {
-            fprintf(f, "| `%s` | %s | `", KEYS[i].key, type_name(KEYS[i].type));
+        for (int i = 0; i < CONFIG_N_KEYS; i++) {
+            fprintf(f, "| `%s` | %s | `", CONFIG_KEYS[i].key, type_name(CONFIG_KEYS[i].type));
             md_cell(f, defaults[i]);
             fputs("` | ", f);
             md_cell(f, ranges[i]);
             fputs(" | ", f);
-            md_cell(f, KEYS[i].help);
+            md_cell(f, CONFIG_KEYS[i].help);
             fputs(" |\n", f);
         }
         return;
     }
     fprintf(f, "Config keys (JSON: {\"name\": ..., \"model\": {\"n_layer\": ...}, ...}; override: --model.n_layer=8):\n");
     fprintf(f, "  %-*s  %-*s  %-*s  %-*s  %s\n", wk, "key", wt, "type", wd, "default", wr, "range", "meaning");
-    for (int i = 0; i < NKEYS; i++)
-        fprintf(f, "  %-*s  %-*s  %-*s  %-*s  %s\n", wk, KEYS[i].key, wt, type_name(KEYS[i].type), wd, defaults[i],
-                wr, ranges[i], KEYS[i].help);
+    for (int i = 0; i < CONFIG_N_KEYS; i++)
+        fprintf(f, "  %-*s  %-*s  %-*s  %-*s  %s\n", wk, CONFIG_KEYS[i].key, wt, type_name(CONFIG_KEYS[i].type), wd, defaults[i],
+                wr, ranges[i], CONFIG_KEYS[i].help);
+}
+
+int config_names_value(const char *key, const char *value) {
+    int row = config_find_key(key);
+    if (row < 0) return 0;
+    if (!value) return 1;
+    const KeySpec *k = &CONFIG_KEYS[row];
+    if (k->enums) {
+        for (int i = 0; k->enums[i]; i++)
+            if (strcmp(k->enums[i], value) == 0) return 1;
+        return 0;
+    }
+    Config c;
+    config_defaults(&c);
+    char arg[MAX_KEY_CHARS + 512], err[512];
+    snprintf(arg, sizeof arg, "%s=%s", key, value);
+    return config_apply_override(&c, arg, err, sizeof err);
 }

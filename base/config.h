@@ -93,5 +93,9 @@ double config_scale_factor(const char *text, int head_dim);
 // Print the key reference (path, type, default, range, meaning) to `f`, for --help and the README.
 #include <stdio.h>
 void config_print_reference(FILE *f, int markdown);
+// Whether key is a configuration key and, when value is not NULL, a value it takes under its
+// current name (an enum key's names, not the older ones it still reads; a number within its
+// range): what the docs may name.
+int config_names_value(const char *key, const char *value);
 
 #endif

@@ -385,12 +385,6 @@ static NOINLINE void online_finish(real *o, int hd, real m, real l, real *stat) 
     stat[1] = inv;
 }
 
-// The first key query t sees: t - W + 1 under a window of W keys, else 0.
-static int first_key(const AttnSpec *spec, int t) {
-    int lo = spec->window > 0 ? t - spec->window + 1 : 0;
-    return lo > 0 ? lo : 0;
-}
-
 // ---------------------------------------------------------------------------------------------
 // scratch
 
@@ -485,7 +479,7 @@ static void forward_head(real *oh, real *stat, real *scratch, const real *qh, co
         int nr = T - t0 < SR ? T - t0 : SR, t1 = t0 + nr - 1;
         real m[SR], l[SR];
         for (int r = 0; r < nr; r++) { m[r] = -INFINITY; l[r] = 0; }
-        int j_first = spec->window > 0 ? first_key(spec, t0) : 0, block = spec->window > 0 ? t1 + 1 - j_first : FK;
+        int j_first = spec->window > 0 ? attention_first_key(spec, t0) : 0, block = spec->window > 0 ? t1 + 1 - j_first : FK;
         for (int j0 = j_first; j0 <= t1; j0 += block) {
             int kw = t1 + 1 - j0 < block ? t1 + 1 - j0 : block;
             // S = Q K^T * scale for the block (the entries a row does not see are overwritten)
@@ -493,7 +487,7 @@ static void forward_head(real *oh, real *stat, real *scratch, const real *qh, co
                                 .a = qh + (size_t)t0 * C, .a_row = C, .a_depth = 1,
                                 .b = kt + j0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
             for (int r = 0; r < nr; r++) {
-                int t = t0 + r, vis0 = first_key(spec, t) - j0, vis1 = t - j0;
+                int t = t0 + r, vis0 = attention_first_key(spec, t) - j0, vis1 = t - j0;
                 online_block(sb + r * sw, kw, vis0 > 0 ? vis0 : 0, vis1 < kw - 1 ? vis1 : kw - 1, &m[r], &l[r],
                              oh + (size_t)t * C, hd);
             }
@@ -538,7 +532,7 @@ static void dS_row(real *pb, real *dsb, int r, int t, int klo, int khi, int T, c
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) Dt = (real)lanes_sum(lane);
         for (int j0 = klo; j0 < khi; j0 += KB) {
-            int kb = T - j0 < KB ? T - j0 : KB, vis0 = first_key(spec, t) - j0, vis1 = t - j0;
+            int kb = T - j0 < KB ? T - j0 : KB, vis0 = attention_first_key(spec, t) - j0, vis1 = t - j0;
             real *p = pb + (size_t)(j0 - klo) / KB * QB * KB + r * KB, *ds = dsb + (size_t)(j0 - klo) / KB * QB * KB + r * KB;
             // the products read up to SR - 1 entries either side of the row's visible keys: those
             // are written as 0 too
@@ -572,9 +566,10 @@ static void dS_row(real *pb, real *dsb, int r, int t, int klo, int khi, int T, c
 // One head, as forward_head; dq, dk, dv receive the head's gradients (GRAD_ADD: onto them).
 // Query blocks outer: for a block of QB rows, S and dP of every key block the rows see are taken
 // first (a strip of blocks, QB x KB each), then each row's P, D and dS, then the products.
-static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const real *doh, const real *stat,
-                          const real *qh, const real *kh, const real *vh, int T, int C, int hd, const AttnSpec *spec,
-                          GradWrite write) {
+static void backward_head(AttnGradQKV dh, real *scratch, const real *doh, const real *stat, AttnQKV h, int T, int C,
+                          int hd, const AttnSpec *spec, GradWrite write) {
+    real *dqh = dh.dq, *dkh = dh.dk, *dvh = dh.dv;
+    const real *qh = h.q, *kh = h.k, *vh = h.v;
     int ldk = padded_keys(T), nblk = strip_blocks(T);
     real *kt = scratch, *vt = kt + (size_t)hd * ldk;
     real *pb = vt + (size_t)hd * ldk, *dsb = pb + (size_t)nblk * QB * KB;  // the strip's P and dS blocks
@@ -596,7 +591,7 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
     for (int i0 = 0; i0 < T; i0 += QB) {
         int qb = T - i0 < QB ? T - i0 : QB;
         // the key blocks the rows see: from the one holding the first row's first key to the diagonal's
-        int klo = first_key(spec, i0) / KB * KB, khi = i0 + qb;
+        int klo = attention_first_key(spec, i0) / KB * KB, khi = i0 + qb;
         real *dqt = add ? dq_sum : dqh + (size_t)i0 * C;
         size_t ldq = add ? (size_t)hd : (size_t)C;
         // S (into pb) and dP = dO V^T (into dsb), block by block, strip by strip of TR queries,
@@ -605,7 +600,7 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
             int kb = T - j0 < KB ? T - j0 : KB;
             real *p_blk = pb + (size_t)(j0 - klo) / KB * QB * KB, *ds_blk = dsb + (size_t)(j0 - klo) / KB * QB * KB;
             for (int r0 = 0; r0 < qb; r0 += TR) {
-                int nr = qb - r0 < TR ? qb - r0 : TR, c0 = first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
+                int nr = qb - r0 < TR ? qb - r0 : TR, c0 = attention_first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
                 c0 = c0 > 0 ? c0 / TW * TW : 0;
                 c1 = c1 < kb ? c1 : kb;
                 if (c1 <= c0) continue;
@@ -641,7 +636,7 @@ static void backward_head(real *dqh, real *dkh, real *dvh, real *scratch, const 
             }
             // dQ[t] += sum_u (scale dS[t][u]) K[u], strip by strip over the keys the rows see
             for (int r0 = 0; r0 < qb; r0 += SR) {
-                int nr = qb - r0 < SR ? qb - r0 : SR, c0 = first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
+                int nr = qb - r0 < SR ? qb - r0 : SR, c0 = attention_first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
                 c0 = c0 > 0 ? c0 : 0;
                 c1 = c1 < kb ? c1 : kb;
                 tiles_mm(&(Product){.out = dqt + (size_t)r0 * ldq, .ldo = ldq, .rows = nr, .cols = hd,
@@ -677,9 +672,9 @@ void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 size_t off = (size_t)b * T * C + (size_t)h * hd;
-                backward_head(grad.dq + off, grad.dk + off, grad.dv + off, mine, dout + off,
-                              stat + 2 * ((size_t)b * NH + h) * T, in.q + off, in.k + off, in.v + off, T, C, hd, spec,
-                              write);
+                backward_head((AttnGradQKV){grad.dq + off, grad.dk + off, grad.dv + off}, mine, dout + off,
+                              stat + 2 * ((size_t)b * NH + h) * T, (AttnQKV){in.q + off, in.k + off, in.v + off}, T, C,
+                              hd, spec, write);
             }
     }
 }

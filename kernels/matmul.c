@@ -257,13 +257,22 @@ static void micro_kernel(int kc, const real *restrict a, const real *restrict b,
 }
 #endif
 
+// An operand of a strided product: element (i, j) at p[i*rs + j*cs].
+typedef struct {
+    const real *p;
+    long rs, cs;
+} Strided;
+
 // A single row of C (generation: one position at a time). Packing B would copy the whole
 // weight matrix for every token, so stream it instead. Each element is summed in exactly the
 // micro-kernel's order (FMAs over k within a KC block from zero, then added onto C block by
 // block), so the result is bit-identical to the packed path.
 #define ROW_CHUNK 512
-static void gemm_row(int j_lo, int j_hi, int K, const real *a, long a_cs, const real *B, long b_rs, long b_cs,
-                     real *c, long at, int accumulate, const GemmEpilogue *epi) {
+// a is A's row (its element k at a.p[k * a.cs]), c C's row, `at` its first element's offset in C.
+static void gemm_row(int j_lo, int j_hi, int K, Strided a_row, Strided b_op, real *c, long at, int accumulate,
+                     const GemmEpilogue *epi) {
+    const real *a = a_row.p, *B = b_op.p;
+    long a_cs = a_row.cs, b_rs = b_op.rs, b_cs = b_op.cs;
     _Alignas(64) real acc[ROW_CHUNK];
     for (int j0 = j_lo; j0 < j_hi; j0 += ROW_CHUNK) {
         int nj = j_hi - j0 < ROW_CHUNK ? j_hi - j0 : ROW_CHUNK;
@@ -290,20 +299,20 @@ static void gemm_row(int j_lo, int j_hi, int K, const real *a, long a_cs, const 
     }
 }
 
-// An operand of a strided product: element (i, j) at p[i*rs + j*cs].
+// A thread's share of C: rows [i_lo, i_hi) x columns [j_lo, j_hi).
 typedef struct {
-    const real *p;
-    long rs, cs;
-} Strided;
+    int i_lo, i_hi, j_lo, j_hi;
+} CBlock;
 
-// One thread's share: C rows [i_lo, i_hi) x columns [j_lo, j_hi), the classic BLIS loop nest
-// (NC columns of B packed, KC deep; MC rows of A packed; MR x NR register tiles).
-static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_op, Strided b_op, real *C, long ldc,
-                       int accumulate, const GemmEpilogue *epi, const PackBuffers *buf) {
+// One thread's share, the classic BLIS loop nest (NC columns of B packed, KC deep; MC rows of A
+// packed; MR x NR register tiles).
+static void gemm_block(CBlock blk, int K, Strided a_op, Strided b_op, real *C, long ldc, int accumulate,
+                       const GemmEpilogue *epi, const PackBuffers *buf) {
+    int i_lo = blk.i_lo, i_hi = blk.i_hi, j_lo = blk.j_lo, j_hi = blk.j_hi;
     const real *A = a_op.p, *B = b_op.p;
     long a_rs = a_op.rs, a_cs = a_op.cs, b_rs = b_op.rs, b_cs = b_op.cs;
     if (i_hi - i_lo == 1) {
-        gemm_row(j_lo, j_hi, K, A + (long)i_lo * a_rs, a_cs, B, b_rs, b_cs, C + (long)i_lo * ldc, (long)i_lo * ldc,
+        gemm_row(j_lo, j_hi, K, (Strided){A + (long)i_lo * a_rs, 0, a_cs}, b_op, C + (long)i_lo * ldc, (long)i_lo * ldc,
                  accumulate, epi);
         return;
     }
@@ -312,7 +321,7 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_
     // last, partial sliver is packed (with its zero rows). A transposed A (the weight gradients'
     // X^T) is packed: in place, the MR values of each depth sit a row of X apart, 0.5-6 KB, and
     // lines at such strides fall into a few L1 sets and evict each other every sliver
-    // (docs/PERFORMANCE.md has the timings).
+    // (docs/PERFORMANCE.md, the GEMM).
     const int direct_a = VEC_BYTES && a_cs == 1;
     for (int j0 = j_lo; j0 < j_hi; j0 += NC) {
         int nc = j_hi - j0 < NC ? j_hi - j0 : NC;
@@ -366,10 +375,36 @@ static void gemm_block(int i_lo, int i_hi, int j_lo, int j_hi, int K, Strided a_
     }
 }
 
+// The clock of make bench's phases: the thread that started it adds up the seconds of its share
+// of every product (the other threads' shares run at the same time).
+static _Thread_local int t_clock_on;
+static _Thread_local double t_clock_seconds;
+
+void gemm_clock_start(void) {
+    t_clock_on = 1;
+    t_clock_seconds = 0;
+}
+void gemm_clock_stop(void) { t_clock_on = 0; }
+double gemm_clock_seconds(void) { return t_clock_seconds; }
+
+static void gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
+                       int accumulate, const GemmEpilogue *epi);
+
 // The one strided product behind the named ones: C (M,N) = A (M,K) B (K,N), A and B strided,
-// C(i,j) = C[i*ldc + j]; thread tid of nth computes its share of C.
+// C(i,j) = C[i*ldc + j]; thread tid of nth computes its share of C (timed on the clock's thread).
 static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
                       int accumulate, const GemmEpilogue *epi) {
+    if (!t_clock_on) {
+        gemm_share(tid, nth, M, N, K, A, B, C, ldc, accumulate, epi);
+        return;
+    }
+    double t0 = now_seconds();
+    gemm_share(tid, nth, M, N, K, A, B, C, ldc, accumulate, epi);
+    t_clock_seconds += now_seconds() - t0;
+}
+
+static void gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
+                       int accumulate, const GemmEpilogue *epi) {
     if (M <= 0 || N <= 0) return;
     // Split the longer side of C between the threads, in whole register tiles; each thread
     // packs what it needs itself. Every C element is summed over K in the same order whatever
@@ -389,8 +424,8 @@ static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided 
         }
         return;
     }
-    if (split_rows) gemm_block(lo, hi, 0, N, K, A, B, C, ldc, accumulate, epi, thread_pack());
-    else gemm_block(0, M, lo, hi, K, A, B, C, ldc, accumulate, epi, thread_pack());
+    if (split_rows) gemm_block((CBlock){lo, hi, 0, N}, K, A, B, C, ldc, accumulate, epi, thread_pack());
+    else gemm_block((CBlock){0, M, lo, hi}, K, A, B, C, ldc, accumulate, epi, thread_pack());
 }
 
 // The named products are the strided one with their layout's strides.
@@ -435,18 +470,18 @@ void matmul_forward_epi(real *out, const real *inp, const real *weight, int N, i
     gemm_nn_epi_part(thread_index(), thread_count(), out, inp, weight, N, OC, C, MM_SET, epi);
 }
 
-void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
-                          const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write) {
-    matmul_backward_epi_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC, dinp_write, dweight_write, NULL);
+void matmul_backward_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight, int N,
+                          int C, int OC) {
+    matmul_backward_epi_part(tid, nth, g, dout, inp, weight, N, C, OC, NULL);
 }
 
-void matmul_backward_epi_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
-                              const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write,
-                              const GemmEpilogue *dinp_epi) {
+void matmul_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight,
+                              int N, int C, int OC, const GemmEpilogue *dinp_epi) {
     // dinp (N,C) += dout (N,OC) @ weight^T
-    if (dinp) gemm_nt_epi_part(tid, nth, dinp, dout, weight, N, C, OC, dinp_write == GRAD_ADD ? MM_ADD : MM_SET, dinp_epi);
+    if (g.dinp)
+        gemm_nt_epi_part(tid, nth, g.dinp, dout, weight, N, C, OC, g.dinp_write == GRAD_ADD ? MM_ADD : MM_SET, dinp_epi);
     // dweight (C,OC) += inp^T @ dout
-    if (dweight) gemm_tn_part(tid, nth, dweight, inp, dout, C, OC, N, dweight_write == GRAD_ADD ? MM_ADD : MM_SET);
+    if (g.dweight) gemm_tn_part(tid, nth, g.dweight, inp, dout, C, OC, N, g.dweight_write == GRAD_ADD ? MM_ADD : MM_SET);
 }
 
 void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
@@ -455,7 +490,7 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
 #pragma omp parallel if(par_worth(2.0 * N * C * OC))
     {
         int tid = thread_index(), nth = thread_count();
-        matmul_backward_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC, dinp_write, dweight_write);
+        matmul_backward_part(tid, nth, (LinearGrads){dinp, dweight, dinp_write, dweight_write}, dout, inp, weight, N, C, OC);
     }
 }
 
@@ -464,6 +499,7 @@ void matmul_backward_epi(real *dinp, real *dweight, const real *dout, const real
 #pragma omp parallel if(par_worth(2.0 * N * C * OC))
     {
         int tid = thread_index(), nth = thread_count();
-        matmul_backward_epi_part(tid, nth, dinp, dweight, dout, inp, weight, N, C, OC, dinp_write, dweight_write, dinp_epi);
+        matmul_backward_epi_part(tid, nth, (LinearGrads){dinp, dweight, dinp_write, dweight_write}, dout, inp, weight, N, C,
+                                 OC, dinp_epi);
     }
 }

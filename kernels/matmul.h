@@ -56,17 +56,28 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
 void matmul_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC, const GemmEpilogue *epi);
 void matmul_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
                          int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write, const GemmEpilogue *dinp_epi);
-void matmul_backward_epi_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
-                              const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write,
-                              const GemmEpilogue *dinp_epi);
-
-void matmul_backward_part(int tid, int nth, real *dinp, real *dweight, const real *dout, const real *inp,
-                          const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write);
+// The share of thread tid of nth of a linear layer's backward, inside a parallel region: the
+// gradients g, either NULL to skip it, each added onto (GRAD_ADD) or stored.
+typedef struct {
+    real *dinp, *dweight;                 // (N,C), (C,OC)
+    GradWrite dinp_write, dweight_write;
+} LinearGrads;
+void matmul_backward_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight, int N,
+                          int C, int OC);
+void matmul_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight,
+                              int N, int C, int OC, const GemmEpilogue *dinp_epi);
 
 // Every element of C is one chain of fused multiply-adds over k in increasing order within each
 // block of GEMM_KC depths, started from zero, and the blocks' sums are added onto C in order (onto
 // C's old value with MM_ADD): whatever the vector width, tile or thread count.
 #define GEMM_KC 256
+
+// The products' clock (make bench's phases): from gemm_clock_start on, the calling thread adds up
+// the wall-clock seconds of its share of every product it computes, until gemm_clock_stop; the
+// other threads are not timed.
+void gemm_clock_start(void);
+void gemm_clock_stop(void);
+double gemm_clock_seconds(void);
 
 // Name of the vector path compiled in (e.g. "avx512f, 16-wide float32 vectors, 12x2-vector
 // tiles", "portable C"), for --version and logs, and its width in float32 lanes (1 without).

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "report/report.h"
+#include "report/compare.h"
 
 // ---------------------------------------------------------------------------------------------
 // what is compared

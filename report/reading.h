@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "report/report.h"
+#include "report/compare.h"
 #include "report/writer.h"
 
 // The scale: each variant against the 1/sqrt(d_k) one (else the first): the outcome, peakedness,

@@ -1,7 +1,7 @@
 // report/report.c: the comparison's report at the end of the run: the sorted log written as
 // compare.csv (report/compare_csv.c), report.md (report/report_md.c, its reading
 // report/reading.c), the SVG panels (report/svg.c) and report.html (report/report_html.c).
-#include "report/report.h"
+#include "report/compare.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "report/report.h"
+#include "report/compare.h"
 #include "report/writer.h"
 
 // The SVG's width, the plot area's left and right edges, and the k-th panel's plot area: its top

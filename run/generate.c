@@ -1,5 +1,6 @@
 // run/generate.c: autoregressive sampling with temperature and top-k.
 #include "run/generate.h"
+#include "run/decode.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -15,6 +15,8 @@
 #include "run/outdir.h"
 #include "base/rng.h"
 #include "run/stop.h"
+#include "run/decode.h"
+#include "run/workers.h"
 
 // ---------------------------------------------------------------------------------------------
 // set up and tear down
@@ -39,8 +41,7 @@ void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDi
     r->cfg_json = config_to_json(&r->cfg);
     // rank 0 also runs the attention probe on the whole probe batch; the others need their share
     AttnSetup attn = attention_setup(&r->cfg);
-    gpt_build(&r->model, dims, attn.spec.scale, dist_is_root() ? base->batch_size : rows, base->block_size);
-    gpt_set_attention(&r->model, attn);
+    gpt_build(&r->model, dims, attn, dist_is_root() ? base->batch_size : rows, base->block_size);
     gpt_enable_batch_threads(&r->model, thread_max(), rows, base->block_size);
     r->st.best_val_loss = INFINITY;
     r->last_finite_loss = NAN;
@@ -162,16 +163,22 @@ static void spike_window_add(SpikeWindow *w, double loss) {
 
 // ---- the phases of a step ----
 
-// Forward and backward on this rank's rows (split between the threads by rows when the model
-// has batch workers); returns the batch's mean loss, the mean of the ranks' equal shares.
-static double forward_backward(Run *r, const int *x, const int *y) {
-    double loss = gpt_forward_backward(&r->model, x, y, r->rows, r->cfg.block_size);
+// The learning rate of the schedule, then the forward on this rank's rows (split between the
+// threads by rows when the model has batch workers): the batch's mean loss, the mean of the
+// ranks' equal shares.
+void run_forward(Run *r, const int *x, const int *y, long step) {
+    r->step_start = now_seconds();
+    r->lr = lr_at(&r->cfg, step);
+    r->loss = gpt_batch_forward(&r->model, x, y, r->rows, r->cfg.block_size);
     if (dist_size() > 1) {
-        dist_sum_double(&loss, 1);
-        loss /= dist_size();
+        dist_sum_double(&r->loss, 1);
+        r->loss /= dist_size();
     }
-    return loss;
+    inject_faults(r, step);
 }
+
+// The backward stores every gradient (none is added onto an old one): there is nothing to zero.
+void run_backward(Run *r) { gpt_batch_backward(&r->model); }
 
 // One allreduce over the one contiguous gradient buffer: the sum of the ranks' mean gradients,
 // divided by their number, is the gradient of the whole batch's mean loss.
@@ -189,22 +196,16 @@ static void clip_gradients(GPT *m, double norm, double clip) {
     if (clip > 0 && norm > clip) gpt_scale_grads(m, (real)(clip / norm));
 }
 
-// A step: the learning rate of the schedule; forward and backward; the guard, which skips the
-// update of a non-finite loss or gradient norm, or of a loss spike (when the detector is on), so
-// nothing of such a step reaches the parameters; then clipping and AdamW.
-void run_step(Run *r, const int *x, const int *y, long step) {
+// The guard skips the update of a non-finite loss or gradient norm, or of a loss spike (when the
+// detector is on), so nothing of such a step reaches the parameters; else clipping and AdamW.
+void run_update(Run *r, long step) {
     const Config *c = &r->cfg;
     GPT *m = &r->model;
-    double t0 = now_seconds();
-    r->lr = lr_at(c, step);
-    r->loss = forward_backward(r, x, y);
-    inject_faults(r, step);
     r->grad_norm = NAN;
     r->skip_reason = NULL;
     if (!isfinite(r->loss)) {
         r->skip_reason = "non-finite loss";
     } else {
-        gpt_phase(m, PHASE_OPTIMIZER);
         allreduce_gradients(r);
         r->grad_norm = gpt_grad_norm(m);
         if (!isfinite(r->grad_norm)) r->skip_reason = "non-finite gradient";
@@ -222,8 +223,8 @@ void run_step(Run *r, const int *x, const int *y, long step) {
         r->bad_streak = 0;
         spike_window_add(&r->spikes, r->loss);
     }
-    gpt_phase(m, PHASE_NONE);
-    r->ms = 1000.0 * (now_seconds() - t0);
+    r->st.step = step + 1;
+    r->ms = 1000.0 * (now_seconds() - r->step_start);
     r->train_seconds += r->ms / 1000.0;
     r->tokens_trained += (long)c->batch_size * c->block_size;  // the whole batch, over all ranks
 }
@@ -280,7 +281,7 @@ static int estimate_loss(Run *r, const Dataset *ds, int split_val, int *x, int *
         // every rank draws the whole batch and evaluates its rows: the mean over the ranks'
         // equal shares is the mean over the batch
         sample_batch(ds, split_val, &eval_rng, c->batch_size, c->block_size, x, y);
-        total += gpt_loss(&r->model, x + off, y + off, r->rows, c->block_size);
+        total += gpt_batch_forward(&r->model, x + off, y + off, r->rows, c->block_size);
     }
     dist_sum_double(&total, 1);
     *loss = total / c->eval_steps / dist_size();
@@ -310,7 +311,7 @@ static int full_val_loss(Run *r, const Dataset *ds, int *x, int *y, double *loss
                 y[b * T + t] = ds->tokens[start + t + 1];
             }
         }
-        sums[0] += gpt_loss(&r->model, x, y, nb, T) * nb * T;
+        sums[0] += gpt_batch_forward(&r->model, x, y, nb, T) * nb * T;
         sums[1] += (double)nb * T;
     }
     dist_sum_double(sums, 2);
@@ -361,7 +362,7 @@ static void run_save(Run *r, const Vocab *vocab, const char *file) {
     if (!checkpoint_save(path, &r->model, r->cfg_json, vocab, &r->st, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
 }
 
-static void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long done, int do_eval) {
+void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long done, int do_eval) {
     if (do_eval) stop_test_point("eval");
     r->evaluated = do_eval && estimate_loss(r, ds, 0, b->ex, b->ey, &r->eval_train) &&
                    estimate_loss(r, ds, 1, b->ex, b->ey, &r->eval_val) &&
@@ -381,16 +382,6 @@ static void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vo
         fprintf(r->metrics, "\n");
         fflush(r->metrics);
     }
-}
-
-RunProgress run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long step, int probe, int eval) {
-    size_t off = (size_t)r->row0 * r->cfg.block_size;
-    if (probe) run_probe(r, b->px, b->py, step, 1);
-    run_step(r, b->x + off, b->y + off, step);
-    r->st.step = step + 1;
-    if (r->bad_streak >= r->cfg.max_bad_steps) return RUN_DIVERGED;
-    run_evaluate_and_log(r, ds, b, vocab, step + 1, eval);
-    return RUN_TRAINING;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -539,3 +530,47 @@ void run_print_final(const Run *r, FinalLosses f) {
 }
 
 int run_attention_falls_back(const Run *r) { return gpt_attention_falls_back(&r->model); }
+
+// ---------------------------------------------------------------------------------------------
+// the debug dump
+
+void run_dump_state(Run *r, const Dataset *ds, const char *path) {
+    const Config *c = &r->cfg;
+    int B = c->batch_size, T = c->block_size, V = r->model.dims.vocab_size;
+    size_t BT = (size_t)B * T;
+    int *x = xmalloc(BT * sizeof(int), "batch"), *y = xmalloc(BT * sizeof(int), "batch");
+    Rng rng = r->st.rng;
+    sample_batch(ds, 0, &rng, B, T, x, y);
+    GPT *m = &r->model;
+    gpt_forward(m, x, NULL, B, T);
+    real *logits = xmalloc(BT * (size_t)V * sizeof(real), "logits");
+    memcpy(logits, m->acts.logits, BT * (size_t)V * sizeof(real));
+    double loss = gpt_forward(m, x, y, B, T);
+    gpt_backward(m);
+    char err[RUN_ERRLEN], name[TENSOR_NAME_MAX + 8];
+    TWriter *w = tw_open(path, "TGPTDUMP", err, sizeof err);
+    if (!w) die(EXIT_RUNTIME, "%s", err);
+    int rdt = sizeof(real) == 4 ? DT_F32 : DT_F64;
+    uint32_t shape[3] = {(uint32_t)strlen(r->cfg_json), 0, 0};
+    tw_record(w, "config", DT_U8, 1, shape, r->cfg_json);
+    shape[0] = (uint32_t)B; shape[1] = (uint32_t)T; shape[2] = (uint32_t)V;
+    tw_record(w, "inputs", DT_I32, 2, shape, x);
+    tw_record(w, "targets", DT_I32, 2, shape, y);
+    tw_record(w, "logits", rdt, 3, shape, logits);
+    shape[0] = 1;
+    tw_record(w, "loss", DT_F64, 1, shape, &loss);
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        shape[0] = (uint32_t)t->shape[0];
+        shape[1] = (uint32_t)t->shape[1];
+        snprintf(name, sizeof name, "param.%s", t->name);
+        tw_record(w, name, rdt, t->ndim, shape, m->params + t->offset);
+        snprintf(name, sizeof name, "grad.%s", t->name);
+        tw_record(w, name, rdt, t->ndim, shape, m->grads + t->offset);
+    }
+    if (!tw_commit(w, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    // with "-" the dump is standard output and the line goes to stderr
+    fprintf(strcmp(path, "-") == 0 ? stderr : stdout, "wrote %s: loss %.6f on the first training batch (%d x %d), %d tensors\n",
+            strcmp(path, "-") == 0 ? "the dump to standard output" : path, loss, B, T, m->n_tensors);
+    free(x); free(y); free(logits);
+}

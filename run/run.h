@@ -10,6 +10,7 @@
 #include "base/config.h"
 #include "base/data.h"
 #include "model.h"
+#include "run/probe.h"
 
 #define RUN_ERRLEN 1024
 #define MAX_VARIANTS 4
@@ -49,6 +50,7 @@ typedef struct {
     double loss, grad_norm, lr, ms;
     int skipped;
     const char *skip_reason;
+    double step_start;       // now_seconds() at the start of the step's forward
     double train_seconds, comm_seconds;  // comm: time in the gradient allreduce (MPI)
     double elapsed_before;   // wall-clock seconds of the run's earlier segments (st.elapsed_s at the resume)
     long tokens_trained;
@@ -83,21 +85,22 @@ void run_open_logs(Run *r, int resuming);
 void run_close_logs(Run *r);
 
 // ---- training ----
-// One optimisation step on this rank's rows (x, y) of the batch; a non-finite or spiking loss
-// skips the update (r->skipped, r->bad_streak).
-void run_step(Run *r, const int *x, const int *y, long step);
+// One optimisation step on this rank's rows (x, y) of the batch, in three calls: the forward
+// (r->lr, r->loss), the backward (the gradients), the update, which a non-finite or spiking loss
+// skips (r->skipped, r->bad_streak) and which makes r->st.step = step + 1 and r->ms the step's
+// milliseconds.
+void run_forward(Run *r, const int *x, const int *y, long step);
+void run_backward(Run *r);
+void run_update(Run *r, long step);
 // Attention statistics on the probe batch (rank 0) into r->probe, and when `log` into
 // attention.csv as of `step`.
 void run_probe(Run *r, const int *px, const int *py, long step, int log);
 // From now on every probe also copies the weights P of the probe batch's first sequence into
 // r->probe_P (every layer and head).
 void run_keep_probe_weights(Run *r);
-// Step `step` of one run on the batch in b->x, b->y: the probe first when `probe`, the update,
-// then the evaluation when `eval` (train/val loss, best.bin; cut short by a stop signal) and the
-// metrics row. RUN_DIVERGED when the divergence guard trips (train.max_bad_steps skipped steps in
-// a row; nothing evaluated or logged).
-typedef enum { RUN_TRAINING, RUN_DIVERGED } RunProgress;
-RunProgress run_advance(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long step, int probe, int eval);
+// After the update of step `done` - 1: the evaluation when `do_eval` (train/val loss, best.bin;
+// cut short by a stop signal) and the metrics row.
+void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long done, int do_eval);
 // checkpoint.bin (and checkpoint_<step>.bin with keep_checkpoints) at r->st.step, but only of a
 // state the last step updated: a checkpoint never replaces the last good one with a state that
 // may be diverging.
@@ -129,5 +132,9 @@ int run_attention_falls_back(const Run *r);
 // The last line: "final[ VARIANT]: step=N train_loss=X val_loss=Y gen_loss=G (teacher-forced on
 // the same W windows: F) tokens_per_s=Z" (without the parenthesis when gen_loss is off).
 void run_print_final(const Run *r, FinalLosses f);
+// --dump-state: one forward and backward on the run's first training batch, written to path (a
+// TGPTDUMP tensor file, docs/FORMAT.md; "-" is standard output): the config, inputs, targets,
+// logits, loss, and every parameter and its gradient.
+void run_dump_state(Run *r, const Dataset *ds, const char *path);
 
 #endif

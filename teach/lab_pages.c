@@ -56,7 +56,7 @@ void lab_arrays_free(LabArrays *s) {
     s->n = 0;
 }
 
-static void json_number(FILE *f, double x) {
+void lab_json_number(FILE *f, double x) {
     if (isfinite(x)) fprintf(f, "%.17g", x);
     else fputs("null", f);
 }
@@ -91,13 +91,13 @@ void lab_arrays_json(FILE *f, const LabArrays *s) {
         for (int r = 0; r < a->rows; r++) {
             if (a->vector) {
                 if (r) fputs(", ", f);
-                json_number(f, a->v[r]);
+                lab_json_number(f, a->v[r]);
                 continue;
             }
             fputs(r ? ", [" : "[", f);
             for (int c = 0; c < a->cols; c++) {
                 if (c) fputs(", ", f);
-                json_number(f, a->v[(size_t)r * a->cols + c]);
+                lab_json_number(f, a->v[(size_t)r * a->cols + c]);
             }
             fputs("]", f);
         }
@@ -110,7 +110,7 @@ void lab_arrays_json(FILE *f, const LabArrays *s) {
 // computing the numbers
 
 // "group.name" (or "name" without a group) in a small rotating buffer.
-static const char *key_of(const char *group, const char *name) {
+const char *lab_key_of(const char *group, const char *name) {
     static char buf[8][64];
     static int next = 0;
     char *k = buf[next];
@@ -161,19 +161,19 @@ static void add_backward(LabArrays *s, const char *group, const char *variant, c
         gain[t] = dp2 > 0 ? sqrt(ds2 / dp2) : 0.0;
     }
     snprintf(name, sizeof name, "dV_%s", variant);
-    lab_arrays_add(s, key_of(group, name), T, dk, g->dV);
+    lab_arrays_add(s, lab_key_of(group, name), T, dk, g->dV);
     snprintf(name, sizeof name, "dS_%s", variant);
-    lab_arrays_add(s, key_of(group, name), T, T, g->dS);
+    lab_arrays_add(s, lab_key_of(group, name), T, T, g->dS);
     snprintf(name, sizeof name, "dS_r_%s", variant);
-    lab_arrays_add_vector(s, key_of(group, name), T, g->rowsum);
+    lab_arrays_add_vector(s, lab_key_of(group, name), T, g->rowsum);
     snprintf(name, sizeof name, "dS_sum_%s", variant);
-    lab_arrays_add_vector(s, key_of(group, name), T, sum);
+    lab_arrays_add_vector(s, lab_key_of(group, name), T, sum);
     snprintf(name, sizeof name, "dS_gain_%s", variant);
-    lab_arrays_add_vector(s, key_of(group, name), T, gain);
+    lab_arrays_add_vector(s, lab_key_of(group, name), T, gain);
     snprintf(name, sizeof name, "dQ_%s", variant);
-    lab_arrays_add(s, key_of(group, name), T, dk, g->dQ);
+    lab_arrays_add(s, lab_key_of(group, name), T, dk, g->dQ);
     snprintf(name, sizeof name, "dK_%s", variant);
-    lab_arrays_add(s, key_of(group, name), T, dk, g->dK);
+    lab_arrays_add(s, lab_key_of(group, name), T, dk, g->dK);
     free(sum);
     free(gain);
 }
@@ -313,9 +313,9 @@ void lab_exercise_verdict(char *buf, size_t n, const LabExercise *e) {
 // drawing: a matrix from the table, and the marks of each step
 
 // The array group.name as a matrix of step st at `where`, titled `title`, with axis labels.
-static HtmlMatrix *put(HtmlStep *st, const LabArrays *s, int where, const char *group, const char *name,
-                       const char *title, const char *row_axis, const char *col_axis) {
-    const char *key = key_of(group, name);
+HtmlMatrix *lab_put(HtmlStep *st, const LabArrays *s, int where, const char *group, const char *name,
+                    const char *title, const char *row_axis, const char *col_axis) {
+    const char *key = lab_key_of(group, name);
     const LabArray *a = lab_arrays_get(s, key);
     HtmlMatrix *m = html_step_matrix(st, where, key, title, a->rows, a->cols);
     html_mat_fill(m, a->v);
@@ -323,8 +323,8 @@ static HtmlMatrix *put(HtmlStep *st, const LabArrays *s, int where, const char *
     return m;
 }
 
-static void put_extra(HtmlMatrix *m, const LabArrays *s, const char *group, const char *name, const char *label) {
-    const char *key = key_of(group, name);
+void lab_put_extra(HtmlMatrix *m, const LabArrays *s, const char *group, const char *name, const char *label) {
+    const char *key = lab_key_of(group, name);
     html_mat_extra(m, key, label, lab_arrays_get(s, key)->v);
 }
 
@@ -364,7 +364,7 @@ static const char *vname(const Fwd *f, const char *base, int v) {
 }
 
 static double get1(const LabArrays *s, const char *group, const char *name, int i) {
-    return lab_arrays_get(s, key_of(group, name))->v[i];
+    return lab_arrays_get(s, lab_key_of(group, name))->v[i];
 }
 
 // Row r of a small integer-valued input as `./lab examples` writes it in its headings: "[1,0]".
@@ -390,7 +390,7 @@ static const char *fmt_matrix(char *buf, size_t n, const LabArray *a) {
 // (1 under the causal mask: row 0 sees one key, whose weight is 1 whatever the scale).
 static void row_max_range(const LabArrays *s, const char *group, const char *name, int first, double *lo,
                           double *hi) {
-    const LabArray *a = lab_arrays_get(s, key_of(group, name));
+    const LabArray *a = lab_arrays_get(s, lab_key_of(group, name));
     *lo = INFINITY;
     *hi = -INFINITY;
     for (int t = first < a->rows ? first : 0; t < a->rows; t++) {
@@ -403,17 +403,17 @@ static void row_max_range(const LabArrays *s, const char *group, const char *nam
 
 // P again (as an input of a later step), its masked entries greyed.
 static void put_weights(HtmlStep *st, const LabArrays *s, int where, const Fwd *f, const char *name) {
-    HtmlMatrix *m = put(st, s, where, f->group, name, "P", "t", "u");
-    if (f->causal) mark_causal(m, lab_arrays_get(s, key_of(f->group, name)), HTML_CELL_MASKED, 0);
+    HtmlMatrix *m = lab_put(st, s, where, f->group, name, "P", "t", "u");
+    if (f->causal) mark_causal(m, lab_arrays_get(s, lab_key_of(f->group, name)), HTML_CELL_MASKED, 0);
 }
 
 static void step_scores(HtmlPage *p, const LabArrays *s, const Fwd *f, const char *caption) {
     HtmlStep *st = html_page_step(p, "Scores", caption);
-    put(st, s, HTML_SHARED, f->group, f->q_name, f->q_name, "t", "i");
-    put(st, s, HTML_SHARED, f->group, "K", "K", "u", "i");
+    lab_put(st, s, HTML_SHARED, f->group, f->q_name, f->q_name, "t", "i");
+    lab_put(st, s, HTML_SHARED, f->group, "K", "K", "u", "i");
     char title[32];
     snprintf(title, sizeof title, "S = %s K^T", f->q_name);
-    HtmlMatrix *m = put(st, s, HTML_SHARED, f->group, "scores", title, "t", "u");
+    HtmlMatrix *m = lab_put(st, s, HTML_SHARED, f->group, "scores", title, "t", "u");
     html_mat_mark_all(m, HTML_CELL_CHANGED);
 }
 
@@ -421,9 +421,9 @@ static void step_scale(HtmlPage *p, const LabArrays *s, const Fwd *f, const char
     char title[64];
     HtmlStep *st = html_page_step(p, "Scale", caption);
     snprintf(title, sizeof title, "S / sqrt(%d)", f->dk);
-    HtmlMatrix *m = put(st, s, HTML_MAIN, f->group, "scores_scaled", title, "t", "u");
+    HtmlMatrix *m = lab_put(st, s, HTML_MAIN, f->group, "scores_scaled", title, "t", "u");
     html_mat_mark_all(m, HTML_CELL_CHANGED);
-    put(st, s, HTML_ALT, f->group, "scores", "S (scale 1: unchanged)", "t", "u");
+    lab_put(st, s, HTML_ALT, f->group, "scores", "S (scale 1: unchanged)", "t", "u");
 }
 
 static void step_mask(HtmlPage *p, const LabArrays *s, const Fwd *f, const char *caption) {
@@ -431,8 +431,8 @@ static void step_mask(HtmlPage *p, const LabArrays *s, const Fwd *f, const char 
     const char *names[2] = {"masked_scaled", "masked_unscaled"};
     const char *titles[2] = {"S / sqrt(d_k), masked", "S, masked"};
     for (int v = 0; v < 2; v++) {
-        HtmlMatrix *m = put(st, s, v ? HTML_ALT : HTML_MAIN, f->group, names[v], titles[v], "t", "u");
-        mark_causal(m, lab_arrays_get(s, key_of(f->group, names[v])), HTML_CELL_CHANGED | HTML_CELL_MASKED, 0);
+        HtmlMatrix *m = lab_put(st, s, v ? HTML_ALT : HTML_MAIN, f->group, names[v], titles[v], "t", "u");
+        mark_causal(m, lab_arrays_get(s, lab_key_of(f->group, names[v])), HTML_CELL_CHANGED | HTML_CELL_MASKED, 0);
     }
 }
 
@@ -442,25 +442,25 @@ static void step_softmax(HtmlPage *p, const LabArrays *s, const Fwd *f, int with
     const char *sums[2] = {vname(f, "rowsum", 0), vname(f, "rowsum", 1)};
     const char *maxes[2] = {"rowmax_scaled", "rowmax_unscaled"};
     for (int v = 0; v < 2; v++) {
-        HtmlMatrix *m = put(st, s, v ? HTML_ALT : HTML_MAIN, f->group, names[v], "P = softmax(row)", "t", "u");
-        const LabArray *a = lab_arrays_get(s, key_of(f->group, names[v]));
+        HtmlMatrix *m = lab_put(st, s, v ? HTML_ALT : HTML_MAIN, f->group, names[v], "P = softmax(row)", "t", "u");
+        const LabArray *a = lab_arrays_get(s, lab_key_of(f->group, names[v]));
         if (f->causal) mark_causal(m, a, HTML_CELL_CHANGED | HTML_CELL_MASKED, HTML_CELL_CHANGED);
         else html_mat_mark_all(m, HTML_CELL_CHANGED);
         mark_row_max(m, a);
-        if (with_max) put_extra(m, s, f->group, maxes[v], "max");
-        put_extra(m, s, f->group, sums[v], "sum");
+        if (with_max) lab_put_extra(m, s, f->group, maxes[v], "max");
+        lab_put_extra(m, s, f->group, sums[v], "sum");
     }
 }
 
 static void step_mix(HtmlPage *p, const LabArrays *s, const Fwd *f, const char *caption) {
     HtmlStep *st = html_page_step(p, "Mix", caption);
-    put(st, s, HTML_SHARED, f->group, "V", "V", "u", "i");
+    lab_put(st, s, HTML_SHARED, f->group, "V", "V", "u", "i");
     const char *names[2] = {vname(f, "weights", 0), vname(f, "weights", 1)};
     const char *outs[2] = {vname(f, "out", 0), vname(f, "out", 1)};
     for (int v = 0; v < 2; v++) {
         int where = v ? HTML_ALT : HTML_MAIN;
         if (f->show_p) put_weights(st, s, where, f, names[v]);
-        HtmlMatrix *m = put(st, s, where, f->group, outs[v], "O = P V", "t", "i");
+        HtmlMatrix *m = lab_put(st, s, where, f->group, outs[v], "O = P V", "t", "i");
         html_mat_mark_all(m, HTML_CELL_CHANGED);
     }
 }
@@ -477,50 +477,50 @@ static void backward_steps(HtmlPage *p, const LabArrays *s, const Fwd *f, const 
     char title[64];
 
     st = html_page_step(p, "dV = P^T dO", captions[0]);
-    put(st, s, HTML_SHARED, f->group, "dO", "dO (given)", "t", "i");
+    lab_put(st, s, HTML_SHARED, f->group, "dO", "dO (given)", "t", "i");
     for (int v = 0; v < 2; v++) {
         int where = v ? HTML_ALT : HTML_MAIN;
         if (f->show_p) put_weights(st, s, where, f, P[v]);
-        m = put(st, s, where, f->group, dV[v], "dV = P^T dO", "u", "i");
+        m = lab_put(st, s, where, f->group, dV[v], "dV = P^T dO", "u", "i");
         html_mat_mark_all(m, HTML_CELL_CHANGED);
     }
 
     st = html_page_step(p, "dP = dO V^T", captions[1]);
-    put(st, s, HTML_SHARED, f->group, "dO", "dO", "t", "i");
-    put(st, s, HTML_SHARED, f->group, "V", "V", "u", "i");
-    m = put(st, s, HTML_SHARED, f->group, "dP", "dP = dO V^T", "t", "u");
-    if (f->causal) mark_causal(m, lab_arrays_get(s, key_of(f->group, "dP")), HTML_CELL_MASKED, HTML_CELL_CHANGED);
+    lab_put(st, s, HTML_SHARED, f->group, "dO", "dO", "t", "i");
+    lab_put(st, s, HTML_SHARED, f->group, "V", "V", "u", "i");
+    m = lab_put(st, s, HTML_SHARED, f->group, "dP", "dP = dO V^T", "t", "u");
+    if (f->causal) mark_causal(m, lab_arrays_get(s, lab_key_of(f->group, "dP")), HTML_CELL_MASKED, HTML_CELL_CHANGED);
     else html_mat_mark_all(m, HTML_CELL_CHANGED);
 
     // dS from dP and P on one screen: dP (the same for both scales), then each scale's P and dS
     st = html_page_step(p, "dS = P * (dP - rowsum(dP * P))", captions[2]);
-    m = put(st, s, HTML_SHARED, f->group, "dP", "dP", "t", "u");
-    if (f->causal) mark_causal(m, lab_arrays_get(s, key_of(f->group, "dP")), HTML_CELL_MASKED, 0);
+    m = lab_put(st, s, HTML_SHARED, f->group, "dP", "dP", "t", "u");
+    if (f->causal) mark_causal(m, lab_arrays_get(s, lab_key_of(f->group, "dP")), HTML_CELL_MASKED, 0);
     for (int v = 0; v < 2; v++) {
         int where = v ? HTML_ALT : HTML_MAIN;
         put_weights(st, s, where, f, P[v]);
-        m = put(st, s, where, f->group, dS[v], "dS", "t", "u");
+        m = lab_put(st, s, where, f->group, dS[v], "dS", "t", "u");
         if (f->causal)
-            mark_causal(m, lab_arrays_get(s, key_of(f->group, dS[v])), HTML_CELL_MASKED, HTML_CELL_CHANGED);
+            mark_causal(m, lab_arrays_get(s, lab_key_of(f->group, dS[v])), HTML_CELL_MASKED, HTML_CELL_CHANGED);
         else html_mat_mark_all(m, HTML_CELL_CHANGED);
-        put_extra(m, s, f->group, r[v], "r");
-        put_extra(m, s, f->group, sum[v], "sum");
-        put_extra(m, s, f->group, gain[v], "gain");
+        lab_put_extra(m, s, f->group, r[v], "r");
+        lab_put_extra(m, s, f->group, sum[v], "sum");
+        lab_put_extra(m, s, f->group, gain[v], "gain");
     }
 
     st = html_page_step(p, "dQ = scale * dS K", captions[3]);
-    put(st, s, HTML_SHARED, f->group, "K", "K", "u", "i");
+    lab_put(st, s, HTML_SHARED, f->group, "K", "K", "u", "i");
     for (int v = 0; v < 2; v++) {
         snprintf(title, sizeof title, v ? "dQ = dS K" : "dQ = dS K / sqrt(%d)", f->dk);
-        m = put(st, s, v ? HTML_ALT : HTML_MAIN, f->group, dQ[v], title, "t", "i");
+        m = lab_put(st, s, v ? HTML_ALT : HTML_MAIN, f->group, dQ[v], title, "t", "i");
         html_mat_mark_all(m, HTML_CELL_CHANGED);
     }
 
     st = html_page_step(p, "dK = scale * dS^T Q", captions[4]);
-    put(st, s, HTML_SHARED, f->group, f->q_name, f->q_name, "t", "i");
+    lab_put(st, s, HTML_SHARED, f->group, f->q_name, f->q_name, "t", "i");
     for (int v = 0; v < 2; v++) {
         snprintf(title, sizeof title, v ? "dK = dS^T Q" : "dK = dS^T Q / sqrt(%d)", f->dk);
-        m = put(st, s, v ? HTML_ALT : HTML_MAIN, f->group, dK[v], title, "u", "i");
+        m = lab_put(st, s, v ? HTML_ALT : HTML_MAIN, f->group, dK[v], title, "u", "i");
         html_mat_mark_all(m, HTML_CELL_CHANGED);
     }
 }
@@ -708,7 +708,7 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
                           "for one-hot). The terminal's %s.", e->causal ? "ln(t + 1) for uniform weights over row t's "
              "t + 1 keys" : "ln(T) for uniform weights", verdict);
     HtmlStep *st = html_page_step(p, "Row maxima", c);
-    HtmlMatrix *m = put(st, s, HTML_SHARED, "", "row_stats", "each row's largest weight and entropy", "t", NULL);
+    HtmlMatrix *m = lab_put(st, s, HTML_SHARED, "", "row_stats", "each row's largest weight and entropy", "t", NULL);
     static const char *const stat_labels[4] = {"max scaled", "max unscaled", "entropy scaled", "entropy unscaled"};
     html_mat_col_labels(m, stat_labels);
 
@@ -742,415 +742,5 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
         "These flow on into Wq and Wk: a saturated row's attention pattern stops learning.",
     };
     backward_steps(p, s, &f, back);
-    return p;
-}
-
-// ---------------------------------------------------------------------------------------------
-// the common mistakes
-
-int lab_sums_to_one(double x) { return fabs(x - 1.0) <= 1e-5; }
-
-void lab_mistake_reading(char *buf, size_t n, const LabMistake c[LAB_MISTAKES], int k) {
-    const LabMistake *ok = &c[0], *m = &c[k];
-    double future = m->future_weight[0] + m->future_weight[1] + m->future_weight[2];
-    int bad_rows = 0;
-    for (int t = 0; t < 3; t++) bad_rows += !lab_sums_to_one(m->row_sums[t]);
-    if (future > 0) {
-        snprintf(buf, n, "row 0 puts %.6f of its weight on keys 1 and 2, which come after it\n"
-                         "  (%s); row 0's output is %.6f, %.6f instead of %.6f, %.6f.",
-                 m->future_weight[0], m->spec.mask == ATTN_MASK_ZERO ? "a score of 0 still gets weight after softmax"
-                                                                     : "nothing hides them: their scores stay as Q K^T gave them",
-                 (double)m->out[0], (double)m->out[1], (double)ok->out[0], (double)ok->out[1]);
-    } else if (bad_rows) {
-        snprintf(buf, n, "%d of 3 rows no longer sum to 1 (%.6f, %.6f, %.6f) while every column does:\n"
-                         "  each query's output is no longer an average of the values.", bad_rows, m->row_sums[0],
-                 m->row_sums[1], m->row_sums[2]);
-    } else {
-        double peak = 0, peak_ok = 0;
-        for (int t = 1; t < 3; t++)
-            for (int u = 0; u <= t; u++) {
-                peak = fmax(peak, m->weights[t * 3 + u]);
-                peak_ok = fmax(peak_ok, ok->weights[t * 3 + u]);
-            }
-        snprintf(buf, n, "still causal and normalised, but peakier: the largest weight is %.6f against %.6f scaled\n"
-                         "  (the scores are sqrt(d_k) times larger).", peak, peak_ok);
-    }
-}
-
-static void json_rows(FILE *f, const real *v, int rows, int cols) {
-    fputs("[", f);
-    for (int t = 0; t < rows; t++) {
-        fputs(t ? ", [" : "[", f);
-        for (int u = 0; u < cols; u++) {
-            if (u) fputs(", ", f);
-            json_number(f, (double)v[t * cols + u]);
-        }
-        fputs("]", f);
-    }
-    fputs("]", f);
-}
-
-static void json_vector(FILE *f, const double *v, int n) {
-    fputs("[", f);
-    for (int i = 0; i < n; i++) {
-        if (i) fputs(", ", f);
-        json_number(f, v[i]);
-    }
-    fputs("]", f);
-}
-
-void lab_mistakes_json(FILE *f, const LabMistake c[LAB_MISTAKES]) {
-    static const char *const masks[] = {"causal", "zero", "none"}, *const axes[] = {"keys", "queries"};
-    fputs("{\n  \"Q\": [[1, 0], [0, 1], [1, 1]],\n  \"K\": [[1, 0], [0, 1], [1, 1]],\n"
-          "  \"V\": [[10, 0], [0, 10], [5, 5]],\n  \"cases\": [\n", f);
-    for (int k = 0; k < LAB_MISTAKES; k++) {
-        const LabMistake *m = &c[k];
-        fprintf(f, "    {\"name\": \"%s\", \"scale\": %.17g, \"mask\": \"%s\", \"softmax_over\": \"%s\",\n", m->name,
-                (double)m->spec.scale, masks[m->spec.mask], axes[m->spec.axis]);
-        fputs("     \"weights\": ", f);
-        json_rows(f, m->weights, 3, 3);
-        fputs(",\n     \"outputs\": ", f);
-        json_rows(f, m->out, 3, 2);
-        fputs(",\n     \"row_sums\": ", f);
-        json_vector(f, m->row_sums, 3);
-        fputs(", \"column_sums\": ", f);
-        json_vector(f, m->col_sums, 3);
-        fputs(",\n     \"future_weight\": ", f);
-        json_vector(f, m->future_weight, 3);
-        fputs(",\n     \"scores\": ", f);
-        json_rows(f, m->scores, 3, 3);
-        fputs(",\n     \"scores_unmasked\": ", f);
-        json_rows(f, m->scores_unmasked, 3, 3);
-        fprintf(f, "}%s\n", k + 1 < LAB_MISTAKES ? "," : "");
-    }
-    fputs("  ]\n}\n", f);
-}
-
-// text with its first letter upper-case
-static void capitalised(char *buf, size_t n, const char *text) {
-    snprintf(buf, n, "%s", text);
-    if (buf[0] >= 'a' && buf[0] <= 'z') buf[0] = (char)(buf[0] - 'a' + 'A');
-}
-
-// "cases.K.FIELD": the key of case k's numbers in `./lab mistakes --json`.
-static const char *case_key(char *buf, size_t n, int k, const char *field) {
-    snprintf(buf, n, "cases.%d.%s", k, field);
-    return buf;
-}
-
-// P of case k with its row sums: the masked weights greyed, each row's largest boxed, a weight on
-// a future key and a row sum other than 1 marked wrong (the terminal's '*' and '!').
-static void mistake_weights(HtmlStep *st, int where, const LabMistake *m, int k) {
-    char key[64];
-    HtmlMatrix *w = html_step_matrix(st, where, case_key(key, sizeof key, k, "weights"), "P = softmax(S)", 3, 3);
-    html_mat_fill_real(w, m->weights);
-    html_mat_axes(w, "t", "u");
-    html_mat_extra(w, case_key(key, sizeof key, k, "row_sums"), "sum", m->row_sums);
-    for (int t = 0; t < 3; t++) {
-        int best = 0;
-        for (int u = 0; u < 3; u++) {
-            real p = m->weights[t * 3 + u];
-            if (u > t) html_mat_mark(w, t, u, p > 0 ? HTML_CELL_WRONG : HTML_CELL_MASKED);
-            if (p > m->weights[t * 3 + best]) best = u;
-        }
-        html_mat_mark(w, t, best, HTML_CELL_MAX);
-        if (!lab_sums_to_one(m->row_sums[t])) html_mat_extra_mark(w, 0, t, HTML_CELL_WRONG);
-    }
-}
-
-static void mistake_outputs(HtmlStep *st, int where, const LabMistake *m, int k) {
-    char key[64];
-    HtmlMatrix *o = html_step_matrix(st, where, case_key(key, sizeof key, k, "outputs"), "O = P V", 3, 2);
-    html_mat_fill_real(o, m->out);
-    html_mat_axes(o, "t", "i");
-}
-
-HtmlPage *lab_mistakes_page(const LabMistake c[LAB_MISTAKES], const char *command) {
-    char cap[1536], reading[512], key[64];
-    HtmlPage *p = html_page_new("Attention, step by step: the common mistakes", command);
-    html_page_note(p, ATTENTION_NOT_EXPLANATION);
-    html_page_note(p, "The T = 3 worked example of `./lab mistakes`, computed five ways in " REAL_NAME " by "
-                      "attention_forward of the definition (attention.c), which the engine "
-                      "(kernels/attention_engine.c) that trains by default is proven equal to: correct, then four "
-                      "classic mistakes. The switch shows the correct weights and outputs beside each mistake.");
-    html_page_switch(p, "This computation", "The correct one, for comparison", "Compare with the correct one");
-    html_page_sequence(p, "five-ways", "T = 3, five ways",
-                       "Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2; row t is query t, column u "
-                       "key u. Each step shows S before the mask, S as the softmax takes it (what the mask replaced "
-                       "is marked), the weights P with each row's sum, the column sums, and the outputs O = P V.");
-    const LabMistake *ok = &c[0];
-    for (int k = 0; k < LAB_MISTAKES; k++) {
-        const LabMistake *m = &c[k];
-        char title[64], what[256];
-        capitalised(title, sizeof title, m->name);
-        capitalised(what, sizeof what, m->what);
-        if (k == 0) {
-            snprintf(cap, sizeof cap, "%s. Every weight above the diagonal is exactly 0 (exp(-inf) = 0) and every "
-                                      "row sums to 1: row 1 splits %.6f / %.6f between keys 0 and 1, so each output "
-                                      "is an average of the values its query may see.",
-                     what, (double)m->weights[3], (double)m->weights[4]);
-        } else {
-            lab_mistake_reading(reading, sizeof reading, c, k);
-            char *q;
-            while ((q = strstr(reading, "\n  ")) != NULL) {  // the terminal's two lines as one sentence
-                *q = ' ';
-                memmove(q + 1, q + 3, strlen(q + 3) + 1);
-            }
-            char why[320] = "";
-            if (m->spec.mask == ATTN_MASK_ZERO)
-                snprintf(why, sizeof why, "The mask wrote 0 where -inf belongs (compare S before the mask): S[0][2] "
-                                          "and S[1][2] were %.6f and became 0, and S[0][1] was 0 already (q0 . k1 = "
-                                          "0), so it did not change at all. exp(0) = 1, so the keys after each "
-                                          "query keep weight (marked in S and in P). ",
-                         (double)m->scores_unmasked[2]);
-            else if (m->spec.mask == ATTN_MASK_NONE)
-                snprintf(why, sizeof why, "Nothing replaces the scores above the diagonal (S is S before the mask), "
-                                          "so every query weighs the keys after it like any other (marked in P): "
-                                          "this is the lesson's first example, before its causal mask. ");
-            else if (m->spec.axis == SOFTMAX_OVER_QUERIES)
-                snprintf(why, sizeof why, "The column sums are 1 and the row sums (marked) are not: each weight is "
-                                          "divided by a sum over the queries that see its key. ");
-            else if (m->spec.scale != ok->spec.scale)
-                snprintf(why, sizeof why, "So they are %.6f times larger and every row's softmax is more peaked "
-                                          "(each row's largest weight is boxed). ",
-                         (double)(m->spec.scale / ok->spec.scale));
-            snprintf(cap, sizeof cap, "%s. %sIn the terminal's words: %s", what, why, reading);
-        }
-        HtmlStep *st = html_page_step(p, title, cap);
-        HtmlMatrix *S0 = html_step_matrix(st, HTML_MAIN, case_key(key, sizeof key, k, "scores_unmasked"),
-                                          m->spec.scale == 1 ? "S = Q K^T, before the mask"
-                                                             : "S = Q K^T / sqrt(2), before the mask", 3, 3);
-        html_mat_fill_real(S0, m->scores_unmasked);
-        html_mat_axes(S0, "t", "u");
-        HtmlMatrix *S = html_step_matrix(st, HTML_MAIN, case_key(key, sizeof key, k, "scores"),
-                                         m->spec.mask == ATTN_MASK_NONE
-                                             ? (m->spec.scale == 1 ? "S = Q K^T, not masked" : "S = Q K^T / sqrt(2), not masked")
-                                             : (m->spec.scale == 1 ? "S = Q K^T, masked" : "S = Q K^T / sqrt(2), masked"),
-                                         3, 3);
-        html_mat_fill_real(S, m->scores);
-        html_mat_axes(S, "t", "u");
-        for (int t = 0; t < 3; t++)
-            for (int u = t + 1; u < 3; u++)
-                html_mat_mark(S, t, u, isinf(m->scores[t * 3 + u]) ? HTML_CELL_MASKED : HTML_CELL_WRONG);
-        mistake_weights(st, HTML_MAIN, m, k);
-        HtmlMatrix *cs = html_step_matrix(st, HTML_MAIN, case_key(key, sizeof key, k, "column_sums"), "column sums",
-                                          1, 3);
-        html_mat_fill(cs, m->col_sums);
-        html_mat_axes(cs, NULL, "u");
-        mistake_outputs(st, HTML_MAIN, m, k);
-        if (k > 0) {
-            mistake_weights(st, HTML_ALT, ok, 0);
-            mistake_outputs(st, HTML_ALT, ok, 0);
-        }
-    }
-    return p;
-}
-
-// ---------------------------------------------------------------------------------------------
-// the online softmax
-
-const char *const LAB_ONLINE_BLOCK_COLUMNS[7] = {"m_old", "block max", "m_new", "exp(m_old - m_new)",
-                                                  "l_old", "block sum", "l_new"};
-
-// "keys 2..3", or "key 4" for a block of one.
-static const char *block_keys(char *buf, size_t n, const LabOnline *o, int j) {
-    int u0 = j * o->block, u1 = u0 + o->block < o->T ? u0 + o->block : o->T;
-    if (u1 - u0 == 1) snprintf(buf, n, "key %d", u0);
-    else snprintf(buf, n, "keys %d..%d", u0, u1 - 1);
-    return buf;
-}
-
-void lab_online_arrays(LabArrays *s, const LabOnline o[LAB_ONLINE_PROBLEMS]) {
-    for (int k = 0; k < LAB_ONLINE_PROBLEMS; k++) {
-        const LabOnline *p = &o[k];
-        int T = p->T, d = p->dk;
-        const char *g = p->group;
-        lab_arrays_add(s, key_of(g, "Q"), T, d, p->Q);
-        lab_arrays_add(s, key_of(g, "K"), T, d, p->K);
-        lab_arrays_add(s, key_of(g, "V"), T, d, p->V);
-        lab_arrays_add(s, key_of(g, "scores"), T, T, p->S);
-        for (int j = 0; j < p->n_blocks; j++) {
-            double table[LAB_ONLINE_MAX_T * 7];
-            for (int t = 0; t < T; t++) {
-                const real col[7] = {p->m_old[j][t], p->block_max[j][t], p->m_new[j][t], p->rescale[j][t],
-                                     p->l_old[j][t], p->block_sum[j][t], p->l_new[j][t]};
-                for (int c = 0; c < 7; c++) table[t * 7 + c] = (double)col[c];
-            }
-            char name[24];
-            snprintf(name, sizeof name, "block%d", j + 1);
-            lab_arrays_add_double(s, key_of(g, name), T, 7, table);
-            snprintf(name, sizeof name, "o%d", j + 1);
-            lab_arrays_add(s, key_of(g, name), T, d, p->o[j]);
-            double plain[LAB_ONLINE_MAX_T * 3];
-            for (int t = 0; t < T; t++) {
-                plain[t * 3 + 0] = j ? (double)p->l_plain[j - 1][t] : 0.0;
-                plain[t * 3 + 1] = (double)p->block_sum[j][t];
-                plain[t * 3 + 2] = (double)p->l_plain[j][t];
-            }
-            snprintf(name, sizeof name, "plain%d", j + 1);
-            lab_arrays_add_double(s, key_of(g, name), T, 3, plain);
-            snprintf(name, sizeof name, "o_plain%d", j + 1);
-            lab_arrays_add(s, key_of(g, name), T, d, p->o_plain[j]);
-        }
-        double L[LAB_ONLINE_MAX_T];
-        for (int t = 0; t < T; t++) L[t] = (double)p->L[t];
-        lab_arrays_add_vector(s, key_of(g, "L"), T, L);
-        lab_arrays_add(s, key_of(g, "P_online"), T, T, p->P_online);
-        lab_arrays_add(s, key_of(g, "P"), T, T, p->P);
-        lab_arrays_add_vector(s, key_of(g, "P_diff"), T, p->P_diff);
-        lab_arrays_add(s, key_of(g, "O_online"), T, d, p->O_online);
-        lab_arrays_add(s, key_of(g, "O"), T, d, p->O);
-        lab_arrays_add_vector(s, key_of(g, "O_diff"), T, p->O_diff);
-        lab_arrays_add(s, key_of(g, "P_plain"), T, T, p->P_plain);
-        lab_arrays_add_vector(s, key_of(g, "plain_rowsum"), T, p->plain_rowsum);
-        lab_arrays_add(s, key_of(g, "O_plain"), T, d, p->O_plain);
-        lab_arrays_add_vector(s, key_of(g, "O_plain_diff"), T, p->O_plain_diff);
-    }
-}
-
-void lab_online_block_reading(char *buf, size_t n, const LabOnline *o, int j) {
-    if (j == 0) {
-        snprintf(buf, n, "before the first block m = -inf and l = 0, so exp(m_old - m_new) = 0 and l and o are this "
-                         "block's terms alone.");
-        return;
-    }
-    int grew = 0, r = -1;
-    for (int t = 0; t < o->T; t++)
-        if (o->m_new[j][t] > o->m_old[j][t]) {
-            grew++;
-            if (r < 0 || o->rescale[j][t] < o->rescale[j][r]) r = t;
-        }
-    if (!grew) {
-        snprintf(buf, n, "no row finds a larger score in this block: every exp(m_old - m_new) is 1 and the block's "
-                         "terms are added as they are.");
-        return;
-    }
-    snprintf(buf, n, "%d of the %d rows find%s a larger score in this block; row %d's maximum grows from %.6f to %.6f, so the "
-                     "l = %.6f it had is multiplied by exp(%.6f - %.6f) = %.6f before this block's %.6f is added: "
-                     "l = %.6f (and o likewise).", grew, o->T, grew == 1 ? "s" : "", r, (double)o->m_old[j][r], (double)o->m_new[j][r],
-             (double)o->l_old[j][r], (double)o->m_old[j][r], (double)o->m_new[j][r], (double)o->rescale[j][r],
-             (double)o->block_sum[j][r], (double)o->l_new[j][r]);
-}
-
-void lab_online_result_reading(char *buf, size_t n, const LabOnline *o) {
-    snprintf(buf, n, "P = exp(s - m) / l differs from attention.c's softmax by at most %.3e, and O = o / l from its "
-                     "P V by at most %.3e: equal up to " REAL_NAME " rounding.", o->max_P_diff, o->max_O_diff);
-}
-
-void lab_online_plain_reading(char *buf, size_t n, const LabOnline *o) {
-    double lo = INFINITY, hi = -INFINITY;
-    int wrong = 0;
-    for (int t = 0; t < o->T; t++) {
-        lo = fmin(lo, o->plain_rowsum[t]);
-        hi = fmax(hi, o->plain_rowsum[t]);
-        for (int j = 1; j < o->n_blocks; j++) wrong += o->m_new[j][t] > o->m_old[j][t];
-    }
-    if (!wrong) {
-        snprintf(buf, n, "without the rescaling nothing changes here: no row's maximum grows after its first block.");
-        return;
-    }
-    if (o->max_O_plain_diff < 1e-5)
-        snprintf(buf, n, "without the rescaling (l and o summed as the blocks come) the rows of P sum to %.6f .. %.6f "
-                         "instead of 1; O happens to come out right (off by %.3e) because the rows that go wrong mix "
-                         "values that average the same either way.", lo, hi, o->max_O_plain_diff);
-    else
-        snprintf(buf, n, "without the rescaling (l and o summed as the blocks come) the rows of P sum to %.6f .. %.6f "
-                         "instead of 1, and O is off by up to %.6f.", lo, hi, o->max_O_plain_diff);
-}
-
-HtmlPage *lab_online_page(const LabArrays *s, const LabOnline o[LAB_ONLINE_PROBLEMS], const char *command) {
-    char c[1536], reading[768], keys[32], title[96], name[24];
-    HtmlPage *p = html_page_new("The online softmax, block by block", command);
-    html_page_switch(p, "With the rescaling exp(m_old - m_new)", "Without it (the mistake)",
-                     "Compare without the rescaling");
-    html_page_note(p, "The softmax of each row of scores, and its mix of the values, computed one block of keys at a "
-                      "time as a fused attention kernel does (FlashAttention): each row keeps only a running maximum "
-                      "m, a running sum l of exp(s - m) and the unnormalised output o. When a block raises the "
-                      "maximum from m_old to m_new, what was summed so far is multiplied by exp(m_old - m_new). "
-                      "Computed in " REAL_NAME " by `./lab online-softmax` and compared with attention_forward of "
-                      "the definition (attention.c), which the engine (kernels/attention_engine.c) that trains by "
-                      "default is proven equal to. The switch shows what forgetting the rescaling gives.");
-    for (int k = 0; k < LAB_ONLINE_PROBLEMS; k++) {
-        const LabOnline *q = &o[k];
-        const char *g = q->group;
-        int T = q->T, d = q->dk;
-        if (strcmp(g, "t3") == 0)
-            snprintf(c, sizeof c, "The worked example of `./lab examples`: T = 3, d_k = 2, Q = K = [[1,0],[0,1],[1,1]], "
-                                  "V = [[10,0],[0,10],[5,5]], no mask; blocks of %d key%s.", q->block,
-                     q->block == 1 ? "" : "s");
-        else
-            snprintf(c, sizeof c, "The exercise of `./lab exercise`: np.random.seed(0); Q, K, V = np.random.randn(%d, "
-                                  "%d) x 3, no mask; blocks of %d key%s.", T, d, q->block, q->block == 1 ? "" : "s");
-        if (strcmp(g, "t3") == 0) snprintf(title, sizeof title, "The T = %d example", T);
-        else snprintf(title, sizeof title, "The exercise: T = %d", T);
-        html_page_sequence(p, g, title, c);
-
-        snprintf(c, sizeof c, "The scores S = Q K^T / sqrt(%d), row t for query t, column u for key u. The online "
-                              "softmax reads them one block of %d column%s at a time, left to right: %d blocks.", d,
-                 q->block, q->block == 1 ? "" : "s", q->n_blocks);
-        HtmlStep *st = html_page_step(p, "Scores", c);
-        put(st, s, HTML_SHARED, g, "Q", "Q", "t", "i");
-        put(st, s, HTML_SHARED, g, "K", "K", "u", "i");
-        snprintf(title, sizeof title, "S = Q K^T / sqrt(%d)", d);
-        html_mat_mark_all(put(st, s, HTML_SHARED, g, "scores", title, "t", "u"), HTML_CELL_CHANGED);
-
-        for (int j = 0; j < q->n_blocks; j++) {
-            lab_online_block_reading(reading, sizeof reading, q, j);
-            block_keys(keys, sizeof keys, q, j);
-            snprintf(c, sizeof c, "Every row reads the scores of %s (highlighted): m_new = max(m_old, block max), "
-                                  "l_new = l_old * exp(m_old - m_new) + sum exp(s - m_new), o = o * exp(m_old - m_new) "
-                                  "+ sum exp(s - m_new) V. So: %s", keys, reading);
-            snprintf(title, sizeof title, "Block %d: %s", j + 1, keys);
-            st = html_page_step(p, title, c);
-            HtmlMatrix *m = put(st, s, HTML_SHARED, g, "scores", "S", "t", "u");
-            int u0 = j * q->block;
-            for (int t = 0; t < T; t++)
-                for (int u = u0; u < u0 + q->block && u < T; u++) html_mat_mark(m, t, u, HTML_CELL_CHANGED);
-            put(st, s, HTML_SHARED, g, "V", "V", "u", "i");
-            snprintf(name, sizeof name, "block%d", j + 1);
-            m = put(st, s, HTML_MAIN, g, name, "the running maximum and sum", "t", NULL);
-            html_mat_col_labels(m, LAB_ONLINE_BLOCK_COLUMNS);
-            for (int t = 0; t < T; t++)
-                for (int col = 2; col < 7; col++)
-                    if (col != 4 && col != 5) html_mat_mark(m, t, col, HTML_CELL_CHANGED);  // m_new, factor, l_new
-            snprintf(name, sizeof name, "o%d", j + 1);
-            html_mat_mark_all(put(st, s, HTML_MAIN, g, name, "o = o * exp(m_old - m_new) + sum exp(s - m_new) V", "t",
-                                  "i"), HTML_CELL_CHANGED);
-            static const char *const plain_cols[3] = {"l_old", "block sum", "l_new = l_old + block sum"};
-            snprintf(name, sizeof name, "plain%d", j + 1);
-            m = put(st, s, HTML_ALT, g, name, "the sum without the rescaling", "t", NULL);
-            html_mat_col_labels(m, plain_cols);
-            for (int t = 0; t < T; t++) html_mat_mark(m, t, 2, HTML_CELL_CHANGED);
-            snprintf(name, sizeof name, "o_plain%d", j + 1);
-            html_mat_mark_all(put(st, s, HTML_ALT, g, name, "o = o + sum exp(s - m_new) V", "t", "i"),
-                              HTML_CELL_CHANGED);
-        }
-
-        char plain[512];
-        lab_online_result_reading(reading, sizeof reading, q);
-        lab_online_plain_reading(plain, sizeof plain, q);
-        plain[0] = (char)(plain[0] - 'a' + 'A');
-        snprintf(c, sizeof c, "After the last block each row divides by its sum: P = exp(s - m) / l and O = o / l; "
-                              "L = m + ln l is all a fused backward keeps of the row (it recomputes P = exp(s - L)). "
-                              "%s The diff columns are the largest |difference| of each row. %s", reading, plain);
-        st = html_page_step(p, "Normalise", c);
-        put(st, s, HTML_SHARED, g, "P", "softmax(S) (attention.c)", "t", "u");
-        put(st, s, HTML_SHARED, g, "O", "P V (attention.c)", "t", "i");
-        HtmlMatrix *m = put(st, s, HTML_MAIN, g, "P_online", "P = exp(s - m) / l", "t", "u");
-        html_mat_mark_all(m, HTML_CELL_CHANGED);
-        put_extra(m, s, g, "L", "L");
-        put_extra(m, s, g, "P_diff", "diff");
-        m = put(st, s, HTML_MAIN, g, "O_online", "O = o / l", "t", "i");
-        html_mat_mark_all(m, HTML_CELL_CHANGED);
-        put_extra(m, s, g, "O_diff", "diff");
-        m = put(st, s, HTML_ALT, g, "P_plain", "P without the rescaling", "t", "u");
-        put_extra(m, s, g, "plain_rowsum", "sum");
-        for (int t = 0; t < T; t++)
-            if (!lab_sums_to_one(q->plain_rowsum[t])) html_mat_extra_mark(m, 0, t, HTML_CELL_WRONG);
-        m = put(st, s, HTML_ALT, g, "O_plain", "O without the rescaling", "t", "i");
-        put_extra(m, s, g, "O_plain_diff", "diff");
-        for (int t = 0; t < T; t++)
-            if (q->O_plain_diff[t] > 1e-5) html_mat_extra_mark(m, 0, t, HTML_CELL_WRONG);
-    }
     return p;
 }

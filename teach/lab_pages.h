@@ -53,6 +53,17 @@ HtmlPage *lab_exercise_page(const LabArrays *s, const LabExercise *e, const char
 // The exercise's verdict, as `./lab exercise` prints it (two lines, no final newline).
 void lab_exercise_verdict(char *buf, size_t n, const LabExercise *e);
 
+// ---- the parts the pages share (teach/lab_pages.c) ----
+// "group.name" (or "name" without a group), in a small rotating buffer.
+const char *lab_key_of(const char *group, const char *name);
+// The array group.name as a matrix of step st at `where`, titled `title`, with axis labels.
+HtmlMatrix *lab_put(HtmlStep *st, const LabArrays *s, int where, const char *group, const char *name,
+                    const char *title, const char *row_axis, const char *col_axis);
+// The array group.name as the extra column `label` of m.
+void lab_put_extra(HtmlMatrix *m, const LabArrays *s, const char *group, const char *name, const char *label);
+// x with %.17g, or null when it is not finite (the mask's -inf).
+void lab_json_number(FILE *f, double x);
+
 // ---- `./lab mistakes`: the T = 3 example five ways (lab_mistakes) ----
 // Whether a row of weights sums to 1, as the terminal's '!' judges it (within 1e-5).
 int lab_sums_to_one(double x);

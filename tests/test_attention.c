@@ -21,6 +21,15 @@
 #include "base/rng.h"
 #include "test.h"
 #include "test_numeric.h"
+#include "run/probe.h"
+#include "run/workers.h"
+
+// A training pass: the batch's forward (split between the workers, if any) and its backward.
+static double train_pass(GPT *m, const int *x, const int *y, int B, int T) {
+    double loss = gpt_batch_forward(m, x, y, B, T);
+    gpt_batch_backward(m);
+    return loss;
+}
 
 static AttnSpec spec_of(real scale, AttnMask mask, SoftmaxAxis axis) {
     AttnSpec s = {scale, mask, axis, 0, NULL};
@@ -412,8 +421,9 @@ static double max_abs(const double *b, size_t n) {
 // L = m + log l as its parts {m, 1 / l}, and the gradients given dO, added onto g0 (GRAD_ADD).
 typedef struct { double *O, *L, *dQ, *dK, *dV; } Exact;  // L (B,NH,T,2): {m, 1 / l} per row
 
-static void exact_attention(Exact *e, const real *q, const real *k, const real *v, const real *dout, const real *g0,
-                            int B, int T, int C, int NH, double scale, int W) {
+static void exact_attention(Exact *e, AttnQKV in, const real *dout, const real *g0, int B, int T, int C, int NH,
+                            double scale, int W) {
+    const real *q = in.q, *k = in.k, *v = in.v;
     int hd = C / NH;
     size_t n = (size_t)B * T * C;
     e->O = calloc(n, sizeof(double)); e->dQ = calloc(n, sizeof(double));
@@ -534,7 +544,7 @@ static void test_attention_engine_equals_definition(void) {
         real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
         real *dout = randn_array(n, &rng, 1), *dq_start = randn_array(n, &rng, 1);
         Exact ex;
-        exact_attention(&ex, q, k, v, dout, dq_start, B, T, C, NH, spec.scale, spec.window);
+        exact_attention(&ex, (AttnQKV){q, k, v}, dout, dq_start, B, T, C, NH, spec.scale, spec.window);
         const double *exact[5] = {ex.L, ex.O, ex.dQ, ex.dK, ex.dV};
         real *scratch = zeros(attention_scratch_size(T, hd) * 4);
         // the definition: forward, then the gradients added onto dq_start (GRAD_ADD)
@@ -768,7 +778,7 @@ static void test_attention_window_runs_the_engine(void) {
     CHECK(attention_definition.supports(&spec));
     ModelDims d = {9, 8, 2, 2, 8};
     GPT m;
-    gpt_build(&m, &d, (real)0.5, 2, 8);
+    gpt_build(&m, &d, attention_causal((real)0.5), 2, 8);
     // the configuration's window reaches the model, whose engine computes it
     Config cfg;
     char err[256];
@@ -820,8 +830,8 @@ static void test_attention_decode_matches_definition_rows(void) {
 static void test_probe_statistics_come_from_the_definition(void) {
     ModelDims d = {9, 8, 2, 2, 8};
     GPT a, b;
-    gpt_build(&a, &d, (real)0.5, 2, 8);
-    gpt_build(&b, &d, (real)0.5, 2, 8);
+    gpt_build(&a, &d, attention_causal((real)0.5), 2, 8);
+    gpt_build(&b, &d, attention_causal((real)0.5), 2, 8);
     Rng rng;
     rng_seed(&rng, 3);
     gpt_init(&a, INIT_FAN_IN, &rng);
@@ -855,7 +865,7 @@ static void test_probe_statistics_come_from_the_definition(void) {
     CHECK_NEAR(ma.gnorm_wq, mean_gq, 1e-12);
     CHECK(ha[0].gnorm_wq != ha[0].gnorm_wk);
     // and the training passes of the two differ only by rounding
-    double la = gpt_forward_backward(&a, x, y, 2, 8), lb = gpt_forward_backward(&b, x, y, 2, 8);
+    double la = train_pass(&a, x, y, 2, 8), lb = train_pass(&b, x, y, 2, 8);
     CHECK_NEAR(la, lb, IS_F64 ? 1e-12 : 1e-5);
     // wq = wk = 0: uniform causal rows over t + 1 keys, t = 1..7
     for (int l = 0; l < 2; l++) {

@@ -38,11 +38,10 @@ typedef struct {
 // softmax axis. Wq is scaled up so that the weights spread over [0, 1].
 static int map_build(Map *mp, int NH, AttnMask mask, SoftmaxAxis axis, const uint32_t *prompt, int T) {
     ModelDims d = {N_CHARS, BLOCK, N_LAYER, NH, 12};
-    gpt_build(&mp->m, &d, (real)(1.0 / sqrt(12.0 / NH)), 1, BLOCK);
+    gpt_build(&mp->m, &d, (AttnSetup){{(real)(1.0 / sqrt(12.0 / NH)), mask, axis, 0, NULL}, &attention_definition}, 1, BLOCK);
     Rng rng;
     rng_seed(&rng, 7);
     gpt_init(&mp->m, INIT_GPT2, &rng);
-    gpt_set_attention(&mp->m, (AttnSetup){{mp->m.attn.scale, mask, axis, 0, NULL}, &attention_definition});
     for (int l = 0; l < N_LAYER; l++)
         for (int i = 0; i < 12 * 12; i++) mp->m.p.layers[l].wq[i] *= 300;
     mp->vocab.vocab_size = N_CHARS;

@@ -7,6 +7,7 @@
 // path the docs name, in backticks or as a link's target, must exist (see doc_paths below). (The
 // figures of runs are checked by `make docs-check`.)
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/config.h"
 #include "test.h"
 
 #define MAX_LINE 4096
@@ -259,7 +261,6 @@ static const char *const RUN_OUTPUTS[] = {"metrics.csv", "attention.csv", "compa
                                           "scaling.svg", "compare.svg", "summary.json", "checkpoint.bin"};
 // the files of other projects that the docs cite by name
 static const char *const ELSEWHERE[] = {
-    "train_gpt2.c",  // llm.c's trainer, docs/PERFORMANCE.md's comparison
     "model.py",      // nanoGPT's model, which loads an exported safetensors file (README)
     "prepare.py",    // nanoGPT's data preparation, whose vocabulary docs/FORMAT.md cites
 };
@@ -419,7 +420,87 @@ static void test_docs_path_check_catches_a_missing_path(void) {
     CHECK(checked > 10);
 }
 
+// ---- the configuration values the docs name ----
+
+// Every `section.key` and `section.key=VALUE` of a backticked span (and of a command line in a
+// fenced block) names a key of base/config_keys.c, and its VALUE one the key takes under its
+// current name; a VALUE with an upper-case letter is a placeholder (S, DIR, 4096/T), and a name
+// whose last part is a file extension is a file (model.c).
+static int is_config_section(const char *s, size_t n) {
+    static const char *const sections[] = {"model", "train", "data", "log", "sample"};
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        if (strlen(sections[i]) == n && strncmp(s, sections[i], n) == 0) return 1;
+    return 0;
+}
+
+static int check_config_names(const char *doc, const char *line, int lineno, int in_span_only, int *checked) {
+    int wrong = 0, in_span = 0;
+    for (const char *p = line; *p; p++) {
+        if (*p == '`') { in_span = !in_span; continue; }
+        if (in_span_only && !in_span) continue;
+        if (p > line && (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '.' || p[-1] == '/')) continue;
+        size_t sec = 0;
+        while (islower((unsigned char)p[sec])) sec++;
+        if (p[sec] != '.' || !is_config_section(p, sec)) continue;
+        size_t end = sec + 1;
+        while (islower((unsigned char)p[end]) || isdigit((unsigned char)p[end]) || p[end] == '_') end++;
+        if (end == sec + 1) continue;
+        char key[128], value[256] = "";
+        snprintf(key, sizeof key, "%.*s", (int)end, p);
+        static const char *const files[] = {"c", "h", "py", "safetensors", "json", "txt", "bin", "md", NULL};
+        int file = 0;
+        for (int i = 0; files[i]; i++) file |= strcmp(key + sec + 1, files[i]) == 0;
+        if (file || isalnum((unsigned char)p[end]) || (p[end] == '.' && isalpha((unsigned char)p[end + 1]))) continue;
+        int has_value = p[end] == '=';
+        if (has_value) {
+            size_t v = end + 1, n = 0;
+            while (p[v + n] && p[v + n] != '`' && p[v + n] != ' ' && p[v + n] != ',' && p[v + n] != ')' &&
+                   p[v + n] != ';' && p[v + n] != '|' && n + 1 < sizeof value)
+                n++;
+            snprintf(value, sizeof value, "%.*s", (int)n, p + v);
+            int placeholder = 0;  // S, N, DIR, 4096/T: no value of the table has an upper-case letter
+            for (size_t i = 0; i < n; i++) placeholder |= isupper((unsigned char)value[i]);
+            if (placeholder || n == 0) has_value = 0;
+        }
+        (*checked)++;
+        if (!config_names_value(key, has_value ? value : NULL)) {
+            wrong++;
+            if (!g_quiet)
+                fprintf(stderr, "  %s:%d names %s%s%s, which the configuration does not have\n", doc, lineno, key,
+                        has_value ? "=" : "", value);
+        }
+        p += end - 1;
+    }
+    return wrong;
+}
+
+static int check_doc_config(const char *doc, int *checked) {
+    DocReader r;
+    if (!doc_open(&r, doc)) return 1;
+    int wrong = 0;
+    for (char *l; (l = doc_next(&r));) {
+        int command = r.in_block && (strstr(l, "./train") || strstr(l, "./sample") || strstr(l, "./lab"));
+        if (r.in_block && !command) continue;
+        wrong += check_config_names(doc, l, r.lineno, !command, checked);
+    }
+    return wrong;
+}
+
+static void test_docs_name_config_values_that_exist(void) {
+    int checked = 0, wrong = each_doc(check_doc_config, &checked);
+    CHECK_MSG(checked > 50, "only %d configuration names found in the docs", checked);
+    CHECK_MSG(wrong == 0, "%d of the %d configuration names in the docs do not exist", wrong, checked);
+    // the check itself: a stale value and an unknown key are caught, a placeholder is not
+    g_quiet = 1;
+    int n = 0;
+    CHECK(check_config_names("x", "`model.attn_impl=reference`", 1, 1, &n) == 1);
+    CHECK(check_config_names("x", "`train.no_such_key`", 1, 1, &n) == 1);
+    CHECK(check_config_names("x", "`train.seed=S` `model.c` `model.attn_window=16`", 1, 1, &n) == 0);
+    g_quiet = 0;
+}
+
 const TestCase tests_docs[] = {
+    {"docs_name_config_values_that_exist", test_docs_name_config_values_that_exist},
     {"docs_quote_the_code_verbatim", test_docs_quote_the_code_verbatim},
     {"docs_check_catches_a_missing_line", test_docs_check_catches_a_missing_line},
     {"docs_name_files_that_exist", test_docs_name_files_that_exist},

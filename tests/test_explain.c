@@ -19,13 +19,14 @@
 // A small random model (L layers, NH heads) with a batch capacity of 8, on the definition.
 static void random_model(GPT *m, int V, int T, int L, int NH, int C, uint64_t seed) {
     ModelDims d = {V, T, L, NH, C};
-    gpt_build(m, &d, (real)(1.0 / sqrt((double)C / NH)), 8, T);
+    AttnSetup attn = attention_causal((real)(1.0 / sqrt((double)C / NH)));
+    attn.impl = &attention_definition;
+    gpt_build(m, &d, attn, 8, T);
     Rng rng;
     rng_seed(&rng, seed);
     gpt_init(m, INIT_GPT2, &rng);
     // larger than the init's 0.02 so that the positions matter to each other
     for (size_t i = 0; i < m->n_params; i++) m->params[i] *= 8;
-    gpt_set_attention(m, (AttnSetup){m->attn, &attention_definition});
 }
 
 static void random_tokens(int *tok, int n, int V, uint64_t seed) {
@@ -113,7 +114,7 @@ enum { CV = 5, CT = 8, CZ = CV + CT, CC = CV + CT + 1, CJ = 2 };
 static void copy_head_model(GPT *m) {
     const double A = 1e-4;
     ModelDims d = {CV, CT, 1, 1, CC};
-    gpt_build(m, &d, 1, 8, CT);
+    gpt_build(m, &d, attention_causal(1), 8, CT);
     memset(m->params, 0, m->n_params * sizeof(real));
     for (int v = 0; v < CV; v++) m->p.wte[v * CC + v] = (real)A;
     for (int p = 0; p < CT; p++) m->p.wpe[p * CC + CV + p] = (real)A;

@@ -251,7 +251,7 @@ static void tiny_model(GPT *m, int init, int sqrt_scale, int *x, int *y) {
     gradcheck_tiny_dims(&d);
     int B = GRADCHECK_TINY_BATCH, T = d.block_size;
     real scale = sqrt_scale ? (real)(1.0 / sqrt((double)(d.n_embd / d.n_head))) : (real)1;
-    gpt_build(m, &d, scale, B, T);
+    gpt_build(m, &d, attention_causal(scale), B, T);
     Rng r;
     rng_seed(&r, 1337);
     gpt_init(m, init, &r);
@@ -347,7 +347,7 @@ static void gradcheck_model_restores_and_samples(void) {
     // gradient is left in m->grads, and each tensor checks min(size, k) elements
     ModelDims d = {5, 8, 1, 2, 16};
     GPT m;
-    gpt_build(&m, &d, (real)(1.0 / sqrt(8.0)), 2, 8);
+    gpt_build(&m, &d, attention_causal((real)(1.0 / sqrt(8.0))), 2, 8);
     Rng r;
     rng_seed(&r, 7);
     gpt_init(&m, INIT_FAN_IN, &r);

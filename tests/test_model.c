@@ -14,12 +14,22 @@
 #include <unistd.h>
 
 #include "attention.h"
+#include "run/flops.h"
 #include "run/generate.h"
 #include "kernels/matmul.h"
 #include "model.h"
 #include "base/rng.h"
 #include "test.h"
 #include "test_numeric.h"
+#include "run/decode.h"
+#include "run/workers.h"
+
+// A training pass: the batch's forward (split between the workers, if any) and its backward.
+static double train_pass(GPT *m, const int *x, const int *y, int B, int T) {
+    double loss = gpt_batch_forward(m, x, y, B, T);
+    gpt_batch_backward(m);
+    return loss;
+}
 
 // ---- matmul ----
 typedef struct { int N, C, OC; real *inp, *w, *out, *R; } MatmulCtx;
@@ -172,7 +182,7 @@ static void gradcheck_encoder(void) {
 // ---- the whole model ----
 static void build_tiny(GPT *m, int init, real scale, int V) {
     ModelDims d = {V, 8, 2, 2, 8};
-    gpt_build(m, &d, scale, 2, 8);
+    gpt_build(m, &d, attention_causal(scale), 2, 8);
     Rng rng;
     rng_seed(&rng, 42);
     gpt_init(m, init, &rng);
@@ -232,8 +242,8 @@ static void test_model_determinism(void) {
 // cap_a and cap_b; x and y get n tokens of a fixed pattern.
 static void build_twins(GPT *a, int cap_a, GPT *b, int cap_b, uint64_t seed, int *x, int *y, int n) {
     ModelDims d = {9, 8, 2, 2, 8};
-    gpt_build(a, &d, (real)0.5, cap_a, 8);
-    gpt_build(b, &d, (real)0.5, cap_b, 8);
+    gpt_build(a, &d, attention_causal((real)0.5), cap_a, 8);
+    gpt_build(b, &d, attention_causal((real)0.5), cap_b, 8);
     Rng rng;
     rng_seed(&rng, seed);
     gpt_init(a, INIT_GPT2, &rng);
@@ -272,8 +282,8 @@ static void test_batch_threads_match_one_thread(void) {
     build_twins(&one, 4, &split, 4, 9, x, y, 24);
     gpt_enable_batch_threads(&split, 2, 3, 8);  // 3 rows: shares of 1 and 2, weighted by rows
     CHECK(split.n_workers == 2);
-    double l1 = gpt_forward_backward(&one, x, y, 3, 8);
-    double l2 = gpt_forward_backward(&split, x, y, 3, 8);
+    double l1 = train_pass(&one, x, y, 3, 8);
+    double l2 = train_pass(&split, x, y, 3, 8);
     CHECK_NEAR(l2, l1, 1e-6 * fabs(l1));
     double num = 0, den = 0;
     for (size_t i = 0; i < one.n_params; i++) {
@@ -284,7 +294,7 @@ static void test_batch_threads_match_one_thread(void) {
     CHECK_MSG(den > 0 && sqrt(num / den) < 1e-5, "gradients differ by relative %.3g", sqrt(num / den));
     real *first = malloc(split.n_params * sizeof(real));
     memcpy(first, split.grads, split.n_params * sizeof(real));
-    double l3 = gpt_forward_backward(&split, x, y, 3, 8);
+    double l3 = train_pass(&split, x, y, 3, 8);
     CHECK(l3 == l2);
     CHECK(memcmp(first, split.grads, split.n_params * sizeof(real)) == 0);
     free(first);

@@ -4,9 +4,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "report/attention_map.h"
 #include "base/config.h"
-#include "report/report.h"
+#include "report/compare.h"
 #include "page_check.h"
 #include "test.h"
+#include "run/probe.h"
 
 #include <math.h>
 #include <stdio.h>

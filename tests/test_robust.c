@@ -148,7 +148,7 @@ static void write_good_checkpoint(const char *path) {
     char *json = config_to_json(&cfg);
     ModelDims d = {8, 8, 2, 2, 8};
     GPT m;
-    gpt_build(&m, &d, (real)cfg.attn_scale, 1, 8);
+    gpt_build(&m, &d, attention_causal((real)cfg.attn_scale), 1, 8);
     Rng rng;
     rng_seed(&rng, 5);
     gpt_init(&m, INIT_GPT2, &rng);
@@ -253,7 +253,7 @@ static void test_good_checkpoint_opens(void) {
     CHECK(ck.has_optimizer && ck.state.step == 10 && ck.state.skipped_steps == 1 && ck.dims.n_layer == 2);
     CHECK_MSG(checkpoint_check_memory(&ck, 1, ck.dims.block_size, rpath("good.bin"), err, sizeof err), "%s", err);
     GPT m;
-    gpt_build(&m, &ck.dims, 1, 1, ck.dims.block_size);
+    gpt_build(&m, &ck.dims, attention_causal(1), 1, ck.dims.block_size);
     CHECK_MSG(checkpoint_restore(&ck, &m, rpath("good.bin"), err, sizeof err), "%s", err);
     gpt_free(&m);
     checkpoint_close(&ck);
@@ -444,7 +444,7 @@ static void test_save_refuses_invalid_state(void) {
     rdir_make();
     ModelDims d = {8, 8, 1, 1, 8};
     GPT m;
-    gpt_build(&m, &d, 1, 1, 8);
+    gpt_build(&m, &d, attention_causal(1), 1, 8);
     uint32_t chars[8] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'};
     Vocab v = {8, chars};
     char err[512];

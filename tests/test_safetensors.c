@@ -63,7 +63,7 @@ static Vocab vocab_abcde(void) {
 // A model with random weights, every value a float32 (so the float64 build travels exactly too);
 // ln_bias: whether its LayerNorm biases are random (else the zeros of the initialisation).
 static void build_model(GPT *m, int ln_bias, uint64_t seed) {
-    gpt_build(m, &DIMS, (real)(1.0 / sqrt((double)DIMS.n_embd / DIMS.n_head)), 1, DIMS.block_size);
+    gpt_build(m, &DIMS, attention_causal((real)(1.0 / sqrt((double)DIMS.n_embd / DIMS.n_head))), 1, DIMS.block_size);
     Rng rng;
     rng_seed(&rng, seed);
     gpt_init(m, INIT_GPT2, &rng);
@@ -105,7 +105,7 @@ static int round_trip(GPT *m, const char *path, GPT *back, Checkpoint *ck, char 
     free(cfg);
     free(v.chars);
     if (!n || !safetensors_open(ck, path, NULL, err, errlen)) return 0;
-    gpt_build(back, &ck->dims, m->attn.scale, 1, DIMS.block_size);
+    gpt_build(back, &ck->dims, attention_causal(m->attn.scale), 1, DIMS.block_size);
     return checkpoint_restore(ck, back, path, err, errlen);
 }
 
@@ -522,7 +522,7 @@ static void test_other_dtypes_converted(void) {
     CHECK_MSG(ok, "%s", err);
     if (ok) {
         GPT back;
-        gpt_build(&back, &ck.dims, m.attn.scale, 1, DIMS.block_size);
+        gpt_build(&back, &ck.dims, attention_causal(m.attn.scale), 1, DIMS.block_size);
         CHECK_MSG(checkpoint_restore(&ck, &back, "mixed", err, sizeof err), "%s", err);
         CHECK(memcmp(back.p.wpe, m.p.wpe, T * C * sizeof(real)) == 0);
         CHECK(back.p.lnf_w[0] == (real)1.5 && back.p.lnf_w[C - 1] == (real)1.5);

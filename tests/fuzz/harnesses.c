@@ -58,7 +58,7 @@ static void checkpoint_case(const uint8_t *data, size_t size) {
         size_t bytes = gpt_memory_bytes(&ck.dims, 1, ck.dims.block_size, &n_params);
         if (bytes > 0 && bytes < ((size_t)64 << 20)) {
             GPT m;
-            gpt_build(&m, &ck.dims, 1, 1, ck.dims.block_size);
+            gpt_build(&m, &ck.dims, attention_causal(1), 1, ck.dims.block_size);
             checkpoint_restore(&ck, &m, path, err, sizeof err);
             gpt_free(&m);
         }

@@ -1,14 +1,14 @@
-// report/report.h: the outputs of a side-by-side comparison (--compare KEY=V1,V2[,V3,V4], and its alias
+// report/compare.h: the outputs of a side-by-side comparison (--compare KEY=V1,V2[,V3,V4], and its alias
 // --compare-scaling): compare.csv, report.md and the SVG panels, for 2 to 4 variants of one key,
 // and report.html, the same as one self-contained page with attention maps of every variant.
-#ifndef REPORT_H
-#define REPORT_H
+#ifndef COMPARE_H
+#define COMPARE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/config.h"
-#include "model.h"
+#include "base/config.h"  // Config: the comparison's reading depends on its key
+#include "run/probe.h"    // HeadStats: the probe's statistics it logs
 
 #define COMPARE_MAX_VARIANTS 4
 // report.html draws the attention maps of at most this many positions of the probe sequence: a

@@ -1,0 +1,214 @@
+// run/bench.c: --bench (make bench): the training step timed, with its phases and their FLOP
+// rates, MFU against the measured FMA peak, the allreduce under MPI and the sampling speed.
+#define _POSIX_C_SOURCE 200809L
+#include "run/bench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "attention.h"         // AttentionImpl: the timing wrapper around the pass's attention
+#include "base/common.h"       // now_seconds, thread_max, xmalloc
+#include "base/dist.h"         // the ranks: their sums, barrier and rank
+#include "base/rng.h"          // the batches' random tokens
+#include "kernels/matmul.h"    // gemm_clock_*: the products' own seconds; matmul_simd_path
+#include "kernels/peak.h"      // the sustained FMA peak behind MFU
+#include "run/flops.h"         // the FLOPs of a step and of its phases
+#include "run/generate.h"      // the sampling speed
+
+// ---------------------------------------------------------------------------------------------
+// the attention's clock: the pass's implementation behind a wrapper that times its calls on the
+// thread that started the clock (worker 0's, or the model's own pass)
+
+static const AttentionImpl *timed_inner;
+static _Thread_local int t_attention_clock_on;
+static _Thread_local double t_attention_seconds;
+
+static void timed_forward(real *out, real *saved, real *scratch, AttnQKV in, AttnShape shape, const AttnSpec *spec,
+                          AttnStats *stats) {
+    double t0 = t_attention_clock_on ? now_seconds() : 0;
+    timed_inner->forward(out, saved, scratch, in, shape, spec, stats);
+    if (t_attention_clock_on) t_attention_seconds += now_seconds() - t0;
+}
+
+static void timed_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out, const real *saved,
+                           AttnQKV in, AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
+                           GradWrite write) {
+    double t0 = t_attention_clock_on ? now_seconds() : 0;
+    timed_inner->backward(grad, scratch, dout, out, saved, in, shape, spec, stats, row_gain, write);
+    if (t_attention_clock_on) t_attention_seconds += now_seconds() - t0;
+}
+
+// The implementation a training pass of m runs (the definition when m's cannot compute its spec),
+// timed: the same functions, their calls clocked.
+static AttnSetup timed_attention(const GPT *m) {
+    static AttentionImpl timed;
+    timed_inner = gpt_attention_falls_back(m) ? &attention_definition : m->attn_impl;
+    timed = *timed_inner;
+    timed.forward = timed_forward;
+    timed.backward = timed_backward;
+    return (AttnSetup){m->attn, &timed};
+}
+
+// ---------------------------------------------------------------------------------------------
+// the benchmark
+
+// The phases of a step: the products of the forward and of the backward (the GEMM's clock), the
+// attention (its wrapper's), the rest of the forward and backward, and the update (the step
+// splits them: forward, backward, update).
+enum { PHASE_MATMUL_FWD, PHASE_MATMUL_BWD, PHASE_ATTENTION, PHASE_OTHER, PHASE_OPTIMIZER, PHASE_COUNT };
+static const char *const phase_names[PHASE_COUNT] = {"matmul_fwd", "matmul_bwd", "attention", "other", "optimizer"};
+
+// CPU seconds used by the whole process (every thread); on a shared machine the timed steps' wall
+// time also counts the moments the threads waited for a core, their CPU time does not.
+static double process_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// One step on (x, y), its phases' seconds added to phase: the products and attention are the
+// calling thread's (worker 0's when the batch is split), "other" is the rest of the forward and
+// backward (the other layers, combining the workers' gradients, waiting for the other threads).
+static void timed_step(Run *r, const int *x, const int *y, long step, double *phase) {
+    gemm_clock_start();
+    t_attention_clock_on = 1;
+    t_attention_seconds = 0;
+    double t0 = now_seconds();
+    run_forward(r, x, y, step);
+    double mm_fwd = gemm_clock_seconds();
+    run_backward(r);
+    double t2 = now_seconds(), mm = gemm_clock_seconds();
+    run_update(r, step);
+    double t3 = now_seconds();
+    gemm_clock_stop();
+    t_attention_clock_on = 0;
+    phase[PHASE_MATMUL_FWD] += mm_fwd;
+    phase[PHASE_MATMUL_BWD] += mm - mm_fwd;
+    phase[PHASE_ATTENTION] += t_attention_seconds;
+    phase[PHASE_OTHER] += t2 - t0 - mm - t_attention_seconds;
+    phase[PHASE_OPTIMIZER] += t3 - t2;
+}
+
+void run_bench(Run *r, int steps) {
+    const Config *c = &r->cfg;
+    int B = c->batch_size, T = c->block_size, V = r->model.dims.vocab_size;
+    size_t BT = (size_t)B * T, local = (size_t)r->rows * T;  // this rank's share of the batch
+    int *x = xmalloc(BT * sizeof(int), "batch"), *y = xmalloc(BT * sizeof(int), "batch");
+    Rng rng;
+    rng_seed(&rng, 12345 + (uint64_t)dist_rank());
+    int warmup = 3;
+    double *ms = xmalloc(sizeof(double) * (size_t)steps, "timings");
+    double phase[PHASE_COUNT] = {0}, warm[PHASE_COUNT] = {0};
+    AttnSetup untimed = {r->model.attn, r->model.attn_impl};
+    gpt_set_attention(&r->model, timed_attention(&r->model));
+    // The peak is probed before and after the steps: on a shared machine the two disagree when
+    // it was too busy to measure, and then no MFU is printed (fma_peak_mfu).
+    FmaPeak peak_before = fma_peak_measure();
+    double cpu_start = 0;
+    for (int i = 0; i < warmup + steps; i++) {
+        for (size_t j = 0; j < local; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
+        if (i == warmup) {  // account the timed steps only
+            r->comm_seconds = 0;
+            cpu_start = process_cpu_seconds();
+        }
+        timed_step(r, x, y, i, i < warmup ? warm : phase);
+        if (i >= warmup) ms[i - warmup] = r->ms;
+    }
+    gpt_set_attention(&r->model, untimed);
+    double cpu_ms = 1000.0 * (process_cpu_seconds() - cpu_start) / steps;
+    // median by insertion sort (N is small)
+    for (int i = 1; i < steps; i++) {
+        double v = ms[i];
+        int j = i - 1;
+        while (j >= 0 && ms[j] > v) { ms[j + 1] = ms[j]; j--; }
+        ms[j + 1] = v;
+    }
+    double median = steps % 2 ? ms[steps / 2] : 0.5 * (ms[steps / 2 - 1] + ms[steps / 2]);
+    double flops = gpt_flops_per_step(&r->model, B, T);
+    double gflops = flops / (median / 1000.0) / 1e9;
+    FmaPeak peak_after = fma_peak_measure();
+    dist_sum_double(&peak_before.gflops, 1);  // with MPI, the ranks' cores together (each measures its own at once)
+    dist_sum_double(&peak_after.gflops, 1);
+    char peak_text[256];
+    double mfu = fma_peak_mfu(gflops, &peak_before, &peak_after, peak_text, sizeof peak_text);
+    double total = 0;
+    for (int p = 0; p < PHASE_COUNT; p++) total += phase[p];
+    char workers[64];
+    if (dist_size() > 1) snprintf(workers, sizeof workers, "%d ranks x %d threads", dist_size(), thread_max());
+    else snprintf(workers, sizeof workers, "%d threads", thread_max());
+    printf("%s: %zu params, B=%d T=%d, %.2f GFLOP/step, %s, GEMM: %s\n%s\n", c->name,
+           r->model.n_params, B, T, flops / 1e9, workers, matmul_simd_path(), peak_text);
+    printf("phases (ms/step):");
+    for (int p = 0; p < PHASE_COUNT; p++)
+        printf(" %s %.2f (%.0f%%)", phase_names[p], 1000.0 * phase[p] / steps,
+               total > 0 ? 100.0 * phase[p] / total : 0.0);
+    printf("\n");
+    {
+        // The products and attention are worker 0's (one thread's share of the rows when the
+        // batch is split between threads): its FLOPs by phase (docs/PERFORMANCE.md, the FLOP
+        // count: the weights' products 2 FLOPs per weight and token forward, 4 backward;
+        // attention's two products over the pairs it computes, forward and backward) over its
+        // time, against one thread's share of the peak.
+        int n = r->model.n_workers < r->rows ? r->model.n_workers : r->rows;
+        int split = n >= 2 && thread_max() >= n;
+        double rows0 = split ? (double)(r->rows / n) : r->rows;
+        double mat = gpt_product_flops(&r->model, rows0, T);
+        double att = gpt_attention_flops(&r->model, rows0, T);
+        double per_thread_peak = peak_before.gflops > peak_after.gflops ? peak_before.gflops : peak_after.gflops;
+        per_thread_peak /= (split ? n : 1) * dist_size();
+        double fs[3] = {mat, 2 * mat, att};
+        printf("per thread (GFLOP/s):");
+        for (int p = 0; p < 3; p++) {
+            double g = phase[p] > 0 ? fs[p] * steps / phase[p] / 1e9 : 0;
+            printf(" %s %.1f", phase_names[p], g);
+            if (mfu >= 0) printf(" (%.0f%%)", 100 * g / per_thread_peak);
+        }
+        if (mfu >= 0) printf(", of a thread's share of the sustained peak, %.1f", per_thread_peak);
+        printf("\n");
+    }
+    if (dist_size() > 1) {
+        // the allreduce inside a step also waits for the slowest rank; time it alone as well
+        // (ranks lined up by a barrier, best of 10) for the network figures of DISTRIBUTED.md
+        double best = INFINITY;
+        for (int i = 0; i < 10; i++) {
+            dist_barrier();
+            double t0 = now_seconds();
+            dist_sum_real(r->model.grads, r->model.n_params);
+            double t = now_seconds() - t0;
+            dist_sum_double(&t, 1);  // the mean over the ranks
+            t /= dist_size();
+            if (t < best) best = t;
+        }
+        double mb = r->model.n_params * sizeof(real) / 1e6;
+        printf("data-parallel: %d ranks x %d rows, %d threads each; gradient allreduce of %zu floats (%.1f MB): "
+               "%.2f ms/step in training, %.2f ms alone (%.2f GB/s of buffer)\n", dist_size(), r->rows, thread_max(),
+               r->model.n_params, mb, 1000.0 * r->comm_seconds / steps, 1000.0 * best, mb / 1000.0 / best);
+    }
+    if (dist_is_root()) {   // sampling speed: 500 characters with the KV cache; the full recompute is timed on 50
+        Vocab vocab;
+        vocab.vocab_size = V;
+        vocab.chars = xmalloc(sizeof(uint32_t) * (size_t)V, "vocabulary");
+        for (int i = 0; i < V; i++) vocab.chars[i] = 0x21 + (uint32_t)i;
+        int prompt = 0;
+        Rng srng;
+        rng_seed(&srng, 7);
+        double t0 = now_seconds();
+        generate(&r->model, &vocab, &prompt, 1, 500, 1.0, 0, &srng, NULL);
+        double cached = 500 / (now_seconds() - t0);
+        t0 = now_seconds();
+        generate_full_window(&r->model, &vocab, &prompt, 1, 50, 1.0, 0, &srng, NULL);
+        double full = 50 / (now_seconds() - t0);
+        printf("sampling: %.0f tokens/s with the KV cache (500 characters), %.0f tokens/s recomputing the prefix for each (50)\n",
+               cached, full);
+        free(vocab.chars);
+    }
+    char mfu_text[16] = "n/a";  // the machine too busy to measure the peak
+    if (mfu >= 0) snprintf(mfu_text, sizeof mfu_text, "%.3f", mfu);
+    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s cpu_ms_per_step=%.2f\n",
+           c->name, median, ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, mfu_text, cpu_ms);
+    free(ms); free(x); free(y);
+}
+
