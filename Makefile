@@ -252,11 +252,11 @@ test-arm64:
 	tail -n 1 build/arm64-run.log
 	OMP_NUM_THREADS=1 OMP_THREAD_LIMIT=1 $(QEMU_ARM64) ./tests/run_tests $(ARM64_SKIP)
 
-# libFuzzer harnesses (clang) for the config parser, the checkpoint loader and the UTF-8 text
-# loader. Run one: ./tests/fuzz/fuzz_config -max_total_time=600 FUZZ_WORK_DIR tests/fuzz/corpus/config
+# libFuzzer harnesses (clang) for the config parser, the checkpoint loader, the UTF-8 text loader
+# and the safetensors reader. Run one: ./tests/fuzz/fuzz_config -max_total_time=600 FUZZ_WORK_DIR tests/fuzz/corpus/config
 # Inputs that ever crashed go to tests/fuzz/regressions/<target>/, which `make test` replays.
 FUZZ_CC ?= clang
-FUZZ_TARGETS := tests/fuzz/fuzz_config tests/fuzz/fuzz_checkpoint tests/fuzz/fuzz_utf8
+FUZZ_TARGETS := tests/fuzz/fuzz_config tests/fuzz/fuzz_checkpoint tests/fuzz/fuzz_utf8 tests/fuzz/fuzz_safetensors
 fuzz: deps $(FUZZ_TARGETS)
 tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/harnesses.h $(CORE) $(CORE_H)
 	$(FUZZ_CC) -std=c11 -I. -g -O1 -fsanitize=fuzzer,address,undefined $(CJSON_CFLAGS) -I. $< $(FUZZ_SRC) $(CORE) -o $@ $(CJSON_LIBS) -lm
