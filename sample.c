@@ -10,6 +10,7 @@
 #include "run/safetensors.h"
 #include "base/common.h"
 #include "base/config.h"
+#include "base/outfile.h"
 #include "run/generate.h"
 #include "model.h"
 #include "report/attention_map.h"
@@ -247,6 +248,12 @@ int main(int argc, char **argv) {
     if (per_kind_given && !(explain && lines_path))
         die(EXIT_USAGE, "--per-kind belongs to --explain --lines FILE (the answer characters measured per kind); drop it "
             "or give both");
+    {   // no output may replace an input
+        const char *inputs[3] = {ckpt_path, vocab_text, lines_path}, *outputs[3] = {export_path, map_path, html_path};
+        char err[2048];
+        for (int i = 0; i < 3; i++)
+            if (out_is_input(outputs[i], inputs, 3, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    }
     if (explain) return explain_main(ckpt_path, vocab_text, prompt_given ? prompt : NULL, baseline_text, json, html_path, lines_path,
                                      per_kind);
     {   // "-" is standard output: then it is all that goes there

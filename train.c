@@ -26,6 +26,7 @@
 #include "kernels/matmul.h"
 #include "kernels/peak.h"
 #include "model.h"
+#include "base/outfile.h"
 #include "run/outdir.h"
 #include "report/report.h"
 #include "base/rng.h"
@@ -1134,6 +1135,10 @@ int main(int argc, char **argv) {
     Config cfg;
     load_config(&cfg, &args, resume);
     if (init) take_model_from(&cfg, &args, init);
+    {   // the dump may not replace an input
+        const char *inputs[5] = {args.resume_path, args.init_path, args.vocab_text, args.config_path, cfg.data_path};
+        if (out_is_input(args.dump_path, inputs, 5, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    }
     set_threads(&cfg);
     check_ranks(&cfg, &args);
     check_variants(&cfg, args.comparison);

@@ -96,6 +96,18 @@ static void slot_free(Slot *s) {
     s->is_stdout = 0;
 }
 
+int out_is_input(const char *out, const char *const *inputs, int n, char *err, size_t errlen) {
+    struct stat so, si;
+    if (!out || !strcmp(out, "-") || stat(out, &so) != 0) return 0;
+    for (int i = 0; i < n; i++)
+        if (inputs[i] && stat(inputs[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+            snprintf(err, errlen, "cannot write '%s': it is (or links to) the input '%s', which writing it would replace; "
+                     "name another file for the output", out, inputs[i]);
+            return 1;
+        }
+    return 0;
+}
+
 FILE *out_begin(const char *path, int flags, char *err, size_t errlen) {
     static int registered = 0;
     if (!registered) registered = atexit(remove_temps_at_exit) == 0;

@@ -1560,6 +1560,63 @@ static void test_attn_window(void) {
     cleanup();
 }
 
+// Whether two files hold the same bytes.
+static int same_bytes(const char *a, const char *b) {
+    unsigned char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    int same = file_bytes(a, &x, &nx) && file_bytes(b, &y, &ny) && nx == ny && memcmp(x, y, nx) == 0;
+    free(x), free(y);
+    return same;
+}
+
+// No output replaces an input: an output path that is (or links to) the checkpoint, the data or
+// another input is refused with one line, and the input keeps its bytes.
+static void test_output_never_replaces_input(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 2);
+    CHECK(run("./train %s/cfg.json", g_dir) == 0);
+    CHECK(run("cp %s/out/checkpoint.bin %s/saved.bin && ln -s out/checkpoint.bin %s/link.bin && ln %s/out/checkpoint.bin "
+              "%s/hard.bin && printf 'copy: ab | ab\\n' > %s/lines.txt", g_dir, g_dir, g_dir, g_dir, g_dir, g_dir) == 0);
+    char ck[128], saved[128];
+    snprintf(ck, sizeof ck, "%s/out/checkpoint.bin", g_dir);
+    snprintf(saved, sizeof saved, "%s/saved.bin", g_dir);
+    const struct { const char *cmd, *out; } cases[] = {
+        {"./sample @/out/checkpoint.bin --export @/out/checkpoint.bin", "@/out/checkpoint.bin"},
+        {"./sample @/out/checkpoint.bin --export @/link.bin", "@/link.bin"},
+        {"./sample @/out/checkpoint.bin --export @/hard.bin", "@/hard.bin"},
+        {"./sample @/out/checkpoint.bin --explain --prompt ab --html @/out/checkpoint.bin", "@/out/checkpoint.bin"},
+        {"./sample @/out/checkpoint.bin --prompt ab --attention-map @/out/checkpoint.bin", "@/out/checkpoint.bin"},
+        {"./sample @/out/checkpoint.bin --vocab-from @/lines.txt --export @/lines.txt", "@/lines.txt"},
+        {"./train --resume @/out/checkpoint.bin --dump-state @/out/checkpoint.bin", "@/out/checkpoint.bin"},
+        {"./train --resume @/out/checkpoint.bin --dump-state @/link.bin", "@/link.bin"},
+        {"./train @/cfg.json --dump-state @/cfg.json", "@/cfg.json"},
+        {"./train @/cfg.json --init-from @/out/checkpoint.bin --dump-state @/out/checkpoint.bin", "@/out/checkpoint.bin"},
+        {"./train @/cfg.json --data.path=@/lines.txt --dump-state @/lines.txt", "@/lines.txt"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cmd[1024], out[256];
+        const char *src = cases[i].cmd;
+        size_t k = 0;
+        for (; *src && k + 64 < sizeof cmd; src++) {
+            if (*src == '@') k += (size_t)snprintf(cmd + k, sizeof cmd - k, "%s", g_dir);
+            else cmd[k++] = *src;
+        }
+        cmd[k] = 0;
+        snprintf(out, sizeof out, "%s%s", g_dir, cases[i].out + 1);
+        char before[4096] = "", after[4096] = "";
+        slurp(out, before, sizeof before);
+        int code = run("%s", cmd);
+        slurp(out, after, sizeof after);
+        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, out) && strstr(g_err, "the input"),
+                  "%s: exit %d: %s", cmd, code, g_err);
+        CHECK_MSG(strcmp(before, after) == 0 && same_bytes(ck, saved), "%s replaced an input", cmd);
+    }
+    // an output beside the input, and "-", are written as before
+    CHECK_MSG(run("./sample %s --export %s/out/model.safetensors", ck, g_dir) == 0, "%s", g_err);
+    CHECK_MSG(run("./train --resume %s --dump-state - > /dev/null", ck) == 0, "%s", g_err);
+    cleanup();
+}
+
 const TestCase tests_cli[] = {
     {"cli_shakespeare_without_network", test_shakespeare_without_network},
     {"cli_docs_list_every_output_column", test_docs_list_every_output_column},
@@ -1584,5 +1641,6 @@ const TestCase tests_cli[] = {
     {"cli_bad_out_dir", test_bad_out_dir},
     {"cli_train_outputs_and_determinism", test_train_outputs_and_determinism},
     {"cli_resume_is_exact", test_resume_is_exact},
+    {"cli_output_never_replaces_input", test_output_never_replaces_input},
     {NULL, NULL},
 };
