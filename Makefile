@@ -170,6 +170,13 @@ mpi-test-build:
 sample: $(OBJDIR)/sample.o $(EXPLAIN_OBJ) $(OBJDIR)/report/html.o $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
+# The test build of sample (build/sample-test): the writer's fault injection (base/outfile.c,
+# TGPT_TEST_SIGNAL_WRITING) that the tests drive; the shipped ./sample has none of it.
+SAMPLE_TEST_OBJ := $(OBJDIR)/hooks/sample.o $(OBJDIR)/hooks/base/outfile.o $(EXPLAIN_OBJ) $(OBJDIR)/report/html.o \
+    $(filter-out $(OBJDIR)/base/outfile.o,$(CORE_OBJ))
+build/sample-test: $(SAMPLE_TEST_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
+
 lab: $(OBJDIR)/lab.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
@@ -221,7 +228,7 @@ run: all
 	./train configs/default.json --train.overwrite=true
 
 # One runner, one closing line: the float32 suite also runs the float64 build's numeric tests.
-test: all tools/gencorpus build/train-test tests/run_tests tests/run_tests64 mpi-test-build
+test: all tools/gencorpus build/train-test build/sample-test tests/run_tests tests/run_tests64 mpi-test-build
 	./tests/run_tests
 
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (binaries included)

@@ -2,6 +2,7 @@
 // weights for PyTorch.
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,8 +180,22 @@ static int explain_main(const char *ckpt_path, const char *vocab_text, const cha
     return 0;
 }
 
+// SIGINT and SIGTERM end the program as they would, the temporary file of a file being written
+// removed first.
+static void on_stop_signal(int sig) {
+    out_remove_temps_now();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv) {
     g_progname = "sample";
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     const char *ckpt_path = NULL, *prompt = "\n", *map_path = NULL, *export_path = NULL, *vocab_text = NULL;
     const char *html_path = NULL, *baseline_text = NULL, *lines_path = NULL;
     int tokens = 500, top_k = 40, tokens_given = 0, n_probs = 0, prompt_given = 0, explain = 0, json = 0, per_kind = 1000;

@@ -14,7 +14,8 @@
 // - The temporary file is removed on every way out: a failed write, out_cancel, any exit()
 //   (die), and a second Ctrl-C (out_remove_temps_now). Only a SIGKILL or a crash can leave one,
 //   and out_remove_stale_temps removes exactly those: the name pattern above, a process that no
-//   longer runs, a regular file, in the one directory it is given.
+//   longer runs, a regular file, in the one directory it is given. out_begin removes those of
+//   its own target first.
 // - An output path that is (or links to) one of the program's inputs is refused before any work
 //   (out_is_input): writing it would replace the checkpoint, text or file it was read from.
 // - "-" means standard output where the caller allows it (OUT_DASH: a path the user names on the

@@ -1617,6 +1617,38 @@ static void test_output_never_replaces_input(void) {
     cleanup();
 }
 
+// ./sample stopped by SIGINT or SIGTERM while it writes leaves no temporary file; the next write
+// of a name removes the temporary files that killed writers of it left (a process that no longer
+// runs), and no other. build/sample-test raises the signal while the temporary file exists.
+static void test_sample_temps_removed(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 2);
+    CHECK(run("./train %s/cfg.json", g_dir) == 0);
+    const char *sigs[2][2] = {{"INT", "130"}, {"TERM", "143"}};
+    for (int i = 0; i < 2; i++) {
+        int code = run("TGPT_TEST_SIGNAL_WRITING=%s build/sample-test %s/out/checkpoint.bin --export %s/m.safetensors; "
+                       "echo $? > %s/code; ls -a %s", sigs[i][0], g_dir, g_dir, g_dir, g_dir);
+        char rc[16] = "";
+        char cpath[128];
+        snprintf(cpath, sizeof cpath, "%s/code", g_dir);
+        slurp(cpath, rc, sizeof rc);
+        CHECK_MSG(code == 0 && strncmp(rc, sigs[i][1], 3) == 0, "SIG%s: exit %s", sigs[i][0], rc);
+        CHECK_MSG(!strstr(g_out, "m.safetensors.tmp."), "SIG%s left a temporary file: %s", sigs[i][0], g_out);
+        CHECK(!path_exists("%s/m.safetensors", g_dir));
+    }
+    // killed writers' leftovers (pid 999999999 runs nowhere: above any pid_max) go with the next
+    // write of that name; a live process's (this one's parent shell is alive: the test's own pid)
+    // and another name's stay
+    CHECK(run("cd %s && touch m.safetensors.tmp.999999999.0 m.safetensors.tmp.999999999.7 m.safetensors.tmp.%ld.0 "
+              "other.safetensors.tmp.999999999.0", g_dir, (long)getpid()) == 0);
+    CHECK_MSG(run("./sample %s/out/checkpoint.bin --export %s/m.safetensors", g_dir, g_dir) == 0, "%s", g_err);
+    CHECK(path_exists("%s/m.safetensors", g_dir));
+    CHECK(!path_exists("%s/m.safetensors.tmp.999999999.0", g_dir) && !path_exists("%s/m.safetensors.tmp.999999999.7", g_dir));
+    CHECK(path_exists("%s/m.safetensors.tmp.%ld.0", g_dir, (long)getpid()));
+    CHECK(path_exists("%s/other.safetensors.tmp.999999999.0", g_dir));
+    cleanup();
+}
+
 const TestCase tests_cli[] = {
     {"cli_shakespeare_without_network", test_shakespeare_without_network},
     {"cli_docs_list_every_output_column", test_docs_list_every_output_column},
@@ -1642,5 +1674,6 @@ const TestCase tests_cli[] = {
     {"cli_train_outputs_and_determinism", test_train_outputs_and_determinism},
     {"cli_resume_is_exact", test_resume_is_exact},
     {"cli_output_never_replaces_input", test_output_never_replaces_input},
+    {"cli_sample_temps_removed", test_sample_temps_removed},
     {NULL, NULL},
 };
