@@ -116,6 +116,7 @@ typedef struct {
     const char *vocab_text;        // --vocab-from: the vocabulary of a safetensors file without one
     const char *dump_path;
     int bench_steps;
+    int rewind;                    // --rewind: resume an older checkpoint over its directory's later one
     const Comparison *comparison;  // --compare-scaling or --compare; NULL = one run
     int n_overrides;
     const char **overrides;
@@ -136,7 +137,10 @@ static void print_usage(FILE *f) {
             "  --resume CHECKPOINT   continue the run saved in CHECKPOINT (overrides such as a larger\n"
             "                        --train.max_steps apply on top of its configuration), in the directory\n"
             "                        CHECKPOINT is in now (moved or copied runs too) unless --train.out_dir\n"
-            "                        says otherwise\n"
+            "                        says otherwise; an older checkpoint (checkpoint_N.bin) is refused where\n"
+            "                        the directory's checkpoint.bin is later, unless --rewind is given\n"
+            "  --rewind              with --resume: continue from the older checkpoint on purpose, replacing\n"
+            "                        checkpoint.bin and dropping the later rows of the logs\n"
             "  --init-from MODEL     start a new run from the weights of MODEL (a checkpoint, or a safetensors\n"
             "                        file with nanoGPT's names: docs/FORMAT.md); the model's shape and\n"
             "                        attention come from MODEL (model.* overrides of its attention apply\n"
@@ -205,6 +209,7 @@ static void parse_args(int argc, char **argv, Args *a) {
         if ((v = option_value(argc, argv, &i, "--init-from"))) { option_once("--init-from", v); a->init_path = v; continue; }
         if ((v = option_value(argc, argv, &i, "--vocab-from"))) { option_once("--vocab-from", v); a->vocab_text = v; continue; }
         if ((v = option_value(argc, argv, &i, "--dump-state"))) { option_once("--dump-state", v); a->dump_path = v; continue; }
+        if (strcmp(arg, "--rewind") == 0) { option_once("--rewind", NULL); a->rewind = 1; continue; }
         if ((v = option_value(argc, argv, &i, "--bench"))) {
             option_once("--bench", v);
             char *end;
@@ -240,6 +245,7 @@ static void parse_args(int argc, char **argv, Args *a) {
     if (a->bench_steps && a->dump_path) die(EXIT_USAGE, "give one of --bench and --dump-state");
     if (a->init_path && (a->resume_path || a->bench_steps))
         die(EXIT_USAGE, "--init-from starts a new run: it cannot be combined with %s", a->resume_path ? "--resume" : "--bench");
+    if (a->rewind && !a->resume_path) die(EXIT_USAGE, "--rewind goes with --resume (an older checkpoint of a run)");
     if (a->vocab_text && !a->init_path) die(EXIT_USAGE, "--vocab-from goes with --init-from (a safetensors file without a vocabulary)");
     if (!a->config_path && !a->resume_path) a->config_path = "configs/default.json";
 }
@@ -683,6 +689,26 @@ static int claim_out_dirs_root(Session *s, char *err, size_t errlen) {
     // a resumed run continues the files of the directory its checkpoint is in
     if (resume_path) dir_of(resume_path, ckpt_dir, sizeof ckpt_dir);
     int own = resume_path && outdir_same_dir(ckpt_dir, cfg->out_dir);
+    if (own && !s->args->rewind) {
+        // continuing an older checkpoint in its own directory would replace a later checkpoint.bin
+        // and drop the logs' rows after the older step (a damaged checkpoint.bin is no later one)
+        char latest[2200];
+        struct stat sl, sr;
+        join_path(latest, sizeof latest, ckpt_dir, "checkpoint.bin");
+        Checkpoint later;
+        char lerr[512];
+        if (stat(latest, &sl) == 0 && stat(resume_path, &sr) == 0 && (sl.st_dev != sr.st_dev || sl.st_ino != sr.st_ino) &&
+            checkpoint_open(&later, latest, lerr, sizeof lerr)) {
+            long at = later.state.step, from = s->resume->state.step;
+            checkpoint_close(&later);
+            if (at > from) {
+                snprintf(err, errlen, "'%.600s' is at step %ld but '%.600s' is at step %ld: resuming here would replace it and"
+                         " drop the logs' rows after step %ld; branch with --train.out_dir=ANOTHER_DIR, or rewind on purpose"
+                         " with --rewind", resume_path, from, latest, at, from);
+                return EXIT_USAGE;
+            }
+        }
+    }
     // the directories this session writes: out_dir, and in a comparison each variant's too
     const char *dirs[MAX_VARIANTS + 1];
     int n_dirs = 0;

@@ -1649,6 +1649,32 @@ static void test_sample_temps_removed(void) {
     cleanup();
 }
 
+// Resuming an older checkpoint in its own directory, where checkpoint.bin is later, is refused
+// (it would replace checkpoint.bin and drop the logs' later rows); --rewind does it on purpose,
+// another out_dir branches.
+static void test_resume_older_checkpoint_refused(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 20);
+    CHECK(run("./train %s/cfg.json --train.keep_checkpoints=3 --log.log_interval=1", g_dir) == 0);
+    char ck[128], saved[128];
+    snprintf(ck, sizeof ck, "%s/out/checkpoint.bin", g_dir);
+    snprintf(saved, sizeof saved, "%s/saved.bin", g_dir);
+    CHECK(run("cp %s %s", ck, saved) == 0);
+    int rows = file_lines("%s/out/metrics.csv", g_dir);
+    int code = run("./train --resume %s/out/checkpoint_10.bin --train.max_steps=30", g_dir);
+    expect_error(code, 2, "checkpoint_10.bin' is at step 10", "is at step 20");
+    CHECK(strstr(g_err, "--rewind") && strstr(g_err, "--train.out_dir"));
+    CHECK(same_bytes(ck, saved) && file_lines("%s/out/metrics.csv", g_dir) == rows);
+    // the latest checkpoint itself resumes as before; another directory branches
+    code = run("./train --resume %s/out/checkpoint_10.bin --train.max_steps=12 --train.out_dir=%s/branch", g_dir, g_dir);
+    CHECK_MSG(code == 0 && same_bytes(ck, saved), "branch: exit %d: %s", code, g_err);
+    code = run("./train --resume %s/out/checkpoint_10.bin --train.max_steps=12 --rewind", g_dir);
+    CHECK_MSG(code == 0 && !same_bytes(ck, saved), "rewind: exit %d: %s", code, g_err);
+    code = run("./train %s/cfg.json --rewind", g_dir);
+    expect_error(code, 2, "--rewind goes with --resume", NULL);
+    cleanup();
+}
+
 const TestCase tests_cli[] = {
     {"cli_shakespeare_without_network", test_shakespeare_without_network},
     {"cli_docs_list_every_output_column", test_docs_list_every_output_column},
@@ -1675,5 +1701,6 @@ const TestCase tests_cli[] = {
     {"cli_resume_is_exact", test_resume_is_exact},
     {"cli_output_never_replaces_input", test_output_never_replaces_input},
     {"cli_sample_temps_removed", test_sample_temps_removed},
+    {"cli_resume_older_checkpoint_refused", test_resume_older_checkpoint_refused},
     {NULL, NULL},
 };
