@@ -1675,6 +1675,21 @@ static void test_resume_older_checkpoint_refused(void) {
     cleanup();
 }
 
+// --train.overwrite=true removes exactly the names the trainer writes: checkpoint_<step>.bin as
+// it prints the step ("%ld"), not a user's checkpoint_0007.bin or checkpoint_+7.bin.
+static void test_overwrite_removes_exact_names(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 2);
+    CHECK(run("./train %s/cfg.json", g_dir) == 0);
+    CHECK(run("cd %s/out && touch checkpoint_0007.bin checkpoint_00.bin checkpoint_+7.bin checkpoint_7.bin checkpoint_0.bin",
+              g_dir) == 0);
+    CHECK_MSG(run("./train %s/cfg.json --train.overwrite=true", g_dir) == 0, "%s", g_err);
+    CHECK(path_exists("%s/out/checkpoint_0007.bin", g_dir) && path_exists("%s/out/checkpoint_00.bin", g_dir) &&
+          path_exists("%s/out/checkpoint_+7.bin", g_dir));
+    CHECK(!path_exists("%s/out/checkpoint_7.bin", g_dir) && !path_exists("%s/out/checkpoint_0.bin", g_dir));
+    cleanup();
+}
+
 const TestCase tests_cli[] = {
     {"cli_shakespeare_without_network", test_shakespeare_without_network},
     {"cli_docs_list_every_output_column", test_docs_list_every_output_column},
@@ -1702,5 +1717,6 @@ const TestCase tests_cli[] = {
     {"cli_output_never_replaces_input", test_output_never_replaces_input},
     {"cli_sample_temps_removed", test_sample_temps_removed},
     {"cli_resume_older_checkpoint_refused", test_resume_older_checkpoint_refused},
+    {"cli_overwrite_removes_exact_names", test_overwrite_removes_exact_names},
     {NULL, NULL},
 };
