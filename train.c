@@ -718,9 +718,9 @@ static int claim_out_dirs_root(Session *s, char *err, size_t errlen) {
         // a variant's directory is a directory of the comparison's own: never followed elsewhere
         struct stat st;
         if (lstat(dirs[d], &st) == 0 && !S_ISDIR(st.st_mode)) {
-            snprintf(err, errlen, "'%.900s' is %s, not a directory: a variant writes into a directory of its own inside"
+            snprintf(err, errlen, "'%.900s' %s: a variant writes into a directory of its own inside"
                      " '%.900s'; remove it or choose another train.out_dir", dirs[d],
-                     S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory", cfg->out_dir);
+                     S_ISLNK(st.st_mode) ? "is a symbolic link, not a directory" : "is not a directory", cfg->out_dir);
             return EXIT_USAGE;
         }
     }

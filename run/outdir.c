@@ -153,9 +153,9 @@ static void remove_entry(const char *dir, const char *name, void *arg) {
 int outdir_clear_run(const char *dir, char *err, size_t errlen) {
     struct stat st;
     if (lstat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "'%s' is %s, not a directory: --train.overwrite=true replaces the files of a run's own"
+        snprintf(err, errlen, "'%s' %s: --train.overwrite=true replaces the files of a run's own"
                  " directory only (remove it yourself or choose another train.out_dir)", dir,
-                 S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory");
+                 S_ISLNK(st.st_mode) ? "is a symbolic link, not a directory" : "is not a directory");
         return 0;
     }
     char odd[300] = "";

@@ -1690,6 +1690,17 @@ static void test_overwrite_removes_exact_names(void) {
     cleanup();
 }
 
+// A directory that should be one and is a file is named once as what it is.
+static void test_not_a_directory_message(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 2);
+    CHECK(run("mkdir %s/cmp && touch %s/cmp/0.01", g_dir, g_dir) == 0);
+    int code = run("./train %s/cfg.json --compare train.lr=0.01,0.02 --train.out_dir=%s/cmp", g_dir, g_dir);
+    expect_error(code, 2, "/cmp/0.01' is not a directory: a variant writes", NULL);
+    CHECK_MSG(!strstr(g_err, "not a directory, not a directory"), "%s", g_err);
+    cleanup();
+}
+
 const TestCase tests_cli[] = {
     {"cli_shakespeare_without_network", test_shakespeare_without_network},
     {"cli_docs_list_every_output_column", test_docs_list_every_output_column},
@@ -1718,5 +1729,6 @@ const TestCase tests_cli[] = {
     {"cli_sample_temps_removed", test_sample_temps_removed},
     {"cli_resume_older_checkpoint_refused", test_resume_older_checkpoint_refused},
     {"cli_overwrite_removes_exact_names", test_overwrite_removes_exact_names},
+    {"cli_not_a_directory_message", test_not_a_directory_message},
     {NULL, NULL},
 };
