@@ -725,6 +725,23 @@ static void test_programs_export_and_import(void) {
     cleanup();
 }
 
+// tools/nanogpt_to_safetensors.py under tests/converter_check.py (the converter's own checks: the
+// crafted ckpt.pt and meta.pkl run nothing, one-line errors, regular files only, the output by a
+// rename). Skips, saying so, without Python; the checks that need PyTorch skip inside it.
+static void test_converter_checks(void) {
+    tmpdir();
+    const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    if (run("command -v %s", py) != 0) {
+        cleanup();
+        SKIP("no python3: tools/nanogpt_to_safetensors.py is not checked");
+    }
+    int code = run("%s tests/converter_check.py", py);
+    const char *skip = strstr(g_out, "\nskip ");
+    if (skip) fprintf(stderr, "  %.*s\n", (int)strcspn(skip + 1, "\n"), skip + 1);
+    CHECK_MSG(code == 0 && strstr(g_out, " 0 failed"), "exit %d:\n%s%s", code, g_out, g_err);
+    cleanup();
+}
+
 const TestCase tests_safetensors[] = {
     {"safetensors_round_trip_bit_identical", test_round_trip_bit_identical},
     {"safetensors_nanogpt_layout", test_nanogpt_layout},
@@ -732,5 +749,6 @@ const TestCase tests_safetensors[] = {
     {"safetensors_other_dtypes_converted", test_other_dtypes_converted},
     {"safetensors_header_rules", test_header_rules},
     {"safetensors_programs_export_and_import", test_programs_export_and_import},
+    {"safetensors_converter_checks", test_converter_checks},
     {NULL, NULL},
 };
