@@ -2,6 +2,7 @@
 // weights for PyTorch.
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "run/safetensors.h"
 #include "base/common.h"
 #include "base/config.h"
+#include "base/outfile.h"
 #include "run/generate.h"
 #include "model.h"
 #include "report/attention_map.h"
@@ -178,11 +180,26 @@ static int explain_main(const char *ckpt_path, const char *vocab_text, const cha
     return 0;
 }
 
+// SIGINT and SIGTERM end the program as they would, the temporary file of a file being written
+// removed first.
+static void on_stop_signal(int sig) {
+    out_remove_temps_now();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv) {
     g_progname = "sample";
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     const char *ckpt_path = NULL, *prompt = "\n", *map_path = NULL, *export_path = NULL, *vocab_text = NULL;
     const char *html_path = NULL, *baseline_text = NULL, *lines_path = NULL;
     int tokens = 500, top_k = 40, tokens_given = 0, n_probs = 0, prompt_given = 0, explain = 0, json = 0, per_kind = 1000;
+    int per_kind_given = 0;
     double temperature = 0.8;
     long seed = 1337;
     for (int i = 1; i < argc; i++) {
@@ -205,6 +222,7 @@ int main(int argc, char **argv) {
             if (!known) unknown_option(a, canon);
             if (is_switch(canon)) {
                 if (v) die(EXIT_USAGE, "%s takes no value (got '%s')", name, v);
+                option_once(canon, NULL);
                 if (!strcmp(canon, "--explain")) explain = 1;
                 else json = 1;
                 continue;
@@ -218,7 +236,7 @@ int main(int argc, char **argv) {
             else if (!strcmp(canon, "--html")) html_path = v;
             else if (!strcmp(canon, "--baseline")) baseline_text = v;
             else if (!strcmp(canon, "--lines")) lines_path = v;
-            else if (!strcmp(canon, "--per-kind")) per_kind = (int)flag_integer(name, v, 1, 100000000);
+            else if (!strcmp(canon, "--per-kind")) per_kind = (int)flag_integer(name, v, 1, 100000000), per_kind_given = 1;
             else if (!strcmp(canon, "--tokens")) { tokens = (int)flag_integer(name, v, 0, 10000000); tokens_given = 1; }
             else if (!strcmp(canon, "--temperature")) temperature = flag_number(name, v, 0, 100);
             else if (!strcmp(canon, "--top-k")) top_k = (int)flag_integer(name, v, 0, 10000000);
@@ -242,6 +260,15 @@ int main(int argc, char **argv) {
     if (explain && lines_path && (prompt_given || json || html_path))
         die(EXIT_USAGE, "--explain --lines measures a corpus file: drop %s",
             prompt_given ? "--prompt" : json ? "--json" : "--html");
+    if (per_kind_given && !(explain && lines_path))
+        die(EXIT_USAGE, "--per-kind belongs to --explain --lines FILE (the answer characters measured per kind); drop it "
+            "or give both");
+    {   // no output may replace an input
+        const char *inputs[3] = {ckpt_path, vocab_text, lines_path}, *outputs[3] = {export_path, map_path, html_path};
+        char err[2048];
+        for (int i = 0; i < 3; i++)
+            if (out_is_input(outputs[i], inputs, 3, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    }
     if (explain) return explain_main(ckpt_path, vocab_text, prompt_given ? prompt : NULL, baseline_text, json, html_path, lines_path,
                                      per_kind);
     {   // "-" is standard output: then it is all that goes there

@@ -19,6 +19,7 @@
 #include "base/config.h"       // Config: loading, overrides, finalizing
 #include "base/data.h"         // Dataset: the text, its vocabulary, the batches
 #include "base/dist.h"         // the ranks of a data-parallel run
+#include "base/outfile.h"      // out_is_input: an output that would replace an input
 #include "base/rng.h"          // the batch sampler's state
 #include "model.h"             // GPT, ModelDims, gpt_memory_bytes
 #include "report/compare.h"     // the comparison's log and outputs
@@ -305,6 +306,26 @@ static int claim_out_dirs_root(Session *s, char *err, size_t errlen) {
     // a resumed run continues the files of the directory its checkpoint is in
     if (resume_path) dir_of(resume_path, ckpt_dir, sizeof ckpt_dir);
     int own = resume_path && outdir_same_dir(ckpt_dir, cfg->out_dir);
+    if (own && !s->args->rewind) {
+        // continuing an older checkpoint in its own directory would replace a later checkpoint.bin
+        // and drop the logs' rows after the older step (a damaged checkpoint.bin is no later one)
+        char latest[2200];
+        struct stat sl, sr;
+        join_path(latest, sizeof latest, ckpt_dir, "checkpoint.bin");
+        Checkpoint later;
+        char lerr[512];
+        if (stat(latest, &sl) == 0 && stat(resume_path, &sr) == 0 && (sl.st_dev != sr.st_dev || sl.st_ino != sr.st_ino) &&
+            checkpoint_open(&later, latest, lerr, sizeof lerr)) {
+            long at = later.state.step, from = s->resume->state.step;
+            checkpoint_close(&later);
+            if (at > from) {
+                snprintf(err, errlen, "'%.600s' is at step %ld but '%.600s' is at step %ld: resuming here would replace it and"
+                         " drop the logs' rows after step %ld; branch with --train.out_dir=ANOTHER_DIR, or rewind on purpose"
+                         " with --rewind", resume_path, from, latest, at, from);
+                return EXIT_USAGE;
+            }
+        }
+    }
     // the directories this session writes: out_dir, and in a comparison each variant's too
     const char *dirs[MAX_VARIANTS + 1];
     int n_dirs = 0;
@@ -314,9 +335,9 @@ static int claim_out_dirs_root(Session *s, char *err, size_t errlen) {
         // a variant's directory is a directory of the comparison's own: never followed elsewhere
         struct stat st;
         if (lstat(dirs[d], &st) == 0 && !S_ISDIR(st.st_mode)) {
-            snprintf(err, errlen, "'%.900s' is %s, not a directory: a variant writes into a directory of its own inside"
+            snprintf(err, errlen, "'%.900s' %s: a variant writes into a directory of its own inside"
                      " '%.900s'; remove it or choose another train.out_dir", dirs[d],
-                     S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory", cfg->out_dir);
+                     S_ISLNK(st.st_mode) ? "is a symbolic link, not a directory" : "is not a directory", cfg->out_dir);
             return EXIT_USAGE;
         }
     }
@@ -766,6 +787,10 @@ int main(int argc, char **argv) {
     Config cfg;
     load_config(&cfg, &args, resume);
     if (init) take_model_from(&cfg, &args, init);
+    {   // the dump may not replace an input
+        const char *inputs[5] = {args.resume_path, args.init_path, args.vocab_text, args.config_path, cfg.data_path};
+        if (out_is_input(args.dump_path, inputs, 5, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    }
     set_threads(&cfg);
     check_ranks(&cfg, &args);
     check_variants(&cfg, args.comparison);

@@ -96,6 +96,32 @@ static void slot_free(Slot *s) {
     s->is_stdout = 0;
 }
 
+// The temporary files of one target's killed writers (out_begin removes them): the target's
+// own name in its directory.
+static const char *g_stale_name;
+static int is_stale_name(const char *name, size_t n) { return strlen(g_stale_name) == n && !strncmp(name, g_stale_name, n); }
+
+static void remove_stale_temps_of(const char *path) {
+    char dir[4400], err[4600];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    g_stale_name = slash ? slash + 1 : path;
+    (void)out_remove_stale_temps(dir, is_stale_name, err, sizeof err);  // (an unreadable directory: the write says why)
+}
+
+int out_is_input(const char *out, const char *const *inputs, int n, char *err, size_t errlen) {
+    struct stat so, si;
+    if (!out || !strcmp(out, "-") || stat(out, &so) != 0) return 0;
+    for (int i = 0; i < n; i++)
+        if (inputs[i] && stat(inputs[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+            snprintf(err, errlen, "cannot write '%s': it is (or links to) the input '%s', which writing it would replace; "
+                     "name another file for the output", out, inputs[i]);
+            return 1;
+        }
+    return 0;
+}
+
 FILE *out_begin(const char *path, int flags, char *err, size_t errlen) {
     static int registered = 0;
     if (!registered) registered = atexit(remove_temps_at_exit) == 0;
@@ -123,6 +149,7 @@ FILE *out_begin(const char *path, int flags, char *err, size_t errlen) {
         snprintf(err, errlen, "cannot write '%.900s...': path too long", path);
         return NULL;
     }
+    remove_stale_temps_of(path);
     int fd = -1;
     for (int attempt = 0; fd < 0 && attempt < 1000; attempt++) {
         snprintf(s->tmp, sizeof s->tmp, "%s.tmp.%ld.%lu", path, (long)getpid(), g_serial++);
@@ -134,6 +161,12 @@ FILE *out_begin(const char *path, int flags, char *err, size_t errlen) {
         return NULL;
     }
     s->active = 1;
+#ifdef TGPT_TEST_HOOKS
+    {   // TGPT_TEST_SIGNAL_WRITING=INT or TERM: that signal while the temporary file exists
+        const char *sig = getenv("TGPT_TEST_SIGNAL_WRITING");
+        if (sig) raise(!strcmp(sig, "INT") ? SIGINT : SIGTERM);
+    }
+#endif
     if (mode) fchmod(fd, mode & 07777);  // a replaced file keeps its permissions (best effort)
     s->path = malloc(n + 1);
     s->f = s->path ? fdopen(fd, "wb") : NULL;

@@ -14,7 +14,10 @@
 // - The temporary file is removed on every way out: a failed write, out_cancel, any exit()
 //   (die), and a second Ctrl-C (out_remove_temps_now). Only a SIGKILL or a crash can leave one,
 //   and out_remove_stale_temps removes exactly those: the name pattern above, a process that no
-//   longer runs, a regular file, in the one directory it is given.
+//   longer runs, a regular file, in the one directory it is given. out_begin removes those of
+//   its own target first.
+// - An output path that is (or links to) one of the program's inputs is refused before any work
+//   (out_is_input): writing it would replace the checkpoint, text or file it was read from.
 // - "-" means standard output where the caller allows it (OUT_DASH: a path the user names on the
 //   command line); it is written in place, not replaced.
 //
@@ -50,6 +53,10 @@ void out_cancel(FILE *f);
 // The same, exiting with status 1 and the message on failure.
 FILE *out_begin_or_die(const char *path, int flags);
 void out_end_or_die(FILE *f);
+
+// Whether the output path is (or links to) one of the n input files (NULL entries and "-" are
+// none): 1 with one line in err naming both, else 0.
+int out_is_input(const char *out, const char *const *inputs, int n, char *err, size_t errlen);
 
 // Whether path may be written: 1 when it does not exist or is a regular file, else 0 with the
 // line out_begin would give. For a check before hours of work, not instead of out_begin.

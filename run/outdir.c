@@ -78,9 +78,11 @@ int outdir_lock(const char *dir, char *err, size_t errlen) {
 static const char *const RUN_FILES[] = {"checkpoint.bin", "best.bin", "metrics.csv", "attention.csv", "summary.json",
                                         "compare.csv", "report.md", "scaling.svg", "compare.svg", "report.html", NULL};
 
-// "checkpoint_<digits>.bin" of length n: its step, else -1.
+// "checkpoint_<step>.bin" of length n, as the trainer writes it ("%ld": no sign, no leading zero):
+// its step, else -1.
 static long step_checkpoint(const char *name, size_t n) {
     if (n < 16 || strncmp(name, "checkpoint_", 11) != 0 || strncmp(name + n - 4, ".bin", 4) != 0) return -1;
+    if (name[11] == '0' && n > 16) return -1;
     long step = 0;
     for (size_t i = 11; i < n - 4; i++) {
         if (name[i] < '0' || name[i] > '9' || step > 100000000000L) return -1;
@@ -112,7 +114,7 @@ static void for_each_entry(const char *dir, int (*keep)(const char *), void (*f)
 static void first_name(const char *dir, const char *name, void *arg) {
     (void)dir;
     char *buf = arg;
-    if (!buf[0]) snprintf(buf, 64, "%s", name);
+    if (!buf[0]) snprintf(buf, 64, "%.63s", name);
 }
 
 const char *outdir_run_file(const char *dir, char *buf, size_t n) {
@@ -151,9 +153,9 @@ static void remove_entry(const char *dir, const char *name, void *arg) {
 int outdir_clear_run(const char *dir, char *err, size_t errlen) {
     struct stat st;
     if (lstat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "'%s' is %s, not a directory: --train.overwrite=true replaces the files of a run's own"
+        snprintf(err, errlen, "'%s' %s: --train.overwrite=true replaces the files of a run's own"
                  " directory only (remove it yourself or choose another train.out_dir)", dir,
-                 S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory");
+                 S_ISLNK(st.st_mode) ? "is a symbolic link, not a directory" : "is not a directory");
         return 0;
     }
     char odd[300] = "";

@@ -53,6 +53,11 @@ static const char *const LINEAR_BIASES[] = {"attn.c_attn.bias", "attn.c_proj.bia
 #define LM_HEAD "lm_head.weight"
 // The reference implementation's bound on the header (100 MB).
 #define HEADER_MAX 100000000ull
+// The most tensors a file of this architecture holds: per layer ln_1 and ln_2 (weight, bias),
+// c_attn, attn.c_proj, c_fc, mlp.c_proj and their four Linear biases (12), at most 64 layers;
+// wte, wpe, lm_head and ln_f's weight and bias (5).
+#define MAX_LAYERS 64
+#define MAX_TENSORS (12 * MAX_LAYERS + 5)
 
 // The row of one of the model's tensor names ("wte", "layer3.wq"), and its layer (-1 outside one).
 static const NameRow *row_of(const char *ours, int *layer) {
@@ -309,10 +314,31 @@ static int check_coverage(Entry *e, int n, uint64_t data_len, const char *path, 
     return 1;
 }
 
+static int by_name(const void *a, const void *b) { return strcmp(((const Entry *)a)->name, ((const Entry *)b)->name); }
+
+// The entries sorted by name (find_entry searches them by halves).
 static const Entry *find_entry(Entry *e, int n, const char *name) {
-    for (int i = 0; i < n; i++)
-        if (strcmp(e[i].name, name) == 0) { e[i].used = 1; return &e[i]; }
-    return NULL;
+    Entry key;
+    key.name = name;
+    Entry *hit = bsearch(&key, e, (size_t)n, sizeof *e, by_name);
+    if (hit) hit->used = 1;
+    return hit;
+}
+
+// The first name that an object's members repeat (the members sorted by name: O(n log n)), or NULL.
+static int by_string(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+static const char *repeated_name(const cJSON *obj) {
+    size_t n = 0;
+    for (const cJSON *j = obj->child; j; j = j->next) n++;
+    const char **names = xmalloc((n + 1) * sizeof *names, "safetensors header");
+    n = 0;
+    for (const cJSON *j = obj->child; j; j = j->next) names[n++] = j->string;
+    qsort(names, n, sizeof *names, by_string);
+    const char *twice = NULL;
+    for (size_t i = 1; i < n && !twice; i++)
+        if (strcmp(names[i - 1], names[i]) == 0) twice = names[i];
+    free(names);
+    return twice;
 }
 
 // Element j of an entry's data, as a double.
@@ -486,6 +512,15 @@ static int read_dims(ModelDims *d, Entry *e, int n, const cJSON *meta, const cha
             return refuse(err, errlen, "'%s' has an invalid %s (%llu; allowed 1..%llu)", path, what[i],
                           (unsigned long long)dv[i], (unsigned long long)lim[i]);
     *d = (ModelDims){(int)dv[0], (int)dv[1], (int)dv[2], (int)dv[3], (int)dv[4]};
+    // the metadata's other dimensions, when it states them, are the tensors' own
+    for (int i = 0; i < 5; i++) {
+        const char *v = meta_string(meta, what[i]);
+        long long x;
+        if (i == 3 || !v) continue;
+        if (!parse_integer_text(v, &x) || x != (long long)dv[i])
+            return refuse(err, errlen, "'%s': its metadata's %s is '%s' but its tensors give %llu", path, what[i], v,
+                          (unsigned long long)dv[i]);
+    }
     if (d->n_embd % d->n_head)
         return refuse(err, errlen, "'%s': n_embd %d is not a multiple of n_head %d", path, d->n_embd, d->n_head);
     return 1;
@@ -625,31 +660,65 @@ int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, c
         free(buf);
         return refuse(err, errlen, "'%s': its header is not a UTF-8 JSON object", path);
     }
-    cJSON *root = cJSON_ParseWithLength(hdr, hlen);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(hdr, hlen, &end, 0);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         free(buf);
         return refuse(err, errlen, "'%s': its header is not valid JSON", path);
+    }
+    // the object fills the header; only whitespace may pad it
+    size_t after = end ? (size_t)(end - hdr) : hlen, extra = after;
+    while (extra < hlen && strchr(" \t\r\n", hdr[extra])) extra++;
+    if (extra < hlen) {
+        cJSON_Delete(root);
+        free(buf);
+        return refuse(err, errlen, "'%s': its header has %llu more bytes after its JSON object (from header byte %zu); only "
+                      "spaces may follow the object", path, (unsigned long long)(hlen - after), after);
     }
     uint64_t data_len = size - 8 - hlen;
     const unsigned char *data = buf + 8 + hlen;
     int n = 0, ok = 1;
     const cJSON *meta = NULL;
     for (const cJSON *j = root->child; j; j = j->next) n++;
+    const char *twice = repeated_name(root);
+    if (twice) ok = refuse(err, errlen, "'%s' names '%s' twice in its header; each name is given once", path, twice);
+    else if (n > MAX_TENSORS + 1)
+        ok = refuse(err, errlen, "'%s' has %d entries in its header; a model of at most %d layers has at most %d tensors",
+                    path, n, MAX_LAYERS, MAX_TENSORS);
     Entry *e = xcalloc((size_t)n + 1, sizeof *e, "safetensors header");
     n = 0;
     for (const cJSON *j = root->child; j && ok; j = j->next) {
         if (strcmp(j->string, "__metadata__") == 0) {
             meta = j;
+            if (!cJSON_IsObject(j)) {
+                ok = refuse(err, errlen, "'%s': its __metadata__ is not an object of strings", path);
+                break;
+            }
             for (const cJSON *m = j->child; m && ok; m = m->next)
                 if (!cJSON_IsString(m)) ok = refuse(err, errlen, "'%s': its metadata's '%s' is not a string", path, m->string);
+            if (ok && (twice = repeated_name(j)))
+                ok = refuse(err, errlen, "'%s': its metadata names '%s' twice; each key is given once", path, twice);
             continue;
         }
-        for (int i = 0; i < n && ok; i++)
-            if (strcmp(e[i].name, j->string) == 0) ok = refuse(err, errlen, "'%s' names tensor '%s' twice", path, j->string);
+        // a name the model does not have is refused before its entry is read
+        int l = -1;
+        const char *rest = j->string;
+        uint64_t shape[2];
+        int ndim;
+        const ModelDims none = {0, 0, 0, 0, 0};
+        if (layer_name(j->string, &l, &rest) && l >= MAX_LAYERS)
+            ok = refuse(err, errlen, "'%s' has an extra tensor '%s' (a model has at most %d layers)", path, j->string,
+                        MAX_LAYERS);
+        else if (l >= 0 && strcmp(rest, MASK_BUFFER) == 0)
+            ok = refuse(err, errlen, "'%s': tensor '%s' is nanoGPT's causal-mask buffer, not a weight: leave it out "
+                        "(tools/nanogpt_to_safetensors.py does)", path, j->string);
+        else if (!expected_shape(rest, l, &none, shape, &ndim))
+            ok = refuse(err, errlen, "'%s' has an extra tensor '%s' (not a weight of nanoGPT's GPT)", path, j->string);
         if (ok) ok = parse_entry(j, &e[n++], data_len, path, err, errlen);
     }
     if (ok) ok = check_coverage(e, n, data_len, path, err, errlen);
+    if (ok) qsort(e, (size_t)n, sizeof *e, by_name);
     if (ok) ok = read_dims(&ck->dims, e, n, meta, path, err, errlen);
     if (ok) ok = check_entries(e, n, &ck->dims, data, path, err, errlen);
     if (ok) {
@@ -679,6 +748,10 @@ int model_file_open(Checkpoint *ck, const char *path, const char *vocab_text, ch
         if (fread(magic, 1, 8, f) != 8) memset(magic, 0, 8);
         fclose(f);
     }
+    // ./train --dump-state's file is in the checkpoints' format but holds no model
+    if (f && memcmp(magic, "TGPTDUMP", 8) == 0)
+        return refuse(err, errlen, "'%s' is a debug dump of ./train --dump-state (TGPTDUMP), not a model: expected a "
+                      "checkpoint (TGPTCKPT) or a safetensors file", path);
     if (f && memcmp(magic, "TGPTCKPT", 8) != 0 && size >= 9) return safetensors_open(ck, path, vocab_text, err, errlen);
     return checkpoint_open(ck, path, err, errlen);
 }

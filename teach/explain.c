@@ -703,9 +703,11 @@ static int is_delimiter(int c) {
 
 int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int per_kind, int baseline, char *err,
                        size_t errlen) {
-    FILE *in = fopen(path, "rb");
+    uint64_t size;
+    const char *why;
+    FILE *in = fopen_regular(path, &size, &why);  // a regular file only: a FIFO or /dev/zero never blocks or loops
     if (!in) {
-        snprintf(err, errlen, "'%s': cannot open the lines to measure", path);
+        snprintf(err, errlen, "cannot read the lines to measure '%s': %s", path, why);
         return 0;
     }
     int L = m->dims.n_layer, NH = m->dims.n_head, Tmax = m->dims.block_size;
@@ -733,9 +735,16 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
         fclose(in);
         return 0;
     }
+    long too_long = 0;
     while (fgets(line, sizeof line, in)) {
         lineno++;
         int len = (int)strcspn(line, "\n");
+        int c = line[len] ? '\n' : getc(in);  // a line longer than the buffer (4095 bytes): none of it is measured
+        if (c != '\n' && c != EOF) {
+            while ((c = getc(in)) != EOF && c != '\n') {}
+            too_long++;
+            continue;
+        }
         line[len] = 0;
         int kind = explain_line_sources(line, len, src);
         if (kind < 0 || ks[kind].predictions >= per_kind) continue;
@@ -807,6 +816,15 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
     fclose(in);
     free(tok);
     free(rows);
+    if (too_long)
+        fprintf(stderr, "note: '%s': %ld line(s) over %d bytes not measured (no line of the measured kinds is that long)\n",
+                path, too_long, (int)sizeof line - 1);
+    if (ks[KIND_COUNT].predictions == 0) {
+        for (int k = 0; k <= KIND_COUNT; k++) free(ks[k].g), free(ks[k].where);
+        snprintf(err, errlen, "'%s' has no copy, rev, find, kv or bracket line of at most block_size (%d) characters: "
+                 "nothing to measure", path, Tmax);
+        return 0;
+    }
 
     fprintf(f, "# attention against effects on held-out lines of %s (one row per answer character)\n", path);
     fprintf(f, "# predictions per kind, then accuracy (the most likely character is the right one)\n");

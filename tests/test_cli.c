@@ -1562,6 +1562,147 @@ static void test_attn_window(void) {
     cleanup();
 }
 
+// Whether two files hold the same bytes.
+static int same_bytes(const char *a, const char *b) {
+    unsigned char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    int same = file_bytes(a, &x, &nx) && file_bytes(b, &y, &ny) && nx == ny && memcmp(x, y, nx) == 0;
+    free(x), free(y);
+    return same;
+}
+
+// No output replaces an input: an output path that is (or links to) the checkpoint, the data or
+// another input is refused with one line, and the input keeps its bytes.
+static void test_output_never_replaces_input(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 2);
+    CHECK(run("./train %s/cfg.json", g_dir) == 0);
+    CHECK(run("cp %s/out/checkpoint.bin %s/saved.bin && ln -s out/checkpoint.bin %s/link.bin && ln %s/out/checkpoint.bin "
+              "%s/hard.bin && printf 'copy: ab | ab\\n' > %s/lines.txt", g_dir, g_dir, g_dir, g_dir, g_dir, g_dir) == 0);
+    char ck[128], saved[128];
+    snprintf(ck, sizeof ck, "%s/out/checkpoint.bin", g_dir);
+    snprintf(saved, sizeof saved, "%s/saved.bin", g_dir);
+    const struct { const char *cmd, *out; } cases[] = {
+        {"./sample @/out/checkpoint.bin --export @/out/checkpoint.bin", "@/out/checkpoint.bin"},
+        {"./sample @/out/checkpoint.bin --export @/link.bin", "@/link.bin"},
+        {"./sample @/out/checkpoint.bin --export @/hard.bin", "@/hard.bin"},
+        {"./sample @/out/checkpoint.bin --explain --prompt ab --html @/out/checkpoint.bin", "@/out/checkpoint.bin"},
+        {"./sample @/out/checkpoint.bin --prompt ab --attention-map @/out/checkpoint.bin", "@/out/checkpoint.bin"},
+        {"./sample @/out/checkpoint.bin --vocab-from @/lines.txt --export @/lines.txt", "@/lines.txt"},
+        {"./train --resume @/out/checkpoint.bin --dump-state @/out/checkpoint.bin", "@/out/checkpoint.bin"},
+        {"./train --resume @/out/checkpoint.bin --dump-state @/link.bin", "@/link.bin"},
+        {"./train @/cfg.json --dump-state @/cfg.json", "@/cfg.json"},
+        {"./train @/cfg.json --init-from @/out/checkpoint.bin --dump-state @/out/checkpoint.bin", "@/out/checkpoint.bin"},
+        {"./train @/cfg.json --data.path=@/lines.txt --dump-state @/lines.txt", "@/lines.txt"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cmd[1024], out[256];
+        const char *src = cases[i].cmd;
+        size_t k = 0;
+        for (; *src && k + 64 < sizeof cmd; src++) {
+            if (*src == '@') k += (size_t)snprintf(cmd + k, sizeof cmd - k, "%s", g_dir);
+            else cmd[k++] = *src;
+        }
+        cmd[k] = 0;
+        snprintf(out, sizeof out, "%s%s", g_dir, cases[i].out + 1);
+        char before[4096] = "", after[4096] = "";
+        slurp(out, before, sizeof before);
+        int code = run("%s", cmd);
+        slurp(out, after, sizeof after);
+        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, out) && strstr(g_err, "the input"),
+                  "%s: exit %d: %s", cmd, code, g_err);
+        CHECK_MSG(strcmp(before, after) == 0 && same_bytes(ck, saved), "%s replaced an input", cmd);
+    }
+    // an output beside the input, and "-", are written as before
+    CHECK_MSG(run("./sample %s --export %s/out/model.safetensors", ck, g_dir) == 0, "%s", g_err);
+    CHECK_MSG(run("./train --resume %s --dump-state - > /dev/null", ck) == 0, "%s", g_err);
+    cleanup();
+}
+
+// ./sample stopped by SIGINT or SIGTERM while it writes leaves no temporary file; the next write
+// of a name removes the temporary files that killed writers of it left (a process that no longer
+// runs), and no other. build/sample-test raises the signal while the temporary file exists.
+static void test_sample_temps_removed(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 2);
+    CHECK(run("./train %s/cfg.json", g_dir) == 0);
+    const char *sigs[2][2] = {{"INT", "130"}, {"TERM", "143"}};
+    for (int i = 0; i < 2; i++) {
+        int code = run("TGPT_TEST_SIGNAL_WRITING=%s build/sample-test %s/out/checkpoint.bin --export %s/m.safetensors; "
+                       "echo $? > %s/code; ls -a %s", sigs[i][0], g_dir, g_dir, g_dir, g_dir);
+        char rc[16] = "";
+        char cpath[128];
+        snprintf(cpath, sizeof cpath, "%s/code", g_dir);
+        slurp(cpath, rc, sizeof rc);
+        CHECK_MSG(code == 0 && strncmp(rc, sigs[i][1], 3) == 0, "SIG%s: exit %s", sigs[i][0], rc);
+        CHECK_MSG(!strstr(g_out, "m.safetensors.tmp."), "SIG%s left a temporary file: %s", sigs[i][0], g_out);
+        CHECK(!path_exists("%s/m.safetensors", g_dir));
+    }
+    // killed writers' leftovers (pid 999999999 runs nowhere: above any pid_max) go with the next
+    // write of that name; a live process's (this one's parent shell is alive: the test's own pid)
+    // and another name's stay
+    CHECK(run("cd %s && touch m.safetensors.tmp.999999999.0 m.safetensors.tmp.999999999.7 m.safetensors.tmp.%ld.0 "
+              "other.safetensors.tmp.999999999.0", g_dir, (long)getpid()) == 0);
+    CHECK_MSG(run("./sample %s/out/checkpoint.bin --export %s/m.safetensors", g_dir, g_dir) == 0, "%s", g_err);
+    CHECK(path_exists("%s/m.safetensors", g_dir));
+    CHECK(!path_exists("%s/m.safetensors.tmp.999999999.0", g_dir) && !path_exists("%s/m.safetensors.tmp.999999999.7", g_dir));
+    CHECK(path_exists("%s/m.safetensors.tmp.%ld.0", g_dir, (long)getpid()));
+    CHECK(path_exists("%s/other.safetensors.tmp.999999999.0", g_dir));
+    cleanup();
+}
+
+// Resuming an older checkpoint in its own directory, where checkpoint.bin is later, is refused
+// (it would replace checkpoint.bin and drop the logs' later rows); --rewind does it on purpose,
+// another out_dir branches.
+static void test_resume_older_checkpoint_refused(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 20);
+    CHECK(run("./train %s/cfg.json --train.keep_checkpoints=3 --log.log_interval=1", g_dir) == 0);
+    char ck[128], saved[128];
+    snprintf(ck, sizeof ck, "%s/out/checkpoint.bin", g_dir);
+    snprintf(saved, sizeof saved, "%s/saved.bin", g_dir);
+    CHECK(run("cp %s %s", ck, saved) == 0);
+    int rows = file_lines("%s/out/metrics.csv", g_dir);
+    int code = run("./train --resume %s/out/checkpoint_10.bin --train.max_steps=30", g_dir);
+    expect_error(code, 2, "checkpoint_10.bin' is at step 10", "is at step 20");
+    CHECK(strstr(g_err, "--rewind") && strstr(g_err, "--train.out_dir"));
+    CHECK(same_bytes(ck, saved) && file_lines("%s/out/metrics.csv", g_dir) == rows);
+    // the latest checkpoint itself resumes as before; another directory branches
+    code = run("./train --resume %s/out/checkpoint_10.bin --train.max_steps=12 --train.out_dir=%s/branch", g_dir, g_dir);
+    CHECK_MSG(code == 0 && same_bytes(ck, saved), "branch: exit %d: %s", code, g_err);
+    code = run("./train --resume %s/out/checkpoint_10.bin --train.max_steps=12 --rewind", g_dir);
+    CHECK_MSG(code == 0 && !same_bytes(ck, saved), "rewind: exit %d: %s", code, g_err);
+    code = run("./train %s/cfg.json --rewind", g_dir);
+    expect_error(code, 2, "--rewind goes with --resume", NULL);
+    cleanup();
+}
+
+// --train.overwrite=true removes exactly the names the trainer writes: checkpoint_<step>.bin as
+// it prints the step ("%ld"), not a user's checkpoint_0007.bin or checkpoint_+7.bin.
+static void test_overwrite_removes_exact_names(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 2);
+    CHECK(run("./train %s/cfg.json", g_dir) == 0);
+    CHECK(run("cd %s/out && touch checkpoint_0007.bin checkpoint_00.bin checkpoint_+7.bin checkpoint_7.bin checkpoint_0.bin",
+              g_dir) == 0);
+    CHECK_MSG(run("./train %s/cfg.json --train.overwrite=true", g_dir) == 0, "%s", g_err);
+    CHECK(path_exists("%s/out/checkpoint_0007.bin", g_dir) && path_exists("%s/out/checkpoint_00.bin", g_dir) &&
+          path_exists("%s/out/checkpoint_+7.bin", g_dir));
+    CHECK(!path_exists("%s/out/checkpoint_7.bin", g_dir) && !path_exists("%s/out/checkpoint_0.bin", g_dir));
+    cleanup();
+}
+
+// A directory that should be one and is a file is named once as what it is.
+static void test_not_a_directory_message(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 2);
+    CHECK(run("mkdir %s/cmp && touch %s/cmp/0.01", g_dir, g_dir) == 0);
+    int code = run("./train %s/cfg.json --compare train.lr=0.01,0.02 --train.out_dir=%s/cmp", g_dir, g_dir);
+    expect_error(code, 2, "/cmp/0.01' is not a directory: a variant writes", NULL);
+    CHECK_MSG(!strstr(g_err, "not a directory, not a directory"), "%s", g_err);
+    cleanup();
+}
+
 const TestCase tests_cli[] = {
     {"cli_shakespeare_without_network", test_shakespeare_without_network},
     {"cli_docs_list_every_output_column", test_docs_list_every_output_column},
@@ -1586,5 +1727,10 @@ const TestCase tests_cli[] = {
     {"cli_bad_out_dir", test_bad_out_dir},
     {"cli_train_outputs_and_determinism", test_train_outputs_and_determinism},
     {"cli_resume_is_exact", test_resume_is_exact},
+    {"cli_output_never_replaces_input", test_output_never_replaces_input},
+    {"cli_sample_temps_removed", test_sample_temps_removed},
+    {"cli_resume_older_checkpoint_refused", test_resume_older_checkpoint_refused},
+    {"cli_overwrite_removes_exact_names", test_overwrite_removes_exact_names},
+    {"cli_not_a_directory_message", test_not_a_directory_message},
     {NULL, NULL},
 };

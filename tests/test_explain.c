@@ -441,6 +441,82 @@ static void test_cli_explain_json_matches_terminal(void) {
     sh("rm -rf '%s'%s", g_dir, "");
 }
 
+// ./sample MODEL ARGS with stdout and stderr in *out and *err (the caller frees them); the exit code.
+static int sample_run(const char *model, const char *args, char **out, char **err) {
+    char cmd[4096], po[128], pe[128];
+    snprintf(po, sizeof po, "%s/out.txt", g_dir);
+    snprintf(pe, sizeof pe, "%s/err.txt", g_dir);
+    snprintf(cmd, sizeof cmd, "timeout 60 ./sample %s %s > %s 2> %s < /dev/null", model, args, po, pe);
+    int rc = sh("%s%s", cmd, "");
+    *out = slurp_file(po);
+    *err = slurp_file(pe);
+    return rc;
+}
+
+static int line_count(const char *s) {
+    int n = 0;
+    for (; s && *s; s++) n += *s == '\n';
+    return n;
+}
+
+// --explain --lines reads a regular file only, and only whole lines of it; each switch is given
+// at most once; --per-kind belongs to --lines.
+static void test_cli_explain_lines_rules(void) {
+    snprintf(g_dir, sizeof g_dir, "/tmp/tgpt_explain_XXXXXX");
+    if (!mkdtemp(g_dir)) { perror("mkdtemp"); return; }
+    char ck[128], args[512], path[256];
+    snprintf(ck, sizeof ck, "%s/run/checkpoint.bin", g_dir);
+    CHECK(sh("./train configs/default.json --model.n_layer=1 --model.n_head=2 --model.n_embd=16 --model.block_size=16 "
+             "--data.val_fraction=0.02 --train.batch_size=4 --train.max_steps=2 --log.eval_interval=2 "
+             "--log.eval_steps=1 --sample.tokens=0 --train.out_dir=%s/run%s > /dev/null 2>&1", g_dir, "") == 0);
+    char *out, *err;
+    // a directory, a FIFO, /dev/zero: refused at once with one line (timeout 60 ends a hang: 124)
+    snprintf(path, sizeof path, "%s/fifo", g_dir);
+    CHECK(sh("mkfifo %s%s", path, "") == 0);
+    const char *nonfiles[3][2] = {{g_dir, "directory"}, {path, "FIFO"}, {"/dev/zero", "character device"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "--explain --lines %s", nonfiles[i][0]);
+        int rc = sample_run(ck, args, &out, &err);
+        CHECK_MSG(rc == 1 && line_count(err) == 1 && strstr(err, nonfiles[i][0]) && strstr(err, nonfiles[i][1]) &&
+                  !strstr(out, "accuracy"), "--lines %s: exit %d, stderr: %s", nonfiles[i][0], rc, err ? err : "");
+        free(out), free(err);
+    }
+    // a line of 4095 + 13 bytes whose end would read as "copy: ab | ab" were it cut at 4095: not
+    // measured (a note says so); the whole line "copy: ab | ab" is (2 answer characters)
+    snprintf(path, sizeof path, "%s/long.txt", g_dir);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 4095; i++) fputc('x', f);
+    fputs("copy: ab | ab\ncopy: ab | ab\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "--explain --lines %s", path);
+    int rc = sample_run(ck, args, &out, &err);
+    CHECK_MSG(rc == 0 && out && strstr(out, "copy predictions: 2\n") && strstr(err, "1 line(s) over 4095 bytes"),
+              "exit %d: %.300s / %s", rc, out ? out : "", err ? err : "");
+    free(out), free(err);
+    // a file with no line to measure: nothing to report, said in one line (no "accuracy: nan")
+    snprintf(path, sizeof path, "%s/none.txt", g_dir);
+    f = fopen(path, "w");
+    fputs("hello\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "--explain --lines %s", path);
+    rc = sample_run(ck, args, &out, &err);
+    CHECK_MSG(rc == 1 && line_count(err) == 1 && strstr(err, "nothing to measure") && !strstr(out, "nan"),
+              "exit %d: %.300s / %s", rc, out ? out : "", err ? err : "");
+    free(out), free(err);
+    // each switch once; --per-kind only with --explain --lines
+    const char *bad[][2] = {{"--explain --prompt ab --json --json", "--json is given twice"},
+                            {"--explain --explain --prompt ab", "--explain is given twice"},
+                            {"--per-kind 5", "--per-kind belongs to --explain --lines"},
+                            {"--explain --prompt ab --per-kind 5", "--per-kind belongs to --explain --lines"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = sample_run(ck, bad[i][0], &out, &err);
+        CHECK_MSG(rc == 2 && line_count(err) == 1 && strstr(err, bad[i][1]), "'%s': exit %d, stderr: %s", bad[i][0], rc,
+                  err ? err : "");
+        free(out), free(err);
+    }
+    sh("rm -rf '%s'%s", g_dir, "");
+}
+
 const TestCase tests_explain[] = {
     {"explain_loo_brute_force", test_loo_brute_force},
     {"explain_gxi_finite_differences", test_gxi_finite_differences},
@@ -451,5 +527,6 @@ const TestCase tests_explain[] = {
     {"explain_agreement_ties", test_agreement_ties},
     {"explain_uniform_baseline", test_uniform_baseline_is_the_measures_of_uniform_weights},
     {"cli_explain_json_matches_terminal", test_cli_explain_json_matches_terminal},
+    {"cli_explain_lines_rules", test_cli_explain_lines_rules},
     {NULL, NULL},
 };

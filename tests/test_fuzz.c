@@ -50,10 +50,12 @@ static void replay(const char *target, int (*fn)(const uint8_t *, size_t)) {
 static void test_fuzz_replay_config(void) { replay("config", fuzz_config_one); }
 static void test_fuzz_replay_checkpoint(void) { replay("checkpoint", fuzz_checkpoint_one); }
 static void test_fuzz_replay_utf8(void) { replay("utf8", fuzz_utf8_one); }
+static void test_fuzz_replay_safetensors(void) { replay("safetensors", fuzz_safetensors_one); }
 
 const TestCase tests_fuzz[] = {
     {"fuzz_replay_config", test_fuzz_replay_config},
     {"fuzz_replay_checkpoint", test_fuzz_replay_checkpoint},
     {"fuzz_replay_utf8", test_fuzz_replay_utf8},
+    {"fuzz_replay_safetensors", test_fuzz_replay_safetensors},
     {NULL, NULL},
 };

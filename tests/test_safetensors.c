@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/config.h"
@@ -338,6 +339,29 @@ static void c_bad_config(cJSON *h, unsigned char *d, size_t *n) {
     set_meta(h, "config", "{\"model\": {\"n_layer\": 3}}");
 }
 
+static void c_second_metadata(cJSON *h, unsigned char *d, size_t *n) {
+    (void)d, (void)n;  // another n_head without a config: it would build another model
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "n_head", "4");
+    cJSON_AddStringToObject(m, "vocab", "abcde");
+    cJSON_AddItemToObject(h, "__metadata__", m);
+}
+static void c_meta_key_twice(cJSON *h, unsigned char *d, size_t *n) {
+    (void)d, (void)n;
+    cJSON_AddStringToObject(entry(h, "__metadata__"), "n_head", "4");
+}
+static void c_tensor_twice(cJSON *h, unsigned char *d, size_t *n) {
+    append_tensor(h, d, n, "transformer.ln_f.weight", DIMS.n_embd, 0, 1);
+}
+static void c_meta_n_layer(cJSON *h, unsigned char *d, size_t *n) { (void)d, (void)n; set_meta(h, "n_layer", "3"); }
+static void c_meta_vocab_size(cJSON *h, unsigned char *d, size_t *n) { (void)d, (void)n; set_meta(h, "vocab_size", "x"); }
+static void c_meta_array(cJSON *h, unsigned char *d, size_t *n) {
+    (void)d, (void)n;
+    cJSON *a = cJSON_CreateArray();
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(1));
+    cJSON_ReplaceItemInObject(h, "__metadata__", a);
+}
+
 static const struct {
     const char *what;
     Craft craft;
@@ -361,6 +385,12 @@ static const struct {
     {"a value float32 cannot hold", c_nonfinite, "transformer.h.0.mlp.c_fc.weight", "index 1"},
     {"metadata that is not a string", c_not_string_meta, "n_layer_number", "not a string"},
     {"a config that disagrees with the tensors", c_bad_config, "inconsistent", NULL},
+    {"a second __metadata__", c_second_metadata, "'__metadata__' twice", NULL},
+    {"a metadata key given twice", c_meta_key_twice, "metadata names 'n_head' twice", NULL},
+    {"a tensor given twice", c_tensor_twice, "'transformer.ln_f.weight' twice", NULL},
+    {"metadata n_layer other than the tensors'", c_meta_n_layer, "n_layer is '3'", "tensors give 2"},
+    {"metadata vocab_size that is not a number", c_meta_vocab_size, "vocab_size is 'x'", "tensors give 5"},
+    {"metadata that is not an object", c_meta_array, "__metadata__ is not an object", NULL},
 };
 
 static void write_crafted(const char *path, const StFile *valid, Craft craft) {
@@ -408,7 +438,7 @@ static void test_crafted_files_refused(void) {
         CHECK_MSG(!ok, "%s: accepted", CRAFTED[i].what);
         if (ok) { checkpoint_close(&ck); continue; }
         CHECK_MSG(strstr(err, CRAFTED[i].expect1) && (!CRAFTED[i].expect2 || strstr(err, CRAFTED[i].expect2)) &&
-                  !strchr(err, '\n') && strstr(err, path),
+                  !strchr(err, '\n') && strstr(err, path) && !strstr(err, "(null)"),
                   "%s: the message does not say what is wrong: %s", CRAFTED[i].what, err);
     }
     // raw bytes: too short, a header length past the end, a header over 100 MB, not JSON
@@ -464,6 +494,97 @@ static void test_crafted_files_refused(void) {
     CHECK_MSG(safetensors_open(&ck, in_dir("novocab.safetensors"), in_dir("text.txt"), err, sizeof err), "%s", err);
     CHECK(ck.vocab.vocab_size == 5 && ck.vocab.chars[0] == 'a');
     checkpoint_close(&ck);
+    free_st(&valid);
+    free(cfg);
+    free(v.chars);
+    gpt_free(&m);
+    cleanup();
+}
+
+// The header's own rules: the JSON object fills it (only spaces after it); a --dump-state file is
+// named as what it is; a header of many entries is refused at once, by their count or their names.
+static void write_header(const char *path, const char *json, const unsigned char *data, size_t n) {
+    uint64_t hl = strlen(json);
+    FILE *f = fopen(path, "wb");
+    for (int b = 0; b < 8; b++) fputc((int)(hl >> (8 * b)) & 255, f);
+    fwrite(json, 1, hl, f);
+    if (n) fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void test_header_rules(void) {
+    tmpdir();
+    GPT m;
+    char err[1024];
+    build_model(&m, 0, 9);
+    Vocab v = vocab_abcde();
+    char *cfg = config_of(&DIMS);
+    CHECK(safetensors_export(in_dir("valid.safetensors"), &m, cfg, &v, err, sizeof err) > 0);
+    StFile valid;
+    CHECK(read_st(in_dir("valid.safetensors"), &valid));
+    Checkpoint ck;
+    // {...}{}: bytes after the object; {...} and spaces: padding, accepted
+    char *json = cJSON_PrintUnformatted(valid.header);
+    size_t jn = strlen(json);
+    char *text = malloc(jn + 16);
+    snprintf(text, jn + 16, "%s{}", json);
+    write_header(in_dir("trailing.safetensors"), text, valid.data, valid.data_len);
+    int ok = safetensors_open(&ck, in_dir("trailing.safetensors"), NULL, err, sizeof err);
+    CHECK_MSG(!ok && strstr(err, "trailing.safetensors") && strstr(err, "2 more bytes after its JSON object"), "%s",
+              ok ? "accepted" : err);
+    if (ok) checkpoint_close(&ck);
+    snprintf(text, jn + 16, "%s   ", json);
+    write_header(in_dir("padded.safetensors"), text, valid.data, valid.data_len);
+    ok = safetensors_open(&ck, in_dir("padded.safetensors"), NULL, err, sizeof err);
+    CHECK_MSG(ok, "%s", err);
+    if (ok) checkpoint_close(&ck);
+    free(text);
+    free(json);
+    // a --dump-state file (TGPTDUMP) is no model, and says so
+    TWriter *w = tw_open(in_dir("dump.bin"), "TGPTDUMP", err, sizeof err);
+    uint32_t shape[3] = {4, 0, 0};
+    tw_record(w, "config", DT_U8, 1, shape, "{}  ");
+    CHECK(tw_commit(w, err, sizeof err));
+    ok = model_file_open(&ck, in_dir("dump.bin"), NULL, err, sizeof err);
+    CHECK_MSG(!ok && strstr(err, "dump.bin") && strstr(err, "--dump-state") && !strstr(err, "header length"), "%s",
+              ok ? "accepted" : err);
+    if (ok) checkpoint_close(&ck);
+    // 300,000 empty entries (17 MB of header): refused by their count in well under the time of
+    // comparing each name with every other (n^2 / 2 = 4.5e10 comparisons)
+    const int many = 300000;
+    size_t cap = (size_t)many * 80 + 16, at = 0;
+    char *big = malloc(cap);
+    at += (size_t)snprintf(big + at, cap - at, "{");
+    for (int i = 0; i < many; i++)
+        at += (size_t)snprintf(big + at, cap - at, "%s\"transformer.h.0.x%d\":{\"dtype\":\"F32\",\"shape\":[0],"
+                               "\"data_offsets\":[0,0]}", i ? "," : "", i);
+    snprintf(big + at, cap - at, "}");
+    write_header(in_dir("many.safetensors"), big, NULL, 0);
+    double t0 = seconds_now();
+    ok = safetensors_open(&ck, in_dir("many.safetensors"), NULL, err, sizeof err);
+    double took = seconds_now() - t0;
+    CHECK_MSG(!ok && strstr(err, "300000 entries") && strstr(err, "at most 773 tensors"), "%s", ok ? "accepted" : err);
+    CHECK_MSG(took < 10, "%.1f s to refuse a header of %d entries", took, many);
+    if (ok) checkpoint_close(&ck);
+    // within the count, the first name the model does not have is refused as it is read
+    at = 0;
+    at += (size_t)snprintf(big + at, cap - at, "{");
+    for (int i = 0; i < 700; i++)
+        at += (size_t)snprintf(big + at, cap - at, "%s\"transformer.h.%d.ln_1.weight\":{\"dtype\":\"F32\",\"shape\":[0],"
+                               "\"data_offsets\":[0,0]}", i ? "," : "", i);
+    snprintf(big + at, cap - at, "}");
+    write_header(in_dir("layers.safetensors"), big, NULL, 0);
+    ok = safetensors_open(&ck, in_dir("layers.safetensors"), NULL, err, sizeof err);
+    CHECK_MSG(!ok && strstr(err, "extra tensor 'transformer.h.64.ln_1.weight'") && strstr(err, "at most 64 layers"), "%s",
+              ok ? "accepted" : err);
+    if (ok) checkpoint_close(&ck);
+    free(big);
     free_st(&valid);
     free(cfg);
     free(v.chars);
@@ -604,11 +725,30 @@ static void test_programs_export_and_import(void) {
     cleanup();
 }
 
+// tools/nanogpt_to_safetensors.py under tests/converter_check.py (the converter's own checks: the
+// crafted ckpt.pt and meta.pkl run nothing, one-line errors, regular files only, the output by a
+// rename). Skips, saying so, without Python; the checks that need PyTorch skip inside it.
+static void test_converter_checks(void) {
+    tmpdir();
+    const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    if (run("command -v %s", py) != 0) {
+        cleanup();
+        SKIP("no python3: tools/nanogpt_to_safetensors.py is not checked");
+    }
+    int code = run("%s tests/converter_check.py", py);
+    const char *skip = strstr(g_out, "\nskip ");
+    if (skip) fprintf(stderr, "  %.*s\n", (int)strcspn(skip + 1, "\n"), skip + 1);
+    CHECK_MSG(code == 0 && strstr(g_out, " 0 failed"), "exit %d:\n%s%s", code, g_out, g_err);
+    cleanup();
+}
+
 const TestCase tests_safetensors[] = {
     {"safetensors_round_trip_bit_identical", test_round_trip_bit_identical},
     {"safetensors_nanogpt_layout", test_nanogpt_layout},
     {"safetensors_crafted_files_refused", test_crafted_files_refused},
     {"safetensors_other_dtypes_converted", test_other_dtypes_converted},
+    {"safetensors_header_rules", test_header_rules},
     {"safetensors_programs_export_and_import", test_programs_export_and_import},
+    {"safetensors_converter_checks", test_converter_checks},
     {NULL, NULL},
 };

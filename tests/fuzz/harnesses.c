@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "run/checkpoint.h"
+#include "run/safetensors.h"
 #include "base/config.h"
 #include "base/data.h"
 #include "model.h"
@@ -114,6 +115,34 @@ int fuzz_utf8_one(const uint8_t *data, size_t size) {
         for (size_t i = 0; i < ds.n_tokens; i++)
             if (ds.tokens[i] < 0 || ds.tokens[i] >= ds.vocab.vocab_size) abort();
         dataset_free(&ds);
+    }
+    remove(path);
+    return 0;
+}
+
+// Open as a safetensors file; what opens and is small is built, restored, exported and opened
+// again (a file this program writes is always accepted).
+int fuzz_safetensors_one(const uint8_t *data, size_t size) {
+    char path[64], again[80], err[1024];
+    if (!write_temp(data, size, path, sizeof path)) return 0;
+    Checkpoint ck;
+    if (safetensors_open(&ck, path, NULL, err, sizeof err)) {
+        size_t n_params = 0;
+        size_t bytes = gpt_memory_bytes(&ck.dims, 1, ck.dims.block_size, &n_params);
+        if (bytes > 0 && bytes < ((size_t)64 << 20)) {
+            GPT m;
+            gpt_build(&m, &ck.dims, 1, 1, ck.dims.block_size);
+            snprintf(again, sizeof again, "%s.again", path);
+            if (checkpoint_restore(&ck, &m, path, err, sizeof err)) {  // (a forward pass that overflows is refused)
+                if (!safetensors_export(again, &m, ck.config_json, &ck.vocab, err, sizeof err)) abort();
+                Checkpoint back;
+                if (!safetensors_open(&back, again, NULL, err, sizeof err)) abort();
+                checkpoint_close(&back);
+                remove(again);
+            }
+            gpt_free(&m);
+        }
+        checkpoint_close(&ck);
     }
     remove(path);
     return 0;
