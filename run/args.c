@@ -91,7 +91,10 @@ static void print_usage(FILE *f) {
             "  --resume CHECKPOINT   continue the run saved in CHECKPOINT (overrides such as a larger\n"
             "                        --train.max_steps apply on top of its configuration), in the directory\n"
             "                        CHECKPOINT is in now (moved or copied runs too) unless --train.out_dir\n"
-            "                        says otherwise\n"
+            "                        says otherwise; an older checkpoint (checkpoint_N.bin) is refused where\n"
+            "                        the directory's checkpoint.bin is later, unless --rewind is given\n"
+            "  --rewind              with --resume: continue from the older checkpoint on purpose, replacing\n"
+            "                        checkpoint.bin and dropping the later rows of the logs\n"
             "  --init-from MODEL     start a new run from the weights of MODEL (a checkpoint, or a safetensors\n"
             "                        file with nanoGPT's names: docs/FORMAT.md); the model's shape and\n"
             "                        attention come from MODEL (model.* overrides of its attention apply\n"
@@ -160,6 +163,7 @@ void train_parse_args(int argc, char **argv, Args *a) {
         if ((v = option_value(argc, argv, &i, "--init-from"))) { option_once("--init-from", v); a->init_path = v; continue; }
         if ((v = option_value(argc, argv, &i, "--vocab-from"))) { option_once("--vocab-from", v); a->vocab_text = v; continue; }
         if ((v = option_value(argc, argv, &i, "--dump-state"))) { option_once("--dump-state", v); a->dump_path = v; continue; }
+        if (strcmp(arg, "--rewind") == 0) { option_once("--rewind", NULL); a->rewind = 1; continue; }
         if ((v = option_value(argc, argv, &i, "--bench"))) {
             option_once("--bench", v);
             char *end;
@@ -195,6 +199,7 @@ void train_parse_args(int argc, char **argv, Args *a) {
     if (a->bench_steps && a->dump_path) die(EXIT_USAGE, "give one of --bench and --dump-state");
     if (a->init_path && (a->resume_path || a->bench_steps))
         die(EXIT_USAGE, "--init-from starts a new run: it cannot be combined with %s", a->resume_path ? "--resume" : "--bench");
+    if (a->rewind && !a->resume_path) die(EXIT_USAGE, "--rewind goes with --resume (an older checkpoint of a run)");
     if (a->vocab_text && !a->init_path) die(EXIT_USAGE, "--vocab-from goes with --init-from (a safetensors file without a vocabulary)");
     if (!a->config_path && !a->resume_path) a->config_path = "configs/default.json";
 }

@@ -24,6 +24,7 @@ typedef struct {
     const char *vocab_text;        // --vocab-from: the vocabulary of a safetensors file without one
     const char *dump_path;
     int bench_steps;
+    int rewind;                    // --rewind: resume an older checkpoint over its directory's later one
     const Comparison *comparison;  // --compare-scaling or --compare; NULL = one run
     int n_overrides;
     const char **overrides;

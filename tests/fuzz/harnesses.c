@@ -131,7 +131,7 @@ int fuzz_safetensors_one(const uint8_t *data, size_t size) {
         size_t bytes = gpt_memory_bytes(&ck.dims, 1, ck.dims.block_size, &n_params);
         if (bytes > 0 && bytes < ((size_t)64 << 20)) {
             GPT m;
-            gpt_build(&m, &ck.dims, 1, 1, ck.dims.block_size);
+            gpt_build(&m, &ck.dims, attention_causal(1), 1, ck.dims.block_size);
             snprintf(again, sizeof again, "%s.again", path);
             if (checkpoint_restore(&ck, &m, path, err, sizeof err)) {  // (a forward pass that overflows is refused)
                 if (!safetensors_export(again, &m, ck.config_json, &ck.vocab, err, sizeof err)) abort();
