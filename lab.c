@@ -210,6 +210,25 @@ static int lab_switch(const char *a, const char *name) {
 static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
 
 static _Noreturn void unknown_option(const char *cmd, const char *a) {
+    // each command's options, for "did you mean" (as train and sample say it)
+    static const struct { const char *cmd; const char *opts[8]; } options[] = {
+        {"examples", {"--json", "--html", "--help"}},
+        {"mistakes", {"--json", "--html", "--help"}},
+        {"exercise", {"--seed", "--T", "--dk", "--causal", "--json", "--html", "--help"}},
+        {"softmax", {"--scores", "--upstream", "--help"}},
+        {"online-softmax", {"--block", "--json", "--html", "--help"}},
+        {"gradcheck", {"--samples", "--T", "--break-backward", "--help"}},
+    };
+    const char *guess = NULL;
+    for (size_t i = 0; a[0] == '-' && i < sizeof options / sizeof options[0]; i++) {
+        if (strcmp(options[i].cmd, cmd) != 0) continue;
+        int n = 0;
+        while (n < 8 && options[i].opts[n]) n++;
+        char typed[128];
+        snprintf(typed, sizeof typed, "%.*s", (int)strcspn(a, "="), a);
+        guess = closest_name(typed, options[i].opts, n);
+    }
+    if (guess) die(EXIT_USAGE, "%s: unknown option '%s' (did you mean '%s'?)", cmd, a, guess);
     die(EXIT_USAGE, "%s: unknown %s '%s' (see lab %s --help)", cmd, a[0] == '-' ? "option" : "argument", a, cmd);
 }
 
@@ -745,20 +764,28 @@ static int cmd_gradcheck(int argc, char **argv) {
 int main(int argc, char **argv) {
     g_progname = "lab";
     // every message that lists the commands is made from this one table
-    static const struct { const char *name; int (*run)(int, char **); } commands[] = {
-        {"examples", cmd_examples}, {"exercise", cmd_exercise}, {"softmax", cmd_softmax},
-        {"mistakes", cmd_mistakes}, {"online-softmax", cmd_online_softmax}, {"gradcheck", cmd_gradcheck},
+    static const struct { const char *name; int (*run)(int, char **); const char *what; } commands[] = {
+        {"examples", cmd_examples, "the lesson's worked examples (T = 3; one query over two keys), scaled and unscaled"},
+        {"exercise", cmd_exercise, "the scaling exercise: Q, K, V from np.random.seed(S), which weights are more peaked"},
+        {"softmax", cmd_softmax, "the softmax's Jacobian, and how its gradient vanishes as the scores grow"},
+        {"mistakes", cmd_mistakes, "the T = 3 example five ways: correct and four classic mistakes"},
+        {"online-softmax", cmd_online_softmax, "the softmax one block of keys at a time, as a fused kernel computes it"},
+        {"gradcheck", cmd_gradcheck, "the whole model's backward against finite differences"},
     };
     enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
-    char bars[256] = "", words[256] = "";
-    size_t nb = 0, nw = 0;
+    char words[256] = "";
+    size_t nw = 0;
     for (int i = 0; i < N_COMMANDS; i++) {
-        nb += (size_t)snprintf(bars + nb, sizeof bars - nb, "%s%s", i ? "|" : "", commands[i].name);
         nw += (size_t)snprintf(words + nw, sizeof words - nw, "%s%s", i == 0 ? "" : i + 1 < N_COMMANDS ? ", " : " or ",
                                commands[i].name);
     }
-    // no command: the usage line, as an error (one line, like every error)
-    if (argc < 2) die(EXIT_USAGE, "missing the COMMAND: usage: lab %s [options] (see lab --help)", bars);
+    // no command: the menu, one line a command
+    if (argc < 2) {
+        printf("usage: lab COMMAND [options]   (lab COMMAND --help: its options; lab --help: more)\n\n");
+        for (int i = 0; i < N_COMMANDS; i++) printf("  %-15s %s\n", commands[i].name, commands[i].what);
+        printf("\ne.g. lab examples, then lab examples --html steps.html and open the page\n");
+        return 0;
+    }
     if (is_help(argv[1])) {
         usage_main(stdout);
         return 0;

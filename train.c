@@ -355,8 +355,16 @@ static int claim_out_dirs_root(Session *s, char *err, size_t errlen) {
             char ckpt[2200];
             join_path(ckpt, sizeof ckpt, dirs[d], "checkpoint.bin");
             if (!s->cmp_set && access(ckpt, F_OK) == 0) snprintf(resume_it, sizeof resume_it, "continue it with --resume %s, ", ckpt);
-            snprintf(err, errlen, "'%.600s' already holds a run (%s): %.1300sgive this %s another --name or --train.out_dir, or replace"
-                     " it with --train.overwrite=true", dirs[d], found, resume_it, s->cmp_set ? "comparison" : "run");
+            // a directory that is free, to name exactly: DIR-2, DIR-3, ...
+            char fresh[700] = "";
+            for (int k = 2; k < 1000; k++) {
+                struct stat fst;
+                snprintf(fresh, sizeof fresh, "%.600s-%d", dirs[0], k);
+                if (stat(fresh, &fst) != 0) break;
+            }
+            snprintf(err, errlen, "'%.600s' already holds a run (%s): %.1300sgive this %s another --name or --train.out_dir"
+                     " (add --train.out_dir=%s, which is free), or replace it with --train.overwrite=true", dirs[d], found, resume_it,
+                     s->cmp_set ? "comparison" : "run", fresh);
         }
         return EXIT_USAGE;
     }

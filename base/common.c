@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <dirent.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -299,6 +300,64 @@ const char *closest_name(const char *typed, const char *const *names, int n) {
     }
     int len = (int)strlen(typed), limit = len / 3 > 2 ? len / 3 : 2;
     return best && best_d <= limit ? best : NULL;
+}
+
+// The names of the regular files in directory dir (at most max, each malloc'd), as dir/NAME.
+static int list_files(const char *dir, char **names, int max) {
+    DIR *d = opendir(dir[0] ? dir : ".");
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *de;
+    while (n < max && (de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char full[1024];
+        snprintf(full, sizeof full, "%.700s%s%.255s", dir, dir[0] ? "/" : "", de->d_name);
+        struct stat st;
+        if (stat(full, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        names[n] = malloc(strlen(full) + 1);
+        if (names[n]) strcpy(names[n++], full);
+    }
+    closedir(d);
+    return n;
+}
+
+int nearest_file(const char *path, char *out, size_t n) {
+    if (!path || !path[0] || strlen(path) > 900 || !out || n == 0) return 0;
+    char dir[1024];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 0, path);
+    struct stat st;
+    if (dir[0] && stat(dir, &st) != 0) {
+        // the directory itself mistyped (config/ for configs/): the nearest one beside it
+        char parent[1024], *names[256];
+        const char *ps = strrchr(dir, '/');
+        snprintf(parent, sizeof parent, "%.*s", ps ? (int)(ps - dir) : 0, dir);
+        DIR *d = opendir(parent[0] ? parent : ".");
+        int k = 0;
+        struct dirent *de;
+        while (d && k < 256 && (de = readdir(d))) {
+            if (de->d_name[0] == '.') continue;
+            char full[1024];
+            snprintf(full, sizeof full, "%.700s%s%.255s", parent, parent[0] ? "/" : "", de->d_name);
+            if (stat(full, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+            names[k] = malloc(strlen(full) + 1);
+            if (names[k]) strcpy(names[k++], full);
+        }
+        if (d) closedir(d);
+        const char *best = closest_name(dir, (const char *const *)names, k);
+        if (best) snprintf(dir, sizeof dir, "%s", best);
+        for (int i = 0; i < k; i++) free(names[i]);
+        if (!best) return 0;
+    }
+    char *files[1024];
+    int k = list_files(dir, files, 1024);
+    // compared without a leading "./", as the user may or may not have typed it
+    const char *typed = strncmp(path, "./", 2) == 0 ? path + 2 : path;
+    const char *best = closest_name(typed, (const char *const *)files, k);
+    int found = best && strcmp(best, typed) != 0;
+    if (found) snprintf(out, n, "%s", best);
+    for (int i = 0; i < k; i++) free(files[i]);
+    return found;
 }
 
 int refuse(char *err, size_t errlen, const char *fmt, ...) {

@@ -90,6 +90,9 @@ int text_distance(const char *a, const char *b);
 // The name of names[0..n) closest to typed, or NULL when none is plausibly what was meant (a
 // distance over a third of its length, and at least 2): for "did you mean".
 const char *closest_name(const char *typed, const char *const *names, int n);
+// For a path that does not exist: the existing regular file whose path is nearest to it (in its
+// directory, or in the directory nearest to a mistyped one), into out. 1 when there is one.
+int nearest_file(const char *path, char *out, size_t n);
 
 // Wall-clock seconds from a monotonic clock.
 double now_seconds(void);

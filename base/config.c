@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_CONFIG_BYTES (16u * 1024u * 1024u) // a config is a few hundred bytes; refuse to slurp a huge file
 #define MAX_KEY_CHARS 256                      // longer JSON keys cannot be ours; cut in messages
@@ -467,7 +468,11 @@ static char *read_file(const char *path, size_t *out_len, const ErrCtx *e) {
     const char *why;
     FILE *f = fopen_regular(path, &size, &why);
     if (!f) {
-        fail(e, "cannot read config '%s': %s", path, why);
+        char near[1024];
+        if (access(path, F_OK) != 0 && nearest_file(path, near, sizeof near))
+            fail(e, "cannot read config '%s': %s (did you mean '%s'?)", path, why, near);
+        else
+            fail(e, "cannot read config '%s': %s", path, why);
         return NULL;
     }
     if (size > MAX_CONFIG_BYTES) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // Largest data file accepted: token positions must fit in an int everywhere downstream.
 #define DATA_MAX_BYTES ((size_t)2147483647)  // 2 GiB - 1
@@ -195,7 +196,14 @@ static int read_file(const char *path, unsigned char **out, size_t *out_len, cha
     const char *why;
     FILE *f = fopen_regular(path, &size, &why);
     if (!f) {
-        refuse(err, errlen, "cannot read data file '%s': %s", path, why);
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        char near[1024];
+        if (access(path, F_OK) != 0 && strcmp(base, "tinyshakespeare.txt") == 0)
+            refuse(err, errlen, "cannot read data file '%s': %s (run `make shakespeare` first: it downloads it there)", path, why);
+        else if (access(path, F_OK) != 0 && nearest_file(path, near, sizeof near))
+            refuse(err, errlen, "cannot read data file '%s': %s (did you mean '%s'?)", path, why, near);
+        else
+            refuse(err, errlen, "cannot read data file '%s': %s", path, why);
         return 0;
     }
     if (size > (uint64_t)DATA_MAX_BYTES) {

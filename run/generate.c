@@ -6,6 +6,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+// The vocabulary in a compact form for a message: whole classes named ("lowercase letters",
+// "digits"), the other characters in quotes, a newline and a tab by name; a long rest is cut.
+static void describe_vocab(const Vocab *v, char *out, size_t len) {
+    static const struct { uint32_t lo, hi; const char *name; } classes[] = {
+        {'a', 'z', "lowercase letters"}, {'A', 'Z', "uppercase letters"}, {'0', '9', "digits"}};
+    int whole[3] = {0, 0, 0};
+    size_t n = 0;
+    n += (size_t)snprintf(out + n, len - n, "the vocabulary (%d characters) is", v->vocab_size);
+    int parts = 0;
+    for (int c = 0; c < 3; c++) {
+        int all = 1;
+        for (uint32_t cp = classes[c].lo; cp <= classes[c].hi && all; cp++) all = vocab_lookup(v, cp) >= 0;
+        whole[c] = all;
+        if (all && n < len) n += (size_t)snprintf(out + n, len - n, "%s %s", parts++ ? "," : "", classes[c].name);
+    }
+    char rest[256] = "";
+    size_t nr = 0;
+    int newline = 0, tab = 0, cut = 0;
+    for (int i = 0; i < v->vocab_size; i++) {
+        uint32_t cp = v->chars[i];
+        int in_class = 0;
+        for (int c = 0; c < 3; c++) in_class |= whole[c] && cp >= classes[c].lo && cp <= classes[c].hi;
+        if (in_class) continue;
+        if (cp == '\n') { newline = 1; continue; }
+        if (cp == '\t') { tab = 1; continue; }
+        if (cp < 0x20 || nr + 5 >= 64) { cut++; continue; }
+        char buf[5] = {0};
+        utf8_encode(cp, buf);
+        nr += (size_t)snprintf(rest + nr, sizeof rest - nr, "%s", buf);
+    }
+    if (nr && n < len) n += (size_t)snprintf(out + n, len - n, "%s '%s'", parts++ ? " and" : "", rest);
+    if (cut && n < len) n += (size_t)snprintf(out + n, len - n, " and %d more", cut);
+    if (newline && n < len) n += (size_t)snprintf(out + n, len - n, "%s newline", parts++ ? " and" : "");
+    if (tab && n < len) n += (size_t)snprintf(out + n, len - n, "%s tab", parts++ ? " and" : "");
+}
+
 int encode_prompt(const Vocab *v, const char *prompt, int *tokens, char *err, size_t errlen) {
     size_t len = strlen(prompt), n = 0, bad = 0;
     uint32_t *cps = NULL;
@@ -18,8 +54,10 @@ int encode_prompt(const Vocab *v, const char *prompt, int *tokens, char *err, si
         if (id < 0) {
             char buf[5] = {0};
             utf8_encode(cps[i], buf);
-            snprintf(err, errlen, "the prompt's character '%s' (U+%04X) is not in the model's vocabulary",
-                     cps[i] < 0x20 ? "?" : buf, (unsigned)cps[i]);
+            char known[512];
+            describe_vocab(v, known, sizeof known);
+            snprintf(err, errlen, "the prompt's character '%s' (U+%04X) is not in the model's vocabulary: %s",
+                     cps[i] < 0x20 ? "?" : buf, (unsigned)cps[i], known);
             free(cps);
             return -1;
         }

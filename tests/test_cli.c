@@ -165,6 +165,14 @@ static const BadInput BAD_INPUTS[] = {
     {"sample without checkpoint", "./sample", 2, "CHECKPOINT", NULL},
     {"sample with bad temperature", "./sample @/run/checkpoint.bin --temperature=-1", 2, "--temperature", NULL},
     {"sample with unknown option", "./sample @/run/checkpoint.bin --frobnicate", 2, "--frobnicate", NULL},
+    // a mistyped config path names the nearest file; the Shakespeare text missing names the command that fetches it
+    {"mistyped config path", "./train configs/defualt.json", 2, "(did you mean 'configs/default.json'?)", NULL},
+    {"mistyped config directory", "./train config/default.json", 2, "(did you mean 'configs/default.json'?)", NULL},
+    {"Tiny Shakespeare not downloaded", "./train configs/shakespeare_char.json --data.path=@/nowhere/tinyshakespeare.txt", 1,
+     "run `make shakespeare` first", NULL},
+    // a prompt character the model does not know: the message lists what it does know, compactly
+    {"sample: a prompt character outside the vocabulary", "./sample @/run/checkpoint.bin --prompt 'the CAT'", 2,
+     "'C' (U+0043) is not in the model's vocabulary: the vocabulary (", "is lowercase letters, digits and '"},
     {"sample with a misspelt option", "./sample @/run/checkpoint.bin --topk 3", 2, "'--topk'", "did you mean '--top-k'"},
     {"sample with a misspelt option, underscore", "./sample @/run/checkpoint.bin --temprature=1", 2, "'--temprature=1'",
      "did you mean '--temperature'"},
@@ -256,10 +264,12 @@ static const BadInput BAD_INPUTS[] = {
     {"sample: unknown short flag after the checkpoint", "./sample @/run/checkpoint.bin -t 5", 2, "unknown option '-t'", NULL},
     {"lab: unknown short flag", "./lab -x", 2, "unknown option '-x'", NULL},
     {"lab: unknown short flag of a command", "./lab exercise -x", 2, "unknown option '-x'", NULL},
-    {"lab without a command", "./lab", 2, "COMMAND", "usage"},
+    {"lab: a mistyped option of a command", "./lab examples --htm x", 2, "did you mean '--html'", NULL},
+    {"lab: a mistyped option of exercise", "./lab exercise --sed 3", 2, "did you mean '--seed'", NULL},
     // another run's output directory (exit 2): a new run, a comparison, or a resume writing there
     {"new run over a finished run", "./train @/cfg.json", 2, "already holds a run (checkpoint.bin)", "--train.overwrite=true"},
     {"new run over a finished run offers the resume", "./train @/cfg.json", 2, "--resume @/out/checkpoint.bin", "--name"},
+    {"new run over a finished run names a free directory to type", "./train @/cfg.json", 2, "add --train.out_dir=@/out-2, which is free", NULL},
     {"comparison over a finished run", "./train @/cfg.json --compare-scaling", 2, "already holds a run", "--train.overwrite=true"},
     {"resume writing over another run", "./train --resume @/run/checkpoint.bin --train.out_dir=@/out", 2, "holds another run",
      "--train.out_dir=@/run"},
@@ -604,8 +614,17 @@ static void test_help_and_version(void) {
         char name[64];
         if (sscanf(l + 2, "%63[a-z0-9-]", name) != 1) continue;
         n_commands++;
-        CHECK(run("./lab") == 2);
-        CHECK_MSG(strstr(g_err, name) != NULL, "./lab without a command does not name '%s': %s", name, g_err);
+        // ./lab alone: the menu on stdout, one line a command (its name, then what it shows)
+        CHECK(run("./lab") == 0);
+        char line[80];
+        snprintf(line, sizeof line, "\n  %s ", name);
+        const char *at = strstr(g_out, line);
+        CHECK_MSG(at != NULL, "./lab without a command has no line for '%s': %s", name, g_out);
+        if (at) {
+            size_t len = strcspn(at + 1, "\n");
+            CHECK_MSG(len > strlen(line) + 20 && len < 110, "./lab's line for '%s' is not one line of what it does: %.*s",
+                      name, (int)len, at + 1);
+        }
         CHECK_MSG(run("./lab %s --help", name) == 0, "./lab %s --help", name);
         char word[80];
         snprintf(word, sizeof word, " %s", name);
