@@ -51,6 +51,19 @@ class Payload:
         return (os.system, ("touch '%s'" % self.path,))
 
 
+def payload_refused(kind, marker, loader, crafted, convert_args, needle):
+    """The crafted file's payload runs under the plain loader (python code reading sys.argv[1]),
+    and the converter refuses the file with one line and runs nothing."""
+    subprocess.run([sys.executable, "-c", loader, crafted], capture_output=True)
+    check("converter_%s_payload_is_live" % kind, os.path.exists(marker),
+          "the crafted %s ran nothing under the plain loader" % os.path.basename(crafted))
+    if os.path.exists(marker):
+        os.unlink(marker)
+    one_line_error("converter_%s_payload_refused" % kind, convert(*convert_args), os.path.basename(crafted), needle)
+    out = convert_args[-1]
+    check("converter_%s_payload_not_run" % kind, not os.path.exists(marker) and not os.path.exists(out))
+
+
 def good_meta(path, chars):
     with open(path, "wb") as f:
         pickle.dump({"vocab_size": len(chars), "itos": dict(enumerate(chars)), "stoi": {c: i for i, c in enumerate(chars)}}, f)
@@ -82,14 +95,8 @@ def run_checks(d):
     # meta.pkl: the payload runs under pickle.load; the converter refuses it and runs nothing
     marker = j("meta_payload_ran")
     open(j("evil_meta.pkl"), "wb").write(pickle.dumps({"itos": Payload(marker)}))
-    subprocess.run([sys.executable, "-c", "import pickle,sys; pickle.load(open(sys.argv[1], 'rb'))", j("evil_meta.pkl")],
-                   capture_output=True)
-    check("converter_meta_payload_is_live", os.path.exists(marker), "the crafted meta.pkl ran nothing under pickle.load")
-    if os.path.exists(marker):
-        os.unlink(marker)
-    r = convert(j("ckpt.pt"), j("evil_meta.pkl"), j("out.safetensors"))
-    one_line_error("converter_meta_payload_refused", r, "evil_meta.pkl", "system")
-    check("converter_meta_payload_not_run", not os.path.exists(marker) and not os.path.exists(j("out.safetensors")))
+    payload_refused("meta", marker, "import pickle,sys; pickle.load(open(sys.argv[1], 'rb'))", j("evil_meta.pkl"),
+                    (j("ckpt.pt"), j("evil_meta.pkl"), j("out.safetensors")), "system")
 
     # damaged and missing inputs, FIFOs, outputs that are no regular file: one line each, no wait
     open(j("bad.pkl"), "wb").write(b"\x80\x04\x95garbage")
@@ -123,14 +130,8 @@ def run_checks(d):
     # ckpt.pt: the payload runs under torch.load as the converter called it (weights_only off)
     marker = j("ckpt_payload_ran")
     torch.save({"model": {}, "model_args": Payload(marker)}, j("evil_ckpt.pt"))
-    subprocess.run([sys.executable, "-c", "import torch,sys; torch.load(sys.argv[1], map_location='cpu')", j("evil_ckpt.pt")],
-                   capture_output=True)
-    check("converter_ckpt_payload_is_live", os.path.exists(marker), "the crafted ckpt.pt ran nothing under torch.load")
-    if os.path.exists(marker):
-        os.unlink(marker)
-    r = convert(j("evil_ckpt.pt"), j("meta.pkl"), j("out.safetensors"))
-    one_line_error("converter_ckpt_payload_refused", r, "evil_ckpt.pt", "weights_only")
-    check("converter_ckpt_payload_not_run", not os.path.exists(marker) and not os.path.exists(j("out.safetensors")))
+    payload_refused("ckpt", marker, "import torch,sys; torch.load(sys.argv[1], map_location='cpu')", j("evil_ckpt.pt"),
+                    (j("evil_ckpt.pt"), j("meta.pkl"), j("out.safetensors")), "weights_only")
     # the same after a float (PyTorch 1.13's weights-only unpickler stops at the float: the
     # converter's allow-list then refuses the payload)
     torch.save({"model": {}, "model_args": {"dropout": 0.0, "n_head": Payload(marker)}}, j("evil_float.pt"))

@@ -417,16 +417,27 @@ static void write_raw(const char *path, const void *bytes, size_t n) {
     fclose(f);
 }
 
-static void test_crafted_files_refused(void) {
-    tmpdir();
+// A valid file, valid.safetensors in the test's directory, exported from a small model, and its
+// parts (the crafted files' starting point).
+static int write_valid(StFile *valid) {
     GPT m;
     char err[1024];
     build_model(&m, 0, 9);
     Vocab v = vocab_abcde();
     char *cfg = config_of(&DIMS);
-    CHECK(safetensors_export(in_dir("valid.safetensors"), &m, cfg, &v, err, sizeof err) > 0);
+    int ok = safetensors_export(in_dir("valid.safetensors"), &m, cfg, &v, err, sizeof err) > 0 &&
+             read_st(in_dir("valid.safetensors"), valid);
+    free(cfg);
+    free(v.chars);
+    gpt_free(&m);
+    return ok;
+}
+
+static void test_crafted_files_refused(void) {
+    tmpdir();
+    char err[1024];
     StFile valid;
-    CHECK(read_st(in_dir("valid.safetensors"), &valid));
+    CHECK(write_valid(&valid));
     Checkpoint ck;
     CHECK_MSG(safetensors_open(&ck, in_dir("valid.safetensors"), NULL, err, sizeof err), "%s", err);
     checkpoint_close(&ck);
@@ -495,9 +506,6 @@ static void test_crafted_files_refused(void) {
     CHECK(ck.vocab.vocab_size == 5 && ck.vocab.chars[0] == 'a');
     checkpoint_close(&ck);
     free_st(&valid);
-    free(cfg);
-    free(v.chars);
-    gpt_free(&m);
     cleanup();
 }
 
@@ -520,14 +528,9 @@ static double seconds_now(void) {
 
 static void test_header_rules(void) {
     tmpdir();
-    GPT m;
     char err[1024];
-    build_model(&m, 0, 9);
-    Vocab v = vocab_abcde();
-    char *cfg = config_of(&DIMS);
-    CHECK(safetensors_export(in_dir("valid.safetensors"), &m, cfg, &v, err, sizeof err) > 0);
     StFile valid;
-    CHECK(read_st(in_dir("valid.safetensors"), &valid));
+    CHECK(write_valid(&valid));
     Checkpoint ck;
     // {...}{}: bytes after the object; {...} and spaces: padding, accepted
     char *json = cJSON_PrintUnformatted(valid.header);
@@ -586,9 +589,6 @@ static void test_header_rules(void) {
     if (ok) checkpoint_close(&ck);
     free(big);
     free_st(&valid);
-    free(cfg);
-    free(v.chars);
-    gpt_free(&m);
     cleanup();
 }
 
