@@ -318,12 +318,12 @@ demo-mistakes: all
 demo-explain: all tools/gencorpus
 	./train configs/explain.json --train.overwrite=true --sample.tokens=0 $(ARGS)
 	./tools/gencorpus --seed 7 --bytes 300000 -o out/explain/heldout.txt
-	./sample out/explain/checkpoint.bin --explain --lines out/explain/heldout.txt --per-kind 1000
+	./sample out/explain/checkpoint.bin --explain --lines out/explain/heldout.txt --per-kind $(or $(PER_KIND),1000)
 
 bench: all
-	@./train configs/bench_w1.json --bench=30
-	@./train configs/bench_w2.json --bench=20
-	@./train configs/default.json --bench=30
+	@./train configs/bench_w1.json --bench=$(or $(BENCH_STEPS),30)
+	@./train configs/bench_w2.json --bench=$(or $(BENCH_STEPS),20)
+	@./train configs/default.json --bench=$(or $(BENCH_STEPS),30)
 
 # The cost curve (docs/PERFORMANCE.md): ms/step, the attention phase and peak memory for T = 64 ..
 # 4096 at 4096 tokens per step, full causal attention and a window of 128 keys; writes

@@ -12,7 +12,11 @@
 #   - what needs what this machine may not have: PyTorch (make bench-torch), the network
 #     (make shakespeare; TINYSHAKESPEARE=FILE supplies a local copy instead, and without either
 #     the commands that train on Tiny Shakespeare are left out too), MPI and other machines
-#     (the MPI section: make test runs the MPI build's tests), librsvg (rsvg-convert).
+#     (the MPI section: make test runs the MPI build's tests), librsvg (rsvg-convert);
+#   - a command the README gives a second time (the first ran).
+# "Fewer steps": the trainer's --train.max_steps (added or replaced), the Makefile's ARGS for make
+# run and the demos, PER_KIND (answer characters measured per line kind) for make demo-explain,
+# BENCH_STEPS for make bench.
 # Usage: tools/readme-check.sh [--steps N] [--keep] (N: the training steps of a long command,
 # default 30; --keep leaves the copy in build/readme-check for a look).
 set -u
@@ -47,11 +51,18 @@ fi
 pass=0 skipped=0 n=0
 # a long command with its step count cut: the trainer's --train.max_steps replaced or added, the
 # Makefile's training targets given ARGS
+# LINE with TEXT added to its command, before its comment if it has one
+add() {
+    printf '%s\n' "$1" | awk -v t="$2" '{ i = index($0, " #"); if (i) print substr($0, 1, i - 1) " " t substr($0, i); else print $0 " " t }'
+}
 shorten() {
     line=$1
     case "$line" in
-    "make run"*|"make demo"*) printf '%s ARGS=--train.max_steps=%s\n' "$line" "$STEPS"; return ;;
-    "make bench-context"*) printf '%s BENCH_CONTEXT_ARGS="--steps 1 --max-t 256"\n' "$line"; return ;;
+    "make run"*|"make demo-mistakes"*) add "$line" "ARGS=--train.max_steps=$STEPS"; return ;;
+    "make demo-explain"*) add "$line" "ARGS=--train.max_steps=$STEPS PER_KIND=20"; return ;;
+    "make demo"*) add "$line" "ARGS=--train.max_steps=$STEPS"; return ;;
+    "make bench-context"*) add "$line" 'BENCH_CONTEXT_ARGS="--steps 1 --max-t 256"'; return ;;
+    "make bench"*) add "$line" "BENCH_STEPS=3"; return ;;
     esac
     case "$line" in
     *"./train "*--help*|*"./train "*--bench*) printf '%s\n' "$line"; return ;;
@@ -60,10 +71,7 @@ shorten() {
         printf '%s\n' "$line" | sed "s/--train\.max_steps=[0-9]*/--train.max_steps=$((STEPS + 10))/"; return ;;
     *"./train "*--train.max_steps=*)
         printf '%s\n' "$line" | sed "s/--train\.max_steps=[0-9]*/--train.max_steps=$STEPS/"; return ;;
-    *"./train configs/"*)
-        # before the comment, if any
-        printf '%s\n' "$line" | awk -v s="$STEPS" '{ i = index($0, " #"); if (i) print substr($0, 1, i - 1) " --train.max_steps=" s substr($0, i); else print $0 " --train.max_steps=" s }'
-        return ;;
+    *"./train configs/"*) add "$line" "--train.max_steps=$STEPS"; return ;;
     esac
     printf '%s\n' "$line"
 }
@@ -87,6 +95,11 @@ while IFS= read -r line; do
     rsvg-convert*)
         if ! command -v rsvg-convert >/dev/null 2>&1; then skip "$line" "needs rsvg-convert (librsvg2-bin)"; continue; fi ;;
     esac
+    bare=$(printf '%s\n' "$line" | awk '{ i = index($0, " #"); print i ? substr($0, 1, i - 1) : $0 }' | sed 's/ *$//')
+    if grep -qxF -- "$bare" ../ran.txt 2>/dev/null; then
+        skip "$line" "the same command as an earlier one, which ran"; continue
+    fi
+    printf '%s\n' "$bare" >>../ran.txt
     cmd=$(shorten "$line")
     echo "readme-check: [$n] $cmd"
     start=$(date +%s)
