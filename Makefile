@@ -114,7 +114,7 @@ TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain bench bench-context bench-torch docs-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -235,9 +235,10 @@ tests/chaos: tests/chaos.c $(TEST_H) $(CORE_H) $(CORE_OBJ) $(STAMP)
 test-chaos: all tests/chaos
 	./tests/chaos $(CHAOS_SEED)
 
-# the default job; a second `make run` replaces its own earlier output (out/default)
+# the default job; a second `make run` replaces its own earlier output (out/default). ARGS: more
+# options for the trainer, e.g. `make run ARGS=--train.max_steps=30` (make readme-check uses it)
 run: all
-	./train configs/default.json --train.overwrite=true
+	./train configs/default.json --train.overwrite=true $(ARGS)
 
 # One runner, one closing line: the float32 suite also runs the float64 build's numeric tests.
 test: all tools/gencorpus build/train-test build/sample-test tests/run_tests tests/run_tests64 mpi-test-build
@@ -289,6 +290,11 @@ tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/harnesses.h $(CORE
 docs-check: all tools/gencorpus
 	sh tools/docs-check.sh
 
+# The README's commands, in order, in a fresh copy of the tracked files (tools/readme-check.sh),
+# the long ones with fewer training steps; fails at the first that exits non-zero.
+readme-check:
+	sh tools/readme-check.sh $(READMECHECK_ARGS)
+
 # The safetensors files checked outside the C code (tests/safetensors_check.py): a NumPy reader and
 # nanoGPT's forward pass in float64 against the programs' logits, both ways; and the nanoGPT
 # converter when PyTorch is installed. Needs python3-numpy (CI installs it); make test does not.
@@ -297,27 +303,27 @@ check-safetensors: all
 	$(PYTHON) tests/safetensors_check.py
 
 demo: all
-	./train configs/scaling_demo.json --compare-scaling --train.overwrite=true
+	./train configs/scaling_demo.json --compare-scaling --train.overwrite=true $(ARGS)
 
 # The other common mistakes (docs/mistakes.md): masking with 0 instead of -inf or not at all, and
 # the softmax over the wrong axis, each against the correct model, with the honest loss gen_loss.
 demo-mistakes: all
-	./train configs/mistake_mask.json --compare model.attn_mask=causal,zero,none --train.overwrite=true
-	./train configs/mistake_axis.json --compare model.softmax_axis=keys,queries --train.overwrite=true
+	./train configs/mistake_mask.json --compare model.attn_mask=causal,zero,none --train.overwrite=true $(ARGS)
+	./train configs/mistake_axis.json --compare model.softmax_axis=keys,queries --train.overwrite=true $(ARGS)
 
 # The fourth mistake (docs/mistakes.md, section 4): attention weights read as explanations. A
 # model that learns the corpus's copy, rev, kv and bracket lines (configs/explain.json; find
 # stays at chance), then its attention against the effects of each position on held-out lines
 # whose deciding position is known, 1000 answer characters per kind.
 demo-explain: all tools/gencorpus
-	./train configs/explain.json --train.overwrite=true --sample.tokens=0
+	./train configs/explain.json --train.overwrite=true --sample.tokens=0 $(ARGS)
 	./tools/gencorpus --seed 7 --bytes 300000 -o out/explain/heldout.txt
-	./sample out/explain/checkpoint.bin --explain --lines out/explain/heldout.txt --per-kind 1000
+	./sample out/explain/checkpoint.bin --explain --lines out/explain/heldout.txt --per-kind $(or $(PER_KIND),1000)
 
 bench: all
-	@./train configs/bench_w1.json --bench=30
-	@./train configs/bench_w2.json --bench=20
-	@./train configs/default.json --bench=30
+	@./train configs/bench_w1.json --bench=$(or $(BENCH_STEPS),30)
+	@./train configs/bench_w2.json --bench=$(or $(BENCH_STEPS),20)
+	@./train configs/default.json --bench=$(or $(BENCH_STEPS),30)
 
 # The cost curve (docs/PERFORMANCE.md): ms/step, the attention phase and peak memory for T = 64 ..
 # 4096 at 4096 tokens per step, full causal attention and a window of 128 keys; writes

@@ -43,7 +43,7 @@ static void usage(FILE *f) {
             "(the softmax of the logits, temperature 1); then no text is generated unless --tokens is given.\n"
             "--export writes the model's weights as a safetensors file under nanoGPT's names (transformer.wte.weight,\n"
             "transformer.h.N.attn.c_attn.weight, ...) with its configuration and vocabulary in the metadata, for\n"
-            "PyTorch (README: \"Weights in PyTorch\"); then no text is generated unless --tokens is given.\n"
+            "PyTorch (docs/PYTORCH.md); then no text is generated unless --tokens is given.\n"
             "--vocab-from TEXT: for a safetensors file without a vocabulary, the text it was built from (its\n"
             "distinct characters, sorted, are the vocabulary, as nanoGPT's prepare.py makes it).\n"
             "--explain puts the attention weights beside what each position actually contributes: for every\n"

@@ -6,7 +6,7 @@
 
 // Every configurable value. The table in base/config.c (one row per key: dotted path, type, field
 // offset, default, allowed range, help text) is the single source for defaults, parsing,
-// validation, `--help`, the resolved-config JSON and the README's key reference.
+// validation, `--help`, the resolved-config JSON and docs/CONFIG.md's key reference.
 typedef struct {
     char name[128];            // run name; default: config file's base name without .json
 
@@ -90,7 +90,7 @@ char *config_to_json(const Config *cfg);
 // resolves attn_scale with it.
 double config_scale_factor(const char *text, int head_dim);
 
-// Print the key reference (path, type, default, range, meaning) to `f`, for --help and the README.
+// Print the key reference (path, type, default, range, meaning) to `f`, for --help and docs/CONFIG.md.
 #include <stdio.h>
 void config_print_reference(FILE *f, int markdown);
 // Whether key is a configuration key and, when value is not NULL, a value it takes under its

@@ -92,8 +92,8 @@ int explain_effect_names(int L, int NH, int per_head, char names[][EXPLAIN_NAME]
 // then the agreement of every attention measure with every effect and of the effects with each
 // other (the ceiling).
 void explain_print(FILE *f, const Explain *e, const Vocab *v);
-// The same numbers, all of them, as one JSON object (schema in README.md, "Explaining a
-// prediction"); prompt_text and checkpoint are strings recorded in it.
+// The same numbers, all of them, as one JSON object (schema in docs/EXPLAIN.md,
+// its --json section); prompt_text and checkpoint are strings recorded in it.
 void explain_json(FILE *f, const Explain *e, const Vocab *v, const char *checkpoint);
 
 // ---- the controlled experiment: held-out lines whose source is known (data/README.md) ----

@@ -602,9 +602,15 @@ static void test_help_and_version(void) {
     static char help[sizeof g_out], readme[262144];
     snprintf(help, sizeof help, "%s", g_out);
     slurp("README.md", readme, sizeof readme);
-    const char *rl = strstr(readme, "\n./lab examples ");
+    // the line of the ./lab commands: the "./lab examples" line that goes on "also: ..."
     char readme_line[512] = "";
-    if (rl) snprintf(readme_line, sizeof readme_line, "%.*s", (int)strcspn(rl + 1, "\n"), rl + 1);
+    for (const char *rl = strstr(readme, "\n./lab examples "); rl && !readme_line[0];
+         rl = strstr(rl + 1, "\n./lab examples ")) {
+        int len = (int)strcspn(rl + 1, "\n");
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", len, rl + 1);
+        if (strstr(line, "also:")) snprintf(readme_line, sizeof readme_line, "%s", line);
+    }
     const char *list = strstr(help, "\ncommands:\n");
     CHECK(list != NULL);
     int n_commands = 0;
@@ -1335,19 +1341,19 @@ static void test_corpus_is_reproducible(void) {
     cleanup();
 }
 
-// The README's configuration reference is the one the program prints (no key undocumented).
-static void test_readme_documents_every_key(void) {
+// docs/CONFIG.md's configuration reference is the one the program prints (no key undocumented).
+static void test_config_doc_documents_every_key(void) {
     tmpdir();
     char path[128];
     snprintf(path, sizeof path, "%s/ref.md", g_dir);
     FILE *f = fopen(path, "w");
     config_print_reference(f, 1);
     fclose(f);
-    static char ref[65536], readme[262144];
+    static char ref[65536], doc[262144];
     slurp(path, ref, sizeof ref);
-    slurp("README.md", readme, sizeof readme);
-    CHECK_MSG(strlen(ref) > 100 && strstr(readme, ref) != NULL,
-              "README.md's configuration reference is out of date: paste `config_print_reference` output");
+    slurp("docs/CONFIG.md", doc, sizeof doc);
+    CHECK_MSG(strlen(ref) > 100 && strstr(doc, ref) != NULL,
+              "docs/CONFIG.md's configuration reference is out of date: paste `config_print_reference` output");
     cleanup();
 }
 
@@ -1390,16 +1396,18 @@ static void json_keys(const char *path, char *out, size_t n) {
 }
 
 // docs/FORMAT.md lists every column of metrics.csv, attention.csv and compare.csv and every key
-// of summary.json, in the order a run writes them, and the README's Outputs table names them.
+// of summary.json, in the order a run writes them, and its table of what a run writes names them.
 static void test_docs_list_every_output_column(void) {
     tmpdir();
     write_tiny_config("cfg.json", 20);
     CHECK(run("./train %s/cfg.json --sample.tokens=0", g_dir) == 0);
     CHECK(run("./train %s/cfg.json --sample.tokens=0 --train.out_dir=%s/cmp --compare train.lr=1e-3,2e-3", g_dir,
               g_dir) == 0);
-    static char doc[131072], readme[262144];
+    static char doc[131072];
     slurp("docs/FORMAT.md", doc, sizeof doc);
-    slurp("README.md", readme, sizeof readme);
+    const char *readme = strstr(doc, "\n## What a run writes\n");  // the table of a run's files
+    CHECK_MSG(readme != NULL, "docs/FORMAT.md has no section \"What a run writes\"");
+    if (!readme) readme = "";
     static const struct { const char *doc_name, *file; int json; } outputs[] = {
         {"metrics.csv", "out/metrics.csv", 0},
         {"attention.csv", "out/attention.csv", 0},
@@ -1414,24 +1422,24 @@ static void test_docs_list_every_output_column(void) {
         format_doc_names(doc, outputs[i].doc_name, documented, sizeof documented);
         CHECK_MSG(written[0] && strcmp(written, documented) == 0, "%s writes\n  %s\nbut docs/FORMAT.md lists\n  %s",
                   outputs[i].file, written, documented);
-        // the README's Outputs table: the CSV header as written, or every key in backquotes
+        // the table of a run's files: the CSV header as written, or every key in backquotes
         char row[64];
         snprintf(row, sizeof row, "\n| `%s` | ", outputs[i].doc_name);
         const char *r = strstr(readme, row);
         if (strcmp(outputs[i].doc_name, "compare.csv") == 0) continue;  // described with the comparison's files
-        CHECK_MSG(r != NULL, "README.md's Outputs table has no row for %s", outputs[i].doc_name);
+        CHECK_MSG(r != NULL, "docs/FORMAT.md's table of a run's files has no row for %s", outputs[i].doc_name);
         if (!r) continue;
         char line[4096];
         snprintf(line, sizeof line, "%.*s", (int)strcspn(r + 1, "\n"), r + 1);
         if (!outputs[i].json) {
             char want[4200];
             snprintf(want, sizeof want, "`%s`", written);
-            CHECK_MSG(strstr(line, want) != NULL, "README.md's row for %s lacks %s", outputs[i].doc_name, want);
+            CHECK_MSG(strstr(line, want) != NULL, "docs/FORMAT.md's row for %s lacks %s", outputs[i].doc_name, want);
         } else {
             for (char *save = NULL, *key = strtok_r(written, ",", &save); key; key = strtok_r(NULL, ",", &save)) {
                 char want[128];
                 snprintf(want, sizeof want, "`%s`", key);
-                CHECK_MSG(strstr(line, want) != NULL, "README.md's row for %s lacks %s", outputs[i].doc_name, want);
+                CHECK_MSG(strstr(line, want) != NULL, "docs/FORMAT.md's row for %s lacks %s", outputs[i].doc_name, want);
             }
         }
     }
@@ -1734,7 +1742,7 @@ const TestCase tests_cli[] = {
     {"cli_summary_is_json_and_top_level_keys", test_summary_is_json_and_top_level_keys},
     {"cli_compare_scaling_same_start_and_batches", test_compare_scaling_same_start_and_batches},
     {"cli_corpus_is_reproducible", test_corpus_is_reproducible},
-    {"cli_readme_documents_every_key", test_readme_documents_every_key},
+    {"cli_config_doc_documents_every_key", test_config_doc_documents_every_key},
     {"cli_bad_input_table", test_bad_input_table},
     {"cli_resume_in_place", test_resume_in_place},
     {"cli_only_own_temps_removed", test_only_own_temps_removed},
