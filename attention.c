@@ -14,6 +14,8 @@
 //   dS = P * (dP - rowsum(dP * P))     the softmax's vector-Jacobian product, row by row
 //   dQ = scale * dS K
 //   dK = scale * dS^T Q
+// With QK-norm (model.qk_norm, below), Q and K are first normalised row by row over the head's hd
+// columns, and S is computed from the normalised rows: the scale then acts as a temperature.
 // The projections into q, k, v and out of O (Wq, Wk, Wv, Wo) are ordinary linear layers in
 // model.c. This file is what the float64 build, ./lab, the attention statistics and the tests
 // use; kernels/attention_engine.c computes the same function faster for training, and the tests prove the
@@ -242,6 +244,73 @@ void attention_decode(real *out, real *scores, const real *q, const real *k, con
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// QK-norm: each head's query (or key) row x of hd columns, normalised before the scores
+//
+// Forward, for the row x of head h at position n (x_i = x[n*C + h*hd + i]):
+//   mu   = (1/hd) sum_i x_i                LayerNorm only (RMSNorm: mu = 0)
+//   var  = (1/hd) sum_i (x_i - mu)^2       (RMSNorm: the mean square (1/hd) sum_i x_i^2)
+//   r    = 1 / sqrt(var + eps)
+//   n_i  = (x_i - mu) * r                  the normalised row
+//   y_i  = w_i * n_i + b_i                 the gain and bias, one per head column (RMSNorm: no b)
+// Backward, given dy = dL/dy (docs/backprop-through-softmax.md, "QK-norm", derives it):
+//   dw_i += dy_i * n_i,  db_i += dy_i      summed over every row of every head
+//   dn_i  = dy_i * w_i
+//   dx_i  = r * (dn_i - mean(dn) - n_i * mean(dn * n))     (RMSNorm: without the - mean(dn))
+void qk_norm_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int N, int C,
+                     int NH, QkNorm kind) {
+    int hd = C / NH;
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < NH; h++) {
+            const real *xr = x + (size_t)n * C + h * hd;
+            real *yr = out + (size_t)n * C + h * hd;
+            // mu = (1/hd) sum_i x_i (LayerNorm), else 0
+            double mu = 0;
+            if (kind == QK_NORM_LAYERNORM) {
+                for (int i = 0; i < hd; i++) mu += xr[i];
+                mu /= hd;
+            }
+            // var = (1/hd) sum_i (x_i - mu)^2
+            double var = 0;
+            for (int i = 0; i < hd; i++) var += ((double)xr[i] - mu) * ((double)xr[i] - mu);
+            var /= hd;
+            // r = 1 / sqrt(var + eps)
+            real r = (real)(1.0 / sqrt(var + QK_NORM_EPS)), m = (real)mu;
+            // y_i = w_i * (x_i - mu) * r + b_i
+            for (int i = 0; i < hd; i++) yr[i] = w[i] * ((xr[i] - m) * r) + (kind == QK_NORM_LAYERNORM ? b[i] : 0);
+            mean[(size_t)n * NH + h] = m;
+            rstd[(size_t)n * NH + h] = r;
+        }
+}
+
+void qk_norm_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w, const real *mean,
+                      const real *rstd, int N, int C, int NH, QkNorm kind) {
+    int hd = C / NH;
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < NH; h++) {
+            const real *xr = x + (size_t)n * C + h * hd, *dy = dout + (size_t)n * C + h * hd;
+            real *dxr = dx + (size_t)n * C + h * hd;
+            real m = mean[(size_t)n * NH + h], r = rstd[(size_t)n * NH + h];
+            // dw_i += dy_i * n_i, db_i += dy_i
+            for (int i = 0; i < hd; i++) {
+                dw[i] += dy[i] * ((xr[i] - m) * r);
+                if (kind == QK_NORM_LAYERNORM) db[i] += dy[i];
+            }
+            // mean(dn) and mean(dn * n), dn_i = dy_i * w_i
+            double mean_dn = 0, mean_dn_n = 0;
+            for (int i = 0; i < hd; i++) {
+                mean_dn += (double)(dy[i] * w[i]);
+                mean_dn_n += (double)(dy[i] * w[i]) * (double)((xr[i] - m) * r);
+            }
+            mean_dn /= hd;
+            mean_dn_n /= hd;
+            if (kind != QK_NORM_LAYERNORM) mean_dn = 0;
+            // dx_i = r * (dn_i - mean(dn) - n_i * mean(dn * n)); dy_i is read before dx_i is written
+            real a = (real)mean_dn, c = (real)mean_dn_n;
+            for (int i = 0; i < hd; i++) dxr[i] = r * (dy[i] * w[i] - a - ((xr[i] - m) * r) * c);
+        }
+}
+
 static int supports_everything(const AttnSpec *spec) {
     (void)spec;
     return 1;
@@ -254,4 +323,4 @@ size_t attention_definition_scratch_reals(int T, int hd) { return 2 * (size_t)T 
 
 const AttentionImpl attention_definition = {"definition", attention_forward, attention_backward, supports_everything, 1,
                                             attention_decode, attention_definition_saved_reals,
-                                            attention_definition_scratch_reals};
+                                            attention_definition_scratch_reals, qk_norm_forward, qk_norm_backward};

@@ -82,6 +82,21 @@ typedef void AttentionBackwardFn(AttnGradQKV grad, real *scratch, const real *do
 // (causal mask, softmax over keys, spec's scale and window).
 typedef void AttentionDecodeFn(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C,
                                int NH, const AttnSpec *spec);
+// QK-norm (model.qk_norm): each head's query and key vectors normalised over the head's hd
+// columns after the projections and before the scores, with a learned gain (and, for LayerNorm,
+// a bias) per head column, shared by the heads. NONE leaves q and k as the projections made them.
+typedef enum { QK_NORM_NONE = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } QkNorm;
+#define QK_NORM_EPS 1e-5
+// The normalisation of the N*NH head rows of x (N,C) (row n, head h: columns h*hd .. h*hd+hd-1),
+// into out (N,C): mean and rstd (N,NH) receive each row's mean (0 under RMSNorm) and 1/sqrt(var +
+// eps) (of mean(x^2) + eps under RMSNorm); w and b (hd) are the gain and bias (b unused, may be
+// NULL, under RMSNorm).
+typedef void QkNormForwardFn(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int N,
+                             int C, int NH, QkNorm kind);
+// Its backward given dout = dL/dout (N,C): dx (N,C; may be dout itself: the gradient turned into
+// the input's in place) is stored, dw and db (hd; db unused under RMSNorm) are added onto.
+typedef void QkNormBackwardFn(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
+                              const real *mean, const real *rstd, int N, int C, int NH, QkNorm kind);
 typedef struct {
     const char *name;
     AttentionForwardFn *forward;
@@ -94,6 +109,8 @@ typedef struct {
     // heads of hd
     size_t (*saved_reals)(AttnShape shape);
     size_t (*scratch_reals)(int T, int hd);
+    QkNormForwardFn *qk_norm_forward;    // QK-norm's pair, the same function in both implementations
+    QkNormBackwardFn *qk_norm_backward;
 } AttentionImpl;
 
 extern const AttentionImpl attention_definition;  // attention.c
@@ -116,10 +133,16 @@ void softmax_forward(real *p, const real *s, int n);
 // Jacobian J = diag(p) - p p^T.
 void softmax_backward(real *ds, const real *dp, const real *p, int n);
 
+// QK-norm, the definition: one plain loop per equation (see attention.c)
+QkNormForwardFn qk_norm_forward;
+QkNormBackwardFn qk_norm_backward;
+
 // ---- the engine (kernels/attention_engine.c) ----
 AttentionForwardFn attention_engine_forward;
 AttentionBackwardFn attention_engine_backward;
 AttentionDecodeFn attention_decode_step;
+QkNormForwardFn qk_norm_engine_forward;
+QkNormBackwardFn qk_norm_engine_backward;
 // Reals of `scores` that either implementation's decode step needs for rows of up to T keys.
 size_t attention_decode_scratch_reals(int T);
 

@@ -203,8 +203,9 @@ void residual_forward(real *out, const real *a, const real *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-// logits (N,V) are replaced by probabilities; losses (N) = logsumexp(logits) - logits[target].
-void crossentropy_forward(real *logits, real *losses, const int *targets, int N, int V) {
+// logits (N,V) are replaced by probabilities; losses (N) = logsumexp(logits) - logits[target];
+// lse and rowmax (N, may be NULL) receive log Z = logsumexp(logits) and max(logits) of each row.
+void crossentropy_lse_forward(real *logits, real *losses, real *lse, real *rowmax, const int *targets, int N, int V) {
 #pragma omp parallel for schedule(static) if(par_worth((double)N * V * 8))
     for (int n = 0; n < N; n++) {
         real *row = logits + (size_t)n * V;
@@ -215,9 +216,28 @@ void crossentropy_forward(real *logits, real *losses, const int *targets, int N,
         real sum = 0;
 #pragma omp simd reduction(+:sum)
         for (int i = 0; i < V; i++) { row[i] = fast_exp(row[i] - maxv); sum += row[i]; }
-        losses[n] = (real)((double)maxv + log((double)sum) - (double)target_logit);
+        double log_z = (double)maxv + log((double)sum);
+        losses[n] = (real)(log_z - (double)target_logit);
+        if (lse) lse[n] = (real)log_z;
+        if (rowmax) rowmax[n] = maxv;
         real inv = 1 / sum;
         for (int i = 0; i < V; i++) row[i] *= inv;
+    }
+}
+
+void crossentropy_forward(real *logits, real *losses, const int *targets, int N, int V) {
+    crossentropy_lse_forward(logits, losses, NULL, NULL, targets, N, V);
+}
+
+// z-loss = z * (1/N) sum_n (log Z_n)^2 with log Z_n = logsumexp(logits_n), whose derivative
+// d log Z_n / d logit_{n,i} = p_{n,i}: dlogits_{n,i} += z * 2 * log Z_n * p_{n,i} / N
+void zloss_backward(real *dlogits, const real *probs, const real *lse, double z, int N, int V) {
+#pragma omp parallel for schedule(static) if(par_worth((double)N * V))
+    for (int n = 0; n < N; n++) {
+        const real *p = probs + (size_t)n * V;
+        real *d = dlogits + (size_t)n * V;
+        real f = (real)(2.0 * z * (double)lse[n] / N);
+        for (int i = 0; i < V; i++) d[i] += f * p[i];
     }
 }
 
@@ -268,7 +288,7 @@ static void qkv_backward(real *dinp, LayerParams *dP, AttnGradQKV d, const real 
 // activations B, T of the batch, NH heads), and `view` is where the buffer's pointer lives.
 // Sizing, carving a buffer into views, the tensor list of checkpoints and the initialisation
 // all read these tables.
-typedef enum { D1, DV, DTMAX, DC, D4C } ParamDim;
+typedef enum { D1, DV, DTMAX, DC, D4C, DHD } ParamDim;  // DHD: the head size C / NH
 
 typedef struct {
     const char *name;
@@ -295,6 +315,17 @@ static const ParamRow PARAMS_LAYER[] = {
     {"w_fc", DC, D4C, offsetof(LayerParams, w_fc), PINIT_MATRIX, 0},
     {"w_proj", D4C, DC, offsetof(LayerParams, w_proj), PINIT_RESIDUAL, 0},
 };
+// with QK-norm, each layer's rows go on with its gains (and LayerNorm's biases), one per head column
+static const ParamRow PARAMS_QK_LAYERNORM[] = {
+    {"q_norm_w", DHD, D1, offsetof(LayerParams, q_norm_w), PINIT_ONES, 1},
+    {"q_norm_b", DHD, D1, offsetof(LayerParams, q_norm_b), PINIT_ZEROS, 1},
+    {"k_norm_w", DHD, D1, offsetof(LayerParams, k_norm_w), PINIT_ONES, 1},
+    {"k_norm_b", DHD, D1, offsetof(LayerParams, k_norm_b), PINIT_ZEROS, 1},
+};
+static const ParamRow PARAMS_QK_RMSNORM[] = {
+    {"q_norm_w", DHD, D1, offsetof(LayerParams, q_norm_w), PINIT_ONES, 1},
+    {"k_norm_w", DHD, D1, offsetof(LayerParams, k_norm_w), PINIT_ONES, 1},
+};
 static const ParamRow PARAMS_TAIL[] = {
     {"lnf_w", DC, D1, offsetof(ParamViews, lnf_w), PINIT_ONES, 1},
     {"lnf_b", DC, D1, offsetof(ParamViews, lnf_b), PINIT_ZEROS, 1},
@@ -307,23 +338,37 @@ static size_t param_dim(const ModelDims *d, ParamDim dim) {
     case DTMAX: return (size_t)d->block_size;
     case DC: return (size_t)d->n_embd;
     case D4C: return 4 * (size_t)d->n_embd;
+    case DHD: return (size_t)(d->n_embd / d->n_head);
     default: return 1;
     }
 }
 
-static int n_tensors(const ModelDims *d) { return ROWS(PARAMS_HEAD) + d->n_layer * ROWS(PARAMS_LAYER) + ROWS(PARAMS_TAIL); }
+// The QK-norm rows of each layer for dims (count in *n; none without QK-norm).
+static const ParamRow *qk_rows(const ModelDims *d, int *n) {
+    *n = d->qk_norm == QK_NORM_LAYERNORM ? ROWS(PARAMS_QK_LAYERNORM) : d->qk_norm == QK_NORM_RMSNORM ? ROWS(PARAMS_QK_RMSNORM) : 0;
+    return d->qk_norm == QK_NORM_LAYERNORM ? PARAMS_QK_LAYERNORM : PARAMS_QK_RMSNORM;
+}
+static int layer_rows(const ModelDims *d) {
+    int nq;
+    qk_rows(d, &nq);
+    return ROWS(PARAMS_LAYER) + nq;
+}
+
+static int n_tensors(const ModelDims *d) { return ROWS(PARAMS_HEAD) + d->n_layer * layer_rows(d) + ROWS(PARAMS_TAIL); }
 
 // Tensor i of the checkpoint order: its table row and, for a layer's row, the layer (else -1).
-static const ParamRow *param_row(int i, int n_layer, int *layer) {
-    int head = ROWS(PARAMS_HEAD), per = ROWS(PARAMS_LAYER);
+static const ParamRow *param_row(int i, const ModelDims *d, int *layer) {
+    int head = ROWS(PARAMS_HEAD), per = layer_rows(d), nq;
+    const ParamRow *qk = qk_rows(d, &nq);
     *layer = -1;
     if (i < head) return &PARAMS_HEAD[i];
     i -= head;
-    if (i < n_layer * per) {
+    if (i < d->n_layer * per) {
         *layer = i / per;
-        return &PARAMS_LAYER[i % per];
+        int j = i % per;
+        return j < ROWS(PARAMS_LAYER) ? &PARAMS_LAYER[j] : &qk[j - ROWS(PARAMS_LAYER)];
     }
-    return &PARAMS_TAIL[i - n_layer * per];
+    return &PARAMS_TAIL[i - d->n_layer * per];
 }
 
 // The tensor list (names, shapes, offsets) for dims; returns the parameter count, or 0 when it
@@ -332,7 +377,7 @@ static size_t list_tensors(const ModelDims *d, TensorInfo *t) {
     size_t offset = 0;
     for (int i = 0; i < n_tensors(d); i++) {
         int l;
-        const ParamRow *row = param_row(i, d->n_layer, &l);
+        const ParamRow *row = param_row(i, d, &l);
         size_t d0 = param_dim(d, row->d0), d1 = param_dim(d, row->d1), n;
         if (!mul_size(d0, d1, &n) || offset + n < offset) return 0;
         if (t) {
@@ -365,14 +410,14 @@ int gpt_tensor_table(const ModelDims *d, TensorInfo **out) {
 static void set_param_views(ParamViews *v, real *base, const GPT *m) {
     for (int i = 0; i < m->n_tensors; i++) {
         int l;
-        const ParamRow *row = param_row(i, m->dims.n_layer, &l);
+        const ParamRow *row = param_row(i, &m->dims, &l);
         char *owner = l >= 0 ? (char *)&v->layers[l] : (char *)v;
         *(real **)(void *)(owner + row->view) = base + m->tensors[i].offset;
     }
 }
 
 // Activations: sizes in units of the batch's dimensions.
-typedef enum { A_BT, A_BTC, A_4BTC, A_BTV } ActSize;
+typedef enum { A_BT, A_BTC, A_4BTC, A_BTV, A_BTH } ActSize;  // A_BTH: B*T*NH, one per head row
 typedef struct { ActSize size; size_t view; } ActRow;
 
 static const ActRow ACTS_HEAD[] = {{A_BTC, offsetof(Acts, encoded)}};
@@ -383,9 +428,16 @@ static const ActRow ACTS_LAYER[] = {
     {A_BTC, offsetof(LayerActs, ln2)},     {A_BT, offsetof(LayerActs, ln2_mean)}, {A_BT, offsetof(LayerActs, ln2_rstd)},
     {A_4BTC, offsetof(LayerActs, fc_dgelu)}, {A_4BTC, offsetof(LayerActs, fch_gelu)}, {A_BTC, offsetof(LayerActs, res3)},
 };
+// with QK-norm, each layer's rows go on with these
+static const ActRow ACTS_QK[] = {
+    {A_BTC, offsetof(LayerActs, q_in)},   {A_BTC, offsetof(LayerActs, k_in)},
+    {A_BTH, offsetof(LayerActs, q_mean)}, {A_BTH, offsetof(LayerActs, q_rstd)},
+    {A_BTH, offsetof(LayerActs, k_mean)}, {A_BTH, offsetof(LayerActs, k_rstd)},
+};
 static const ActRow ACTS_TAIL[] = {
     {A_BTC, offsetof(Acts, lnf)}, {A_BT, offsetof(Acts, lnf_mean)}, {A_BT, offsetof(Acts, lnf_rstd)},
-    {A_BTV, offsetof(Acts, logits)}, {A_BT, offsetof(Acts, losses)},
+    {A_BTV, offsetof(Acts, logits)}, {A_BT, offsetof(Acts, losses)}, {A_BT, offsetof(Acts, lse)},
+    {A_BT, offsetof(Acts, logit_max)},
 };
 static const ActRow GRAD_ACTS[] = {
     {A_BTC, offsetof(GradActs, residual)}, {A_BTC, offsetof(GradActs, ln)}, {A_BTC, offsetof(GradActs, q)},
@@ -401,6 +453,7 @@ static size_t act_reals(const ModelDims *d, int B, int T, ActSize size) {
     case A_BT: return bt;
     case A_BTC: return mul_size(bt, (size_t)d->n_embd, &n) ? n : 0;
     case A_4BTC: return mul_size(bt, 4 * (size_t)d->n_embd, &n) ? n : 0;
+    case A_BTH: return mul_size(bt, (size_t)d->n_head, &n) ? n : 0;
     default: return mul_size(bt, (size_t)d->vocab_size, &n) ? n : 0;
     }
 }
@@ -426,6 +479,7 @@ typedef struct { size_t acts, grads; } ActSizes;
 static int act_sizes(const ModelDims *d, int B, int T, ActSizes *out) {
     size_t layer = 0, total = 0, grads = 0;
     if (!carve_acts(ACTS_LAYER, ROWS(ACTS_LAYER), NULL, NULL, &layer, d, B, T)) return 0;
+    if (d->qk_norm && !carve_acts(ACTS_QK, ROWS(ACTS_QK), NULL, NULL, &layer, d, B, T)) return 0;
     if (!mul_size(layer, (size_t)d->n_layer, &total)) return 0;
     if (!carve_acts(ACTS_HEAD, ROWS(ACTS_HEAD), NULL, NULL, &total, d, B, T) ||
         !carve_acts(ACTS_TAIL, ROWS(ACTS_TAIL), NULL, NULL, &total, d, B, T) ||
@@ -529,7 +583,10 @@ static void prepare_pass(GPT *m, const AttentionImpl *impl, int B, int T) {
     real *g = grow(&m->gact_memory, &m->gact_reals, as.grads, "activation gradients");
     size_t total = 0;
     carve_acts(ACTS_HEAD, ROWS(ACTS_HEAD), (char *)&m->acts, &a, &total, d, B, T);
-    for (int l = 0; l < L; l++) carve_acts(ACTS_LAYER, ROWS(ACTS_LAYER), (char *)&m->acts.layers[l], &a, &total, d, B, T);
+    for (int l = 0; l < L; l++) {
+        carve_acts(ACTS_LAYER, ROWS(ACTS_LAYER), (char *)&m->acts.layers[l], &a, &total, d, B, T);
+        if (d->qk_norm) carve_acts(ACTS_QK, ROWS(ACTS_QK), (char *)&m->acts.layers[l], &a, &total, d, B, T);
+    }
     carve_acts(ACTS_TAIL, ROWS(ACTS_TAIL), (char *)&m->acts, &a, &total, d, B, T);
     carve_acts(GRAD_ACTS, ROWS(GRAD_ACTS), (char *)&m->gacts, &g, &total, d, B, T);
     size_t per_layer = impl->saved_reals((AttnShape){B, T, d->n_embd, NH}), saved;
@@ -546,6 +603,12 @@ void gpt_build(GPT *m, const ModelDims *d, AttnSetup attn, int B, int T) { build
 
 void gpt_build_worker(GPT *w, const GPT *m, int B, int T) {
     build(w, &m->dims, (AttnSetup){m->attn, m->attn_impl}, B, T, m->params);
+    w->z_loss = m->z_loss;
+}
+
+void gpt_set_z_loss(GPT *m, double z_loss) {
+    m->z_loss = z_loss;
+    for (int i = 0; i < m->n_workers; i++) gpt_set_z_loss(&m->workers[i], z_loss);
 }
 
 // index of `name` in the NULL-terminated `names`; config_finalize has checked that it is there
@@ -565,6 +628,20 @@ AttnSetup attention_setup(const Config *cfg) {
     a.spec = (AttnSpec){(real)cfg->attn_scale, (AttnMask)name_index(masks, cfg->attn_mask, "model.attn_mask"),
                         (SoftmaxAxis)name_index(axes, cfg->softmax_axis, "model.softmax_axis"), cfg->attn_window, NULL};
     return a;
+}
+
+int gpt_qk_norm_kind(const char *name) {
+    static const char *const names[] = {"none", "layernorm", "rmsnorm", NULL};  // QkNorm's order
+    return name_index(names, name, "model.qk_norm");
+}
+
+void gpt_copy_params(GPT *dst, const GPT *src) {
+    for (int i = 0; i < dst->n_tensors; i++) {
+        int j = gpt_find_tensor(src, dst->tensors[i].name);
+        if (j >= 0 && src->tensors[j].size == dst->tensors[i].size)
+            memcpy(dst->params + dst->tensors[i].offset, src->params + src->tensors[j].offset,
+                   dst->tensors[i].size * sizeof(real));
+    }
 }
 
 AttnSetup attention_causal(real scale) {
@@ -684,7 +761,15 @@ static double forward(GPT *m, const int *inputs, const int *targets, int B, int 
         // attention branch: res2 = residual + attention(ln1 Wq, ln1 Wk, ln1 Wv) Wo, the residual
         // added by the product's epilogue
         layernorm_forward(A->ln1, A->ln1_mean, A->ln1_rstd, residual, P->ln1_w, P->ln1_b, N, C);
-        qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
+        if (m->dims.qk_norm) {
+            // QK-norm: q = norm(ln1 Wq), k = norm(ln1 Wk), head row by head row
+            QkNorm kind = (QkNorm)m->dims.qk_norm;
+            qkv_forward(A->q_in, A->k_in, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
+            m->pass_attn->qk_norm_forward(A->q, A->q_mean, A->q_rstd, A->q_in, P->q_norm_w, P->q_norm_b, N, C, NH, kind);
+            m->pass_attn->qk_norm_forward(A->k, A->k_mean, A->k_rstd, A->k_in, P->k_norm_w, P->k_norm_b, N, C, NH, kind);
+        } else {
+            qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
+        }
         m->pass_attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
                                                (AttnShape){B, T, C, NH}, &spec, stats);
         matmul_forward_epi(A->res2, A->atty, P->wo, N, C, C, &(GemmEpilogue){epi_residual, residual, residual});
@@ -701,10 +786,18 @@ static double forward(GPT *m, const int *inputs, const int *targets, int B, int 
                                    N, C);
     // tied LM head: logits (N,V) = lnf (N,C) @ wte^T, wte being (V,C)
     gemm_nt(m->acts.logits, m->acts.lnf, m->p.wte, N, V, C, MM_SET);
-    if (targets) crossentropy_forward(m->acts.logits, m->acts.losses, targets, N, V);
     if (!targets) return 0.0;
-    double loss = 0.0;
-    for (int i = 0; i < N; i++) loss += m->acts.losses[i];
+    crossentropy_lse_forward(m->acts.logits, m->acts.losses, m->acts.lse, m->acts.logit_max, targets, N, V);
+    double loss = 0.0, lse = 0.0, lse_sq = 0.0, max_logit = -INFINITY;
+    for (int i = 0; i < N; i++) {
+        loss += m->acts.losses[i];
+        lse += m->acts.lse[i];
+        lse_sq += (double)m->acts.lse[i] * m->acts.lse[i];
+        if (m->acts.logit_max[i] > max_logit) max_logit = m->acts.logit_max[i];
+    }
+    m->lse_mean = lse / N;
+    m->lse_sq_mean = lse_sq / N;
+    m->max_logit = max_logit;
     return loss / N;
 }
 
@@ -749,6 +842,8 @@ static void backward_from(GPT *m, int row) {
     clear_summed_grads(m, N);
     if (row < 0) crossentropy_backward(G->logits, m->acts.logits, m->targets, N, V);
     else crossentropy_backward(G->logits + (size_t)row * V, m->acts.logits + (size_t)row * V, m->targets + row, 1, V);
+    // the z-loss's gradient, of the mean loss only
+    if (row < 0 && m->z_loss > 0) zloss_backward(G->logits, m->acts.logits, m->acts.lse, m->z_loss, N, V);
     // LM head: dlnf = dlogits @ wte ; dwte = dlogits^T @ lnf
     gemm_nn(G->ln, G->logits, m->p.wte, N, C, V, MM_SET);
     gemm_tn(m->g.wte, G->logits, m->acts.lnf, V, C, N, MM_SET);
@@ -779,6 +874,14 @@ static void backward_from(GPT *m, int row) {
         m->pass_attn->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty, A->att,
                                                 (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &spec,
                                                 stats, row_gain, GRAD_STORE);
+        if (m->dims.qk_norm) {
+            // QK-norm's backward turns dL/dq and dL/dk into the projections' gradients, in place
+            QkNorm kind = (QkNorm)m->dims.qk_norm;
+            m->pass_attn->qk_norm_backward(G->q, dP->q_norm_w, dP->q_norm_b, G->q, A->q_in, P->q_norm_w, A->q_mean,
+                                           A->q_rstd, N, C, NH, kind);
+            m->pass_attn->qk_norm_backward(G->k, dP->k_norm_w, dP->k_norm_b, G->k, A->k_in, P->k_norm_w, A->k_mean,
+                                           A->k_rstd, N, C, NH, kind);
+        }
         qkv_backward(G->ln, dP, (AttnGradQKV){G->q, G->k, G->v}, A->ln1, P, N, C);
         layernorm_backward(G->residual, dP->ln1_w, dP->ln1_b, G->ln, res_in, P->ln1_w, A->ln1_mean,
                                         A->ln1_rstd, N, C);

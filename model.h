@@ -14,6 +14,7 @@ typedef struct {
     int n_layer;     // L
     int n_head;      // NH
     int n_embd;      // C
+    int qk_norm;     // QkNorm (attention.h): QK_NORM_NONE, or the norm of queries and keys with its parameters
 } ModelDims;
 
 enum { INIT_GPT2 = 0, INIT_FAN_IN = 1 };
@@ -44,6 +45,9 @@ typedef struct {
     real *ln2_w, *ln2_b;          // (C), (C)
     real *w_fc;                   // (C, 4C)
     real *w_proj;                 // (4C, C)
+    // QK-norm's gains and biases (hd) each, shared by the heads; NULL without QK-norm (and the
+    // biases NULL under RMSNorm)
+    real *q_norm_w, *q_norm_b, *k_norm_w, *k_norm_b;
 } LayerParams;
 
 typedef struct {
@@ -56,7 +60,10 @@ typedef struct {
 // Activations of one layer for a batch (B,T); all views into one buffer.
 typedef struct {
     real *ln1, *ln1_mean, *ln1_rstd;  // (B,T,C), (B,T), (B,T)
-    real *q, *k, *v;                  // (B,T,C) each
+    real *q, *k, *v;                  // (B,T,C) each: the queries and keys attention sees (after QK-norm)
+    // with QK-norm only (else NULL): the projections before it (B,T,C) and each head row's mean
+    // and rstd (B,T,NH)
+    real *q_in, *k_in, *q_mean, *q_rstd, *k_mean, *k_rstd;
     real *att;                        // what attention keeps for the backward: the engine's max and
                                       // 1/sum of each row (B,NH,T,2), or the definition's P (B,NH,T,T)
     real *atty;                       // (B,T,C) P V, before Wo
@@ -73,6 +80,7 @@ typedef struct {
     real *lnf, *lnf_mean, *lnf_rstd;  // (B,T,C), (B,T), (B,T)
     real *logits;                     // (B,T,V) logits, then probabilities after the loss
     real *losses;                     // (B,T)
+    real *lse, *logit_max;            // (B,T) each row's log Z = log sum_v exp(logit_v) and largest logit (with targets)
 } Acts;
 
 // Gradients of activations (only what backward needs; same shapes as Acts).
@@ -113,6 +121,12 @@ typedef struct GPT {
     const int *attn_knockout;
     int cur_B, cur_T;                 // shape of the last forward
 
+    // z-loss (train.z_loss): the backward adds the gradient of z_loss * mean(log(Z)^2) over the
+    // rows; 0 leaves the loss alone. A forward with targets sets the statistics of its logits:
+    // the mean of log Z, its mean square, and the largest logit (see gpt_logit_stats).
+    double z_loss;
+    double lse_mean, lse_sq_mean, max_logit;
+
     // Attention statistics: when collect_stats is set, forward/backward fill attn_stats (L*NH)
     // and row_gain (L, B, NH, T).
     int collect_stats;
@@ -146,6 +160,11 @@ AttnSetup attention_setup(const Config *cfg);
 // The correct model's attention with this scale (causal mask, softmax over keys, no window),
 // computed by the engine.
 AttnSetup attention_causal(real scale);
+// The QkNorm of a model.qk_norm name ("none", "layernorm", "rmsnorm"; config_finalize checked it).
+int gpt_qk_norm_kind(const char *name);
+// Copy src's parameters into dst tensor by tensor, matched by name (the models may differ in
+// their QK-norm tensors, which keep dst's values where src has none).
+void gpt_copy_params(GPT *dst, const GPT *src);
 // Allocate everything for dims, attention as attn and a batch capacity (B,T). Parameters are
 // zero until gpt_init.
 void gpt_build(GPT *m, const ModelDims *d, AttnSetup attn, int B, int T);
@@ -164,11 +183,15 @@ void gpt_free(GPT *m);
 void gpt_init(GPT *m, int init_scheme, Rng *rng);
 
 // Forward over inputs (B,T) with B <= m->B, T <= m->T. With targets, returns the mean
-// cross-entropy over all B*T positions (and leaves probabilities in acts.logits); without
-// (targets NULL), returns 0 and leaves logits.
+// cross-entropy over all B*T positions (and leaves probabilities in acts.logits, log Z in
+// acts.lse and the logits' statistics in lse_mean, lse_sq_mean, max_logit); without (targets
+// NULL), returns 0 and leaves logits. The z-loss is not in the returned loss: the objective the
+// backward differentiates is that loss plus m->z_loss * m->lse_sq_mean.
 double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T);
 // Zero the parameter gradients.
 void gpt_zero_grad(GPT *m);
+// Set the z-loss coefficient of the model and its batch workers.
+void gpt_set_z_loss(GPT *m, double z_loss);
 // Backward of the last forward (which must have had targets): overwrites m->grads with the
 // gradient of its mean loss (nothing is accumulated across calls; no gpt_zero_grad needed).
 void gpt_backward(GPT *m);
@@ -216,5 +239,10 @@ void residual_forward(real *out, const real *a, const real *b, size_t n);
 // logits (N,V) become probabilities; losses (N)
 void crossentropy_forward(real *logits, real *losses, const int *targets, int N, int V);
 void crossentropy_backward(real *dlogits, const real *probs, const int *targets, int N, int V);
+// The same forward, also writing each row's log Z = log sum_v exp(logits_v) into lse (N) and its
+// largest logit into rowmax (N)
+void crossentropy_lse_forward(real *logits, real *losses, real *lse, real *rowmax, const int *targets, int N, int V);
+// z-loss: dlogits += z * 2 log Z_n * probs / N, the gradient of z * mean_n (log Z_n)^2
+void zloss_backward(real *dlogits, const real *probs, const real *lse, double z, int N, int V);
 
 #endif

@@ -55,6 +55,8 @@ static void dir_of(const char *path, char *dir, size_t n) {
     else { memcpy(dir, path, len); dir[len] = 0; }
 }
 
+static const char *qk_norm_name(int kind) { return kind == QK_NORM_LAYERNORM ? "layernorm" : kind == QK_NORM_RMSNORM ? "rmsnorm" : "none"; }
+
 static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
     char err[ERRLEN];
     config_defaults(cfg);
@@ -81,6 +83,9 @@ static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
             cfg->n_embd != d->n_embd)
             die(EXIT_USAGE, "the overrides change the model shape of '%s' (n_layer %d, n_head %d, n_embd %d, block_size %d);"
                 " a resumed run keeps its shape", a->resume_path, d->n_layer, d->n_head, d->n_embd, d->block_size);
+        if (gpt_qk_norm_kind(cfg->qk_norm) != d->qk_norm)
+            die(EXIT_USAGE, "model.qk_norm '%s' differs from the '%s' of '%s', whose parameters are those of its own; a "
+                "resumed run keeps its model", cfg->qk_norm, qk_norm_name(d->qk_norm), a->resume_path);
     }
 }
 
@@ -100,6 +105,7 @@ static void take_model_from(Config *cfg, const Args *a, const Checkpoint *init) 
     memcpy(cfg->attn_mask, from.attn_mask, sizeof cfg->attn_mask);
     memcpy(cfg->softmax_axis, from.softmax_axis, sizeof cfg->softmax_axis);
     cfg->attn_window = from.attn_window;
+    memcpy(cfg->qk_norm, from.qk_norm, sizeof cfg->qk_norm);
     for (int i = 0; i < a->n_overrides; i++)
         if (strncmp(a->overrides[i], "model.", 6) == 0 && !config_apply_override(cfg, a->overrides[i], err, sizeof err))
             die(EXIT_USAGE, "%s", err);
@@ -108,6 +114,9 @@ static void take_model_from(Config *cfg, const Args *a, const Checkpoint *init) 
     if (cfg->block_size != d->block_size || cfg->n_layer != d->n_layer || cfg->n_head != d->n_head || cfg->n_embd != d->n_embd)
         die(EXIT_USAGE, "the overrides change the model shape of '%s' (n_layer %d, n_head %d, n_embd %d, block_size %d);"
             " a run started from it keeps its shape", a->init_path, d->n_layer, d->n_head, d->n_embd, d->block_size);
+    if (gpt_qk_norm_kind(cfg->qk_norm) != d->qk_norm)
+        die(EXIT_USAGE, "model.qk_norm '%s' differs from the '%s' of '%s'; a run started from it keeps its model",
+            cfg->qk_norm, qk_norm_name(d->qk_norm), a->init_path);
 }
 
 // Every variant's overrides apply to the configuration (a usage error before anything is read).
@@ -267,7 +276,7 @@ static void setup_runs(Session *s, const Config *cfg, const Args *args, const Ch
     s->vocab = resume ? &resume->vocab : &ds->vocab;
     s->writes = args->bench_steps == 0 && !args->dump_path && dist_is_root();
     if (s->writes && !ensure_dir(cfg->out_dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-    ModelDims dims = {ds->vocab.vocab_size, cfg->block_size, cfg->n_layer, cfg->n_head, cfg->n_embd};
+    ModelDims dims = {ds->vocab.vocab_size, cfg->block_size, cfg->n_layer, cfg->n_head, cfg->n_embd, gpt_qk_norm_kind(cfg->qk_norm)};
     int rows = cfg->batch_size / dist_size();
     for (int i = 0; i < s->n_runs; i++) run_setup(&s->runs[i], cfg, s->cmp_set ? &s->cmp_set->v[i] : NULL, &dims, rows);
     Run *first = &s->runs[0];
@@ -288,7 +297,8 @@ static void setup_runs(Session *s, const Config *cfg, const Args *args, const Ch
             if (!checkpoint_restore(&weights, &first->model, args->init_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         }
         for (int i = 1; i < s->n_runs; i++) {
-            memcpy(s->runs[i].model.params, first->model.params, first->model.n_params * sizeof(real));
+            // the same weights (by name: a variant with QK-norm adds its gains, 1, and biases, 0)
+            gpt_copy_params(&s->runs[i].model, &first->model);
             s->runs[i].st = first->st;
         }
     }
@@ -804,7 +814,7 @@ int main(int argc, char **argv) {
     check_variants(&cfg, args.comparison);
     int n_models = args.comparison ? args.comparison->n : 1;
     {   // refuse absurd sizes before reading any data (the vocabulary adds little; count one token)
-        ModelDims lower = {1, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
+        ModelDims lower = {1, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd, gpt_qk_norm_kind(cfg.qk_norm)};
         check_memory(&lower, cfg.batch_size, cfg.block_size, n_models);
     }
     if (training) {
@@ -813,7 +823,7 @@ int main(int argc, char **argv) {
     }
     Dataset ds;
     load_data(&ds, &cfg, &args, resume, init);
-    ModelDims dims = {ds.vocab.vocab_size, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd};
+    ModelDims dims = {ds.vocab.vocab_size, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd, gpt_qk_norm_kind(cfg.qk_norm)};
     // with batch threads, each run also holds one gradient buffer per thread and activations for
     // the batch once more: at most as much again as the model itself for up to 8 threads
     check_memory(&dims, cfg.batch_size, cfg.block_size, n_models * (thread_max() > 1 ? 2 : 1));

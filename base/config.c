@@ -736,6 +736,16 @@ static void sb_value(StrBuf *b, const Config *cfg, const KeySpec *k) {
     }
 }
 
+// Whether key k holds its default value.
+static int at_default(const Config *cfg, const KeySpec *k) {
+    const void *f = (const char *)cfg + k->offset;
+    switch (k->type) {
+    case T_INT: return *(const int *)f == (int)k->def;
+    case T_NUM: return *(const double *)f == k->def;
+    default: return strcmp(cstr_field(cfg, k), k->def_str) == 0;
+    }
+}
+
 char *config_to_json(const Config *cfg) {
     StrBuf b = {xmalloc(4096, "resolved config"), 0, 4096};
     const char *open_section = NULL; // section whose object is open
@@ -743,6 +753,7 @@ char *config_to_json(const Config *cfg) {
     sb_printf(&b, "{");
     for (int i = 0; i < CONFIG_N_KEYS; i++) {
         const KeySpec *k = &CONFIG_KEYS[i];
+        if (k->omit_default && at_default(cfg, k)) continue;
         size_t sl = config_section_len(k->key);
         int first_member = 0;
         if (!open_section || sl != open_len || strncmp(k->key, open_section, sl) != 0) {

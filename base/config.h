@@ -22,6 +22,7 @@ typedef struct {
     char attn_mask[16];        // "causal", or the mistakes "zero" and "none"
     char softmax_axis[16];     // "keys", or the mistake "queries"
     int attn_window;           // 0: every earlier key; W > 0: query t sees keys t-W+1 .. t
+    char qk_norm[16];          // "none", "layernorm" or "rmsnorm": queries and keys normalised per head
 
     // data
     char data_path[1024];
@@ -37,6 +38,7 @@ typedef struct {
     double beta1, beta2, eps;
     double weight_decay;
     double grad_clip;          // 0 = no clipping
+    double z_loss;             // coefficient of z_loss * mean(log(Z)^2) of the output logits; 0 = off
     int seed;
     int threads;               // 0 = OpenMP default (OMP_NUM_THREADS or all cores)
     int ckpt_interval;         // steps between checkpoints; 0 = only at the end

@@ -16,6 +16,7 @@ static const char *const ATTN_IMPL_ALIASES[] = {"fast", "engine", "reference", "
 static const char *const ATTN_MASK_NAMES[] = {"causal", "zero", "none", NULL};
 static const char *const SOFTMAX_AXIS_NAMES[] = {"keys", "queries", NULL};
 static const char *const BOOL_NAMES[] = {"false", "true", NULL};
+static const char *const QK_NORM_NAMES[] = {"none", "layernorm", "rmsnorm", NULL};
 
 // Rows of one section must be contiguous (config_to_json writes them as one JSON object).
 const KeySpec CONFIG_KEYS[] = {
@@ -48,6 +49,11 @@ const KeySpec CONFIG_KEYS[] = {
      .help = "sliding-window attention: 0 = every earlier key, W > 0 = query t sees only keys t-W+1 .. t; at most "
              "model.block_size, and only with model.attn_mask \"causal\" (the window narrows the causal mask; the "
              "mistakes \"zero\" and \"none\" have none to narrow)"},
+    {.key = "model.qk_norm", .type = T_STR, FIELD(qk_norm), .def_str = "none", .min = 1, .max = 15,
+     .enums = QK_NORM_NAMES, .omit_default = 1,
+     .help = "QK-norm: \"none\", or each head's query and key rows normalised over the head's columns before the "
+             "scores, \"layernorm\" (learned gain and bias per head column) or \"rmsnorm\" (gain); model.attn_scale "
+             "then acts as a temperature"},
 
     {.key = "data.path", .type = T_STR, FIELD(data_path), .def_str = "data/default.txt", .min = 1, .max = 1023,
      .help = "UTF-8 text file to train on (one Unicode character = one token)"},
@@ -77,6 +83,9 @@ const KeySpec CONFIG_KEYS[] = {
      .help = "AdamW decoupled weight decay"},
     {.key = "train.grad_clip", .type = T_NUM, FIELD(grad_clip), .def = 1.0, .min = 0, .max = 1e6,
      .help = "clip the global gradient norm to this; 0 = no clipping"},
+    {.key = "train.z_loss", .type = T_NUM, FIELD(z_loss), .def = 0, .min = 0, .max = 1, .omit_default = 1,
+     .help = "z-loss coefficient: adds z_loss * mean(log(Z)^2) of the output logits to the objective (Z the "
+             "softmax's normaliser; PaLM used 1e-4); 0 = off"},
     {.key = "train.seed", .type = T_INT, FIELD(seed), .def = 1337, .min = 0, .max = INT_MAX,
      .help = "random seed"},
     {.key = "train.threads", .type = T_INT, FIELD(threads), .def = 0, .min = 0, .max = 1024,

@@ -28,6 +28,8 @@ typedef struct {
     int min_open, max_open;    // 1 = that bound is exclusive
     const char *const *enums;  // NULL-terminated allowed strings for enum keys, else NULL
     const char *const *aliases;  // NULL, or pairs {old name, enum it stands for, ..., NULL}: still accepted
+    int omit_default;          // written to the resolved config only when it differs from its default: a
+                               // key added later leaves the config of a run at the defaults as it was
     const char *help;
 } KeySpec;
 

@@ -701,5 +701,84 @@ void attention_decode_step(real *out, real *scores, const real *q, const real *k
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// QK-norm (the definition's qk_norm_forward / qk_norm_backward in attention.c: the equations are
+// there). Rows of hd columns, each row's sums in QN_LANES double lanes (lane j takes columns j,
+// j + QN_LANES, ...; the compiler vectorises them), the rows split between threads. The gain and
+// bias gradients sum over every row: threads split the head columns, each summing its columns
+// over the rows in order, so the bits do not depend on the thread count.
+#define QN_LANES 8
+#define QN_SUM(n, TERM) do {                                                                \
+        double part_[QN_LANES] = {0};                                                       \
+        int i_ = 0;                                                                         \
+        for (; i_ + QN_LANES <= (n); i_ += QN_LANES)                                        \
+            for (int j_ = 0; j_ < QN_LANES; j_++) { int i = i_ + j_; part_[j_] += (TERM); } \
+        double sum_ = 0.0;                                                                  \
+        for (int j_ = 0; j_ < QN_LANES; j_++) sum_ += part_[j_];                            \
+        for (int i = i_; i < (n); i++) sum_ += (TERM);                                      \
+        return sum_;                                                                        \
+    } while (0)
+static inline double qn_sum(const real *x, int n) { QN_SUM(n, (double)x[i]); }
+static inline double qn_sum_sq_dev(const real *x, double mu, int n) { QN_SUM(n, ((double)x[i] - mu) * ((double)x[i] - mu)); }
+static inline double qn_sum_dn(const real *dy, const real *w, int n) { QN_SUM(n, (double)(dy[i] * w[i])); }
+static inline double qn_sum_dn_n(const real *dy, const real *w, const real *x, real m, real r, int n) {
+    QN_SUM(n, (double)(dy[i] * w[i]) * (double)((x[i] - m) * r));
+}
+#undef QN_SUM
+
+void qk_norm_engine_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int N, int C,
+                            int NH, QkNorm kind) {
+    int hd = C / NH, ln = kind == QK_NORM_LAYERNORM;
+#pragma omp parallel for schedule(static) if(par_worth((double)N * C * 8))
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < NH; h++) {
+            const real *xr = x + (size_t)n * C + h * hd;
+            real *yr = out + (size_t)n * C + h * hd;
+            double mu = ln ? qn_sum(xr, hd) / hd : 0.0;
+            double var = qn_sum_sq_dev(xr, mu, hd) / hd;
+            real r = (real)(1.0 / sqrt(var + QK_NORM_EPS)), m = (real)mu;
+            if (ln) {
+#pragma omp simd
+                for (int i = 0; i < hd; i++) yr[i] = w[i] * ((xr[i] - m) * r) + b[i];
+            } else {
+#pragma omp simd
+                for (int i = 0; i < hd; i++) yr[i] = w[i] * (xr[i] * r);
+            }
+            mean[(size_t)n * NH + h] = m;
+            rstd[(size_t)n * NH + h] = r;
+        }
+}
+
+void qk_norm_engine_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
+                             const real *mean, const real *rstd, int N, int C, int NH, QkNorm kind) {
+    int hd = C / NH, ln = kind == QK_NORM_LAYERNORM;
+    // dw_i += dy_i n_i and db_i += dy_i first: dx may be dout, which the second loop overwrites
+#pragma omp parallel if(par_worth((double)N * C * 2))
+    {
+        int tid = thread_index(), nth = thread_count();
+        int c0 = (int)((long)hd * tid / nth), c1 = (int)((long)hd * (tid + 1) / nth);
+        for (int n = 0; n < N; n++)
+            for (int h = 0; h < NH; h++) {
+                const real *xr = x + (size_t)n * C + h * hd, *dy = dout + (size_t)n * C + h * hd;
+                real m = mean[(size_t)n * NH + h], r = rstd[(size_t)n * NH + h];
+                for (int i = c0; i < c1; i++) {
+                    dw[i] += dy[i] * ((xr[i] - m) * r);
+                    if (ln) db[i] += dy[i];
+                }
+            }
+    }
+#pragma omp parallel for schedule(static) if(par_worth((double)N * C * 8))
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < NH; h++) {
+            const real *xr = x + (size_t)n * C + h * hd, *dy = dout + (size_t)n * C + h * hd;
+            real *dxr = dx + (size_t)n * C + h * hd;
+            real m = mean[(size_t)n * NH + h], r = rstd[(size_t)n * NH + h];
+            real a = ln ? (real)(qn_sum_dn(dy, w, hd) / hd) : 0, c = (real)(qn_sum_dn_n(dy, w, xr, m, r, hd) / hd);
+#pragma omp simd
+            for (int i = 0; i < hd; i++) dxr[i] = r * (dy[i] * w[i] - a - ((xr[i] - m) * r) * c);
+        }
+}
+
 const AttentionImpl attention_engine = {"engine", attention_engine_forward, attention_engine_backward, engine_supports, 0,
-                                        attention_decode_step, engine_saved_reals, engine_scratch_reals};
+                                        attention_decode_step, engine_saved_reals, engine_scratch_reals,
+                                        qk_norm_engine_forward, qk_norm_engine_backward};

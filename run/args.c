@@ -31,6 +31,7 @@ static const Comparison COMPARE_SCALING = {
 static const char *const COMPARABLE_KEYS[] = {
     "model.attn_scale", "model.attn_impl", "model.attn_mask", "model.softmax_axis", "train.lr", "train.min_lr", "train.warmup_steps", "train.lr_decay_steps", "train.beta1",
     "train.beta2", "train.eps", "train.weight_decay", "train.grad_clip", "train.max_bad_steps", "train.spike_zscore",
+    "model.qk_norm", "train.z_loss",
     "train.spike_window", NULL};
 
 // --compare KEY=V1,V2[,V3,V4]: one variant per value, named by it (out_dir/<value>/).

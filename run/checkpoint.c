@@ -422,13 +422,16 @@ static double record_value(const TRecord *r, size_t j) {
 
 // The config record must be a valid configuration (UTF-8 JSON, every key known and in range)
 // describing the model the dims record describes.
-static int check_config_record(const Checkpoint *ck, const char *path, char *err, size_t errlen) {
+// It also gives the dims their QK-norm, which only the config records (a checkpoint from before
+// model.qk_norm holds none: its config has no such key).
+static int check_config_record(Checkpoint *ck, const char *path, char *err, size_t errlen) {
     Config cfg;
     char cerr[1024];
     config_defaults(&cfg);
     if (!config_load_json(&cfg, ck->config_json, strlen(ck->config_json), NULL, cerr, sizeof cerr) ||
         !config_finalize(&cfg, cerr, sizeof cerr))
         return refuse(err, errlen, "'%s' has an invalid config record: %s", path, cerr);
+    ck->dims.qk_norm = gpt_qk_norm_kind(cfg.qk_norm);
     const ModelDims *d = &ck->dims;
     const char *key = cfg.block_size != d->block_size ? "block_size" : cfg.n_layer != d->n_layer ? "n_layer"
                     : cfg.n_head != d->n_head ? "n_head" : cfg.n_embd != d->n_embd ? "n_embd" : NULL;
@@ -530,7 +533,7 @@ int checkpoint_open(Checkpoint *ck, const char *path, char *err, size_t errlen) 
                      (long long)dim_max[i]);
             goto fail;
         }
-    ck->dims = (ModelDims){(int)dv[0], (int)dv[1], (int)dv[2], (int)dv[3], (int)dv[4]};
+    ck->dims = (ModelDims){(int)dv[0], (int)dv[1], (int)dv[2], (int)dv[3], (int)dv[4], QK_NORM_NONE};
     if ((size_t)ck->dims.vocab_size != voc->count || ck->dims.n_embd % ck->dims.n_head != 0) {
         snprintf(err, errlen, "'%s' is inconsistent: its vocabulary size or head count disagrees with its dims record", path);
         goto fail;

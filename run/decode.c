@@ -17,16 +17,18 @@
 // generation with a key/value cache
 
 // One position's scratch of decoding, in layout order (x first: kv_cache_free frees from it).
-typedef enum { S_C, S_4C, S_SCORES, S_STAT } DecodeSize;
+typedef enum { S_C, S_4C, S_SCORES, S_STAT, S_QK } DecodeSize;
 static const struct { DecodeSize size; size_t view; } DECODE_SCRATCH[] = {
     {S_C, offsetof(KVCache, x)},    {S_C, offsetof(KVCache, ln)},      {S_C, offsetof(KVCache, q)},
     {S_C, offsetof(KVCache, atty)}, {S_C, offsetof(KVCache, tmp)},     {S_4C, offsetof(KVCache, h)},
     {S_4C, offsetof(KVCache, h_gelu)}, {S_SCORES, offsetof(KVCache, scores)},
     {S_STAT, offsetof(KVCache, stat)},  // mean and rstd of one LayerNorm row
+    {S_QK, offsetof(KVCache, qk_stat)},  // QK-norm's mean and rstd of each head row of q, then of k
 };
 
-static size_t decode_reals(DecodeSize size, int C, int T) {
-    return size == S_C ? (size_t)C : size == S_4C ? 4 * (size_t)C : size == S_SCORES ? attention_decode_scratch_reals(T) : 2;
+static size_t decode_reals(DecodeSize size, int C, int T, int NH) {
+    return size == S_C ? (size_t)C : size == S_4C ? 4 * (size_t)C : size == S_SCORES ? attention_decode_scratch_reals(T)
+         : size == S_QK ? 2 * (size_t)NH : 2;
 }
 
 void kv_cache_init(KVCache *c, const GPT *m) {
@@ -37,11 +39,11 @@ void kv_cache_init(KVCache *c, const GPT *m) {
     c->len = 0;
     c->k = xmalloc_aligned(kv * sizeof(real), "key cache");
     c->v = xmalloc_aligned(kv * sizeof(real), "value cache");
-    for (int i = 0; i < ROWS(DECODE_SCRATCH); i++) reals += decode_reals(DECODE_SCRATCH[i].size, C, T);
+    for (int i = 0; i < ROWS(DECODE_SCRATCH); i++) reals += decode_reals(DECODE_SCRATCH[i].size, C, T, m->dims.n_head);
     real *s = xmalloc_aligned(reals * sizeof(real), "decoding scratch");
     for (int i = 0; i < ROWS(DECODE_SCRATCH); i++) {
         *(real **)(void *)((char *)c + DECODE_SCRATCH[i].view) = s;
-        s += decode_reals(DECODE_SCRATCH[i].size, C, T);
+        s += decode_reals(DECODE_SCRATCH[i].size, C, T, m->dims.n_head);
     }
 }
 
@@ -96,6 +98,13 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
         matmul_forward(c->q, c->ln, P->wq, 1, C, C);
         matmul_forward(k_ring + (size_t)slot * C, c->ln, P->wk, 1, C, C);
         matmul_forward(v_ring + (size_t)slot * C, c->ln, P->wv, 1, C, C);
+        if (m->dims.qk_norm) {  // in place: each value is read before it is overwritten
+            const AttentionImpl *impl = gpt_decoding_attention(m);
+            QkNorm kind = (QkNorm)m->dims.qk_norm;
+            real *kr = k_ring + (size_t)slot * C;
+            impl->qk_norm_forward(c->q, c->qk_stat, c->qk_stat + NH, c->q, P->q_norm_w, P->q_norm_b, 1, C, NH, kind);
+            impl->qk_norm_forward(kr, c->qk_stat, c->qk_stat + NH, kr, P->k_norm_w, P->k_norm_b, 1, C, NH, kind);
+        }
         kv_cache_twin(c, l, slot, C);
         decode(c->atty, c->scores, c->q, k_ring + from, v_ring + from, pos - first, C, NH, &m->attn);
         matmul_forward(c->tmp, c->atty, P->wo, 1, C, C);

@@ -17,6 +17,7 @@ typedef struct {
     int slots;               // slots per layer: 2 W with a window, else T_max
     real *k, *v;             // (L, slots, C) each
     real *x, *ln, *q, *atty, *tmp, *h, *h_gelu, *scores, *stat;  // one position's scratch
+    real *qk_stat;  // QK-norm's mean and rstd of each head row (2 NH)
 } KVCache;
 
 void kv_cache_init(KVCache *c, const GPT *m);

@@ -41,8 +41,11 @@ void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDi
     r->cfg_json = config_to_json(&r->cfg);
     // rank 0 also runs the attention probe on the whole probe batch; the others need their share
     AttnSetup attn = attention_setup(&r->cfg);
-    gpt_build(&r->model, dims, attn, dist_is_root() ? base->batch_size : rows, base->block_size);
+    ModelDims d = *dims;
+    d.qk_norm = gpt_qk_norm_kind(r->cfg.qk_norm);  // a variant may change it
+    gpt_build(&r->model, &d, attn, dist_is_root() ? base->batch_size : rows, base->block_size);
     gpt_enable_batch_threads(&r->model, thread_max(), rows, base->block_size);
+    gpt_set_z_loss(&r->model, r->cfg.z_loss);
     r->st.best_val_loss = INFINITY;
     r->last_finite_loss = NAN;
     r->saved_step = -1;

@@ -41,6 +41,11 @@ static const NameRow LAYER_NAMES[] = {
     {"ln2_b", "ln_2.bias", AS_IS, 0},
     {"w_fc", "mlp.c_fc.weight", TRANSPOSED, 0},
     {"w_proj", "mlp.c_proj.weight", TRANSPOSED, 0},
+    // QK-norm's gains and biases (model.qk_norm): nanoGPT has no such tensors
+    {"q_norm_w", "attn.q_norm.weight", AS_IS, 0},
+    {"q_norm_b", "attn.q_norm.bias", AS_IS, 0},
+    {"k_norm_w", "attn.k_norm.weight", AS_IS, 0},
+    {"k_norm_b", "attn.k_norm.bias", AS_IS, 0},
 };
 static const NameRow TAIL_NAMES[] = {
     {"lnf_w", "transformer.ln_f.weight", AS_IS, 0},
@@ -54,10 +59,11 @@ static const char *const LINEAR_BIASES[] = {"attn.c_attn.bias", "attn.c_proj.bia
 // The reference implementation's bound on the header (100 MB).
 #define HEADER_MAX 100000000ull
 // The most tensors a file of this architecture holds: per layer ln_1 and ln_2 (weight, bias),
-// c_attn, attn.c_proj, c_fc, mlp.c_proj and their four Linear biases (12), at most 64 layers;
-// wte, wpe, lm_head and ln_f's weight and bias (5).
+// c_attn, attn.c_proj, c_fc, mlp.c_proj and their four Linear biases, QK-norm's q_norm and k_norm
+// (weight, bias) (16), at most 64 layers; wte, wpe, lm_head and ln_f's weight and bias (5).
 #define MAX_LAYERS 64
-#define MAX_TENSORS (12 * MAX_LAYERS + 5)
+#define MAX_TENSORS (16 * MAX_LAYERS + 5)
+static int is_qk_norm(const char *theirs) { return strncmp(theirs, "attn.q_norm.", 12) == 0 || strncmp(theirs, "attn.k_norm.", 12) == 0; }
 
 // The row of one of the model's tensor names ("wte", "layer3.wq"), and its layer (-1 outside one).
 static const NameRow *row_of(const char *ours, int *layer) {
@@ -154,7 +160,7 @@ static int list_out_tensors(const GPT *m, int with_ln_bias, OutTensor *out) {
 
 int safetensors_attention_is_nanogpts(const GPT *m) {
     return m->attn.scale == (real)(1.0 / sqrt((double)m->head_dim)) && m->attn.mask == ATTN_MASK_CAUSAL &&
-           m->attn.axis == SOFTMAX_OVER_KEYS && m->attn.window == 0;
+           m->attn.axis == SOFTMAX_OVER_KEYS && m->attn.window == 0 && m->dims.qk_norm == QK_NORM_NONE;
 }
 
 static void add_meta_int(cJSON *meta, const char *key, long v) {
@@ -173,6 +179,8 @@ int safetensors_export(const char *path, const GPT *m, const char *config_json, 
     cJSON_AddStringToObject(meta, "architecture", "nanoGPT GPT, bias=False");
     cJSON_AddStringToObject(meta, "layernorm_bias", with_ln_bias ? "true" : "false");
     cJSON_AddStringToObject(meta, "attention_as_nanogpt", safetensors_attention_is_nanogpts(m) ? "true" : "false");
+    if (m->dims.qk_norm)  // only then: a file without QK-norm keeps the metadata it always had
+        cJSON_AddStringToObject(meta, "qk_norm", m->dims.qk_norm == QK_NORM_LAYERNORM ? "layernorm" : "rmsnorm");
     add_meta_int(meta, "vocab_size", m->dims.vocab_size);
     add_meta_int(meta, "block_size", m->dims.block_size);
     add_meta_int(meta, "n_layer", m->dims.n_layer);
@@ -373,6 +381,16 @@ static int expected_shape(const char *suffix, int layer, const ModelDims *d, uin
     const uint64_t shapes[][2] = {{V, C}, {T, C}, {V, C}, {C, 0}, {C, 0}, {C, 0}, {C, 0}, {C, 0}, {C, 0},
                                   {3 * C, C}, {C, C}, {4 * C, C}, {C, 4 * C}, {3 * C, 0}, {C, 0}, {4 * C, 0}, {C, 0}};
     const int in_layer_from = 3, in_layer_to = 7, layer_from = 9;
+    // QK-norm's tensors (hd) in a layer: the weights under either norm, the biases under LayerNorm;
+    // with d's sizes 0 (the check of names alone, before the dimensions are known) any of them
+    if (layer >= 0 && is_qk_norm(suffix) && (!strcmp(suffix + 12, "weight") || !strcmp(suffix + 12, "bias"))) {
+        int bias = !strcmp(suffix + 12, "bias");
+        if (d->n_head > 0 && (d->qk_norm == QK_NORM_NONE || (bias && d->qk_norm != QK_NORM_LAYERNORM))) return 0;
+        shape[0] = d->n_head > 0 ? (uint64_t)(d->n_embd / d->n_head) : 0;
+        shape[1] = 0;
+        *ndim = 1;
+        return 1;
+    }
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         int layered = (i >= in_layer_from && i < in_layer_to) || i >= layer_from;
         if (layered != (layer >= 0) || strcmp(suffix, names[i]) != 0) continue;
@@ -511,7 +529,7 @@ static int read_dims(ModelDims *d, Entry *e, int n, const cJSON *meta, const cha
         if (dv[i] < 1 || dv[i] > lim[i])
             return refuse(err, errlen, "'%s' has an invalid %s (%llu; allowed 1..%llu)", path, what[i],
                           (unsigned long long)dv[i], (unsigned long long)lim[i]);
-    *d = (ModelDims){(int)dv[0], (int)dv[1], (int)dv[2], (int)dv[3], (int)dv[4]};
+    *d = (ModelDims){(int)dv[0], (int)dv[1], (int)dv[2], (int)dv[3], (int)dv[4], QK_NORM_NONE};
     // the metadata's other dimensions, when it states them, are the tensors' own
     for (int i = 0; i < 5; i++) {
         const char *v = meta_string(meta, what[i]);
@@ -523,6 +541,24 @@ static int read_dims(ModelDims *d, Entry *e, int n, const cJSON *meta, const cha
     }
     if (d->n_embd % d->n_head)
         return refuse(err, errlen, "'%s': n_embd %d is not a multiple of n_head %d", path, d->n_embd, d->n_head);
+    return 1;
+}
+
+static const char *qk_norm_label(int kind) { return kind == QK_NORM_LAYERNORM ? "layernorm" : kind == QK_NORM_RMSNORM ? "rmsnorm" : "none"; }
+
+// The model's QK-norm: the metadata config's model.qk_norm (none without a config, as nanoGPT's
+// files are); a qk_norm entry of the metadata must agree with it.
+static int read_qk_norm(ModelDims *d, const cJSON *meta, const char *path, char *err, size_t errlen) {
+    Config c;
+    char cerr[512];
+    config_defaults(&c);
+    const char *json = meta_string(meta, "config"), *stated = meta_string(meta, "qk_norm");
+    if (json && !config_load_json(&c, json, strlen(json), path, cerr, sizeof cerr))
+        return refuse(err, errlen, "'%s': its metadata's config is not a valid configuration: %s", path, cerr);
+    d->qk_norm = gpt_qk_norm_kind(c.qk_norm);
+    if (stated && strcmp(stated, qk_norm_label(d->qk_norm)) != 0)
+        return refuse(err, errlen, "'%s' is inconsistent: its metadata's qk_norm is '%s' but its config's model.qk_norm is "
+                      "'%s'", path, stated, qk_norm_label(d->qk_norm));
     return 1;
 }
 
@@ -538,8 +574,12 @@ static int check_entries(Entry *e, int n, const ModelDims *d, const unsigned cha
                           "(tools/nanogpt_to_safetensors.py does)", path, e[i].name);
         uint64_t shape[2];
         int ndim;
-        if (!expected_shape(rest, l, d, shape, &ndim))
+        if (!expected_shape(rest, l, d, shape, &ndim)) {
+            if (l >= 0 && is_qk_norm(rest))
+                return refuse(err, errlen, "'%s' has a tensor '%s' that its model.qk_norm '%s' does not have (the norms "
+                              "must match the config)", path, e[i].name, qk_norm_label(d->qk_norm));
             return refuse(err, errlen, "'%s' has an extra tensor '%s' (not a weight of nanoGPT's GPT)", path, e[i].name);
+        }
         if (e[i].ndim != ndim || e[i].shape[0] != shape[0] || (ndim == 2 && e[i].shape[1] != shape[1]))
             return refuse(err, errlen, "'%s': tensor '%s' has %d dimension(s) [%llu%s%llu]; the model (n_embd %d, vocab %d, "
                           "block_size %d) expects [%llu%s%llu]", path, e[i].name, e[i].ndim,
@@ -591,6 +631,9 @@ static int convert_tensors(Checkpoint *ck, Entry *e, int n, const unsigned char 
         size_t d0 = (size_t)ti[i].shape[0], d1 = ti[i].ndim == 2 ? (size_t)ti[i].shape[1] : 1;
         if (!src && is_layernorm_bias(r)) {
             memset(dst, 0, ti[i].size * sizeof(float));  // nanoGPT's bias=False: no LayerNorm bias is a zero one
+        } else if (!src && is_qk_norm(r->theirs)) {
+            ok = refuse(err, errlen, "'%s' has no tensor '%s', which its model.qk_norm '%s' needs (the norms must match "
+                        "the config)", path, theirs, qk_norm_label(ck->dims.qk_norm));
         } else if (!src) {
             ok = refuse(err, errlen, "'%s' has no tensor '%s'", path, theirs);
         } else {
@@ -706,7 +749,7 @@ int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, c
         const char *rest = j->string;
         uint64_t shape[2];
         int ndim;
-        const ModelDims none = {0, 0, 0, 0, 0};
+        const ModelDims none = {0, 0, 0, 0, 0, QK_NORM_NONE};
         if (layer_name(j->string, &l, &rest) && l >= MAX_LAYERS)
             ok = refuse(err, errlen, "'%s' has an extra tensor '%s' (a model has at most %d layers)", path, j->string,
                         MAX_LAYERS);
@@ -720,6 +763,7 @@ int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, c
     if (ok) ok = check_coverage(e, n, data_len, path, err, errlen);
     if (ok) qsort(e, (size_t)n, sizeof *e, by_name);
     if (ok) ok = read_dims(&ck->dims, e, n, meta, path, err, errlen);
+    if (ok) ok = read_qk_norm(&ck->dims, meta, path, err, errlen);
     if (ok) ok = check_entries(e, n, &ck->dims, data, path, err, errlen);
     if (ok) {
         size_t n_params = 0, bytes = gpt_memory_bytes(&ck->dims, 1, 1, &n_params);

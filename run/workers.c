@@ -3,6 +3,7 @@
 // network on its rows; their losses and gradients are combined, weighted by rows, in a fixed order.
 #include "run/workers.h"
 
+#include <math.h>
 #include <stddef.h>
 
 #include "base/common.h"  // thread_max, thread_index, thread_count, xcalloc
@@ -46,6 +47,15 @@ double gpt_batch_forward(GPT *m, const int *x, const int *y, int B, int T) {
     // loss = sum over workers of (rows / B) * worker loss, in worker order
     double loss = 0.0;
     for (int k = 0; k < n; k++) loss += share_loss[k] * (share_start(B, n, k + 1) - share_start(B, n, k)) / B;
+    // the logits' statistics likewise, and the largest logit of all
+    m->lse_mean = m->lse_sq_mean = 0.0;
+    m->max_logit = -INFINITY;
+    for (int k = 0; k < n; k++) {
+        double f = (double)(share_start(B, n, k + 1) - share_start(B, n, k)) / B;
+        m->lse_mean += f * m->workers[k].lse_mean;
+        m->lse_sq_mean += f * m->workers[k].lse_sq_mean;
+        if (m->workers[k].max_logit > m->max_logit) m->max_logit = m->workers[k].max_logit;
+    }
     return loss;
 }
 

@@ -404,6 +404,7 @@ void gradcheck_tiny_dims(ModelDims *d) {
     d->n_layer = 2;
     d->n_head = 2;
     d->n_embd = 8;
+    d->qk_norm = QK_NORM_NONE;
 }
 
 void gradcheck_tokens(int *x, int *y, int B, int T, int V, uint64_t seed) {
@@ -502,7 +503,7 @@ static int broken_supports(const AttnSpec *spec) { return spec->mask == ATTN_MAS
 
 const AttentionImpl lab_broken_attention = {"broken (no rowsum term)", attention_forward, broken_attention_backward,
                                             broken_supports, 1, attention_decode, attention_definition_saved_reals,
-                                            attention_definition_scratch_reals};
+                                            attention_definition_scratch_reals, qk_norm_forward, qk_norm_backward};
 
 int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_per_tensor, uint64_t seed,
                     GradcheckRow *rows) {

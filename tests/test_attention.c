@@ -776,7 +776,7 @@ static void test_attention_window_runs_the_engine(void) {
     CHECK(attention_engine.supports(&spec) && attention_engine.supports(&full));
     CHECK(!attention_engine.supports(&(AttnSpec){(real)0.5, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS, 0, NULL}));
     CHECK(attention_definition.supports(&spec));
-    ModelDims d = {9, 8, 2, 2, 8};
+    ModelDims d = {9, 8, 2, 2, 8, QK_NORM_NONE};
     GPT m;
     gpt_build(&m, &d, attention_causal((real)0.5), 2, 8);
     // the configuration's window reaches the model, whose engine computes it
@@ -828,7 +828,7 @@ static void test_attention_decode_matches_definition_rows(void) {
 // median); and with wq = wk = 0 every score is 0, every causal row uniform, and the figures are
 // known exactly.
 static void test_probe_statistics_come_from_the_definition(void) {
-    ModelDims d = {9, 8, 2, 2, 8};
+    ModelDims d = {9, 8, 2, 2, 8, QK_NORM_NONE};
     GPT a, b;
     gpt_build(&a, &d, attention_causal((real)0.5), 2, 8);
     gpt_build(&b, &d, attention_causal((real)0.5), 2, 8);

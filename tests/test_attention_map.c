@@ -37,7 +37,7 @@ typedef struct {
 // The map of `prompt` (code points of g_chars) for a model of NH heads with the given mask and
 // softmax axis. Wq is scaled up so that the weights spread over [0, 1].
 static int map_build(Map *mp, int NH, AttnMask mask, SoftmaxAxis axis, const uint32_t *prompt, int T) {
-    ModelDims d = {N_CHARS, BLOCK, N_LAYER, NH, 12};
+    ModelDims d = {N_CHARS, BLOCK, N_LAYER, NH, 12, QK_NORM_NONE};
     gpt_build(&mp->m, &d, (AttnSetup){{(real)(1.0 / sqrt(12.0 / NH)), mask, axis, 0, NULL}, &attention_definition}, 1, BLOCK);
     Rng rng;
     rng_seed(&rng, 7);

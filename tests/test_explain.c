@@ -18,7 +18,7 @@
 
 // A small random model (L layers, NH heads) with a batch capacity of 8, on the definition.
 static void random_model(GPT *m, int V, int T, int L, int NH, int C, uint64_t seed) {
-    ModelDims d = {V, T, L, NH, C};
+    ModelDims d = {V, T, L, NH, C, QK_NORM_NONE};
     AttnSetup attn = attention_causal((real)(1.0 / sqrt((double)C / NH)));
     attn.impl = &attention_definition;
     gpt_build(m, &d, attn, 8, T);
@@ -113,7 +113,7 @@ static void test_gxi_finite_differences(void) {
 enum { CV = 5, CT = 8, CZ = CV + CT, CC = CV + CT + 1, CJ = 2 };
 static void copy_head_model(GPT *m) {
     const double A = 1e-4;
-    ModelDims d = {CV, CT, 1, 1, CC};
+    ModelDims d = {CV, CT, 1, 1, CC, QK_NORM_NONE};
     gpt_build(m, &d, attention_causal(1), 8, CT);
     memset(m->params, 0, m->n_params * sizeof(real));
     for (int v = 0; v < CV; v++) m->p.wte[v * CC + v] = (real)A;

@@ -298,6 +298,64 @@ static void gradcheck_model_window(void) {
     if (sizeof(real) == 8) expect_pass_with(INIT_GPT2, 1, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 2);
 }
 
+// QK-norm (LayerNorm and RMSNorm of each head's q and k, with their gains and biases) through
+// the whole model, definition and engine: every tensor, the norms' included, against finite
+// differences. Under fan_in only: under gpt2 a head's q and k rows (hd = 4) have a variance near
+// the norm's eps, where the lab's finite-difference step (2e-3 in float64) is no longer small and
+// the central difference itself is off by ~3e-5 (the definition's as much as the engine's).
+static void expect_qk_pass(int init, QkNorm kind, const AttentionImpl *impl, double tol) {
+    GPT m;
+    ModelDims d;
+    gradcheck_tiny_dims(&d);
+    d.qk_norm = kind;
+    int x[64], y[64];
+    gpt_build(&m, &d, attention_causal((real)(1.0 / sqrt((double)(d.n_embd / d.n_head)))), GRADCHECK_TINY_BATCH,
+              d.block_size);
+    gpt_set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, impl});
+    Rng r;
+    rng_seed(&r, 1337);
+    gpt_init(&m, init, &r);
+    // gains and biases away from 1 and 0, so that a gradient that ignored them would show
+    for (int l = 0; l < d.n_layer; l++) {
+        LayerParams *P = &m.p.layers[l];
+        int hd = d.n_embd / d.n_head;
+        for (int i = 0; i < hd; i++) {
+            P->q_norm_w[i] = (real)(1 + 0.1 * i); P->k_norm_w[i] = (real)(1 - 0.05 * i);
+            if (P->q_norm_b) { P->q_norm_b[i] = (real)(0.02 * i); P->k_norm_b[i] = (real)(-0.03 * i); }
+        }
+    }
+    gradcheck_tokens(x, y, GRADCHECK_TINY_BATCH, d.block_size, d.vocab_size, 42);
+    GradcheckRow *rows = calloc((size_t)m.n_tensors, sizeof *rows);
+    int failed = gradcheck_model(&m, x, y, GRADCHECK_TINY_BATCH, m.dims.block_size, 0, 1, rows);
+    CHECK(failed == 0);
+    CHECK(m.n_tensors == 2 + (10 + (kind == QK_NORM_LAYERNORM ? 4 : 2)) * m.dims.n_layer + 2);
+    int norms = 0;
+    for (int i = 0; i < m.n_tensors; i++) {
+        CHECK(rows[i].checked == rows[i].size);
+        if (strstr(rows[i].name, "k_norm_b")) {
+            // The keys' bias adds q . b to every score of a row, which the softmax cancels: its
+            // gradient is exactly 0, so finite differences measure only rounding.
+            CHECK_MSG(rows[i].status != GRADCHECK_FAIL && rows[i].max_grad < (sizeof(real) == 8 ? 1e-12 : 1e-5),
+                      "%s: gradient %.3e, status %d (should vanish)", rows[i].name, rows[i].max_grad, rows[i].status);
+            norms++;
+            continue;
+        }
+        CHECK_MSG(rows[i].status == GRADCHECK_PASS && rows[i].rel_err < tol, "%s (qk_norm %d, %s): rel err %.3e, status %d",
+                  rows[i].name, kind, impl->name, rows[i].rel_err, rows[i].status);
+        norms += strstr(rows[i].name, "_norm_") != NULL;
+    }
+    CHECK(norms == (kind == QK_NORM_LAYERNORM ? 4 : 2) * m.dims.n_layer);
+    free(rows);
+    gpt_free(&m);
+}
+static void gradcheck_model_qk_norm(void) {
+    double tol = sizeof(real) == 8 ? 1e-6 : 5e-2;
+    expect_qk_pass(INIT_FAN_IN, QK_NORM_LAYERNORM, &attention_definition, tol);
+    expect_qk_pass(INIT_FAN_IN, QK_NORM_RMSNORM, &attention_definition, tol);
+    expect_qk_pass(INIT_FAN_IN, QK_NORM_LAYERNORM, &attention_engine, tol);
+    expect_qk_pass(INIT_FAN_IN, QK_NORM_RMSNORM, &attention_engine, tol);
+}
+
 static void gradcheck_model_gpt2_sqrt(void) {
     if (sizeof(real) != 8) SKIP("the gpt2 init's wq/wk gradients (~1e-5) need the float64 build");
     expect_pass(INIT_GPT2, 1, 1e-6);
@@ -345,7 +403,7 @@ static void gradcheck_model_catches_broken_backward(void) {
 static void gradcheck_model_restores_and_samples(void) {
     // a model above the tiny size, sampled: parameters come back bit for bit, the analytic
     // gradient is left in m->grads, and each tensor checks min(size, k) elements
-    ModelDims d = {5, 8, 1, 2, 16};
+    ModelDims d = {5, 8, 1, 2, 16, QK_NORM_NONE};
     GPT m;
     gpt_build(&m, &d, attention_causal((real)(1.0 / sqrt(8.0))), 2, 8);
     Rng r;
@@ -528,6 +586,7 @@ static void lab_online_softmax_blocks(void) {
 const TestCase tests_lab[] = {
     {"gradcheck_model_mistakes", gradcheck_model_mistakes},
     {"gradcheck_model_window", gradcheck_model_window},
+    {"gradcheck_model_qk_norm", gradcheck_model_qk_norm},
     {"lab_mistakes_match_formulas", lab_mistakes_match_formulas},
     {"lab_mistakes_json", lab_mistakes_json},
     {"lab_online_softmax_blocks", lab_online_softmax_blocks},

@@ -75,6 +75,97 @@ static void gradcheck_layernorm(void) {
     free(dinp); free(dw); free(db);
 }
 
+// ---- QK-norm: each head's row of q (or k) normalised over its hd columns, one gain (and bias) ----
+typedef struct { int N, C, NH; QkNorm kind; const AttentionImpl *impl; real *x, *w, *b, *out, *mean, *rstd, *R; } QkCtx;
+static double qk_loss(void *vc) {
+    QkCtx *c = vc;
+    c->impl->qk_norm_forward(c->out, c->mean, c->rstd, c->x, c->w, c->b, c->N, c->C, c->NH, c->kind);
+    return dot_r(c->out, c->R, (size_t)c->N * c->C);
+}
+// The largest |a_i - b_i| relative to the largest |b_i|.
+static double max_rel_diff(const real *a, const real *b, size_t n) {
+    double d = 0, scale = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        if (fabs((double)a[i] - b[i]) > d) d = fabs((double)a[i] - b[i]);
+        if (fabs((double)b[i]) > scale) scale = fabs((double)b[i]);
+    }
+    return d / scale;
+}
+// Both kinds through both implementations against finite differences; then the engine's forward
+// and backward against the definition's on the same inputs.
+static void gradcheck_qk_norm(void) {
+    const AttentionImpl *impls[2] = {&attention_definition, &attention_engine};
+    const QkNorm kinds[2] = {QK_NORM_LAYERNORM, QK_NORM_RMSNORM};
+    enum { N = 5, C = 12, NH = 3, HD = C / NH };
+    real *outs[2][2], *dxs[2][2], *dws[2][2], *dbs[2][2];
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 2; i++) {
+            Rng rng;
+            rng_seed(&rng, 17);
+            QkCtx c = {N, C, NH, kinds[k], impls[i], NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+            c.x = randn_array(N * C, &rng, 2); c.w = randn_array(HD, &rng, 1); c.b = randn_array(HD, &rng, 1);
+            for (int j = 0; j < N * C; j++) c.x[j] += (real)0.5;  // a mean for LayerNorm to remove
+            c.out = zeros(N * C); c.mean = zeros(N * NH); c.rstd = zeros(N * NH); c.R = randn_array(N * C, &rng, 1);
+            real *dx = zeros(N * C), *dw = zeros(HD), *db = zeros(HD);
+            qk_loss(&c);
+            impls[i]->qk_norm_backward(dx, dw, db, c.R, c.x, c.w, c.mean, c.rstd, N, C, NH, kinds[k]);
+            char what[96];
+            snprintf(what, sizeof what, "%s qk_norm %s dx", impls[i]->name, k ? "rmsnorm" : "layernorm");
+            check_grad(qk_loss, &c, c.x, dx, N * C, what);
+            snprintf(what, sizeof what, "%s qk_norm %s dgain", impls[i]->name, k ? "rmsnorm" : "layernorm");
+            check_grad(qk_loss, &c, c.w, dw, HD, what);
+            if (kinds[k] == QK_NORM_LAYERNORM) {
+                snprintf(what, sizeof what, "%s qk_norm layernorm dbias", impls[i]->name);
+                check_grad(qk_loss, &c, c.b, db, HD, what);
+            } else {
+                for (int j = 0; j < HD; j++) CHECK_MSG(db[j] == 0, "rmsnorm wrote a bias gradient");
+            }
+            // dx may be dout itself: the same numbers computed in place
+            real *inplace = zeros(N * C);
+            memcpy(inplace, c.R, sizeof(real) * N * C);
+            real *dw2 = zeros(HD), *db2 = zeros(HD);
+            impls[i]->qk_norm_backward(inplace, dw2, db2, inplace, c.x, c.w, c.mean, c.rstd, N, C, NH, kinds[k]);
+            CHECK_MSG(memcmp(inplace, dx, sizeof(real) * N * C) == 0, "%s: dx in place differs", impls[i]->name);
+            outs[k][i] = c.out; dxs[k][i] = dx; dws[k][i] = dw; dbs[k][i] = db;
+            free(inplace); free(dw2); free(db2);
+            free(c.x); free(c.w); free(c.b); free(c.mean); free(c.rstd); free(c.R);
+        }
+    for (int k = 0; k < 2; k++) {
+        CHECK_MSG(max_rel_diff(outs[k][0], outs[k][1], N * C) < 1e-5, "qk_norm %d: the engine's output differs", k);
+        CHECK_MSG(max_rel_diff(dxs[k][0], dxs[k][1], N * C) < 1e-5, "qk_norm %d: the engine's dx differs", k);
+        CHECK_MSG(max_rel_diff(dws[k][0], dws[k][1], HD) < 1e-5, "qk_norm %d: the engine's dgain differs", k);
+        CHECK_MSG(max_rel_diff(dbs[k][0], dbs[k][1], HD) < 1e-5, "qk_norm %d: the engine's dbias differs", k);
+        for (int i = 0; i < 2; i++) { free(outs[k][i]); free(dxs[k][i]); free(dws[k][i]); free(dbs[k][i]); }
+    }
+}
+
+// ---- z-loss: the objective is the mean cross-entropy + z * mean((log Z)^2) ----
+typedef struct { GPT *m; const int *x, *y; int B, T; } ZCtx;
+static double z_objective(void *vc) {
+    ZCtx *c = vc;
+    double ce = gpt_forward(c->m, c->x, c->y, c->B, c->T);
+    return ce + c->m->z_loss * c->m->lse_sq_mean;
+}
+static void gradcheck_z_loss(void) {
+    GPT m;
+    ModelDims d = {7, 6, 1, 2, 8, QK_NORM_NONE};
+    gpt_build(&m, &d, attention_causal((real)0.5), 2, 6);
+    Rng rng;
+    rng_seed(&rng, 5);
+    gpt_init(&m, INIT_FAN_IN, &rng);
+    int x[12], y[12];
+    for (int i = 0; i < 12; i++) { x[i] = (int)rng_below(&rng, 7); y[i] = (int)rng_below(&rng, 7); }
+    gpt_set_z_loss(&m, 0.5);  // large, so the term is not lost beside the cross-entropy
+    ZCtx c = {&m, x, y, 2, 6};
+    gpt_zero_grad(&m);
+    z_objective(&c);
+    gpt_backward(&m);
+    CHECK(m.lse_sq_mean > 0);
+    check_grad(z_objective, &c, m.p.wte, m.g.wte, (size_t)7 * 8, "z-loss dwte");
+    check_grad(z_objective, &c, m.p.lnf_w, m.g.lnf_w, 8, "z-loss dlnf_w");
+    gpt_free(&m);
+}
+
 // ---- gelu ----
 typedef struct { size_t n; real *inp, *out, *dgelu, *R; } GeluCtx;
 static double gelu_loss(void *vc) {
@@ -181,7 +272,7 @@ static void gradcheck_encoder(void) {
 
 // ---- the whole model ----
 static void build_tiny(GPT *m, int init, real scale, int V) {
-    ModelDims d = {V, 8, 2, 2, 8};
+    ModelDims d = {V, 8, 2, 2, 8, QK_NORM_NONE};
     gpt_build(m, &d, attention_causal(scale), 2, 8);
     Rng rng;
     rng_seed(&rng, 42);
@@ -241,7 +332,7 @@ static void test_model_determinism(void) {
 // Two small models (V 9, T 8, 2 layers) with the same initial parameters and batch capacities
 // cap_a and cap_b; x and y get n tokens of a fixed pattern.
 static void build_twins(GPT *a, int cap_a, GPT *b, int cap_b, uint64_t seed, int *x, int *y, int n) {
-    ModelDims d = {9, 8, 2, 2, 8};
+    ModelDims d = {9, 8, 2, 2, 8, QK_NORM_NONE};
     gpt_build(a, &d, attention_causal((real)0.5), cap_a, 8);
     gpt_build(b, &d, attention_causal((real)0.5), cap_b, 8);
     Rng rng;
@@ -385,17 +476,17 @@ static void test_param_count_and_names(void) {
 // The memory estimate of a huge model is exact while it fits in size_t, and 0 (refused) once it
 // overflows. For the largest model the configuration allows: 4 copies of the parameters; per
 // layer 16 (B,T,C) activations and 4 (B,T), the engine's 2 reals per row and head (nothing
-// T x T); the embedding, the final LayerNorm, the logits and losses; 10 (B,T,C) activation
-// gradients and the logits' gradient.
+// T x T); the embedding, the final LayerNorm, the logits, the losses and each row's log Z and
+// largest logit; 10 (B,T,C) activation gradients and the logits' gradient.
 static void test_memory_estimate_overflow(void) {
-    ModelDims huge = {65, 65536, 64, 64, 8192};
+    ModelDims huge = {65, 65536, 64, 64, 8192, QK_NORM_NONE};
     size_t n_params = 0;
     size_t bytes = gpt_memory_bytes(&huge, 65536, 65536, &n_params);
     if (sizeof(real) == 4)
-        CHECK_MSG(bytes == (size_t)145952291659579392u && n_params == (size_t)52079124480u, "%zu bytes, %zu params",
+        CHECK_MSG(bytes == (size_t)145952326019317760u && n_params == (size_t)52079124480u, "%zu bytes, %zu params",
                   bytes, n_params);
     CHECK(n_params == (size_t)52079124480u);
-    ModelDims over = {65, 65536, 64, 64, 1 << 20};  // beyond the configuration: 2^52 reals per activation
+    ModelDims over = {65, 65536, 64, 64, 1 << 20, QK_NORM_NONE};  // beyond the configuration: 2^52 reals per activation
     CHECK(gpt_memory_bytes(&over, 65536, 65536, NULL) == 0);
 }
 
@@ -845,6 +936,8 @@ const TestCase tests_model[] = {
     {"float64_build_passes", test_float64_build_passes},
     {"gradcheck_matmul", gradcheck_matmul},
     {"gradcheck_layernorm", gradcheck_layernorm},
+    {"gradcheck_qk_norm", gradcheck_qk_norm},
+    {"gradcheck_z_loss", gradcheck_z_loss},
     {"gradcheck_gelu", gradcheck_gelu},
     {"gelu_derivative_in_place", test_gelu_derivative_in_place},
     {"gelu_matches_libm", test_gelu_matches_libm},

@@ -146,7 +146,7 @@ static void write_good_checkpoint(const char *path) {
     cfg.block_size = 8;
     CHECK_MSG(config_finalize(&cfg, err, sizeof err), "%s", err);
     char *json = config_to_json(&cfg);
-    ModelDims d = {8, 8, 2, 2, 8};
+    ModelDims d = {8, 8, 2, 2, 8, QK_NORM_NONE};
     GPT m;
     gpt_build(&m, &d, attention_causal((real)cfg.attn_scale), 1, 8);
     Rng rng;
@@ -442,7 +442,7 @@ static void test_vocab_and_types_validated(void) {
 // The writer refuses what the reader would, and leaves no file behind.
 static void test_save_refuses_invalid_state(void) {
     rdir_make();
-    ModelDims d = {8, 8, 1, 1, 8};
+    ModelDims d = {8, 8, 1, 1, 8, QK_NORM_NONE};
     GPT m;
     gpt_build(&m, &d, attention_causal(1), 1, 8);
     uint32_t chars[8] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'};
@@ -464,11 +464,11 @@ static void test_save_refuses_invalid_state(void) {
 static void test_memory_check(void) {
     Checkpoint ck;
     memset(&ck, 0, sizeof ck);
-    ck.dims = (ModelDims){0x110000, 65536, 64, 256, 8192};
+    ck.dims = (ModelDims){0x110000, 65536, 64, 256, 8192, QK_NORM_NONE};
     char err[1024] = "";
     CHECK(!checkpoint_check_memory(&ck, 1, 65536, "huge.bin", err, sizeof err));
     CHECK_MSG(strstr(err, "huge.bin") && strstr(err, "GiB"), "%s", err);
-    ck.dims = (ModelDims){8, 8, 1, 1, 8};
+    ck.dims = (ModelDims){8, 8, 1, 1, 8, QK_NORM_NONE};
     CHECK_MSG(checkpoint_check_memory(&ck, 1, 8, "small.bin", err, sizeof err), "%s", err);
     CHECK(!memory_fits(1e30, "a test", err, sizeof err) && strstr(err, "a test needs"));
     CHECK(!memory_fits(NAN, "a test", err, sizeof err));
