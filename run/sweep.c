@@ -352,13 +352,16 @@ static const char *const SWEEP_COLOR[SWEEP_VARIANTS] = {"#1f77b4", "#d62728", "#
 static const char *const SWEEP_DASH[SWEEP_VARIANTS] = {NULL, "6,3", "2,2", "8,2,2,2", NULL, "6,3", "2,2", "8,2,2,2"};
 
 // A panel's axes: x from x0 to x1 (data), y from y0 to y1, inside the box (px0, py0)-(px1, py1).
-typedef struct { double x0, x1, y0, y1, px0, px1, py0, py1; int logx; } Axes;
+typedef struct { double x0, x1, y0, y1, px0, px1, py0, py1; int logx, logy; } Axes;
 
 static double ax_x(const Axes *a, double x) {
     double t = a->logx ? (log10(x) - log10(a->x0)) / (log10(a->x1) - log10(a->x0)) : (x - a->x0) / (a->x1 - a->x0);
     return a->px0 + t * (a->px1 - a->px0);
 }
-static double ax_y(const Axes *a, double y) { return a->py1 - (y - a->y0) / (a->y1 - a->y0) * (a->py1 - a->py0); }
+static double ax_y(const Axes *a, double y) {
+    double t = a->logy ? (log10(y) - log10(a->y0)) / (log10(a->y1) - log10(a->y0)) : (y - a->y0) / (a->y1 - a->y0);
+    return a->py1 - t * (a->py1 - a->py0);
+}
 
 static void draw_frame(Out *o, const Axes *a, const char *title, const char *xlabel, const char *ylabel) {
     out(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", a->px0, a->py0,
@@ -368,6 +371,16 @@ static void draw_frame(Out *o, const Axes *a, const char *title, const char *xla
         a->py1 + 34, xlabel);
     out(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 %.1f %.1f)\">%s</text>\n",
         a->px0 - 52, (a->py0 + a->py1) / 2, a->px0 - 52, (a->py0 + a->py1) / 2, ylabel);
+    if (a->logy) {  // a tick at every power of ten inside the axis
+        for (int e = (int)ceil(log10(a->y0)); e <= (int)floor(log10(a->y1)); e++) {
+            double y = pow(10, e);
+            out(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%g</text>\n", a->px0 - 6,
+                ax_y(a, y) + 4, y);
+            out(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", a->px0, ax_y(a, y), a->px1,
+                ax_y(a, y));
+        }
+        return;
+    }
     for (int k = 0; k <= 4; k++) {  // five y ticks
         double y = a->y0 + (a->y1 - a->y0) * k / 4;
         out(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.3g</text>\n", a->px0 - 6, ax_y(a, y) + 4, y);
@@ -379,14 +392,14 @@ static int write_svg(const Sweep *s, char *err, size_t errlen) {
     char path[1200];
     Out o;
     if (!out_open(&o, s->dir, "sweep.svg", path, sizeof path, err, errlen)) return 0;
-    const double W = 900, H = 720;
+    const double W = 900, H = 740;
     out(&o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\""
         " font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
     out(&o, "<text x=\"82\" y=\"28\" font-size=\"17\" font-weight=\"bold\">Learning-rate sweep: %d learning rates from"
         " %.3g to %.3g%s%s</text>\n", s->grid.n, s->grid.lo, s->grid.hi, s->compare_key[0] ? ", variants of " : "",
         s->compare_key);
     // (a) final validation loss against lr, diverged runs at the initial loss (crosses)
-    Axes a = {s->grid.lo, s->grid.hi, INFINITY, -INFINITY, 82, 872, 80, 330, 1};
+    Axes a = {s->grid.lo, s->grid.hi, INFINITY, -INFINITY, 82, 872, 80, 330, 1, 0};
     for (int k = 0; k < s->n_runs; k++) {
         const SweepRun *r = &s->runs[k];
         if (!r->done) continue;
@@ -404,6 +417,11 @@ static int write_svg(const Sweep *s, char *err, size_t errlen) {
     for (int i = 0; i < s->grid.n; i++)
         out(&o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%.2g</text>\n",
             ax_x(&a, sweep_lr(&s->grid, i)), a.py1 + 16, sweep_lr(&s->grid, i));
+    double l0 = variant_loss0(s, 0);
+    if (isfinite(l0))
+        out(&o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"1,3\"/>"
+            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#666\">loss at initialisation %.3f</text>\n", a.px0,
+            ax_y(&a, l0), a.px1, ax_y(&a, l0), a.px0 + 6, ax_y(&a, l0) - 4, l0);
     for (int v = 0; v < s->nv; v++) {
         const char *dash = SWEEP_DASH[v % SWEEP_VARIANTS];
         out(&o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s%s%s points=\"", SWEEP_COLOR[v % SWEEP_VARIANTS],
@@ -432,17 +450,21 @@ static int write_svg(const Sweep *s, char *err, size_t errlen) {
     // (b) the max attention logit over training, one line per run: the colour of its variant,
     // lighter for a lower learning rate
     long last = 1;
-    Axes b = {0, 1, 0, -INFINITY, 82, 872, 420, 670, 0};
+    // a log axis: the logits of a high learning rate grow by orders of magnitude
+    Axes b = {0, 1, INFINITY, -INFINITY, 82, 872, 420, 670, 0, 1};
     for (int k = 0; k < s->n_runs; k++)
         for (int p = 0; p < s->runs[k].n_probes; p++) {
+            double x = s->runs[k].logit[p];
             if (s->runs[k].steps[p] > last) last = s->runs[k].steps[p];
-            if (isfinite(s->runs[k].logit[p]) && s->runs[k].logit[p] > b.y1) b.y1 = s->runs[k].logit[p];
+            if (isfinite(x) && x > 0 && x > b.y1) b.y1 = x;
+            if (isfinite(x) && x > 0 && x < b.y0) b.y0 = x;
         }
     b.x1 = (double)last;
-    if (!(b.y1 > 0)) b.y1 = 1;
-    b.y1 *= 1.05;
-    draw_frame(&o, &b, "(b) Max attention logit (scaled score before the softmax) over training", "step",
-               "max attention logit");
+    if (!(b.y0 < b.y1)) { b.y0 = 0.1; b.y1 = 10; }
+    b.y0 /= 1.2;
+    b.y1 *= 1.2;
+    draw_frame(&o, &b, "(b) Max attention logit (largest |scaled score| before the softmax) over training, log scale",
+               "step", "max attention logit");
     for (int k = 0; k <= 4; k++)
         out(&o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%ld</text>\n",
             ax_x(&b, (double)last * k / 4), b.py1 + 16, last * k / 4);
@@ -455,10 +477,11 @@ static int write_svg(const Sweep *s, char *err, size_t errlen) {
             SWEEP_COLOR[r->variant % SWEEP_VARIANTS], opacity, dash ? " stroke-dasharray=\"" : "", dash ? dash : "",
             dash ? "\"" : "");
         for (int p = 0; p < r->n_probes; p++)
-            if (isfinite(r->logit[p])) out(&o, "%.1f,%.1f ", ax_x(&b, (double)r->steps[p]), ax_y(&b, r->logit[p]));
+            if (isfinite(r->logit[p]) && r->logit[p] > 0)
+                out(&o, "%.1f,%.1f ", ax_x(&b, (double)r->steps[p]), ax_y(&b, r->logit[p]));
         out(&o, "\"><title>%s lr %.3g</title></polyline>\n", s->v[r->variant].name, r->lr);
     }
-    out(&o, "<text x=\"82\" y=\"705\" font-size=\"11\">(b): one line per run, darker for a higher learning rate;"
+    out(&o, "<text x=\"82\" y=\"728\" font-size=\"11\">(b): one line per run, darker for a higher learning rate;"
         " a diverged run's line ends where it stopped.</text>\n</svg>\n");
     return out_close(&o, path, err, errlen);
 }
