@@ -114,7 +114,7 @@ TEST_LIB := tests/page_check.c run/sweep_grid.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain bench bench-context bench-torch docs-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability bench bench-context bench-torch docs-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -313,6 +313,18 @@ demo-explain: all tools/gencorpus
 	./train configs/explain.json --train.overwrite=true --sample.tokens=0
 	./tools/gencorpus --seed 7 --bytes 300000 -o out/explain/heldout.txt
 	./sample out/explain/checkpoint.bin --explain --lines out/explain/heldout.txt --per-kind 1000
+
+# Past the scale (docs/scaling.md, "Past the scale: logit growth"): learning-rate sweeps of a
+# small model at lr 1e-3 .. 0.3, attn_scale sqrt with QK-norm none vs layernorm, then z-loss 1e-4
+# and attn_scale none without QK-norm, for the seeds 1337, 1 and 2, into out/stability/SEED/.
+# (Each sweep's sweep.csv and report.md are what docs/stability/SEED/ holds.)
+STABILITY_SWEEP = ./train configs/stability.json --sweep train.lr=1e-3..3e-1/6 --train.overwrite=true
+demo-stability: all
+	for seed in 1337 1 2; do \
+	  $(STABILITY_SWEEP) --compare model.qk_norm=none,layernorm --train.seed=$$seed --train.out_dir=out/stability/$$seed/qk && \
+	  $(STABILITY_SWEEP) --train.z_loss=1e-4 --train.seed=$$seed --train.out_dir=out/stability/$$seed/zloss && \
+	  $(STABILITY_SWEEP) --model.attn_scale=none --train.seed=$$seed --train.out_dir=out/stability/$$seed/unscaled || exit 1; \
+	done
 
 bench: all
 	@./train configs/bench_w1.json --bench=30
