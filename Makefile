@@ -315,15 +315,18 @@ demo-explain: all tools/gencorpus
 	./sample out/explain/checkpoint.bin --explain --lines out/explain/heldout.txt --per-kind 1000
 
 # Past the scale (docs/scaling.md, "Past the scale: logit growth"): learning-rate sweeps of a
-# small model at lr 1e-3 .. 0.3, attn_scale sqrt with QK-norm none vs layernorm, then z-loss 1e-4
-# and attn_scale none without QK-norm, for the seeds 1337, 1 and 2, into out/stability/SEED/.
-# (Each sweep's sweep.csv and report.md are what docs/stability/SEED/ holds.)
+# small model at lr 1e-3 .. 0.3 for the seeds 1337, 1 and 2, into out/stability/SEED/: attn_scale
+# sqrt vs none (scale/), then with attn_scale sqrt QK-norm none vs layernorm (qk/) and z-loss 1e-4
+# without QK-norm (zloss/), these two where the build has model.qk_norm and train.z_loss.
+# docs/stability/SEED/ holds each sweep's sweep.csv and report.md.
 STABILITY_SWEEP = ./train configs/stability.json --sweep train.lr=1e-3..3e-1/6 --train.overwrite=true
 demo-stability: all
 	for seed in 1337 1 2; do \
-	  $(STABILITY_SWEEP) --compare model.qk_norm=none,layernorm --train.seed=$$seed --train.out_dir=out/stability/$$seed/qk && \
-	  $(STABILITY_SWEEP) --train.z_loss=1e-4 --train.seed=$$seed --train.out_dir=out/stability/$$seed/zloss && \
-	  $(STABILITY_SWEEP) --model.attn_scale=none --train.seed=$$seed --train.out_dir=out/stability/$$seed/unscaled || exit 1; \
+	  $(STABILITY_SWEEP) --compare model.attn_scale=sqrt,none --train.seed=$$seed --train.out_dir=out/stability/$$seed/scale || exit 1; \
+	  if ./train --help | grep -q model.qk_norm; then \
+	    $(STABILITY_SWEEP) --compare model.qk_norm=none,layernorm --train.seed=$$seed --train.out_dir=out/stability/$$seed/qk && \
+	    $(STABILITY_SWEEP) --train.z_loss=1e-4 --train.seed=$$seed --train.out_dir=out/stability/$$seed/zloss || exit 1; \
+	  else echo "demo-stability: this build has no model.qk_norm: the qk/ and zloss/ sweeps are left out"; fi; \
 	done
 
 bench: all

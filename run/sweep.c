@@ -573,6 +573,14 @@ static long diverged_at(const char *log_path) {
     return step;
 }
 
+// The shortest of %.15g .. %.17g that reads back as x (0.3, not 0.29999999999999999).
+static void fmt_exact(char *buf, size_t n, const char *prefix, double x) {
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, n, "%s%.*g", prefix, digits, x);
+        if (strtod(buf + strlen(prefix), NULL) == x) return;
+    }
+}
+
 // Run k in a process of its own, its output in its train.log: fresh, or resumed from its
 // checkpoint. Returns the exit status (0, 1, or 128 + a signal).
 static int run_child(const Sweep *s, int k, int resume, const char *exe) {
@@ -589,8 +597,8 @@ static int run_child(const Sweep *s, int k, int resume, const char *exe) {
         argv[n++] = ckpt;
     } else {
         for (int i = 0; i < s->n_base; i++) argv[n++] = s->base_args[i];
-        snprintf(lr, sizeof lr, "--train.lr=%.17g", r->lr);
-        snprintf(min_lr, sizeof min_lr, "--train.min_lr=%.17g", r->lr * s->min_lr_ratio);
+        fmt_exact(lr, sizeof lr, "--train.lr=", r->lr);
+        fmt_exact(min_lr, sizeof min_lr, "--train.min_lr=", r->lr * s->min_lr_ratio);
         snprintf(out_dir, sizeof out_dir, "--train.out_dir=%s", r->dir);
         argv[n++] = lr;
         argv[n++] = min_lr;

@@ -1,9 +1,10 @@
 #!/bin/sh
 # tools/sweep-table.sh DIR: the figures of docs/scaling.md's section "Past the scale: logit
 # growth", read from the sweeps `make demo-stability` wrote for one seed and committed under
-# docs/stability/SEED/ (qk/: --compare model.qk_norm=none,layernorm; zloss/: train.z_loss 1e-4;
-# unscaled/: model.attn_scale none). One line "LABEL: numbers" per figure, in the form
-# tools/docs-check.sh reads (a "text" experiment):
+# docs/stability/SEED/ (scale/: --compare model.attn_scale=sqrt,none; qk/: --compare
+# model.qk_norm=none,layernorm; zloss/: train.z_loss 1e-4). One line "LABEL: numbers" per
+# figure, in the form tools/docs-check.sh reads (a "text" experiment), V the sweep's directory
+# and the variant ("scale sqrt", "qk layernorm"; a sweep without --compare: its directory alone):
 #   sensitivity V: S        the learning-rate sensitivity report.md states (the program's number)
 #   val loss V: L1 .. LN    the final validation loss at each learning rate of the grid (empty: diverged)
 #   max logit V: X1 .. XN   the max attention logit of each run
@@ -16,13 +17,13 @@
 # that, to the 4 decimals sweep.csv keeps.
 set -eu
 dir=$1
-for sweep in qk zloss unscaled; do
+for sweep in scale qk zloss; do
     d="$dir/$sweep"
     [ -f "$d/sweep.csv" ] || continue
     awk -F, -v sweep="$sweep" -v report="$d/report.md" '
         NR == 1 { next }
         {
-            v = (sweep == "qk") ? $1 : sweep
+            v = ($1 == "base") ? sweep : sweep " " $1
             if (!(v in n)) order[++nv] = v
             k = ++n[v]; loss0[v] = $9 + 0
             val[v, k] = $4; logit[v, k] = $7; ent[v, k] = $8
