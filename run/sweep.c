@@ -529,7 +529,7 @@ static int write_report(const Sweep *s, char *err, size_t errlen) {
             sweep_sensitivity(loss, s->grid.n, l0), l0, div);
     }
     out(&o, "\nFiles: sweep.csv (one row per finished run), sweep.svg ((a) final loss against the learning rate,"
-        " (b) the max attention logit over training), and each run's directory <variant>_lr<i>/ with its train.log.\n");
+        " (b) the max attention logit over training), and each run's directory <variant>_lr<i>/ with its run.log.\n");
     return out_close(&o, path, err, errlen);
 }
 
@@ -581,13 +581,13 @@ static void fmt_exact(char *buf, size_t n, const char *prefix, double x) {
     }
 }
 
-// Run k in a process of its own, its output in its train.log: fresh, or resumed from its
+// Run k in a process of its own, its output in its run.log: fresh, or resumed from its
 // checkpoint. Returns the exit status (0, 1, or 128 + a signal).
 static int run_child(const Sweep *s, int k, int resume, const char *exe) {
     const SweepRun *r = &s->runs[k];
     char err[1024], log_path[1400], lr[64], min_lr[64], out_dir[1400], ckpt[1400];
     if (!ensure_dir(r->dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-    snprintf(log_path, sizeof log_path, "%s/train.log", r->dir);
+    snprintf(log_path, sizeof log_path, "%s/run.log", r->dir);
     char **argv = xcalloc((size_t)s->n_base + 8, sizeof(char *), "a run's arguments");
     int n = 0;
     argv[n++] = (char *)exe;
@@ -677,7 +677,7 @@ static int run_sweep(Sweep *s, int resuming) {
         int code = run_child(s, k, resume, exe);
         double dt = now_seconds() - t0;
         char log_path[1400];
-        snprintf(log_path, sizeof log_path, "%s/train.log", r->dir);
+        snprintf(log_path, sizeof log_path, "%s/run.log", r->dir);
         if (code > 128 || g_sweep_signal) {
             write_outputs(s);
             fprintf(stderr, "\nsweep stopped in run %d of %d (%s, lr %.3g): the finished runs are kept. Resume with:\n"

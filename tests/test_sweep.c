@@ -330,7 +330,7 @@ static void test_sweep_stop_and_resume(void) {
     slurpf(after, sizeof after, "%s/out/sqrt_lr0/summary.json", g_dir);
     CHECK_MSG(strcmp(before, after) == 0, "a finished run was trained again");
     char log[65536];
-    slurpf(log, sizeof log, "%s/out/sqrt_lr1/train.log", g_dir);
+    slurpf(log, sizeof log, "%s/out/sqrt_lr1/run.log", g_dir);
     CHECK_MSG(strstr(log, "resum") != NULL, "run 3 did not resume from its checkpoint: %s", log);
     // the same numbers as the sweep never stopped
     char whole[8192], resumed[8192];
