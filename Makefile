@@ -110,11 +110,11 @@ TEST_SRC := $(sort $(wildcard tests/test_*.c))
 # file without its table fails to link).
 TEST_TABLES := $(patsubst tests/test_%.c,X(%),$(TEST_SRC))
 TEST_H := $(wildcard tests/*.h)
-TEST_LIB := tests/page_check.c
+TEST_LIB := tests/page_check.c run/sweep_grid.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -143,7 +143,7 @@ REPORT64_OBJ := $(REPORT:%.c=$(OBJDIR)/f64/%.o)
 # ./train: train.c (the modes) over run/args.c (the command line), run/run.c (one run's life),
 # run/bench.c (--bench), run/outdir.c (its output directory), run/stop.c (signals) and the
 # comparison's report (REPORT)
-TRAIN_SRC := train.c run/args.c run/run.c run/bench.c run/outdir.c run/stop.c $(REPORT) report/html.c
+TRAIN_SRC := train.c run/args.c run/run.c run/bench.c run/outdir.c run/stop.c run/sweep.c run/sweep_grid.c $(REPORT) report/html.c
 TRAIN_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/%.o)
 train: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
@@ -319,6 +319,21 @@ demo-explain: all tools/gencorpus
 	./train configs/explain.json --train.overwrite=true --sample.tokens=0 $(ARGS)
 	./tools/gencorpus --seed 7 --bytes 300000 -o out/explain/heldout.txt
 	./sample out/explain/checkpoint.bin --explain --lines out/explain/heldout.txt --per-kind $(or $(PER_KIND),1000)
+
+# Past the scale (docs/scaling.md, "Past the scale: logit growth"): learning-rate sweeps of a
+# small model at lr 1e-3 .. 0.3 for the seeds 1337, 1 and 2, into out/stability/SEED/: attn_scale
+# sqrt vs none (scale/), then with attn_scale sqrt QK-norm none vs layernorm (qk/) and z-loss 1e-4
+# without QK-norm (zloss/), these two where the build has model.qk_norm and train.z_loss.
+# docs/stability/SEED/ holds each sweep's sweep.csv and report.md.
+STABILITY_SWEEP = ./train configs/stability.json --sweep train.lr=1e-3..3e-1/6 --train.overwrite=true
+demo-stability: all
+	for seed in 1337 1 2; do \
+	  $(STABILITY_SWEEP) --compare model.attn_scale=sqrt,none --train.seed=$$seed --train.out_dir=out/stability/$$seed/scale || exit 1; \
+	  if ./train --help | grep -q model.qk_norm; then \
+	    $(STABILITY_SWEEP) --compare model.qk_norm=none,layernorm --train.seed=$$seed --train.out_dir=out/stability/$$seed/qk && \
+	    $(STABILITY_SWEEP) --train.z_loss=1e-4 --train.seed=$$seed --train.out_dir=out/stability/$$seed/zloss || exit 1; \
+	  else echo "demo-stability: this build has no model.qk_norm: the qk/ and zloss/ sweeps are left out"; fi; \
+	done
 
 bench: all
 	@./train configs/bench_w1.json --bench=$(or $(BENCH_STEPS),30)

@@ -1,6 +1,6 @@
 // train.c: the front door of ./train: the configuration (and the checkpoint a run resumes from),
 // the data, and the modes: training one run, or several side by side on the same batches
-// (--compare-scaling, --compare); timing steps (--bench, run/bench.c); a debug dump
+// (--compare-scaling, --compare), or a learning-rate sweep (--sweep, run/sweep.c); timing steps (--bench, run/bench.c); a debug dump
 // (--dump-state). The command line is read by run/args.c; one run's life (a step, evaluation,
 // checkpoints, the finish) is in run/run.c.
 #define _POSIX_C_SOURCE 200809L
@@ -31,6 +31,7 @@
 #include "run/run.h"           // one run's life: its step, evaluation, checkpoints, finish
 #include "run/safetensors.h"   // --init-from's model files
 #include "run/stop.h"          // stopping on a signal
+#include "run/sweep.h"         // --sweep
 
 #define ERRLEN RUN_ERRLEN
 #define BENCH_VOCAB 65
@@ -790,6 +791,13 @@ int main(int argc, char **argv) {
     // the command line, the configuration (from the checkpoint when resuming), the data
     Args args;
     train_parse_args(argc, argv, &args);
+    // a sweep (or the resume of one: --resume of its directory) runs each of its runs as a
+    // ./train process of its own (run/sweep.c)
+    if (args.sweep_spec || (args.resume_path && sweep_dir_is_sweep(args.resume_path))) {
+        int code = sweep_main(&args, argc, argv);
+        free(args.overrides);
+        return code;
+    }
     int training = !args.bench_steps && !args.dump_path;
     if (training) stop_install();  // --bench and --dump-state have nothing to save: a signal ends them
     char err[ERRLEN];

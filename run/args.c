@@ -108,6 +108,11 @@ static void print_usage(FILE *f) {
             "                        page, with the attention maps of every variant)\n"
             "  --compare-scaling     --compare model.attn_scale=sqrt,none, in scaled/ and unscaled/, with\n"
             "                        scaling.svg\n"
+            "  --sweep train.lr=A..B/N  train N log-spaced learning rates from A to B (with --compare: for\n"
+            "                        each variant; at most 16 runs), one after another from the same weights\n"
+            "                        on the same batches; writes sweep.csv, sweep.svg and report.md (the\n"
+            "                        learning-rate sensitivity); a stopped sweep resumes with\n"
+            "                        ./train --resume SWEEP_DIR\n"
             "  --bench=N             time N training steps on random tokens and print one 'bench' line\n"
             "  --dump-state FILE     run one forward/backward on the first batch and write a debug state\n"
             "                        (FILE - is standard output)\n"
@@ -147,6 +152,26 @@ static void print_version(void) {
     printf("MPI: %s\n", dist_describe());
 }
 
+// --sweep: its grid, its size with the comparison's variants, and the modes it cannot go with.
+// (--resume of a sweep's directory resumes it: that needs no --sweep.)
+static void check_sweep(const Args *a) {
+    char err[512];
+    SweepGrid g;
+    if (!sweep_parse(a->sweep_spec, &g, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    int nv = a->comparison ? a->comparison->n : 1;
+    if (g.n * nv > SWEEP_MAX_RUNS)
+        die(EXIT_USAGE, "--sweep %s with %d variants is %d runs: at most %d in all (fewer points or variants)",
+            a->sweep_spec, nv, g.n * nv, SWEEP_MAX_RUNS);
+    if (a->comparison && (strcmp(a->comparison->key, "train.lr") == 0 || strcmp(a->comparison->key, "train.min_lr") == 0))
+        die(EXIT_USAGE, "--sweep sets train.lr and train.min_lr of every run: --compare %s cannot go with it", a->comparison->key);
+    if (a->resume_path)
+        die(EXIT_USAGE, "--sweep starts a new sweep: it cannot be combined with --resume '%s' (a stopped sweep resumes"
+            " with ./train --resume SWEEP_DIR alone)", a->resume_path);
+    if (a->bench_steps || a->dump_path || a->init_path)
+        die(EXIT_USAGE, "--sweep trains runs from a config: it cannot be combined with %s",
+            a->bench_steps ? "--bench" : a->dump_path ? "--dump-state" : "--init-from");
+}
+
 void train_parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
     command_line_text(a->command, sizeof a->command, "./train", argc, argv);
@@ -160,6 +185,7 @@ void train_parse_args(int argc, char **argv, Args *a) {
             a->comparison = v ? parse_compare(v) : &COMPARE_SCALING;
             continue;
         }
+        if ((v = option_value(argc, argv, &i, "--sweep"))) { option_once("--sweep", v); a->sweep_spec = v; continue; }
         if ((v = option_value(argc, argv, &i, "--resume"))) { option_once("--resume", v); a->resume_path = v; continue; }
         if ((v = option_value(argc, argv, &i, "--init-from"))) { option_once("--init-from", v); a->init_path = v; continue; }
         if ((v = option_value(argc, argv, &i, "--vocab-from"))) { option_once("--vocab-from", v); a->vocab_text = v; continue; }
@@ -187,6 +213,7 @@ void train_parse_args(int argc, char **argv, Args *a) {
         if (a->config_path) die(EXIT_USAGE, "more than one config file given: '%s' and '%s'", a->config_path, arg);
         a->config_path = arg;
     }
+    if (a->sweep_spec) check_sweep(a);
     if (a->resume_path && a->config_path) die(EXIT_USAGE, "give either a config file or --resume, not both");
     if (a->resume_path && a->comparison)
         die(EXIT_USAGE, "--resume cannot be combined with a comparison (each variant resumes on its own)");

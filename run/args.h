@@ -4,6 +4,7 @@
 #define RUN_ARGS_H
 
 #include "run/run.h"  // Variant, MAX_VARIANTS: a comparison's runs
+#include "run/sweep.h"  // the grid of --sweep
 
 // Runs trained side by side from the same initial weights on the same batches, each variant
 // a name (its directory under out_dir) and config overrides.
@@ -17,7 +18,7 @@ typedef struct {
 } Comparison;
 
 // What the command line asks for.
-typedef struct {
+typedef struct Args {
     const char *config_path;
     const char *resume_path;
     const char *init_path;         // --init-from: a new run's first weights
@@ -26,6 +27,7 @@ typedef struct {
     int bench_steps;
     int rewind;                    // --rewind: resume an older checkpoint over its directory's later one
     const Comparison *comparison;  // --compare-scaling or --compare; NULL = one run
+    const char *sweep_spec;        // --sweep train.lr=A..B/N (run/sweep.h); NULL = no sweep
     int n_overrides;
     const char **overrides;
     char command[2048];            // the command line, as report.html names it

@@ -1403,6 +1403,8 @@ static void test_docs_list_every_output_column(void) {
     CHECK(run("./train %s/cfg.json --sample.tokens=0", g_dir) == 0);
     CHECK(run("./train %s/cfg.json --sample.tokens=0 --train.out_dir=%s/cmp --compare train.lr=1e-3,2e-3", g_dir,
               g_dir) == 0);
+    CHECK(run("./train %s/cfg.json --sample.tokens=0 --train.out_dir=%s/sweep --sweep train.lr=1e-3..2e-3/2", g_dir,
+              g_dir) == 0);
     static char doc[131072];
     slurp("docs/FORMAT.md", doc, sizeof doc);
     const char *readme = strstr(doc, "\n## What a run writes\n");  // the table of a run's files
@@ -1412,6 +1414,7 @@ static void test_docs_list_every_output_column(void) {
         {"metrics.csv", "out/metrics.csv", 0},
         {"attention.csv", "out/attention.csv", 0},
         {"compare.csv", "cmp/compare.csv", 0},
+        {"sweep.csv", "sweep/sweep.csv", 0},
         {"summary.json", "out/summary.json", 1},
     };
     for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++) {

@@ -258,7 +258,8 @@ static void test_docs_check_catches_a_missing_line(void) {
 static const char *const PATH_EXT[] = {".c", ".h", ".md", ".json", ".txt", ".py", ".sh", ".svg", ".html", ".csv"};
 // the files a run writes in its out_dir and in each variant's directory
 static const char *const RUN_OUTPUTS[] = {"metrics.csv", "attention.csv", "compare.csv", "report.md", "report.html",
-                                          "scaling.svg", "compare.svg", "summary.json", "checkpoint.bin"};
+                                          "scaling.svg", "compare.svg", "summary.json", "checkpoint.bin", "sweep.csv",
+                                          "sweep.svg", "sweep.json", "sweep_diverged.txt", "run.log"};
 // the files of other projects that the docs cite by name
 static const char *const ELSEWHERE[] = {
     "model.py",      // nanoGPT's model, which loads an exported safetensors file (README)
