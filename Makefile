@@ -250,6 +250,7 @@ run: all
 # One runner, one closing line: the float32 suite also runs the float64 build's numeric tests.
 test: all tools/gencorpus build/train-test build/sample-test tests/run_tests tests/run_tests64 mpi-test-build
 	./tests/run_tests
+	sh tools/web-check.sh
 
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (binaries included)
 test-asan:

@@ -4,6 +4,7 @@
 // kernels, data code and RNG are the native sources, compiled to wasm32 with 128-bit SIMD.
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,12 @@
 #include "base/rng.h"
 #include "model.h"
 
+// exported to the page's script under its own name; a plain function natively (tools/web_native.c)
+#ifdef __wasm__
 #define EXPORT(name) __attribute__((export_name(name)))
+#else
+#define EXPORT(name)
+#endif
 
 // One trained variant (the page's compare mode runs two from the same init on the same batches).
 typedef struct {
@@ -113,7 +119,7 @@ static double train_on(Variant *w) {
     if (!isfinite(loss) || !isfinite(norm)) return loss;
     if (norm > 1.0) gpt_scale_grads(&w->m, (real)(1.0 / norm));
     w->step++;
-    gpt_adamw_update(&w->m, lr, 0.9, 0.95, 1e-8, 0.1, w->step);
+    gpt_adamw_update(&w->m, lr, 0.9, 0.99, 1e-8, 0.1, w->step);
     return loss;
 }
 
