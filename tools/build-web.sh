@@ -14,6 +14,10 @@ if ! probe; then
         echo "make web: could not install the wasm32 toolchain; install clang, lld, wasi-libc and libclang-rt-14-dev-wasm32" >&2; exit 1; }
     probe || { echo "make web: $WCC cannot link for wasm32-wasi after installing" >&2; exit 1; }
 fi
+# the sources the page is built from; their hash is recorded in the page (tools/web-check.sh
+# compares it with docs/playground.html's, so the committed copy cannot fall behind)
+HASHED="base/*.h base/common.c base/rng.c base/data.c kernels/*.h kernels/matmul.c kernels/peak.c kernels/attention_engine.c attention.h attention.c attention_stats.c model.h model.c web/web_main.c web/playground.in.html data/default.txt tools/build-web.sh"
+[ "$1" = --hash ] && { cat $HASHED | sha256sum | cut -c1-64; exit 0; }
 SRC="base/common.c base/rng.c base/data.c kernels/matmul.c kernels/peak.c kernels/attention_engine.c attention.c attention_stats.c model.c web/web_main.c"
 mkdir -p build/web
 wasm=build/web/playground.wasm
@@ -27,6 +31,7 @@ base64 -w0 "$wasm" > build/web/wasm.b64
 base64 -w0 data/default.txt > build/web/corpus.b64
 awk '$0 == "@WASM@" { while ((getline l < "build/web/wasm.b64") > 0) print l; next }
      $0 == "@CORPUS@" { while ((getline l < "build/web/corpus.b64") > 0) print l; next }
-     { print }' web/playground.in.html > "$out.tmp"
+     $0 == "@HASH@" { print "<meta name=\"source-hash\" content=\"" hash "\">"; next }
+     { print }' hash="$(cat $HASHED | sha256sum | cut -c1-64)" web/playground.in.html > "$out.tmp"
 mv "$out.tmp" "$out"
 echo "$out: $(wc -c < "$out") bytes" >&2

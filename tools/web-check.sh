@@ -6,6 +6,13 @@
 # to 1e-5 relative. Skips, with a message and status 0, without clang's wasm32 target or node.
 set -e
 steps=${1:-10}
+# the committed page: built from the sources as they are now (make web, then copy it to docs/)
+want=$(sh tools/build-web.sh --hash)
+have=$(sed -n 's/.*<meta name="source-hash" content="\([0-9a-f]*\)">.*/\1/p' docs/playground.html 2>/dev/null)
+if [ "$want" != "$have" ]; then
+    echo "web-check: FAIL: docs/playground.html was built from other sources (hash ${have:-none}, the sources' $want): run make web && cp web/playground.html docs/"; exit 1
+fi
+echo "web-check: ok: docs/playground.html is built from the current sources"
 WCC=${WCC:-clang}
 if ! printf '#include <stdio.h>\nint main(void){return 0;}' | $WCC --target=wasm32-wasi -x c - -o /dev/null >/dev/null 2>&1; then
     echo "web-check: SKIPPED: no wasm32 toolchain (make web installs clang lld wasi-libc libclang-rt-14-dev-wasm32)"; exit 0
