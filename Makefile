@@ -114,7 +114,7 @@ TEST_LIB := tests/page_check.c run/sweep_grid.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall
+.PHONY: all deps web mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -226,6 +226,14 @@ test-browser: lab train sample tests/browser_test
 	@if sh tools/ensure-chromium.sh; then ./tests/browser_test; \
 	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
 
+# The attention playground (web/playground.html): the trainer's sources and web/web_main.c compiled
+# to one wasm32 module, embedded in one page with its script (tools/build-web.sh installs clang's
+# wasm32 target, lld and wasi-libc when they are missing). The native build does not need them.
+WEB_SRC := base/common.c base/rng.c base/data.c $(KERNELS) attention.c attention_stats.c model.c web/web_main.c
+web: web/playground.html
+web/playground.html: $(WEB_SRC) $(CORE_H) web/playground.in.html data/default.txt tools/build-web.sh
+	sh tools/build-web.sh $@
+
 # The chaos test (its own target; CI runs it): SIGKILL, SIGTERM and SIGINT at random moments in
 # every phase of ./train, the run directories moved or copied before each resume, two trainers on
 # one out_dir, a real divergence (tests/chaos.c).
@@ -243,6 +251,7 @@ run: all
 # One runner, one closing line: the float32 suite also runs the float64 build's numeric tests.
 test: all tools/gencorpus build/train-test build/sample-test tests/run_tests tests/run_tests64 mpi-test-build
 	./tests/run_tests
+	sh tools/web-check.sh
 
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (binaries included)
 test-asan:

@@ -30,6 +30,8 @@
 #define VEC_BYTES 32
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #define VEC_BYTES 16
+#elif defined(__wasm_simd128__) && !defined(REAL_DOUBLE)
+#define VEC_BYTES 16
 #else
 #define VEC_BYTES 0
 #endif
@@ -40,6 +42,9 @@
 #endif
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
+#endif
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
 #endif
 
 // Which instructions the vectors compile to, for --version and the bench line.
@@ -53,6 +58,8 @@
 #define VEC_ISA "neon"
 #elif VEC_BYTES == 16 && defined(__FMA__)
 #define VEC_ISA "sse+fma"
+#elif VEC_BYTES == 16 && defined(__wasm_simd128__)
+#define VEC_ISA "wasm simd128 (multiply and add rounded apart)"
 #elif VEC_BYTES == 0
 #define VEC_ISA "portable C"
 #else
@@ -105,6 +112,14 @@ static inline vreal vmax(vreal a, vreal b) { return (vreal)vmaxq_f32((float32x4_
 static inline vreal vset1(real x) { return (vreal)vdupq_n_f64(x); }
 static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)vfmaq_f64((float64x2_t)c, (float64x2_t)a, (float64x2_t)b); }
 static inline vreal vmax(vreal a, vreal b) { return (vreal)vmaxq_f64((float64x2_t)a, (float64x2_t)b); }
+#elif VEC_BYTES == 16 && defined(__wasm_simd128__)
+// WebAssembly's 128-bit SIMD has no fused multiply-add (only the relaxed-simd proposal, whose
+// rounding is left to the engine): vfma rounds the product and the sum apart, the same in every
+// browser; smadd matches it (VEC_SCALAR_FUSED is 0). vmax is pmax(b, a) = (a > b ? a : b), the
+// x86 maxps rule.
+static inline vreal vset1(real x) { return (vreal)wasm_f32x4_splat(x); }
+static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)wasm_f32x4_add(wasm_f32x4_mul((v128_t)a, (v128_t)b), (v128_t)c); }
+static inline vreal vmax(vreal a, vreal b) { return (vreal)wasm_f32x4_pmax((v128_t)b, (v128_t)a); }
 #elif VEC_BYTES == 16 && !defined(REAL_DOUBLE)
 static inline vreal vset1(real x) { return (vreal)_mm_set1_ps(x); }
 static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c); }

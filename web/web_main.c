@@ -1,0 +1,161 @@
+// web/web_main.c: the page's entry points into the trainer (web/playground.html runs them in a Web
+// Worker). The web build's only difference from the native one lives here: one thread (no
+// OpenMP), the text and checkpoints passed through memory instead of files. The model, attention,
+// kernels, data code and RNG are the native sources, compiled to wasm32 with 128-bit SIMD.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "base/data.h"
+#include "base/rng.h"
+#include "model.h"
+
+// exported to the page's script under its own name; a plain function natively (tools/web_native.c)
+#ifdef __wasm__
+#define EXPORT(name) __attribute__((export_name(name)))
+#else
+#define EXPORT(name)
+#endif
+
+// One trained variant (the page's compare mode runs two from the same init on the same batches).
+typedef struct {
+    GPT m;
+    int built;
+    long step;  // AdamW updates made
+} Variant;
+
+static Dataset ds;
+static int have_data;
+static Variant var[2];
+static int B = 8, T = 64;
+static Rng batch_rng;
+static int *bx, *by;
+static double lr = 1e-3;
+static char msg[256];
+
+EXPORT("pg_alloc") void *pg_alloc(int n) { return malloc((size_t)n); }
+EXPORT("pg_free") void pg_free(void *p) { free(p); }
+EXPORT("pg_message") const char *pg_message(void) { return msg; }
+
+// Text (UTF-8, n bytes) -> the character vocabulary and tokens, the last 10% held out for
+// validation. Both splits need block + 1 tokens; returns 0 with the reason in pg_message().
+EXPORT("pg_set_text") int pg_set_text(const unsigned char *bytes, int n, int block) {
+    uint32_t *cps = NULL;
+    size_t ncp = 0, bad = 0;
+    if (!utf8_decode(bytes, (size_t)n, &cps, &ncp, &bad)) {
+        snprintf(msg, sizeof msg, "the text is not UTF-8: invalid byte sequence at offset %zu (a binary file?)", bad);
+        return 0;
+    }
+    size_t n_train = (size_t)((double)ncp * 0.9);
+    if (n_train < (size_t)block + 1 || ncp - n_train < (size_t)block + 1) {
+        snprintf(msg, sizeof msg, "the text has %zu characters; with block size %d it needs at least %zu", ncp, block,
+                 (size_t)(block + 1) * 10 + 1);
+        free(cps);
+        return 0;
+    }
+    Dataset d = {0};
+    vocab_build(&d.vocab, cps, ncp);
+    d.tokens = malloc(ncp * sizeof(int));
+    for (size_t i = 0; i < ncp; i++) d.tokens[i] = vocab_lookup(&d.vocab, cps[i]);
+    d.n_tokens = ncp;
+    d.n_train = n_train;
+    free(cps);
+    if (have_data) dataset_free(&ds);
+    ds = d;
+    have_data = 1;
+    return d.vocab.vocab_size;
+}
+
+// Build both variants from one seed: the same initial weights, attention scale scale[v] (< 0:
+// 1/sqrt(head size)), the mask (0 causal, 1 zero, 2 none) and softmax axis (0 keys, 1 queries).
+// Returns the parameter count, or 0 with the reason in pg_message().
+EXPORT("pg_init") long pg_init(int n_layer, int n_head, int n_embd, int block, int batch, double learning_rate,
+                                unsigned seed, double scale0, double scale1, int mask, int axis) {
+    if (!have_data) { snprintf(msg, sizeof msg, "no text loaded"); return 0; }
+    if (n_embd % n_head) { snprintf(msg, sizeof msg, "n_embd %d is not a multiple of n_head %d", n_embd, n_head); return 0; }
+    ModelDims d = {ds.vocab.vocab_size, block, n_layer, n_head, n_embd};
+    size_t n_params = 0, bytes = gpt_memory_bytes(&d, batch, block, &n_params);
+    // the page's memory: wasm32 addresses 4 GiB; two variants must fit well below that
+    if (bytes == 0 || bytes > (size_t)512 << 20) {
+        snprintf(msg, sizeof msg, "this preset needs %zu MiB per variant; the page allows 512 MiB", bytes >> 20);
+        return 0;
+    }
+    for (int v = 0; v < 2; v++) {
+        if (var[v].built) gpt_free(&var[v].m);
+        var[v].built = 0;
+    }
+    B = batch, T = block, lr = learning_rate;
+    free(bx), free(by);
+    bx = malloc((size_t)B * T * sizeof(int));
+    by = malloc((size_t)B * T * sizeof(int));
+    double hd = (double)n_embd / n_head;
+    for (int v = 0; v < 2; v++) {
+        double s = v ? scale1 : scale0;
+        AttnSetup a = attention_causal((real)(s < 0 ? 1.0 / sqrt(hd) : s));
+        a.spec.mask = (AttnMask)mask;
+        a.spec.axis = (SoftmaxAxis)axis;
+        if (!a.impl->supports(&a.spec)) a.impl = &attention_definition;
+        gpt_build(&var[v].m, &d, a, B, T);
+        Rng r;
+        rng_seed(&r, seed);
+        gpt_init(&var[v].m, INIT_GPT2, &r);
+        var[v].m.collect_stats = 1;
+        var[v].built = 1;
+        var[v].step = 0;
+    }
+    rng_seed(&batch_rng, (uint64_t)seed + 1);
+    return (long)n_params;
+}
+
+// One training step of variant v on batch x,y: loss, backward, clip at 1, AdamW.
+static double train_on(Variant *w) {
+    double loss = gpt_forward(&w->m, bx, by, B, T);
+    gpt_zero_grad(&w->m);
+    gpt_backward(&w->m);
+    double norm = gpt_grad_norm(&w->m);
+    if (!isfinite(loss) || !isfinite(norm)) return loss;
+    if (norm > 1.0) gpt_scale_grads(&w->m, (real)(1.0 / norm));
+    w->step++;
+    gpt_adamw_update(&w->m, lr, 0.9, 0.99, 1e-8, 0.1, w->step);
+    return loss;
+}
+
+static double losses[2];
+// One step of both variants (n = 1 or 2) on the same batch; pg_loss(v) reads each loss.
+EXPORT("pg_step") int pg_step(int n) {
+    if (!var[0].built) return 0;
+    sample_batch(&ds, 0, &batch_rng, B, T, bx, by);
+    for (int v = 0; v < n && v < 2; v++) losses[v] = train_on(&var[v]);
+    return 1;
+}
+EXPORT("pg_loss") double pg_loss(int v) { return losses[v & 1]; }
+
+// Mean validation loss of variant v over k batches drawn from a fixed seed (the same windows each call).
+EXPORT("pg_val_loss") double pg_val_loss(int v, int k) {
+    Rng r;
+    rng_seed(&r, 12345);
+    double s = 0;
+    for (int i = 0; i < k; i++) {
+        sample_batch(&ds, 1, &r, B, T, bx, by);
+        s += gpt_forward(&var[v & 1].m, bx, by, B, T);
+    }
+    return s / k;
+}
+
+// The last forward's peakedness per (layer, head): mean normalised entropy and mean max weight.
+EXPORT("pg_entropy") double pg_entropy(int v, int lh) {
+    const AttnStats *a = &var[v & 1].m.attn_stats[lh];
+    return a->rows > 0 ? a->entropy_norm / a->rows : NAN;
+}
+EXPORT("pg_max_weight") double pg_max_weight(int v, int lh) {
+    const AttnStats *a = &var[v & 1].m.attn_stats[lh];
+    return a->rows > 0 ? a->max_weight / a->rows : NAN;
+}
+// The softmax's gradient gain of (layer, head): ||dL/dS|| / ||dL/dP||.
+EXPORT("pg_grad_gain") double pg_grad_gain(int v, int lh) {
+    const AttnStats *a = &var[v & 1].m.attn_stats[lh];
+    return a->dp_sumsq > 0 ? sqrt(a->ds_sumsq / a->dp_sumsq) : NAN;
+}
