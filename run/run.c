@@ -498,7 +498,7 @@ int run_sample(Run *r, const Vocab *vocab, char **text) {
         size_t len = 0;
         FILE *out = text ? open_memstream(&buf, &len) : NULL;
         int n = generate_until(&r->model, vocab, prompt, n_prompt, c->sample_tokens, c->sample_temperature,
-                               c->sample_top_k, &srng, out ? out : stdout, &g_stop_signal);
+                               c->sample_top_k, CONTEXT_CROP, &srng, out ? out : stdout, &g_stop_signal);
         if (out) {
             fclose(out);
             fputs(buf, stdout);
