@@ -114,7 +114,7 @@ TEST_LIB := tests/page_check.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall
+.PHONY: all deps mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain explain-model bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -319,6 +319,16 @@ demo-explain: all tools/gencorpus
 	./train configs/explain.json --train.overwrite=true --sample.tokens=0 $(ARGS)
 	./tools/gencorpus --seed 7 --bytes 300000 -o out/explain/heldout.txt
 	./sample out/explain/checkpoint.bin --explain --lines out/explain/heldout.txt --per-kind $(or $(PER_KIND),1000)
+
+# The explanation lesson in minutes (docs/EXPLAIN.md): a model of the corpus's copy lines alone
+# (configs/explain_quick.json, data/copy.txt from tools/gencorpus), which learns to copy, then
+# --explain on a copy prompt whose second half it predicts.
+data/copy.txt: | tools/gencorpus
+	./tools/gencorpus --seed 11 --bytes 1500000 -o $@.tmp && grep '^copy: ' $@.tmp > $@ && rm -f $@.tmp
+
+explain-model: all data/copy.txt
+	./train configs/explain_quick.json --train.overwrite=true $(ARGS)
+	./sample out/explain_quick/checkpoint.bin --explain --prompt "copy: abc | abc"
 
 bench: all
 	@./train configs/bench_w1.json --bench=$(or $(BENCH_STEPS),30)
