@@ -741,6 +741,69 @@ static int row_cells(const char *sec, const char *key, double *v, int max) {
     return n;
 }
 
+// A script added to a copy of the explain page: after layout, the window's width, whether the
+// page is wider, and how many of the legend's entries reach outside the window.
+static const char *const EXPLAIN_MEASURE_SCRIPT =
+    "<script>window.addEventListener('load',function(){var d=document.documentElement,W=d.clientWidth,out=0;"
+    "[].forEach.call(document.querySelectorAll('.legend>span'),function(s){var r=s.getBoundingClientRect();"
+    "if(r.right>W+1||r.left<-1||r.width<1)out++;});parent.postMessage('width='+W+' overflow='+"
+    "(d.scrollWidth>W+1?1:0)+' legend_out='+out,'*');});</script>\n";
+
+// The explain page's evidence and layout: every step carries the caveat, no step's title says
+// "predicts" (the target is the next character, the model's guess is named apart), the legend
+// words the mark "leave-one-out disagrees", the agreement table and its takeaway are there; at
+// 390x844 and 1280x800 (the last step shown) nothing is wider than the window and every legend
+// entry lies inside it.
+static void check_explain_layout(const char *page, int n) {
+    char *html = slurp(page);
+    const char *tail = html ? strstr(html, "</body>") : NULL;
+    char why[512] = "";
+    if (!tail) snprintf(why, sizeof why, "cannot read %.300s", page);
+    else if (count_str(html, "<p class=\"caveat\">") != n)
+        snprintf(why, sizeof why, "%d steps carry the caveat, of %d", count_str(html, "<p class=\"caveat\">"), n);
+    else if (strstr(html, "predicts &#39;")) snprintf(why, sizeof why, "a title says \"predicts '\"");
+    else if (count_str(html, "; next character &#39;") != 2 * n || count_str(html, "the model&#39;s top guess") < n)
+        snprintf(why, sizeof why, "%d titles name the next character, of %d", count_str(html, "; next character &#39;") / 2, n);
+    else if (!strstr(html, "leave-one-out disagrees")) snprintf(why, sizeof why, "the legend has no \"leave-one-out disagrees\"");
+    else if (!strstr(html, "id=\"agreement\"") || !strstr(html, "<tr data-measure=\"uniform\"") ||
+             !strstr(html, "class=\"takeaway\""))
+        snprintf(why, sizeof why, "no agreement table with the uniform baseline and a takeaway");
+    result(!why[0], "explain: every step has the caveat and a title naming the next character and the model's top "
+           "guess; the legend says \"leave-one-out disagrees\"; the agreement table and its takeaway%s%s",
+           why[0] ? ": " : "", why);
+    if (!tail) { free(html); return; }
+    char copy_path[1300], frame[1300];
+    snprintf(copy_path, sizeof copy_path, "%s/explain_measure.html", g_abs);
+    char *copy = malloc(strlen(html) + strlen(EXPLAIN_MEASURE_SCRIPT) + 1);
+    memcpy(copy, html, (size_t)(tail - html));
+    strcpy(copy + (tail - html), EXPLAIN_MEASURE_SCRIPT);
+    strcat(copy, tail);
+    write_text(copy_path, copy);
+    free(copy);
+    free(html);
+    static const struct { int w, h; } views[2] = {{1280, 800}, {390, 844}};
+    for (int k = 0; k < 2; k++) {
+        int w = views[k].w, h = views[k].h;
+        char inner[64], url[1400], dom[1300];
+        snprintf(inner, sizeof inner, "explain_measure.html#step=%d", n);
+        snprintf(frame, sizeof frame, "%s/explain_frame.html", g_abs);
+        write_frame(frame, inner, w, h);
+        snprintf(url, sizeof url, "file://%s", frame);
+        snprintf(dom, sizeof dom, "%s/explain_measure_%dx%d.dom", g_abs, w, h);
+        int ok = chromium(url, w < 500 ? 500 : w, h, dom, NULL, NULL);
+        char *out = ok ? slurp(dom) : NULL;
+        const char *got = out ? strstr(out, "<pre id=\"measure\">") : NULL;
+        int width = -1, over = -1, legend_out = -1;
+        ok = got && sscanf(got, "<pre id=\"measure\">width=%d overflow=%d legend_out=%d", &width, &over, &legend_out) == 3 &&
+             width <= w && width >= w - 20 && over == 0 && legend_out == 0;
+        result(ok, "explain: in a frame of %dx%d at the last step the page is no wider than it and the legend lies "
+               "whole inside it (%d px inside the scroll bar, %d entries outside)%s%.80s", w, h, width, legend_out,
+               ok ? "" : ": ", ok ? "" : got ? got : "no measurement (did the script run?)");
+        free(out);
+        if (ok) unlink(dom);
+    }
+}
+
 // ./sample CKPT --explain --prompt P --html: opened at #step=N (1280x800, and the last step at
 // 390x844), exactly step N is shown, its attention and effect rows hold the --json numbers with
 // the page's 4 decimals, one cell of each row is boxed, no request left the file.
@@ -832,6 +895,7 @@ static void check_explain(void) {
         if (ok) unlink(dom);
         unlink(net);
     }
+    check_explain_layout(page, n);
     cJSON_Delete(json);
 }
 
