@@ -942,9 +942,18 @@ static void test_train_outputs_and_determinism(void) {
                  cJSON_IsNumber(gl) ? gl->valuedouble : -1, cJSON_IsNumber(gw) ? gw->valueint : -1,
                  cJSON_IsNumber(tf) ? tf->valuedouble : -1);
         CHECK_MSG(cJSON_IsNumber(gw) && gw->valueint == 8 && strstr(last, want), "last line: %s, expected %s", last, want);
-        // and on the evaluation lines
-        CHECK_MSG(strstr(g_out, "step    40: ") && strstr(strstr(g_out, "step    40: "), "(teacher-forced on the same 8 windows: "),
+        // and on the evaluation lines: in full with its meaning on the first (step 20), in short after
+        const char *e20 = strstr(g_out, "step    20: "), *e40 = strstr(g_out, "step    40: ");
+        const char *nl20 = e20 ? strchr(e20, '\n') : NULL, *nl40 = e40 ? strchr(e40, '\n') : NULL;
+        CHECK_MSG(e20 && nl20 && strstr(e20, "(teacher-forced on the same 8 windows: ") < nl20 &&
+                  strstr(e20, "(teacher-forced on the same 8 windows: ") &&
+                  strncmp(nl20 + 1, "  gen loss predicts each character from only the characters before it",
+                          strlen("  gen loss predicts each character from only the characters before it")) == 0,
                   "%s", g_out);
+        CHECK_MSG(e40 && nl40 && strstr(e40, ", gen loss ") < nl40 && strstr(e40, " (teacher-forced ") < nl40 &&
+                  (!strstr(e40, "on the same 8 windows: ") || strstr(e40, "on the same 8 windows: ") > nl40) && strstr(g_out, "  gen loss predicts") == nl20 + 1 &&
+                  !strstr(nl20 + 2, "  gen loss predicts"),
+                  "the evaluation after the first is not in short, or the meaning is repeated: %s", g_out);
         cJSON_Delete(sj);
     }
     CHECK(strstr(buf, "\"val_loss\"") && strstr(buf, "\"best_val_loss\"") && strstr(buf, "\"params\"") &&
@@ -1012,7 +1021,9 @@ static void test_train_outputs_and_determinism(void) {
     // with --resume: the checkpoint's weights, on the batch its next step would train on
     char dump2[256];
     snprintf(dump2, sizeof dump2, "%s/dump_resumed.bin", g_dir);
+    CHECK(strstr(g_out, "on the first training batch"));
     CHECK(run("./train --resume %s --dump-state %s", path, dump2) == 0);
+    CHECK_MSG(strstr(g_out, "on the next training batch (step 41's)") && !strstr(g_out, "first"), "%s", g_out);
     TFile f2, ck;
     CHECK(tfile_read(&f2, dump2, "TGPTDUMP", err, sizeof err));
     CHECK(tfile_read(&ck, path, "TGPTCKPT", err, sizeof err));
