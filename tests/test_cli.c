@@ -657,6 +657,35 @@ static void test_sample_options(void) {
     CHECK(run("./sample %s/run/checkpoint.bin --tokens 30 --temperature 0 --seed 2", g_dir) == 0);
     CHECK_MSG(strcmp(b, g_out) == 0, "greedy sampling depends on the seed");
     CHECK(run("./sample %s/run/checkpoint.bin --help", g_dir) == 0 && strstr(g_out, "--top-k") && !strstr(g_out, "[--top_k"));
+    // past block_size (64) greedy output is what --probs ranks first after the same text (both
+    // crop to the last 64 characters): a prompt of 62, then 4 characters, the last 3 past the block
+    const char *prompt = "the cat sat on the mat and the dog sat on the log by the door a";
+    char text[256], quoted[600];
+    // the output: the prompt, the 4 characters, a newline
+    CHECK(run("./sample %s/run/checkpoint.bin --prompt '%s' --tokens 4 --temperature 0", g_dir, prompt) == 0 &&
+          strlen(g_out) == strlen(prompt) + 5 && strncmp(g_out, prompt, strlen(prompt)) == 0);
+    snprintf(b, sizeof b, "%.4s", g_out + strlen(prompt));
+    for (int k = 1; k < 4; k++) {
+        snprintf(text, sizeof text, "%s%.*s", prompt, k, b);
+        size_t q = 0;  // the text single-quoted for the shell
+        for (const char *c = text; *c && q + 5 < sizeof quoted; c++) {
+            if (*c == '\'') { memcpy(quoted + q, "'\\''", 4); q += 4; }
+            else quoted[q++] = *c;
+        }
+        quoted[q] = 0;
+        CHECK(run("./sample %s/run/checkpoint.bin --prompt '%s' --probs 1", g_dir, quoted) == 0);
+        char want[8];
+        if (b[k] == '\n') snprintf(want, sizeof want, "'\\n'");
+        else snprintf(want, sizeof want, "'%c'", b[k]);
+        CHECK_MSG(strncmp(g_out, want, strlen(want)) == 0, "character %d past a %zu-character prompt: greedy '%c', "
+                  "--probs ranks first %.8s", k, strlen(prompt), b[k], g_out);
+    }
+    CHECK(run("./sample %s/run/checkpoint.bin --prompt '%s' --tokens 4 --temperature 0 --context restart", g_dir,
+              prompt) == 0 && strlen(g_out) == strlen(prompt) + 5);
+    expect_error(run("./sample %s/run/checkpoint.bin --context half", g_dir), 2, "--context",
+                 "'half' is not a context policy (expected crop or restart)");
+    expect_error(run("./sample %s/run/checkpoint.bin --explain --prompt ab --context crop", g_dir), 2, "--explain",
+                 "drop --context");
     cleanup();
 }
 
