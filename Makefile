@@ -114,7 +114,7 @@ TEST_LIB := tests/page_check.c run/sweep_grid.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps web mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall
+.PHONY: all deps web mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall explain-model
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -250,8 +250,8 @@ run: all
 
 # One runner, one closing line: the float32 suite also runs the float64 build's numeric tests.
 test: all tools/gencorpus build/train-test build/sample-test tests/run_tests tests/run_tests64 mpi-test-build
-	./tests/run_tests
 	sh tools/web-check.sh
+	./tests/run_tests
 
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (binaries included)
 test-asan:
@@ -343,6 +343,16 @@ demo-stability: all
 	    $(STABILITY_SWEEP) --train.z_loss=1e-4 --train.seed=$$seed --train.out_dir=out/stability/$$seed/zloss || exit 1; \
 	  else echo "demo-stability: this build has no model.qk_norm: the qk/ and zloss/ sweeps are left out"; fi; \
 	done
+
+# The explanation lesson in minutes (docs/EXPLAIN.md): a model of the corpus's copy lines alone
+# (configs/explain_quick.json, data/copy.txt from tools/gencorpus), which learns to copy, then
+# --explain on a copy prompt whose second half it predicts.
+data/copy.txt: | tools/gencorpus
+	./tools/gencorpus --seed 11 --bytes 1500000 -o $@.tmp && grep '^copy: ' $@.tmp > $@ && rm -f $@.tmp
+
+explain-model: all data/copy.txt
+	./train configs/explain_quick.json --train.overwrite=true $(ARGS)
+	./sample out/explain_quick/checkpoint.bin --explain --prompt "copy: abc | abc"
 
 bench: all
 	@./train configs/bench_w1.json --bench=$(or $(BENCH_STEPS),30)

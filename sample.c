@@ -21,7 +21,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: sample MODEL [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
+            "usage: sample MODEL [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S] [--context crop|restart]\n"
             "                     [--attention-map FILE.svg] [--probs N] [--export FILE.safetensors] [--vocab-from TEXT]\n"
             "       sample MODEL --explain --prompt TEXT [--json] [--html FILE] [--baseline C]\n"
             "       sample MODEL --explain --lines FILE [--per-kind N] [--baseline C]\n"
@@ -35,8 +35,11 @@ static void usage(FILE *f) {
             "--attention-map writes the attention weights of every layer and head for the prompt as\n"
             "labelled heatmaps in one SVG file (then no text is generated unless --tokens is given;\n"
             "FILE - writes the SVG to standard output). Each option is given at most once.\n"
-            "Generation keeps a key/value cache: each character costs one position's forward pass. The\n"
-            "context is the last block_size characters; when it is full it restarts from its last half.\n"
+            "Generation keeps a key/value cache: each character costs one position's forward pass while the\n"
+            "prompt and the output fit in block_size. Past that the context is the last block_size characters,\n"
+            "recomputed for every character (--context crop, the default: what --probs and nanoGPT's generate\n"
+            "see); --context restart instead restarts from the last block_size/2 characters when the window\n"
+            "is full (faster; the characters after a restart see fewer characters, so they may differ).\n"
             "A model trained with an attention mistake (model.attn_mask zero or none, model.softmax_axis\n"
             "queries) sees the future, so it recomputes its window for every character instead.\n"
             "--probs N prints the N most likely next characters after the prompt and their probabilities\n"
@@ -61,7 +64,7 @@ static void usage(FILE *f) {
 
 static const char *const OPTIONS[] = {"--prompt", "--tokens", "--temperature", "--top-k", "--seed", "--attention-map",
                                       "--export", "--vocab-from", "--probs", "--explain", "--json", "--html",
-                                      "--baseline", "--lines", "--per-kind"};
+                                      "--baseline", "--lines", "--per-kind", "--context"};
 // the options that take no value
 static int is_switch(const char *canon) { return !strcmp(canon, "--explain") || !strcmp(canon, "--json"); }
 
@@ -199,7 +202,8 @@ int main(int argc, char **argv) {
     const char *ckpt_path = NULL, *prompt = "\n", *map_path = NULL, *export_path = NULL, *vocab_text = NULL;
     const char *html_path = NULL, *baseline_text = NULL, *lines_path = NULL;
     int tokens = 500, top_k = 40, tokens_given = 0, n_probs = 0, prompt_given = 0, explain = 0, json = 0, per_kind = 1000;
-    int per_kind_given = 0;
+    int per_kind_given = 0, context_given = 0;
+    ContextPolicy policy = CONTEXT_CROP;
     double temperature = 0.8;
     long seed = 1337;
     for (int i = 1; i < argc; i++) {
@@ -244,6 +248,12 @@ int main(int argc, char **argv) {
             else if (!strcmp(canon, "--export")) export_path = v;
             else if (!strcmp(canon, "--probs")) n_probs = (int)flag_integer(name, v, 1, 0x110000);
             else if (!strcmp(canon, "--vocab-from")) vocab_text = v;
+            else if (!strcmp(canon, "--context")) {
+                if (!strcmp(v, "crop")) policy = CONTEXT_CROP;
+                else if (!strcmp(v, "restart")) policy = CONTEXT_RESTART;
+                else die(EXIT_USAGE, "%s: '%s' is not a context policy (expected crop or restart)", name, v);
+                context_given = 1;
+            }
             else map_path = v;
             continue;
         }
@@ -254,9 +264,10 @@ int main(int argc, char **argv) {
     if (!explain && (json || html_path || baseline_text || lines_path))
         die(EXIT_USAGE, "%s belongs to --explain (see --help)",
             json ? "--json" : html_path ? "--html" : baseline_text ? "--baseline" : "--lines");
-    if (explain && (map_path || tokens_given || export_path || n_probs))
+    if (explain && (map_path || tokens_given || export_path || n_probs || context_given))
         die(EXIT_USAGE, "--explain does not generate, draw maps, export or print odds: drop %s",
-            map_path ? "--attention-map" : tokens_given ? "--tokens" : export_path ? "--export" : "--probs");
+            map_path ? "--attention-map" : tokens_given ? "--tokens" : export_path ? "--export" :
+            n_probs ? "--probs" : "--context");
     if (explain && lines_path && (prompt_given || json || html_path))
         die(EXIT_USAGE, "--explain --lines measures a corpus file: drop %s",
             prompt_given ? "--prompt" : json ? "--json" : "--html");
@@ -334,7 +345,7 @@ int main(int argc, char **argv) {
         Rng rng;
         rng_seed(&rng, (uint64_t)seed);
         fputs(prompt, stdout);
-        generate(&m, &ck.vocab, ptoks, n_prompt, tokens, temperature, top_k, &rng, stdout);
+        generate_until(&m, &ck.vocab, ptoks, n_prompt, tokens, temperature, top_k, policy, &rng, stdout, NULL);
         fputc('\n', stdout);
     }
     free(ptoks);

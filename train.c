@@ -260,6 +260,7 @@ typedef struct {
     double wall0;                // when this process's training began
     double step_end[ETA_WINDOW]; // when the last steps ended (a ring), for the time left
     long n_step_ends;
+    int gen_explained;           // whether an evaluation line has explained gen loss (the first one does)
 } Session;
 
 // The runs, built, with their first weights: from the seed (every variant gets a copy) or from
@@ -600,11 +601,22 @@ static void report_step(Session *s, long done, int evaluated) {
             const Run *r = &s->runs[i];
             printf("step %5ld: %s%strain loss %.4f, val loss %.4f", done, r->variant ? r->variant : "",
                    r->variant ? " " : "", r->eval_train, r->eval_val);
-            if (isfinite(r->eval_gen))  // the honest loss, beside the teacher-forced one on the same windows
+            // the honest loss, beside the teacher-forced one on the same windows: in full on the
+            // first evaluation (with what it means, once), then in short
+            if (isfinite(r->eval_gen) && !s->gen_explained)
                 printf(", gen loss %.4f (teacher-forced on the same %d window%s: %.4f)", r->eval_gen,
                        r->eval_gen_windows, r->eval_gen_windows == 1 ? "" : "s", r->eval_gen_tf);
+            else if (isfinite(r->eval_gen))
+                printf(", gen loss %.4f (teacher-forced %.4f)", r->eval_gen, r->eval_gen_tf);
             printf("\n");
         }
+    if (evaluated && !s->gen_explained && isfinite(s->runs[0].eval_gen)) {
+        printf("  gen loss predicts each character from only the characters before it, as sampling does; the\n"
+               "  teacher-forced loss on the same %d window%s is the usual one (every position in one pass); a causal\n"
+               "  model gets the same value, a model that sees the future a lower teacher-forced one. Later lines:\n"
+               "  'gen loss G (teacher-forced T)'.\n", s->runs[0].eval_gen_windows, s->runs[0].eval_gen_windows == 1 ? "" : "s");
+        s->gen_explained = 1;
+    }
 }
 
 // Checkpoint the runs (all when `due`, else those with a postponed checkpoint). A run whose

@@ -304,10 +304,14 @@ static const char *const PAGE_CSS[] = {
 
 // Progressive enhancement: without the script every step is visible in order and the controls
 // stay hidden. The script shows one step, wires the buttons, the arrow keys and #step=N[&alt=1].
-// Play advances a step every PLAY_EVERY_MS and starts over after the last; Previous, Next, the
-// arrow keys and the sequence links pause it. A page opened without #step=N starts playing
-// unless the reader asked for reduced motion (prefers-reduced-motion: reduce); while it plays the
-// status line is not read out at every step (aria-live off).
+// Play shows each step for its reading time and starts over after the last: at HTML_READ_WPM
+// words a minute over the words of its prose (headings, paragraphs, captions, list items) and one
+// word per table row, and never less than data-every (HTML_PLAY_EVERY_MS); each step's time is
+// written on it as data-dur (ms) with data-words. The first step, too, stays on screen its time
+// before the loop moves on. Previous, Next, the arrow keys, the sequence links, any other key,
+// click, touch or wheel, and the pointer over the page's content pause it. A page opened without
+// #step=N starts playing unless the reader asked for reduced motion (prefers-reduced-motion:
+// reduce); while it plays the status line is not read out at every step (aria-live off).
 static const char *const PAGE_JS[] = {
     "(function(){\n",
     "'use strict';\n",
@@ -320,6 +324,11 @@ static const char *const PAGE_JS[] = {
     "var sw=document.getElementById('alt'),status=document.getElementById('status');\n",
     "var play=document.getElementById('play'),timer=null,every=parseInt(play.getAttribute('data-every'),10);\n",
     "var cur=1,alt=false;\n",
+    "steps.forEach(function(s){var w=0;[].forEach.call(s.querySelectorAll('h2,h3,p,li,figcaption,caption'),"
+    "function(e){w+=(e.textContent.match(/\\S+/g)||[]).length;});w+=s.querySelectorAll('tr').length;"
+    "s.setAttribute('data-words',w);s.setAttribute('data-dur',Math.max(every,Math.ceil(w*60000/" HTML_READ_WPM_STR ")));});\n",
+    "function dur(){return parseInt(steps[cur-1].getAttribute('data-dur'),10);}\n",
+    "function tick(){timer=setTimeout(function(){show(cur<n?cur+1:1,alt);tick();},dur());}\n",
     "document.documentElement.className='js';\n",
     "document.getElementById('controls').hidden=false;\n",
     "if(sw&&alts.length)sw.hidden=false;\n",
@@ -348,7 +357,7 @@ static const char *const PAGE_JS[] = {
     "window.addEventListener('resize',wide);\n",
     "function playing(on){\n",
     " if(on===(timer!==null))return;\n",
-    " if(on)timer=setInterval(function(){show(cur<n?cur+1:1,alt);},every);else{clearInterval(timer);timer=null;}\n",
+    " if(on)tick();else{clearTimeout(timer);timer=null;}\n",
     " play.setAttribute('aria-pressed',on?'true':'false');\n",
     " play.textContent=on?'\\u275a\\u275a Pause':'\\u25b6 Play';\n",
     " status.setAttribute('aria-live',on?'off':'polite');\n",
@@ -359,7 +368,12 @@ static const char *const PAGE_JS[] = {
     "if(sw)sw.addEventListener('click',function(){show(cur,!alt);});\n",
     "links.forEach(function(l){l.addEventListener('click',function(e){e.preventDefault();playing(false);"
     "show(parseInt(l.getAttribute('data-first'),10),alt);window.scrollTo(0,0);});});\n",
+    "function onplay(e){return e.target&&e.target.closest&&e.target.closest('#play');}\n",
+    "['pointerdown','wheel','touchstart'].forEach(function(t){document.addEventListener(t,function(e){"
+    "if(!onplay(e))playing(false);},{passive:true});});\n",
+    "var body=document.querySelector('main');if(body)body.addEventListener('mouseover',function(){playing(false);});\n",
     "document.addEventListener('keydown',function(e){\n",
+    " if(!onplay(e)&&['Shift','Control','Alt','Meta'].indexOf(e.key)<0)playing(false);\n",
     " if(e.altKey||e.ctrlKey||e.metaKey||e.shiftKey)return;\n",
     " var t=e.target&&e.target.tagName;if(t==='INPUT'||t==='TEXTAREA'||t==='SELECT')return;\n",
     " if(e.key==='ArrowRight'){playing(false);show(cur+1,alt);e.preventDefault();}\n",

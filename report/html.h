@@ -9,8 +9,8 @@
 // The file needs nothing but itself: inline CSS and a small plain script written here, a
 // Content-Security-Policy that forbids every network request, no external script, style sheet,
 // font or image. Without JavaScript every step is shown in order; with it, Previous / Next
-// buttons and the arrow keys move between steps, Play advances by itself every HTML_PLAY_EVERY_MS
-// and starts over after the last step (a page opened without #step=N plays from the start, unless
+// buttons and the arrow keys move between steps, Play advances by itself, each step shown for its
+// reading time (at least HTML_PLAY_EVERY_MS), and starts over after the last step (a page opened without #step=N plays from the start, unless
 // the reader prefers reduced motion), and FILE#step=N (1-based over the whole page, `&alt=1` to
 // switch ALT on) opens step N directly, paused.
 //
@@ -49,7 +49,9 @@ enum {
 };
 
 #define HTML_MAX_EXTRA 3  // extra columns per matrix (row sums, row maxima)
-#define HTML_PLAY_EVERY_MS 5000  // Play's time per step: a caption and its matrices read in a few seconds
+#define HTML_PLAY_EVERY_MS 5000  // Play's least time per step; a step with more text stays longer
+#define HTML_READ_WPM 200        // Play's reading pace: words a minute
+#define HTML_READ_WPM_STR "200"  // the same, for the page's script
 
 typedef struct HtmlPage HtmlPage;
 typedef struct HtmlStep HtmlStep;

@@ -123,15 +123,15 @@ static int *start_context(const int *prompt, int n_prompt, int n_tokens, int *n)
 
 void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
               double temperature, int top_k, Rng *rng, FILE *out) {
-    generate_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, NULL);
+    generate_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, CONTEXT_CROP, rng, out, NULL);
 }
 
 // generate_full_window's loop, stopping early once *stop is non-zero; returns the tokens written.
 static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens, double temperature,
                              int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop);
 
-int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
-                   double temperature, int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop) {
+int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens, double temperature,
+                   int top_k, ContextPolicy policy, Rng *rng, FILE *out, const volatile sig_atomic_t *stop) {
     // a model that sees the future (an attention mistake) has no valid cache: every position's
     // keys would change with the tokens after it. Recompute the window, as gen_loss does.
     if (!gpt_attention_is_causal(m))
@@ -153,10 +153,13 @@ int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int 
         if (++written == n_tokens) break;
         if (cache.len < Tmax) {
             gpt_decode_step(m, &cache, next, logits);
+        } else if (policy == CONTEXT_CROP) {
+            // the window is full. Position embeddings are absolute, so sliding it by one changes
+            // every cached key: recompute the last block_size tokens (the crop) in one prefill
+            gpt_prefill(m, &cache, ctx + n - Tmax, Tmax, logits);
         } else {
-            // the window is full. Position embeddings are absolute, so sliding it by one would
-            // change every cached key: instead restart from the last half window (one prefill
-            // per block_size/2 tokens keeps the cost per token constant)
+            // restart from the last half window (one prefill per block_size/2 tokens keeps the
+            // cost per token constant)
             int keep = Tmax / 2 > 0 ? Tmax / 2 : 1;
             gpt_prefill(m, &cache, ctx + n - keep, keep, logits);
         }

@@ -501,7 +501,7 @@ int run_sample(Run *r, const Vocab *vocab, char **text) {
         size_t len = 0;
         FILE *out = text ? open_memstream(&buf, &len) : NULL;
         int n = generate_until(&r->model, vocab, prompt, n_prompt, c->sample_tokens, c->sample_temperature,
-                               c->sample_top_k, &srng, out ? out : stdout, &g_stop_signal);
+                               c->sample_top_k, CONTEXT_CROP, &srng, out ? out : stdout, &g_stop_signal);
         if (out) {
             fclose(out);
             fputs(buf, stdout);
@@ -573,7 +573,11 @@ void run_dump_state(Run *r, const Dataset *ds, const char *path) {
     }
     if (!tw_commit(w, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     // with "-" the dump is standard output and the line goes to stderr
-    fprintf(strcmp(path, "-") == 0 ? stderr : stdout, "wrote %s: loss %.6f on the first training batch (%d x %d), %d tensors\n",
-            strcmp(path, "-") == 0 ? "the dump to standard output" : path, loss, B, T, m->n_tensors);
+    // the batch is the one the next step draws: step 1's in a new run, step N+1's after a checkpoint of step N
+    char which[64];
+    if (r->st.step > 0) snprintf(which, sizeof which, "the next training batch (step %ld's)", (long)r->st.step + 1);
+    else snprintf(which, sizeof which, "the first training batch");
+    fprintf(strcmp(path, "-") == 0 ? stderr : stdout, "wrote %s: loss %.6f on %s (%d x %d), %d tensors\n",
+            strcmp(path, "-") == 0 ? "the dump to standard output" : path, loss, which, B, T, m->n_tensors);
     free(x); free(y); free(logits);
 }

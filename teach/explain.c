@@ -364,6 +364,23 @@ static void token_text(const Vocab *v, int tok, char *buf) {
 
 #define MAX_NAMES 160
 
+int explain_learned(const Explain *e, double *mean_p) {
+    int k = e->n < EXPLAIN_LEARNED_ROWS ? e->n : EXPLAIN_LEARNED_ROWS;
+    double s = 0;
+    for (int t = e->n - k; t < e->n; t++) s += exp(e->logp[t]);
+    double mean = k > 0 ? s / k : 0;
+    if (mean_p) *mean_p = mean;
+    return mean >= EXPLAIN_LEARNED_P;
+}
+
+void explain_learned_line(const Explain *e, char *buf, size_t len) {
+    double mean;
+    if (explain_learned(e, &mean)) { buf[0] = 0; return; }
+    int k = e->n < EXPLAIN_LEARNED_ROWS ? e->n : EXPLAIN_LEARNED_ROWS;
+    snprintf(buf, len, EXPLAIN_NOT_LEARNED " (mean p(next) %.3f over the prompt's last %d characters, under %g)", mean,
+             k, EXPLAIN_LEARNED_P);
+}
+
 void explain_print(FILE *f, const Explain *e, const Vocab *v) {
     int n = e->n, L = e->L;
     char ch[16], nx[16], pr[16], bl[16];
@@ -371,6 +388,9 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
     snprintf(top_attn, sizeof top_attn, "attn_l%d", L - 1);
     snprintf(top_norm, sizeof top_norm, "norm_l%d", L - 1);
     token_text(v, e->baseline, bl);
+    char warn[256];
+    explain_learned_line(e, warn, sizeof warn);
+    if (warn[0]) fprintf(f, "%s\n\n", warn);
     fprintf(f, "Each row t predicts the character after it. Attention: layer %d's weights (mean over heads),\n"
                "the rollout through all layers, layer %d's norm-weighted attention. Effects on log p(next):\n"
                "leave-one-out (the character replaced by '%s'), knockout (the layer and key whose removal\n"
@@ -522,7 +542,12 @@ void explain_json(FILE *f, const Explain *e, const Vocab *v, const char *checkpo
     jstr(f, checkpoint);
     fprintf(f, ",\"n_layer\":%d,\"n_head\":%d,\"loo_baseline_char\":", L, NH);
     jtok(f, v, e->baseline);
-    fprintf(f, ",\"misattribution_threshold\":%g,\"tokens\":[", EXPLAIN_MISATTRIBUTION);
+    double mean_p;
+    int learned = explain_learned(e, &mean_p);
+    fprintf(f, ",\"learned\":%s,\"learned_mean_p\":", learned ? "true" : "false");
+    jnum(f, mean_p);
+    fprintf(f, ",\"learned_threshold\":%g,\"misattribution_threshold\":%g,\"tokens\":[", EXPLAIN_LEARNED_P,
+            EXPLAIN_MISATTRIBUTION);
     for (int i = 0; i <= n; i++) {
         if (i) fputc(',', f);
         jtok(f, v, e->tokens[i]);

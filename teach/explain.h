@@ -88,6 +88,18 @@ int explain_argmax(const double *x, int n, int abs);
 int explain_attention_names(int L, int NH, int per_head, char names[][EXPLAIN_NAME], int max);
 int explain_effect_names(int L, int NH, int per_head, char names[][EXPLAIN_NAME], int max);
 
+// Whether the model has learned the prompt: the mean of p(next) over the prompt's last
+// EXPLAIN_LEARNED_ROWS characters (each predicted from what comes before it; fewer in a shorter
+// prompt) is at least EXPLAIN_LEARNED_P. *mean_p (may be NULL) receives that mean. Below it the
+// explanation is of the model's mistakes, which every output says in one line (EXPLAIN_NOT_LEARNED).
+#define EXPLAIN_LEARNED_ROWS 3
+#define EXPLAIN_LEARNED_P 0.5
+int explain_learned(const Explain *e, double *mean_p);
+#define EXPLAIN_NOT_LEARNED "this model has not learned this prompt; the explanation is of its mistakes"
+// That line with its figures, e.g. "... mistakes (mean p(next) 0.06 over the last 3 characters,
+// under 0.5)", or "" when the model has learned the prompt. buf holds at least 160 bytes.
+void explain_learned_line(const Explain *e, char *buf, size_t len);
+
 // The terminal table: each row's prediction, its most attended and most effective positions,
 // then the agreement of every attention measure with every effect and of the effects with each
 // other (the ceiling).

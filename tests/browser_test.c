@@ -33,6 +33,7 @@
 #include <cjson/cJSON.h>
 
 #include "page_check.h"
+#include "report/html.h"  // HTML_PLAY_EVERY_MS, HTML_READ_WPM: the pace Play must keep
 
 static int g_passed = 0, g_failed = 0;
 static char g_out[512] = "build/browser";
@@ -296,30 +297,40 @@ static void check_navigation(const PageSpec *ps, const char *html, int n_steps, 
     free(out);
 }
 
-// A copy of the page with a script that presses Play on the second-to-last step and writes down,
-// every Play interval (data-every on the button) and a half, what is shown: "what|status|pressed".
-// Chromium runs the timers in virtual time (--virtual-time-budget), so nothing waits for real.
+// A copy of the page with a script that first writes down each step's time and words as the page
+// computed them (data-dur, data-words: "durs|D/W,..."), then presses Play on the second-to-last
+// step and writes down, halfway through each step's own time, what is shown ("what|status|pressed");
+// Next pauses it; Play again, then the pointer over the content pauses it too. Chromium runs the
+// timers in virtual time (--virtual-time-budget), so nothing waits for real.
 static const char *const PLAY_SCRIPT =
     "<script>(function(){var log=[],play=document.getElementById('play'),status=document.getElementById('status'),"
-    "every=parseInt(play.getAttribute('data-every'),10);"
+    "ss=[].slice.call(document.querySelectorAll('section.step')),n=ss.length,"
+    "D=ss.map(function(s){return parseInt(s.getAttribute('data-dur'),10);});"
+    "function d(k){return D[k-1];}"
     "function st(w){log.push(w+'|'+status.textContent+'|'+play.getAttribute('aria-pressed'));}"
+    "log.push('durs|'+ss.map(function(s){return s.getAttribute('data-dur')+'/'+s.getAttribute('data-words');}).join(','));"
     "st('start');play.click();st('play');"
-    "setTimeout(function(){st('tick1');},every*1.5);setTimeout(function(){st('tick2');},every*2.5);"
-    "setTimeout(function(){st('tick3');},every*3.5);"
-    "setTimeout(function(){document.getElementById('next').click();st('next');},every*3.75);"
-    "setTimeout(function(){st('paused');var p=document.createElement('pre');p.id='playlog';"
-    "p.textContent=log.join('\\n');document.body.appendChild(p);},every*5.5);"
+    "var t1=d(n-1)+d(n)/2,t2=d(n-1)+d(n)+d(1)/2,t3=d(n-1)+d(n)+d(1)+d(2)/2,tn=t3+d(2)/4,m=Math.max.apply(null,D);"
+    "setTimeout(function(){st('tick1');},t1);setTimeout(function(){st('tick2');},t2);"
+    "setTimeout(function(){st('tick3');},t3);"
+    "setTimeout(function(){document.getElementById('next').click();st('next');},tn);"
+    "setTimeout(function(){st('paused');play.click();st('replay');"
+    "document.querySelector('main').dispatchEvent(new MouseEvent('mouseover',{bubbles:true}));st('hover');},tn+2*m);"
+    "setTimeout(function(){st('still');var p=document.createElement('pre');p.id='playlog';"
+    "p.textContent=log.join('\\n');document.body.appendChild(p);},tn+4*m);"
     "})();</script>\n";
 
-// The same for a page opened without #step=N: what it shows after one and a half intervals.
+// The same for a page opened without #step=N: what it shows just before the first step's time is
+// up and halfway through the second step's.
 static const char *const AUTOPLAY_SCRIPT =
     "<script>(function(){var play=document.getElementById('play'),status=document.getElementById('status'),"
-    "every=parseInt(play.getAttribute('data-every'),10);"
-    "setTimeout(function(){var p=document.createElement('pre');p.id='playlog';"
-    "p.textContent='auto|'+status.textContent+'|'+play.getAttribute('aria-pressed');document.body.appendChild(p);},"
-    "every*1.5);})();</script>\n";
+    "ss=document.querySelectorAll('section.step'),log=[],"
+    "d1=parseInt(ss[0].getAttribute('data-dur'),10),d2=parseInt(ss[1].getAttribute('data-dur'),10);"
+    "function st(){log.push('auto|'+status.textContent+'|'+play.getAttribute('aria-pressed'));}"
+    "setTimeout(st,d1*0.9);setTimeout(function(){st();var p=document.createElement('pre');p.id='playlog';"
+    "p.textContent=log.join('\\n');document.body.appendChild(p);},d1+d2/2);})();</script>\n";
 
-// The page at path with `script` added after its own, opened at url_tail, run for 40 s of
+// The page at path with `script` added after its own, opened at url_tail, run for an hour of
 // virtual time with `flags`; returns the text of its <pre id="playlog"> (malloc'd) or NULL.
 static char *played_log(const PageSpec *ps, const char *html, const char *script, const char *tag, const char *url_tail,
                         const char *flags) {
@@ -337,7 +348,7 @@ static char *played_log(const PageSpec *ps, const char *html, const char *script
     snprintf(url, sizeof url, "file://%s%s", path, url_tail);
     snprintf(dom, sizeof dom, "%s/%s_%s.dom", g_abs, ps->name, tag);
     char all_flags[256];
-    snprintf(all_flags, sizeof all_flags, "--virtual-time-budget=40000 %s", flags);
+    snprintf(all_flags, sizeof all_flags, "--virtual-time-budget=3600000 %s", flags);
     g_flags = all_flags;
     int ok = chromium(url, 1280, 800, dom, NULL, NULL);
     g_flags = "";
@@ -357,19 +368,46 @@ static char *played_log(const PageSpec *ps, const char *html, const char *script
     return text;
 }
 
-// Play: from the second-to-last step it advances to the last, starts over at step 1, goes on to
-// step 2, and Next pauses it (nothing moves after). A page opened without #step=N plays by itself,
-// unless the reader prefers reduced motion.
+// Play: every step's time is its reading time at HTML_READ_WPM words a minute, and at least
+// HTML_PLAY_EVERY_MS; from the second-to-last step it advances to the last, starts over at
+// step 1, goes on to step 2, each after its own time, and Next pauses it (nothing moves after);
+// played again, the pointer over the content pauses it. A page opened without #step=N keeps its
+// first step for that step's time, then plays on, unless the reader prefers reduced motion.
 static void check_play(const PageSpec *ps, const char *html, int n_steps, const PcExpect *want) {
     char why[600] = "", tail[32];
     snprintf(tail, sizeof tail, "#step=%d", n_steps - 1);
     char *log = played_log(ps, html, PLAY_SCRIPT, "play", tail, "");
+    const char *p = log;
+    int ok = p != NULL, longer = 0;
+    if (!ok) snprintf(why, sizeof why, "no log in the DOM (did the scripts run?)");
+    // the durations: "durs|D/W,D/W,..." one per step
+    if (ok && strncmp(p, "durs|", 5) != 0) ok = 0, snprintf(why, sizeof why, "no durations: %.200s", p);
+    if (ok) p += 5;
+    for (int k = 1; ok && k <= n_steps; k++) {
+        long d = -1, w = -1;
+        int used = 0;
+        if (sscanf(p, "%ld/%ld%n", &d, &w, &used) != 2 || w < 1) {
+            ok = 0;
+            snprintf(why, sizeof why, "step %d: no duration and words in \"%.60s\"", k, p);
+            break;
+        }
+        long reading = (w * 60000 + HTML_READ_WPM - 1) / HTML_READ_WPM;
+        long expect_d = reading > HTML_PLAY_EVERY_MS ? reading : HTML_PLAY_EVERY_MS;
+        if (d != expect_d) {
+            ok = 0;
+            snprintf(why, sizeof why, "step %d: %ld ms for %ld words, expected %ld (%d words a minute, at least %d ms)", k,
+                     d, w, expect_d, HTML_READ_WPM, HTML_PLAY_EVERY_MS);
+        }
+        longer += d > HTML_PLAY_EVERY_MS;
+        p += used;
+        if (*p == ',') p++;
+    }
+    if (ok && longer == 0) ok = 0, snprintf(why, sizeof why, "no step is paced longer than the least time: nothing tested");
+    if (ok && *p == '\n') p++;
     struct { const char *what; int step; const char *pressed; } expect[] = {
         {"start", n_steps - 1, "false"}, {"play", n_steps - 1, "true"}, {"tick1", n_steps, "true"},
-        {"tick2", 1, "true"}, {"tick3", 2, "true"}, {"next", 3, "false"}, {"paused", 3, "false"}};
-    const char *p = log;
-    int ok = p != NULL;
-    if (!ok) snprintf(why, sizeof why, "no log in the DOM (did the scripts run?)");
+        {"tick2", 1, "true"}, {"tick3", 2, "true"}, {"next", 3, "false"}, {"paused", 3, "false"},
+        {"replay", 3, "true"}, {"hover", 3, "false"}, {"still", 3, "false"}};
     for (size_t i = 0; ok && i < sizeof expect / sizeof expect[0]; i++) {
         char want_line[512], line[512];
         snprintf(want_line, sizeof want_line, "%s|Step %d of %d: %s|%s", expect[i].what, expect[i].step, n_steps,
@@ -383,20 +421,23 @@ static void check_play(const PageSpec *ps, const char *html, int n_steps, const 
         p += len;
         if (*p == '\n') p++;
     }
-    result(ok, "%s: Play advances a step at a time, starts over after the last, and Next pauses it%s%s", ps->name,
-           ok ? "" : ": ", why);
+    result(ok, "%s: Play shows each step for its reading time (%d of %d steps longer than %d ms), starts over after "
+           "the last; Next and the pointer over the content pause it%s%s", ps->name, longer, n_steps,
+           HTML_PLAY_EVERY_MS, ok ? "" : ": ", why);
     free(log);
-    static const struct { const char *flags, *tag; int step; const char *pressed; } autos[2] = {
+    static const struct { const char *flags, *tag; int step2; const char *pressed; } autos[2] = {
         {"", "autoplay", 2, "true"}, {"--force-prefers-reduced-motion", "calm", 1, "false"}};
     for (int k = 0; k < 2; k++) {
-        char want_line[512];
-        snprintf(want_line, sizeof want_line, "auto|Step %d of %d: %s|%s", autos[k].step, n_steps,
-                 want[autos[k].step - 1].title, autos[k].pressed);
+        char want_line[1100];
+        snprintf(want_line, sizeof want_line, "auto|Step 1 of %d: %s|%s\nauto|Step %d of %d: %s|%s", n_steps,
+                 want[0].title, autos[k].pressed, autos[k].step2, n_steps, want[autos[k].step2 - 1].title,
+                 autos[k].pressed);
         log = played_log(ps, html, AUTOPLAY_SCRIPT, autos[k].tag, "", autos[k].flags);
         ok = log && strcmp(log, want_line) == 0;
-        result(ok, "%s: opened without #step=N %s: \"%s\"%s%.200s", ps->name,
-               k ? "and reduced motion asked for, it does not play" : "it plays by itself", want_line,
-               ok ? "" : ", got: ", ok ? "" : log ? log : "no log");
+        result(ok, "%s: opened without #step=N %s: \"%s\"%s%.300s", ps->name,
+               k ? "and reduced motion asked for, it does not play"
+                 : "it keeps step 1 for its reading time, then plays on",
+               want_line, ok ? "" : ", got: ", ok ? "" : log ? log : "no log");
         free(log);
     }
 }
@@ -741,6 +782,69 @@ static int row_cells(const char *sec, const char *key, double *v, int max) {
     return n;
 }
 
+// A script added to a copy of the explain page: after layout, the window's width, whether the
+// page is wider, and how many of the legend's entries reach outside the window.
+static const char *const EXPLAIN_MEASURE_SCRIPT =
+    "<script>window.addEventListener('load',function(){var d=document.documentElement,W=d.clientWidth,out=0;"
+    "[].forEach.call(document.querySelectorAll('.legend>span'),function(s){var r=s.getBoundingClientRect();"
+    "if(r.right>W+1||r.left<-1||r.width<1)out++;});parent.postMessage('width='+W+' overflow='+"
+    "(d.scrollWidth>W+1?1:0)+' legend_out='+out,'*');});</script>\n";
+
+// The explain page's evidence and layout: every step carries the caveat, no step's title says
+// "predicts" (the target is the next character, the model's guess is named apart), the legend
+// words the mark "leave-one-out disagrees", the agreement table and its takeaway are there; at
+// 390x844 and 1280x800 (the last step shown) nothing is wider than the window and every legend
+// entry lies inside it.
+static void check_explain_layout(const char *page, int n) {
+    char *html = slurp(page);
+    const char *tail = html ? strstr(html, "</body>") : NULL;
+    char why[512] = "";
+    if (!tail) snprintf(why, sizeof why, "cannot read %.300s", page);
+    else if (count_str(html, "<p class=\"caveat\">") != n)
+        snprintf(why, sizeof why, "%d steps carry the caveat, of %d", count_str(html, "<p class=\"caveat\">"), n);
+    else if (strstr(html, "predicts &#39;")) snprintf(why, sizeof why, "a title says \"predicts '\"");
+    else if (count_str(html, "; next character &#39;") != 2 * n || count_str(html, "the model&#39;s top guess") < n)
+        snprintf(why, sizeof why, "%d titles name the next character, of %d", count_str(html, "; next character &#39;") / 2, n);
+    else if (!strstr(html, "leave-one-out disagrees")) snprintf(why, sizeof why, "the legend has no \"leave-one-out disagrees\"");
+    else if (!strstr(html, "id=\"agreement\"") || !strstr(html, "<tr data-measure=\"uniform\"") ||
+             !strstr(html, "class=\"takeaway\""))
+        snprintf(why, sizeof why, "no agreement table with the uniform baseline and a takeaway");
+    result(!why[0], "explain: every step has the caveat and a title naming the next character and the model's top "
+           "guess; the legend says \"leave-one-out disagrees\"; the agreement table and its takeaway%s%s",
+           why[0] ? ": " : "", why);
+    if (!tail) { free(html); return; }
+    char copy_path[1300], frame[1300];
+    snprintf(copy_path, sizeof copy_path, "%s/explain_measure.html", g_abs);
+    char *copy = malloc(strlen(html) + strlen(EXPLAIN_MEASURE_SCRIPT) + 1);
+    memcpy(copy, html, (size_t)(tail - html));
+    strcpy(copy + (tail - html), EXPLAIN_MEASURE_SCRIPT);
+    strcat(copy, tail);
+    write_text(copy_path, copy);
+    free(copy);
+    free(html);
+    static const struct { int w, h; } views[2] = {{1280, 800}, {390, 844}};
+    for (int k = 0; k < 2; k++) {
+        int w = views[k].w, h = views[k].h;
+        char inner[64], url[1400], dom[1300];
+        snprintf(inner, sizeof inner, "explain_measure.html#step=%d", n);
+        snprintf(frame, sizeof frame, "%s/explain_frame.html", g_abs);
+        write_frame(frame, inner, w, h);
+        snprintf(url, sizeof url, "file://%s", frame);
+        snprintf(dom, sizeof dom, "%s/explain_measure_%dx%d.dom", g_abs, w, h);
+        int ok = chromium(url, w < 500 ? 500 : w, h, dom, NULL, NULL);
+        char *out = ok ? slurp(dom) : NULL;
+        const char *got = out ? strstr(out, "<pre id=\"measure\">") : NULL;
+        int width = -1, over = -1, legend_out = -1;
+        ok = got && sscanf(got, "<pre id=\"measure\">width=%d overflow=%d legend_out=%d", &width, &over, &legend_out) == 3 &&
+             width <= w && width >= w - 20 && over == 0 && legend_out == 0;
+        result(ok, "explain: in a frame of %dx%d at the last step the page is no wider than it and the legend lies "
+               "whole inside it (%d px inside the scroll bar, %d entries outside)%s%.80s", w, h, width, legend_out,
+               ok ? "" : ": ", ok ? "" : got ? got : "no measurement (did the script run?)");
+        free(out);
+        if (ok) unlink(dom);
+    }
+}
+
 // ./sample CKPT --explain --prompt P --html: opened at #step=N (1280x800, and the last step at
 // 390x844), exactly step N is shown, its attention and effect rows hold the --json numbers with
 // the page's 4 decimals, one cell of each row is boxed, no request left the file.
@@ -832,6 +936,7 @@ static void check_explain(void) {
         if (ok) unlink(dom);
         unlink(net);
     }
+    check_explain_layout(page, n);
     cJSON_Delete(json);
 }
 

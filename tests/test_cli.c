@@ -657,6 +657,35 @@ static void test_sample_options(void) {
     CHECK(run("./sample %s/run/checkpoint.bin --tokens 30 --temperature 0 --seed 2", g_dir) == 0);
     CHECK_MSG(strcmp(b, g_out) == 0, "greedy sampling depends on the seed");
     CHECK(run("./sample %s/run/checkpoint.bin --help", g_dir) == 0 && strstr(g_out, "--top-k") && !strstr(g_out, "[--top_k"));
+    // past block_size (64) greedy output is what --probs ranks first after the same text (both
+    // crop to the last 64 characters): a prompt of 62, then 4 characters, the last 3 past the block
+    const char *prompt = "the cat sat on the mat and the dog sat on the log by the door a";
+    char text[256], quoted[600];
+    // the output: the prompt, the 4 characters, a newline
+    CHECK(run("./sample %s/run/checkpoint.bin --prompt '%s' --tokens 4 --temperature 0", g_dir, prompt) == 0 &&
+          strlen(g_out) == strlen(prompt) + 5 && strncmp(g_out, prompt, strlen(prompt)) == 0);
+    snprintf(b, sizeof b, "%.4s", g_out + strlen(prompt));
+    for (int k = 1; k < 4; k++) {
+        snprintf(text, sizeof text, "%s%.*s", prompt, k, b);
+        size_t q = 0;  // the text single-quoted for the shell
+        for (const char *c = text; *c && q + 5 < sizeof quoted; c++) {
+            if (*c == '\'') { memcpy(quoted + q, "'\\''", 4); q += 4; }
+            else quoted[q++] = *c;
+        }
+        quoted[q] = 0;
+        CHECK(run("./sample %s/run/checkpoint.bin --prompt '%s' --probs 1", g_dir, quoted) == 0);
+        char want[8];
+        if (b[k] == '\n') snprintf(want, sizeof want, "'\\n'");
+        else snprintf(want, sizeof want, "'%c'", b[k]);
+        CHECK_MSG(strncmp(g_out, want, strlen(want)) == 0, "character %d past a %zu-character prompt: greedy '%c', "
+                  "--probs ranks first %.8s", k, strlen(prompt), b[k], g_out);
+    }
+    CHECK(run("./sample %s/run/checkpoint.bin --prompt '%s' --tokens 4 --temperature 0 --context restart", g_dir,
+              prompt) == 0 && strlen(g_out) == strlen(prompt) + 5);
+    expect_error(run("./sample %s/run/checkpoint.bin --context half", g_dir), 2, "--context",
+                 "'half' is not a context policy (expected crop or restart)");
+    expect_error(run("./sample %s/run/checkpoint.bin --explain --prompt ab --context crop", g_dir), 2, "--explain",
+                 "drop --context");
     cleanup();
 }
 
@@ -942,9 +971,18 @@ static void test_train_outputs_and_determinism(void) {
                  cJSON_IsNumber(gl) ? gl->valuedouble : -1, cJSON_IsNumber(gw) ? gw->valueint : -1,
                  cJSON_IsNumber(tf) ? tf->valuedouble : -1);
         CHECK_MSG(cJSON_IsNumber(gw) && gw->valueint == 8 && strstr(last, want), "last line: %s, expected %s", last, want);
-        // and on the evaluation lines
-        CHECK_MSG(strstr(g_out, "step    40: ") && strstr(strstr(g_out, "step    40: "), "(teacher-forced on the same 8 windows: "),
+        // and on the evaluation lines: in full with its meaning on the first (step 20), in short after
+        const char *e20 = strstr(g_out, "step    20: "), *e40 = strstr(g_out, "step    40: ");
+        const char *nl20 = e20 ? strchr(e20, '\n') : NULL, *nl40 = e40 ? strchr(e40, '\n') : NULL;
+        CHECK_MSG(e20 && nl20 && strstr(e20, "(teacher-forced on the same 8 windows: ") < nl20 &&
+                  strstr(e20, "(teacher-forced on the same 8 windows: ") &&
+                  strncmp(nl20 + 1, "  gen loss predicts each character from only the characters before it",
+                          strlen("  gen loss predicts each character from only the characters before it")) == 0,
                   "%s", g_out);
+        CHECK_MSG(e40 && nl40 && strstr(e40, ", gen loss ") < nl40 && strstr(e40, " (teacher-forced ") < nl40 &&
+                  (!strstr(e40, "on the same 8 windows: ") || strstr(e40, "on the same 8 windows: ") > nl40) && strstr(g_out, "  gen loss predicts") == nl20 + 1 &&
+                  !strstr(nl20 + 2, "  gen loss predicts"),
+                  "the evaluation after the first is not in short, or the meaning is repeated: %s", g_out);
         cJSON_Delete(sj);
     }
     CHECK(strstr(buf, "\"val_loss\"") && strstr(buf, "\"best_val_loss\"") && strstr(buf, "\"params\"") &&
@@ -1012,7 +1050,9 @@ static void test_train_outputs_and_determinism(void) {
     // with --resume: the checkpoint's weights, on the batch its next step would train on
     char dump2[256];
     snprintf(dump2, sizeof dump2, "%s/dump_resumed.bin", g_dir);
+    CHECK(strstr(g_out, "on the first training batch"));
     CHECK(run("./train --resume %s --dump-state %s", path, dump2) == 0);
+    CHECK_MSG(strstr(g_out, "on the next training batch (step 41's)") && !strstr(g_out, "first"), "%s", g_out);
     TFile f2, ck;
     CHECK(tfile_read(&f2, dump2, "TGPTDUMP", err, sizeof err));
     CHECK(tfile_read(&ck, path, "TGPTCKPT", err, sizeof err));

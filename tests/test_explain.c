@@ -150,8 +150,33 @@ static void test_copy_head_names_j(void) {
         }
         CHECK(exp(e.logp[t]) > 0.5);
     }
+    CHECK_MSG(explain_learned(&e, NULL), "the copy model has not learned its copy prompt");
     explain_free(&e);
     gpt_free(&m);
+}
+
+// The learned test: the mean p(next) of the last EXPLAIN_LEARNED_ROWS rows against
+// EXPLAIN_LEARNED_P, the earlier rows not counted, and the one line saying so only below it.
+static void test_learned_line(void) {
+    double logp[5];
+    Explain e;
+    memset(&e, 0, sizeof e);
+    e.n = 5;
+    e.logp = logp;
+    char line[256];
+    double mean;
+    for (int i = 0; i < 5; i++) logp[i] = log(0.01);  // the first rows never count
+    for (int i = 5 - EXPLAIN_LEARNED_ROWS; i < 5; i++) logp[i] = log(EXPLAIN_LEARNED_P + 0.01);
+    CHECK(explain_learned(&e, &mean) && fabs(mean - (EXPLAIN_LEARNED_P + 0.01)) < 1e-12);
+    explain_learned_line(&e, line, sizeof line);
+    CHECK_MSG(line[0] == 0, "a learned prompt got the line '%s'", line);
+    logp[4] = log(0.01);
+    CHECK(!explain_learned(&e, &mean));
+    explain_learned_line(&e, line, sizeof line);
+    CHECK_MSG(strstr(line, EXPLAIN_NOT_LEARNED) == line && strstr(line, "last 3 characters"), "the line: '%s'", line);
+    e.n = 1;  // a shorter prompt: its rows alone
+    logp[0] = log(0.9);
+    CHECK(explain_learned(&e, &mean) && fabs(mean - 0.9) < 1e-12);
 }
 
 // Knocking out a key whose weight is exactly 0 leaves the prediction bit for bit as it was.
@@ -343,6 +368,10 @@ static void test_cli_explain_json_matches_terminal(void) {
     CHECK_MSG(root != NULL, "--json is not JSON");
     if (!root || !table) { free(table); free(json); return; }
     CHECK(!strcmp(cJSON_GetObjectItem(root, "loo_baseline_char")->valuestring, " "));
+    // a model of 30 steps has not learned the prompt: the table says so first, the JSON too
+    const cJSON *learned = cJSON_GetObjectItem(root, "learned");
+    CHECK_MSG(cJSON_IsFalse(learned) && strncmp(table, EXPLAIN_NOT_LEARNED, strlen(EXPLAIN_NOT_LEARNED)) == 0,
+              "the 30-step model's table does not open with the line: '%.120s'", table);
     const cJSON *pos = cJSON_GetObjectItem(root, "positions");
     int n = cJSON_GetArraySize(pos), rows = 0;
     CHECK(n == (int)strlen(prompt) - 1);
@@ -523,6 +552,7 @@ const TestCase tests_explain[] = {
     {"explain_copy_head_names_j", test_copy_head_names_j},
     {"explain_knockout_zero_weight", test_knockout_zero_weight},
     {"explain_line_sources", test_line_sources},
+    {"explain_learned_line", test_learned_line},
     {"explain_kendall_tau", test_kendall_tau},
     {"explain_agreement_ties", test_agreement_ties},
     {"explain_uniform_baseline", test_uniform_baseline_is_the_measures_of_uniform_weights},

@@ -537,14 +537,52 @@ static void test_float64_build_passes(void) {
     CHECK_MSG(rc == 0 && strstr(last, " 0 failed"), "the float64 suite failed (see " FLOAT64_LOG ")");
 }
 
-// Generation with the KV cache reproduces generation by full recomputation exactly while the
-// context fits in block_size (same logits, so the same samples), and keeps going past it.
 static void read_back(FILE *f, char *buf, size_t n) {
     rewind(f);
     size_t got = fread(buf, 1, n - 1, f);
     buf[got] = 0;
 }
 
+// Greedy generation of n characters (n < 64) after the prompt {1, 4, 2} with the context policy,
+// against a recomputation by gpt_forward (float64 in the float64 build) of every character's
+// context: with the crop the last block_size (8) tokens; with the restart a context that grows
+// to 8 and then restarts from the last 4. Each character must be the argmax after its context.
+// Returns the characters generated (in out) for comparisons between the policies.
+static void check_greedy_context(GPT *m, ContextPolicy policy, int n_tokens, const char *label, char *out) {
+    int V = m->dims.vocab_size, Tmax = m->dims.block_size;
+    Vocab vocab;
+    uint32_t chars[64];
+    for (int i = 0; i < V; i++) chars[i] = 'a' + (uint32_t)i;
+    vocab.vocab_size = V;
+    vocab.chars = chars;
+    int prompt[3] = {1, 4, 2};
+    FILE *f = tmpfile();
+    Rng r;
+    rng_seed(&r, 1);
+    generate_until(m, &vocab, prompt, 3, n_tokens, 0.0, 0, policy, &r, f, NULL);
+    char a[64];
+    read_back(f, a, sizeof a);
+    fclose(f);
+    CHECK_MSG((int)strlen(a) == n_tokens, "%s: %zu characters of %d", label, strlen(a), n_tokens);
+    int ctx[80] = {1, 4, 2}, n = 3, len = 3, ok = 1;
+    for (int i = 0; i < n_tokens && ok; i++) {
+        gpt_forward(m, ctx + n - len, NULL, 1, len);
+        const real *l = m->acts.logits + (size_t)(len - 1) * V;
+        int best = 0;
+        for (int j = 1; j < V; j++) if (l[j] > l[best]) best = j;
+        ok = a[i] == 'a' + best;
+        CHECK_MSG(ok, "%s: character %d is '%c', the argmax after its context of %d is '%c'", label, i, a[i], len,
+                  'a' + best);
+        ctx[n++] = best;
+        if (policy == CONTEXT_CROP) len = n < Tmax ? n : Tmax;
+        else len = len < Tmax ? len + 1 : Tmax / 2;
+    }
+    memcpy(out, a, (size_t)n_tokens + 1);
+}
+
+// Generation with the KV cache reproduces generation by full recomputation exactly while the
+// context fits in block_size (same logits, so the same samples), and past it with the crop (the
+// default); the restart policy keeps its documented context.
 static void test_kv_cache_generation_matches_full_recompute(void) {
     GPT m;
     int V = 9;
@@ -587,24 +625,33 @@ static void test_kv_cache_generation_matches_full_recompute(void) {
     CHECK_MSG(same, "the prefill's keys or values differ from the decode steps'");
     kv_cache_free(&c2);
     kv_cache_free(&c);
-    // past the window (block_size 8), greedily: each character is the argmax after the window the
-    // cache then holds, which grows to 8 and restarts from the last 4 (generate's policy)
+    // past the window (block_size 8), greedily: each character is the argmax after its context,
+    // the crop to the last 8 tokens by default (nanoGPT's), and with the restart the context that
+    // grows to 8 and restarts from the last 4; past the first restart the two differ here
+    char crop[64], restart[64];
+    check_greedy_context(&m, CONTEXT_CROP, 40, "crop", crop);
+    check_greedy_context(&m, CONTEXT_RESTART, 40, "restart", restart);
+    CHECK_MSG(strncmp(crop, restart, 5) == 0, "the policies differ within block_size: '%s' vs '%s'", crop, restart);
     rewind(fa);
+    rng_seed(&ra, 1);
     generate(&m, &vocab, prompt, 3, 40, 0.0, 0, &ra, fa);
     fflush(fa);
     CHECK(ftell(fa) == 40);
     read_back(fa, a, sizeof a);
-    int ctx[64] = {1, 4, 2}, n = 3, len = 3, ok = 1;
-    for (int i = 0; i < 40 && ok; i++) {
-        gpt_forward(&m, ctx + n - len, NULL, 1, len);
-        const real *l = m.acts.logits + (size_t)(len - 1) * V;
-        int best = 0;
-        for (int j = 1; j < V; j++) if (l[j] > l[best]) best = j;
-        ok = a[i] == 'a' + best;
-        CHECK_MSG(ok, "character %d is '%c', the argmax after its window is '%c'", i, a[i], 'a' + best);
-        ctx[n++] = best;
-        len = len < 8 ? len + 1 : 4;
-    }
+    CHECK_MSG(strcmp(a, crop) == 0, "generate's default is not the crop: '%s' vs '%s'", a, crop);
+    // sampling (temperature 1) past block_size: the same characters as the full recomputation
+    FILE *fc = tmpfile(), *fd = tmpfile();
+    rng_seed(&ra, 9);
+    rng_seed(&rb, 9);
+    generate(&m, &vocab, prompt, 3, 40, 1.0, 0, &ra, fc);
+    generate_full_window(&m, &vocab, prompt, 3, 40, 1.0, 0, &rb, fd);
+    read_back(fc, a, sizeof a);
+    read_back(fd, b, sizeof b);
+    CHECK_MSG(strlen(a) == 40 && strcmp(a, b) == 0, "past block_size: cached '%s' vs recomputed '%s'", a, b);
+    fclose(fc);
+    fclose(fd);
+    CHECK_MSG(strcmp(crop, restart) != 0, "the crop and the restart agree on 40 characters ('%s'): the test "
+              "does not tell them apart", crop);
     fclose(fa);
     fclose(fb);
     gpt_free(&m);
@@ -613,8 +660,8 @@ static void test_kv_cache_generation_matches_full_recompute(void) {
 // Sliding-window attention with the KV cache. For windows of 1, 3 and 5 keys (block_size 8: the
 // ring of W slots wraps) and of 8 (no ring): every decode step's logits equal the last row of a
 // full forward over the same tokens bit for bit, past the window, after a prefill too; greedy
-// generation past block_size restarts as generate documents and each character is the argmax of
-// the full forward over the context the cache then holds; gen_loss is the windowed model's
+// generation past block_size, with the crop and with the restart, gives at each character the
+// argmax of the full forward over the context that policy documents; gen_loss is the windowed model's
 // teacher-forced loss on the same windows up to rounding. The window changes the logits.
 static void test_kv_cache_window_matches_full_forward(void) {
     int V = 9;
@@ -669,32 +716,12 @@ static void test_kv_cache_window_matches_full_forward(void) {
         kv_cache_free(&c2);
         kv_cache_free(&c);
 
-        // greedy generation past block_size: the context grows to 8, then restarts from the last 4
-        Vocab vocab;
-        uint32_t chars[9];
-        for (int i = 0; i < V; i++) chars[i] = 'a' + (uint32_t)i;
-        vocab.vocab_size = V;
-        vocab.chars = chars;
-        int prompt[3] = {1, 4, 2};
-        FILE *f = tmpfile();
-        Rng r;
-        rng_seed(&r, 1);
-        generate(&m, &vocab, prompt, 3, 30, 0.0, 0, &r, f);
-        char a[64];
-        read_back(f, a, sizeof a);
-        fclose(f);
-        CHECK(strlen(a) == 30);
-        int ctx[64] = {1, 4, 2}, n = 3, len = 3, ok = 1;
-        for (int i = 0; i < 30 && ok; i++) {
-            gpt_forward(&m, ctx + n - len, NULL, 1, len);
-            const real *l = m.acts.logits + (size_t)(len - 1) * V;
-            int best = 0;
-            for (int j = 1; j < V; j++) if (l[j] > l[best]) best = j;
-            ok = a[i] == 'a' + best;
-            CHECK_MSG(ok, "window %d: character %d is '%c', the argmax after its context is '%c'", W, i, a[i], 'a' + best);
-            ctx[n++] = best;
-            len = len < 8 ? len + 1 : 4;
-        }
+        // greedy generation past block_size, both context policies
+        char label[32], crop[64], restart[64];
+        snprintf(label, sizeof label, "window %d, crop", W);
+        check_greedy_context(&m, CONTEXT_CROP, 30, label, crop);
+        snprintf(label, sizeof label, "window %d, restart", W);
+        check_greedy_context(&m, CONTEXT_RESTART, 30, label, restart);
         // gen_loss honours the window: it is the windowed model's teacher-forced loss
         int x[3 * 8], y[3 * 8];
         for (int i = 0; i < 24; i++) { x[i] = (i * 7 + 3) % 9; y[i] = (i * 5 + 1) % 9; }

@@ -129,6 +129,28 @@ static void write_table(FILE *f, const Row *full, const Row *win, int n, const O
     fprintf(f, "\n");
 }
 
+// Measurements a busy machine has likely disturbed: at a T above the window, a windowed step
+// slower than the full one (the window only removes work), and a negative growth exponent (a
+// longer context at the same tokens per step never costs less). Written as one line each, with
+// the advice; returns how many.
+static int write_noise(FILE *f, const Row *full, const Row *win, int n, const Options *o) {
+    int k = 0;
+    const Row *sets[2] = {full, win};
+    for (int i = 0; i < n; i++) {
+        if (o->window > 0 && o->window < full[i].T && full[i].ok && win[i].ok && win[i].ms > full[i].ms)
+            fprintf(f, "%snoisy: T=%d: the window of %d keys took %.1f ms/step, more than full attention's %.1f\n",
+                    k++ ? "" : "\n", full[i].T, o->window, win[i].ms, full[i].ms);
+        for (int s = 0; s < (o->window > 0 ? 2 : 1); s++) {
+            double e = exponent(sets[s], i);
+            if (e < 0 && !(s == 1 && o->window >= full[i].T))
+                fprintf(f, "%snoisy: T=%d, %s: growth exponent %.2f (a step took less time than at T=%d)\n",
+                        k++ ? "" : "\n", full[i].T, s == 0 ? "full" : "windowed", e, full[i - 1].T);
+        }
+    }
+    if (k) fprintf(f, "(%d noisy measurement%s: rerun with more --steps on an idle machine)\n", k, k == 1 ? "" : "s");
+    return k;
+}
+
 static void write_csv(FILE *f, const Row *full, const Row *win, int n, const Options *o) {
     fprintf(f, "T,batch,window,ms_per_step,attention_ms_per_step,growth_exponent,peak_rss_mib\n");
     const Row *sets[2] = {full, win};
@@ -164,8 +186,12 @@ static void write_svg(FILE *f, const Row *full, const Row *win, int n, const Opt
         hi = pow(10, ceil(log10(hi)));
 #define PX(t) (x0 + (x1 - x0) * log((t) / tlo) / log(thi / tlo))
 #define PY(v) (y0 - (y0 - y1) * log((v) / lo) / log(hi / lo))
-        fprintf(f, "<text x=\"%g\" y=\"20\" font-size=\"13\">%s against T (log-log), %d tokens per step</text>\n", x0,
-                panel == 0 ? "ms per training step" : "peak RSS, MiB", o->tokens);
+        // the title in two short lines, each within its own panel (at 13 and 11 px a character is
+        // at most 0.6 em wide: 24 and 40 characters fit in the panel's 300 px)
+        fprintf(f, "<text class=\"title\" x=\"%g\" y=\"16\" font-size=\"13\">%s</text>\n", x0,
+                panel == 0 ? "ms per training step" : "peak RSS, MiB");
+        fprintf(f, "<text class=\"title\" x=\"%g\" y=\"31\" font-size=\"11\">against T, log-log; %d tokens per step</text>\n",
+                x0, o->tokens);
         fprintf(f, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"#999\"/>\n", x0, y1,
                 x1 - x0, y0 - y1);
         for (double v = lo; v <= hi * 1.0001; v *= 10)
@@ -242,8 +268,10 @@ int main(int argc, char **argv) {
     printf("%s --bench=%d, %d tokens per step, on %s (%ld processors online)\n", o.config, o.steps, o.tokens, cpu,
            sysconf(_SC_NPROCESSORS_ONLN));
     write_table(stdout, full, win, n, &o);
+    write_noise(stdout, full, win, n, &o);
     FILE *f = open_out(o.out, "md");
     write_table(f, full, win, n, &o);
+    write_noise(f, full, win, n, &o);
     fclose(f);
     f = open_out(o.out, "csv");
     write_csv(f, full, win, n, &o);
