@@ -96,6 +96,8 @@ int nearest_file(const char *path, char *out, size_t n);
 
 // Wall-clock seconds from a monotonic clock.
 double now_seconds(void);
+// the calling thread's CPU time (not counting the moments it waited for a core)
+double thread_cpu_seconds(void);
 
 // ---- user-given paths: nothing blocks ----
 // Open a path the user named for reading, refusing anything but a regular file before the first

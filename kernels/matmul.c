@@ -378,14 +378,16 @@ static void gemm_block(CBlock blk, int K, Strided a_op, Strided b_op, real *C, l
 // The clock of make bench's phases: the thread that started it adds up the seconds of its share
 // of every product (the other threads' shares run at the same time).
 static _Thread_local int t_clock_on;
-static _Thread_local double t_clock_seconds;
+static _Thread_local double t_clock_seconds, t_clock_cpu_seconds;
 
 void gemm_clock_start(void) {
     t_clock_on = 1;
     t_clock_seconds = 0;
+    t_clock_cpu_seconds = 0;
 }
 void gemm_clock_stop(void) { t_clock_on = 0; }
 double gemm_clock_seconds(void) { return t_clock_seconds; }
+double gemm_clock_cpu_seconds(void) { return t_clock_cpu_seconds; }
 
 static void gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
                        int accumulate, const GemmEpilogue *epi);
@@ -398,8 +400,9 @@ static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided 
         gemm_share(tid, nth, M, N, K, A, B, C, ldc, accumulate, epi);
         return;
     }
-    double t0 = now_seconds();
+    double t0 = now_seconds(), c0 = thread_cpu_seconds();
     gemm_share(tid, nth, M, N, K, A, B, C, ldc, accumulate, epi);
+    t_clock_cpu_seconds += thread_cpu_seconds() - c0;
     t_clock_seconds += now_seconds() - t0;
 }
 

@@ -74,10 +74,12 @@ void matmul_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout,
 
 // The products' clock (make bench's phases): from gemm_clock_start on, the calling thread adds up
 // the wall-clock seconds of its share of every product it computes, until gemm_clock_stop; the
-// other threads are not timed.
+// other threads are not timed. gemm_clock_cpu_seconds is the same calls' thread CPU time: on a
+// shared machine it leaves out the moments the thread was descheduled, as bench_gemm's `cpu` does.
 void gemm_clock_start(void);
 void gemm_clock_stop(void);
 double gemm_clock_seconds(void);
+double gemm_clock_cpu_seconds(void);
 
 // Name of the vector path compiled in (e.g. "avx512f, 16-wide float32 vectors, 12x2-vector
 // tiles", "portable C"), for --version and logs, and its width in float32 lanes (1 without).

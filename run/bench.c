@@ -72,15 +72,17 @@ static double process_cpu_seconds(void) {
 // One step on (x, y), its phases' seconds added to phase: the products and attention are the
 // calling thread's (worker 0's when the batch is split), "other" is the rest of the forward and
 // backward (the other layers, combining the workers' gradients, waiting for the other threads).
-static void timed_step(Run *r, const int *x, const int *y, long step, double *phase) {
+static void timed_step(Run *r, const int *x, const int *y, long step, double *phase, double *mm_cpu) {
     gemm_clock_start();
     t_attention_clock_on = 1;
     t_attention_seconds = 0;
     double t0 = now_seconds();
     run_forward(r, x, y, step);
-    double mm_fwd = gemm_clock_seconds();
+    double mm_fwd = gemm_clock_seconds(), cpu_fwd = gemm_clock_cpu_seconds();
     run_backward(r);
     double t2 = now_seconds(), mm = gemm_clock_seconds();
+    mm_cpu[0] += cpu_fwd;
+    mm_cpu[1] += gemm_clock_cpu_seconds() - cpu_fwd;
     run_update(r, step);
     double t3 = now_seconds();
     gemm_clock_stop();
@@ -102,6 +104,7 @@ void run_bench(Run *r, int steps) {
     int warmup = 3;
     double *ms = xmalloc(sizeof(double) * (size_t)steps, "timings");
     double phase[PHASE_COUNT] = {0}, warm[PHASE_COUNT] = {0};
+    double mm_cpu[2] = {0, 0}, warm_cpu[2] = {0, 0};  // the products' thread CPU seconds, forward and backward
     AttnSetup untimed = {r->model.attn, r->model.attn_impl};
     gpt_set_attention(&r->model, timed_attention(&r->model));
     // The peak is probed before and after the steps: on a shared machine the two disagree when
@@ -114,7 +117,7 @@ void run_bench(Run *r, int steps) {
             r->comm_seconds = 0;
             cpu_start = process_cpu_seconds();
         }
-        timed_step(r, x, y, i, i < warmup ? warm : phase);
+        timed_step(r, x, y, i, i < warmup ? warm : phase, i < warmup ? warm_cpu : mm_cpu);
         if (i >= warmup) ms[i - warmup] = r->ms;
     }
     gpt_set_attention(&r->model, untimed);
@@ -168,6 +171,10 @@ void run_bench(Run *r, int steps) {
         }
         if (mfu >= 0) printf(", of a thread's share of the sustained peak, %.1f", per_thread_peak);
         printf("\n");
+        // the same products over their thread CPU time: on a shared machine, without the moments
+        // worker 0 waited for a core (tools/bench_gemm's `cpu` clock)
+        printf("per thread, CPU time (GFLOP/s): matmul_fwd %.1f matmul_bwd %.1f\n",
+               mm_cpu[0] > 0 ? mat * steps / mm_cpu[0] / 1e9 : 0, mm_cpu[1] > 0 ? 2 * mat * steps / mm_cpu[1] / 1e9 : 0);
     }
     if (dist_size() > 1) {
         // the allreduce inside a step also waits for the slowest rank; time it alone as well
