@@ -58,7 +58,7 @@ add() {
 shorten() {
     line=$1
     case "$line" in
-    "make run"*|"make demo-mistakes"*) add "$line" "ARGS=--train.max_steps=$STEPS"; return ;;
+    "make run"*|"make demo-mistakes"*|"make explain-model"*) add "$line" "ARGS=--train.max_steps=$STEPS"; return ;;
     "make demo-explain"*) add "$line" "ARGS=--train.max_steps=$STEPS PER_KIND=20"; return ;;
     "make demo"*) add "$line" "ARGS=--train.max_steps=$STEPS"; return ;;
     "make bench-context"*) add "$line" 'BENCH_CONTEXT_ARGS="--steps 1 --max-t 256"'; return ;;
