@@ -85,7 +85,7 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 BASE := base/common.c base/outfile.c base/dist.c base/rng.c base/data.c base/config_keys.c base/config.c
 KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c
 LESSON := attention.c attention_stats.c model.c
-CORE := $(BASE) $(KERNELS) $(LESSON) run/checkpoint.c run/safetensors.c run/generate.c run/decode.c run/probe.c run/workers.c run/flops.c report/attention_map.c teach/lab_core.c
+CORE := $(BASE) $(KERNELS) $(LESSON) run/optimizer.c run/checkpoint.c run/safetensors.c run/generate.c run/decode.c run/probe.c run/workers.c run/flops.c report/attention_map.c teach/lab_core.c
 # every header of the tree, for the rules that are not compiled through the dependency files
 CORE_H := $(wildcard *.h */*.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
@@ -229,7 +229,7 @@ test-browser: lab train sample tests/browser_test
 # The attention playground (web/playground.html): the trainer's sources and web/web_main.c compiled
 # to one wasm32 module, embedded in one page with its script (tools/build-web.sh installs clang's
 # wasm32 target, lld and wasi-libc when they are missing). The native build does not need them.
-WEB_SRC := base/common.c base/rng.c base/data.c $(KERNELS) attention.c attention_stats.c model.c web/web_main.c
+WEB_SRC := base/common.c base/rng.c base/data.c $(KERNELS) attention.c attention_stats.c model.c run/optimizer.c web/web_main.c
 web: web/playground.html
 web/playground.html: $(WEB_SRC) $(CORE_H) web/playground.in.html data/default.txt tools/build-web.sh
 	sh tools/build-web.sh $@

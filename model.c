@@ -14,9 +14,9 @@
 #endif
 
 #include "kernels/fastmath.h"  // vectorisable exp and erf: GELU, the loss
+#include "kernels/lanesum.h"   // row sums in fixed lanes: LayerNorm's statistics
 #include "kernels/matmul.h"    // the products of every linear layer and their epilogues
 
-#define GRAD_NORM_CHUNK 16384  // fixed chunking makes the norm independent of the thread count
 
 // ---------------------------------------------------------------------------------------------
 // layers
@@ -46,31 +46,6 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
             for (int i = c0; i < c1; i++) { we[i] += d[i]; pe[i] += d[i]; }
         }
     }
-}
-
-// Row sums for LayerNorm (and the gradient norm's chunks) in LN_LANES partial sums (lane j
-// takes elements j, j + LN_LANES, ...), added in lane order, then the tail. The compiler
-// vectorises the lanes (one chain of dependent adds waits on each add), and unlike an omp simd
-// reduction the order does not follow the row's alignment, so a row gets the same statistics
-// wherever it lies (the KV cache relies on it).
-#define LN_LANES 8
-// returns the sum of TERM over k in [0, n), TERM an expression in k, in the lanes above
-#define LANE_SUM(n, TERM) do {                                                          \
-        double part_[LN_LANES] = {0};                                                   \
-        int i_ = 0;                                                                     \
-        for (; i_ + LN_LANES <= (n); i_ += LN_LANES)                                    \
-            for (int j_ = 0; j_ < LN_LANES; j_++) { int k = i_ + j_; part_[j_] += (TERM); } \
-        double sum_ = 0.0;                                                              \
-        for (int j_ = 0; j_ < LN_LANES; j_++) sum_ += part_[j_];                        \
-        for (int k = i_; k < (n); k++) sum_ += (TERM);                                  \
-        return sum_;                                                                    \
-    } while (0)
-
-static inline double row_sum(const real *x, int C) { LANE_SUM(C, (double)x[k]); }
-
-// sum of (x - m)^2 over the row
-static inline double row_sum_sq_dev(const real *x, double m, int C) {
-    LANE_SUM(C, (x[k] - m) * (x[k] - m));
 }
 
 // LayerNorm backward's two row sums, of dnorm = dout * w and of dnorm * norm (each product in
@@ -887,72 +862,6 @@ static void backward_from(GPT *m, int row) {
                                         A->ln1_rstd, N, C);
     }
     encoder_backward(m->g.wte, m->g.wpe, G->residual, m->inputs, B, T, C);
-}
-
-// ---------------------------------------------------------------------------------------------
-// optimisation
-
-double gpt_grad_norm(const GPT *m) {
-    size_t n = m->n_params;
-    long n_chunks = (long)((n + GRAD_NORM_CHUNK - 1) / GRAD_NORM_CHUNK);
-    double total = 0.0;
-    // partial sums per fixed chunk, combined in chunk order: the same bits for any thread count
-    double partial[256];
-    for (long base = 0; base < n_chunks; base += 256) {
-        long cnt = n_chunks - base < 256 ? n_chunks - base : 256;
-#pragma omp parallel for schedule(static) if(par_worth((double)n_chunks * GRAD_NORM_CHUNK))
-        for (long c = 0; c < cnt; c++) {
-            size_t lo = (size_t)(base + c) * GRAD_NORM_CHUNK;
-            size_t hi = lo + GRAD_NORM_CHUNK < n ? lo + GRAD_NORM_CHUNK : n;
-            // squares (deviations from 0) in LayerNorm's fixed lanes, not one chain of dependent adds
-            partial[c] = row_sum_sq_dev(m->grads + lo, 0.0, (int)(hi - lo));
-        }
-        for (long c = 0; c < cnt; c++) total += partial[c];
-    }
-    return sqrt(total);
-}
-
-void gpt_scale_grads(GPT *m, real factor) {
-    real *g = m->grads;
-    size_t n = m->n_params;
-#pragma omp parallel for schedule(static) if(par_worth((double)n * 2))
-    for (size_t i = 0; i < n; i++) g[i] *= factor;
-}
-
-void gpt_adamw_update(GPT *m, double lr, double beta1, double beta2, double eps,
-                      double weight_decay, long t) {
-    real b1 = (real)beta1, b2 = (real)beta2;
-    real bc1 = (real)(1.0 - pow(beta1, (double)t)), bc2 = (real)(1.0 - pow(beta2, (double)t));
-    real lr_r = (real)lr, eps_r = (real)eps;
-#pragma omp parallel if(par_worth((double)m->n_params * 8))
-    for (int ti = 0; ti < m->n_tensors; ti++) {
-        const TensorInfo *ten = &m->tensors[ti];
-        // decoupled weight decay on matrices only; LayerNorm gains and biases are not decayed
-        real wd = ten->ndim == 2 ? (real)weight_decay : 0;
-        real *restrict p = m->params + ten->offset;
-        const real *restrict g = m->grads + ten->offset;
-        real *restrict mm = m->adam_m + ten->offset;
-        real *restrict vv = m->adam_v + ten->offset;
-        size_t n = ten->size;
-#pragma omp for schedule(static) nowait
-        for (size_t i = 0; i < n; i++) {
-            real gi = g[i];
-            real mi = b1 * mm[i] + (1 - b1) * gi;
-            real vi = b2 * vv[i] + (1 - b2) * gi * gi;
-            mm[i] = mi;
-            vv[i] = vi;
-            real mhat = mi / bc1, vhat = vi / bc2;
-            p[i] -= lr_r * (mhat / (real_sqrt(vhat) + eps_r) + wd * p[i]);
-        }
-    }
-}
-
-int gpt_all_finite(const GPT *m) {
-    const real *arrays[3] = {m->params, m->adam_m, m->adam_v};
-    for (int a = 0; a < 3; a++)
-        for (size_t i = 0; i < m->n_params; i++)
-            if (!isfinite(arrays[a][i])) return 0;
-    return 1;
 }
 
 int gpt_find_tensor(const GPT *m, const char *name) {

@@ -199,15 +199,6 @@ void gpt_backward(GPT *m);
 // alone: m->grads receives its gradient, and m->gacts.residual its gradient with respect to the
 // input embeddings acts.encoded (B,T,C).
 void gpt_backward_row(GPT *m, int row);
-// Global L2 norm of the gradients, summed in a fixed order (deterministic).
-double gpt_grad_norm(const GPT *m);
-// Scale all gradients (clipping).
-void gpt_scale_grads(GPT *m, real factor);
-// One AdamW step (t is 1-based for bias correction); weight decay only on 2-D tensors.
-void gpt_adamw_update(GPT *m, double lr, double beta1, double beta2, double eps,
-                      double weight_decay, long t);
-// True when every parameter and moment is finite.
-int gpt_all_finite(const GPT *m);
 // Index of a tensor by name, or -1.
 int gpt_find_tensor(const GPT *m, const char *name);
 // The tensor list (names, shapes, offsets, in checkpoint order) of a model of dims d, without

@@ -15,6 +15,7 @@
 
 #include "base/config.h"
 #include "base/outfile.h"
+#include "run/optimizer.h"  // AdamW, the gradient norm, the finiteness check
 
 #define MAX_FILE_BYTES ((uint64_t)1 << 40)
 

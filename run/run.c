@@ -17,6 +17,7 @@
 #include "run/stop.h"
 #include "run/decode.h"
 #include "run/workers.h"
+#include "run/optimizer.h"  // AdamW, the gradient norm, the finiteness check
 
 // ---------------------------------------------------------------------------------------------
 // set up and tear down

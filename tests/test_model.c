@@ -23,6 +23,7 @@
 #include "test_numeric.h"
 #include "run/decode.h"
 #include "run/workers.h"
+#include "run/optimizer.h"  // AdamW, the gradient norm, the finiteness check
 
 // A training pass: the batch's forward (split between the workers, if any) and its backward.
 static double train_pass(GPT *m, const int *x, const int *y, int B, int T) {

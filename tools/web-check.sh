@@ -25,7 +25,7 @@ if [ "$(cat build/webnative/built 2>/dev/null)" != "$want $CC" ] || [ ! -x build
 sh tools/build-web.sh build/web/playground.html 2>/dev/null
 $CC -std=c11 -I. -O3 -march=native -DVEC_BYTES=16 -Wno-psabi -ffp-contract=fast -fno-trapping-math -fno-math-errno \
     -Wall -Wextra base/common.c base/rng.c base/data.c kernels/matmul.c kernels/peak.c kernels/attention_engine.c \
-    attention.c attention_stats.c model.c web/web_main.c tools/web_native.c -o build/webnative/web_native -lm 2>/dev/null
+    attention.c attention_stats.c model.c run/optimizer.c web/web_main.c tools/web_native.c -o build/webnative/web_native -lm 2>/dev/null
 echo "$want $CC" > build/webnative/built
 fi
 ./build/webnative/web_native "$steps" > build/webnative/native.txt

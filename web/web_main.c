@@ -12,6 +12,7 @@
 #include "base/data.h"
 #include "base/rng.h"
 #include "model.h"
+#include "run/optimizer.h"  // AdamW, the gradient norm, the finiteness check
 
 // exported to the page's script under its own name; a plain function natively (tools/web_native.c)
 #ifdef __wasm__
