@@ -333,16 +333,14 @@ demo-explain: all tools/gencorpus
 # Past the scale (docs/scaling.md, "Past the scale: logit growth"): learning-rate sweeps of a
 # small model at lr 1e-3 .. 0.3 for the seeds 1337, 1 and 2, into out/stability/SEED/: attn_scale
 # sqrt vs none (scale/), then with attn_scale sqrt QK-norm none vs layernorm (qk/) and z-loss 1e-4
-# without QK-norm (zloss/), these two where the build has model.qk_norm and train.z_loss.
+# without QK-norm (zloss/).
 # docs/stability/SEED/ holds each sweep's sweep.csv and report.md.
 STABILITY_SWEEP = ./train configs/stability.json --sweep train.lr=1e-3..3e-1/6 --train.overwrite=true
 demo-stability: all
 	for seed in 1337 1 2; do \
 	  $(STABILITY_SWEEP) --compare model.attn_scale=sqrt,none --train.seed=$$seed --train.out_dir=out/stability/$$seed/scale || exit 1; \
-	  if ./train --help | grep -q model.qk_norm; then \
-	    $(STABILITY_SWEEP) --compare model.qk_norm=none,layernorm --train.seed=$$seed --train.out_dir=out/stability/$$seed/qk && \
-	    $(STABILITY_SWEEP) --train.z_loss=1e-4 --train.seed=$$seed --train.out_dir=out/stability/$$seed/zloss || exit 1; \
-	  else echo "demo-stability: this build has no model.qk_norm: the qk/ and zloss/ sweeps are left out"; fi; \
+	  $(STABILITY_SWEEP) --compare model.qk_norm=none,layernorm --train.seed=$$seed --train.out_dir=out/stability/$$seed/qk || exit 1; \
+	  $(STABILITY_SWEEP) --train.z_loss=1e-4 --train.seed=$$seed --train.out_dir=out/stability/$$seed/zloss || exit 1; \
 	done
 
 # The explanation lesson in minutes (docs/EXPLAIN.md): a model of the corpus's copy lines alone

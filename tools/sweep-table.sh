@@ -9,6 +9,7 @@
 #   val loss V: L1 .. LN    the final validation loss at each learning rate of the grid (empty: diverged)
 #   max logit V: X1 .. XN   the max attention logit of each run
 #   min entropy V: H1 .. HN the minimum normalised attention entropy of each run
+#   best val loss V: L      the lowest final validation loss of the grid
 #   diverged V: K           how many runs the divergence guard stopped
 #   first diverged V: LR    the lowest learning rate that diverged (only when one did)
 #   loss0 V: L0             the loss at initialisation
@@ -32,8 +33,9 @@ for sweep in scale qk zloss; do
         }
         END {
             for (i = 1; i <= nv; i++) {
-                v = order[i]; s = 0; best = 1e30; lv = ""; ll = ""; le = ""
+                v = order[i]; s = 0; best = 1e30; bestval = 1e30; lv = ""; ll = ""; le = ""
                 for (k = 1; k <= n[v]; k++) {
+                    if (val[v, k] != "" && val[v, k] + 0 < bestval) bestval = val[v, k] + 0
                     l = (val[v, k] != "" && val[v, k] + 0 < loss0[v]) ? val[v, k] + 0 : loss0[v]
                     s += l; if (l < best) best = l
                     lv = lv " " val[v, k]; ll = ll " " logit[v, k]; le = le " " ent[v, k]
@@ -52,6 +54,7 @@ for sweep in scale qk zloss; do
                 printf "val loss %s:%s\n", v, lv
                 printf "max logit %s:%s\n", v, ll
                 printf "min entropy %s:%s\n", v, le
+                printf "best val loss %s: %.4f\n", v, bestval
                 printf "diverged %s: %d\n", v, div[v] + 0
                 if (v in first) printf "first diverged %s: %s\n", v, first[v]
                 printf "loss0 %s: %s\n", v, loss0[v]
