@@ -991,7 +991,7 @@ static void test_train_outputs_and_determinism(void) {
     snprintf(path, sizeof path, "%s/out/attention.csv", g_dir);
     slurp(path, buf, sizeof buf);
     const char *header = "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,score_std,score_absmax,"
-                         "gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median,future_mass\n";
+                         "gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median,future_mass,max_logit,mean_max_logit\n";
     CHECK(strncmp(buf, header, strlen(header)) == 0);
     CHECK_MSG(count_lines(buf) == 1 + 5 * 2 * 2, "attention.csv has %d lines", count_lines(buf));  // steps 0,10,..,40
     snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
