@@ -20,12 +20,12 @@ const PanelInfo PANELS[] = {
     {PANEL_LOSS, "Loss", "cross-entropy loss", "loss", 0},
     {PANEL_ENTROPY, "Normalised attention entropy (1 = uniform, 0 = one-hot)", "entropy / ln(keys)",
      "normalised entropy", 0},
-    {PANEL_MAX_LOGIT, "Max attention logit: the largest scaled score S before the softmax", "S",
+    {PANEL_MAX_LOGIT, "Max attention logit (the scores S before the softmax)", "S",
      "max attention logit", 0},
     {PANEL_MAX_WEIGHT, "Mean max attention weight", "weight", "max weight", 0},
     {PANEL_GRADIENT, "Gradient surviving the softmax (log scale)", "‖dL/dS‖ / ‖dL/dP‖",
      "the gradient surviving the softmax", 0},
-    {PANEL_OUTPUT_LOGITS, "Output logits of the training batch: mean log Z and the largest logit", "logit (nats)",
+    {PANEL_OUTPUT_LOGITS, "Output logits of the training batch", "logit (nats)",
      "the output logits' mean log Z", 0},
     {PANEL_GEN_LOSS, "gen_loss vs the teacher-forced val_loss", "cross-entropy loss",
      "gen_loss against the teacher-forced val_loss", 1},
@@ -425,6 +425,7 @@ static void draw_max_logit(Out *o, const CompareLog *log, Panel *p, const char *
     for (int v = 0; v < log->n; v++)
         for (int j = 0; j < 2; j++) extend(&lo, &hi, sc->y, probe_curve(&log->v[v], offs[j], sc->x, sc->y));
     linear_range(p, lo, hi);
+    if (lo >= 0 && p->ymin < 0) p->ymin = 0;  // scores that never went negative: the axis from 0
     svg_panel_begin(o, p, title, ylabel, x_label);
     int has = 0;
     for (int v = 0; v < log->n; v++)
@@ -432,7 +433,7 @@ static void draw_max_logit(Out *o, const CompareLog *log, Panel *p, const char *
             has |= svg_curve(o, p, sc->x, sc->y, probe_curve(&log->v[v], offs[j], sc->x, sc->y), v,
                              j ? SECOND_LINE : MAIN_LINE);
     svg_panel_end(o, p, has);
-    KeyItem keys[2] = {{MAIN_LINE, "max over rows, layers and heads"}, {SECOND_LINE, "mean over rows of the row's max"}};
+    KeyItem keys[2] = {{MAIN_LINE, "max over all rows and heads"}, {SECOND_LINE, "mean of the rows' max"}};
     svg_measure_key(o, p, keys, 2);
 }
 
