@@ -74,21 +74,24 @@ static FILE *open_log(const char *path, int *fresh) {
     return f;
 }
 
+// The logs' headers; columns are added at the end, so a reader of the leading ones still works.
+static const char METRICS_HEADER[] = "step,loss,lr,grad_norm,ms,val_loss,gen_loss,lse_mean,max_logit\n";
+static const char ATTENTION_HEADER[] = "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,"
+                                       "score_std,score_absmax,gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,"
+                                       "row_gain_median,future_mass,max_logit,mean_max_logit\n";
+
 void run_open_logs(Run *r, int resuming) {
     if (!dist_is_root()) return;  // metrics and attn_csv stay NULL on the other ranks
     char path[2200];
     int fresh;
     join_path(path, sizeof path, r->dir, "metrics.csv");
-    if (resuming) truncate_csv(path, r->st.step);
+    if (resuming) truncate_csv(path, r->st.step, METRICS_HEADER);
     r->metrics = open_log(path, &fresh);
-    if (fresh) fprintf(r->metrics, "step,loss,lr,grad_norm,ms,val_loss,gen_loss,lse_mean,max_logit\n");
+    if (fresh) fputs(METRICS_HEADER, r->metrics);
     join_path(path, sizeof path, r->dir, "attention.csv");
-    if (resuming) truncate_csv(path, r->st.step - 1);
+    if (resuming) truncate_csv(path, r->st.step - 1, ATTENTION_HEADER);
     r->attn_csv = open_log(path, &fresh);
-    if (fresh)
-        fprintf(r->attn_csv, "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,"
-                             "score_std,score_absmax,gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median,"
-                             "future_mass,max_logit,mean_max_logit\n");
+    if (fresh) fputs(ATTENTION_HEADER, r->attn_csv);
 }
 
 void run_close_logs(Run *r) {

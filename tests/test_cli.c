@@ -1096,7 +1096,8 @@ static int csv_column(const char *header, const char *name) {
 // the logits of --dump-state (the same first batch at the same initial weights: the dump's loss
 // is step 1's), and every row's mean log Z is at most its max_logit + ln V (log Z of a position
 // is at most its largest logit + ln V). In attention.csv every row has -score_absmax <=
-// mean_max_logit <= max_logit <= score_absmax, and some head's mean is below its max.
+// mean_max_logit <= max_logit <= score_absmax, and some head's mean is below its max. A run
+// with logs of the older columns resumes under the whole header.
 static void test_logit_columns(void) {
     tmpdir();
     write_tiny_config("cfg.json", 20);
@@ -1158,6 +1159,24 @@ static void test_logit_columns(void) {
         below += mean < mx;
     }
     CHECK_MSG(rows == 3 * 2 * 2 && below > 0, "%d rows, %d with the mean below the max", rows, below);  // steps 0, 10, 20
+    // a run whose logs were written before these columns (its rows and header cut to the older
+    // columns) resumes under the whole header: its old rows leave the new fields empty, the
+    // rows appended fill them
+    CHECK(run("cd %s/out && cut -d, -f1-7 metrics.csv > m && mv m metrics.csv && cut -d, -f1-17 attention.csv > a &&"
+              " mv a attention.csv", g_dir) == 0);
+    code = run("./train --resume %s/out/checkpoint.bin --train.max_steps=30", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
+    slurp(path, buf, sizeof buf);
+    ce = csv_column(buf, "lse_mean");
+    const char *r5 = strstr(buf, "\n5,"), *r25 = strstr(buf, "\n25,");
+    CHECK_MSG(ce == 7 && r5 && r25 && isnan(csv_number(r5 + 1, ce)) && isfinite(csv_number(r25 + 1, ce)),
+              "metrics.csv after the resume: %.300s", buf);
+    snprintf(path, sizeof path, "%s/out/attention.csv", g_dir);
+    slurp(path, buf, sizeof buf);
+    cn = csv_column(buf, "mean_max_logit");
+    const char *a30 = strstr(buf, "\n30,");
+    CHECK_MSG(cn == 18 && a30 && isfinite(csv_number(a30 + 1, cn)), "attention.csv after the resume: %.300s", buf);
     cleanup();
 }
 
