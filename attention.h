@@ -42,6 +42,9 @@ typedef struct {
     double rows_gt_099;       // rows whose max weight > 0.99
     double future_mass;       // sum over rows of the weight on positions after the query's own
     double score_n, score_sum, score_sumsq, score_absmax;  // over the visible scaled scores S
+    // the largest S the mask keeps (signed; meaningful once score_rows > 0), and over every row
+    // (a row that sees one key included) the count and the sum of the row's largest kept S
+    double score_max, score_rows, score_rowmax_sum;
     double ds_sumsq, dp_sumsq;  // ||dL/dS||^2 and ||dL/dP||^2 over the head (all rows)
 } AttnStats;
 

@@ -6,6 +6,9 @@
 //   max weight                        max_u P[t][u], and whether it exceeds 0.9 and 0.99
 //   future mass                       sum_{u>t} P[t][u]: 0 for a correct causal model
 //   score spread                      mean, std and max |S| of the scores the mask keeps
+//   max logit                         max_{t,u} S[t][u] over the kept scores (signed), and the mean
+//                                     over rows t of max_u S[t][u]: every row counts, a row that
+//                                     sees one key too (its one score is still a logit)
 //   gradient through the softmax      ||dS|| / ||dP|| per head, and per row (the row gain)
 // Rows that see a single key are left out of the row statistics: their weight is 1 whatever
 // the scores.
@@ -27,7 +30,9 @@ void attention_row_stats(const real *p, int n, double *entropy, double *max_weig
 // scores and weights are (T,T): S after the mask, and P
 void attention_stats_forward(AttnStats *st, const real *scores, const real *weights, int T, const AttnSpec *spec) {
     for (int t = 0; t < T; t++) {
-        // the scores computed from Q K^T: the ones the mask did not replace
+        // the scores computed from Q K^T: the ones the mask did not replace (key t always among
+        // them, so every row has a largest one)
+        double row_max = -INFINITY;
         for (int u = 0; u < T; u++) {
             if (attention_masked(spec, t, u)) continue;
             double x = scores[t * T + u];
@@ -35,7 +40,11 @@ void attention_stats_forward(AttnStats *st, const real *scores, const real *weig
             st->score_sum += x;
             st->score_sumsq += x * x;
             if (fabs(x) > st->score_absmax) st->score_absmax = fabs(x);
+            if (x > row_max) row_max = x;
         }
+        if (st->score_rows == 0 || row_max > st->score_max) st->score_max = row_max;
+        st->score_rows += 1;
+        st->score_rowmax_sum += row_max;
         int n = attention_visible_keys(spec, t, T);
         if (n < 2) continue;
         double h, m, future = 0.0;

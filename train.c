@@ -571,6 +571,7 @@ static int step_runs(Session *s, long step) {
         if (s->cmp) {
             if (probe) log_probe(s, i, step);
             compare_log_step(s->cmp, i, done, r->loss, r->eval_val, r->eval_gen);
+            compare_log_logits(s->cmp, i, done, r->lse_mean, r->max_logit);
         }
     }
     return evaluated;

@@ -32,6 +32,10 @@ void compare_log_probe(CompareLog *log, int variant, long step, const HeadStats 
 // The training loss of update `step` (1-based), and the validation loss and gen_loss evaluated
 // after it (each NaN when not evaluated at this step).
 void compare_log_step(CompareLog *log, int variant, long step, double loss, double val_loss, double gen_loss);
+// The output logits of the same step's training batch (after compare_log_step of that step; a
+// call for any other step is ignored): the mean over its positions of log Z = log sum_v exp(z_v),
+// and its largest logit z. Without them the panel of the output logits is left out.
+void compare_log_logits(CompareLog *log, int variant, long step, double lse_mean, double max_logit);
 
 // The attention weights P of the probe sequence (the first of the fixed probe batch) measured
 // after `step` updates, for report.html's maps: P is (L,NH,T,T), P[((l*NH + h)*T + t)*T + u] the

@@ -95,6 +95,14 @@ void compare_log_step(CompareLog *log, int i, long step, double loss, double val
     r->loss = loss;
     r->val = val_loss;
     r->gen = gen_loss;
+    r->lse = r->zmax = NAN;
+}
+
+void compare_log_logits(CompareLog *log, int i, long step, double lse_mean, double max_logit) {
+    VarLog *v = variant(log, i);
+    if (!v || v->n_steps == 0 || v->steps[v->n_steps - 1].k.step != step) return;
+    v->steps[v->n_steps - 1].lse = lse_mean;
+    v->steps[v->n_steps - 1].zmax = max_logit;
 }
 
 // Keep P (L,NH,T,T) as snapshot k of step `step`, cropped to the first map_Tm positions.
@@ -263,6 +271,13 @@ long last_step(const CompareLog *log) {
         if (v->n_probes && v->probes[v->n_probes - 1].k.step > end) end = v->probes[v->n_probes - 1].k.step;
     }
     return end;
+}
+
+int has_output_logits(const CompareLog *log) {
+    for (int i = 0; i < log->n; i++)
+        for (size_t k = 0; k < log->v[i].n_steps; k++)
+            if (isfinite(log->v[i].steps[k].lse)) return 1;
+    return 0;
 }
 
 // A statistic of a probe (a HeadStats field at offset `off`), NaN without a probe.

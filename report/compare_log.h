@@ -28,6 +28,7 @@ typedef struct {
 typedef struct {
     RecKey k;
     double loss, val, gen;  // val and gen are NaN when not evaluated
+    double lse, zmax;       // the output logits' mean log Z and largest logit; NaN when not logged
 } StepRec;
 
 typedef struct {
@@ -94,6 +95,8 @@ double gen_upto(const VarLog *v, long s);
 double train_avg_upto(const VarLog *v, long s);
 // The last step of the run: the largest step with a loss, else the largest probe step.
 long last_step(const CompareLog *log);
+// Whether any variant logged its output logits (compare_log_logits).
+int has_output_logits(const CompareLog *log);
 // A statistic of a probe (a HeadStats field at offset `off`), NaN without a probe.
 double stat_or_nan(const HeadStats *p, size_t off);
 // Probe steps where every variant was probed, ascending (malloc'd; *n set).

@@ -20,16 +20,23 @@ const PanelInfo PANELS[] = {
     {PANEL_LOSS, "Loss", "cross-entropy loss", "loss", 0},
     {PANEL_ENTROPY, "Normalised attention entropy (1 = uniform, 0 = one-hot)", "entropy / ln(keys)",
      "normalised entropy", 0},
+    {PANEL_MAX_LOGIT, "Max attention logit (the scores S before the softmax)", "S",
+     "max attention logit", 0},
     {PANEL_MAX_WEIGHT, "Mean max attention weight", "weight", "max weight", 0},
     {PANEL_GRADIENT, "Gradient surviving the softmax (log scale)", "‖dL/dS‖ / ‖dL/dP‖",
      "the gradient surviving the softmax", 0},
+    {PANEL_OUTPUT_LOGITS, "Output logits of the training batch", "logit (nats)",
+     "the output logits' mean log Z", 0},
     {PANEL_GEN_LOSS, "gen_loss vs the teacher-forced val_loss", "cross-entropy loss",
      "gen_loss against the teacher-forced val_loss", 1},
     {PANEL_FUTURE_MASS, "Future mass: the mean weight on positions after the query's own", "weight", "future_mass", 1},
 };
 const size_t N_PANELS = sizeof PANELS / sizeof PANELS[0];
 
-int panel_shown(const CompareLog *log, size_t i) { return !PANELS[i].leak_only || log->kind == KIND_LEAK; }
+int panel_shown(const CompareLog *log, size_t i) {
+    if (PANELS[i].kind == PANEL_OUTPUT_LOGITS) return has_output_logits(log);
+    return !PANELS[i].leak_only || log->kind == KIND_LEAK;
+}
 
 // ---------------------------------------------------------------------------------------------
 // the plotting library: a panel's frame, axes and grid, curves, a key to its measures
@@ -409,6 +416,61 @@ static void draw_future_mass(Out *o, const CompareLog *log, Panel *p, const char
     svg_panel_end(o, p, has);
 }
 
+// The max attention logit from the probes: max_logit, the max over rows, layers and heads
+// (thick), and mean_max_logit, each row's max averaged over the rows and then the heads (thin).
+static void draw_max_logit(Out *o, const CompareLog *log, Panel *p, const char *title, const char *ylabel,
+                           int x_label, Scratch *sc) {
+    const size_t offs[2] = {offsetof(HeadStats, max_logit), offsetof(HeadStats, mean_max_logit)};
+    double lo = INFINITY, hi = -INFINITY;
+    for (int v = 0; v < log->n; v++)
+        for (int j = 0; j < 2; j++) extend(&lo, &hi, sc->y, probe_curve(&log->v[v], offs[j], sc->x, sc->y));
+    linear_range(p, lo, hi);
+    if (lo >= 0 && p->ymin < 0) p->ymin = 0;  // scores that never went negative: the axis from 0
+    svg_panel_begin(o, p, title, ylabel, x_label);
+    int has = 0;
+    for (int v = 0; v < log->n; v++)
+        for (int j = 0; j < 2; j++)
+            has |= svg_curve(o, p, sc->x, sc->y, probe_curve(&log->v[v], offs[j], sc->x, sc->y), v,
+                             j ? SECOND_LINE : MAIN_LINE);
+    svg_panel_end(o, p, has);
+    KeyItem keys[2] = {{MAIN_LINE, "max over all rows and heads"}, {SECOND_LINE, "mean of the rows' max"}};
+    svg_measure_key(o, p, keys, 2);
+}
+
+// A step field of every step record (lse or zmax), every `stride`-th one, as (step, value).
+static size_t step_curve(const VarLog *v, size_t field, size_t stride, double *x, double *y) {
+    size_t n = 0;
+    for (size_t i = 0; i < v->n_steps; i += stride) {
+        memcpy(&y[n], (const char *)&v->steps[i] + field, sizeof y[n]);
+        x[n++] = (double)v->steps[i].k.step;
+    }
+    return n;
+}
+
+// The output logits of each step's training batch: the mean log Z (thick) and the largest
+// logit (thin), every step (every stride-th beyond 1200), without markers.
+static void draw_output_logits(Out *o, const CompareLog *log, Panel *p, const char *title, const char *ylabel,
+                               int x_label, Scratch *sc) {
+    const size_t fields[2] = {offsetof(StepRec, lse), offsetof(StepRec, zmax)};
+    const LineStyle styles[2] = {{2, 1, 0}, SECOND_LINE};
+    size_t nmax = 0;
+    for (int v = 0; v < log->n; v++)
+        if (log->v[v].n_steps > nmax) nmax = log->v[v].n_steps;
+    size_t stride = nmax > 1200 ? (nmax + 1199) / 1200 : 1;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int v = 0; v < log->n; v++)
+        for (int j = 0; j < 2; j++) extend(&lo, &hi, sc->y, step_curve(&log->v[v], fields[j], stride, sc->x, sc->y));
+    linear_range(p, lo, hi);
+    svg_panel_begin(o, p, title, ylabel, x_label);
+    int has = 0;
+    for (int v = 0; v < log->n; v++)
+        for (int j = 0; j < 2; j++)
+            has |= svg_curve(o, p, sc->x, sc->y, step_curve(&log->v[v], fields[j], stride, sc->x, sc->y), v, styles[j]);
+    svg_panel_end(o, p, has);
+    KeyItem keys[2] = {{styles[0], "mean log Z = log Σ exp(z)"}, {styles[1], "largest logit z"}};
+    svg_measure_key(o, p, keys, 2);
+}
+
 // A variant's name in the SVG's key.
 void svg_variant_label(char *buf, size_t n, const CompareLog *log, const Config *cfg, int i) {
     const VarLog *v = &log->v[i];
@@ -510,6 +572,7 @@ void draw_panel(Out *o, const CompareLog *log, size_t i, int k, int x_label) {
     case PANEL_ENTROPY:
         draw_unit_stat(o, log, &p, title, yl, x_label, sc, offsetof(HeadStats, entropy_norm), 0, NULL);
         break;
+    case PANEL_MAX_LOGIT: draw_max_logit(o, log, &p, title, yl, x_label, sc); break;
     case PANEL_MAX_WEIGHT: {
         const KeyItem keys[2] = {{MAIN_LINE, "mean max weight"}, {SECOND_LINE, "fraction of rows > 0.99"}};
         draw_unit_stat(o, log, &p, title, yl, x_label, sc, offsetof(HeadStats, max_weight),
@@ -517,6 +580,7 @@ void draw_panel(Out *o, const CompareLog *log, size_t i, int k, int x_label) {
         break;
     }
     case PANEL_GRADIENT: draw_gradient(o, log, &p, title, yl, x_label, sc); break;
+    case PANEL_OUTPUT_LOGITS: draw_output_logits(o, log, &p, title, yl, x_label, sc); break;
     case PANEL_GEN_LOSS: draw_gen_loss(o, log, &p, title, yl, x_label, sc); break;
     case PANEL_FUTURE_MASS: draw_future_mass(o, log, &p, title, yl, x_label, sc); break;
     }

@@ -21,9 +21,11 @@
 extern const char *const VARIANT_COLOR[COMPARE_MAX_VARIANTS];
 extern const char *const VARIANT_DASH[COMPARE_MAX_VARIANTS];
 
-// The SVG's panels, top to bottom; the leak's two only in a leak comparison.
+// The SVG's panels, top to bottom; the leak's two only in a leak comparison, the output logits'
+// only when the log has them (compare_log_logits).
 typedef enum {
-    PANEL_LOSS, PANEL_ENTROPY, PANEL_MAX_WEIGHT, PANEL_GRADIENT, PANEL_GEN_LOSS, PANEL_FUTURE_MASS
+    PANEL_LOSS, PANEL_ENTROPY, PANEL_MAX_LOGIT, PANEL_MAX_WEIGHT, PANEL_GRADIENT, PANEL_OUTPUT_LOGITS, PANEL_GEN_LOSS,
+    PANEL_FUTURE_MASS
 } PanelKind;
 
 typedef struct {

@@ -192,7 +192,7 @@ int outdir_same_dir(const char *a, const char *b) {
 }
 
 // A resumed run continues its logs without repeating rows written after the last checkpoint.
-void truncate_csv(const char *path, long max_step) {
+void truncate_csv(const char *path, long max_step, const char *header) {
     char err[2400];
     struct stat st;
     if (lstat(path, &st) != 0) return;  // a log that was never written: it starts anew
@@ -205,7 +205,9 @@ void truncate_csv(const char *path, long max_step) {
     char line[8192];
     int first = 1;
     while (fgets(line, sizeof line, in)) {
-        if (first || strtol(line, NULL, 10) <= max_step) fputs(line, out);
+        size_t n = strcspn(line, "\r\n");
+        if (first && n > 0 && n < strlen(header) && strncmp(line, header, n) == 0 && header[n] == ',') fputs(header, out);
+        else if (first || strtol(line, NULL, 10) <= max_step) fputs(line, out);
         first = 0;
     }
     fclose(in);

@@ -39,8 +39,11 @@ void outdir_remove_stale_temps(const char *dir);
 int outdir_same_dir(const char *a, const char *b);
 
 // Keep the header and the rows of a CSV whose first field (the step) is <= max_step (replaced
-// whole, base/outfile.h; exit 1 when it is not a regular file).
-void truncate_csv(const char *path, long max_step);
+// whole, base/outfile.h; exit 1 when it is not a regular file). header (one line, its newline
+// included) is the one the log is written with now: an older header that is its leading columns
+// (a log written before columns were added at its end) is replaced by it, so the rows appended
+// are read under their own names; any other header is kept.
+void truncate_csv(const char *path, long max_step, const char *header);
 
 // Keep the `keep` newest checkpoint_<step>.bin in dir with step <= upto and remove the older
 // ones, whatever interval wrote them (later ones belong to a run resumed from an earlier step

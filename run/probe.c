@@ -22,13 +22,14 @@ static double slice_norm(const real *g, size_t n) {
     return sqrt(s);
 }
 
-// The per-head statistics averaged over all layers and heads (score_absmax: the max over them)
+// The per-head statistics averaged over all layers and heads (score_absmax and max_logit: the
+// max over them)
 static const size_t HEAD_MEAN_FIELDS[] = {
     offsetof(HeadStats, entropy),     offsetof(HeadStats, entropy_norm), offsetof(HeadStats, max_weight),
     offsetof(HeadStats, frac_gt_090), offsetof(HeadStats, frac_gt_099),  offsetof(HeadStats, future_mass),
     offsetof(HeadStats, score_std),   offsetof(HeadStats, gnorm_wq),     offsetof(HeadStats, gnorm_wk),
     offsetof(HeadStats, gnorm_wv),    offsetof(HeadStats, gnorm_wo),     offsetof(HeadStats, ds_over_dp),
-    offsetof(HeadStats, row_gain_median),
+    offsetof(HeadStats, row_gain_median), offsetof(HeadStats, mean_max_logit),
 };
 static double *head_field(HeadStats *h, size_t offset) { return (double *)(void *)((char *)h + offset); }
 
@@ -44,6 +45,7 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
     real *gains = xmalloc(N * sizeof(real), "row gains");
     HeadStats sum;
     memset(&sum, 0, sizeof sum);
+    sum.max_logit = -INFINITY;
     for (int l = 0; l < L; l++) {
         const LayerParams *g = &m->g.layers[l];
         double gq = slice_norm(g->wq, CC), gk = slice_norm(g->wk, CC), gv = slice_norm(g->wv, CC), go = slice_norm(g->wo, CC);
@@ -61,6 +63,8 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
             double var = s->score_sumsq / s->score_n - mu * mu;
             hs.score_std = sqrt(var > 0 ? var : 0);
             hs.score_absmax = s->score_absmax;
+            hs.max_logit = s->score_rows > 0 ? s->score_max : NAN;
+            hs.mean_max_logit = s->score_rows > 0 ? s->score_rowmax_sum / s->score_rows : NAN;
             hs.gnorm_wq = gq;
             hs.gnorm_wk = gk;
             hs.gnorm_wv = gv;
@@ -79,10 +83,11 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
             for (size_t f = 0; f < sizeof HEAD_MEAN_FIELDS / sizeof HEAD_MEAN_FIELDS[0]; f++)
                 *head_field(&sum, HEAD_MEAN_FIELDS[f]) += *head_field(&hs, HEAD_MEAN_FIELDS[f]);
             if (hs.score_absmax > sum.score_absmax) sum.score_absmax = hs.score_absmax;
+            if (hs.max_logit > sum.max_logit) sum.max_logit = hs.max_logit;
         }
     }
     if (mean) {
-        *mean = sum;  // score_absmax: the max over all heads, not a mean
+        *mean = sum;  // score_absmax and max_logit: the max over all heads, not a mean
         for (size_t f = 0; f < sizeof HEAD_MEAN_FIELDS / sizeof HEAD_MEAN_FIELDS[0]; f++)
             *head_field(mean, HEAD_MEAN_FIELDS[f]) /= (double)L * NH;
         mean->loss = loss;

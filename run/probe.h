@@ -15,6 +15,8 @@ typedef struct {
     double future_mass;      // mean weight a row puts on positions after its own: 0 when causal
     double score_std;        // standard deviation of the scaled scores S (unmasked entries)
     double score_absmax;     // max |S|
+    double max_logit;        // max S (signed), over every probe row
+    double mean_max_logit;   // mean over the probe rows (every row) of the row's max S
     double gnorm_wq, gnorm_wk, gnorm_wv, gnorm_wo;  // ||dL/dW|| of the layer's whole matrices
     double ds_over_dp;       // ||dL/dS|| / ||dL/dP|| over the head: gradient surviving the softmax
     double row_gain_median;  // median over rows of ||dL/dS_row|| / ||dL/dP_row||

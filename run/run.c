@@ -74,21 +74,24 @@ static FILE *open_log(const char *path, int *fresh) {
     return f;
 }
 
+// The logs' headers; columns are added at the end, so a reader of the leading ones still works.
+static const char METRICS_HEADER[] = "step,loss,lr,grad_norm,ms,val_loss,gen_loss,lse_mean,max_logit\n";
+static const char ATTENTION_HEADER[] = "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,"
+                                       "score_std,score_absmax,gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,"
+                                       "row_gain_median,future_mass,max_logit,mean_max_logit\n";
+
 void run_open_logs(Run *r, int resuming) {
     if (!dist_is_root()) return;  // metrics and attn_csv stay NULL on the other ranks
     char path[2200];
     int fresh;
     join_path(path, sizeof path, r->dir, "metrics.csv");
-    if (resuming) truncate_csv(path, r->st.step);
+    if (resuming) truncate_csv(path, r->st.step, METRICS_HEADER);
     r->metrics = open_log(path, &fresh);
-    if (fresh) fprintf(r->metrics, "step,loss,lr,grad_norm,ms,val_loss,gen_loss\n");
+    if (fresh) fputs(METRICS_HEADER, r->metrics);
     join_path(path, sizeof path, r->dir, "attention.csv");
-    if (resuming) truncate_csv(path, r->st.step - 1);
+    if (resuming) truncate_csv(path, r->st.step - 1, ATTENTION_HEADER);
     r->attn_csv = open_log(path, &fresh);
-    if (fresh)
-        fprintf(r->attn_csv, "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,"
-                             "score_std,score_absmax,gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median,"
-                             "future_mass\n");
+    if (fresh) fputs(ATTENTION_HEADER, r->attn_csv);
 }
 
 void run_close_logs(Run *r) {
@@ -174,9 +177,23 @@ void run_forward(Run *r, const int *x, const int *y, long step) {
     r->step_start = now_seconds();
     r->lr = lr_at(&r->cfg, step);
     r->loss = gpt_batch_forward(&r->model, x, y, r->rows, r->cfg.block_size);
+    r->lse_mean = r->model.lse_mean;
+    r->max_logit = r->model.max_logit;
     if (dist_size() > 1) {
         dist_sum_double(&r->loss, 1);
         r->loss /= dist_size();
+        // the output logits' statistics of the whole batch: the mean of the ranks' equal shares'
+        // mean log Z, and the largest of their largest logits (each rank's in its own slot of a sum)
+        int n = dist_size();
+        double *buf = xcalloc((size_t)n + 1, sizeof(double), "the output logits' statistics");
+        buf[0] = r->lse_mean;
+        buf[1 + dist_rank()] = r->max_logit;
+        dist_sum_double(buf, n + 1);
+        r->lse_mean = buf[0] / n;
+        r->max_logit = buf[1];
+        for (int k = 2; k <= n; k++)
+            if (buf[k] > r->max_logit) r->max_logit = buf[k];
+        free(buf);
     }
     inject_faults(r, step);
 }
@@ -259,10 +276,10 @@ void run_probe(Run *r, const int *px, const int *py, long step, int log) {
         for (int l = 0; l < L; l++)
             for (int h = 0; h < NH; h++) {
                 const HeadStats *s = &hs[l * NH + h];
-                fprintf(r->attn_csv, "%ld,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6f\n",
+                fprintf(r->attn_csv, "%ld,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6f,%.6f,%.6f\n",
                         step, l, h, s->entropy, s->entropy_norm, s->max_weight, s->frac_gt_090, s->frac_gt_099,
                         s->score_std, s->score_absmax, s->gnorm_wq, s->gnorm_wk, s->gnorm_wv, s->gnorm_wo,
-                        s->ds_over_dp, s->row_gain_median, s->future_mass);
+                        s->ds_over_dp, s->row_gain_median, s->future_mass, s->max_logit, s->mean_max_logit);
             }
         fflush(r->attn_csv);
     }
@@ -383,7 +400,7 @@ void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vo
         if (r->evaluated) fprintf(r->metrics, "%.6f,", r->eval_val);
         else fprintf(r->metrics, ",");
         if (r->evaluated && isfinite(r->eval_gen)) fprintf(r->metrics, "%.6f", r->eval_gen);
-        fprintf(r->metrics, "\n");
+        fprintf(r->metrics, ",%.6f,%.6f\n", r->lse_mean, r->max_logit);
         fflush(r->metrics);
     }
 }

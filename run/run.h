@@ -48,6 +48,7 @@ typedef struct {
     SpikeWindow spikes;      // the loss-spike detector (train.spike_zscore > 0)
     // results of the last step / probe / evaluation
     double loss, grad_norm, lr, ms;
+    double lse_mean, max_logit;  // the step's batch's output logits: mean log Z = log sum_v exp(z_v), largest z
     int skipped;
     const char *skip_reason;
     double step_start;       // now_seconds() at the start of the step's forward

@@ -219,10 +219,9 @@ static double csv_field(const char *line, int col) {
     return strtod(p, NULL);
 }
 
-// The max attention logit of attention.csv: the largest scaled score before the softmax over
-// the probe rows, per head; its column is max_logit where the probe logs one, else score_absmax
-// (max |S|: the same number unless the most negative score is larger in size than the most
-// positive one).
+// The max attention logit of attention.csv: its column score_absmax, the largest |S| of the
+// scaled scores before the softmax over the probe rows, per head (docs/scaling.md's measure; the
+// signed max_logit beside it is smaller whenever the most negative score is the larger in size).
 static void read_run_logs(SweepRun *r) {
     char path[1400], line[4096];
     snprintf(path, sizeof path, "%s/metrics.csv", r->dir);
@@ -245,8 +244,7 @@ static void read_run_logs(SweepRun *r) {
     f = fopen(path, "r");
     if (!f) return;
     if (!fgets(line, sizeof line, f)) { fclose(f); return; }
-    int cl = csv_col(line, "max_logit");
-    if (cl < 0) cl = csv_col(line, "score_absmax");
+    int cl = csv_col(line, "score_absmax");
     int ce = csv_col(line, "entropy_norm");
     int cap = 0;
     while (fgets(line, sizeof line, f)) {

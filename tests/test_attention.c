@@ -297,6 +297,59 @@ static void test_attention_stats_peaked(void) {
     CHECK_NEAR(st.score_sumsq, 12500, 1e-2);
 }
 
+// The max logits against a direct recomputation of the kept scores in double: max_logit =
+// max_{b,t,u} S[t][u], mean_max_logit = mean over every row (b, t) of max_u S[t][u], over the
+// entries the mask keeps, for the causal mask, a window, the "zero" mistake and no mask; and
+// on hand-built scores that are all negative the maximum stays signed (-1, not 0 or |S|).
+static void test_attention_stats_max_logit(void) {
+    int B = 2, T = 7, C = 6, NH = 2, hd = C / NH;
+    size_t n = (size_t)B * T * C;
+    Rng rng;
+    rng_seed(&rng, 11);
+    real *q = randn_array(n, &rng, 1.5), *k = randn_array(n, &rng, 1.5), *v = randn_array(n, &rng, 1);
+    real *att = zeros((size_t)B * NH * T * T), *out = zeros(n), *scratch = attn_scratch(T, hd);
+    const AttnSpec specs[4] = {causal((real)0.7), windowed((real)0.7, 3, SOFTMAX_OVER_KEYS),
+                               spec_of((real)0.7, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS),
+                               spec_of((real)0.7, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS)};
+    for (int sp = 0; sp < 4; sp++) {
+        AttnStats st[2];
+        memset(st, 0, sizeof st);
+        attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &specs[sp], st);
+        for (int h = 0; h < NH; h++) {
+            double best = -INFINITY, row_sum = 0;
+            for (int b = 0; b < B; b++)
+                for (int t = 0; t < T; t++) {
+                    double row_max = -INFINITY;
+                    for (int u = 0; u < T; u++) {
+                        if (attention_masked(&specs[sp], t, u)) continue;
+                        double dot = 0;
+                        for (int i = 0; i < hd; i++)
+                            dot += (double)q[((size_t)b * T + t) * C + h * hd + i] * k[((size_t)b * T + u) * C + h * hd + i];
+                        if (dot * 0.7 > row_max) row_max = dot * 0.7;
+                    }
+                    if (row_max > best) best = row_max;
+                    row_sum += row_max;
+                }
+            CHECK_NEAR(st[h].score_rows, B * T, 0);
+            CHECK_NEAR(st[h].score_max, best, 1e-5);
+            CHECK_NEAR(st[h].score_rowmax_sum / st[h].score_rows, row_sum / (B * T), 1e-5);
+            CHECK(st[h].score_max <= st[h].score_absmax);
+        }
+    }
+    free(q); free(k); free(v); free(att); free(out); free(scratch);
+    // one head, C = 1: q = 1 and key u = -(u + 1), so S[t][u] = -(u + 1) and every row's largest is -1
+    real q1[4] = {1, 1, 1, 1}, k1[4] = {-1, -2, -3, -4}, v1[4] = {0}, att1[16], out1[4];
+    scratch = attn_scratch(4, 1);
+    AttnStats st;
+    memset(&st, 0, sizeof st);
+    AttnSpec spec = causal(1);
+    attention_forward(out1, att1, scratch, (AttnQKV){q1, k1, v1}, (AttnShape){1, 4, 1, 1}, &spec, &st);
+    free(scratch);
+    CHECK_NEAR(st.score_max, -1, 1e-6);
+    CHECK_NEAR(st.score_rowmax_sum / st.score_rows, -1, 1e-6);
+    CHECK_NEAR(st.score_absmax, 4, 1e-6);
+}
+
 // The definition's forward, backward and backward statistics against the formulas evaluated by
 // plain loops in double, per head: S = scale Q K^T (masked), P = softmax(S), O = P V,
 // dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dP * P)), dQ = scale dS K, dK = scale dS^T Q.
@@ -880,6 +933,7 @@ static void test_probe_statistics_come_from_the_definition(void) {
     CHECK_NEAR(ma.max_weight, harmonic / 7, 1e-6);
     CHECK(ma.frac_gt_090 == 0 && ma.frac_gt_099 == 0 && ma.future_mass == 0);
     CHECK(ma.score_std == 0 && ma.score_absmax == 0 && ma.gnorm_wq == 0 && ma.gnorm_wk == 0);
+    CHECK(ma.max_logit == 0 && ma.mean_max_logit == 0);  // every score 0: the largest is 0, not -inf
     gpt_free(&a);
     gpt_free(&b);
 }
@@ -895,6 +949,7 @@ const TestCase tests_attention[] = {
     {"attention_row_stats", test_attention_row_stats},
     {"attention_stats_uniform_and_row0", test_attention_stats_uniform_and_row0},
     {"attention_stats_peaked", test_attention_stats_peaked},
+    {"attention_stats_max_logit", test_attention_stats_max_logit},
     {"attention_definition_matches_formulas_in_double", test_attention_definition_matches_formulas_in_double},
     {"attention_engine_equals_definition", test_attention_engine_equals_definition},
     {"attention_store_overwrites", test_attention_store_overwrites},

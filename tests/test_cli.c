@@ -991,7 +991,7 @@ static void test_train_outputs_and_determinism(void) {
     snprintf(path, sizeof path, "%s/out/attention.csv", g_dir);
     slurp(path, buf, sizeof buf);
     const char *header = "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,score_std,score_absmax,"
-                         "gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median,future_mass\n";
+                         "gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median,future_mass,max_logit,mean_max_logit\n";
     CHECK(strncmp(buf, header, strlen(header)) == 0);
     CHECK_MSG(count_lines(buf) == 1 + 5 * 2 * 2, "attention.csv has %d lines", count_lines(buf));  // steps 0,10,..,40
     snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
@@ -1065,6 +1065,118 @@ static void test_train_outputs_and_determinism(void) {
     tfile_free(&f2);
     tfile_free(&ck);
     tfile_free(&f);
+    cleanup();
+}
+
+// Field `col` (0-based) of one CSV line, as a number (NaN when empty or absent).
+static double csv_number(const char *line, int col) {
+    for (int c = 0; c < col && line; c++) {
+        line = strpbrk(line, ",\n");
+        if (line && *line == '\n') return NAN;
+        if (line) line++;
+    }
+    if (!line || *line == ',' || *line == '\n' || *line == 0) return NAN;
+    return strtod(line, NULL);
+}
+
+// The 0-based column of `name` in a CSV header line, -1 when absent.
+static int csv_column(const char *header, const char *name) {
+    size_t n = strlen(name);
+    int col = 0;
+    for (const char *p = header; *p && *p != '\n'; col++) {
+        size_t len = strcspn(p, ",\n");
+        if (len == n && strncmp(p, name, n) == 0) return col;
+        p += len;
+        if (*p == ',') p++;
+    }
+    return -1;
+}
+
+// The logit columns: metrics.csv's lse_mean and max_logit of step 1 equal a recomputation from
+// the logits of --dump-state (the same first batch at the same initial weights: the dump's loss
+// is step 1's), and every row's mean log Z is at most its max_logit + ln V (log Z of a position
+// is at most its largest logit + ln V). In attention.csv every row has -score_absmax <=
+// mean_max_logit <= max_logit <= score_absmax, and some head's mean is below its max. A run
+// with logs of the older columns resumes under the whole header.
+static void test_logit_columns(void) {
+    tmpdir();
+    write_tiny_config("cfg.json", 20);
+    int code = run("./train %s/cfg.json", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    char path[256], err[512];
+    static char buf[1 << 18];
+    snprintf(path, sizeof path, "%s/dump.bin", g_dir);
+    CHECK(run("./train %s/cfg.json --dump-state %s --train.out_dir=%s/dumped", g_dir, path, g_dir) == 0);
+    TFile f;
+    if (!tfile_read(&f, path, "TGPTDUMP", err, sizeof err)) {
+        CHECK_MSG(0, "%s", err);
+        cleanup();
+        return;
+    }
+    const TRecord *lg = tfile_find(&f, "logits"), *ls = tfile_find(&f, "loss");
+    CHECK(lg && lg->ndim == 3 && lg->dtype == DT_F32 && ls && ls->dtype == DT_F64);
+    int V = lg ? (int)lg->shape[2] : 0;
+    size_t N = lg ? lg->count / (size_t)V : 0;
+    double lse_sum = 0, top = -INFINITY, dump_loss = NAN;
+    if (ls) memcpy(&dump_loss, ls->data, sizeof dump_loss);
+    for (size_t i = 0; i < N; i++) {
+        float z[256];
+        if (V > 256) break;
+        memcpy(z, (const char *)lg->data + i * (size_t)V * sizeof(float), (size_t)V * sizeof(float));
+        double m = -INFINITY, sum = 0;
+        for (int j = 0; j < V; j++) m = z[j] > m ? z[j] : m;
+        for (int j = 0; j < V; j++) sum += exp(z[j] - m);
+        lse_sum += m + log(sum);
+        if (m > top) top = m;
+    }
+    tfile_free(&f);
+    snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
+    slurp(path, buf, sizeof buf);
+    int cl = csv_column(buf, "loss"), ce = csv_column(buf, "lse_mean"), cm = csv_column(buf, "max_logit");
+    CHECK_MSG(cl == 1 && ce >= 0 && cm >= 0, "metrics.csv's header: %.200s", buf);
+    const char *row1 = strchr(buf, '\n');
+    if (ce >= 0 && cm >= 0 && row1) {
+        row1++;
+        CHECK_NEAR(csv_number(row1, cl), dump_loss, 2e-5);  // the same batch and weights as the dump
+        CHECK_NEAR(csv_number(row1, ce), lse_sum / (double)N, 2e-5);
+        CHECK_NEAR(csv_number(row1, cm), top, 2e-5);
+        int rows = 0;
+        for (const char *line = row1; *line; line = strchr(line, '\n') + 1, rows++) {
+            double lse = csv_number(line, ce), mx = csv_number(line, cm);
+            CHECK_MSG(isfinite(lse) && isfinite(mx) && lse <= mx + log((double)V) + 1e-5,
+                      "a row's lse_mean %g and max_logit %g: %.80s", lse, mx, line);
+        }
+        CHECK(rows == 20);
+    }
+    snprintf(path, sizeof path, "%s/out/attention.csv", g_dir);
+    slurp(path, buf, sizeof buf);
+    int ca = csv_column(buf, "score_absmax"), cx = csv_column(buf, "max_logit"), cn = csv_column(buf, "mean_max_logit");
+    CHECK_MSG(ca == 9 && cx == 17 && cn == 18, "attention.csv's header: %.300s", buf);  // appended after future_mass
+    int rows = 0, below = 0;
+    for (const char *line = strchr(buf, '\n'); line && line[1]; line = strchr(line + 1, '\n'), rows++) {
+        double absmax = csv_number(line + 1, ca), mx = csv_number(line + 1, cx), mean = csv_number(line + 1, cn);
+        CHECK_MSG(isfinite(mean) && mean <= mx && mx <= absmax && -absmax <= mean, "%.200s", line + 1);
+        below += mean < mx;
+    }
+    CHECK_MSG(rows == 3 * 2 * 2 && below > 0, "%d rows, %d with the mean below the max", rows, below);  // steps 0, 10, 20
+    // a run whose logs were written before these columns (its rows and header cut to the older
+    // columns) resumes under the whole header: its old rows leave the new fields empty, the
+    // rows appended fill them
+    CHECK(run("cd %s/out && cut -d, -f1-7 metrics.csv > m && mv m metrics.csv && cut -d, -f1-17 attention.csv > a &&"
+              " mv a attention.csv", g_dir) == 0);
+    code = run("./train --resume %s/out/checkpoint.bin --train.max_steps=30", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
+    slurp(path, buf, sizeof buf);
+    ce = csv_column(buf, "lse_mean");
+    const char *r5 = strstr(buf, "\n5,"), *r25 = strstr(buf, "\n25,");
+    CHECK_MSG(ce == 7 && r5 && r25 && isnan(csv_number(r5 + 1, ce)) && isfinite(csv_number(r25 + 1, ce)),
+              "metrics.csv after the resume: %.300s", buf);
+    snprintf(path, sizeof path, "%s/out/attention.csv", g_dir);
+    slurp(path, buf, sizeof buf);
+    cn = csv_column(buf, "mean_max_logit");
+    const char *a30 = strstr(buf, "\n30,");
+    CHECK_MSG(cn == 18 && a30 && isfinite(csv_number(a30 + 1, cn)), "attention.csv after the resume: %.300s", buf);
     cleanup();
 }
 
@@ -1796,6 +1908,7 @@ const TestCase tests_cli[] = {
     {"cli_sample_options", test_sample_options},
     {"cli_bad_out_dir", test_bad_out_dir},
     {"cli_train_outputs_and_determinism", test_train_outputs_and_determinism},
+    {"cli_logit_columns", test_logit_columns},
     {"cli_resume_is_exact", test_resume_is_exact},
     {"cli_output_never_replaces_input", test_output_never_replaces_input},
     {"cli_sample_temps_removed", test_sample_temps_removed},

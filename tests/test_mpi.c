@@ -104,6 +104,35 @@ static int read_losses(const char *dir, double *loss, int max) {
     return n;
 }
 
+// The column `name` of metrics.csv, found by its header; returns the number of rows read (0
+// without the column).
+static int read_column(const char *dir, const char *name, double *out, int max) {
+    char path[256], line[512];
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int col = -1, n = 0;
+    if (fgets(line, sizeof line, f)) {
+        int c = 0;
+        for (char *p = line; *p; c++) {
+            size_t len = strcspn(p, ",\n");
+            if (len == strlen(name) && strncmp(p, name, len) == 0) col = c;
+            p += len;
+            if (*p) p++;
+        }
+    }
+    while (col >= 0 && n < max && fgets(line, sizeof line, f)) {
+        char *p = line;
+        for (int c = 0; c < col && p; c++) {
+            p = strchr(p, ',');
+            if (p) p++;
+        }
+        out[n++] = p && *p != ',' && *p != '\n' ? atof(p) : NAN;
+    }
+    fclose(f);
+    return n;
+}
+
 // The "val_loss" of summary.json (NAN when missing).
 static double summary_val_loss(const char *dir) {
     char path[256], buf[8192];
@@ -146,6 +175,16 @@ static void test_two_ranks_match_one_process(void) {
     double rel = max_rel_diff(a, b, na < nb ? na : nb);
     CHECK_MSG(rel <= 1e-5, "losses differ by relative %.3g", rel);
     CHECK_MSG(a[49] < 0.9 * a[0], "the model did not learn: loss %.4f -> %.4f", a[0], a[49]);
+    // the output logits' statistics are the whole batch's: the ranks' mean log Z averaged, the
+    // largest of their largest logits
+    static const char *const logit_cols[2] = {"lse_mean", "max_logit"};
+    for (int k = 0; k < 2; k++) {
+        na = read_column(d1, logit_cols[k], a, 64);
+        nb = read_column(d2, logit_cols[k], b, 64);
+        CHECK_MSG(na == 50 && nb == 50, "%s rows: %d and %d, expected 50", logit_cols[k], na, nb);
+        rel = max_rel_diff(a, b, na < nb ? na : nb);
+        CHECK_MSG(rel <= 1e-5, "%s differs by relative %.3g", logit_cols[k], rel);
+    }
     double va = summary_val_loss(d1), vb = summary_val_loss(d2);
     CHECK_MSG(fabs(va - vb) <= 1e-5 * fabs(va), "final val_loss %.6f vs %.6f", va, vb);
     // only rank 0 writes: one checkpoint, one metrics file, no stray per-rank files: the two-rank

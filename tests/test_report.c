@@ -139,6 +139,8 @@ static HeadStats stats(double en, double mw, double f99, double ds_dp, double ro
     h.frac_gt_099 = f99;
     h.score_std = 0.5 + mw;
     h.score_absmax = 3 + mw;
+    h.max_logit = 2 + mw;
+    h.mean_max_logit = 1 + mw;
     h.gnorm_wq = gq;
     h.gnorm_wk = 2 * gq;
     h.gnorm_wv = 3 * gq;
@@ -381,8 +383,9 @@ static char *first_fields(const char *text, int ncols) {
 }
 
 // --compare-scaling's report.md and compare.csv are what they were before the comparison took
-// any key: tests/golden holds the files commit 06eaed6 wrote from this very log. report.md is
-// byte-identical; compare.csv is, up to the columns added at its end.
+// any key: tests/golden holds the files commit 06eaed6 wrote from this very log, report.md's
+// list of files naming the max attention logit's panel since. report.md is byte-identical;
+// compare.csv is, up to the columns added at its end.
 static void test_scale_output_unchanged(void) {
     static const char *const CASES[2] = {"unscaled_wins", "scaled_wins"};
     for (int scaled_wins = 0; scaled_wins <= 1; scaled_wins++) {
@@ -485,8 +488,8 @@ static void check_svg(const char *svg, int n_variants, int n_panels, int curves_
     CHECK(strstr(svg, "nan") == NULL && strstr(svg, "inf") == NULL);
     CHECK(strstr(svg, ">step<") != NULL);
     CHECK(strstr(svg, "synthetic") != NULL);
-    static const char *const LETTERS[6] = {"(a) ", "(b) ", "(c) ", "(d) ", "(e) ", "(f) "};
-    for (int p = 0; p < 6; p++) CHECK_MSG(has(svg, LETTERS[p]) == (p < n_panels), "panel %s", LETTERS[p]);
+    static const char *const LETTERS[9] = {"(a) ", "(b) ", "(c) ", "(d) ", "(e) ", "(f) ", "(g) ", "(h) ", "(i) "};
+    for (int p = 0; p < 9; p++) CHECK_MSG(has(svg, LETTERS[p]) == (p < n_panels), "panel %s", LETTERS[p]);
     for (int v = 0; v < 4; v++) {
         int curves = paths_in_colour(svg, COLOURS[v]);
         if (v < n_variants) CHECK_MSG(curves == curves_per_variant, "variant %d: %d curves", v, curves);
@@ -502,12 +505,15 @@ static void test_svg(void) {
     CHECK(svg != NULL);
     CHECK(!exists("compare.svg"));
     if (svg) {
-        // loss: train and validation; entropy; max weight and rows > 0.99; whole head and row gain
-        check_svg(svg, 2, 4, 2 + 1 + 2 + 2);
+        // loss: train and validation; entropy; max attention logit and the rows' mean; max weight
+        // and rows > 0.99; whole head and row gain (no output logits logged: no panel of them)
+        check_svg(svg, 2, 5, 2 + 1 + 2 + 2 + 2);
         CHECK(strstr(svg, "(a) Loss") != NULL);
         CHECK(strstr(svg, "(b) Normalised attention entropy") != NULL);
-        CHECK(strstr(svg, "(c) Mean max attention weight") != NULL);
-        CHECK(strstr(svg, "(d) Gradient surviving the softmax") != NULL);
+        CHECK(strstr(svg, "(c) Max attention logit") != NULL);
+        CHECK(strstr(svg, "(d) Mean max attention weight") != NULL);
+        CHECK(strstr(svg, "(e) Gradient surviving the softmax") != NULL);
+        CHECK(strstr(svg, "Output logits") == NULL);
         CHECK(strstr(svg, ">1e-3<") != NULL);  // log decades: data spans 0.001 .. 0.3
         CHECK(strstr(svg, ">1e-1<") != NULL);
         CHECK(strstr(svg, "scaled (") != NULL);
@@ -516,6 +522,47 @@ static void test_svg(void) {
         CHECK(strstr(svg, "future") == NULL);
     }
     free(svg);
+    tmp_cleanup();
+}
+
+// The output logits' panel: drawn, after the gradient's, when the log has the output logits of
+// the steps (compare_log_logits), two curves per variant (mean log Z and the largest logit), its
+// y axis spanning both; a call for a step other than the last logged one is ignored; the list
+// of files in report.md and report.html's charts name it.
+static void test_output_logits_panel(void) {
+    if (!tmp_setup()) SKIP("mkdtemp failed");
+    Config cfg;
+    small_config(&cfg);
+    cfg.attn_interval = 0;
+    CompareLog *log = compare_log_open(g_dir, 4, "model.attn_scale", SCALE_VALUES, 2);
+    for (long s = 1; s <= 4; s++)
+        for (int v = 0; v < 2; v++) {
+            compare_log_step(log, v, s, 3.0 - 0.1 * (double)s, s == 4 ? 2.5 : NAN, NAN);
+            compare_log_logits(log, v, s, 4.25 + 0.25 * (double)s, 6.0 + v + (double)s);
+            compare_log_logits(log, v, s + 1, 100, 100);  // not the step just logged: ignored
+        }
+    final_losses(log, 0, 2.6, 2.55);
+    final_losses(log, 1, 2.8, 2.85);
+    char err[256] = "";
+    CHECK_MSG(compare_log_finish(log, &cfg, err, sizeof(err)), "%s", err);
+    char *md = slurp("report.md"), *svg = slurp("scaling.svg"), *html = slurp("report.html");
+    CHECK(md && svg && html);
+    if (svg) {
+        // loss: train and validation; the output logits: two; the four probe panels without data
+        check_svg(svg, 2, 6, 2 + 2);
+        const char *f = strstr(svg, "(f) Output logits of the training batch");
+        CHECK(f != NULL && strstr(svg, "(e) Gradient surviving the softmax") < f);
+        CHECK(count_substr(svg, "no data") == 4);
+        // lse 4.5 .. 5.25 and the largest logits 7 .. 11 on one axis: ticks up to 12 (the step axis
+        // ends at 4), none at 100
+        CHECK(f && strstr(f, ">10<") && strstr(f, ">12<") && !strstr(f, ">100<"));
+        CHECK(f && strstr(f, "mean log Z") && strstr(f, "largest logit"));
+    }
+    if (md) CHECK(has(md, "the gradient surviving the softmax and the output logits' mean log Z over training"));
+    if (html) CHECK(count_substr(html, "<svg class=\"chart\"") == 6 && has(html, "aria-label=\"(f) Output logits"));
+    free(md);
+    free(svg);
+    free(html);
     tmp_cleanup();
 }
 
@@ -548,7 +595,7 @@ static void test_no_probes(void) {
         CHECK(strstr(md, "Scaled attention ends ahead") != NULL);
         CHECK(strstr(md, "lower by 0.300") != NULL);
     }
-    if (svg) CHECK(count_substr(svg, "no data") == 3);
+    if (svg) CHECK(count_substr(svg, "no data") == 4);
     char *html = slurp("report.html");
     CHECK(html && has(html, "No attention weights were kept") && count_substr(html, "<svg class=\"hm\"") == 0);
     free(html);
@@ -686,7 +733,7 @@ static void test_leak_mask_symptoms(void) {
         CHECK(has(md, "**causal**:\n\n```\nROMEO:\nWhat light through yonder window breaks?\n```\n"));
         CHECK(has(md, "**zero**:\n\n````\nROMEO:\nthe ``` the\n````\n"));
         CHECK(has(md, "**none**:\n\n```\nnone's text\n```\n"));
-        CHECK(has(md, "`compare.svg`: loss, normalised entropy, max weight, the gradient surviving the softmax, "
+        CHECK(has(md, "`compare.svg`: loss, normalised entropy, max attention logit, max weight, the gradient surviving the softmax, "
                       "gen_loss against the teacher-forced val_loss and future_mass over training, all three variants"));
         CHECK(has(md, "`causal/attention.csv`, `zero/attention.csv` and `none/attention.csv`"));
     }
@@ -703,9 +750,9 @@ static void test_leak_mask_symptoms(void) {
     }
     if (svg) {
         // the four panels (7 curves per variant) and gen vs val (2) and future_mass (1)
-        check_svg(svg, 3, 6, 7 + 2 + 1);
-        CHECK(has(svg, "(e) gen_loss vs the teacher-forced val_loss"));
-        CHECK(has(svg, "(f) Future mass"));
+        check_svg(svg, 3, 7, 7 + 2 + 2 + 1);
+        CHECK(has(svg, "(f) gen_loss vs the teacher-forced val_loss"));
+        CHECK(has(svg, "(g) Future mass"));
         CHECK(has(svg, ">causal (correct)<") && has(svg, ">zero<") && has(svg, ">none<"));
         CHECK(has(svg, "stroke-dasharray=\"7 4\"") && has(svg, "stroke-dasharray=\"2 3\""));
     }
@@ -865,7 +912,7 @@ static void test_other_key_four_variants(void) {
         CHECK(has(md, "all four variants overlaid"));
     }
     if (svg) {
-        check_svg(svg, 4, 4, 7);
+        check_svg(svg, 4, 5, 9);
         CHECK(has(svg, ">lr = 0.0003<"));
     }
     if (csv) CHECK(count_substr(csv, "\n") == 1 + 4 * (N_STEPS + 1));
@@ -925,7 +972,7 @@ static void test_scale_three_variants(void) {
         CHECK(has(md, "(`0.5`'s is 1.41 times scaled's)"));
     }
     if (svg) {
-        check_svg(svg, 3, 4, 7);
+        check_svg(svg, 3, 5, 9);
         CHECK(has(svg, ">0.5 (scores × 0.5)<") && has(svg, ">scaled (scores × 1/√d_k)<"));
     }
     if (csv) CHECK(has(csv, "\n10,unscaled,") && has(csv, "\n10,scaled,") && has(csv, "\n10,0.5,"));
@@ -1118,8 +1165,8 @@ static void check_report_html(const char *html, const char *md, int n_panels, co
     CHECK_MSG(pc_check_offline(&page, html, err, sizeof err) == 0, "%s", err);
     CHECK_MSG(count_substr(html, "<svg class=\"chart\"") == n_panels, "%d charts, expected %d",
               count_substr(html, "<svg class=\"chart\""), n_panels);
-    static const char *const LETTERS[6] = {"(a) ", "(b) ", "(c) ", "(d) ", "(e) ", "(f) "};
-    for (int p = 0; p < n_panels; p++) {
+    static const char *const LETTERS[9] = {"(a) ", "(b) ", "(c) ", "(d) ", "(e) ", "(f) ", "(g) ", "(h) ", "(i) "};
+    for (int p = 0; p < n_panels && p < 9; p++) {
         char label[32];
         snprintf(label, sizeof label, "aria-label=\"%s", LETTERS[p]);
         CHECK_MSG(has(html, label), "no chart %s", LETTERS[p]);
@@ -1170,7 +1217,7 @@ static void test_html_scale(void) {
     if (html && md) {
         static const char *const names[2] = {"scaled", "unscaled"};
         static const long steps[3] = {0, 5, 10};
-        check_report_html(html, md, 4, NULL, 2, names, steps, 3);
+        check_report_html(html, md, 5, NULL, 2, names, steps, 3);
         CHECK(has(html, "<code class=\"cmd\">./train cfg.json --compare-scaling</code>"));
         CHECK(has(html, "step 0 (start)") && has(html, "step 5 (middle)") && has(html, "step 10 (end)"));
         // scaled at step 0: row 3 gives 0.3 to its key and 0.7/3 to keys 0-2 (one run); row 0 all to key 0
@@ -1207,7 +1254,7 @@ static void test_html_leak(void) {
     if (html && md) {
         static const char *const names[3] = {"causal", "zero", "none"};
         static const long steps[3] = {0, 5, 10};
-        check_report_html(html, md, 6, NULL, 3, names, steps, 3);
+        check_report_html(html, md, 7, NULL, 3, names, steps, 3);
         char *m = map_svg(html, "causal", 5, 0, 1);
         CHECK(m && has(m, "fill=\"#d9d9d9\"") && !has(m, "#d00000"));
         free(m);
@@ -1283,6 +1330,7 @@ const TestCase tests_report[] = {
     {"report_md_unscaled_wins", test_md_unscaled_wins},
     {"report_svg", test_svg},
     {"report_no_probes", test_no_probes},
+    {"report_output_logits_panel", test_output_logits_panel},
     {"report_unordered_input", test_unordered_input},
     {"report_io_error", test_io_error},
     {"report_open_and_names", test_open_and_names},
