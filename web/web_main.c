@@ -77,7 +77,7 @@ EXPORT("pg_init") long pg_init(int n_layer, int n_head, int n_embd, int block, i
                                 unsigned seed, double scale0, double scale1, int mask, int axis) {
     if (!have_data) { snprintf(msg, sizeof msg, "no text loaded"); return 0; }
     if (n_embd % n_head) { snprintf(msg, sizeof msg, "n_embd %d is not a multiple of n_head %d", n_embd, n_head); return 0; }
-    ModelDims d = {ds.vocab.vocab_size, block, n_layer, n_head, n_embd};
+    ModelDims d = {ds.vocab.vocab_size, block, n_layer, n_head, n_embd, QK_NORM_NONE};
     size_t n_params = 0, bytes = gpt_memory_bytes(&d, batch, block, &n_params);
     // the page's memory: wasm32 addresses 4 GiB; two variants must fit well below that
     if (bytes == 0 || bytes > (size_t)512 << 20) {
