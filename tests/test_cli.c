@@ -1357,15 +1357,16 @@ static void test_compare_values(void) {
 // model.attn_impl: the definition trains the same model as the engine, up to float rounding: the
 // losses of 30 steps agree to 1e-4 (the engine and the definition differ by a few float
 // roundings per step, which training amplifies only slowly over so few steps), and
-// --dump-state works with both.
-static void test_attn_impl_definition_matches_engine(void) {
+// --dump-state works with both. EXTRA: more options for both (QK-norm's kinds below).
+static void expect_impls_agree(const char *extra) {
     tmpdir();
     write_tiny_config("cfg.json", 30);
     double loss[2][31];
     static const char *const impls[2] = {"engine", "definition"};
     for (int k = 0; k < 2; k++) {
-        int code = run("./train %s/cfg.json --model.attn_impl=%s --train.out_dir=%s/%s", g_dir, impls[k], g_dir, impls[k]);
-        CHECK_MSG(code == 0, "%s: exit %d: %s", impls[k], code, g_err);
+        int code = run("./train %s/cfg.json --model.attn_impl=%s %s --train.out_dir=%s/%s", g_dir, impls[k], extra, g_dir,
+                       impls[k]);
+        CHECK_MSG(code == 0, "%s %s: exit %d: %s", impls[k], extra, code, g_err);
         char path[256];
         static char buf[1 << 16];
         snprintf(path, sizeof path, "%s/%s/metrics.csv", g_dir, impls[k]);
@@ -1373,18 +1374,29 @@ static void test_attn_impl_definition_matches_engine(void) {
         int n = 0;
         for (char *line = strchr(buf, '\n'); line && line[1] && n < 31; line = strchr(line + 1, '\n'))
             loss[k][n++] = strtod(strchr(line + 1, ',') + 1, NULL);
-        CHECK_MSG(n == 30, "%s: %d metrics rows", impls[k], n);
+        CHECK_MSG(n == 30, "%s %s: %d metrics rows", impls[k], extra, n);
         char dump[256];
         snprintf(dump, sizeof dump, "%s/%s.dump", g_dir, impls[k]);
-        CHECK(run("./train %s/cfg.json --model.attn_impl=%s --dump-state %s", g_dir, impls[k], dump) == 0);
+        CHECK(run("./train %s/cfg.json --model.attn_impl=%s %s --dump-state %s", g_dir, impls[k], extra, dump) == 0);
         CHECK(access(dump, R_OK) == 0);
     }
     double worst = 0;
     for (int i = 0; i < 30; i++) worst = fmax(worst, fabs(loss[0][i] - loss[1][i]));
-    CHECK_MSG(worst <= 1e-4, "the losses of the two implementations differ by up to %g", worst);
+    CHECK_MSG(worst <= 1e-4, "%s: the losses of the two implementations differ by up to %g", extra, worst);
+}
+static void test_attn_impl_definition_matches_engine(void) {
+    expect_impls_agree("");
     // a mistake dumps too (trained by the definition)
     CHECK(run("./train %s/cfg.json --model.attn_mask=zero --dump-state %s/zero.dump", g_dir, g_dir) == 0 &&
           strstr(g_out, "wrote"));
+    cleanup();
+}
+// With QK-norm on, each kind, and z-loss: the same agreement (the norms' forward and backward of
+// the engine's pass against the definition's, inside the whole model's training).
+static void test_attn_impl_definition_matches_engine_qk_norm(void) {
+    expect_impls_agree("--model.qk_norm=layernorm --train.z_loss=1e-2");
+    cleanup();
+    expect_impls_agree("--model.qk_norm=rmsnorm");
     cleanup();
 }
 
@@ -1905,6 +1917,7 @@ const TestCase tests_cli[] = {
     {"cli_dash_is_stdout", test_dash_is_stdout},
     {"cli_help_and_version", test_help_and_version},
     {"cli_attn_impl_definition_matches_engine", test_attn_impl_definition_matches_engine},
+    {"cli_attn_impl_definition_matches_engine_qk_norm", test_attn_impl_definition_matches_engine_qk_norm},
     {"cli_sample_options", test_sample_options},
     {"cli_bad_out_dir", test_bad_out_dir},
     {"cli_train_outputs_and_determinism", test_train_outputs_and_determinism},
