@@ -959,7 +959,7 @@ static void check_explain(void) {
 // then Pause. It sends the page that frames it what the DOM shows then: the step, both
 // variants' losses, the stats table's per-head means (entropy and max weight, scaled and
 // unscaled), the window's width and the document's scroll width, the error line and how many
-// errors the page or its worker raised. After 60 s of waiting it sends what it has.
+// errors the page or its worker raised. On an error, or after 60 s of waiting, it sends what it has.
 static const char *const PG_SCRIPT =
     "<script>(function(){var $=function(i){return document.getElementById(i);},phase=0,n=0,before='',"
     "first='-',first1='-',errs=0;"
@@ -977,7 +977,7 @@ static const char *const PG_SCRIPT =
     "else if(phase==1&&built()){phase=2;$('step').click();}"
     "else if(phase==2&&step()==1){phase=3;first=$('loss').textContent;first1=$('loss1').textContent;$('train').click();}"
     "else if(phase==3&&step()>=" PG_STEPS_STR "){phase=4;$('pause').click();}"
-    "else if(phase==4||n>=600)done();},100);})();</script>\n";
+    "else if(phase==4||n>=600||errs||$('msg').textContent)done();},100);})();</script>\n";
 
 // The page that frames the copy at exactly w x h (headless Chromium lays a window out at least
 // 500 wide) and writes what it sent into <pre id="measure">, then logs "playground-done" to the
