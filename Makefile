@@ -219,8 +219,9 @@ tests/run_tests64: $(TEST64_OBJ) $(REPORT64_OBJ) $(PAGES64_OBJ) $(EXPLAIN64_OBJ)
 # checks the rendered DOM against ./lab's JSON output and that no request left the file, then the
 # report.html of a short real comparison, and takes screenshots (build/browser/*.png). Installs
 # Debian's chromium when missing and it can; skips, saying so, where it cannot.
-tests/browser_test: tests/browser_test.c $(TEST_LIB) $(TEST_H) $(CORE_H) $(STAMP) | deps
-	$(CC) $(ALL_CFLAGS) -I. tests/browser_test.c $(TEST_LIB) -o $@ $(LDLIBS)
+# (it needs only the page parser of TEST_LIB: run/sweep_grid.c would need base/common.c too)
+tests/browser_test: tests/browser_test.c tests/page_check.c $(TEST_H) $(CORE_H) $(STAMP) | deps
+	$(CC) $(ALL_CFLAGS) -I. tests/browser_test.c tests/page_check.c -o $@ $(LDLIBS)
 
 test-browser: lab train sample tests/browser_test
 	@if sh tools/ensure-chromium.sh; then ./tests/browser_test; \

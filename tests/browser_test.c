@@ -16,18 +16,25 @@
 // and two control pages proving the network check sees a request when there is one. Last, the
 // report.html of a short real comparison (./train --compare model.attn_mask=causal,none) at both
 // sizes: its charts, maps and reading rendered, no request left the file. And the page of
-// ./sample --explain: one position per step, its rows equal to the --json numbers.
+// ./sample --explain: one position per step, its rows equal to the --json numbers. And the
+// attention playground (docs/playground.html): its worker trains the model through the page's
+// own buttons, the loss falls, the unscaled variant ends the more peaked, at 390 px nothing
+// scrolls sideways, no request left the file.
 //
 // One line per check, then "N passed, N failed"; exit status 1 on any failure. Screenshots stay
 // in build/browser/ (or --out DIR) to be looked at. Without Chromium it says so and exits 0.
 #define _XOPEN_SOURCE 700
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -940,6 +947,195 @@ static void check_explain(void) {
     cJSON_Delete(json);
 }
 
+// ---------------------------------------------------------------------------------------------
+// the attention playground (docs/playground.html): the model trained in the page
+
+// Steps the playground must make; the tiny preset makes them in about a second.
+#define PG_STEPS 30
+#define PG_STR(x) #x
+#define PG_XSTR(x) PG_STR(x)
+#define PG_STEPS_STR PG_XSTR(PG_STEPS)
+
+// A copy of the page with a script after its own that uses the page's controls: once the worker
+// has built the default preset, Step (its loss of step 1 is written down); then it picks the tiny
+// preset and presses Reset; once that is built, Step (the loss of step 1 is the first loss), then
+// Train until the status says PG_STEPS steps, then Pause. It sends the page that frames it what
+// the DOM shows then: the step, both
+// variants' losses, the stats table's per-head means (entropy and max weight, scaled and
+// unscaled), the window's width and the document's scroll width, the error line and how many
+// errors the page or its worker raised. On an error, or after 60 s of waiting, it sends what it has.
+static const char *const PG_SCRIPT =
+    "<script>(function(){var $=function(i){return document.getElementById(i);},phase=0,n=0,before='',"
+    "first='-',first1='-',dflt='-',errs=0;"
+    "window.addEventListener('error',function(){errs++;});worker.addEventListener('error',function(){errs++;});"
+    "function step(){var m=/^step (\\d+)/.exec($('status').textContent);return m?+m[1]:-1;}"
+    "function built(){return /parameters/.test($('status').textContent)&&$('status').textContent!=before;}"
+    "function col(c){var r=[].slice.call($('stats').rows,1),s=0;r.forEach(function(x){s+=parseFloat(x.cells[c].textContent);});"
+    "return r.length?s/r.length:NaN;}"
+    "function done(){var d=document.documentElement;clearInterval(iv);parent.postMessage('steps='+step()+' default='+dflt+' first='+first+"
+    "' first1='+first1+' last='+$('loss').textContent+' last1='+$('loss1').textContent+' heads='+Math.max($('stats').rows.length-1,0)+"
+    "' ent0='+col(1)+' maxw0='+col(2)+' ent1='+col(4)+' maxw1='+col(5)+' width='+d.clientWidth+' scroll='+d.scrollWidth+"
+    "' compare='+($('compare').checked?1:0)+' errors='+errs+' msg='+$('msg').textContent,'*');}"
+    "var iv=setInterval(function(){n++;"
+    "if(phase==0&&built()){phase=5;before=$('status').textContent;$('step').click();}"
+    "else if(phase==5&&step()==1){phase=1;dflt=$('loss').textContent;$('preset').value='tiny';$('reset').click();}"
+    "else if(phase==1&&built()){phase=2;$('step').click();}"
+    "else if(phase==2&&step()==1){phase=3;first=$('loss').textContent;first1=$('loss1').textContent;$('train').click();}"
+    "else if(phase==3&&step()>=" PG_STEPS_STR "){phase=4;$('pause').click();}"
+    "else if(phase==4||n>=600||errs||$('msg').textContent)done();},100);})();</script>\n";
+
+// The page that frames the copy at exactly w x h (headless Chromium lays a window out at least
+// 500 wide) and writes what it sent into <pre id="measure">, then logs "playground-done" to the
+// console. Chromium takes --dump-dom and --screenshot at the load event; a second, hidden frame
+// reads the FIFO `hold` and so holds the load event back until it is written to.
+static void write_pg_frame(const char *path, const char *inner, const char *hold, int w, int h) {
+    char text[2600];
+    snprintf(text, sizeof text, "<!DOCTYPE html><html style=\"overflow:hidden\"><head><meta charset=\"utf-8\">"
+             "<title>frame</title></head><body style=\"margin:0\"><iframe src=\"%s\" style=\"border:0;width:%dpx;"
+             "height:%dpx\"></iframe><iframe src=\"%s\" style=\"display:none\"></iframe>"
+             "<script>window.addEventListener('message',function(e){var p=document.createElement('pre');p.id='measure';"
+             "p.textContent=e.data;document.body.appendChild(p);console.log('playground-done');});</script></body></html>\n",
+             inner, w, h, hold);
+    write_text(path, text);
+}
+
+// chromium() on a frame from write_pg_frame: a child process watches Chromium's stderr (the
+// console, --enable-logging=stderr) for "playground-done" and then writes to the FIFO, so the DOM
+// and the screenshot are taken once the page has reported; after 75 s it writes anyway.
+static int chromium_held(const char *url, const char *fifo, int w, int h, const char *dom, const char *png,
+                         const char *netlog) {
+    char log[1100];
+    snprintf(log, sizeof log, "%s/chromium.log", g_abs);
+    unlink(log);
+    unlink(fifo);
+    if (mkfifo(fifo, 0600) != 0) return 0;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        const struct timespec tenth = {0, 100000000};
+        for (int i = 0; i < 750; i++) {
+            char *t = slurp(log);
+            int seen = t && strstr(t, "\"playground-done\"") != NULL;
+            free(t);
+            if (seen) break;
+            nanosleep(&tenth, NULL);
+        }
+        // O_NONBLOCK: the open fails (ENXIO) until Chromium has the FIFO open for reading
+        for (int i = 0; i < 100; i++) {
+            int fd = open(fifo, O_WRONLY | O_NONBLOCK);
+            if (fd >= 0) {
+                if (write(fd, "\n", 1) < 0) { /* the reader is gone: nothing to release */ }
+                close(fd);
+                break;
+            }
+            nanosleep(&tenth, NULL);
+        }
+        _exit(0);
+    }
+    g_flags = "--enable-logging=stderr";
+    int ok = chromium(url, w, h, dom, png, netlog);
+    g_flags = "";
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    unlink(fifo);
+    return ok;
+}
+
+// The number after "key=" in the report s; NaN when there is none.
+static double pg_field(const char *s, const char *key) {
+    char want[64];
+    snprintf(want, sizeof want, " %s=", key);
+    const char *p = strstr(s, want);
+    if (!p && strncmp(s, want + 1, strlen(want + 1)) == 0) p = s - 1;
+    if (!p) return NAN;
+    char *end;
+    double v = strtod(p + strlen(want), &end);
+    return end == p + strlen(want) ? NAN : v;
+}
+
+// docs/playground.html, the committed page, at 1280x800 and in a 390x844 frame: the worker
+// starts and instantiates the module, the page builds the default preset and makes one step of
+// it, then builds the tiny one (chosen and Reset with the page's own controls: the default
+// preset trains too slowly for PG_STEPS steps in the test's time); Step makes step 1, Train goes on
+// to PG_STEPS steps; no error is shown or raised. Both variants' losses fall by more than 5% from
+// step 1 to the last step shown; the unscaled variant's attention is the more peaked (a higher
+// mean max weight and a lower mean entropy over the heads); the document is no wider than its
+// window; the screenshot has the window's size; no request left the file.
+static void check_playground(void) {
+    const char *page = "docs/playground.html";
+    char *html = slurp(page);
+    const char *tail = html ? strstr(html, "</body>") : NULL;
+    result(tail && strstr(html, "Content-Security-Policy\" content=\"default-src 'none'"),
+           "playground: %s is there with a CSP of default-src 'none'", page);
+    if (!tail) {
+        free(html);
+        return;
+    }
+    char copy_path[1200], fifo[1200];
+    snprintf(copy_path, sizeof copy_path, "%s/playground_run.html", g_abs);
+    snprintf(fifo, sizeof fifo, "%s/playground_hold", g_abs);
+    char *copy = malloc(strlen(html) + strlen(PG_SCRIPT) + 1);
+    memcpy(copy, html, (size_t)(tail - html));
+    strcpy(copy + (tail - html), PG_SCRIPT);
+    strcat(copy, tail);
+    write_text(copy_path, copy);
+    free(copy);
+    free(html);
+    static const struct { int w, h; } views[2] = {{1280, 800}, {390, 844}};
+    for (int k = 0; k < 2; k++) {
+        int w = views[k].w, h = views[k].h;
+        char frame[1300], url[1400], dom[1300], png[1300], net[1300], first[512], why[600] = "";
+        snprintf(frame, sizeof frame, "%s/playground_frame.html", g_abs);
+        write_pg_frame(frame, "playground_run.html", "playground_hold", w, h);
+        snprintf(url, sizeof url, "file://%s", frame);
+        snprintf(dom, sizeof dom, "%s/playground_%dx%d.dom", g_abs, w, h);
+        snprintf(png, sizeof png, "%s/playground_%dx%d.png", g_abs, w, h);
+        snprintf(net, sizeof net, "%s/playground.netlog.json", g_abs);
+        unlink(png);
+        int ran = chromium_held(url, fifo, w, h, dom, png, net), pw = 0, ph = 0;
+        char *out = ran ? slurp(dom) : NULL;
+        const char *got = out ? strstr(out, "<pre id=\"measure\">") : NULL;
+        char rep[1024] = "";
+        if (got) {
+            got += strlen("<pre id=\"measure\">");
+            snprintf(rep, sizeof rep, "%.*s", (int)strcspn(got, "<"), got);
+        }
+        double steps = pg_field(rep, "steps"), f0 = pg_field(rep, "first"), f1 = pg_field(rep, "first1");
+        double l0 = pg_field(rep, "last"), l1 = pg_field(rep, "last1"), heads = pg_field(rep, "heads");
+        double e0 = pg_field(rep, "ent0"), e1 = pg_field(rep, "ent1"), m0 = pg_field(rep, "maxw0"), m1 = pg_field(rep, "maxw1");
+        double dflt = pg_field(rep, "default"), width = pg_field(rep, "width"), scroll = pg_field(rep, "scroll"), errs = pg_field(rep, "errors");
+        const char *msg = strstr(rep, " msg=");
+        int req = ran ? page_requests(net, first, sizeof first) : -1;
+        if (!ran) snprintf(why, sizeof why, "chromium failed (see %.300s/chromium.log)", g_out);
+        else if (!rep[0]) snprintf(why, sizeof why, "no report in the DOM (did the scripts run?)");
+        else if (!msg || msg[5] || errs != 0) snprintf(why, sizeof why, "an error: %.400s", rep);
+        else if (!(dflt > 0 && isfinite(dflt))) snprintf(why, sizeof why, "no finite loss of the default preset's step 1: %.400s", rep);
+        else if (!(steps >= PG_STEPS) || pg_field(rep, "compare") != 1 || !(heads > 0))
+            snprintf(why, sizeof why, "not %d steps in compare mode with a stats table: %.400s", PG_STEPS, rep);
+        else if (req != 0) snprintf(why, sizeof why, req < 0 ? "cannot read the network log" : "%d request(s) left the "
+                                    "file, first %.400s", req, first);
+        else if (!(png_size(png, &pw, &ph) && pw == w && ph == h))
+            snprintf(why, sizeof why, "no %dx%d screenshot (got %dx%d)", w, h, pw, ph);
+        result(!why[0], "playground at %dx%d: the worker built the default preset and made a step (loss %.4f), then the "
+               "tiny one: Step and Train made %.0f steps (at least %d) in compare mode, no error, no request left the file%s%s",
+               w, h, dflt, steps, PG_STEPS, why[0] ? ": " : "", why);
+        if (!why[0]) {
+            result(l0 < 0.95 * f0 && l1 < 0.95 * f1, "playground at %dx%d: the loss fell by more than 5%% from step 1 to "
+                   "step %.0f: scaled %.4f -> %.4f, unscaled %.4f -> %.4f", w, h, steps, f0, l0, f1, l1);
+            result(m1 > m0 && e1 < e0, "playground at %dx%d: after %.0f steps the unscaled variant's attention is the more "
+                   "peaked: mean max weight %.4f > %.4f (scaled), mean entropy %.4f < %.4f, over %.0f heads", w, h, steps,
+                   m1, m0, e1, e0, heads);
+            result(scroll <= width && width <= w, "playground at %dx%d: no horizontal scroll (scroll width %.0f, window "
+                   "%.0f px inside the scroll bar)", w, h, scroll, width);
+        }
+        free(out);
+        if (!why[0]) unlink(dom);
+        unlink(net);
+    }
+}
+
 int main(int argc, char **argv) {
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
@@ -993,6 +1189,7 @@ int main(int argc, char **argv) {
         if (!only || strcmp(only, pages[i].name) == 0) check_page(&pages[i]);
     if (!only || strcmp(only, "report") == 0) check_report();
     if (!only || strcmp(only, "explain") == 0) check_explain();
+    if (!only || strcmp(only, "playground") == 0) check_playground();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }
