@@ -81,6 +81,16 @@ static int write_text(const char *path, const char *text) {
     return fclose(f) == 0;
 }
 
+// Writes HTML to PATH with SCRIPT inserted at TAIL (a point inside HTML: its "</body>").
+static void write_with_script(const char *path, const char *html, const char *tail, const char *script) {
+    char *copy = malloc(strlen(html) + strlen(script) + 1);
+    memcpy(copy, html, (size_t)(tail - html));
+    strcpy(copy + (tail - html), script);
+    strcat(copy, tail);
+    write_text(path, copy);
+    free(copy);
+}
+
 static int sh(const char *fmt, ...) {
     char cmd[8192];
     va_list ap;
@@ -260,14 +270,8 @@ static void check_navigation(const PageSpec *ps, const char *html, int n_steps, 
         result(0, "%s: buttons and arrow keys: no </body> in the page", ps->name);
         return;
     }
-    size_t head = (size_t)(tail - html);
-    char *copy = malloc(strlen(html) + strlen(NAV_SCRIPT) + 1);
-    memcpy(copy, html, head);
-    strcpy(copy + head, NAV_SCRIPT);
-    strcat(copy, tail);
     snprintf(path, sizeof path, "%s/%s_nav.html", g_abs, ps->name);
-    write_text(path, copy);
-    free(copy);
+    write_with_script(path, html, tail, NAV_SCRIPT);
     snprintf(url, sizeof url, "file://%s#step=2", path);
     snprintf(dom, sizeof dom, "%s/%s_nav.dom", g_abs, ps->name);
     int ok = chromium(url, 1280, 800, dom, NULL, NULL);
@@ -344,14 +348,8 @@ static char *played_log(const PageSpec *ps, const char *html, const char *script
     char path[1200], url[1300], dom[1200];
     const char *tail = strstr(html, "</body>");
     if (!tail) return NULL;
-    size_t head = (size_t)(tail - html);
-    char *copy = malloc(strlen(html) + strlen(script) + 1);
-    memcpy(copy, html, head);
-    strcpy(copy + head, script);
-    strcat(copy, tail);
     snprintf(path, sizeof path, "%s/%s_%s.html", g_abs, ps->name, tag);
-    write_text(path, copy);
-    free(copy);
+    write_with_script(path, html, tail, script);
     snprintf(url, sizeof url, "file://%s%s", path, url_tail);
     snprintf(dom, sizeof dom, "%s/%s_%s.dom", g_abs, ps->name, tag);
     char all_flags[256];
@@ -676,12 +674,7 @@ static void check_report(void) {
     char copy_path[1300];
     snprintf(copy_path, sizeof copy_path, "%s/report_measure.html", dir);
     if (tail) {
-        char *copy = malloc(strlen(html) + strlen(MEASURE_SCRIPT) + 1);
-        memcpy(copy, html, (size_t)(tail - html));
-        strcpy(copy + (tail - html), MEASURE_SCRIPT);
-        strcat(copy, tail);
-        write_text(copy_path, copy);
-        free(copy);
+        write_with_script(copy_path, html, tail, MEASURE_SCRIPT);
     }
     static const struct { int w, h; } views[2] = {{1280, 800}, {390, 844}};
     for (int k = 0; k < 2; k++) {
@@ -822,12 +815,7 @@ static void check_explain_layout(const char *page, int n) {
     if (!tail) { free(html); return; }
     char copy_path[1300], frame[1300];
     snprintf(copy_path, sizeof copy_path, "%s/explain_measure.html", g_abs);
-    char *copy = malloc(strlen(html) + strlen(EXPLAIN_MEASURE_SCRIPT) + 1);
-    memcpy(copy, html, (size_t)(tail - html));
-    strcpy(copy + (tail - html), EXPLAIN_MEASURE_SCRIPT);
-    strcat(copy, tail);
-    write_text(copy_path, copy);
-    free(copy);
+    write_with_script(copy_path, html, tail, EXPLAIN_MEASURE_SCRIPT);
     free(html);
     static const struct { int w, h; } views[2] = {{1280, 800}, {390, 844}};
     for (int k = 0; k < 2; k++) {
@@ -1076,12 +1064,7 @@ static void check_playground(void) {
     char copy_path[1200], fifo[1200];
     snprintf(copy_path, sizeof copy_path, "%s/playground_run.html", g_abs);
     snprintf(fifo, sizeof fifo, "%s/playground_hold", g_abs);
-    char *copy = malloc(strlen(html) + strlen(PG_SCRIPT) + 1);
-    memcpy(copy, html, (size_t)(tail - html));
-    strcpy(copy + (tail - html), PG_SCRIPT);
-    strcat(copy, tail);
-    write_text(copy_path, copy);
-    free(copy);
+    write_with_script(copy_path, html, tail, PG_SCRIPT);
     free(html);
     static const struct { int w, h; } views[2] = {{1280, 800}, {390, 844}};
     for (int k = 0; k < 2; k++) {
