@@ -703,40 +703,95 @@ void attention_decode_step(real *out, real *scores, const real *q, const real *k
 
 // ---------------------------------------------------------------------------------------------
 // QK-norm (the definition's qk_norm_forward / qk_norm_backward in attention.c: the equations are
-// there). Rows of hd columns, each row's sums in QN_LANES double lanes (lane j takes columns j,
-// j + QN_LANES, ...; the compiler vectorises them), the rows split between threads. The gain and
-// bias gradients sum over every row: threads split the head columns, each summing its columns
-// over the rows in order, so the bits do not depend on the thread count.
+// there). The (token, head) rows are contiguous: row n*NH + h of hd columns starts at
+// (n*NH + h)*hd. A row is short (hd columns), so its two sums are taken in one pass, in QN_LANES
+// double lanes (lane j takes columns j, j + QN_LANES, ...), the lanes then added pairwise, then
+// the tail; the variance is E[x^2] - mu^2, exact enough in double (a float's square is exact in
+// double; the cancellation costs about log2(E[x^2] / var) of the 53 bits). Rows go QN_ROWS at a
+// time, so the square roots and divisions of a block vectorise across its rows instead of
+// waiting row by row; blocks are split between threads. The gain and bias gradients sum over
+// every row: threads split the head columns, each summing its columns over the rows in order, so
+// the bits do not depend on the thread count.
 #define QN_LANES 8
-#define QN_SUM(n, TERM) do {                                                                \
-        double part_[QN_LANES] = {0};                                                       \
-        int i_ = 0;                                                                         \
-        for (; i_ + QN_LANES <= (n); i_ += QN_LANES)                                        \
-            for (int j_ = 0; j_ < QN_LANES; j_++) { int i = i_ + j_; part_[j_] += (TERM); } \
-        double sum_ = 0.0;                                                                  \
-        for (int j_ = 0; j_ < QN_LANES; j_++) sum_ += part_[j_];                            \
-        for (int i = i_; i < (n); i++) sum_ += (TERM);                                      \
-        return sum_;                                                                        \
-    } while (0)
-static inline double qn_sum(const real *x, int n) { QN_SUM(n, (double)x[i]); }
-static inline double qn_sum_sq_dev(const real *x, double mu, int n) { QN_SUM(n, ((double)x[i] - mu) * ((double)x[i] - mu)); }
-static inline double qn_sum_dn(const real *dy, const real *w, int n) { QN_SUM(n, (double)(dy[i] * w[i])); }
-static inline double qn_sum_dn_n(const real *dy, const real *w, const real *x, real m, real r, int n) {
-    QN_SUM(n, (double)(dy[i] * w[i]) * (double)((x[i] - m) * r));
+#define QN_ROWS 16
+typedef real qn_vreal __attribute__((vector_size(QN_LANES * sizeof(real))));
+typedef double qn_vdouble __attribute__((vector_size(QN_LANES * sizeof(double))));
+
+static inline qn_vdouble qn_load(const real *p) {
+    qn_vreal v;
+    memcpy(&v, p, sizeof v);
+    return __builtin_convertvector(v, qn_vdouble);
 }
-#undef QN_SUM
+
+static inline double qn_lanes_total(qn_vdouble s) {
+    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+
+// *sum = sum_i x_i, *sum_sq = sum_i x_i^2 over a row of n
+static inline void qn_sums(const real *x, int n, double *sum, double *sum_sq) {
+    qn_vdouble s1 = {0}, s2 = {0};
+    int i = 0;
+    for (; i + QN_LANES <= n; i += QN_LANES) {
+        qn_vdouble v = qn_load(x + i);
+        s1 += v;
+        s2 += v * v;
+    }
+    double t1 = qn_lanes_total(s1), t2 = qn_lanes_total(s2);
+    for (; i < n; i++) {
+        t1 += x[i];
+        t2 += (double)x[i] * x[i];
+    }
+    *sum = t1;
+    *sum_sq = t2;
+}
+
+// with dn_i = dy_i w_i and n_i = (x_i - m) r: *sum_dn = sum_i dn_i, *sum_dn_n = sum_i dn_i n_i
+static inline void qn_grad_sums(const real *dy, const real *w, const real *x, real m, real r, int n, double *sum_dn,
+                                double *sum_dn_n) {
+    qn_vdouble s1 = {0}, s2 = {0};
+    int i = 0;
+    for (; i + QN_LANES <= n; i += QN_LANES) {
+        qn_vreal vdy, vw, vx;
+        memcpy(&vdy, dy + i, sizeof vdy);
+        memcpy(&vw, w + i, sizeof vw);
+        memcpy(&vx, x + i, sizeof vx);
+        qn_vdouble dn = __builtin_convertvector(vdy * vw, qn_vdouble);
+        qn_vdouble nn = __builtin_convertvector((vx - m) * r, qn_vdouble);
+        s1 += dn;
+        s2 += dn * nn;
+    }
+    double t1 = qn_lanes_total(s1), t2 = qn_lanes_total(s2);
+    for (; i < n; i++) {
+        double dn = (double)(dy[i] * w[i]);
+        t1 += dn;
+        t2 += dn * (double)((x[i] - m) * r);
+    }
+    *sum_dn = t1;
+    *sum_dn_n = t2;
+}
 
 void qk_norm_engine_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int N, int C,
                             int NH, QkNorm kind) {
-    int hd = C / NH, ln = kind == QK_NORM_LAYERNORM;
+    int hd = C / NH, ln = kind == QK_NORM_LAYERNORM, rows = N * NH, blocks = (rows + QN_ROWS - 1) / QN_ROWS;
+    double inv_hd = 1.0 / hd;
 #pragma omp parallel for schedule(static) if(par_worth((double)N * C * 8))
-    for (int n = 0; n < N; n++)
-        for (int h = 0; h < NH; h++) {
-            const real *xr = x + (size_t)n * C + h * hd;
-            real *yr = out + (size_t)n * C + h * hd;
-            double mu = ln ? qn_sum(xr, hd) / hd : 0.0;
-            double var = qn_sum_sq_dev(xr, mu, hd) / hd;
-            real r = (real)(1.0 / sqrt(var + QK_NORM_EPS)), m = (real)mu;
+    for (int blk = 0; blk < blocks; blk++) {
+        int r0 = blk * QN_ROWS, nr = rows - r0 < QN_ROWS ? rows - r0 : QN_ROWS;
+        double sum[QN_ROWS] = {0}, sum_sq[QN_ROWS] = {0};
+        for (int j = 0; j < nr; j++) {
+            const real *xr = x + (size_t)(r0 + j) * hd;
+            qn_sums(xr, hd, &sum[j], &sum_sq[j]);
+        }
+        // mu = sum / hd (LayerNorm, else 0), var = sum_sq / hd - mu^2, r = 1 / sqrt(var + eps)
+        for (int j = 0; j < QN_ROWS; j++) {
+            double mu = ln ? sum[j] * inv_hd : 0.0, var = sum_sq[j] * inv_hd - mu * mu;
+            sum[j] = mu;
+            sum_sq[j] = 1.0 / sqrt((var > 0.0 ? var : 0.0) + QK_NORM_EPS);
+        }
+        for (int j = 0; j < nr; j++) {
+            const real *xr = x + (size_t)(r0 + j) * hd;
+            real *yr = out + (size_t)(r0 + j) * hd;
+            real m = (real)sum[j], r = (real)sum_sq[j];
             if (ln) {
 #pragma omp simd
                 for (int i = 0; i < hd; i++) yr[i] = w[i] * ((xr[i] - m) * r) + b[i];
@@ -744,39 +799,56 @@ void qk_norm_engine_forward(real *out, real *mean, real *rstd, const real *x, co
 #pragma omp simd
                 for (int i = 0; i < hd; i++) yr[i] = w[i] * (xr[i] * r);
             }
-            mean[(size_t)n * NH + h] = m;
-            rstd[(size_t)n * NH + h] = r;
+            mean[r0 + j] = m;
+            rstd[r0 + j] = r;
         }
+    }
 }
 
 void qk_norm_engine_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
                              const real *mean, const real *rstd, int N, int C, int NH, QkNorm kind) {
-    int hd = C / NH, ln = kind == QK_NORM_LAYERNORM;
+    int hd = C / NH, ln = kind == QK_NORM_LAYERNORM, rows = N * NH;
     // dw_i += dy_i n_i and db_i += dy_i first: dx may be dout, which the second loop overwrites
 #pragma omp parallel if(par_worth((double)N * C * 2))
     {
         int tid = thread_index(), nth = thread_count();
         int c0 = (int)((long)hd * tid / nth), c1 = (int)((long)hd * (tid + 1) / nth);
-        for (int n = 0; n < N; n++)
-            for (int h = 0; h < NH; h++) {
-                const real *xr = x + (size_t)n * C + h * hd, *dy = dout + (size_t)n * C + h * hd;
-                real m = mean[(size_t)n * NH + h], r = rstd[(size_t)n * NH + h];
+        for (int row = 0; row < rows; row++) {
+            const real *xr = x + (size_t)row * hd, *dy = dout + (size_t)row * hd;
+            real m = mean[row], r = rstd[row];
+            if (ln) {
+#pragma omp simd
                 for (int i = c0; i < c1; i++) {
                     dw[i] += dy[i] * ((xr[i] - m) * r);
-                    if (ln) db[i] += dy[i];
+                    db[i] += dy[i];
                 }
+            } else {
+#pragma omp simd
+                for (int i = c0; i < c1; i++) dw[i] += dy[i] * (xr[i] * r);
             }
+        }
     }
+    // dn_i = dy_i w_i; a = mean(dn) (LayerNorm, else 0), c = mean(dn * n), QN_ROWS rows at a time
+    int blocks = (rows + QN_ROWS - 1) / QN_ROWS;
+    double inv_hd = 1.0 / hd;
 #pragma omp parallel for schedule(static) if(par_worth((double)N * C * 8))
-    for (int n = 0; n < N; n++)
-        for (int h = 0; h < NH; h++) {
-            const real *xr = x + (size_t)n * C + h * hd, *dy = dout + (size_t)n * C + h * hd;
-            real *dxr = dx + (size_t)n * C + h * hd;
-            real m = mean[(size_t)n * NH + h], r = rstd[(size_t)n * NH + h];
-            real a = ln ? (real)(qn_sum_dn(dy, w, hd) / hd) : 0, c = (real)(qn_sum_dn_n(dy, w, xr, m, r, hd) / hd);
+    for (int blk = 0; blk < blocks; blk++) {
+        int r0 = blk * QN_ROWS, nr = rows - r0 < QN_ROWS ? rows - r0 : QN_ROWS;
+        double sum_dn[QN_ROWS], sum_dn_n[QN_ROWS];
+        for (int j = 0; j < nr; j++) {
+            size_t at = (size_t)(r0 + j) * hd;
+            qn_grad_sums(dout + at, w, x + at, mean[r0 + j], rstd[r0 + j], hd, &sum_dn[j], &sum_dn_n[j]);
+        }
+        for (int j = 0; j < nr; j++) {
+            size_t at = (size_t)(r0 + j) * hd;
+            const real *xr = x + at, *dy = dout + at;
+            real *dxr = dx + at;
+            real m = mean[r0 + j], r = rstd[r0 + j];
+            real a = ln ? (real)(sum_dn[j] * inv_hd) : 0, c = (real)(sum_dn_n[j] * inv_hd);
 #pragma omp simd
             for (int i = 0; i < hd; i++) dxr[i] = r * (dy[i] * w[i] - a - ((xr[i] - m) * r) * c);
         }
+    }
 }
 
 const AttentionImpl attention_engine = {"engine", attention_engine_forward, attention_engine_backward, engine_supports, 0,

@@ -12,6 +12,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "attention.h"
 #include "run/flops.h"
@@ -138,6 +141,60 @@ static void gradcheck_qk_norm(void) {
         CHECK_MSG(max_rel_diff(dbs[k][0], dbs[k][1], HD) < 1e-5, "qk_norm %d: the engine's dbias differs", k);
         for (int i = 0; i < 2; i++) { free(outs[k][i]); free(dxs[k][i]); free(dws[k][i]); free(dbs[k][i]); }
     }
+}
+
+// The engine's QK-norm against the definition on rows the gradcheck's hd 4 does not reach: its
+// QN_LANES-wide sums with a tail (hd 20), long rows (hd 128), several blocks of rows and a last
+// one partly filled, a mean large against the spread; and the same bits for one and two threads.
+static void qk_norm_engine_matches_definition_on_wide_rows(void) {
+    const QkNorm kinds[2] = {QK_NORM_LAYERNORM, QK_NORM_RMSNORM};
+    const int shapes[][3] = {{37, 60, 3}, {9, 256, 2}, {50, 64, 4}, {300, 128, 4}};  // N, C, NH
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int k = 0; k < 2; k++) {
+            int N = shapes[s][0], C = shapes[s][1], NH = shapes[s][2], hd = C / NH;
+            size_t n = (size_t)N * C;
+            Rng rng;
+            rng_seed(&rng, 23 + (unsigned)s);
+            real *x = randn_array(n, &rng, 2), *w = randn_array(hd, &rng, 1), *b = randn_array(hd, &rng, 1);
+            real *dy = randn_array(n, &rng, 1);
+            for (size_t j = 0; j < n; j++) x[j] += (real)(j % 3 == 0 ? 30 : 3);  // means of 3 to 30
+            real *out[2], *dx[2], *dw[2], *db[2], *mean = zeros((size_t)N * NH), *rstd = zeros((size_t)N * NH);
+            const AttentionImpl *impls[2] = {&attention_definition, &attention_engine};
+            for (int i = 0; i < 2; i++) {
+                out[i] = zeros(n); dx[i] = zeros(n); dw[i] = zeros(hd); db[i] = zeros(hd);
+                impls[i]->qk_norm_forward(out[i], mean, rstd, x, w, b, N, C, NH, kinds[k]);
+                impls[i]->qk_norm_backward(dx[i], dw[i], db[i], dy, x, w, mean, rstd, N, C, NH, kinds[k]);
+            }
+            const char *kind = k ? "rmsnorm" : "layernorm";
+            CHECK_MSG(max_rel_diff(out[1], out[0], n) < 1e-5, "N %d C %d NH %d %s: the engine's output differs by %.3g",
+                      N, C, NH, kind, max_rel_diff(out[1], out[0], n));
+            CHECK_MSG(max_rel_diff(dx[1], dx[0], n) < 1e-5, "N %d C %d NH %d %s: the engine's dx differs by %.3g", N, C,
+                      NH, kind, max_rel_diff(dx[1], dx[0], n));
+            CHECK_MSG(max_rel_diff(dw[1], dw[0], hd) < 1e-5, "N %d C %d NH %d %s: the engine's dgain differs", N, C, NH,
+                      kind);
+            CHECK_MSG(max_rel_diff(db[1], db[0], hd) < 1e-5, "N %d C %d NH %d %s: the engine's dbias differs", N, C, NH,
+                      kind);
+#ifdef _OPENMP
+            int threads_before = omp_get_max_threads();
+            real *out2 = zeros(n), *dx2 = zeros(n), *dw2 = zeros(hd), *db2 = zeros(hd);
+            real *mean2 = zeros((size_t)N * NH), *rstd2 = zeros((size_t)N * NH), *mean1 = zeros((size_t)N * NH);
+            real *rstd1 = zeros((size_t)N * NH);
+            omp_set_num_threads(1);
+            attention_engine.qk_norm_forward(out[1], mean1, rstd1, x, w, b, N, C, NH, kinds[k]);
+            memset(dw[1], 0, sizeof(real) * hd); memset(db[1], 0, sizeof(real) * hd);
+            attention_engine.qk_norm_backward(dx[1], dw[1], db[1], dy, x, w, mean1, rstd1, N, C, NH, kinds[k]);
+            omp_set_num_threads(2);
+            attention_engine.qk_norm_forward(out2, mean2, rstd2, x, w, b, N, C, NH, kinds[k]);
+            attention_engine.qk_norm_backward(dx2, dw2, db2, dy, x, w, mean2, rstd2, N, C, NH, kinds[k]);
+            omp_set_num_threads(threads_before);
+            CHECK_MSG(memcmp(out2, out[1], sizeof(real) * n) == 0 && memcmp(dx2, dx[1], sizeof(real) * n) == 0 &&
+                      memcmp(dw2, dw[1], sizeof(real) * hd) == 0 && memcmp(db2, db[1], sizeof(real) * hd) == 0,
+                      "N %d C %d NH %d %s: the engine's QK-norm differs between one and two threads", N, C, NH, kind);
+            free(out2); free(dx2); free(dw2); free(db2); free(mean2); free(rstd2); free(mean1); free(rstd1);
+#endif
+            for (int i = 0; i < 2; i++) { free(out[i]); free(dx[i]); free(dw[i]); free(db[i]); }
+            free(x); free(w); free(b); free(dy); free(mean); free(rstd);
+        }
 }
 
 // ---- z-loss: the objective is the mean cross-entropy + z * mean((log Z)^2) ----
@@ -965,6 +1022,7 @@ const TestCase tests_model[] = {
     {"gradcheck_matmul", gradcheck_matmul},
     {"gradcheck_layernorm", gradcheck_layernorm},
     {"gradcheck_qk_norm", gradcheck_qk_norm},
+    {"qk_norm_engine_matches_definition_on_wide_rows", qk_norm_engine_matches_definition_on_wide_rows},
     {"gradcheck_z_loss", gradcheck_z_loss},
     {"gradcheck_gelu", gradcheck_gelu},
     {"gelu_derivative_in_place", test_gelu_derivative_in_place},
