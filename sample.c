@@ -316,8 +316,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "wrote %s: %d tensors under nanoGPT's names\n",
                 strcmp(export_path, "-") == 0 ? "the export to standard output" : export_path, n);
         if (!safetensors_attention_is_nanogpts(&m))
-            fprintf(stderr, "note: this model's attention (scale, mask, softmax axis or window) is not nanoGPT's: "
+            fprintf(stderr, "note: this model's attention (scale, mask, softmax axis, window or QK-norm) is not nanoGPT's: "
                     "PyTorch's nanoGPT would compute another function with these weights\n");
+        if (m.dims.qk_norm)
+            fprintf(stderr, "note: model.qk_norm is %s: the file holds its gains%s as transformer.h.N.attn.q_norm.* and "
+                    "attn.k_norm.*; nanoGPT has no such tensors (its load_state_dict refuses them)\n",
+                    m.dims.qk_norm == QK_NORM_LAYERNORM ? "layernorm" : "rmsnorm",
+                    m.dims.qk_norm == QK_NORM_LAYERNORM ? " and biases" : "");
         if (!tokens_given) tokens = 0;
     }
     int *ptoks = xmalloc((strlen(prompt) + 1) * sizeof(int), "prompt");

@@ -578,8 +578,13 @@ void run_dump_state(Run *r, const Dataset *ds, const char *path) {
     tw_record(w, "inputs", DT_I32, 2, shape, x);
     tw_record(w, "targets", DT_I32, 2, shape, y);
     tw_record(w, "logits", rdt, 3, shape, logits);
+    // dlogits: d(objective)/dlogits of the backward, the gradient every grad.* record descends from
+    tw_record(w, "dlogits", rdt, 3, shape, m->gacts.logits);
     shape[0] = 1;
     tw_record(w, "loss", DT_F64, 1, shape, &loss);
+    // the objective the gradients are of: loss + z_loss * mean(log(Z)^2) (the loss alone without z-loss)
+    double objective = loss + m->z_loss * m->lse_sq_mean;
+    tw_record(w, "objective", DT_F64, 1, shape, &objective);
     for (int i = 0; i < m->n_tensors; i++) {
         const TensorInfo *t = &m->tensors[i];
         shape[0] = (uint32_t)t->shape[0];

@@ -9,7 +9,16 @@
 #   2. import: random weights written here under nanoGPT's names, read by ./train --init-from;
 #      the program's logits (--dump-state) match this forward pass of the same weights;
 #   3. when PyTorch is installed: a nanoGPT-style ckpt.pt and meta.pkl made here, converted by
-#      tools/nanogpt_to_safetensors.py, give the same logits too.
+#      tools/nanogpt_to_safetensors.py, give the same logits too;
+#   4. QK-norm and z-loss: models with model.qk_norm layernorm and rmsnorm on odd shapes (head
+#      dimensions 6 and 5), attn_scale sqrt and 0.3, train.z_loss 1e-2, trained a few steps so the
+#      norms' gains are not their initial values, exported, and this forward pass with the norms
+#      read from the file: its logits match --dump-state's to 1e-5 relative, and so do the loss
+#      (cross-entropy) and the objective (cross-entropy + z_loss * mean(log(Z)^2)); the dump's
+#      dlogits match (softmax - onehot)/N + 2 z_loss log(Z) softmax/N, and its gradients of the
+#      norms' gains and biases match central differences of this float64 objective; the export
+#      says that nanoGPT has no such tensors, and imports whose norms disagree with the config
+#      are refused in one line.
 # Run from the repository's top (make check-safetensors); prints one line per check and ends
 # "N passed, N failed".
 import json
@@ -26,6 +35,8 @@ TINY = ["--model.n_layer=2", "--model.n_head=2", "--model.n_embd=16", "--model.b
         "--train.batch_size=4", "--data.val_fraction=0.02", "--log.eval_interval=20", "--log.eval_steps=1",
         "--sample.tokens=0", "--train.threads=1"]
 RTOL = 1e-5
+# TINY without its shape, which the QK-norm checks give their own
+UNSHAPED = [o for o in TINY if not o.startswith(("--model.n_", "--model.block_size", "--train.batch_size"))]
 results = []
 
 
@@ -34,11 +45,11 @@ def check(name, ok, detail):
     print("%s %s: %s" % ("ok  " if ok else "FAIL", name, detail))
 
 
-def run(*cmd):
+def run(*cmd, stderr=False):
     p = subprocess.run(list(cmd), capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit("command failed (%d): %s\n%s" % (p.returncode, " ".join(cmd), p.stderr))
-    return p.stdout
+    return (p.stdout, p.stderr) if stderr else p.stdout
 
 
 def read_safetensors(path):
@@ -96,12 +107,26 @@ def gelu(x):
     return 0.5 * x * (1 + np.vectorize(erf)(x / np.sqrt(2)))
 
 
-def nanogpt_logits(sd, n_head, idx):
-    """nanoGPT's GPT.forward for every position, in float64 (dropout 0, bias=False)."""
+QK_NORM_EPS = 1e-5  # attention.h's QK_NORM_EPS
+
+
+def qk_norm(x, w, b, kind):
+    """QK-norm of each head's row x (..., hd), as attention.c's qk_norm_forward defines it:
+    LayerNorm y = w (x - mean(x)) / sqrt(var(x) + eps) + b; RMSNorm y = w x / sqrt(mean(x^2) + eps)."""
+    mu = x.mean(-1, keepdims=True) if kind == "layernorm" else 0
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return w * (x - mu) / np.sqrt(var + QK_NORM_EPS) + (b if kind == "layernorm" else 0)
+
+
+def nanogpt_logits(sd, n_head, idx, scale=None, norm="none"):
+    """nanoGPT's GPT.forward for every position, in float64 (dropout 0, bias=False); with norm
+    "layernorm" or "rmsnorm", each head's q and k normalised (attn.q_norm, attn.k_norm) before the
+    scores, and the scores scaled by `scale` (None: nanoGPT's 1/sqrt(hd))."""
     B, T = idx.shape
     x = sd["transformer.wte.weight"][idx] + sd["transformer.wpe.weight"][:T]
     C = x.shape[-1]
     hd = C // n_head
+    scale = 1 / np.sqrt(hd) if scale is None else scale
     L = 1 + max(int(k.split(".")[2]) for k in sd if k.startswith("transformer.h."))
     mask = np.triu(np.ones((T, T), bool), 1)
     for l in range(L):
@@ -109,7 +134,10 @@ def nanogpt_logits(sd, n_head, idx):
         h = layernorm(x, sd[p + "ln_1.weight"], sd.get(p + "ln_1.bias"))
         q, k, v = np.split(h @ sd[p + "attn.c_attn.weight"].T, 3, axis=-1)
         q, k, v = (a.reshape(B, T, n_head, hd).transpose(0, 2, 1, 3) for a in (q, k, v))
-        s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(hd)
+        if norm != "none":
+            q = qk_norm(q, sd[p + "attn.q_norm.weight"], sd.get(p + "attn.q_norm.bias"), norm)
+            k = qk_norm(k, sd[p + "attn.k_norm.weight"], sd.get(p + "attn.k_norm.bias"), norm)
+        s = q @ k.transpose(0, 1, 3, 2) * scale
         s[..., mask] = -np.inf
         w = np.exp(s - s.max(-1, keepdims=True))
         w /= w.sum(-1, keepdims=True)
@@ -129,8 +157,10 @@ def compare_logits(name, ours, dump):
 
 def check_export(d):
     run("./train", "configs/default.json", *TINY, "--train.max_steps=30", "--train.out_dir=%s/run" % d)
-    run("./sample", "%s/run/checkpoint.bin" % d, "--export", "%s/m.safetensors" % d)
+    _, err = run("./sample", "%s/run/checkpoint.bin" % d, "--export", "%s/m.safetensors" % d, stderr=True)
     run("./train", "--resume", "%s/run/checkpoint.bin" % d, "--dump-state", "%s/dump.bin" % d)
+    check("export_without_qk_norm_says_nothing_of_it", "q_norm" not in err and "such tensors" not in err,
+          "stderr: %s" % " / ".join(err.strip().splitlines()))
     sd, meta = read_safetensors("%s/m.safetensors" % d)
     dump = read_tensor_file("%s/dump.bin" % d)
     C = sd["transformer.wte.weight"].shape[1]
@@ -150,6 +180,156 @@ def check_export(d):
           and meta["attention_as_nanogpt"] == "true",
           "vocab of %d characters, n_head %s, layernorm_bias %s" % (len(meta["vocab"]), meta["n_head"], meta["layernorm_bias"]))
     compare_logits("export_logits_match_float64_nanogpt", nanogpt_logits(sd, int(meta["n_head"]), dump["inputs"]), dump)
+
+
+def cross_entropy_z(logits, targets, z_loss):
+    """The mean cross-entropy, the objective cross-entropy + z_loss * mean(log(Z)^2), and
+    d(objective)/dlogits = (softmax - onehot)/N + 2 z_loss log(Z) softmax/N, all in float64."""
+    m = logits.max(-1, keepdims=True)
+    lse = m[..., 0] + np.log(np.exp(logits - m).sum(-1))
+    ce = np.mean(lse - np.take_along_axis(logits, targets[..., None], -1)[..., 0])
+    N = lse.size
+    p = np.exp(logits - lse[..., None])
+    d = p.copy()
+    np.put_along_axis(d, targets[..., None], np.take_along_axis(d, targets[..., None], -1) - 1, -1)
+    d = d / N + 2 * z_loss * lse[..., None] * p / N
+    return ce, ce + z_loss * np.mean(lse ** 2), d
+
+
+def max_rel(ours, ref):
+    return np.abs(ours - ref).max() / np.abs(ref).max()
+
+
+# QK-norm's tensors in a layer: nanoGPT-style name (after "transformer.h.N.attn.") and the model's
+NORM_TENSORS = [("q_norm.weight", "q_norm_w"), ("k_norm.weight", "k_norm_w"), ("q_norm.bias", "q_norm_b"),
+                ("k_norm.bias", "k_norm_b")]
+GRAD_RTOL = 1e-3  # the float32 gradients against central differences of the float64 objective
+# central differences' steps, in the logits and in the norms' parameters (O(step^2) truncation,
+# O(eps |objective| / step) rounding)
+FD_STEP, PARAM_STEP = 1e-5, 1e-4
+
+
+def refused(name, cmd, expect):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    lines = p.stderr.strip().splitlines()
+    check(name, p.returncode != 0 and len(lines) == 1 and expect in p.stderr,
+          "exit %d, %d line(s) on stderr: %s" % (p.returncode, len(lines), p.stderr.strip()[:200]))
+
+
+def check_qk_norm(d):
+    chars = "".join(sorted(set(open("data/default.txt", encoding="utf-8").read())))
+    # (n_layer, n_head, n_embd, block_size, batch_size): head dimensions 6 and 5
+    shapes = [(2, 3, 18, 13, 3), (1, 4, 20, 7, 2)]
+    z_loss = 1e-2
+    for norm in ("layernorm", "rmsnorm"):
+        for si, (L, H, C, T, B) in enumerate(shapes):
+            for scale_text in ("sqrt", "0.3"):
+                tag = "%s_L%dH%dC%dT%dB%d_scale_%s" % (norm, L, H, C, T, B, scale_text)
+                out = "%s/%s" % (d, tag)
+                shape = ["--model.n_layer=%d" % L, "--model.n_head=%d" % H, "--model.n_embd=%d" % C,
+                         "--model.block_size=%d" % T, "--train.batch_size=%d" % B]
+                # a high rate and no warm-up, so that 20 steps move the gains and biases off 1 and 0
+                run("./train", "configs/default.json", *UNSHAPED, *shape, "--model.qk_norm=" + norm,
+                    "--model.attn_scale=" + scale_text, "--train.z_loss=%g" % z_loss, "--train.lr=3e-2",
+                    "--train.warmup_steps=0", "--train.max_steps=20", "--train.out_dir=" + out)
+                _, err = run("./sample", out + "/checkpoint.bin", "--export", out + ".safetensors", stderr=True)
+                run("./train", "--resume", out + "/checkpoint.bin", "--dump-state", out + ".dump")
+                sd, meta = read_safetensors(out + ".safetensors")
+                dump = read_tensor_file(out + ".dump")
+                if si == 0 and scale_text == "sqrt":
+                    check("export_says_nanogpt_has_no_%s_tensors" % norm,
+                          "nanoGPT has no such tensors" in err and meta.get("qk_norm") == norm
+                          and meta["attention_as_nanogpt"] == "false",
+                          "stderr: %s; metadata qk_norm %s" % (err.strip().splitlines()[-1], meta.get("qk_norm")))
+                scale = 1 / np.sqrt(C // H) if scale_text == "sqrt" else float(scale_text)
+                names = ["transformer.h.%d.attn.%s" % (l, t) for l in range(L) for t, _ in NORM_TENSORS
+                         if norm == "layernorm" or t.endswith("weight")]
+                ours = {n: "layer%s.%s" % (n.split(".")[2], dict(NORM_TENSORS)[n.split("attn.")[1]]) for n in names}
+                same = all(np.array_equal(sd[n], dump["param." + ours[n]]) for n in names)
+                # the key bias's true gradient is 0 (it shifts all of a query's scores by the same q.b,
+                # which the softmax ignores): training leaves it where rounding puts it
+                moved = min(np.abs(sd[n] - (1 if n.endswith("weight") else 0)).max() for n in names
+                            if not n.endswith("k_norm.bias"))
+                present = sorted(k for k in sd if "_norm." in k) == sorted(names)
+                check("export_%s_norm_tensors" % tag, same and present and moved > 1e-2,
+                      "%d norm tensors, the checkpoint's values; the least moved is %.3g off its initial value"
+                      % (len(names), moved))
+                idx, tgt = dump["inputs"], dump["targets"].astype(np.int64)
+                logits = nanogpt_logits(sd, H, idx, scale, norm)
+                compare_logits("logits_%s" % tag, logits, dump)
+                # the comparison sees the norms: without them (gains 1, biases 0) the logits differ
+                plain = dict(sd)
+                for n in names: plain[n] = np.ones_like(sd[n]) if n.endswith("weight") else np.zeros_like(sd[n])
+                far = max_rel(nanogpt_logits(plain, H, idx, scale, norm), dump["logits"].astype(np.float64))
+                ce, obj, dlogits = cross_entropy_z(logits, tgt, z_loss)
+                e_ce = abs(ce - dump["loss"][0]) / abs(ce)
+                e_obj = abs(obj - dump["objective"][0]) / abs(obj)
+                check("loss_and_z_loss_%s" % tag, e_ce <= RTOL and e_obj <= RTOL and obj - ce > 1e2 * RTOL * obj
+                      and far > 1e2 * RTOL,
+                      "cross-entropy %.6f (relative difference %.1e), with z-loss %.6f (%.1e), bound %g; logits "
+                      "with the norms at their initial values %.1e off" % (ce, e_ce, obj, e_obj, RTOL, far))
+                # dlogits: the formula against the dump, and against central differences of the
+                # objective along a random direction of the logits
+                D = np.random.default_rng(si).normal(size=logits.shape)
+                fd = (cross_entropy_z(logits + FD_STEP * D, tgt, z_loss)[1]
+                      - cross_entropy_z(logits - FD_STEP * D, tgt, z_loss)[1]) / (2 * FD_STEP)
+                e_dir = abs(fd - (dlogits * D).sum()) / abs(fd)
+                e_dl = max_rel(dump["dlogits"].astype(np.float64), dlogits)
+                check("dlogits_%s" % tag, e_dl <= RTOL and e_dir <= 1e-6,
+                      "dump against the formula %.1e (bound %g); the formula against differences of the objective %.1e"
+                      % (e_dl, RTOL, e_dir))
+                # the gradients of the norms' gains and biases: central differences of the float64
+                # objective, each tensor's difference measured against the largest gradient of its
+                # layer's norms (the key bias's, 0 in exact arithmetic, has no scale of its own)
+                fd = {}
+                for n in names:
+                    g = np.zeros_like(sd[n])
+                    for i in range(g.size):
+                        f = []
+                        for h in (PARAM_STEP, -PARAM_STEP):
+                            w = sd[n].copy()
+                            w.flat[i] += h
+                            f.append(cross_entropy_z(nanogpt_logits(dict(sd, **{n: w}), H, idx, scale, norm), tgt,
+                                                     z_loss)[1])
+                        g.flat[i] = (f[0] - f[1]) / (2 * PARAM_STEP)
+                    fd[n] = g
+                worst, worst_name = 0.0, ""
+                for n in names:
+                    layer_scale = max(np.abs(fd[m]).max() for m in names if m.split(".")[2] == n.split(".")[2])
+                    e = np.abs(dump["grad." + ours[n]].astype(np.float64) - fd[n]).max() / layer_scale
+                    if e >= worst: worst, worst_name = e, ours[n]
+                check("grad_norms_%s" % tag, worst <= GRAD_RTOL,
+                      "%d tensors, worst %s: max |difference| / max |gradient of its layer's norms| = %.1e (bound %g)"
+                      % (len(names), worst_name, worst, GRAD_RTOL))
+                if si == 0 and scale_text == "sqrt":
+                    check_qk_import_refusals(out, sd, meta, norm, shape)
+
+
+def check_qk_import_refusals(out, sd, meta, norm, shape):
+    """./train --init-from refuses, in one line, a file whose norms disagree with the configuration."""
+    base = ["./train", "configs/default.json", *UNSHAPED, *shape, "--dump-state", out + ".refused"]
+    other = "rmsnorm" if norm == "layernorm" else "layernorm"
+    refused("import_%s_with_qk_norm_none_refused" % norm,
+            base + ["--init-from", out + ".safetensors", "--model.qk_norm=none"], "model.qk_norm 'none' differs")
+    refused("import_%s_with_qk_norm_%s_refused" % (norm, other),
+            base + ["--init-from", out + ".safetensors", "--model.qk_norm=" + other], "model.qk_norm '%s' differs" % other)
+    # the norms' tensors in a file whose configuration has none
+    cfg = json.loads(meta["config"])
+    cfg["model"]["qk_norm"] = "none"
+    m2 = {k: v for k, v in meta.items() if k != "qk_norm"}
+    m2["config"] = json.dumps(cfg)
+    write_safetensors(out + ".extra.safetensors", sd, m2)
+    refused("import_%s_tensors_without_qk_norm_refused" % norm, base + ["--init-from", out + ".extra.safetensors"],
+            "that its model.qk_norm 'none' does not have")
+    # a configuration with the norms in a file without their key tensors
+    write_safetensors(out + ".missing.safetensors", {k: v for k, v in sd.items() if "k_norm" not in k}, meta)
+    refused("import_%s_without_k_norm_refused" % norm, base + ["--init-from", out + ".missing.safetensors"],
+            "which its model.qk_norm '%s' needs" % norm)
+    if norm == "rmsnorm":  # RMSNorm has no bias
+        extra = dict(sd, **{"transformer.h.0.attn.q_norm.bias": np.zeros_like(sd["transformer.h.0.attn.q_norm.weight"])})
+        write_safetensors(out + ".bias.safetensors", extra, meta)
+        refused("import_rmsnorm_with_a_bias_refused", base + ["--init-from", out + ".bias.safetensors"],
+                "that its model.qk_norm 'rmsnorm' does not have")
 
 
 def random_nanogpt(rng, V, T, L, C, ln_bias):
@@ -216,6 +396,7 @@ def main():
         check_export(d)
         check_import(d)
         check_converter(d)
+        check_qk_norm(d)
     failed = results.count(False)
     print("%d passed, %d failed" % (len(results) - failed, failed))
     return 1 if failed else 0
