@@ -110,7 +110,7 @@ TEST_SRC := $(sort $(wildcard tests/test_*.c))
 # file without its table fails to link).
 TEST_TABLES := $(patsubst tests/test_%.c,X(%),$(TEST_SRC))
 TEST_H := $(wildcard tests/*.h)
-TEST_LIB := tests/page_check.c run/sweep_grid.c
+TEST_LIB := tests/page_check.c tests/programs.c run/sweep_grid.c
 
 PREFIX ?= /usr/local
 

@@ -16,47 +16,9 @@
 #include "run/checkpoint.h"
 #include "base/config.h"
 #include "craft.h"
+#include "programs.h"
 #include "test.h"
 
-static char g_dir[64];
-static char g_out[65536], g_err[65536];
-
-// A fresh temporary directory per test.
-static void tmpdir(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/tgpt_cli_XXXXXX");
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); exit(1); }
-}
-
-static void cleanup(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "  (could not remove %s)\n", g_dir);
-}
-
-static void slurp(const char *path, char *buf, size_t n) {
-    buf[0] = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    size_t got = fread(buf, 1, n - 1, f);
-    buf[got] = 0;
-    fclose(f);
-}
-
-// Run a shell command with stdout and stderr captured in g_out / g_err; returns the exit code.
-static int run(const char *fmt, ...) {
-    char cmd[8192], full[9000], po[128], pe[128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(po, sizeof po, "%s/.stdout", g_dir);
-    snprintf(pe, sizeof pe, "%s/.stderr", g_dir);
-    snprintf(full, sizeof full, "(%s) >'%s' 2>'%s' </dev/null", cmd, po, pe);
-    int st = system(full);
-    slurp(po, g_out, sizeof g_out);
-    slurp(pe, g_err, sizeof g_err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-}
 
 static void write_file(const char *name, const void *data, size_t n) {
     char path[256];
@@ -97,7 +59,6 @@ static void expect_error(int code, int expect_code, const char *n1, const char *
     if (n2) CHECK_MSG(strstr(g_err, n2) != NULL, "stderr lacks '%s': %s", n2, g_err);
 }
 
-static int file_bytes(const char *path, unsigned char **out, size_t *n);
 
 // Pre-existing files in the output directory, which no failed start may touch.
 static void write_sentinels(void) {
@@ -557,7 +518,7 @@ static void check_links_untouched(void) {
 }
 
 static void test_bad_input_table(void) {
-    tmpdir();
+    tmpdir("cli");
     make_bad_input_fixture();
     size_t rows = sizeof BAD_INPUTS / sizeof BAD_INPUTS[0];
     _Static_assert(sizeof BAD_INPUTS / sizeof BAD_INPUTS[0] >= 100, "the bad-input table covers at least 100 cases");
@@ -599,7 +560,7 @@ static void test_bad_input_table(void) {
 
 
 static void test_help_and_version(void) {
-    tmpdir();
+    tmpdir("cli");
     CHECK(run("./train --help") == 0 && strstr(g_out, "model.attn_scale") && strstr(g_out, "--resume"));
     CHECK(run("./train --version") == 0 && strstr(g_out, "OpenMP") && strstr(g_out, "SIMD"));
     CHECK(run("./sample --help") == 0 && strstr(g_out, "--prompt"));
@@ -650,7 +611,7 @@ static void test_help_and_version(void) {
 // ./sample takes both spellings of its multi-word options (--top-k and --top_k), and temperature
 // 0 is greedy: the same text whatever the seed.
 static void test_sample_options(void) {
-    tmpdir();
+    tmpdir("cli");
     // a small model of the default config: the options, not the model, are under test
     CHECK(run("./train configs/default.json --model.n_layer=2 --model.n_embd=32 --train.max_steps=3 --sample.tokens=0 "
               "--train.out_dir=%s/run", g_dir) == 0);
@@ -698,7 +659,7 @@ static void test_sample_options(void) {
 
 // ---- output directory problems ----
 static void test_bad_out_dir(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 4);
     write_text("afile", "precious");
     expect_error(run("./train %s/cfg.json --train.out_dir=%s/afile", g_dir, g_dir), 1, "afile", "not a directory");
@@ -721,19 +682,6 @@ static void test_bad_out_dir(void) {
 }
 
 // ---- a real run: outputs, determinism, exact resume, checkpoints that reject damage ----
-static int file_bytes(const char *path, unsigned char **out, size_t *n) {
-    *out = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *out = malloc((size_t)len + 1);
-    *n = fread(*out, 1, (size_t)len, f);
-    fclose(f);
-    return 1;
-}
 
 // The metrics without the wall-clock column: step, loss, lr, grad_norm, val_loss.
 static void metrics_without_ms(const char *path, char *out, size_t n) {
@@ -798,7 +746,7 @@ static int file_lines(const char *fmt, ...) {
 // copied (cp -a), a single run or a comparison's variant; --train.out_dir on the resume chooses
 // another. The moved and copied run continues bit for bit as if it had stayed.
 static void test_resume_in_place(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 4);
     CHECK(run("./train %s/cfg.json --train.out_dir=%s/A", g_dir, g_dir) == 0);
     CHECK(run("mv %s/A %s/B", g_dir, g_dir) == 0);
@@ -850,7 +798,7 @@ static void test_resume_in_place(void) {
 // with similar names stay, at a new run's start and with --train.overwrite=true, and no link is
 // followed.
 static void test_only_own_temps_removed(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 2);
     static const char *const kept[] = {"summary.json.tmp.backup", "report.md.tmp", "metrics.csv.tmp", "notes.txt.tmp.999999999.0",
                                        "checkpoint.bin.tmp.1.0", "checkpoint.bin.tmp.x.0", "my.bin"};
@@ -877,7 +825,7 @@ static void test_only_own_temps_removed(void) {
 // "-" is standard output where a file is named on the command line: the page, the map or the
 // dump alone on stdout (the same bytes as in a file), the line that names it on stderr.
 static void test_dash_is_stdout(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 2);
     CHECK(run("./train %s/cfg.json", g_dir) == 0);
     int code = run("./lab examples --html -");
@@ -910,7 +858,7 @@ static void test_dash_is_stdout(void) {
 // every program that writes a file the user names, and by a run whose metrics.csv is one; every
 // node is still the device it was. Skipped, saying why, where no namespace or node can be made.
 static void test_device_nodes_refused(void) {
-    tmpdir();
+    tmpdir("cli");
     if (geteuid() != 0) { cleanup(); SKIP("making device nodes needs root"); }
     char ns[128];
     snprintf(ns, sizeof ns, "%s/ns", g_dir);
@@ -955,7 +903,7 @@ static void test_device_nodes_refused(void) {
 }
 
 static void test_train_outputs_and_determinism(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 40);
     int code = run("./train %s/cfg.json", g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
@@ -1106,7 +1054,7 @@ static int csv_column(const char *header, const char *name) {
 // mean_max_logit <= max_logit <= score_absmax, and some head's mean is below its max. A run
 // with logs of the older columns resumes under the whole header.
 static void test_logit_columns(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 20);
     int code = run("./train %s/cfg.json", g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
@@ -1188,7 +1136,7 @@ static void test_logit_columns(void) {
 }
 
 static void test_resume_is_exact(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 40);
     char path[256], straight[65536], resumed[65536], saved[256];
     CHECK(run("./train %s/cfg.json", g_dir) == 0);
@@ -1268,7 +1216,7 @@ static void test_resume_is_exact(void) {
 // instead of restarting the cosine: after the warmup the learning rate never goes up. Setting
 // lr_decay_steps on the resume changes the schedule on purpose.
 static void test_extend_keeps_lr_schedule(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 30);
     CHECK(run("./train %s/cfg.json --train.lr_decay_steps=0", g_dir) == 0);
     char path[256], ckpt[256], line[256];
@@ -1313,7 +1261,7 @@ static void test_extend_keeps_lr_schedule(void) {
 
 // The time left is estimated from recent step times once a few steps have run: "eta ?" before.
 static void test_eta_waits_for_step_times(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 12);
     int code = run("./train %s/cfg.json --log.log_interval=1", g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
@@ -1330,7 +1278,7 @@ static void test_eta_waits_for_step_times(void) {
 // --compare KEY=V1,V2[,V3,V4] trains one variant per value side by side, in out_dir/<value>/:
 // the same initial weights and batches, so the first loss is the same and the lr differs.
 static void test_compare_values(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 10);
     int code = run("./train %s/cfg.json --compare train.lr=0.001,0.003,0.01", g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
@@ -1366,7 +1314,7 @@ static void test_compare_values(void) {
 // roundings per step, which training amplifies only slowly over so few steps), and
 // --dump-state works with both. EXTRA: more options for both (QK-norm's kinds below).
 static void expect_impls_agree(const char *extra) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 30);
     double loss[2][31];
     static const char *const impls[2] = {"engine", "definition"};
@@ -1412,7 +1360,7 @@ static void test_attn_impl_definition_matches_engine_qk_norm(void) {
 // their logs and final weights must agree bit for bit, which they can only do if the initial
 // weights and every batch are the same.
 static void test_compare_scaling_same_start_and_batches(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 30);
     int code = run("./train %s/cfg.json --compare-scaling --model.n_embd=4 --model.n_head=4", g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
@@ -1453,7 +1401,7 @@ static void test_compare_scaling_same_start_and_batches(void) {
 
 // train.keep_checkpoints = N keeps checkpoint_<step>.bin for the last N checkpoint steps.
 static void test_keep_checkpoints(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 40);  // checkpoints every 10 steps
     CHECK(run("./train %s/cfg.json --train.keep_checkpoints=2", g_dir) == 0);
     const char *expect[] = {"checkpoint_30.bin", "checkpoint_40.bin", "checkpoint.bin", "best.bin"};
@@ -1478,7 +1426,7 @@ static void test_keep_checkpoints(void) {
 
 // summary.json is JSON whatever the strings hold, and top-level keys work on the command line.
 static void test_summary_is_json_and_top_level_keys(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 10);
     const char *name = "we\"ird \\ n\xc3\xa4me {}";  // a quote, a backslash and UTF-8
     int code = run("./train %s/cfg.json --name='%s' --sample.prompt='say \"hi\"\t' --train.out_dir=%s/x", g_dir, name, g_dir);
@@ -1505,7 +1453,7 @@ static void test_summary_is_json_and_top_level_keys(void) {
 
 // The committed corpus is exactly what the committed generator writes.
 static void test_corpus_is_reproducible(void) {
-    tmpdir();
+    tmpdir("cli");
     CHECK_MSG(access("tools/gencorpus", X_OK) == 0, "tools/gencorpus is not built (make test builds it)");
     int code = run("./tools/gencorpus -o %s/corpus.txt && cmp %s/corpus.txt data/default.txt", g_dir, g_dir);
     CHECK_MSG(code == 0, "data/default.txt differs from ./tools/gencorpus output: %s%s", g_out, g_err);
@@ -1514,7 +1462,7 @@ static void test_corpus_is_reproducible(void) {
 
 // docs/CONFIG.md's configuration reference is the one the program prints (no key undocumented).
 static void test_config_doc_documents_every_key(void) {
-    tmpdir();
+    tmpdir("cli");
     char path[128];
     snprintf(path, sizeof path, "%s/ref.md", g_dir);
     FILE *f = fopen(path, "w");
@@ -1569,7 +1517,7 @@ static void json_keys(const char *path, char *out, size_t n) {
 // docs/FORMAT.md lists every column of metrics.csv, attention.csv and compare.csv and every key
 // of summary.json, in the order a run writes them, and its table of what a run writes names them.
 static void test_docs_list_every_output_column(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 20);
     CHECK(run("./train %s/cfg.json --sample.tokens=0", g_dir) == 0);
     CHECK(run("./train %s/cfg.json --sample.tokens=0 --train.out_dir=%s/cmp --compare train.lr=1e-3,2e-3", g_dir,
@@ -1633,7 +1581,7 @@ static void test_docs_format_reader(void) {
 // `make shakespeare` without a network (a closed local port here): exit 1, one line naming where
 // to put a local copy and --data.path, and no file left behind; with the file there, nothing to do.
 static void test_shakespeare_without_network(void) {
-    tmpdir();
+    tmpdir("cli");
     int code = run("TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt sh tools/get-shakespeare.sh -o %s/data/ts.txt",
                    g_dir);
     char want[160];
@@ -1669,7 +1617,7 @@ static int occurrences(const char *s, const char *sub) {
 // than without); a checkpoint whose config has no attn_window (written before the key) loads as
 // 0; a bad window is a one-line config error.
 static void test_attn_window(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 20);
     int code = run("./train %s/cfg.json --model.attn_window=4", g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
@@ -1775,7 +1723,7 @@ static int same_bytes(const char *a, const char *b) {
 // No output replaces an input: an output path that is (or links to) the checkpoint, the data or
 // another input is refused with one line, and the input keeps its bytes.
 static void test_output_never_replaces_input(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 2);
     CHECK(run("./train %s/cfg.json", g_dir) == 0);
     CHECK(run("cp %s/out/checkpoint.bin %s/saved.bin && ln -s out/checkpoint.bin %s/link.bin && ln %s/out/checkpoint.bin "
@@ -1824,7 +1772,7 @@ static void test_output_never_replaces_input(void) {
 // of a name removes the temporary files that killed writers of it left (a process that no longer
 // runs), and no other. build/sample-test raises the signal while the temporary file exists.
 static void test_sample_temps_removed(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 2);
     CHECK(run("./train %s/cfg.json", g_dir) == 0);
     const char *sigs[2][2] = {{"INT", "130"}, {"TERM", "143"}};
@@ -1856,7 +1804,7 @@ static void test_sample_temps_removed(void) {
 // (it would replace checkpoint.bin and drop the logs' later rows); --rewind does it on purpose,
 // another out_dir branches.
 static void test_resume_older_checkpoint_refused(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 20);
     CHECK(run("./train %s/cfg.json --train.keep_checkpoints=3 --log.log_interval=1", g_dir) == 0);
     char ck[128], saved[128];
@@ -1881,7 +1829,7 @@ static void test_resume_older_checkpoint_refused(void) {
 // --train.overwrite=true removes exactly the names the trainer writes: checkpoint_<step>.bin as
 // it prints the step ("%ld"), not a user's checkpoint_0007.bin or checkpoint_+7.bin.
 static void test_overwrite_removes_exact_names(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 2);
     CHECK(run("./train %s/cfg.json", g_dir) == 0);
     CHECK(run("cd %s/out && touch checkpoint_0007.bin checkpoint_00.bin checkpoint_+7.bin checkpoint_7.bin checkpoint_0.bin",
@@ -1895,7 +1843,7 @@ static void test_overwrite_removes_exact_names(void) {
 
 // A directory that should be one and is a file is named once as what it is.
 static void test_not_a_directory_message(void) {
-    tmpdir();
+    tmpdir("cli");
     write_tiny_config("cfg.json", 2);
     CHECK(run("mkdir %s/cmp && touch %s/cmp/0.01", g_dir, g_dir) == 0);
     int code = run("./train %s/cfg.json --compare train.lr=0.01,0.02 --train.out_dir=%s/cmp", g_dir, g_dir);

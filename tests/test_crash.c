@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "run/checkpoint.h"
+#include "programs.h"
 #include "test.h"
 
 static char g_cdir[64];
@@ -109,19 +110,6 @@ static void slurp_file(const char *name, char *buf, size_t n) {
     fclose(f);
 }
 
-static int file_bytes(const char *path, unsigned char **out, size_t *n) {
-    *out = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *out = malloc((size_t)len + 1);
-    *n = fread(*out, 1, (size_t)len, f);
-    fclose(f);
-    return 1;
-}
 
 static int count_lines(const char *s) {
     int n = 0;

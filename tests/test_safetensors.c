@@ -18,27 +18,14 @@
 #include "model.h"
 #include "run/generate.h"
 #include "run/safetensors.h"
+#include "programs.h"
 #include "test.h"
-
-static char g_sdir[64];
-static char g_out[65536], g_err[65536];
-
-static void tmpdir(void) {
-    snprintf(g_sdir, sizeof g_sdir, "/tmp/tgpt_st_XXXXXX");
-    if (!mkdtemp(g_sdir)) { perror("mkdtemp"); exit(1); }
-}
-
-static void cleanup(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_sdir);
-    if (system(cmd) != 0) fprintf(stderr, "  (could not remove %s)\n", g_sdir);
-}
 
 static const char *in_dir(const char *name) {
     static char path[4][256];
     static int k = 0;
     k = (k + 1) % 4;
-    snprintf(path[k], sizeof path[k], "%s/%s", g_sdir, name);
+    snprintf(path[k], sizeof path[k], "%s/%s", g_dir, name);
     return path[k];
 }
 
@@ -111,7 +98,7 @@ static int round_trip(GPT *m, const char *path, GPT *back, Checkpoint *ck, char 
 }
 
 static void test_round_trip_bit_identical(void) {
-    tmpdir();
+    tmpdir("st");
     for (int ln_bias = 0; ln_bias < 2; ln_bias++) {
         GPT m, back;
         Checkpoint ck;
@@ -188,7 +175,7 @@ static int st_dim(const StFile *f, const char *name, int d) {
 }
 
 static void test_nanogpt_layout(void) {
-    tmpdir();
+    tmpdir("st");
     GPT m;
     char err[512];
     build_model(&m, 0, 5);
@@ -434,7 +421,7 @@ static int write_valid(StFile *valid) {
 }
 
 static void test_crafted_files_refused(void) {
-    tmpdir();
+    tmpdir("st");
     char err[1024];
     StFile valid;
     CHECK(write_valid(&valid));
@@ -527,7 +514,7 @@ static double seconds_now(void) {
 }
 
 static void test_header_rules(void) {
-    tmpdir();
+    tmpdir("st");
     char err[1024];
     StFile valid;
     CHECK(write_valid(&valid));
@@ -594,7 +581,7 @@ static void test_header_rules(void) {
 
 // F16, BF16 and F64 tensors are converted to float32 (values exact in each).
 static void test_other_dtypes_converted(void) {
-    tmpdir();
+    tmpdir("st");
     GPT m;
     char err[512];
     build_model(&m, 0, 3);
@@ -657,28 +644,6 @@ static void test_other_dtypes_converted(void) {
 }
 
 // ---- the programs ----
-static void slurp(const char *path, char *buf, size_t n) {
-    buf[0] = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    size_t got = fread(buf, 1, n - 1, f);
-    buf[got] = 0;
-    fclose(f);
-}
-
-static int run(const char *fmt, ...) {
-    char cmd[4096], full[4800];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full, "(%s) >'%s/.out' 2>'%s/.err' </dev/null", cmd, g_sdir, g_sdir);
-    int st = system(full);
-    slurp(in_dir(".out"), g_out, sizeof g_out);
-    slurp(in_dir(".err"), g_err, sizeof g_err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static int same_file(const char *a, const char *b) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
@@ -686,40 +651,40 @@ static int same_file(const char *a, const char *b) {
 }
 
 static void test_programs_export_and_import(void) {
-    tmpdir();
+    tmpdir("st");
     const char *tiny = "--model.n_layer=2 --model.n_head=2 --model.n_embd=16 --model.block_size=16 --train.batch_size=4 "
                        "--data.val_fraction=0.02 --train.max_steps=6 --log.eval_interval=6 --log.eval_steps=1 "
                        "--sample.tokens=0 --train.threads=1";
-    int code = run("./train configs/default.json %s --train.out_dir=%s/run", tiny, g_sdir);
+    int code = run("./train configs/default.json %s --train.out_dir=%s/run", tiny, g_dir);
     CHECK_MSG(code == 0, "training: %s", g_err);
-    code = run("./sample %s/run/checkpoint.bin --export %s/m.safetensors", g_sdir, g_sdir);
+    code = run("./sample %s/run/checkpoint.bin --export %s/m.safetensors", g_dir, g_dir);
     CHECK_MSG(code == 0 && strstr(g_err, "wrote") && !g_out[0], "export: %d %s", code, g_err);
     // ./sample reads either file and writes the same text
-    code = run("./sample %s/run/checkpoint.bin --tokens 60 --seed 9 --prompt 'copy: ab'", g_sdir);
+    code = run("./sample %s/run/checkpoint.bin --tokens 60 --seed 9 --prompt 'copy: ab'", g_dir);
     static char a[sizeof g_out];
     memcpy(a, g_out, sizeof a);
     CHECK(code == 0 && strlen(a) > 60);
-    code = run("./sample %s/m.safetensors --tokens 60 --seed 9 --prompt 'copy: ab'", g_sdir);
+    code = run("./sample %s/m.safetensors --tokens 60 --seed 9 --prompt 'copy: ab'", g_dir);
     CHECK_MSG(code == 0 && strcmp(a, g_out) == 0, "samples differ:\n%s\n%s\n%s", a, g_out, g_err);
     // ./train --init-from: the first batch's logits (--dump-state) are the checkpoint's
-    code = run("./train configs/default.json %s --init-from %s/m.safetensors --dump-state %s/d1.bin", tiny, g_sdir, g_sdir);
+    code = run("./train configs/default.json %s --init-from %s/m.safetensors --dump-state %s/d1.bin", tiny, g_dir, g_dir);
     CHECK_MSG(code == 0, "%s", g_err);
-    code = run("./train configs/default.json %s --init-from %s/run/checkpoint.bin --dump-state %s/d2.bin", tiny, g_sdir, g_sdir);
+    code = run("./train configs/default.json %s --init-from %s/run/checkpoint.bin --dump-state %s/d2.bin", tiny, g_dir, g_dir);
     CHECK_MSG(code == 0, "%s", g_err);
     CHECK(same_file(in_dir("d1.bin"), in_dir("d2.bin")));
     // it trains on from there, and refuses a shape change
-    code = run("./train configs/default.json %s --init-from %s/m.safetensors --train.out_dir=%s/ft", tiny, g_sdir, g_sdir);
+    code = run("./train configs/default.json %s --init-from %s/m.safetensors --train.out_dir=%s/ft", tiny, g_dir, g_dir);
     CHECK_MSG(code == 0 && strstr(g_out, "final: step=6"), "%s", g_err);
-    code = run("./train configs/default.json --init-from %s/m.safetensors --model.n_embd=32 --dump-state %s/x.bin", g_sdir,
-               g_sdir);
+    code = run("./train configs/default.json --init-from %s/m.safetensors --model.n_embd=32 --dump-state %s/x.bin", g_dir,
+               g_dir);
     CHECK_MSG(code == 2 && strstr(g_err, "keeps its shape"), "%d %s", code, g_err);
-    code = run("./train --resume %s/run/checkpoint.bin --init-from %s/m.safetensors", g_sdir, g_sdir);
+    code = run("./train --resume %s/run/checkpoint.bin --init-from %s/m.safetensors", g_dir, g_dir);
     CHECK_MSG(code == 2 && strstr(g_err, "--init-from"), "%d %s", code, g_err);
     // a bad file: one line, exit 1
     FILE *f = fopen(in_dir("bad.safetensors"), "wb");
     fputs("\x10\0\0\0\0\0\0\0{\"x\":", f);
     fclose(f);
-    code = run("./sample %s/bad.safetensors", g_sdir);
+    code = run("./sample %s/bad.safetensors", g_dir);
     CHECK_MSG(code == 1 && strstr(g_err, "bad.safetensors") && strchr(g_err, '\n') == g_err + strlen(g_err) - 1,
               "%d %s", code, g_err);
     cleanup();
@@ -729,7 +694,7 @@ static void test_programs_export_and_import(void) {
 // crafted ckpt.pt and meta.pkl run nothing, one-line errors, regular files only, the output by a
 // rename). Skips, saying so, without Python; the checks that need PyTorch skip inside it.
 static void test_converter_checks(void) {
-    tmpdir();
+    tmpdir("st");
     const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
     if (run("command -v %s", py) != 0) {
         cleanup();

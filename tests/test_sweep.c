@@ -15,30 +15,8 @@
 #include <unistd.h>
 
 #include "run/sweep.h"
+#include "programs.h"
 #include "test.h"
-
-static char g_dir[64];
-static char g_out[65536], g_err[65536];
-
-static void tmpdir(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/tgpt_sweep_XXXXXX");
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); exit(1); }
-}
-
-static void cleanup(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "  (could not remove %s)\n", g_dir);
-}
-
-static void slurp(const char *path, char *buf, size_t n) {
-    buf[0] = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    size_t got = fread(buf, 1, n - 1, f);
-    buf[got] = 0;
-    fclose(f);
-}
 
 static void slurpf(char *buf, size_t n, const char *fmt, ...) {
     char path[512];
@@ -59,21 +37,6 @@ static int exists(const char *fmt, ...) {
     return stat(path, &st) == 0;
 }
 
-// Run a shell command with stdout and stderr captured in g_out / g_err; returns the exit code.
-static int run(const char *fmt, ...) {
-    char cmd[8192], full[9000], po[128], pe[128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(po, sizeof po, "%s/.stdout", g_dir);
-    snprintf(pe, sizeof pe, "%s/.stderr", g_dir);
-    snprintf(full, sizeof full, "(%s) >'%s' 2>'%s' </dev/null", cmd, po, pe);
-    int st = system(full);
-    slurp(po, g_out, sizeof g_out);
-    slurp(pe, g_err, sizeof g_err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-}
 
 static int count_lines(const char *s) {
     int n = 0;
@@ -101,7 +64,7 @@ static void write_tiny_config(int steps) {
 
 // ---- bad input: one line, exit 2, nothing written ----
 static void test_sweep_bad_input(void) {
-    tmpdir();
+    tmpdir("sweep");
     write_tiny_config(10);
     static const struct { const char *args, *needle; } BAD[] = {
         {"--sweep train.lr=0..1e-2/3", "> 0"},
@@ -200,7 +163,7 @@ static void first_row(const char *path, char *out, size_t n) {
 }
 
 static void test_sweep_outputs(void) {
-    tmpdir();
+    tmpdir("sweep");
     write_tiny_config(20);
     int code = run("./train %s/cfg.json --sweep train.lr=1e-3..1e-1/3 --compare model.attn_scale=sqrt,none", g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
@@ -277,7 +240,7 @@ static void test_sweep_outputs(void) {
 
 // ---- a divergence ends its run, not the sweep ----
 static void test_sweep_divergence_recorded(void) {
-    tmpdir();
+    tmpdir("sweep");
     write_tiny_config(20);
     // run 2 of 3 (lr 0.01): non-finite losses from step 4 on, the guard stops it at 3 in a row
     int code = run("env TGPT_TEST_SWEEP_RUN=2 TGPT_TEST_NONFINITE=4:100 build/train-test %s/cfg.json"
@@ -305,7 +268,7 @@ static void test_sweep_divergence_recorded(void) {
 
 // ---- stop and resume ----
 static void test_sweep_stop_and_resume(void) {
-    tmpdir();
+    tmpdir("sweep");
     write_tiny_config(20);
     // a sweep never stopped, for the numbers
     int code = run("./train %s/cfg.json --sweep train.lr=1e-3..1e-1/2 --compare model.attn_scale=sqrt,none"
