@@ -103,7 +103,7 @@ EXPORT("pg_init") long pg_init(int n_layer, int n_head, int n_embd, int block, i
         Rng r;
         rng_seed(&r, seed);
         gpt_init(&var[v].m, INIT_GPT2, &r);
-        var[v].m.collect_stats = 1;
+        var[v].m.collect_stats = 0;  // training runs the engine; pg_measure collects the statistics
         var[v].built = 1;
         var[v].step = 0;
     }
@@ -134,6 +134,22 @@ EXPORT("pg_step") int pg_step(int n) {
 }
 EXPORT("pg_loss") double pg_loss(int v) { return losses[v & 1]; }
 
+// The attention statistics of the last step's batch for variants 0..n-1: a forward and backward
+// pass with the statistics collected and no update. Training itself runs without statistics
+// (the engine's path), so how often the page looks does not change what it trains.
+EXPORT("pg_measure") int pg_measure(int n) {
+    if (!var[0].built) return 0;
+    for (int v = 0; v < n && v < 2; v++) {
+        GPT *m = &var[v].m;
+        m->collect_stats = 1;
+        gpt_forward(m, bx, by, B, T);
+        gpt_zero_grad(m);
+        gpt_backward(m);
+        m->collect_stats = 0;
+    }
+    return 1;
+}
+
 // Mean validation loss of variant v over k batches drawn from a fixed seed (the same windows each call).
 EXPORT("pg_val_loss") double pg_val_loss(int v, int k) {
     Rng r;
@@ -146,7 +162,7 @@ EXPORT("pg_val_loss") double pg_val_loss(int v, int k) {
     return s / k;
 }
 
-// The last forward's peakedness per (layer, head): mean normalised entropy and mean max weight.
+// pg_measure's peakedness per (layer, head): mean normalised entropy and mean max weight.
 EXPORT("pg_entropy") double pg_entropy(int v, int lh) {
     const AttnStats *a = &var[v & 1].m.attn_stats[lh];
     return a->rows > 0 ? a->entropy_norm / a->rows : NAN;
