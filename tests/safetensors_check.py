@@ -8,6 +8,10 @@
 #      checkpoint's parameter in nanoGPT's layout;
 #   2. import: random weights written here under nanoGPT's names, read by ./train --init-from;
 #      the program's logits (--dump-state) match this forward pass of the same weights;
+#   2b. generation: random weights under nanoGPT's names, block_size 16; ./sample's greedy text
+#      (--temperature 0) of 48 characters after a 14-character prompt is, character by character,
+#      nanoGPT's generate in float64 on the same weights (the argmax after the last block_size
+#      characters, recomputed), and --context restart's text is not;
 #   3. when PyTorch is installed: a nanoGPT-style ckpt.pt and meta.pkl made here, converted by
 #      tools/nanogpt_to_safetensors.py, give the same logits too;
 #   4. QK-norm and z-loss: models with model.qk_norm layernorm and rmsnorm on odd shapes (head
@@ -367,6 +371,49 @@ def check_import(d):
                        nanogpt_logits(sd64, H, dump["inputs"]), dump)
 
 
+def greedy_float64_crop(sd, n_head, T, ids, n):
+    """nanoGPT's generate at temperature 0, in float64: each next character the argmax of the
+    logits after the last T characters (the crop), recomputed whole for every character."""
+    ids, margins = list(ids), []
+    for _ in range(n):
+        logits = nanogpt_logits(sd, n_head, np.array([ids[-T:]]))[0, -1]
+        top = np.sort(logits)[-2:]
+        margins.append(top[1] - top[0])
+        ids.append(int(logits.argmax()))
+    return ids, margins
+
+
+def check_greedy_crop(d):
+    """./sample's greedy text past block_size, character by character, against nanoGPT's crop in
+    float64 on the same weights; --context restart must differ from it (or the check could not
+    tell the policies apart)."""
+    chars = "".join(sorted(set(open("data/default.txt", encoding="utf-8").read())))
+    V, T, L, H, C, N = len(chars), 16, 2, 2, 16, 48
+    sd = random_nanogpt(np.random.default_rng(14), V, T, L, C, True)  # a text of 12 distinct characters
+    meta = {"vocab": chars, "n_head": str(H), "n_layer": str(L), "n_embd": str(C), "block_size": str(T),
+            "vocab_size": str(V)}
+    write_safetensors("%s/g.safetensors" % d, sd, meta)
+    prompt = "copy: abc | ab"
+    sd64 = {k: v.astype(np.float64) for k, v in sd.items()}
+    ids, margins = greedy_float64_crop(sd64, H, T, [chars.index(c) for c in prompt], N)
+    want = "".join(chars[i] for i in ids[len(prompt):])
+    got = {}
+    for policy in ("crop", "restart"):
+        out = run("./sample", "%s/g.safetensors" % d, "--prompt", prompt, "--tokens", str(N), "--temperature", "0",
+                  "--context", policy)
+        got[policy] = out[len(prompt):len(prompt) + N]
+    # the first character where the program and float64 part, unless float64's top two logits
+    # there are within float32's rounding (a tie either may break)
+    first = next((i for i in range(N) if got["crop"][i:i + 1] != want[i]), N)
+    tie = first < N and margins[first] < 1e-4
+    check("greedy_past_block_size_matches_float64_nanogpt_crop", first == N or tie,
+          "%d characters after a %d-character prompt, block_size %d: %s%r (float64: %r)"
+          % (N, len(prompt), T, "equal, " if first == N else "first difference at %d (float64 margin %.2e), "
+             % (first, margins[first]), got["crop"], want))
+    check("greedy_restart_differs_from_the_crop", got["restart"] != want,
+          "--context restart: %r" % got["restart"])
+
+
 def check_converter(d):
     try:
         import torch
@@ -395,6 +442,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tgpt_stcheck_") as d:
         check_export(d)
         check_import(d)
+        check_greedy_crop(d)
         check_converter(d)
         check_qk_norm(d)
     failed = results.count(False)
