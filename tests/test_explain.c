@@ -3,7 +3,8 @@
 // differences, knockout of a position whose weight is exactly 0, a hand-built model whose one head
 // copies position j (every measure must name j), the corpus lines' known sources, the
 // agreement's even draw over ties, the uniform baseline against a model whose weights are
-// uniform, and the --explain command line (its JSON against its table, its page, its refusals).
+// uniform, the page's marks against the numbers, and the --explain command line (its JSON
+// against its table, its page, its refusals).
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "model.h"
 #include "teach/explain.h"
+#include "teach/explain_page.h"
 #include "test.h"
 #include "test_numeric.h"
 
@@ -546,6 +548,137 @@ static void test_cli_explain_lines_rules(void) {
     sh("rm -rf '%s'%s", g_dir, "");
 }
 
+// One row of the page's step (the section from `step` to `end`): the cells of <tr ... data-key=KEY>,
+// their marks (k: the row's largest |value|, w: leave-one-out disagrees, g: knockout agrees) and
+// the alpha of their shading. Returns the number of cells, -1 when the row is not there.
+static int page_row(const char *step, const char *end, const char *key, char marks[][4], double *alpha, int max) {
+    char want[96];
+    snprintf(want, sizeof want, " data-key=\"%s\">", key);
+    const char *r = strstr(step, want);
+    if (!r || r > end) return -1;
+    const char *row_end = strstr(r, "</tr>");
+    int k = 0;
+    for (const char *c = strstr(r, "<td class=\"v"); c && c < row_end && k < max; c = strstr(c + 1, "<td class=\"v")) {
+        const char *q = strchr(c + 12, '"');
+        int m = 0;
+        for (const char *x = c + 12; x < q && m < 3; x++) if (*x != ' ') marks[k][m++] = *x;
+        marks[k][m] = 0;
+        const char *a = strstr(c, "rgba(");
+        int r0, g0, b0;
+        alpha[k] = a && sscanf(a, "rgba(%d,%d,%d,%lf)", &r0, &g0, &b0, &alpha[k]) == 4 ? alpha[k] : -1;
+        k++;
+    }
+    return k;
+}
+
+// The page's marks are the numbers' (a random model of 2 layers, 2 heads; and the copy head):
+// in every step each row's largest |value| is boxed; an attention row's top position is marked
+// "leave-one-out disagrees" exactly where it is not leave-one-out's top position; a knockout
+// row's top is outlined "knockout agrees" exactly where it is the layer's most attended key;
+// gradient x input is shaded on its own row's scale (its largest |value| at full shade) with the
+// note on why it is small; the not-learned line is there exactly when the model has not learned
+// the prompt; the takeaway names the measure with the best top-1 against leave-one-out.
+static void check_page_marks(GPT *m, const int *tok, int n, const char *label) {
+    Explain e;
+    explain_compute(m, tok, n, 0, NULL, 0, &e);
+    uint32_t cps[16];
+    for (int i = 0; i < m->dims.vocab_size && i < 16; i++) cps[i] = 'a' + (uint32_t)i;
+    Vocab v = {m->dims.vocab_size, cps};
+    FILE *f = tmpfile();
+    CHECK(f && explain_page_fwrite(f, &e, &v, "test"));
+    long size = ftell(f);
+    char *page = malloc((size_t)size + 1);
+    rewind(f);
+    page[fread(page, 1, (size_t)size, f)] = 0;
+    fclose(f);
+    int L = e.L, boxed = 0, wrong = 0, agree = 0, want_wrong = 0, want_agree = 0, bad = 0;
+    for (int t = 0; t < n; t++) {
+        char id[32], next_id[32];
+        snprintf(id, sizeof id, "id=\"step-%d\"", t + 1);
+        snprintf(next_id, sizeof next_id, "id=\"step-%d\"", t + 2);
+        const char *step = strstr(page, id), *end = step ? strstr(step, next_id) : NULL;
+        if (!end) end = step ? strstr(step, "id=\"agreement\"") : NULL;
+        CHECK_MSG(step && end, "%s: no step %d", label, t + 1);
+        if (!step || !end) break;
+        int k = t + 1, jl = explain_argmax(e.loo + (size_t)t * n, k, 1);
+        char marks[64][4], key[64];
+        double alpha[64];
+        // the attention rows, then the effects
+        for (int r = 0; r < 2 * L + 1 + L + 2; r++) {
+            const double *x;
+            int attention = r < 2 * L + 1, ja = -1;
+            if (r < L) snprintf(key, sizeof key, "attention.mean[%d]", r), x = e.attn_mean + ((size_t)r * n + t) * n;
+            else if (r == L) snprintf(key, sizeof key, "attention.rollout"), x = e.rollout + (size_t)t * n;
+            else if (r < 2 * L + 1)
+                snprintf(key, sizeof key, "attention.norm[%d]", r - L - 1), x = e.norm + ((size_t)(r - L - 1) * n + t) * n;
+            else if (r < 3 * L + 1) {
+                int l = r - 2 * L - 1;
+                snprintf(key, sizeof key, "effects.knockout[%d]", l);
+                x = e.knock + ((size_t)l * n + t) * n;
+                ja = explain_argmax(e.attn_mean + ((size_t)l * n + t) * n, k, 0);
+            } else if (r == 3 * L + 1) snprintf(key, sizeof key, "effects.loo"), x = e.loo + (size_t)t * n;
+            else snprintf(key, sizeof key, "effects.grad_x_input"), x = e.gxi + (size_t)t * n;
+            int got = page_row(step, end, key, marks, alpha, 64);
+            if (got != k) { bad++; CHECK_MSG(0, "%s step %d: row %s has %d cells, expected %d", label, t + 1, key, got, k); continue; }
+            int top = explain_argmax(x, k, !attention), ta = attention ? explain_argmax(x, k, 0) : -1;
+            int jk = explain_argmax(x, k, 1);
+            for (int j = 0; j < k; j++) {
+                int is_k = strchr(marks[j], 'k') != NULL, is_w = strchr(marks[j], 'w') != NULL;
+                int is_g = strchr(marks[j], 'g') != NULL;
+                int want_w = attention && j == ta && ta != jl, want_g = ja >= 0 && j == ja && ja == jk;
+                boxed += is_k, wrong += is_w, agree += is_g, want_wrong += want_w, want_agree += want_g;
+                if (is_k != (j == top) || is_w != want_w || is_g != want_g) {
+                    bad++;
+                    CHECK_MSG(0, "%s step %d, %s, position %d: marks '%s', expected%s%s%s", label, t + 1, key, j, marks[j],
+                              j == top ? " k" : "", want_w ? " w" : "", want_g ? " g" : "");
+                }
+            }
+            if (r == 3 * L + 2)  // gradient x input: its own row's largest |value| at the full shade
+                CHECK_MSG(fabs(alpha[jk] - 0.6) < 1e-9 || x[jk] == 0, "%s step %d: gradient x input's largest |value| "
+                          "shaded %.3f, not 0.600 (its own scale)", label, t + 1, alpha[jk]);
+        }
+        const char *note = strstr(step, "class=\"note gxi-note\"");
+        CHECK_MSG(note && note < end && strstr(note, "first-order estimate") && strstr(note, "own row"),
+                  "%s step %d: no note on gradient x input's scale", label, t + 1);
+    }
+    CHECK_MSG(bad == 0 && boxed > 0 && wrong == want_wrong && agree == want_agree && want_wrong > 0 && want_agree > 0,
+              "%s: %d cells boxed, %d marked disagreeing (expected %d), %d agreeing (expected %d; both must occur "
+              "or the marks are not tested)", label, boxed,
+              wrong, want_wrong, agree, want_agree);
+    int learned = explain_learned(&e, NULL);
+    CHECK_MSG((strstr(page, "id=\"not-learned\"") == NULL) == learned, "%s: the model has %slearned the prompt, and the page %s "
+              "the not-learned line", label, learned ? "" : "not ", learned ? "has" : "lacks");
+    // the takeaway: the best top-1 against leave-one-out over the non-uniform attention measures
+    char an[64][EXPLAIN_NAME], best_name[EXPLAIN_NAME] = "";
+    int na = explain_attention_names(e.L, e.NH, 0, an, 64);
+    double best = -1;
+    for (int a = 0; a < na; a++) {
+        if (!strncmp(an[a], "uniform", 7)) continue;
+        Agreement g;
+        memset(&g, 0, sizeof g);
+        for (int t = 1; t < n; t++) agreement_add(&g, explain_row(&e, an[a], t), explain_row(&e, "loo", t), t + 1);
+        if (g.top1 / g.rows > best) best = g.top1 / g.rows, memcpy(best_name, an[a], sizeof best_name);
+    }
+    char want[128];
+    snprintf(want, sizeof want, "class=\"takeaway\" data-best=\"%s\" data-best-top1=\"%.4f\"", best_name, best);
+    CHECK_MSG(strstr(page, want) != NULL, "%s: the page has no '%s'", label, want);
+    free(page);
+    explain_free(&e);
+}
+
+static void test_page_marks(void) {
+    GPT m;
+    random_model(&m, 7, 12, 2, 2, 16, 5);
+    int tok[12];
+    random_tokens(tok, 12, 7, 9);
+    check_page_marks(&m, tok, 11, "random model");
+    gpt_free(&m);
+    copy_head_model(&m);
+    int copy[CT + 1] = {1, 4, 3, 3, 3, 3, 3, 3, 3};
+    check_page_marks(&m, copy, CT, "copy head");
+    gpt_free(&m);
+}
+
 const TestCase tests_explain[] = {
     {"explain_loo_brute_force", test_loo_brute_force},
     {"explain_gxi_finite_differences", test_gxi_finite_differences},
@@ -553,6 +686,7 @@ const TestCase tests_explain[] = {
     {"explain_knockout_zero_weight", test_knockout_zero_weight},
     {"explain_line_sources", test_line_sources},
     {"explain_learned_line", test_learned_line},
+    {"explain_page_marks", test_page_marks},
     {"explain_kendall_tau", test_kendall_tau},
     {"explain_agreement_ties", test_agreement_ties},
     {"explain_uniform_baseline", test_uniform_baseline_is_the_measures_of_uniform_weights},
