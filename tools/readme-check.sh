@@ -17,6 +17,7 @@
 # "Fewer steps": the trainer's --train.max_steps (added or replaced), the Makefile's ARGS for make
 # run and the demos, PER_KIND (answer characters measured per line kind) for make demo-explain,
 # BENCH_STEPS for make bench.
+# It fails, before running anything, when README.md is longer than 250 lines.
 # Usage: tools/readme-check.sh [--steps N] [--keep] (N: the training steps of a long command,
 # default 30; --keep leaves the copy in build/readme-check for a look).
 set -u
@@ -37,6 +38,14 @@ rm -rf "$WORK" && mkdir -p "$WORK/repo" || exit 1
 git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$WORK/repo" || { echo "readme-check: cannot copy the tracked files" >&2; exit 1; }
 cp README.md "$WORK/README.md"
 cd "$WORK/repo" || exit 1
+
+# the README teaches; the rest lives in docs/
+max_lines=250
+lines=$(wc -l < ../README.md)
+if [ "$lines" -gt "$max_lines" ]; then
+    echo "readme-check: README.md has $lines lines, at most $max_lines: move reference material to docs/ and link it" >&2
+    exit 1
+fi
 
 # the commands, one a line, in the README's order
 awk '/^```/ { if (inblock) inblock = 0; else inblock = ($0 == "```"); next }
