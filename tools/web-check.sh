@@ -8,7 +8,8 @@
 # - checkpoints: the module's checkpoint after 4 steps resumes in ./train, whose steps 5..8 match
 #   an uninterrupted ./train run's to 1e-5 relative (and the module's steps 1..4 its first four),
 #   and ./sample reads it; ./train's checkpoint loads in the module; a truncated, a bit-flipped and
-#   a crafted (NaN, CRC fixed) one are refused by the module with ./train --resume's message.
+#   a crafted (NaN, CRC fixed) one are refused by the module with ./train --resume's message, and
+#   a checkpoint of another text with the reason and ./train's message.
 # Skips, with a message and status 0, without clang's wasm32 target or node.
 set -e
 steps=${1:-8}
@@ -88,3 +89,16 @@ for bad in truncated flipped crafted; do
         echo "web-check: FAIL: the $bad checkpoint: ./train --resume says '$native', the module '$web'"; exit 1; fi
     echo "web-check: ok: the $bad checkpoint is refused with ./train's message: $web"
 done
+# a checkpoint of another text: its vocabulary does not cover the page's text (./train's message after the reason)
+mkdir -p $d/ab
+awk 'BEGIN { for (i = 0; i < 400; i++) printf "abba cab " }' > $d/ab/ab.txt
+./train tests/web_check.json --data.path=$d/ab/ab.txt --train.max_steps=1 --model.n_layer=1 --model.n_embd=32 \
+    --model.n_head=2 --train.out_dir=$d/ab/run > $d/ab/log 2>&1 || { echo "web-check: FAIL: ./train on $d/ab/ab.txt:"; tail -3 $d/ab/log; exit 1; }
+native=$(./train --resume $d/ab/run/checkpoint.bin --data.path=data/default.txt 2>&1 | sed -n "s/^train: error: data file '[^']*' //p")
+web=$(node tests/web_check.mjs build/web/playground.wasm - 0 --load $d/ab/run/checkpoint.bin || true)
+case "$web" in
+    "refused: the page's text does not fit '$d/ab/run/checkpoint.bin' (choose the text it was trained on): data file '"*"' $native") ;;
+    *) echo "web-check: FAIL: the checkpoint of another text: ./train --resume says '$native', the module '$web'"; exit 1 ;;
+esac
+[ -n "$native" ] || { echo "web-check: FAIL: ./train --resume of the checkpoint of another text gave no vocabulary message"; exit 1; }
+echo "web-check: ok: the checkpoint of another text is refused: $web"

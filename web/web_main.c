@@ -229,7 +229,12 @@ EXPORT("pg_load") long pg_load(const char *path) {
     memset(&w, 0, sizeof w);
     if (!resolve_config(&c, ck.config_json, strlen(ck.config_json), path)) goto done;
     if (!ck.has_optimizer) { snprintf(msg, sizeof msg, "'%s' holds no optimizer state and cannot be resumed", path); goto done; }
-    if (!dataset_load_with_vocab(&d, TEXT_PATH, c.val_fraction, c.block_size + 2, &ck.vocab, msg, sizeof msg)) goto done;
+    if (!dataset_load_with_vocab(&d, TEXT_PATH, c.val_fraction, c.block_size + 2, &ck.vocab, msg, sizeof msg)) {
+        char why[sizeof msg];
+        snprintf(why, sizeof why, "%s", msg);
+        snprintf(msg, sizeof msg, "the page's text does not fit '%s' (choose the text it was trained on): %s", path, why);
+        goto done;
+    }
     have_d = 1;
     if (!checkpoint_check_memory(&ck, c.batch_size, c.block_size, path, msg, sizeof msg) ||
         !page_can_run(&c, d.vocab.vocab_size))
