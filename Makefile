@@ -227,12 +227,13 @@ test-browser: lab train sample tests/browser_test
 	@if sh tools/ensure-chromium.sh; then ./tests/browser_test; \
 	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
 
-# The attention playground (web/playground.html): the trainer's sources and web/web_main.c compiled
-# to one wasm32 module, embedded in one page with its script (tools/build-web.sh installs clang's
+# The attention playground (web/playground.html): the trainer's sources (with the config and the
+# checkpoints) and web/ (the entry points, the JSON parser, the WASI shim) compiled to one wasm32 module, embedded in one page with its script (tools/build-web.sh installs clang's
 # wasm32 target, lld and wasi-libc when they are missing). The native build does not need them.
-WEB_SRC := base/common.c base/rng.c base/data.c $(KERNELS) attention.c attention_stats.c model.c run/optimizer.c web/web_main.c
+WEB_SRC := base/common.c base/rng.c base/data.c base/config.c base/config_keys.c base/outfile.c $(KERNELS) attention.c \
+	attention_stats.c model.c run/optimizer.c run/checkpoint.c web/json.c web/wasi_shim.c web/web_main.c
 web: web/playground.html
-web/playground.html: $(WEB_SRC) $(CORE_H) web/playground.in.html data/default.txt tools/build-web.sh
+web/playground.html: $(WEB_SRC) $(CORE_H) web/include/cjson/cJSON.h web/playground.in.html data/default.txt tools/build-web.sh
 	sh tools/build-web.sh $@
 
 # The chaos test (its own target; CI runs it): SIGKILL, SIGTERM and SIGINT at random moments in

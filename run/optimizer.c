@@ -71,3 +71,11 @@ int gpt_all_finite(const GPT *m) {
             if (!isfinite(arrays[a][i])) return 0;
     return 1;
 }
+
+double lr_schedule(double lr, double min_lr, long warmup, long decay, long step) {
+    if (step < warmup) return lr * (double)(step + 1) / (double)(warmup + 1);
+    if (step >= decay) return min_lr;
+    double ratio = (double)(step - warmup) / (double)(decay - warmup);
+    double coeff = 0.5 * (1.0 + cos(3.14159265358979323846 * ratio));
+    return min_lr + coeff * (lr - min_lr);
+}

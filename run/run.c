@@ -103,14 +103,9 @@ void run_close_logs(Run *r) {
 // ---------------------------------------------------------------------------------------------
 // training
 
-// nanoGPT's schedule: linear warmup, then cosine decay from lr to min_lr at lr_decay_steps.
+// nanoGPT's schedule (run/optimizer.c); the decay horizon is max_steps when lr_decay_steps is 0.
 static double lr_at(const Config *c, long step) {
-    long decay = c->lr_decay_steps > 0 ? c->lr_decay_steps : c->max_steps;
-    if (step < c->warmup_steps) return c->lr * (double)(step + 1) / (double)(c->warmup_steps + 1);
-    if (step >= decay) return c->min_lr;
-    double ratio = (double)(step - c->warmup_steps) / (double)(decay - c->warmup_steps);
-    double coeff = 0.5 * (1.0 + cos(3.14159265358979323846 * ratio));
-    return c->min_lr + coeff * (c->lr - c->min_lr);
+    return lr_schedule(c->lr, c->min_lr, c->warmup_steps, c->lr_decay_steps > 0 ? c->lr_decay_steps : c->max_steps, step);
 }
 
 #ifdef TGPT_TEST_HOOKS

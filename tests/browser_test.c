@@ -954,23 +954,33 @@ static void check_explain(void) {
 // errors the page or its worker raised. On an error, or after 60 s of waiting, it sends what it has.
 static const char *const PG_SCRIPT =
     "<script>(function(){var $=function(i){return document.getElementById(i);},phase=0,n=0,before='',"
-    "first='-',first1='-',dflt='-',errs=0;"
+    "first='-',first1='-',dflt='-',errs=0,snap='',saved=-1,bytes=null,clicks=0,loaded=-1;"
     "window.addEventListener('error',function(){errs++;});worker.addEventListener('error',function(){errs++;});"
+    "worker.addEventListener('message',function(e){if(e.data.type=='saved'){saved=e.data.step;bytes=e.data.bytes.slice();}});"
     "function step(){var m=/^step (\\d+)/.exec($('status').textContent);return m?+m[1]:-1;}"
     "function built(){return /parameters/.test($('status').textContent)&&$('status').textContent!=before;}"
     "function col(c){var r=[].slice.call($('stats').rows,1),s=0;r.forEach(function(x){s+=parseFloat(x.cells[c].textContent);});"
     "return r.length?s/r.length:NaN;}"
-    "function done(){var d=document.documentElement;clearInterval(iv);parent.postMessage('steps='+step()+' default='+dflt+' first='+first+"
+    "function measure(){var d=document.documentElement;return 'steps='+step()+' default='+dflt+' first='+first+"
     "' first1='+first1+' last='+$('loss').textContent+' last1='+$('loss1').textContent+' heads='+Math.max($('stats').rows.length-1,0)+"
     "' ent0='+col(1)+' maxw0='+col(2)+' ent1='+col(4)+' maxw1='+col(5)+' width='+d.clientWidth+' scroll='+d.scrollWidth+"
-    "' compare='+($('compare').checked?1:0)+' errors='+errs+' msg='+$('msg').textContent,'*');}"
+    "' compare='+($('compare').checked?1:0);}"
+    "function done(){clearInterval(iv);parent.postMessage((snap||measure())+' saved='+saved+' bytes='+(bytes?bytes.length:0)+"
+    "' clicks='+clicks+' blob='+(/^blob:/.test($('savelink').href)?1:0)+' loaded='+loaded+' after='+step()+"
+    "' errors='+errs+' msg='+$('msg').textContent,'*');}"
     "var iv=setInterval(function(){n++;"
     "if(phase==0&&built()){phase=5;before=$('status').textContent;$('step').click();}"
     "else if(phase==5&&step()==1){phase=1;dflt=$('loss').textContent;$('preset').value='tiny';$('reset').click();}"
     "else if(phase==1&&built()){phase=2;$('step').click();}"
     "else if(phase==2&&step()==1){phase=3;first=$('loss').textContent;first1=$('loss1').textContent;$('train').click();}"
     "else if(phase==3&&step()>=" PG_STEPS_STR "){phase=4;$('pause').click();}"
-    "else if(phase==4||n>=600||errs||$('msg').textContent)done();},100);})();</script>\n";
+    // paused: the measurements, then Download (the link's click counted, not followed) and the
+    // saved bytes loaded back through the file input, then one Step
+    "else if(phase==4){phase=6;snap=measure();$('savelink').click=function(){clicks++;};$('save').click();}"
+    "else if(phase==6&&bytes&&clicks){phase=7;var t=new DataTransfer();t.items.add(new File([bytes],'checkpoint.bin'));"
+    "$('ckpt').files=t.files;$('ckpt').dispatchEvent(new Event('change'));}"
+    "else if(phase==7&&/checkpoint\\.bin:/.test($('status').textContent)){phase=8;loaded=step();$('step').click();}"
+    "else if((phase==8&&step()==loaded+1)||n>=600||errs||$('msg').textContent)done();},100);})();</script>\n";
 
 // The page that frames the copy at exactly w x h (headless Chromium lays a window out at least
 // 500 wide) and writes what it sent into <pre id="measure">, then logs "playground-done" to the
@@ -1050,7 +1060,8 @@ static double pg_field(const char *s, const char *key) {
 // to PG_STEPS steps; no error is shown or raised. Both variants' losses fall by more than 5% from
 // step 1 to the last step shown; the unscaled variant's attention is the more peaked (a higher
 // mean max weight and a lower mean entropy over the heads); the document is no wider than its
-// window; the screenshot has the window's size; no request left the file.
+// window; the screenshot has the window's size; no request left the file. Then Download offers a
+// checkpoint as a blob: link, and the checkpoint loaded back (the file input) resumes at its step.
 static void check_playground(void) {
     const char *page = "docs/playground.html";
     char *html = slurp(page);
@@ -1112,6 +1123,13 @@ static void check_playground(void) {
                    m1, m0, e1, e0, heads);
             result(scroll <= width && width <= w, "playground at %dx%d: no horizontal scroll (scroll width %.0f, window "
                    "%.0f px inside the scroll bar)", w, h, scroll, width);
+            double saved = pg_field(rep, "saved"), bytes = pg_field(rep, "bytes"), loaded = pg_field(rep, "loaded");
+            double after = pg_field(rep, "after");
+            result(saved >= PG_STEPS && bytes > 1000 && pg_field(rep, "clicks") == 1 && pg_field(rep, "blob") == 1 &&
+                   loaded == saved && after == saved + 1,
+                   "playground at %dx%d: Download offered the checkpoint of step %.0f (%.0f bytes) as a blob: link and "
+                   "followed it once; loaded back through the file input it resumed at step %.0f, and Step made step "
+                   "%.0f", w, h, saved, bytes, loaded, after);
         }
         free(out);
         if (!why[0]) unlink(dom);

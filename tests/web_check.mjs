@@ -1,16 +1,36 @@
 // tests/web_check.mjs: the playground's module (build/web/playground.wasm) in node, without a
-// browser: `node tests/web_check.mjs WASM STEPS` trains the default preset as tools/web_native.c
-// does natively and prints each step's loss the same way, for the comparison of the two.
+// browser, with the page's own memory file system (the wasi-src script of web/playground.in.html):
+//   node tests/web_check.mjs WASM CONFIG STEPS [--save PATH] [--load CKPT]
+// builds from CONFIG (a ./train config) on data/default.txt, or with --load from the checkpoint
+// CKPT (pg_load: the page's loading; a refusal prints "refused: MESSAGE" and exits 3), trains
+// STEPS steps printing "STEP LOSS" (9 significant digits, as tools/web_native.c), and with
+// --save writes the page's checkpoint (pg_save) to PATH.
 import fs from 'fs';
-const [wasmPath, stepsArg] = process.argv.slice(2);
-const wasi = {clock_time_get: () => 0, fd_close: () => 0, fd_seek: () => 0, fd_write: () => 0,
-  proc_exit: (c) => { throw new Error('proc_exit ' + c); }};
-const ex = (await WebAssembly.instantiate(fs.readFileSync(wasmPath), {wasi_snapshot_preview1: wasi})).instance.exports;
+const args = process.argv.slice(2), [wasmPath, configPath, stepsArg] = args;
+const opt = (k) => { const i = args.indexOf(k); return i > 0 ? args[i + 1] : null; };
+const page = fs.readFileSync('web/playground.in.html', 'utf8');
+const src = page.match(/<script id="wasi-src" type="text\/plain">([\s\S]*?)<\/script>/)[1];
+const memfs = new Function(src + '\nreturn memfs;')();
+let ex;
+const mfs = memfs(() => ex.memory, (t) => process.stderr.write(t));
+ex = (await WebAssembly.instantiate(fs.readFileSync(wasmPath), {wasi_snapshot_preview1: mfs.imports})).instance.exports;
 ex._initialize();
-const text = fs.readFileSync('data/default.txt'), p = ex.pg_alloc(text.length);
-new Uint8Array(ex.memory.buffer).set(text, p);
-if (!ex.pg_set_text(p, text.length, 64) || !ex.pg_init(4, 4, 128, 64, 12, 1e-3, 1337, -1, 1, 0, 0)) {
-  console.error('web_check: the module refused the default preset'); process.exit(1);
+const enc = new TextEncoder();
+function put(b) { const p = ex.pg_alloc(b.length + 1), m = new Uint8Array(ex.memory.buffer); m.set(b, p); m[p + b.length] = 0; return p; }
+function message() { const p = ex.pg_message(), b = new Uint8Array(ex.memory.buffer); let e = p; while (b[e]) e++; return new TextDecoder().decode(b.subarray(p, e)); }
+const text = fs.readFileSync('data/default.txt');
+if (!ex.pg_set_text(put(text), text.length)) { console.error('web_check: ' + message()); process.exit(1); }
+const load = opt('--load');
+if (load) {
+  mfs.write(load, fs.readFileSync(load));
+  if (ex.pg_load(put(enc.encode(load))) < 0) { console.log('refused: ' + message()); process.exit(3); }
+} else {
+  const cfg = fs.readFileSync(configPath);
+  if (!ex.pg_init(put(cfg), cfg.length, 0)) { console.error('web_check: the module refused ' + configPath + ': ' + message()); process.exit(1); }
 }
-const steps = +(stepsArg || 50);
-for (let i = 0; i < steps; i++) { ex.pg_step(1); console.log(i + 1, ex.pg_loss(0).toPrecision(9)); }
+for (let i = 0; i < +stepsArg; i++) { ex.pg_step(1); console.log(ex.pg_info(0, 2), ex.pg_loss(0).toPrecision(9)); }
+const save = opt('--save');
+if (save) {
+  if (!ex.pg_save(0)) { console.error('web_check: ' + message()); process.exit(1); }
+  fs.writeFileSync(save, mfs.read('checkpoint.bin'));
+}

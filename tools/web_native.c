@@ -1,32 +1,42 @@
 // tools/web_native.c: web/web_main.c's entry points driven natively, to compare the page's numbers
-// with a native build of the same sources: ./web_native STEPS prints the loss of each step of the
-// default preset (4 layers, 4 heads, 128 wide, block 64, batch 12, lr 1e-3, seed 1337, scale
-// 1/sqrt(d)) on data/default.txt, one per line with 9 significant digits.
+// with a native build of the same sources: ./web_native CONFIG STEPS prints the loss of each of
+// STEPS steps of the page's training with CONFIG (a ./train config) on data/default.txt, one per
+// line as "STEP LOSS" with 9 significant digits. The memory file system's files are files in
+// PG_DIR here.
 #include <stdio.h>
 #include <stdlib.h>
 
 void *pg_alloc(int n);
-int pg_set_text(const unsigned char *bytes, int n, int block);
-long pg_init(int n_layer, int n_head, int n_embd, int block, int batch, double learning_rate, unsigned seed,
-             double scale0, double scale1, int mask, int axis);
+int pg_set_text(const unsigned char *bytes, int n);
+long pg_init(const char *json, int n, int compare);
 int pg_step(int n);
 double pg_loss(int v);
+double pg_info(int v, int what);
 const char *pg_message(void);
 
-int main(int argc, char **argv) {
-    int steps = argc > 1 ? atoi(argv[1]) : 50;
-    FILE *f = fopen("data/default.txt", "rb");
-    if (!f) { fprintf(stderr, "web_native: cannot open data/default.txt (run from the repository)\n"); return 1; }
-    static unsigned char buf[1 << 22];
-    int n = (int)fread(buf, 1, sizeof buf, f);
+static char *slurp(const char *path, int *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { fprintf(stderr, "web_native: cannot open %s (run from the repository)\n", path); exit(1); }
+    static char buf[2][1 << 22];
+    static int k;
+    char *b = buf[k++ & 1];
+    *n = (int)fread(b, 1, sizeof buf[0] - 1, f);
+    b[*n] = 0;
     fclose(f);
-    if (!pg_set_text(buf, n, 64) || !pg_init(4, 4, 128, 64, 12, 1e-3, 1337, -1, 1, 0, 0)) {
+    return b;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) { fprintf(stderr, "usage: web_native CONFIG STEPS\n"); return 2; }
+    int steps = atoi(argv[2]), nt, nc;
+    const char *text = slurp("data/default.txt", &nt), *cfg = slurp(argv[1], &nc);
+    if (!pg_set_text((const unsigned char *)text, nt) || !pg_init(cfg, nc, 0)) {
         fprintf(stderr, "web_native: %s\n", pg_message());
         return 1;
     }
     for (int i = 0; i < steps; i++) {
         pg_step(1);
-        printf("%d %.9g\n", i + 1, pg_loss(0));
+        printf("%.0f %.9g\n", pg_info(0, 2), pg_loss(0));
     }
     return 0;
 }
