@@ -3,7 +3,8 @@
 # Builds build/web/playground.wasm (tools/build-web.sh) and build/webnative/web_native (the same
 # sources, 4-wide vectors: -DVEC_BYTES=16, one thread), trains the default preset STEPS steps (10)
 # in each (node runs the module: tests/web_check.mjs) and fails unless every step's loss agrees
-# to 1e-5 relative. Skips, with a message and status 0, without clang's wasm32 target or node.
+# to 1e-5 relative; then checks the entry points of the page's views (tests/web_views.mjs).
+# Skips, with a message and status 0, without clang's wasm32 target or node.
 set -e
 steps=${1:-10}
 # the committed page: built from the sources as they are now (make web, then copy it to docs/)
@@ -25,7 +26,7 @@ if [ "$(cat build/webnative/built 2>/dev/null)" != "$want $CC" ] || [ ! -x build
 sh tools/build-web.sh build/web/playground.html 2>/dev/null
 $CC -std=c11 -I. -O3 -march=native -DVEC_BYTES=16 -Wno-psabi -ffp-contract=fast -fno-trapping-math -fno-math-errno \
     -Wall -Wextra base/common.c base/rng.c base/data.c kernels/matmul.c kernels/peak.c kernels/attention_engine.c \
-    attention.c attention_stats.c model.c run/optimizer.c web/web_main.c tools/web_native.c -o build/webnative/web_native -lm 2>/dev/null
+    attention.c attention_stats.c model.c run/optimizer.c run/generate.c run/decode.c web/web_main.c tools/web_native.c -o build/webnative/web_native -lm 2>/dev/null
 echo "$want $CC" > build/webnative/built
 fi
 ./build/webnative/web_native "$steps" > build/webnative/native.txt
@@ -36,3 +37,5 @@ paste build/webnative/native.txt build/webnative/wasm.txt | awk -v n="$steps" '
     END { if (rows != n) { printf "web-check: FAIL: %d steps compared, %d expected\n", rows, n; exit 1 }
           if (bad) exit 1
           printf "web-check: ok: %d steps, losses equal to %.3g relative (%d bit-identical)\n", rows, m, same + 0 }'
+# the views' entry points (the probe prompt's map, the sample) in the same module
+node tests/web_views.mjs build/web/playground.wasm
