@@ -938,8 +938,9 @@ static void check_explain(void) {
 // ---------------------------------------------------------------------------------------------
 // the attention playground (docs/playground.html): the model trained in the page
 
-// Steps the playground must make; the tiny preset makes them in about a second.
-#define PG_STEPS 30
+// Steps the playground must make (past 50, where the first validation loss is computed); the
+// tiny preset makes them in about two seconds.
+#define PG_STEPS 60
 #define PG_STR(x) #x
 #define PG_XSTR(x) PG_STR(x)
 #define PG_STEPS_STR PG_XSTR(PG_STEPS)
@@ -947,40 +948,59 @@ static void check_explain(void) {
 // A copy of the page with a script after its own that uses the page's controls: once the worker
 // has built the default preset, Step (its loss of step 1 is written down); then it picks the tiny
 // preset and presses Reset; once that is built, Step (the loss of step 1 is the first loss), then
-// Train until the status says PG_STEPS steps, then Pause. It sends the page that frames it what
-// the DOM shows then: the step, both
-// variants' losses, the stats table's per-head means (entropy and max weight, scaled and
-// unscaled), the window's width and the document's scroll width, the error line and how many
-// errors the page or its worker raised. On an error, or after 60 s of waiting, it sends what it has.
+// Train (with a sample every 50 steps) until the status says PG_STEPS steps, then Pause. Then the
+// views: what the two heatmaps record (characters, the largest |row sum - 1|, the largest weight
+// above the diagonal), the validation curve's points, the sample's step and how many of its
+// characters the text does not have; a probe prompt with two characters outside the vocabulary
+// (the message must name both, the maps stay as they were); the key s (one more step); lr changed
+// (the note next to the buttons). It sends the page that frames it what the DOM shows then: the
+// step, both variants' losses, the stats table's per-head means (entropy and max weight, scaled
+// and unscaled), the views' figures, the window's width and the document's scroll width, the
+// error line and how many errors the page or its worker raised. On an error, or after 60 s of
+// waiting, it sends what it has.
 static const char *const PG_SCRIPT =
     "<script>(function(){var $=function(i){return document.getElementById(i);},phase=0,n=0,before='',"
-    "first='-',first1='-',dflt='-',errs=0,snap='',saved=-1,bytes=null,clicks=0,loaded=-1;"
+    "first='-',first1='-',dflt='-',errs=0,snap='',saved=-1,bytes=null,clicks=0,loaded=-1,views='',mapped='',at=0,wait=0;"
     "window.addEventListener('error',function(){errs++;});worker.addEventListener('error',function(){errs++;});"
     "worker.addEventListener('message',function(e){if(e.data.type=='saved'){saved=e.data.step;bytes=e.data.bytes.slice();}});"
     "function step(){var m=/^step (\\d+)/.exec($('status').textContent);return m?+m[1]:-1;}"
     "function built(){return /parameters/.test($('status').textContent)&&$('status').textContent!=before;}"
     "function col(c){var r=[].slice.call($('stats').rows,1),s=0;r.forEach(function(x){s+=parseFloat(x.cells[c].textContent);});"
     "return r.length?s/r.length:NaN;}"
+    "function map(v){var d=$('map'+v).dataset;return ' mapt'+v+'='+d.t+' maperr'+v+'='+d.rowErr+' above'+v+'='+d.above;}"
+    "function bad(t){var voc=new Set(text());return Array.from(t).filter(function(c){return !voc.has(c);}).length;}"
+    "function look(){mapped=map(0)+map(1);views=mapped+' valpts='+$('curve').dataset.valPoints+' samplelen='+"
+    "Array.from($('sample0').textContent).length+' samplebad='+bad($('sample0').textContent+$('sample1').textContent)+"
+    "' samplestep='+$('sample0').dataset.step;}"
     "function measure(){var d=document.documentElement;return 'steps='+step()+' default='+dflt+' first='+first+"
     "' first1='+first1+' last='+$('loss').textContent+' last1='+$('loss1').textContent+' heads='+Math.max($('stats').rows.length-1,0)+"
     "' ent0='+col(1)+' maxw0='+col(2)+' ent1='+col(4)+' maxw1='+col(5)+' width='+d.clientWidth+' scroll='+d.scrollWidth+"
     "' compare='+($('compare').checked?1:0);}"
-    "function done(){clearInterval(iv);parent.postMessage((snap||measure())+' saved='+saved+' bytes='+(bytes?bytes.length:0)+"
+    "function done(){clearInterval(iv);parent.postMessage((snap||measure())+views+' saved='+saved+' bytes='+(bytes?bytes.length:0)+"
     "' clicks='+clicks+' blob='+(/^blob:/.test($('savelink').href)?1:0)+' loaded='+loaded+' after='+step()+"
     "' errors='+errs+' msg='+$('msg').textContent,'*');}"
     "var iv=setInterval(function(){n++;"
     "if(phase==0&&built()){phase=5;before=$('status').textContent;$('step').click();}"
     "else if(phase==5&&step()==1){phase=1;dflt=$('loss').textContent;$('preset').value='tiny';$('reset').click();}"
     "else if(phase==1&&built()){phase=2;$('step').click();}"
-    "else if(phase==2&&step()==1){phase=3;first=$('loss').textContent;first1=$('loss1').textContent;$('train').click();}"
+    "else if(phase==2&&step()==1){phase=3;first=$('loss').textContent;first1=$('loss1').textContent;"
+    "$('every').value='50';$('every').dispatchEvent(new Event('change'));$('train').click();}"
     "else if(phase==3&&step()>=" PG_STEPS_STR "){phase=4;$('pause').click();}"
-    // paused: the measurements, then Download (the link's click counted, not followed) and the
-    // saved bytes loaded back through the file input, then one Step
-    "else if(phase==4){phase=6;snap=measure();$('savelink').click=function(){clicks++;};$('save').click();}"
-    "else if(phase==6&&bytes&&clicks){phase=7;var t=new DataTransfer();t.items.add(new File([bytes],'checkpoint.bin'));"
+    // paused: the views (the probe map, a prompt outside the vocabulary, the key s, a setting
+    // changed), then Download (the link's click counted, not followed) and the saved bytes loaded
+    // back through the file input, then one Step
+    "else if(phase==4&&++wait>=5){phase=6;snap=measure();look();$('probe').value='do\\u2603 the\\u20ac dog';$('probe').dispatchEvent(new Event('input'));}"
+    "else if(phase==6&&$('probemsg').textContent){phase=7;var m=$('probemsg').textContent;"
+    "views+=' oov='+(m.indexOf('\\u2603')>=0&&m.indexOf('U+20AC')>=0?1:0)+' kept='+(map(0)+map(1)==mapped?1:0);"
+    "at=step();wait=0;document.body.dispatchEvent(new KeyboardEvent('keydown',{key:'s',bubbles:true}));}"
+    "else if(phase==7&&(step()==at+1||++wait>=30)){phase=9;views+=' keystep='+(step()-at)+' keptafter='+(map(0)+map(1)==mapped?1:0);"
+    "$('lr').value='0.002';$('lr').dispatchEvent(new Event('change'));"
+    "views+=' note='+(/^changed: lr; applied at Reset$/.test($('changed').textContent)?1:0);"
+    "$('savelink').click=function(){clicks++;};$('save').click();}"
+    "else if(phase==9&&bytes&&clicks){phase=10;var t=new DataTransfer();t.items.add(new File([bytes],'checkpoint.bin'));"
     "$('ckpt').files=t.files;$('ckpt').dispatchEvent(new Event('change'));}"
-    "else if(phase==7&&/checkpoint\\.bin:/.test($('status').textContent)){phase=8;loaded=step();$('step').click();}"
-    "else if((phase==8&&step()==loaded+1)||n>=600||errs||$('msg').textContent)done();},100);})();</script>\n";
+    "else if(phase==10&&/checkpoint\\.bin:/.test($('status').textContent)){phase=11;loaded=step();$('step').click();}"
+    "else if((phase==11&&step()==loaded+1)||n>=600||errs||$('msg').textContent)done();},100);})();</script>\n";
 
 // The page that frames the copy at exactly w x h (headless Chromium lays a window out at least
 // 500 wide) and writes what it sent into <pre id="measure">, then logs "playground-done" to the
@@ -1053,6 +1073,29 @@ static double pg_field(const char *s, const char *key) {
     return end == p + strlen(want) ? NAN : v;
 }
 
+// The views in the report of PG_SCRIPT: both heatmaps of the 32-character probe prompt drawn,
+// each row summing to 1 within 1e-5, nothing above the diagonal (the causal mask); the validation
+// curve has points; the sample (120 characters) is of step 50 or later and has only the text's
+// characters; the prompt with characters outside the vocabulary named both and kept the maps (also
+// through the step after it); the key s made a step; lr changed after the build is noted.
+static void check_pg_views(const char *rep, int w, int h, double steps) {
+    double t0 = pg_field(rep, "mapt0"), t1 = pg_field(rep, "mapt1"), e0 = pg_field(rep, "maperr0"), e1 = pg_field(rep, "maperr1");
+    double a0 = pg_field(rep, "above0"), a1 = pg_field(rep, "above1"), val = pg_field(rep, "valpts");
+    double slen = pg_field(rep, "samplelen"), sbad = pg_field(rep, "samplebad"), sstep = pg_field(rep, "samplestep");
+    double oov = pg_field(rep, "oov"), kept = pg_field(rep, "kept"), kept2 = pg_field(rep, "keptafter");
+    result(t0 == 32 && t1 == 32 && e0 <= 1e-5 && e1 <= 1e-5 && a0 == 0 && a1 == 0, "playground at %dx%d: the probe prompt's "
+           "heatmaps (scaled, unscaled) of %.0f and %.0f characters (32), rows summing to 1 within %.3g and %.3g (1e-5), "
+           "largest weight above the diagonal %g and %g (causal: 0)", w, h, t0, t1, e0, e1, a0, a1);
+    result(val >= 1, "playground at %dx%d: the validation curve has %.0f point(s) after %.0f steps (one every 50)", w, h, val, steps);
+    result(slen == 120 && sbad == 0 && sstep >= 50, "playground at %dx%d: a sample every 50 steps: the one of step %.0f has "
+           "%.0f characters (120), %.0f of them outside the text's vocabulary (0)", w, h, sstep, slen, sbad);
+    result(oov == 1 && kept == 1 && kept2 == 1, "playground at %dx%d: a probe prompt with U+2603 and U+20AC: the message "
+           "names both (%.0f), the maps stay the previous ones (%.0f, and after the next step %.0f)", w, h, oov, kept, kept2);
+    result(pg_field(rep, "keystep") == 1, "playground at %dx%d: the key s made %.0f step(s) (1)", w, h, pg_field(rep, "keystep"));
+    result(pg_field(rep, "note") == 1, "playground at %dx%d: lr changed after the build: \"changed: lr; applied at Reset\" "
+           "next to the buttons", w, h);
+}
+
 // docs/playground.html, the committed page, at 1280x800 and in a 390x844 frame: the worker
 // starts and instantiates the module, the page builds the default preset and makes one step of
 // it, then builds the tiny one (chosen and Reset with the page's own controls: the default
@@ -1091,7 +1134,7 @@ static void check_playground(void) {
         int ran = chromium_held(url, fifo, w, h, dom, png, net), pw = 0, ph = 0;
         char *out = ran ? slurp(dom) : NULL;
         const char *got = out ? strstr(out, "<pre id=\"measure\">") : NULL;
-        char rep[1024] = "";
+        char rep[2048] = "";
         if (got) {
             got += strlen("<pre id=\"measure\">");
             snprintf(rep, sizeof rep, "%.*s", (int)strcspn(got, "<"), got);
@@ -1123,6 +1166,7 @@ static void check_playground(void) {
                    m1, m0, e1, e0, heads);
             result(scroll <= width && width <= w, "playground at %dx%d: no horizontal scroll (scroll width %.0f, window "
                    "%.0f px inside the scroll bar)", w, h, scroll, width);
+            check_pg_views(rep, w, h, steps);
             double saved = pg_field(rep, "saved"), bytes = pg_field(rep, "bytes"), loaded = pg_field(rep, "loaded");
             double after = pg_field(rep, "after");
             result(saved >= PG_STEPS && bytes > 1000 && pg_field(rep, "clicks") == 1 && pg_field(rep, "blob") == 1 &&

@@ -10,6 +10,7 @@
 #   and ./sample reads it; ./train's checkpoint loads in the module; a truncated, a bit-flipped and
 #   a crafted (NaN, CRC fixed) one are refused by the module with ./train --resume's message, and
 #   a checkpoint of another text with the reason and ./train's message.
+# - the views: the probe prompt's attention map and the sample (tests/web_views.mjs).
 # Skips, with a message and status 0, without clang's wasm32 target or node.
 set -e
 steps=${1:-8}
@@ -31,7 +32,7 @@ mkdir -p build/webnative
 if [ "$(cat build/webnative/built 2>/dev/null)" != "$want $CC" ] || [ ! -x build/webnative/web_native ]; then
 sh tools/build-web.sh build/web/playground.html 2>/dev/null
 CORE="base/common.c base/rng.c base/data.c base/config.c base/config_keys.c base/outfile.c kernels/matmul.c kernels/peak.c \
-    kernels/attention_engine.c attention.c attention_stats.c model.c run/optimizer.c run/checkpoint.c"
+    kernels/attention_engine.c attention.c attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c"
 $CC -std=c11 -I. -O3 -march=native -DVEC_BYTES=16 -DPG_DIR='"build/webnative/"' -Wno-psabi -ffp-contract=fast \
     -fno-trapping-math -fno-math-errno -Wall -Wextra $CORE web/web_main.c tools/web_native.c -o build/webnative/web_native \
     -lcjson -lm 2>/dev/null
@@ -102,3 +103,6 @@ case "$web" in
 esac
 [ -n "$native" ] || { echo "web-check: FAIL: ./train --resume of the checkpoint of another text gave no vocabulary message"; exit 1; }
 echo "web-check: ok: the checkpoint of another text is refused: $web"
+
+# the views' entry points (the probe prompt's map, the sample) in the same module
+node tests/web_views.mjs build/web/playground.wasm
