@@ -29,7 +29,9 @@ command -v node >/dev/null 2>&1 || { echo "web-check: SKIPPED: no node to run th
 CC=${CC:-cc}
 # built once per state of the sources (make test runs this under every CI build)
 mkdir -p build/webnative
-if [ "$(cat build/webnative/built 2>/dev/null)" != "$want $CC" ] || [ ! -x build/webnative/web_native ]; then
+# the native programs' own sources are not the page's: they are in the stamp too
+stamp="$want $CC $(cat tools/web_native.c tests/json_check.c | sha256sum | cut -c1-16)"
+if [ "$(cat build/webnative/built 2>/dev/null)" != "$stamp" ] || [ ! -x build/webnative/web_native ]; then
 sh tools/build-web.sh build/web/playground.html 2>/dev/null
 CORE="base/common.c base/rng.c base/data.c base/config.c base/config_keys.c base/outfile.c kernels/matmul.c kernels/peak.c \
     kernels/attention_engine.c attention.c attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c"
@@ -39,7 +41,7 @@ $CC -std=c11 -I. -O3 -march=native -DVEC_BYTES=16 -DPG_DIR='"build/webnative/"' 
 J="tests/json_check.c base/config.c base/config_keys.c base/common.c base/data.c base/rng.c"
 $CC -std=c11 -I. -O1 $J -o build/webnative/json_cjson -lcjson -lm 2>/dev/null
 $CC -std=c11 -Iweb/include -I. -O1 $J web/json.c -o build/webnative/json_web -lm 2>/dev/null
-echo "$want $CC" > build/webnative/built
+echo "$stamp" > build/webnative/built
 fi
 ./build/webnative/json_cjson configs/*.json > build/webnative/json_cjson.txt
 ./build/webnative/json_web configs/*.json > build/webnative/json_web.txt
