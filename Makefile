@@ -114,7 +114,7 @@ TEST_LIB := tests/page_check.c tests/programs.c run/sweep_grid.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps web mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall explain-model
+.PHONY: all deps web bench-web mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall explain-model
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -367,6 +367,14 @@ tools/bench_context: tools/bench_context.c
 
 bench-context: train tools/bench_context
 	./tools/bench_context $(BENCH_CONTEXT_ARGS)
+
+# The playground's speed (docs/PLAYGROUND.md): its module's steps/s in headless Chromium beside the
+# same sources natively on one thread, 4-wide (VEC=4) and at the machine's width, alternated over
+# BENCH_WEB_PAIRS rounds (5), then the seconds from pressing Train in the page (compare mode) to
+# the unscaled variant's entropy shown clearly below the scaled one's. Never run by the tests.
+bench-web: web/playground.html
+	@if sh tools/ensure-chromium.sh; then sh tools/bench-web.sh $(or $(BENCH_WEB_PAIRS),5) $(or $(BENCH_STEPS),20); \
+	else echo "bench-web: no Chromium to run the page in (see the line above)"; exit 1; fi
 
 # The program's step against PyTorch's at its fastest on this machine (tools/bench_torch.py tries
 # its kernels and threads first), alternating the two: the ratio per pair and the median. Needs
