@@ -223,7 +223,7 @@ tests/run_tests64: $(TEST64_OBJ) $(REPORT64_OBJ) $(PAGES64_OBJ) $(EXPLAIN64_OBJ)
 tests/browser_test: tests/browser_test.c tests/page_check.c $(TEST_H) $(CORE_H) $(STAMP) | deps
 	$(CC) $(ALL_CFLAGS) -I. tests/browser_test.c tests/page_check.c -o $@ $(LDLIBS)
 
-test-browser: lab train sample tests/browser_test
+test-browser: lab train sample tests/browser_test build/webnative/web_native
 	@if sh tools/ensure-chromium.sh; then ./tests/browser_test; \
 	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
 
@@ -234,6 +234,13 @@ WEB_SRC := base/common.c base/rng.c base/data.c $(KERNELS) attention.c attention
 web: web/playground.html
 web/playground.html: $(WEB_SRC) $(CORE_H) web/playground.in.html data/default.txt tools/build-web.sh
 	sh tools/build-web.sh $@
+
+# The same sources natively, 4-wide vectors (the module's width), one thread: the losses the page's
+# must equal (tools/web-check.sh builds it the same way; the browser test runs it)
+build/webnative/web_native: $(WEB_SRC) $(CORE_H) tools/web_native.c
+	@mkdir -p build/webnative
+	$(CC) -std=c11 -I. -O3 -march=native -DVEC_BYTES=16 -Wno-psabi -Wno-unknown-pragmas -ffp-contract=fast \
+	    -fno-trapping-math -fno-math-errno $(WARN) $(WEB_SRC) tools/web_native.c -o $@ -lm
 
 # The chaos test (its own target; CI runs it): SIGKILL, SIGTERM and SIGINT at random moments in
 # every phase of ./train, the run directories moved or copied before each resume, two trainers on
