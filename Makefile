@@ -114,7 +114,7 @@ TEST_LIB := tests/page_check.c tests/programs.c run/sweep_grid.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps web mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall explain-model
+.PHONY: all deps web bench-web mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall explain-model
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -223,7 +223,7 @@ tests/run_tests64: $(TEST64_OBJ) $(REPORT64_OBJ) $(PAGES64_OBJ) $(EXPLAIN64_OBJ)
 tests/browser_test: tests/browser_test.c tests/page_check.c $(TEST_H) $(CORE_H) $(STAMP) | deps
 	$(CC) $(ALL_CFLAGS) -I. tests/browser_test.c tests/page_check.c -o $@ $(LDLIBS)
 
-test-browser: lab train sample tests/browser_test
+test-browser: lab train sample tests/browser_test build/webnative/web_native
 	@if sh tools/ensure-chromium.sh; then ./tests/browser_test; \
 	else echo "test-browser: SKIPPED: no Chromium to run the pages in (see the line above)"; fi
 
@@ -231,10 +231,19 @@ test-browser: lab train sample tests/browser_test
 # checkpoints) and web/ (the entry points, the JSON parser, the WASI shim) compiled to one wasm32 module, embedded in one page with its script (tools/build-web.sh installs clang's
 # wasm32 target, lld and wasi-libc when they are missing). The native build does not need them.
 WEB_SRC := base/common.c base/rng.c base/data.c base/config.c base/config_keys.c base/outfile.c $(KERNELS) attention.c \
-	attention_stats.c model.c run/optimizer.c run/checkpoint.c web/json.c web/wasi_shim.c web/web_main.c
+	attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c web/json.c web/wasi_shim.c web/web_main.c
+# the same natively: the system's cJSON and files in build/webnative/ for the page's memory file system
+WEB_NATIVE_SRC := $(filter-out web/json.c web/wasi_shim.c,$(WEB_SRC))
 web: web/playground.html
 web/playground.html: $(WEB_SRC) $(CORE_H) web/include/cjson/cJSON.h web/playground.in.html data/default.txt tools/build-web.sh
 	sh tools/build-web.sh $@
+
+# The same sources natively, 4-wide vectors (the module's width), one thread: the losses the page's
+# must equal (tools/web-check.sh builds it the same way; the browser test runs it)
+build/webnative/web_native: $(WEB_NATIVE_SRC) $(CORE_H) tools/web_native.c | deps
+	@mkdir -p build/webnative
+	$(CC) -std=c11 -I. -O3 -march=native -DVEC_BYTES=16 -DPG_DIR='"build/webnative/"' -Wno-psabi -Wno-unknown-pragmas \
+	    -ffp-contract=fast -fno-trapping-math -fno-math-errno $(WARN) $(WEB_NATIVE_SRC) tools/web_native.c -o $@ -lcjson -lm
 
 # The chaos test (its own target; CI runs it): SIGKILL, SIGTERM and SIGINT at random moments in
 # every phase of ./train, the run directories moved or copied before each resume, two trainers on
@@ -368,6 +377,14 @@ tools/bench_context: tools/bench_context.c
 
 bench-context: train tools/bench_context
 	./tools/bench_context $(BENCH_CONTEXT_ARGS)
+
+# The playground's speed (docs/PLAYGROUND.md): its module's steps/s in headless Chromium beside the
+# same sources natively on one thread, 4-wide (VEC=4) and at the machine's width, alternated over
+# BENCH_WEB_PAIRS rounds (5), then the seconds from pressing Train in the page (compare mode) to
+# the unscaled variant's entropy shown clearly below the scaled one's. Never run by the tests.
+bench-web: web/playground.html
+	@if sh tools/ensure-chromium.sh; then sh tools/bench-web.sh $(or $(BENCH_WEB_PAIRS),5) $(or $(BENCH_STEPS),20); \
+	else echo "bench-web: no Chromium to run the page in (see the line above)"; exit 1; fi
 
 # The program's step against PyTorch's at its fastest on this machine (tools/bench_torch.py tries
 # its kernels and threads first), alternating the two: the ratio per pair and the median. Needs

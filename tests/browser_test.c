@@ -19,7 +19,8 @@
 // ./sample --explain: one position per step, its rows equal to the --json numbers. And the
 // attention playground (docs/playground.html): its worker trains the model through the page's
 // own buttons, the loss falls, the unscaled variant ends the more peaked, at 390 px nothing
-// scrolls sideways, no request left the file.
+// scrolls sideways, no request left the file; and the default preset trained 50 steps in the page
+// has every step's loss equal to 1e-5 relative to the native 4-wide one-thread build's.
 //
 // One line per check, then "N passed, N failed"; exit status 1 on any failure. Screenshots stay
 // in build/browser/ (or --out DIR) to be looked at. Without Chromium it says so and exits 0.
@@ -48,6 +49,7 @@ static char g_abs[1024];  // g_out as an absolute path, for file:// addresses
 static const char *g_chromium = NULL;
 static int g_verbose = 0;
 static const char *g_flags = "";  // more Chromium switches for the next chromium() call
+static int g_wait_s = 90;         // how long the next chromium() call may take, in seconds
 
 static void result(int ok, const char *fmt, ...) {
     va_list ap;
@@ -106,7 +108,7 @@ static int sh(const char *fmt, ...) {
 // the browser
 
 // Open url headless at w x h. dom (may be NULL) receives --dump-dom's output, png a screenshot,
-// netlog the network log. A fresh empty profile each time; 90 s at most.
+// netlog the network log. A fresh empty profile each time; g_wait_s (90 s) at most.
 static int chromium(const char *url, int w, int h, const char *dom, const char *png, const char *netlog) {
     char prof[1100];
     snprintf(prof, sizeof prof, "%s/profile", g_abs);
@@ -119,11 +121,11 @@ static int chromium(const char *url, int w, int h, const char *dom, const char *
     if (dom) snprintf(extra + n, sizeof extra - n, " --dump-dom");
     // the flags that keep Chromium from reaching out on its own (updates, sync, ...) and let it
     // run as root in a container
-    int rc = sh("timeout 90 '%s' --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+    int rc = sh("timeout %d '%s' --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
                 "--disable-background-networking --disable-component-update --disable-sync "
                 "--disable-default-apps --disable-extensions --mute-audio --user-data-dir='%s' "
                 "--window-size=%d,%d%s %s '%s' >'%s' 2>'%s/chromium.log'",
-                g_chromium, prof, w, h, extra, g_flags, url, dom ? dom : "/dev/null", g_abs);
+                g_wait_s, g_chromium, prof, w, h, extra, g_flags, url, dom ? dom : "/dev/null", g_abs);
     sh("rm -rf '%s'", prof);
     return rc == 0;
 }
@@ -1019,7 +1021,8 @@ static void write_pg_frame(const char *path, const char *inner, const char *hold
 
 // chromium() on a frame from write_pg_frame: a child process watches Chromium's stderr (the
 // console, --enable-logging=stderr) for "playground-done" and then writes to the FIFO, so the DOM
-// and the screenshot are taken once the page has reported; after 75 s it writes anyway.
+// and the screenshot are taken once the page has reported; 15 s before chromium()'s limit it writes
+// anyway.
 static int chromium_held(const char *url, const char *fifo, int w, int h, const char *dom, const char *png,
                          const char *netlog) {
     char log[1100];
@@ -1031,7 +1034,7 @@ static int chromium_held(const char *url, const char *fifo, int w, int h, const 
     pid_t pid = fork();
     if (pid == 0) {
         const struct timespec tenth = {0, 100000000};
-        for (int i = 0; i < 750; i++) {
+        for (int i = 0; i < (g_wait_s - 15) * 10; i++) {
             char *t = slurp(log);
             int seen = t && strstr(t, "\"playground-done\"") != NULL;
             free(t);
@@ -1181,6 +1184,117 @@ static void check_playground(void) {
     }
 }
 
+// The page's numbers against the native build of the same sources: the default preset trained
+// PG_SAME_STEPS steps in the page and by build/webnative/web_native (tools/web_native.c, 4-wide
+// vectors, one thread, the same configuration and seed).
+#define PG_SAME_STEPS 50
+#define PG_SAME_STEPS_STR PG_XSTR(PG_SAME_STEPS)
+
+// A copy of the page with a script after its own: once the worker has built the default preset
+// (compare mode on, as the page opens), Train; once the status shows PG_SAME_STEPS steps, Pause;
+// then it sends the page that frames it the step shown, whether the preset was the default one in
+// compare mode, the errors raised and shown, and every step's loss of the scaled variant as the
+// page's DOM holds it (the curve's data-loss). On an error, or after 200 s, it sends what it has.
+static const char *const PG_SAME_SCRIPT =
+    "<script>(function(){var $=function(i){return document.getElementById(i);},phase=0,n=0,errs=0,dflt=0;"
+    "window.addEventListener('error',function(){errs++;});worker.addEventListener('error',function(){errs++;});"
+    "function step(){var m=/^step (\\d+)/.exec($('status').textContent);return m?+m[1]:-1;}"
+    "function done(){clearInterval(iv);parent.postMessage('steps='+step()+' default='+dflt+' errors='+errs+"
+    "' losses='+($('curve').dataset.loss||'')+' msg='+$('msg').textContent,'*');}"
+    "var iv=setInterval(function(){n++;"
+    "if(phase==0&&/parameters/.test($('status').textContent)){phase=1;"
+    "dflt=$('preset').value=='default'&&$('compare').checked?1:0;$('train').click();}"
+    "else if(phase==1&&step()>=" PG_SAME_STEPS_STR "){phase=2;$('pause').click();}"
+    "else if(phase==2||n>=2000||errs||$('msg').textContent)done();},100);})();</script>\n";
+
+// Reads up to max numbers from s (separated by spaces) into v; returns how many.
+static int read_numbers(const char *s, double *v, int max) {
+    int k = 0;
+    while (k < max) {
+        char *end;
+        double x = strtod(s, &end);
+        if (end == s) break;
+        v[k++] = x;
+        s = end;
+    }
+    return k;
+}
+
+// docs/playground.html at 1280x800 with PG_SAME_SCRIPT, against ./build/webnative/web_native
+// PG_SAME_STEPS: every step's loss equal to 1e-5 relative. (Not bit-identical: the native build
+// fuses a*b+c into one rounding, FMA, and WebAssembly's SIMD has no fused multiply-add.)
+static void check_playground_native(void) {
+    const char *native = "build/webnative/web_native";
+    char nat_path[1200], cmd[2600];
+    snprintf(nat_path, sizeof nat_path, "%s/web_native.txt", g_abs);
+    snprintf(cmd, sizeof cmd, "./%s tests/web_default.json %d > '%s'", native, PG_SAME_STEPS, nat_path);
+    double want[PG_SAME_STEPS], got[4 * PG_SAME_STEPS];
+    int nw = 0;
+    char *nat = access(native, X_OK) == 0 && sh("%s", cmd) == 0 ? slurp(nat_path) : NULL;
+    for (const char *p = nat; p && *p && nw < PG_SAME_STEPS;) {
+        int i;
+        double l;
+        if (sscanf(p, "%d %lf", &i, &l) != 2 || i != nw + 1) break;
+        want[nw++] = l;
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    free(nat);
+    if (nw != PG_SAME_STEPS) {
+        result(0, "playground against native: %s gave %d of %d losses (build it: make %s)", native, nw, PG_SAME_STEPS,
+               native);
+        return;
+    }
+    char *html = slurp("docs/playground.html");
+    const char *tail = html ? strstr(html, "</body>") : NULL;
+    if (!tail) {
+        free(html);
+        result(0, "playground against native: cannot read docs/playground.html");
+        return;
+    }
+    char copy_path[1200], fifo[1200], frame[1300], url[1400], dom[1300];
+    snprintf(copy_path, sizeof copy_path, "%s/playground_native.html", g_abs);
+    snprintf(fifo, sizeof fifo, "%s/playground_hold", g_abs);
+    write_with_script(copy_path, html, tail, PG_SAME_SCRIPT);
+    free(html);
+    snprintf(frame, sizeof frame, "%s/playground_native_frame.html", g_abs);
+    write_pg_frame(frame, "playground_native.html", "playground_hold", 1280, 800);
+    snprintf(url, sizeof url, "file://%s", frame);
+    snprintf(dom, sizeof dom, "%s/playground_native.dom", g_abs);
+    g_wait_s = 240;  // the default preset, two variants: 50 steps take tens of seconds on a busy machine
+    int ran = chromium_held(url, fifo, 1280, 800, dom, NULL, NULL);
+    g_wait_s = 90;
+    char *out = ran ? slurp(dom) : NULL;
+    const char *rep = out ? strstr(out, "<pre id=\"measure\">") : NULL;
+    if (rep) {
+        rep += strlen("<pre id=\"measure\">");
+        *(char *)(rep + strcspn(rep, "<")) = 0;
+    }
+    const char *ls = rep ? strstr(rep, " losses=") : NULL, *msg = rep ? strstr(rep, " msg=") : NULL;
+    int ng = ls ? read_numbers(ls + strlen(" losses="), got, 4 * PG_SAME_STEPS) : 0, same = 0, worst = 0;
+    double maxrel = 0;
+    for (int i = 0; i < nw && i < ng; i++) {
+        double d = fabs(got[i] - want[i]) / fabs(want[i]);
+        if (!(d <= maxrel)) maxrel = d, worst = i;  // a NaN is the worst
+        char a[64], b[64];
+        snprintf(a, sizeof a, "%.9g", got[i]);
+        snprintf(b, sizeof b, "%.9g", want[i]);
+        same += strcmp(a, b) == 0;
+    }
+    char why[600] = "";
+    if (!ran) snprintf(why, sizeof why, "chromium failed (see %.300s/chromium.log)", g_out);
+    else if (!rep) snprintf(why, sizeof why, "no report in the DOM (did the scripts run?)");
+    else if (!msg || msg[5] || pg_field(rep, "errors") != 0) snprintf(why, sizeof why, "an error: %.400s", rep);
+    else if (pg_field(rep, "default") != 1) snprintf(why, sizeof why, "the page did not open on the default preset in compare mode");
+    else if (ng < nw) snprintf(why, sizeof why, "the page's DOM holds %d losses (data-loss), %d expected: %.300s", ng, nw, rep);
+    result(!why[0] && maxrel <= 1e-5, "playground against native: the default preset's %d steps in the page (Train, "
+           "compare mode) and in %s (4-wide, one thread): losses equal to %.3g relative (at most 1e-5; the largest "
+           "at step %d: page %.9g, native %.9g), %d of %d equal to 9 digits%s%s", nw, native, maxrel, worst + 1,
+           worst < ng ? got[worst] : NAN, want[worst], same, nw, why[0] ? ": " : "", why);
+    free(out);
+    if (!why[0]) unlink(dom);
+}
+
 int main(int argc, char **argv) {
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
@@ -1235,6 +1349,7 @@ int main(int argc, char **argv) {
     if (!only || strcmp(only, "report") == 0) check_report();
     if (!only || strcmp(only, "explain") == 0) check_explain();
     if (!only || strcmp(only, "playground") == 0) check_playground();
+    if (!only || strcmp(only, "playground") == 0) check_playground_native();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }

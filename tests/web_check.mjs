@@ -4,7 +4,8 @@
 // builds from CONFIG (a ./train config) on data/default.txt, or with --load from the checkpoint
 // CKPT (pg_load: the page's loading; a refusal prints "refused: MESSAGE" and exits 3), trains
 // STEPS steps printing "STEP LOSS" (9 significant digits, as tools/web_native.c), and with
-// --save writes the page's checkpoint (pg_save) to PATH.
+// --save writes the page's checkpoint (pg_save) to PATH; with --rate WARM, also the steps/s of the
+// steps after the first WARM, to stderr.
 import fs from 'fs';
 const args = process.argv.slice(2), [wasmPath, configPath, stepsArg] = args;
 const opt = (k) => { const i = args.indexOf(k); return i > 0 ? args[i + 1] : null; };
@@ -28,7 +29,11 @@ if (load) {
   const cfg = fs.readFileSync(configPath);
   if (!ex.pg_init(put(cfg), cfg.length, 0)) { console.error('web_check: the module refused ' + configPath + ': ' + message()); process.exit(1); }
 }
-for (let i = 0; i < +stepsArg; i++) { ex.pg_step(1); console.log(ex.pg_info(0, 2), ex.pg_loss(0).toPrecision(9)); }
+const warm = opt('--rate') === null ? -1 : +opt('--rate');
+let t0 = 0;
+for (let i = 0; i < +stepsArg; i++) { if (i == warm) t0 = performance.now(); ex.pg_step(1); console.log(ex.pg_info(0, 2), ex.pg_loss(0).toPrecision(9)); }
+if (warm >= 0 && warm < +stepsArg) { const s = (performance.now() - t0) / 1000;
+  console.error('rate ' + ((+stepsArg - warm) / s).toFixed(4) + ' steps/s (' + (+stepsArg - warm) + ' steps in ' + s.toFixed(3) + ' s)'); }
 const save = opt('--save');
 if (save) {
   if (!ex.pg_save(0)) { console.error('web_check: ' + message()); process.exit(1); }

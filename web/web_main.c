@@ -233,7 +233,9 @@ EXPORT("pg_load") long pg_load(const char *path) {
     if (!dataset_load_with_vocab(&d, TEXT_PATH, c.val_fraction, c.block_size + 2, &ck.vocab, msg, sizeof msg)) {
         char why[sizeof msg];
         snprintf(why, sizeof why, "%s", msg);
-        snprintf(msg, sizeof msg, "the page's text does not fit '%s' (choose the text it was trained on): %s", path, why);
+        // the reason after the sentence, cut at the buffer's end when the two do not fit
+        int at = snprintf(msg, sizeof msg, "the page's text does not fit '%s' (choose the text it was trained on): ", path);
+        if (at > 0 && (size_t)at < sizeof msg) snprintf(msg + at, sizeof msg - (size_t)at, "%s", why);
         goto done;
     }
     have_d = 1;
@@ -275,11 +277,15 @@ EXPORT("pg_val_loss") double pg_val_loss(int v, int k) {
     if (!var[v & 1].built) return NAN;
     Rng r;
     rng_seed(&r, 12345);
+    // batches of their own: bx, by keep the training batch pg_measure reads
+    int *vx = malloc((size_t)B * T * sizeof(int)), *vy = malloc((size_t)B * T * sizeof(int));
+    if (!vx || !vy) { free(vx), free(vy); snprintf(msg, sizeof msg, "out of memory for the validation batch"); return NAN; }
     double s = 0;
     for (int i = 0; i < k; i++) {
-        sample_batch(&ds, 1, &r, B, T, bx, by);
-        s += gpt_forward(&var[v & 1].m, bx, by, B, T);
+        sample_batch(&ds, 1, &r, B, T, vx, vy);
+        s += gpt_forward(&var[v & 1].m, vx, vy, B, T);
     }
+    free(vx), free(vy);
     return s / k;
 }
 

@@ -1,0 +1,121 @@
+#!/bin/sh
+# tools/bench-web.sh [PAIRS] [STEPS]: the playground's speed (make bench-web). A benchmark, never run
+# by the tests.
+#
+# Three programs train the same configuration (the page's default preset, tests/web_default.json:
+# 4 layers, 4 heads, 128 wide, block 64, batch 12, one variant, seed 1337, on data/default.txt), STEPS timed steps (20) after
+# WARM=5 untimed ones, on one thread:
+#   wasm     the module of web/playground.html (make web) in headless Chromium: a Web Worker, as in
+#            the page, started by a script added to a copy of the page, calling pg_step alone
+#   native4  tools/web_native.c, the same sources natively with 4-wide vectors (-DVEC_BYTES=16,
+#            the Makefile's VEC=4: the wasm module's width)
+#   native   the same with the machine's own width (kernels/vec.h: 16 lanes with AVX-512, 8 with AVX2)
+# in PAIRS rounds (5), each running the three one after the other, the order reversed every other
+# round, so the programs alternate and a change of the machine's load falls on all of them.
+# Then TTF=3 runs of the page itself: press Train with the default preset in compare mode (scaled
+# against unscaled) and wait for the page's stats table to show the unscaled variant's mean
+# entropy over the heads below the scaled one's by more than 0.05; the seconds from the press.
+# Prints one line per run and a table (median and range over the rounds); build/benchweb/ keeps
+# the raw lines (runs.txt).
+set -e
+pairs=${1:-5}
+steps=${2:-20}
+warm=${WARM:-5}
+ttf_runs=${TTF:-3}
+CC=${CC:-cc}
+out=build/benchweb
+mkdir -p $out
+page=web/playground.html
+[ -f $page ] || { echo "bench-web: $page is missing: run make web" >&2; exit 1; }
+chrome=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)}
+[ -n "$chrome" ] || { echo "bench-web: no Chromium (apt-get install chromium, or set CHROMIUM)" >&2; exit 1; }
+SRC="base/common.c base/rng.c base/data.c base/config.c base/config_keys.c base/outfile.c kernels/matmul.c kernels/peak.c kernels/attention_engine.c attention.c attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c web/web_main.c tools/web_native.c"
+FLAGS="-std=c11 -I. -O3 -march=native -Wno-psabi -Wno-unknown-pragmas -ffp-contract=fast -fno-trapping-math -fno-math-errno -Wall -Wextra"
+# natively the page's memory file system is files in $out/
+PGDIR=-DPG_DIR=\"$out/\"
+$CC $FLAGS "$PGDIR" -DVEC_BYTES=16 $SRC -o $out/native4 -lcjson -lm
+$CC $FLAGS "$PGDIR" $SRC -o $out/native -lcjson -lm
+abs=$(cd $out && pwd)
+
+# run_chromium HTML: opens the file headless, waits (at most 300 s) for the console line
+# "bench-result ..." and prints what follows it
+run_chromium() {
+    rm -rf "$abs/profile" "$abs/chromium.log"
+    timeout 300 "$chrome" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync --disable-default-apps \
+        --disable-extensions --mute-audio --enable-logging=stderr --user-data-dir="$abs/profile" \
+        --window-size=1280,800 "file://$abs/$1" >/dev/null 2>"$abs/chromium.log" &
+    cpid=$!
+    i=0
+    while [ $i -lt 3000 ] && kill -0 $cpid 2>/dev/null && ! grep -q '"bench-result' "$abs/chromium.log"; do
+        sleep 0.1; i=$((i + 1))
+    done
+    kill $cpid 2>/dev/null || true
+    wait $cpid 2>/dev/null || true
+    rm -rf "$abs/profile"
+    sed -n 's/.*"bench-result \([^"]*\)".*/\1/p' "$abs/chromium.log" | head -1
+}
+
+# the page with a script after its own (before </body>): $1 is the script's text
+with_script() {
+    awk -v s="$1" '{ i = index($0, "</body>"); if (i) { print substr($0, 1, i - 1) s substr($0, i) } else print }' $page
+}
+
+# the engine: a worker of the page's module with the page's own WASI layer, started from the page,
+# building the page's default preset (its controls' config, one variant) and timing pg_step alone
+with_script "<script>(function(){var w=new Worker(URL.createObjectURL(new Blob([document.getElementById('wasi-src').textContent,'onmessage=async function(e){var d=e.data,ex;\\
+var fs=memfs(function(){return ex.memory},function(){});\\
+ex=(await WebAssembly.instantiate(d.wasm,{wasi_snapshot_preview1:fs.imports})).instance.exports;ex._initialize();\\
+function put(b){var p=ex.pg_alloc(b.length+1),m=new Uint8Array(ex.memory.buffer);m.set(b,p);m[p+b.length]=0;return p}\\
+var c=new TextEncoder().encode(d.config);if(!ex.pg_set_text(put(d.text),d.text.length)||!ex.pg_init(put(c),c.length,0)){postMessage(\"refused\");return;}\\
+var t=0;for(var i=0;i<d.warm+d.steps;i++){if(i==d.warm)t=performance.now();ex.pg_step(1);}\\
+var s=(performance.now()-t)/1000;postMessage(\"rate \"+(d.steps/s).toFixed(4)+\" steps/s (\"+d.steps+\" steps in \"+s.toFixed(3)+\" s) loss \"+ex.pg_loss(0));}'],\\
+{type:'text/javascript'})));w.onmessage=function(e){console.log('bench-result '+e.data);};\\
+document.getElementById('preset').value='default';\\
+w.postMessage({wasm:b64(document.getElementById('wasm').textContent),text:b64(document.getElementById('corpus').textContent),config:JSON.stringify(controlsConfig()),warm:$warm,steps:$steps});})();</script>" > $out/engine.html
+
+# the page's own controls: once built, press Train (default preset, compare on) and watch the
+# stats table; done when the unscaled mean entropy is below the scaled one by more than 0.05
+with_script "<script>(function(){var \$=function(i){return document.getElementById(i)},t0=0;\
+function col(c){var r=[].slice.call(\$('stats').rows,1),s=0;r.forEach(function(x){s+=parseFloat(x.cells[c].textContent)});return r.length?s/r.length:NaN}\
+var iv=setInterval(function(){var st=\$('status').textContent;\
+if(!t0&&/parameters/.test(st)){if(!\$('compare').checked||\$('preset').value!='default'){console.log('bench-result not the default preset in compare mode');clearInterval(iv);return}\
+t0=performance.now();\$('train').click();return}\
+if(!t0)return;var e0=col(1),e1=col(4),s=(performance.now()-t0)/1000;\
+if(e0-e1>0.05||s>240||\$('msg').textContent){clearInterval(iv);\$('pause').click();\
+console.log('bench-result '+(e0-e1>0.05?'visible':'not visible')+' after '+s.toFixed(1)+' s at '+st+': mean entropy scaled '+e0.toFixed(4)+', unscaled '+e1.toFixed(4)+'; the page shows '+\$('rate').textContent+' '+\$('msg').textContent)}},100)})();</script>" > $out/ttf.html
+
+rate() { sed -n 's/^rate \([0-9.]*\) .*/\1/p'; }
+: > $out/runs.txt
+echo "bench-web: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $pairs rounds of $steps steps after $warm"
+for r in $(seq 1 "$pairs"); do
+    if [ $((r % 2)) = 1 ]; then order="wasm native4 native"; else order="native native4 wasm"; fi
+    for p in $order; do
+        if [ $p = wasm ]; then line=$(run_chromium engine.html)
+        else line=$(./$out/$p tests/web_default.json $((warm + steps)) --rate $warm 2>&1 >/dev/null); fi
+        echo "round $r $p: $line (load $(cut -d' ' -f1 /proc/loadavg))"
+        echo "$r $p $(echo "$line" | rate)" >> $out/runs.txt
+    done
+done
+for r in $(seq 1 "$ttf_runs"); do
+    line=$(run_chromium ttf.html)
+    echo "time to a visible failure, run $r: $line (load $(cut -d' ' -f1 /proc/loadavg))"
+    echo "$line" | sed -n 's/^visible after \([0-9.]*\) s.*/ttf \1/p' >> $out/runs.txt
+done
+# the table: per program the median and range of its steps/s; per round the ratios
+awk '
+    function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    function row(name, a, n, f,   i, lo, hi, m) { if (!n) { printf "| %s | - | - |\n", name; return } m = med(a, n); lo = a[1]; hi = a[n]
+        printf "| %s | " f " | " f " - " f " |\n", name, m, lo, hi }
+    $1 == "ttf" { t[++nt] = $2; next }
+    $3 != "" { v[$1, $2] = $3; R[$1] = 1 }
+    END { for (r in R) { if ((r, "wasm") in v) w[++nw] = v[r, "wasm"]; if ((r, "native4") in v) a[++na] = v[r, "native4"]
+            if ((r, "native") in v) b[++nb] = v[r, "native"]
+            if ((r, "wasm") in v && (r, "native4") in v) x[++nx] = v[r, "wasm"] / v[r, "native4"]
+            if ((r, "wasm") in v && (r, "native") in v) y[++ny] = v[r, "wasm"] / v[r, "native"] }
+        print ""; print "| | median | range |"; print "|---|---|---|"
+        row("wasm in Chromium, steps/s", w, nw, "%.2f"); row("native VEC=4, 1 thread, steps/s", a, na, "%.2f")
+        row("native default width, 1 thread, steps/s", b, nb, "%.2f")
+        row("wasm / native VEC=4 (per round)", x, nx, "%.2f"); row("wasm / native default (per round)", y, ny, "%.2f")
+        row("seconds from Train to a visible failure", t, nt, "%.1f") }' $out/runs.txt
