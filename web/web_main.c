@@ -235,7 +235,11 @@ EXPORT("pg_load") long pg_load(const char *path) {
         snprintf(why, sizeof why, "%s", msg);
         // the reason after the sentence, cut at the buffer's end when the two do not fit
         int at = snprintf(msg, sizeof msg, "the page's text does not fit '%s' (choose the text it was trained on): ", path);
-        if (at > 0 && (size_t)at < sizeof msg) snprintf(msg + at, sizeof msg - (size_t)at, "%s", why);
+        if (at > 0 && (size_t)at < sizeof msg - 1) {
+            size_t room = sizeof msg - 1 - (size_t)at, n = strlen(why);
+            memcpy(msg + at, why, n < room ? n : room);
+            msg[(size_t)at + (n < room ? n : room)] = 0;
+        }
         goto done;
     }
     have_d = 1;
