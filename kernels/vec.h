@@ -56,6 +56,8 @@
 #define VEC_ISA "avx2+fma"
 #elif VEC_BYTES == 16 && defined(__aarch64__) && defined(__ARM_NEON)
 #define VEC_ISA "neon"
+#elif VEC_BYTES == 16 && defined(VEC_UNFUSED) && defined(__SSE__) && !defined(__FMA__)
+#define VEC_ISA "sse (multiply and add rounded apart)"
 #elif VEC_BYTES == 16 && defined(__FMA__)
 #define VEC_ISA "sse+fma"
 #elif VEC_BYTES == 16 && defined(__wasm_simd128__)
@@ -120,6 +122,12 @@ static inline vreal vmax(vreal a, vreal b) { return (vreal)vmaxq_f64((float64x2_
 static inline vreal vset1(real x) { return (vreal)wasm_f32x4_splat(x); }
 static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)wasm_f32x4_add(wasm_f32x4_mul((v128_t)a, (v128_t)b), (v128_t)c); }
 static inline vreal vmax(vreal a, vreal b) { return (vreal)wasm_f32x4_pmax((v128_t)b, (v128_t)a); }
+#elif VEC_BYTES == 16 && defined(VEC_UNFUSED) && !defined(__FMA__) && !defined(REAL_DOUBLE)
+// The wasm module's rounding natively (-mno-fma -DVEC_UNFUSED -ffp-contract=off, VEC=4): the
+// product and the sum rounded apart, to tell the cost and the digits of the missing FMA.
+static inline vreal vset1(real x) { return (vreal)_mm_set1_ps(x); }
+static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)_mm_add_ps(_mm_mul_ps((__m128)a, (__m128)b), (__m128)c); }
+static inline vreal vmax(vreal a, vreal b) { return (vreal)_mm_max_ps((__m128)a, (__m128)b); }
 #elif VEC_BYTES == 16 && !defined(REAL_DOUBLE)
 static inline vreal vset1(real x) { return (vreal)_mm_set1_ps(x); }
 static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c); }

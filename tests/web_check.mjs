@@ -31,7 +31,7 @@ if (load) {
 }
 const warm = opt('--rate') === null ? -1 : +opt('--rate');
 let t0 = 0;
-for (let i = 0; i < +stepsArg; i++) { if (i == warm) t0 = performance.now(); ex.pg_step(1); console.log(ex.pg_info(0, 2), ex.pg_loss(0).toPrecision(9)); }
+for (let i = 0; i < +stepsArg; i++) { if (i == warm) t0 = performance.now(); ex.pg_step(1); console.log(ex.pg_info(0, 2), ex.pg_loss(0).toPrecision(17)); }
 if (warm >= 0 && warm < +stepsArg) { const s = (performance.now() - t0) / 1000;
   console.error('rate ' + ((+stepsArg - warm) / s).toFixed(4) + ' steps/s (' + (+stepsArg - warm) + ' steps in ' + s.toFixed(3) + ' s)'); }
 const save = opt('--save');

@@ -11,6 +11,8 @@
 #   a crafted (NaN, CRC fixed) one are refused by the module with ./train --resume's message, and
 #   a checkpoint of another text with the reason and ./train's message.
 # - the views: the probe prompt's attention map and the sample (tests/web_views.mjs).
+# - a note, not a check: how many losses the native build without FMA (web_native_unfused)
+#   shares bit for bit with the module.
 # Skips, with a message and status 0, without clang's wasm32 target or node.
 set -e
 steps=${1:-8}
@@ -41,6 +43,10 @@ $CC -std=c11 -I. -O3 -march=native -DVEC_BYTES=16 -DPG_DIR='"build/webnative/"' 
 J="tests/json_check.c base/config.c base/config_keys.c base/common.c base/data.c base/rng.c"
 $CC -std=c11 -I. -O1 $J -o build/webnative/json_cjson -lcjson -lm 2>/dev/null
 $CC -std=c11 -Iweb/include -I. -O1 $J web/json.c -o build/webnative/json_web -lm 2>/dev/null
+# the same with the module's rounding (no FMA), where the vectors are SSE (x86-64)
+$CC -std=c11 -I. -O3 -march=native -mno-fma -DVEC_UNFUSED -DVEC_BYTES=16 -DPG_DIR='"build/webnative/"' -Wno-psabi -ffp-contract=off \
+    -fno-trapping-math -fno-math-errno -Wall -Wextra $CORE web/web_main.c tools/web_native.c -o build/webnative/web_native_unfused \
+    -lcjson -lm 2>/dev/null || rm -f build/webnative/web_native_unfused
 echo "$stamp" > build/webnative/built
 fi
 ./build/webnative/json_cjson configs/*.json > build/webnative/json_cjson.txt
@@ -58,6 +64,14 @@ paste build/webnative/native.txt build/webnative/wasm.txt | awk -v n="$steps" '
     END { if (rows != n) { printf "web-check: FAIL: %d steps compared, %d expected\n", rows, n; exit 1 }
           if (bad) exit 1
           printf "web-check: ok: %d steps, losses equal to %.3g relative (%d bit-identical)\n", rows, m, same + 0 }'
+
+# not a check (the C library's exp and log are the platform's): how many losses the native build
+# without FMA shares bit for bit with the module
+if [ -x build/webnative/web_native_unfused ]; then
+    ./build/webnative/web_native_unfused tests/web_check.json "$steps" > build/webnative/unfused.txt
+    paste build/webnative/unfused.txt build/webnative/wasm.txt | awk '$2 == $4 { same++ }
+        END { printf "web-check: note: the native build without FMA (-mno-fma -DVEC_UNFUSED): %d of %d losses bit-identical to the module'"'"'s\n", same + 0, NR }'
+fi
 
 # checkpoints: the module's, resumed by ./train; ./train's, loaded by the module; bad ones refused
 [ -x ./train ] && [ -x ./sample ] || { echo "web-check: FAIL: the checkpoint checks need ./train and ./sample (make)"; exit 1; }

@@ -1,7 +1,7 @@
 // tools/web_native.c: web/web_main.c's entry points driven natively, to compare the page's numbers
 // with a native build of the same sources: ./web_native CONFIG STEPS prints the loss of each of
 // STEPS steps of the page's training with CONFIG (a ./train config) on data/default.txt, one per
-// line as "STEP LOSS" with 9 significant digits. The memory file system's files are files in
+// line as "STEP LOSS" with 17 significant digits (every bit of the double). The memory file system's files are files in
 // PG_DIR here.
 // ./web_native CONFIG STEPS --rate WARM also prints to stderr the wall time of the steps after
 // the first WARM, in steps/s (tools/bench-web.sh compares it with the module's in Chromium).
@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < steps; i++) {
         if (i == warm) clock_gettime(CLOCK_MONOTONIC, &t0);
         pg_step(1);
-        printf("%.0f %.9g\n", pg_info(0, 2), pg_loss(0));
+        printf("%.0f %.17g\n", pg_info(0, 2), pg_loss(0));
     }
     if (warm >= 0 && warm < steps) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
