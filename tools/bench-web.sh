@@ -2,15 +2,19 @@
 # tools/bench-web.sh [PAIRS] [STEPS]: the playground's speed (make bench-web). A benchmark, never run
 # by the tests.
 #
-# Three programs train the same configuration (the page's default preset, tests/web_default.json:
+# Up to five programs train the same configuration (the page's default preset, tests/web_default.json:
 # 4 layers, 4 heads, 128 wide, block 64, batch 12, one variant, seed 1337, on data/default.txt), STEPS timed steps (20) after
 # WARM=5 untimed ones, on one thread:
 #   wasm     the module of web/playground.html (make web) in headless Chromium: a Web Worker, as in
 #            the page, started by a script added to a copy of the page, calling pg_step alone
 #   native4  tools/web_native.c, the same sources natively with 4-wide vectors (-DVEC_BYTES=16,
 #            the Makefile's VEC=4: the wasm module's width)
+#   native4u native4 with the module's rounding: no FMA (-mno-fma -DVEC_UNFUSED), what wasm's
+#            SIMD lacks
+#   native4r native4u with x86-64's 16 vector registers, as a wasm engine there has them
+#            (-march=x86-64-v3 -mno-fma: AVX2 without FMA, no AVX-512's 32 registers); x86-64 only
 #   native   the same with the machine's own width (kernels/vec.h: 16 lanes with AVX-512, 8 with AVX2)
-# in PAIRS rounds (5), each running the three one after the other, the order reversed every other
+# in PAIRS rounds (5), each running them one after the other, the order reversed every other
 # round, so the programs alternate and a change of the machine's load falls on all of them.
 # Then TTF=3 runs of the page itself: press Train with the default preset in compare mode (scaled
 # against unscaled) and wait for the page's stats table to show the unscaled variant's mean
@@ -34,7 +38,14 @@ FLAGS="-std=c11 -I. -O3 -march=native -Wno-psabi -Wno-unknown-pragmas -ffp-contr
 # natively the page's memory file system is files in $out/
 PGDIR=-DPG_DIR=\"$out/\"
 $CC $FLAGS "$PGDIR" -DVEC_BYTES=16 $SRC -o $out/native4 -lcjson -lm
+$CC $FLAGS "$PGDIR" -mno-fma -DVEC_UNFUSED -ffp-contract=off -DVEC_BYTES=16 $SRC -o $out/native4u -lcjson -lm
 $CC $FLAGS "$PGDIR" $SRC -o $out/native -lcjson -lm
+progs="native4 native4u native"
+if [ "$(uname -m)" = x86_64 ]; then
+    $CC $(echo "$FLAGS" | sed 's/-march=native/-march=x86-64-v3 -mtune=native/') "$PGDIR" -mno-fma -DVEC_UNFUSED -ffp-contract=off \
+        -DVEC_BYTES=16 $SRC -o $out/native4r -lcjson -lm
+    progs="native4 native4u native4r native"
+fi
 abs=$(cd $out && pwd)
 
 # run_chromium HTML: opens the file headless, waits (at most 300 s) for the console line
@@ -69,9 +80,9 @@ ex=(await WebAssembly.instantiate(d.wasm,{wasi_snapshot_preview1:fs.imports})).i
 function put(b){var p=ex.pg_alloc(b.length+1),m=new Uint8Array(ex.memory.buffer);m.set(b,p);m[p+b.length]=0;return p}\\
 var c=new TextEncoder().encode(d.config);if(!ex.pg_set_text(put(d.text),d.text.length)||!ex.pg_init(put(c),c.length,0)){postMessage(\"refused\");return;}\\
 var t=0;for(var i=0;i<d.warm+d.steps;i++){if(i==d.warm)t=performance.now();ex.pg_step(1);}\\
-var s=(performance.now()-t)/1000;postMessage(\"rate \"+(d.steps/s).toFixed(4)+\" steps/s (\"+d.steps+\" steps in \"+s.toFixed(3)+\" s) loss \"+ex.pg_loss(0));}'],\\
-{type:'text/javascript'})));w.onmessage=function(e){console.log('bench-result '+e.data);};\\
-document.getElementById('preset').value='default';\\
+var s=(performance.now()-t)/1000;postMessage(\"rate \"+(d.steps/s).toFixed(4)+\" steps/s (\"+d.steps+\" steps in \"+s.toFixed(3)+\" s) loss \"+ex.pg_loss(0));}'],\
+{type:'text/javascript'})));w.onmessage=function(e){console.log('bench-result '+e.data);};\
+document.getElementById('preset').value='default';\
 w.postMessage({wasm:b64(document.getElementById('wasm').textContent),text:b64(document.getElementById('corpus').textContent),config:JSON.stringify(controlsConfig()),warm:$warm,steps:$steps});})();</script>" > $out/engine.html
 
 # the page's own controls: once built, press Train (default preset, compare on) and watch the
@@ -89,7 +100,7 @@ rate() { sed -n 's/^rate \([0-9.]*\) .*/\1/p'; }
 : > $out/runs.txt
 echo "bench-web: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $pairs rounds of $steps steps after $warm"
 for r in $(seq 1 "$pairs"); do
-    if [ $((r % 2)) = 1 ]; then order="wasm native4 native"; else order="native native4 wasm"; fi
+    if [ $((r % 2)) = 1 ]; then order="wasm $progs"; else order="$(echo $progs | tr ' ' '\n' | sed -n '1!G;h;$p' | tr '\n' ' ')wasm"; fi
     for p in $order; do
         if [ $p = wasm ]; then line=$(run_chromium engine.html)
         else line=$(./$out/$p tests/web_default.json $((warm + steps)) --rate $warm 2>&1 >/dev/null); fi
@@ -111,11 +122,19 @@ awk '
     $1 == "ttf" { t[++nt] = $2; next }
     $3 != "" { v[$1, $2] = $3; R[$1] = 1 }
     END { for (r in R) { if ((r, "wasm") in v) w[++nw] = v[r, "wasm"]; if ((r, "native4") in v) a[++na] = v[r, "native4"]
-            if ((r, "native") in v) b[++nb] = v[r, "native"]
+            if ((r, "native") in v) b[++nb] = v[r, "native"]; if ((r, "native4u") in v) u[++nu] = v[r, "native4u"]
+            if ((r, "native4r") in v) q[++nq] = v[r, "native4r"]
+            if ((r, "wasm") in v && (r, "native4u") in v) z[++nz] = v[r, "wasm"] / v[r, "native4u"]
+            if ((r, "wasm") in v && (r, "native4r") in v) zr[++nzr] = v[r, "wasm"] / v[r, "native4r"]
+            if ((r, "native4r") in v && (r, "native4u") in v) rr[++nrr] = v[r, "native4r"] / v[r, "native4u"]
             if ((r, "wasm") in v && (r, "native4") in v) x[++nx] = v[r, "wasm"] / v[r, "native4"]
             if ((r, "wasm") in v && (r, "native") in v) y[++ny] = v[r, "wasm"] / v[r, "native"] }
         print ""; print "| | median | range |"; print "|---|---|---|"
         row("wasm in Chromium, steps/s", w, nw, "%.2f"); row("native VEC=4, 1 thread, steps/s", a, na, "%.2f")
+        row("native VEC=4 without FMA, 1 thread, steps/s", u, nu, "%.2f"); row("native VEC=4 without FMA, 16 registers (x86-64-v3), 1 thread, steps/s", q, nq, "%.2f")
         row("native default width, 1 thread, steps/s", b, nb, "%.2f")
-        row("wasm / native VEC=4 (per round)", x, nx, "%.2f"); row("wasm / native default (per round)", y, ny, "%.2f")
+        row("wasm / native VEC=4 (per round)", x, nx, "%.2f"); row("wasm / native VEC=4 without FMA (per round)", z, nz, "%.2f")
+        row("native 16 registers / 32 registers, both without FMA (per round)", rr, nrr, "%.2f")
+        row("wasm / native VEC=4 without FMA, 16 registers (per round)", zr, nzr, "%.2f")
+        row("wasm / native default (per round)", y, ny, "%.2f")
         row("seconds from Train to a visible failure", t, nt, "%.1f") }' $out/runs.txt
