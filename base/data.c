@@ -312,21 +312,22 @@ static int split(Dataset *ds, const char *path, double val_fraction, int min_len
     if (train_short && val_short) {
         refuse(err, errlen,
                 "data file '%s' has %zu characters: the training split (%zu) and the validation split (%zu) "
-                "are shorter than block_size + 1 = %d; use a longer text or a smaller model.block_size",
+                "are shorter than %d characters, the least a window of block_size needs; use a longer text or a "
+                "smaller model.block_size",
                 path, n, n_train, n_val, min_len);
         return 0;
     }
     if (train_short) {
         refuse(err, errlen,
-                "data file '%s' has %zu characters: the training split (%zu) is shorter than block_size + 1 = %d; "
-                "use a longer text or a smaller data.val_fraction",
+                "data file '%s' has %zu characters: the training split (%zu) is shorter than %d characters, the "
+                "least a window of block_size needs; use a longer text or a smaller data.val_fraction",
                 path, n, n_train, min_len);
         return 0;
     }
     if (val_short) {
         refuse(err, errlen,
-                "data file '%s' has %zu characters: the validation split (%zu) is shorter than block_size + 1 = %d; "
-                "use a longer text or a larger data.val_fraction",
+                "data file '%s' has %zu characters: the validation split (%zu) is shorter than %d characters, the "
+                "least a window of block_size needs; use a longer text or a larger data.val_fraction",
                 path, n, n_val, min_len);
         return 0;
     }

@@ -261,18 +261,18 @@ static void test_dataset_short_text(void) {
 
     CHECK(dataset_load(&ds, p, 0.1, 65, err, sizeof err) == 0);
     snprintf(want, sizeof want,
-             "data file '%s' has 120 characters: the validation split (12) is shorter than block_size + 1 = 65; "
+             "data file '%s' has 120 characters: the validation split (12) is shorter than 65 characters, the least a window of block_size needs; "
              "use a longer text or a larger data.val_fraction", p);
     CHECK_MSG(strcmp(err, want) == 0, "got \"%s\"", err);
     CHECK(ds.tokens == NULL && ds.vocab.chars == NULL);
     dataset_free(&ds);  // harmless after a failed load
 
     CHECK(dataset_load(&ds, p, 0.875, 65, err, sizeof err) == 0);
-    CHECK_MSG(strstr(err, "the training split (15) is shorter than block_size + 1 = 65") != NULL, "got \"%s\"", err);
+    CHECK_MSG(strstr(err, "the training split (15) is shorter than 65 characters, the least a window of block_size needs") != NULL, "got \"%s\"", err);
     CHECK_MSG(strstr(err, "smaller data.val_fraction") != NULL, "got \"%s\"", err);
 
     CHECK(dataset_load(&ds, p, 0.5, 65, err, sizeof err) == 0);
-    CHECK_MSG(strstr(err, "the training split (60) and the validation split (60) are shorter than block_size + 1 = 65")
+    CHECK_MSG(strstr(err, "the training split (60) and the validation split (60) are shorter than 65 characters, the least a window of block_size needs")
               != NULL, "got \"%s\"", err);
 
     // val_fraction 0 leaves no validation data.
@@ -434,7 +434,7 @@ static void test_dataset_with_vocab(void) {
 
     // Splits are still checked.
     CHECK(dataset_load_with_vocab(&b, pb, 0.1, 5, &a.vocab, err, sizeof err) == 0);
-    CHECK_MSG(strstr(err, "the validation split (2) is shorter than block_size + 1 = 5") != NULL, "got \"%s\"", err);
+    CHECK_MSG(strstr(err, "the validation split (2) is shorter than 5 characters, the least a window of block_size needs") != NULL, "got \"%s\"", err);
     dataset_free(&a);
     tmp_close(&t);
 }
