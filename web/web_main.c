@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "attention.h"
+#include "base/common.h"  // now_seconds: the steps' wall-clock time
 #include "base/config.h"  // the page's config: ./train's keys, validation and messages
 #include "base/data.h"
 #include "base/rng.h"
@@ -95,7 +96,11 @@ static int page_can_run(const Config *c, int V) {
     }
     ModelDims d = {V, c->block_size, c->n_layer, c->n_head, c->n_embd, gpt_qk_norm_kind(c->qk_norm)};
     size_t n_params = 0, bytes = gpt_memory_bytes(&d, c->batch_size, c->block_size, &n_params);
-    if (bytes == 0 || bytes > (size_t)512 << 20) {
+    if (bytes == 0) {  // the size overflows size_t: more than wasm32's 4 GiB of addresses
+        snprintf(msg, sizeof msg, "this config needs more than 4 GiB per variant; the page allows 512 MiB");
+        return 0;
+    }
+    if (bytes > (size_t)512 << 20) {
         snprintf(msg, sizeof msg, "this config needs %zu MiB per variant; the page allows 512 MiB", bytes >> 20);
         return 0;
     }
@@ -157,10 +162,12 @@ EXPORT("pg_init") long pg_init(const char *json, int n, int compare) {
 // One step of a variant on the batch in bx, by, as run/run.c takes it: the schedule's learning
 // rate, the loss (with the config's z-loss in the gradient), the backward, the guard (a non-finite
 // loss or gradient norm skips the update), clipping at train.grad_clip, AdamW with the config's
-// betas, eps and weight decay and the count of updates made.
+// betas, eps and weight decay and the count of updates made; the step's wall-clock seconds added
+// to the run's elapsed_s, as ./train counts the time spent training (a pause is not counted).
 static double train_on(Variant *w) {
     const Config *c = &w->cfg;
     long step = w->st.step;
+    double t0 = now_seconds();
     double lr = lr_schedule(c->lr, c->min_lr, c->warmup_steps, c->lr_decay_steps > 0 ? c->lr_decay_steps : c->max_steps, step);
     double loss = gpt_forward(&w->m, bx, by, B, T);
     gpt_backward(&w->m);
@@ -172,6 +179,7 @@ static double train_on(Variant *w) {
         gpt_adamw_update(&w->m, lr, c->beta1, c->beta2, c->eps, c->weight_decay, step + 1 - w->st.skipped_steps);
     }
     w->st.step = step + 1;
+    w->st.elapsed_s += now_seconds() - t0;
     return loss;
 }
 
