@@ -1184,6 +1184,101 @@ static void check_playground(void) {
     }
 }
 
+// Bad input (issue: a clear message in the page, the previous state kept). A copy of the page
+// with a script after its own: once the worker has built the default preset, the tiny one
+// (Reset), Step (step 1); then, each after the message line was cleared: pasted text of 20
+// characters (shorter than the block) and Reset, then Step; a file that is not UTF-8; a UTF-8
+// file with a NUL byte; a file of 4 MiB + 1 bytes; the default corpus again with a config of 8
+// layers 512 wide, block 256 (too big for the page's memory) and Reset, then Step; a config with an unknown
+// key and Reset. For each it writes a flag: the message line's text matched what it must say
+// (and, after a refused Reset, the note that the previous model is kept), and the step after it
+// is the previous model's next step. It sends the page that frames it the flags, the errors
+// raised and the step shown; after 60 s of waiting, what it has.
+static const char *const PG_BAD_SCRIPT =
+    "<script>(function(){var $=function(i){return document.getElementById(i);},phase=0,n=0,errs=0,r='',before='',wait=0;"
+    "window.addEventListener('error',function(){errs++;});worker.addEventListener('error',function(){errs++;});"
+    "function step(){var m=/^step (\\d+)/.exec($('status').textContent);return m?+m[1]:-1;}"
+    "function built(){return /parameters/.test($('status').textContent)&&$('status').textContent!=before;}"
+    "function msg(){return $('msg').textContent;}"
+    "function flag(k,re){r+=' '+k+'='+(re.test(msg())?1:0);}"
+    "function file(name,bytes){$('msg').textContent='';var t=new DataTransfer();t.items.add(new File([bytes],name));"
+    "$('file').files=t.files;$('file').dispatchEvent(new Event('change'));}"
+    "function src(v){document.querySelectorAll('input[name=src]').forEach(function(x){x.checked=x.value==v;});}"
+    "function cfg(o){$('config').value=JSON.stringify(o);$('config').dispatchEvent(new Event('input'));}"
+    "function done(){clearInterval(iv);parent.postMessage('flags'+r+' after='+step()+' errors='+errs+' n='+n,'*');}"
+    "var iv=setInterval(function(){n++;"
+    "if(phase==0&&built()){phase=1;before=$('status').textContent;$('preset').value='tiny';"
+    "$('preset').dispatchEvent(new Event('change'));$('reset').click();}"
+    "else if(phase==1&&built()){phase=2;$('step').click();}"
+    "else if(phase==2&&step()==1){phase=3;src('paste');$('paste').value='to be or not to be .';$('reset').click();}"
+    "else if(phase==3&&msg()){phase=4;flag('short',/has 20 characters.*block_size.*previous model is kept/);"
+    "r+=' shortstatus='+(step()==1?1:0);$('step').click();}"
+    "else if(phase==4&&step()==2){phase=5;r+=' shortstep=1';file('bin.dat',new Uint8Array([0xff,0xfe,0x80,0x81,0xc3,0x28]));}"
+    "else if(phase==5&&msg()){phase=6;flag('binary',/^bin\\.dat: not UTF-8 text/);"
+    "file('nul.txt',new Uint8Array([0x61,0x62,0,0x63]));}"
+    "else if(phase==6&&msg()){phase=7;flag('nul',/^nul\\.txt: contains NUL bytes/);"
+    "file('big.txt',new Uint8Array((4<<20)+1).fill(0x61));}"
+    "else if(phase==7&&msg()){phase=8;flag('big',/^big\\.txt: 4194305 bytes; the limit is 4194304 bytes/);"
+    "r+=' filekept='+($('paste').value=='to be or not to be .'&&document.querySelector('input[value=paste]').checked?1:0);"
+    "$('msg').textContent='';src('default');"
+    "cfg({model:{n_layer:8,n_head:8,n_embd:512,block_size:256},train:{batch_size:16}});$('reset').click();}"
+    "else if(phase==8&&msg()){phase=9;flag('huge',/needs (\\d+ MiB|more than 4 GiB) per variant; the page allows 512 MiB.*previous model is kept/);"
+    "$('step').click();}"
+    "else if(phase==9&&step()==3){phase=10;r+=' hugestep=1';cfg({model:{n_layr:2}});$('reset').click();}"
+    "else if(phase==10&&msg()){phase=11;flag('key',/n_layr/);$('step').click();}"
+    "else if(phase==11&&step()==4){phase=12;r+=' keystep=1';done();}"
+    "else if(n>=600||errs)done();},100);})();</script>\n";
+
+// The bad inputs of PG_BAD_SCRIPT in docs/playground.html at 1280x800: each refused with its
+// message, nothing raised, and the model trained before each refused Reset still the one that
+// steps (its step count goes on).
+static void check_playground_bad(void) {
+    char *html = slurp("docs/playground.html");
+    const char *tail = html ? strstr(html, "</body>") : NULL;
+    if (!tail) {
+        free(html);
+        result(0, "playground bad input: cannot read docs/playground.html");
+        return;
+    }
+    char copy_path[1200], fifo[1200], frame[1300], url[1400], dom[1300], net[1300];
+    snprintf(copy_path, sizeof copy_path, "%s/playground_bad.html", g_abs);
+    snprintf(fifo, sizeof fifo, "%s/playground_hold", g_abs);
+    write_with_script(copy_path, html, tail, PG_BAD_SCRIPT);
+    free(html);
+    snprintf(frame, sizeof frame, "%s/playground_bad_frame.html", g_abs);
+    write_pg_frame(frame, "playground_bad.html", "playground_hold", 1280, 800);
+    snprintf(url, sizeof url, "file://%s", frame);
+    snprintf(dom, sizeof dom, "%s/playground_bad.dom", g_abs);
+    snprintf(net, sizeof net, "%s/playground_bad.netlog.json", g_abs);
+    int ran = chromium_held(url, fifo, 1280, 800, dom, NULL, net);
+    char *out = ran ? slurp(dom) : NULL;
+    const char *got = out ? strstr(out, "<pre id=\"measure\">") : NULL;
+    char rep[1024] = "";
+    if (got) {
+        got += strlen("<pre id=\"measure\">");
+        snprintf(rep, sizeof rep, "%.*s", (int)strcspn(got, "<"), got);
+    }
+    double errs = pg_field(rep, "errors");
+    result(ran && rep[0] && errs == 0, "playground bad input: the page ran the script with no error raised (%.0f): %s",
+           errs, rep[0] ? rep : "no report");
+    result(pg_field(rep, "short") == 1 && pg_field(rep, "shortstatus") == 1 && pg_field(rep, "shortstep") == 1,
+           "playground bad input: pasted text of 20 characters (block 32) refused with the native message and "
+           "\"the previous model is kept\"; Step then made step 2 of the previous model");
+    result(pg_field(rep, "binary") == 1 && pg_field(rep, "nul") == 1,
+           "playground bad input: a file that is not UTF-8 and a file with a NUL byte refused, each named");
+    result(pg_field(rep, "big") == 1 && pg_field(rep, "filekept") == 1,
+           "playground bad input: a file of 4 MiB + 1 bytes refused with the limit (4194304 bytes); the text "
+           "chosen before (the pasted one) still chosen");
+    result(pg_field(rep, "huge") == 1 && pg_field(rep, "hugestep") == 1,
+           "playground bad input: a config of 8 layers 512 wide, block 256, batch 16 refused (the MiB it needs, the page's 512 MiB), "
+           "the previous model kept: Step made step 3");
+    result(pg_field(rep, "key") == 1 && pg_field(rep, "keystep") == 1,
+           "playground bad input: a config with an unknown key refused naming it, the previous model kept: Step "
+           "made step 4");
+    free(out);
+    unlink(net);
+}
+
 // The page's numbers against the native build of the same sources: the default preset trained
 // PG_SAME_STEPS steps in the page and by build/webnative/web_native (tools/web_native.c, 4-wide
 // vectors, one thread, the same configuration and seed).
@@ -1350,6 +1445,7 @@ int main(int argc, char **argv) {
     if (!only || strcmp(only, "explain") == 0) check_explain();
     if (!only || strcmp(only, "playground") == 0) check_playground();
     if (!only || strcmp(only, "playground") == 0) check_playground_native();
+    if (!only || strcmp(only, "playground") == 0) check_playground_bad();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }
