@@ -160,7 +160,9 @@ static FmaPeak stream_once(void) {
         volatile float sink = 0;
         double *b = bounds + (size_t)t * (PROBE_MAX_WINDOWS + 1);
         double f = window(PROBE_ITERS / 10, &sink);  // the code and the vector unit warm
+#ifdef _OPENMP  // without OpenMP the region is one thread (and gcc's -fopenmp-simd warns on single)
 #pragma omp single
+#endif
         t_start = now_seconds();  // the barrier at the end of single starts every thread together
         double t_count = t_start + PROBE_WARMUP, t_end = t_count + PROBE_SECONDS, now = now_seconds();
         while (now < t_count) { window(PROBE_ITERS, &sink); now = now_seconds(); }
@@ -171,7 +173,7 @@ static FmaPeak stream_once(void) {
             b[++k] = now = now_seconds();
         }
         n[t] = k;
-#pragma omp single nowait
+#pragma omp masked
         flops = f;
     }
     const double **rows = xmalloc(sizeof(double *) * (size_t)nth, "FMA probe windows");
