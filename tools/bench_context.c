@@ -226,7 +226,7 @@ static FILE *open_out(const char *prefix, const char *ext) {
 
 int main(int argc, char **argv) {
     Options o = {"./train", "configs/bench_context.json", "build/bench-context", 10, 4096, 64, 4096, 128};
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {  // each option takes one value
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) usage();
         if (!strcmp(a, "--train")) o.train = v;
@@ -238,7 +238,6 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--max-t")) o.max_t = int_arg(a, v, 1, 1 << 20);
         else if (!strcmp(a, "--window")) o.window = int_arg(a, v, 0, 1 << 20);
         else usage();
-        i++;
     }
     Row full[MAX_ROWS], win[MAX_ROWS];
     int n = 0;
