@@ -717,13 +717,16 @@ void attention_decode_step(real *out, real *scores, const real *q, const real *k
 typedef real qn_vreal __attribute__((vector_size(QN_LANES * sizeof(real))));
 typedef double qn_vdouble __attribute__((vector_size(QN_LANES * sizeof(double))));
 
-static inline qn_vdouble qn_load(const real *p) {
+// The vectors go by pointer: a 64-byte vector passed or returned by value changes the ABI in a
+// build without AVX-512 (gcc's -Wpsabi), though these never leave the file.
+static inline void qn_load(qn_vdouble *out, const real *p) {
     qn_vreal v;
     memcpy(&v, p, sizeof v);
-    return __builtin_convertvector(v, qn_vdouble);
+    *out = __builtin_convertvector(v, qn_vdouble);
 }
 
-static inline double qn_lanes_total(qn_vdouble s) {
+static inline double qn_lanes_total(const qn_vdouble *v) {
+    const qn_vdouble s = *v;
     return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
 
@@ -732,11 +735,12 @@ static inline void qn_sums(const real *x, int n, double *sum, double *sum_sq) {
     qn_vdouble s1 = {0}, s2 = {0};
     int i = 0;
     for (; i + QN_LANES <= n; i += QN_LANES) {
-        qn_vdouble v = qn_load(x + i);
+        qn_vdouble v;
+        qn_load(&v, x + i);
         s1 += v;
         s2 += v * v;
     }
-    double t1 = qn_lanes_total(s1), t2 = qn_lanes_total(s2);
+    double t1 = qn_lanes_total(&s1), t2 = qn_lanes_total(&s2);
     for (; i < n; i++) {
         t1 += x[i];
         t2 += (double)x[i] * x[i];
@@ -760,7 +764,7 @@ static inline void qn_grad_sums(const real *dy, const real *w, const real *x, re
         s1 += dn;
         s2 += dn * nn;
     }
-    double t1 = qn_lanes_total(s1), t2 = qn_lanes_total(s2);
+    double t1 = qn_lanes_total(&s1), t2 = qn_lanes_total(&s2);
     for (; i < n; i++) {
         double dn = (double)(dy[i] * w[i]);
         t1 += dn;
