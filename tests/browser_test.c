@@ -1184,7 +1184,45 @@ static void check_playground(void) {
     }
 }
 
-// Bad input (issue: a clear message in the page, the previous state kept). A copy of the page
+// docs/playground.html with `script` after its own, as NAME.html framed at 1280x800 by
+// NAME_frame.html, run until it reports (chromium_held; netlog NULL for none). Returns the report
+// the script sent (the frame's <pre id="measure">, malloc'd), or NULL with the reason in why.
+static char *pg_run(const char *name, const char *script, const char *netlog, char *why, size_t whylen) {
+    char *html = slurp("docs/playground.html");
+    const char *tail = html ? strstr(html, "</body>") : NULL;
+    if (!tail) {
+        free(html);
+        snprintf(why, whylen, "cannot read docs/playground.html");
+        return NULL;
+    }
+    char copy_path[1400], copy_name[200], fifo[1200], frame[1300], url[1400], dom[1300];
+    snprintf(copy_name, sizeof copy_name, "%s.html", name);
+    snprintf(copy_path, sizeof copy_path, "%s/%s", g_abs, copy_name);
+    snprintf(fifo, sizeof fifo, "%s/playground_hold", g_abs);
+    write_with_script(copy_path, html, tail, script);
+    free(html);
+    snprintf(frame, sizeof frame, "%s/%s_frame.html", g_abs, name);
+    write_pg_frame(frame, copy_name, "playground_hold", 1280, 800);
+    snprintf(url, sizeof url, "file://%s", frame);
+    snprintf(dom, sizeof dom, "%s/%s.dom", g_abs, name);
+    if (!chromium_held(url, fifo, 1280, 800, dom, NULL, netlog)) {
+        snprintf(why, whylen, "chromium failed (see %.300s/chromium.log)", g_out);
+        return NULL;
+    }
+    char *out = slurp(dom);
+    char *rep = out ? strstr(out, "<pre id=\"measure\">") : NULL;
+    if (!rep) {
+        free(out);
+        snprintf(why, whylen, "no report in the DOM (did the scripts run?)");
+        return NULL;
+    }
+    rep += strlen("<pre id=\"measure\">");
+    rep[strcspn(rep, "<")] = 0;
+    memmove(out, rep, strlen(rep) + 1);
+    return out;
+}
+
+// Bad input: a clear message in the page, the previous state kept. A copy of the page
 // with a script after its own: once the worker has built the default preset, the tiny one
 // (Reset), Step (step 1); then, each after the message line was cleared: pasted text of 20
 // characters (shorter than the block) and Reset, then Step; a file that is not UTF-8; a UTF-8
@@ -1233,34 +1271,13 @@ static const char *const PG_BAD_SCRIPT =
 // message, nothing raised, and the model trained before each refused Reset still the one that
 // steps (its step count goes on).
 static void check_playground_bad(void) {
-    char *html = slurp("docs/playground.html");
-    const char *tail = html ? strstr(html, "</body>") : NULL;
-    if (!tail) {
-        free(html);
-        result(0, "playground bad input: cannot read docs/playground.html");
-        return;
-    }
-    char copy_path[1200], fifo[1200], frame[1300], url[1400], dom[1300], net[1300];
-    snprintf(copy_path, sizeof copy_path, "%s/playground_bad.html", g_abs);
-    snprintf(fifo, sizeof fifo, "%s/playground_hold", g_abs);
-    write_with_script(copy_path, html, tail, PG_BAD_SCRIPT);
-    free(html);
-    snprintf(frame, sizeof frame, "%s/playground_bad_frame.html", g_abs);
-    write_pg_frame(frame, "playground_bad.html", "playground_hold", 1280, 800);
-    snprintf(url, sizeof url, "file://%s", frame);
-    snprintf(dom, sizeof dom, "%s/playground_bad.dom", g_abs);
+    char why[400] = "", net[1300];
     snprintf(net, sizeof net, "%s/playground_bad.netlog.json", g_abs);
-    int ran = chromium_held(url, fifo, 1280, 800, dom, NULL, net);
-    char *out = ran ? slurp(dom) : NULL;
-    const char *got = out ? strstr(out, "<pre id=\"measure\">") : NULL;
-    char rep[1024] = "";
-    if (got) {
-        got += strlen("<pre id=\"measure\">");
-        snprintf(rep, sizeof rep, "%.*s", (int)strcspn(got, "<"), got);
-    }
+    char *out = pg_run("playground_bad", PG_BAD_SCRIPT, net, why, sizeof why);
+    const char *rep = out ? out : "";
     double errs = pg_field(rep, "errors");
-    result(ran && rep[0] && errs == 0, "playground bad input: the page ran the script with no error raised (%.0f): %s",
-           errs, rep[0] ? rep : "no report");
+    result(out && errs == 0, "playground bad input: the page ran the script with no error raised (%.0f): %s",
+           errs, out ? rep : why);
     result(pg_field(rep, "short") == 1 && pg_field(rep, "shortstatus") == 1 && pg_field(rep, "shortstep") == 1,
            "playground bad input: pasted text of 20 characters (block 32) refused with the native message and "
            "\"the previous model is kept\"; Step then made step 2 of the previous model");
@@ -1340,31 +1357,11 @@ static void check_playground_native(void) {
                native);
         return;
     }
-    char *html = slurp("docs/playground.html");
-    const char *tail = html ? strstr(html, "</body>") : NULL;
-    if (!tail) {
-        free(html);
-        result(0, "playground against native: cannot read docs/playground.html");
-        return;
-    }
-    char copy_path[1200], fifo[1200], frame[1300], url[1400], dom[1300];
-    snprintf(copy_path, sizeof copy_path, "%s/playground_native.html", g_abs);
-    snprintf(fifo, sizeof fifo, "%s/playground_hold", g_abs);
-    write_with_script(copy_path, html, tail, PG_SAME_SCRIPT);
-    free(html);
-    snprintf(frame, sizeof frame, "%s/playground_native_frame.html", g_abs);
-    write_pg_frame(frame, "playground_native.html", "playground_hold", 1280, 800);
-    snprintf(url, sizeof url, "file://%s", frame);
-    snprintf(dom, sizeof dom, "%s/playground_native.dom", g_abs);
+    char why_run[400] = "";
     g_wait_s = 240;  // the default preset, two variants: 50 steps take tens of seconds on a busy machine
-    int ran = chromium_held(url, fifo, 1280, 800, dom, NULL, NULL);
+    char *out = pg_run("playground_native", PG_SAME_SCRIPT, NULL, why_run, sizeof why_run);
     g_wait_s = 90;
-    char *out = ran ? slurp(dom) : NULL;
-    const char *rep = out ? strstr(out, "<pre id=\"measure\">") : NULL;
-    if (rep) {
-        rep += strlen("<pre id=\"measure\">");
-        *(char *)(rep + strcspn(rep, "<")) = 0;
-    }
+    const char *rep = out;
     const char *ls = rep ? strstr(rep, " losses=") : NULL, *msg = rep ? strstr(rep, " msg=") : NULL;
     int ng = ls ? read_numbers(ls + strlen(" losses="), got, 4 * PG_SAME_STEPS) : 0, same = 0, worst = 0;
     double maxrel = 0;
@@ -1377,8 +1374,7 @@ static void check_playground_native(void) {
         same += strcmp(a, b) == 0;
     }
     char why[600] = "";
-    if (!ran) snprintf(why, sizeof why, "chromium failed (see %.300s/chromium.log)", g_out);
-    else if (!rep) snprintf(why, sizeof why, "no report in the DOM (did the scripts run?)");
+    if (!rep) snprintf(why, sizeof why, "%s", why_run);
     else if (!msg || msg[5] || pg_field(rep, "errors") != 0) snprintf(why, sizeof why, "an error: %.400s", rep);
     else if (pg_field(rep, "default") != 1) snprintf(why, sizeof why, "the page did not open on the default preset in compare mode");
     else if (ng < nw) snprintf(why, sizeof why, "the page's DOM holds %d losses (data-loss), %d expected: %.300s", ng, nw, rep);
@@ -1387,7 +1383,6 @@ static void check_playground_native(void) {
            "at step %d: page %.9g, native %.9g), %d of %d equal to 9 digits%s%s", nw, native, maxrel, worst + 1,
            worst < ng ? got[worst] : NAN, want[worst], same, nw, why[0] ? ": " : "", why);
     free(out);
-    if (!why[0]) unlink(dom);
 }
 
 int main(int argc, char **argv) {
