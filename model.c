@@ -124,7 +124,7 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
 static inline void gelu_at(real x, real *out, real *dgelu) {
     real erf_term = (real)1 + fast_erf(x * (real)INV_SQRT2);
     real cdf = (real)0.5 * erf_term;
-    real pdf = (real)INV_SQRT_2PI * fast_exp((real)-0.5 * x * x);
+    real pdf = (real)INV_SQRT_2PI * fast_exp_nonpositive((real)-0.5 * x * x);
     *out = (real)0.5 * x * erf_term;
     *dgelu = cdf + x * pdf;
 }

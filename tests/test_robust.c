@@ -702,6 +702,34 @@ static void test_fastmath_every_input(void) {
     }
 }
 
+// GELU's two exponentials take fast_exp_nonpositive, which must be fast_exp bit for bit on every
+// input it gets (x <= 0, -inf included): over every 97th float bit pattern of the negative half
+// and both zeros. Its NaN comes out finite, and fast_erf and GELU still give NaN.
+static void test_fastmath_nonpositive_exp_same_bits(void) {
+#ifdef REAL_DOUBLE
+    SKIP("the float64 build uses libm's exp for both");
+#else
+    long differ = 0, checked = 0;
+    for (uint64_t u = 0x80000000u; u <= 0xff800000u; u += 97) {
+        uint32_t bits = (uint32_t)u;
+        float x;
+        memcpy(&x, &bits, sizeof x);
+        float a = fast_exp(x), b = fast_exp_nonpositive(x);
+        checked++;
+        if (memcmp(&a, &b, sizeof a) != 0 && differ++ < 3) fprintf(stderr, "  x = %.9g: %.9g against %.9g\n", (double)x, (double)a, (double)b);
+    }
+    float zero = 0.0f, minus_inf = -INFINITY;
+    float e0 = fast_exp(zero), n0 = fast_exp_nonpositive(zero), ei = fast_exp(minus_inf), ni = fast_exp_nonpositive(minus_inf);
+    CHECK_MSG(differ == 0 && memcmp(&e0, &n0, sizeof e0) == 0 && memcmp(&ei, &ni, sizeof ei) == 0,
+              "fast_exp_nonpositive differs from fast_exp on %ld of %ld inputs", differ, checked);
+    volatile float nan_in = NAN;
+    CHECK_MSG(isnan(fast_erf(nan_in)), "fast_erf(NaN) = %g", (double)fast_erf(nan_in));
+    real out, dgelu, x_nan = nan_in;
+    gelu_forward(&out, &dgelu, &x_nan, 1);
+    CHECK_MSG(isnan(out) && isnan(dgelu), "GELU(NaN) = %g, GELU'(NaN) = %g", (double)out, (double)dgelu);
+#endif
+}
+
 // ---------------------------------------------------------------------------------------------
 // loops bounded on restored data
 
@@ -817,6 +845,7 @@ const TestCase tests_robust[] = {
     {"robust_one_writer", test_one_writer},
     {"robust_fifo_and_devices_refused", test_fifo_and_devices_refused},
     {"robust_fastmath_every_input", test_fastmath_every_input},
+    {"robust_fastmath_nonpositive_exp_same_bits", test_fastmath_nonpositive_exp_same_bits},
     {"robust_rng_below_bounded", test_rng_below_bounded},
     {"robust_strict_numbers", test_strict_numbers},
     {"robust_utf8_invalid_offset", test_utf8_invalid_offset},
