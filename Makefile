@@ -189,8 +189,8 @@ tools/gencorpus: tools/gencorpus.c
 	$(CC) -std=c11 -O2 $(WARN) $< -o $@
 
 # The GEMM alone on one training worker's products (docs/PERFORMANCE.md); never run by the tests.
-tools/bench_gemm: tools/bench_gemm.c $(OBJDIR)/kernels/matmul.o $(OBJDIR)/base/common.o $(STAMP)
-	$(CC) $(ALL_CFLAGS) -I. $< $(OBJDIR)/kernels/matmul.o $(OBJDIR)/base/common.o -o $@ $(LDLIBS)
+tools/bench_gemm: tools/bench_gemm.c $(CORE_OBJ) $(STAMP)
+	$(CC) $(ALL_CFLAGS) -I. $< $(CORE_OBJ) -o $@ $(LDLIBS)
 
 # The embedded corpus is committed; this rule regenerates it (the tests check it is identical).
 data/default.txt: | tools/gencorpus

@@ -140,9 +140,8 @@ void gelu_forward(real *out, real *dgelu, const real *inp, size_t n) {
 
 // The products' epilogues (kernels/matmul.h): the operation that follows a product, on each run of
 // its finished elements, the same arithmetic as the separate passes above.
-typedef struct { real *out; } GeluOut;
 // C = x W_fc: GELU(x) to ctx's out, GELU'(x) over x itself (as gelu_forward(out, x, x))
-static void epi_gelu(const void *ctx, real *c, size_t at, int n) {
+void epi_gelu(const void *ctx, real *c, size_t at, int n) {
     real *out = ((const GeluOut *)ctx)->out + at;
 #ifndef REAL_DOUBLE
 #pragma omp simd
@@ -150,13 +149,13 @@ static void epi_gelu(const void *ctx, real *c, size_t at, int n) {
     for (int i = 0; i < n; i++) gelu_at(c[i], out + i, c + i);
 }
 // C = dL/dGELU(x): times GELU'(x), ctx (as gelu_backward(c, dgelu, c, GRAD_STORE))
-static void epi_times(const void *ctx, real *c, size_t at, int n) {
+void epi_times(const void *ctx, real *c, size_t at, int n) {
     const real *m = (const real *)ctx + at;
 #pragma omp simd
     for (int i = 0; i < n; i++) c[i] = c[i] * m[i];
 }
 // C = the branch's output: plus the residual stream, ctx (as residual_forward(c, c, ctx))
-static void epi_residual(const void *ctx, real *c, size_t at, int n) {
+void epi_residual(const void *ctx, real *c, size_t at, int n) {
     const real *r = (const real *)ctx + at;
 #pragma omp simd
     for (int i = 0; i < n; i++) c[i] = c[i] + r[i];

@@ -5,8 +5,11 @@
 // best call's and the mean over the calls. `--rows N` times N rows instead: a one-thread step
 // runs the whole batch, B*T rows (W1: 768, W2: 2048), on its one worker. `--step` times the
 // step's own list of weight products: q, k and v as three C x C products (as qkv_forward computes
-// them) instead of one C x 3C.
-//   make tools/bench_gemm && OMP_NUM_THREADS=1 ./tools/bench_gemm W2 10 [cpu] [--rows N] [--step]
+// them) instead of one C x 3C. `--epilogues` runs each product with the epilogue the step fuses
+// into it (model.h): the residual added after the attention and MLP projections, GELU and GELU'
+// after W_fc, GELU' multiplied into the MLP projection's dinp; their arithmetic is then in the
+// times, as it is in the step's phases.
+//   make tools/bench_gemm && OMP_NUM_THREADS=1 ./tools/bench_gemm W2 10 [cpu] [--rows N] [--step] [--epilogues]
 // With `cpu` each call is timed on the thread's own CPU clock instead of the wall clock: on a
 // shared machine the time the thread spent descheduled is then not counted (one thread only).
 #define _POSIX_C_SOURCE 199309L
@@ -17,6 +20,7 @@
 #include <time.h>
 
 #include "kernels/matmul.h"
+#include "model.h"
 
 static double thread_seconds(void) {
     struct timespec ts;
@@ -31,43 +35,60 @@ static real *random_matrix(size_t n) {
 }
 
 int main(int argc, char **argv) {
-    int cpu = 0, rows = 0, step = 0, bad = argc < 3 || (strcmp(argv[1], "W1") && strcmp(argv[1], "W2")) || atoi(argv[2]) < 1;
+    int cpu = 0, rows = 0, step = 0, epilogues = 0, bad = argc < 3 || (strcmp(argv[1], "W1") && strcmp(argv[1], "W2")) || atoi(argv[2]) < 1;
     for (int i = 3; i < argc && !bad; i++) {
         if (!strcmp(argv[i], "cpu")) cpu = 1;
         else if (!strcmp(argv[i], "--step")) step = 1;
+        else if (!strcmp(argv[i], "--epilogues")) epilogues = 1;
         else if (!strcmp(argv[i], "--rows") && i + 1 < argc && atoi(argv[i + 1]) >= 1) rows = atoi(argv[++i]);
         else bad = 1;
     }
     if (bad) {
-        fprintf(stderr, "usage: bench_gemm W1|W2 REPS [cpu] [--rows N] [--step]  (N a positive row count)\n");
+        fprintf(stderr, "usage: bench_gemm W1|W2 REPS [cpu] [--rows N] [--step] [--epilogues]  (N a positive row count)\n");
         return 2;
     }
     int w1 = strcmp(argv[1], "W1") == 0, reps = atoi(argv[2]);
     double (*clock)(void) = cpu ? thread_seconds : now_seconds;
     int M = rows ? rows : w1 ? 384 : 1024, C = w1 ? 128 : 384;
-    // (in, out): qkv (one C x 3C, or with --step three C x C), the attention projection, the MLP's two
-    const int fused[4][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
-    const int split[6][2] = {{C, C}, {C, C}, {C, C}, {C, C}, {C, 4 * C}, {4 * C, C}};
-    const int (*layers)[2] = step ? split : fused;
+    // (in, out) and the epilogues the step fuses into the forward product and into dinp: qkv (one
+    // C x 3C, or with --step three C x C), the attention projection, the MLP's two
+    enum { NONE, RESIDUAL, GELU, TIMES };
+    typedef struct { int in, out, fwd_epi, dinp_epi; } Layer;
+    const Layer fused[4] = {{C, 3 * C, NONE, NONE}, {C, C, RESIDUAL, NONE}, {C, 4 * C, GELU, NONE}, {4 * C, C, RESIDUAL, TIMES}};
+    const Layer split[6] = {{C, C, NONE, NONE},      {C, C, NONE, NONE},     {C, C, NONE, NONE},
+                            {C, C, RESIDUAL, NONE},  {C, 4 * C, GELU, NONE}, {4 * C, C, RESIDUAL, TIMES}};
+    const Layer *layers = step ? split : fused;
     int n_layers = step ? 6 : 4;
     static const char *const names[3] = {"nn (forward)", "nt (dinp)", "tn (dweight)"};
     double flops = 0, seconds[3] = {0, 0, 0}, mean_seconds[3] = {0, 0, 0};
-    printf("%s, %d rows, GEMM: %s, best of %d calls (%s)\n", argv[1], M,
-           matmul_simd_path(), reps, cpu ? "thread CPU time" : "wall time");
+    printf("%s, %d rows, GEMM: %s, best of %d calls (%s)%s\n", argv[1], M, matmul_simd_path(), reps,
+           cpu ? "thread CPU time" : "wall time", epilogues ? ", with the step's epilogues" : "");
     for (int l = 0; l < n_layers; l++) {
-        int in = layers[l][0], out = layers[l][1];
+        int in = layers[l].in, out = layers[l].out;
         real *x = random_matrix((size_t)M * in), *w = random_matrix((size_t)in * out);
         real *y = random_matrix((size_t)M * out), *dx = random_matrix((size_t)M * in), *dw = random_matrix((size_t)in * out);
+        // the epilogues' operands: the residual stream (M, out), GELU's output (M, out), GELU' (M, in)
+        real *fwd_operand = random_matrix((size_t)M * out), *dinp_operand = random_matrix((size_t)M * in);
+        GeluOut gelu_out = {fwd_operand};
+        GemmEpilogue fwd = {layers[l].fwd_epi == GELU ? epi_gelu : epi_residual,
+                            layers[l].fwd_epi == GELU ? (const void *)&gelu_out : fwd_operand, fwd_operand};
+        GemmEpilogue dinp = {epi_times, dinp_operand, dinp_operand};
+        const GemmEpilogue *fwd_epi = epilogues && layers[l].fwd_epi != NONE ? &fwd : NULL;
+        const GemmEpilogue *dinp_epi = epilogues && layers[l].dinp_epi != NONE ? &dinp : NULL;
         double f = 2.0 * M * in * out;
         printf("%4d x %4d:", in, out);
         for (int op = 0; op < 3; op++) {
             double best = 1e30, sum = 0;
-            for (int r = 0; r < reps; r++) {
+            // one untimed call first: the program's first product allocates the thread's packing
+            // buffers (a few MB of page faults), which no call of a training step pays
+            for (int r = -1; r < reps; r++) {
                 double t0 = clock();
-                if (op == 0) gemm_nn(y, x, w, M, out, in, MM_SET);         // y = x W
-                else if (op == 1) gemm_nt(dx, y, w, M, in, out, MM_SET);   // dx = dy W^T
-                else gemm_tn(dw, x, y, in, out, M, MM_SET);               // dW = x^T dy
+                if (op == 0) matmul_forward_epi(y, x, w, M, in, out, fwd_epi);  // y = x W
+                else if (op == 1)                                               // dx = dy W^T
+                    matmul_backward_epi(dx, NULL, y, x, w, M, in, out, GRAD_STORE, GRAD_STORE, dinp_epi);
+                else gemm_tn(dw, x, y, in, out, M, MM_SET);                     // dW = x^T dy
                 double t = clock() - t0;
+                if (r < 0) continue;
                 best = t < best ? t : best;
                 sum += t;
             }
@@ -77,7 +98,7 @@ int main(int argc, char **argv) {
         }
         printf("\n");
         flops += f;
-        free(x); free(w); free(y); free(dx); free(dw);
+        free(x); free(w); free(y); free(dx); free(dw); free(fwd_operand); free(dinp_operand);
     }
     printf("overall: nn %.1f, nt %.1f, tn %.1f, all three %.1f GFLOP/s\n", flops / seconds[0] / 1e9,
            flops / seconds[1] / 1e9, flops / seconds[2] / 1e9, 3 * flops / (seconds[0] + seconds[1] + seconds[2]) / 1e9);
