@@ -8,8 +8,9 @@
 // them) instead of one C x 3C. `--epilogues` runs each product with the epilogue the step fuses
 // into it (model.h): the residual added after the attention and MLP projections, GELU and GELU'
 // after W_fc, GELU' multiplied into the MLP projection's dinp; their arithmetic is then in the
-// times, as it is in the step's phases.
-//   make tools/bench_gemm && OMP_NUM_THREADS=1 ./tools/bench_gemm W2 10 [cpu] [--rows N] [--step] [--epilogues]
+// times, as it is in the step's phases. `--cold` writes over 64 MB between calls, so every call
+// finds its operands in memory instead of in the caches.
+//   make tools/bench_gemm && OMP_NUM_THREADS=1 ./tools/bench_gemm W2 10 [cpu] [--rows N] [--step] [--epilogues] [--cold]
 // With `cpu` each call is timed on the thread's own CPU clock instead of the wall clock: on a
 // shared machine the time the thread spent descheduled is then not counted (one thread only).
 #define _POSIX_C_SOURCE 199309L
@@ -35,16 +36,17 @@ static real *random_matrix(size_t n) {
 }
 
 int main(int argc, char **argv) {
-    int cpu = 0, rows = 0, step = 0, epilogues = 0, bad = argc < 3 || (strcmp(argv[1], "W1") && strcmp(argv[1], "W2")) || atoi(argv[2]) < 1;
+    int cpu = 0, rows = 0, step = 0, epilogues = 0, cold = 0, bad = argc < 3 || (strcmp(argv[1], "W1") && strcmp(argv[1], "W2")) || atoi(argv[2]) < 1;
     for (int i = 3; i < argc && !bad; i++) {
         if (!strcmp(argv[i], "cpu")) cpu = 1;
         else if (!strcmp(argv[i], "--step")) step = 1;
         else if (!strcmp(argv[i], "--epilogues")) epilogues = 1;
+        else if (!strcmp(argv[i], "--cold")) cold = 1;
         else if (!strcmp(argv[i], "--rows") && i + 1 < argc && atoi(argv[i + 1]) >= 1) rows = atoi(argv[++i]);
         else bad = 1;
     }
     if (bad) {
-        fprintf(stderr, "usage: bench_gemm W1|W2 REPS [cpu] [--rows N] [--step] [--epilogues]  (N a positive row count)\n");
+        fprintf(stderr, "usage: bench_gemm W1|W2 REPS [cpu] [--rows N] [--step] [--epilogues] [--cold]  (N a positive row count)\n");
         return 2;
     }
     int w1 = strcmp(argv[1], "W1") == 0, reps = atoi(argv[2]);
@@ -60,9 +62,13 @@ int main(int argc, char **argv) {
     const Layer *layers = step ? split : fused;
     int n_layers = step ? 6 : 4;
     static const char *const names[3] = {"nn (forward)", "nt (dinp)", "tn (dweight)"};
+    // --cold: a buffer larger than the caches, written over before each call
+    size_t evict_n = cold ? ((size_t)64 << 20) / sizeof(float) : 0;
+    float *evict = cold ? xmalloc_aligned(evict_n * sizeof(float), "eviction buffer") : NULL;
     double flops = 0, seconds[3] = {0, 0, 0}, mean_seconds[3] = {0, 0, 0};
-    printf("%s, %d rows, GEMM: %s, best of %d calls (%s)%s\n", argv[1], M, matmul_simd_path(), reps,
-           cpu ? "thread CPU time" : "wall time", epilogues ? ", with the step's epilogues" : "");
+    printf("%s, %d rows, GEMM: %s, best of %d calls (%s)%s%s\n", argv[1], M, matmul_simd_path(), reps,
+           cpu ? "thread CPU time" : "wall time", epilogues ? ", with the step's epilogues" : "",
+           cold ? ", caches evicted before each call" : "");
     for (int l = 0; l < n_layers; l++) {
         int in = layers[l].in, out = layers[l].out;
         real *x = random_matrix((size_t)M * in), *w = random_matrix((size_t)in * out);
@@ -82,6 +88,7 @@ int main(int argc, char **argv) {
             // one untimed call first: the program's first product allocates the thread's packing
             // buffers (a few MB of page faults), which no call of a training step pays
             for (int r = -1; r < reps; r++) {
+                for (size_t i = 0; i < evict_n; i += 16) evict[i] += 1;  // one write per cache line
                 double t0 = clock();
                 if (op == 0) matmul_forward_epi(y, x, w, M, in, out, fwd_epi);  // y = x W
                 else if (op == 1)                                               // dx = dy W^T
@@ -106,5 +113,6 @@ int main(int argc, char **argv) {
     printf("overall, mean of the calls: nn %.1f, nt %.1f, tn %.1f, all three %.1f GFLOP/s\n",
            flops / mean_seconds[0] / 1e9, flops / mean_seconds[1] / 1e9, flops / mean_seconds[2] / 1e9,
            3 * flops / (mean_seconds[0] + mean_seconds[1] + mean_seconds[2]) / 1e9);
+    free(evict);
     return 0;
 }
