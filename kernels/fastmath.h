@@ -51,8 +51,8 @@ static inline float fast_exp(float x) {
 }
 
 // e^x for an x that is never positive, as in e^{-x^2}: fast_exp's value bit for bit, without the
-// upper clamp and the NaN select (a fifth of GELU's arithmetic). A NaN comes out finite: the
-// callers' other terms carry it (fast_erf's t, GELU's Phi).
+// upper clamp and the NaN select, which GELU's two exponentials per element do not need. A NaN
+// comes out finite: the callers' other terms carry it (fast_erf's t, GELU's Phi).
 static inline float fast_exp_nonpositive(float x) { return exp_clamped(x > -87.0f ? x : -87.0f); }
 
 // erf by Abramowitz & Stegun 7.1.26 (defined for every input: +-inf give +-1, NaN gives NaN) (error < 1.5e-7 in exact arithmetic, 5e-7 measured in
