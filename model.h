@@ -227,11 +227,9 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
 void gelu_forward(real *out, real *dgelu, const real *inp, size_t n);
 void gelu_backward(real *dinp, const real *dgelu, const real *dout, size_t n, GradWrite write);
 void residual_forward(real *out, const real *a, const real *b, size_t n);
-// The epilogues the layers fuse into their products (a GemmEpilogue's fn, kernels/matmul.h), the
-// same arithmetic as the passes above on a product's finished run c[0..n) at C's offset `at`:
-// after x W_fc, GELU(x) to ctx's out and GELU'(x) over x (gelu_forward(out, x, x)); after the
-// MLP's dinp, times ctx, GELU' laid out like C (gelu_backward); after the projections, plus ctx,
-// the residual stream laid out like C (residual_forward). Exported for tools/bench_gemm.
+// The epilogues the layers fuse into their products (a GemmEpilogue's fn, kernels/matmul.h; model.c
+// states what each computes), exported for tools/bench_gemm. ctx: a GeluOut for epi_gelu; the
+// factor (GELU') or the residual stream, laid out like C, for epi_times and epi_residual.
 typedef struct { real *out; } GeluOut;
 void epi_gelu(const void *ctx, real *c, size_t at, int n);
 void epi_times(const void *ctx, real *c, size_t at, int n);
