@@ -389,8 +389,44 @@ void gemm_clock_stop(void) { t_clock_on = 0; }
 double gemm_clock_seconds(void) { return t_clock_seconds; }
 double gemm_clock_cpu_seconds(void) { return t_clock_cpu_seconds; }
 
-static void gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
-                       int accumulate, const GemmEpilogue *epi);
+static _Thread_local GemmLedgerLine t_ledger[GEMM_LEDGER_LINES];
+static _Thread_local int t_ledger_n;
+static _Thread_local long t_ledger_unlisted;
+static _Thread_local int t_ledger_phase;
+
+void gemm_ledger_phase(int phase) { t_ledger_phase = phase; }
+void gemm_ledger_clear(void) {
+    t_ledger_n = 0;
+    t_ledger_unlisted = 0;
+}
+int gemm_ledger_lines(const GemmLedgerLine **lines, long *unlisted) {
+    *lines = t_ledger;
+    *unlisted = t_ledger_unlisted;
+    return t_ledger_n;
+}
+
+// One timed call on the ledger: its kind's line, or a new one
+static void ledger_add(const char *layout, int M, int N, int K, const GemmEpilogue *epi, double flops, double seconds) {
+    void (*fn)(const void *, real *, size_t, int) = epi ? epi->fn : NULL;
+    GemmLedgerLine *l = t_ledger;
+    while (l < t_ledger + t_ledger_n && !(l->phase == t_ledger_phase && l->M == M && l->N == N && l->K == K &&
+                                          l->epilogue == fn && !strcmp(l->layout, layout)))
+        l++;
+    if (l == t_ledger + t_ledger_n) {
+        if (t_ledger_n == GEMM_LEDGER_LINES) {
+            t_ledger_unlisted++;
+            return;
+        }
+        *l = (GemmLedgerLine){t_ledger_phase, {layout[0], layout[1], 0}, M, N, K, fn, 0, 0, 0};
+        t_ledger_n++;
+    }
+    l->calls++;
+    l->flops += flops;
+    l->seconds += seconds;
+}
+
+static double gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
+                         int accumulate, const GemmEpilogue *epi);
 
 // The one strided product behind the named ones: C (M,N) = A (M,K) B (K,N), A and B strided,
 // C(i,j) = C[i*ldc + j]; thread tid of nth computes its share of C (timed on the clock's thread).
@@ -401,14 +437,18 @@ static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided 
         return;
     }
     double t0 = now_seconds(), c0 = thread_cpu_seconds();
-    gemm_share(tid, nth, M, N, K, A, B, C, ldc, accumulate, epi);
+    double flops = gemm_share(tid, nth, M, N, K, A, B, C, ldc, accumulate, epi);
     t_clock_cpu_seconds += thread_cpu_seconds() - c0;
-    t_clock_seconds += now_seconds() - t0;
+    double seconds = now_seconds() - t0;
+    t_clock_seconds += seconds;
+    // a row-major A is read along its rows (a_cs 1), a transposed one down its columns
+    ledger_add(A.cs == 1 ? (B.cs == 1 ? "nn" : "nt") : "tn", M, N, K, epi, flops, seconds);
 }
 
-static void gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
-                       int accumulate, const GemmEpilogue *epi) {
-    if (M <= 0 || N <= 0) return;
+// Thread tid's share of C, computed; returns its FLOPs (2 per multiply-add)
+static double gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
+                         int accumulate, const GemmEpilogue *epi) {
+    if (M <= 0 || N <= 0) return 0;
     // Split the longer side of C between the threads, in whole register tiles; each thread
     // packs what it needs itself. Every C element is summed over K in the same order whatever
     // the split, so results are bit-identical across thread counts.
@@ -417,7 +457,7 @@ static void gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided
     long tiles = (len + unit - 1) / unit;
     int lo = (int)(tiles * tid / nth) * unit, hi = (int)(tiles * (tid + 1) / nth) * unit;
     if (hi > len) hi = len;
-    if (lo >= hi) return;
+    if (lo >= hi) return 0;
     if (K <= 0) {  // empty sum: C = 0 unless accumulating
         for (int i = split_rows ? lo : 0; i < (split_rows ? hi : M); i++) {
             long at = (long)i * ldc + (split_rows ? 0 : lo);
@@ -425,10 +465,11 @@ static void gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided
             if (!accumulate) memset(C + at, 0, sizeof(real) * (size_t)n);
             if (epi) epi->fn(epi->ctx, C + at, (size_t)at, n);
         }
-        return;
+        return 0;
     }
     if (split_rows) gemm_block((CBlock){lo, hi, 0, N}, K, A, B, C, ldc, accumulate, epi, thread_pack());
     else gemm_block((CBlock){0, M, lo, hi}, K, A, B, C, ldc, accumulate, epi, thread_pack());
+    return 2.0 * (hi - lo) * (split_rows ? N : M) * K;
 }
 
 // The named products are the strided one with their layout's strides.

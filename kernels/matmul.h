@@ -81,6 +81,25 @@ void gemm_clock_stop(void);
 double gemm_clock_seconds(void);
 double gemm_clock_cpu_seconds(void);
 
+// The clock's ledger: the products the clock timed, one line per kind (the caller's phase tag,
+// layout, shape as called, epilogue), in the order of their first call, with the FLOPs and seconds
+// of the calling thread's shares, for make bench's table of the step's products one by one.
+// gemm_ledger_phase tags the calls that follow (0 until it is called); gemm_ledger_clear empties
+// the ledger (the clock's start does not: a benchmark's timed steps add up); gemm_ledger_lines
+// gives its lines and how many, and *unlisted the calls of kinds past its GEMM_LEDGER_LINES lines.
+#define GEMM_LEDGER_LINES 48
+typedef struct {
+    int phase;
+    char layout[3];  // "nn", "nt" or "tn" (gemm_nn, gemm_nt, gemm_tn and the products built on them)
+    int M, N, K;     // C (M,N), depth K
+    void (*epilogue)(const void *ctx, real *c, size_t at, int n);  // its epilogue's fn, or NULL
+    long calls;
+    double flops, seconds;
+} GemmLedgerLine;
+void gemm_ledger_phase(int phase);
+void gemm_ledger_clear(void);
+int gemm_ledger_lines(const GemmLedgerLine **lines, long *unlisted);
+
 // Name of the vector path compiled in (e.g. "avx512f, 16-wide float32 vectors, 12x2-vector
 // tiles", "portable C"), for --version and logs, and its width in float32 lanes (1 without).
 const char *matmul_simd_path(void);

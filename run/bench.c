@@ -13,8 +13,9 @@
 #include "base/common.h"       // now_seconds, thread_max, xmalloc
 #include "base/dist.h"         // the ranks: their sums, barrier and rank
 #include "base/rng.h"          // the batches' random tokens
-#include "kernels/matmul.h"    // gemm_clock_*: the products' own seconds; matmul_simd_path
+#include "kernels/matmul.h"    // gemm_clock_*, gemm_ledger_*: the products' own seconds; matmul_simd_path
 #include "kernels/peak.h"      // the sustained FMA peak behind MFU
+#include "model.h"             // epi_gelu, epi_times, epi_residual: the products' epilogues, by name
 #include "run/flops.h"         // the FLOPs of a step and of its phases
 #include "run/generate.h"      // the sampling speed
 
@@ -77,8 +78,10 @@ static void timed_step(Run *r, const int *x, const int *y, long step, double *ph
     t_attention_clock_on = 1;
     t_attention_seconds = 0;
     double t0 = now_seconds();
+    gemm_ledger_phase(PHASE_MATMUL_FWD);
     run_forward(r, x, y, step);
     double mm_fwd = gemm_clock_seconds(), cpu_fwd = gemm_clock_cpu_seconds();
+    gemm_ledger_phase(PHASE_MATMUL_BWD);
     run_backward(r);
     double t2 = now_seconds(), mm = gemm_clock_seconds();
     mm_cpu[0] += cpu_fwd;
@@ -92,6 +95,30 @@ static void timed_step(Run *r, const int *x, const int *y, long step, double *ph
     phase[PHASE_ATTENTION] += t_attention_seconds;
     phase[PHASE_OTHER] += t2 - t0 - mm - t_attention_seconds;
     phase[PHASE_OPTIMIZER] += t3 - t2;
+}
+
+// What follows a product, by its epilogue (model.c's)
+static const char *epilogue_name(void (*fn)(const void *, real *, size_t, int)) {
+    return !fn ? "" : fn == epi_gelu ? ", then GELU and GELU'" : fn == epi_times ? ", then times GELU'"
+                  : fn == epi_residual ? ", then + the residual" : ", then an epilogue";
+}
+
+// The step's products one by one: each kind's calls, time and rate per timed step, on the thread
+// the clock ran on (its share of each product), to set beside tools/bench_gemm's rates on the same
+// shapes (`--step`, and `--epilogues` for the same work)
+static void print_products(int steps) {
+    const GemmLedgerLine *lines;
+    long unlisted;
+    int n = gemm_ledger_lines(&lines, &unlisted);
+    printf("the step's products one by one (this thread's share; C (M x N) of depth K):\n");
+    for (int i = 0; i < n; i++) {
+        const GemmLedgerLine *l = &lines[i];
+        char what[96];
+        snprintf(what, sizeof what, "%s %4d x %4d, K %4d%s", l->layout, l->M, l->N, l->K, epilogue_name(l->epilogue));
+        printf("  %-10s %-46s %3ld a step %7.3f ms %6.1f GFLOP/s\n", phase_names[l->phase], what,
+               l->calls / steps, 1000.0 * l->seconds / steps, l->seconds > 0 ? l->flops / l->seconds / 1e9 : 0.0);
+    }
+    if (unlisted) printf("  (and %ld calls of further kinds)\n", unlisted / steps);
 }
 
 void run_bench(Run *r, int steps) {
@@ -115,6 +142,7 @@ void run_bench(Run *r, int steps) {
         for (size_t j = 0; j < local; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
         if (i == warmup) {  // account the timed steps only
             r->comm_seconds = 0;
+            gemm_ledger_clear();
             cpu_start = process_cpu_seconds();
         }
         timed_step(r, x, y, i, i < warmup ? warm : phase, i < warmup ? warm_cpu : mm_cpu);
@@ -176,6 +204,7 @@ void run_bench(Run *r, int steps) {
         printf("per thread, CPU time (GFLOP/s): matmul_fwd %.1f matmul_bwd %.1f\n",
                mm_cpu[0] > 0 ? mat * steps / mm_cpu[0] / 1e9 : 0, mm_cpu[1] > 0 ? 2 * mat * steps / mm_cpu[1] / 1e9 : 0);
     }
+    print_products(steps);
     if (dist_size() > 1) {
         // the allreduce inside a step also waits for the slowest rank; time it alone as well
         // (ranks lined up by a barrier, best of 10) for the network figures of DISTRIBUTED.md

@@ -3,6 +3,7 @@
 // Runs ./train and ./sample from the repository root (make test does).
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1275,6 +1276,36 @@ static void test_eta_waits_for_step_times(void) {
     cleanup();
 }
 
+// --bench's table of the step's products one by one adds up to its products' phases: the same
+// clock, each call on one line of its kind, and every phase has its lines.
+static void test_bench_products_add_up_to_their_phases(void) {
+    tmpdir("cli");
+    write_tiny_config("cfg.json", 12);
+    int code = run("./train %s/cfg.json --bench=2", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    const char *names[2] = {"matmul_fwd", "matmul_bwd"};
+    const char *phases = strstr(g_out, "phases (ms/step):"), *table = strstr(g_out, "the step's products one by one");
+    CHECK_MSG(phases && table, "no phases or no products table: %s", g_out);
+    if (!phases || !table) { cleanup(); return; }
+    for (int p = 0; p < 2; p++) {
+        const char *at = strstr(phases, names[p]);
+        double phase_ms = at ? atof(at + strlen(names[p])) : -1, sum = 0;
+        int lines = 0;
+        for (const char *l = strchr(table, '\n'); l && l[1] == ' '; l = strchr(l + 1, '\n')) {
+            char name[16];
+            if (sscanf(l + 1, "%15s", name) != 1 || strcmp(name, names[p])) continue;
+            const char *ms = strstr(l, " a step ");
+            CHECK_MSG(ms != NULL, "a products line without its time: %.120s", l + 1);
+            if (ms) sum += atof(ms + 8);
+            lines++;
+        }
+        // the table prints 3 decimals a line, the phase 2
+        CHECK_MSG(lines > 0 && fabs(sum - phase_ms) <= 0.005 + 0.0005 * lines,
+                  "%s: %d lines adding up to %.3f ms, the phase %.2f ms: %s", names[p], lines, sum, phase_ms, g_out);
+    }
+    cleanup();
+}
+
 // --compare KEY=V1,V2[,V3,V4] trains one variant per value side by side, in out_dir/<value>/:
 // the same initial weights and batches, so the first loss is the same and the lr differs.
 static void test_compare_values(void) {
@@ -1861,6 +1892,7 @@ const TestCase tests_cli[] = {
     {"cli_compare_values", test_compare_values},
     {"cli_extend_keeps_lr_schedule", test_extend_keeps_lr_schedule},
     {"cli_eta_waits_for_step_times", test_eta_waits_for_step_times},
+    {"cli_bench_products_add_up_to_their_phases", test_bench_products_add_up_to_their_phases},
     {"cli_summary_is_json_and_top_level_keys", test_summary_is_json_and_top_level_keys},
     {"cli_compare_scaling_same_start_and_batches", test_compare_scaling_same_start_and_batches},
     {"cli_corpus_is_reproducible", test_corpus_is_reproducible},

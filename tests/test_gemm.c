@@ -128,6 +128,59 @@ static void test_gemm_epilogue_sees_each_finished_element_once(void) {
     }
 }
 
+static void epi_nothing(const void *ctx, real *c, size_t at, int n) { (void)ctx; (void)c; (void)at; (void)n; }
+
+// The clock's ledger (make bench's table of the step's products): one line per phase, layout, shape
+// and epilogue, in the order of the first call, each with its calls and its FLOPs (the calling
+// thread's shares: all of each product here); products outside the clock are not on it, and the
+// clock's restart does not empty it.
+static void test_gemm_ledger_lists_each_kind_of_product_once(void) {
+    enum { M = 40, N = 24, K = 30 };
+    Rng rng;
+    rng_seed(&rng, 5);
+    real *A = random_array((size_t)M * K, &rng), *B = random_array((size_t)K * N, &rng), *C = malloc(sizeof(real) * M * N);
+    real *D = random_array((size_t)K * N, &rng);
+    GemmEpilogue e = {epi_nothing, NULL, NULL};
+    gemm_ledger_clear();
+    gemm_nn_part(0, 1, C, A, B, M, N, K, MM_SET);  // before the clock: not on the ledger
+    gemm_clock_start();
+    gemm_ledger_phase(0);
+    gemm_nn_part(0, 1, C, A, B, M, N, K, MM_SET);
+    gemm_nn_epi_part(0, 1, C, A, B, M, N, K, MM_SET, &e);
+    gemm_clock_start();  // the next step
+    gemm_nn_part(0, 1, C, A, B, M, N, K, MM_ADD);
+    gemm_ledger_phase(1);
+    gemm_nn_part(0, 1, C, A, B, M, N, K, MM_SET);
+    gemm_nt_part(0, 1, C, A, D, M, N, K, MM_SET);  // D stored (N,K)
+    gemm_tn_part(0, 1, D, A, C, K, N, M, MM_SET);  // D (K,N) = A^T C, A stored (M,K)
+    gemm_nn_part(0, 1, C, A, B, 0, N, K, MM_SET);  // an empty product: no FLOPs
+    gemm_clock_stop();
+    gemm_nn_part(0, 1, C, A, B, M, N, K, MM_SET);  // after the clock: not on it
+    const GemmLedgerLine *l;
+    long unlisted;
+    int n = gemm_ledger_lines(&l, &unlisted);
+    const struct { int phase; const char *layout; int M, N, K; int epi; long calls; } want[] = {
+        {0, "nn", M, N, K, 0, 2}, {0, "nn", M, N, K, 1, 1}, {1, "nn", M, N, K, 0, 1},
+        {1, "nt", M, N, K, 0, 1}, {1, "tn", K, N, M, 0, 1}, {1, "nn", 0, N, K, 0, 1}};
+    int nw = (int)(sizeof want / sizeof want[0]);
+    CHECK_MSG(n == nw && unlisted == 0, "the ledger has %d lines (%ld calls unlisted), expected %d", n, unlisted, nw);
+    for (int i = 0; i < n && i < nw; i++) {
+        int M_ = want[i].M, N_ = want[i].N, K_ = want[i].K;
+        CHECK_MSG(l[i].phase == want[i].phase && !strcmp(l[i].layout, want[i].layout) && l[i].M == M_ && l[i].N == N_ &&
+                  l[i].K == K_ && (l[i].epilogue == epi_nothing) == want[i].epi && l[i].calls == want[i].calls,
+                  "ledger line %d: phase %d %s %d x %d x %d, epilogue %s, %ld calls; expected phase %d %s %d x %d x %d, %ld calls",
+                  i, l[i].phase, l[i].layout, l[i].M, l[i].N, l[i].K, l[i].epilogue ? "yes" : "no", l[i].calls,
+                  want[i].phase, want[i].layout, M_, N_, K_, want[i].calls);
+        double flops = 2.0 * M_ * N_ * K_ * (double)want[i].calls;
+        CHECK_MSG(l[i].flops == flops, "ledger line %d: %.0f FLOPs, expected %.0f", i, l[i].flops, flops);
+        CHECK_MSG(l[i].seconds >= 0, "ledger line %d: %g seconds", i, l[i].seconds);
+    }
+    gemm_ledger_clear();
+    n = gemm_ledger_lines(&l, &unlisted);
+    CHECK_MSG(n == 0, "the cleared ledger has %d lines", n);
+    free(A); free(B); free(C); free(D);
+}
+
 // The build says which vector width it compiled, and it is the one kernels/vec.h chose for this target.
 static void test_gemm_reports_its_vector_width(void) {
     int lanes = matmul_vector_lanes();
@@ -212,6 +265,7 @@ const TestCase tests_gemm[] = {
     {"gemm_is_one_fma_chain_per_element", test_gemm_is_one_fma_chain_per_element},
     {"gemm_reports_its_vector_width", test_gemm_reports_its_vector_width},
     {"gemm_epilogue_sees_each_finished_element_once", test_gemm_epilogue_sees_each_finished_element_once},
+    {"gemm_ledger_lists_each_kind_of_product_once", test_gemm_ledger_lists_each_kind_of_product_once},
     {"fma_peak_mfu_is_never_above_one", test_fma_peak_mfu_is_never_above_one},
     {"fma_peak_probes_the_widest_fma", test_fma_peak_probes_the_widest_fma},
     {"fma_peak_counts_windows_with_every_thread_busy", test_fma_peak_counts_windows_with_every_thread_busy},
