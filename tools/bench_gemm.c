@@ -2,13 +2,13 @@
 // For each linear layer of W1 or W2 (qkv, attention projection, MLP up, MLP down) it times the
 // forward product (gemm_nn), dinp (gemm_nt) and dweight (gemm_tn) on one worker's rows (W1: 384,
 // W2: 1024, half a batch), best of REPS calls, and prints GFLOP/s per layout and overall, the
-// best call's and the mean over the calls. `--rows N` times N rows instead: a one-thread step
-// runs the whole batch, B*T rows (W1: 768, W2: 2048), on its one worker. `--step` times the
-// step's own list of weight products: q, k and v as three C x C products (as qkv_forward computes
-// them) instead of one C x 3C. `--epilogues` runs each product with the epilogue the step fuses
-// into it (model.h): the residual added after the attention and MLP projections, GELU and GELU'
-// after W_fc, GELU' multiplied into the MLP projection's dinp; their arithmetic is then in the
-// times, as it is in the step's phases. `--cold` writes over 64 MB between calls, so every call
+// best call's and the mean over the calls (each shape's under its best). `--rows N` times N rows
+// instead: a one-thread step runs the whole batch, B*T rows (W1: 768, W2: 2048), on its one
+// worker. `--step` times the step's own list of weight products: q, k and v as three C x C
+// products (as qkv_forward computes them) instead of one C x 3C. `--epilogues` runs each product
+// with the epilogue the step fuses into it (model.h): the residual added after the attention and
+// MLP projections, GELU and GELU' after W_fc, GELU' multiplied into the MLP projection's dinp;
+// their arithmetic is then in the times, as it is in the step's phases. `--cold` writes over 64 MB between calls, so every call
 // finds its operands in memory instead of in the caches.
 //   make tools/bench_gemm && OMP_NUM_THREADS=1 ./tools/bench_gemm W2 10 [cpu] [--rows N] [--step] [--epilogues] [--cold]
 // With `cpu` each call is timed on the thread's own CPU clock instead of the wall clock: on a
@@ -83,6 +83,7 @@ int main(int argc, char **argv) {
         const GemmEpilogue *dinp_epi = epilogues && layers[l].dinp_epi != NONE ? &dinp : NULL;
         double f = 2.0 * M * in * out;
         printf("%4d x %4d:", in, out);
+        double shape_mean[3];
         for (int op = 0; op < 3; op++) {
             double best = 1e30, sum = 0;
             // one untimed call first: the program's first product allocates the thread's packing
@@ -101,9 +102,11 @@ int main(int argc, char **argv) {
             }
             seconds[op] += best;
             mean_seconds[op] += sum / reps;
+            shape_mean[op] = f / (sum / reps) / 1e9;
             printf("  %s %6.1f GFLOP/s", names[op], f / best / 1e9);
         }
-        printf("\n");
+        // the mean of the calls under each best (make bench's table of the step's products is a mean)
+        printf("\n %11s %21.1f %26.1f %29.1f  (mean of the calls)\n", "", shape_mean[0], shape_mean[1], shape_mean[2]);
         flops += f;
         free(x); free(w); free(y); free(dx); free(dw); free(fwd_operand); free(dinp_operand);
     }
