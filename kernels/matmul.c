@@ -185,7 +185,7 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
 // accumulators live in registers from the first FMA to the store.
 static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a_cs, const real *restrict b,
                                         real *restrict acc, real *restrict c, long ldc, int add,
-                                        const real *operand) {
+                                        const real *operand, const real *next_a) {
     vreal t[MR][NV];
     UNROLL
     for (int i = 0; i < MR; i++)
@@ -211,10 +211,21 @@ static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a
         }
     }
 #define GEMM_A(i) a[(i) * a_rs]
+    // next_a: the MR rows of a row-major A that the next tile reads (or NULL). One of their lines
+    // is asked for at each depth step, row by row, so they arrive while this tile's FMAs run
+    // instead of at the next tile's first loads.
+    int pf_row = 0, pf_col = 0;
     for (int k = 0; k < kc; k++) {
         REGTILE_STEP(t, MR, NV, GEMM_A, b);  // kernels/regtile.h: t[i][j] += a[i] * b[j]
         a += a_cs;
         b += NR;
+        if (next_a && pf_col < kc) {
+            __builtin_prefetch(next_a + (long)pf_row * a_rs + pf_col);
+            if (++pf_row == MR) {
+                pf_row = 0;
+                pf_col += 64 / (int)sizeof(real);
+            }
+        }
     }
 #undef GEMM_A
     UNROLL
@@ -230,7 +241,7 @@ static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a
 // A packed sliver: MR values per depth, contiguous
 static void micro_kernel(int kc, const real *restrict a, const real *restrict b, real *restrict acc,
                          real *restrict c, long ldc, int add, const real *operand) {
-    micro_kernel_strided(kc, a, 1, MR, b, acc, c, ldc, add, operand);
+    micro_kernel_strided(kc, a, 1, MR, b, acc, c, ldc, add, operand, NULL);
 }
 #else
 // The portable tile: acc (MR,NR) = sum over k of a[k] (MR) outer b[k] (NR) from a packed sliver;
@@ -348,10 +359,13 @@ static void gemm_block(CBlock blk, int K, Strided a_op, Strided b_op, real *C, l
                         const real *operand = epi && last && epi->operand && c_tile
                                                   ? epi->operand + (long)row0 * ldc + col0 : NULL;
 #if VEC_BYTES
-                        if (direct_a && mv == MR)  // a full tile writes C itself
+                        if (direct_a && mv == MR) {  // a full tile writes C itself
+                            // the next tile: the next MR rows, with the same sliver of B
+                            const real *next_a = si + 1 < m_slivers && row0 + 2 * MR <= i_hi
+                                                     ? A + (long)(row0 + MR) * a_rs + (long)p0 * a_cs : NULL;
                             micro_kernel_strided(kc, A + (long)row0 * a_rs + (long)p0 * a_cs, a_rs, a_cs,
-                                                 pb, acc, c_tile, ldc, add, operand);
-                        else
+                                                 pb, acc, c_tile, ldc, add, operand, next_a);
+                        } else
 #endif
                             micro_kernel(kc, pa, pb, acc, c_tile, ldc, add, operand);
                         if (!c_tile)
