@@ -173,6 +173,28 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
     }
 }
 
+// Pack depth [p0, p0+kc) x columns [j0, j0+nc) of B: the slivers of pack_b_sliver side by side,
+// kc * NR values apart. With B's rows contiguous, the whole slivers are filled a row of B at a
+// time, so B is read along its rows (one stream the hardware prefetches) rather than down a
+// column strip of two lines a row, sliver after sliver.
+static void pack_b_panel(real *restrict dst, const real *B, long b_rs, long b_cs, int N, int j0, int nc, int p0,
+                         int kc) {
+    int n_slivers = (nc + NR - 1) / NR, first = 0;
+#if VEC_BYTES
+    if (b_cs == 1) {
+        int whole = (N - j0) / NR < n_slivers ? (N - j0) / NR : n_slivers;
+        for (int k = 0; k < kc; k++) {
+            const real *src = B + (long)(p0 + k) * b_rs + j0;
+            for (int s = 0; s < whole; s++)
+                UNROLL
+                for (int v = 0; v < NR; v += VL) vstore(dst + ((long)s * kc + k) * NR + v, vload(src + s * NR + v));
+        }
+        first = whole;
+    }
+#endif
+    for (int s = first; s < n_slivers; s++) pack_b_sliver(dst + (long)s * kc * NR, B, b_rs, b_cs, N, j0 + s * NR, p0, kc);
+}
+
 #if VEC_BYTES
 // acc (MR,NR) = sum over k of a(:,k) (MR) outer b[k] (NR), with row i of A at depth k at
 // a[i * a_rs + k * a_cs]. With c non-NULL (a full tile), the sums go straight to C instead:
@@ -341,8 +363,7 @@ static void gemm_block(CBlock blk, int K, Strided a_op, Strided b_op, real *C, l
             int kc = K - p0 < KC ? K - p0 : KC;
             int add = accumulate || p0 > 0;  // later depth blocks add onto the partial sums
             int last = p0 + kc >= K;         // the sums are complete after this block
-            for (int s = 0; s < n_slivers; s++)
-                pack_b_sliver(buf->b + (long)s * kc * NR, B, b_rs, b_cs, j_hi, j0 + s * NR, p0, kc);
+            pack_b_panel(buf->b, B, b_rs, b_cs, j_hi, j0, nc, p0, kc);
             for (int i0 = i_lo; i0 < i_hi; i0 += MC) {
                 int mc = i_hi - i0 < MC ? i_hi - i0 : MC;
                 int m_slivers = (mc + MR - 1) / MR;
