@@ -220,16 +220,16 @@ static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a
         UNROLL
         for (int i = 0; i < MR; i++) {
             UNROLL
-            for (int j = 0; j < NR; j += 64 / (int)sizeof(real)) __builtin_prefetch(c + (long)i * ldc + j);
-            __builtin_prefetch(c + (long)i * ldc + NR - 1);  // a row may span one more line
+            for (int j = 0; j < NR; j += 64 / (int)sizeof(real)) __builtin_prefetch(c + (long)i * ldc + j, 0, 2);
+            __builtin_prefetch(c + (long)i * ldc + NR - 1, 0, 2);  // a row may span one more line
         }
     }
     if (operand) {  // the epilogue's operand at the tile's offsets (GemmEpilogue)
         UNROLL
         for (int i = 0; i < MR; i++) {
             UNROLL
-            for (int j = 0; j < NR; j += 64 / (int)sizeof(real)) __builtin_prefetch(operand + (long)i * ldc + j);
-            __builtin_prefetch(operand + (long)i * ldc + NR - 1);
+            for (int j = 0; j < NR; j += 64 / (int)sizeof(real)) __builtin_prefetch(operand + (long)i * ldc + j, 0, 2);
+            __builtin_prefetch(operand + (long)i * ldc + NR - 1, 0, 2);
         }
     }
 #define GEMM_A(i) a[(i) * a_rs]
