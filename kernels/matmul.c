@@ -216,6 +216,8 @@ static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a
     // The tile of C is read (or written) only after the k loop, and in a W2 step it is usually
     // in L3 or memory by then (an activation of several MB): ask for its lines now, so the
     // misses overlap the FMAs instead of stalling the end of the tile (BLIS does the same).
+    // They are asked for into L2 (locality 2: prefetcht1): 48 lines bound for L1 at once
+    // would hold the fill slots the tile's own loads of A and B need.
     if (c) {
         UNROLL
         for (int i = 0; i < MR; i++) {
