@@ -131,17 +131,7 @@ static void pack_a_sliver(real *restrict dst, const real *A, long a_rs, long a_c
 static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_cs,
                           int N, int j0, int p0, int kc) {
     int nv = N - j0 < NR ? N - j0 : NR;
-    if (b_cs == 1) {  // rows of B are contiguous: copy NR-wide runs
-#if VEC_BYTES
-        if (nv == NR) {  // NV vector moves per k (a library memcpy call per row costs more)
-            for (int k = 0; k < kc; k++) {
-                const real *src = B + (long)(p0 + k) * b_rs + j0;
-                UNROLL
-                for (int v = 0; v < NR; v += VL) vstore(dst + k * NR + v, vload(src + v));
-            }
-            return;
-        }
-#endif
+    if (b_cs == 1) {  // rows of B are contiguous: copy NR-wide runs (whole ones: pack_b_panel)
         for (int k = 0; k < kc; k++) {
             const real *src = B + (long)(p0 + k) * b_rs + j0;
             real *d = dst + k * NR;
@@ -196,6 +186,16 @@ static void pack_b_panel(real *restrict dst, const real *B, long b_rs, long b_cs
 }
 
 #if VEC_BYTES
+// Ask for the lines of an MR x NR tile whose rows lie ld apart, into L2 (locality 2: prefetcht1)
+static inline void prefetch_tile_to_l2(const real *p, long ld) {
+    UNROLL
+    for (int i = 0; i < MR; i++) {
+        UNROLL
+        for (int j = 0; j < NR; j += 64 / (int)sizeof(real)) __builtin_prefetch(p + (long)i * ld + j, 0, 2);
+        __builtin_prefetch(p + (long)i * ld + NR - 1, 0, 2);  // a row may span one more line
+    }
+}
+
 // acc (MR,NR) = sum over k of a(:,k) (MR) outer b[k] (NR), with row i of A at depth k at
 // a[i * a_rs + k * a_cs]. With c non-NULL (a full tile), the sums go straight to C instead:
 // c = acc, or c += acc when add is set; the same roundings as the caller's edge-tile path (acc
@@ -216,24 +216,10 @@ static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a
     // The tile of C is read (or written) only after the k loop, and in a W2 step it is usually
     // in L3 or memory by then (an activation of several MB): ask for its lines now, so the
     // misses overlap the FMAs instead of stalling the end of the tile (BLIS does the same).
-    // They are asked for into L2 (locality 2: prefetcht1): 48 lines bound for L1 at once
+    // They are asked for into L2, not L1: 48 lines bound for L1 at once
     // would hold the fill slots the tile's own loads of A and B need.
-    if (c) {
-        UNROLL
-        for (int i = 0; i < MR; i++) {
-            UNROLL
-            for (int j = 0; j < NR; j += 64 / (int)sizeof(real)) __builtin_prefetch(c + (long)i * ldc + j, 0, 2);
-            __builtin_prefetch(c + (long)i * ldc + NR - 1, 0, 2);  // a row may span one more line
-        }
-    }
-    if (operand) {  // the epilogue's operand at the tile's offsets (GemmEpilogue)
-        UNROLL
-        for (int i = 0; i < MR; i++) {
-            UNROLL
-            for (int j = 0; j < NR; j += 64 / (int)sizeof(real)) __builtin_prefetch(operand + (long)i * ldc + j, 0, 2);
-            __builtin_prefetch(operand + (long)i * ldc + NR - 1, 0, 2);
-        }
-    }
+    if (c) prefetch_tile_to_l2(c, ldc);
+    if (operand) prefetch_tile_to_l2(operand, ldc);  // the epilogue's operand at the tile's offsets (GemmEpilogue)
 #define GEMM_A(i) a[(i) * a_rs]
     // next_a: the MR rows of a row-major A that the next tile reads (or NULL). One of their lines
     // is asked for at each depth step, row by row, so they arrive while this tile's FMAs run
