@@ -120,6 +120,20 @@ def run_checks(d):
     one_line_error("converter_fifo_output", convert(j("ckpt.pt"), j("meta.pkl"), j("fifo"), timeout=20), "fifo", "FIFO")
     one_line_error("converter_wrong_arguments", convert(j("ckpt.pt")), "usage", code=2)
 
+    # a list that holds one list twice, 40 levels deep: 2^40 paths through a pickle of a few
+    # hundred bytes; the walk counts what it visits and ends at once
+    shared = []
+    for _ in range(40):
+        shared = [shared, shared]
+    open(j("shared.pkl"), "wb").write(pickle.dumps({"itos": shared}))
+    one_line_error("converter_shared_pickle", convert(j("ckpt.pt"), j("shared.pkl"), j("out.safetensors"), timeout=20),
+                   "shared.pkl", "itos")
+    cyclic = []
+    cyclic.append(cyclic)
+    open(j("cyclic.pkl"), "wb").write(pickle.dumps({"itos": cyclic}))
+    one_line_error("converter_cyclic_pickle", convert(j("ckpt.pt"), j("cyclic.pkl"), j("out.safetensors"), timeout=20),
+                   "cyclic.pkl")
+
     try:
         import torch
     except ImportError:

@@ -83,15 +83,34 @@ class MetaUnpickler(pickle.Unpickler):
                       "(nothing of it was run)" % (module, name))
 
 
-def plain(x, depth=0):
-    """Whether x is made of dict, list, str and int only (bool is an int's subclass: refused)."""
-    if depth > 50:
-        return False
-    if isinstance(x, dict):
-        return all(plain(k, depth + 1) and plain(v, depth + 1) for k, v in x.items())
-    if isinstance(x, list):
-        return all(plain(v, depth + 1) for v in x)
-    return type(x) in (str, int)
+META_MAX_VALUES = 1000000  # a character data set's meta.pkl holds a few values per character
+
+
+def plain(x):
+    """Whether x is made of dict, list, str and int only (bool is an int's subclass: refused).
+    The walk is bounded by what it visits, not by depth alone: each container is entered once
+    (a pickle can share one list many times, or hold itself), at most 50 deep, and at most
+    META_MAX_VALUES values in all."""
+    seen = set()
+    stack = [(x, 0)]
+    visited = 0
+    while stack:
+        v, depth = stack.pop()
+        visited += 1
+        if visited > META_MAX_VALUES or depth > 50:
+            return False
+        if isinstance(v, (dict, list)):
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            items = v.items() if isinstance(v, dict) else ((None, e) for e in v)
+            for k, e in items:
+                if isinstance(v, dict):
+                    stack.append((k, depth + 1))
+                stack.append((e, depth + 1))
+        elif type(v) not in (str, int):
+            return False
+    return True
 
 
 def read_meta(path):
