@@ -297,14 +297,15 @@ test-arm64:
 	wait $$f64; f64=$$?; echo "the float64 suite under qemu-aarch64:"; cat build/arm64-tests64.log; \
 	[ $$f32 = 0 ] && [ $$f64 = 0 ]
 
-# libFuzzer harnesses (clang) for the config parser, the checkpoint loader, the UTF-8 text loader
-# and the safetensors reader. Run one: ./tests/fuzz/fuzz_config -max_total_time=600 FUZZ_WORK_DIR tests/fuzz/corpus/config
+# libFuzzer harnesses (clang) for the config parser, the checkpoint loader, the UTF-8 text loader,
+# the safetensors reader and a sweep's sweep.json. Run one: ./tests/fuzz/fuzz_config -max_total_time=600 FUZZ_WORK_DIR tests/fuzz/corpus/config
 # Inputs that ever crashed go to tests/fuzz/regressions/<target>/, which `make test` replays.
 FUZZ_CC ?= clang
-FUZZ_TARGETS := tests/fuzz/fuzz_config tests/fuzz/fuzz_checkpoint tests/fuzz/fuzz_utf8 tests/fuzz/fuzz_safetensors
+FUZZ_TARGETS := tests/fuzz/fuzz_config tests/fuzz/fuzz_checkpoint tests/fuzz/fuzz_utf8 tests/fuzz/fuzz_safetensors \
+    tests/fuzz/fuzz_sweep_state
 fuzz: deps $(FUZZ_TARGETS)
-tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/harnesses.h $(CORE) $(CORE_H)
-	$(FUZZ_CC) -std=c11 -I. -g -O1 -fsanitize=fuzzer,address,undefined $(CJSON_CFLAGS) -I. $< $(FUZZ_SRC) $(CORE) -o $@ $(CJSON_LIBS) -lm
+tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/harnesses.h $(CORE) run/sweep_grid.c $(CORE_H)
+	$(FUZZ_CC) -std=c11 -I. -g -O1 -fsanitize=fuzzer,address,undefined $(CJSON_CFLAGS) -I. $< $(FUZZ_SRC) $(CORE) run/sweep_grid.c -o $@ $(CJSON_LIBS) -lm
 
 # Every figure the docs mark (<!--fig ...-->, <!--output ...-->) regenerated and checked against
 # what the doc states: tools/docs-check.sh, with the runs of docs/experiments.txt.

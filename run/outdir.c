@@ -202,14 +202,18 @@ void truncate_csv(const char *path, long max_step, const char *header) {
     FILE *in = fopen_regular(path, &size, &why);
     if (!in) die(EXIT_RUNTIME, "cannot read '%s': %s", path, why);
     FILE *out = out_begin_or_die(path, 0);
-    char line[8192];
+    // lines of any length, each whole (getline): a long row is one row, kept or dropped as one
+    char *line = NULL;
+    size_t cap = 0;
     int first = 1;
-    while (fgets(line, sizeof line, in)) {
+    ssize_t len;
+    while ((len = getline(&line, &cap, in)) > 0) {
         size_t n = strcspn(line, "\r\n");
         if (first && n > 0 && n < strlen(header) && strncmp(line, header, n) == 0 && header[n] == ',') fputs(header, out);
-        else if (first || strtol(line, NULL, 10) <= max_step) fputs(line, out);
+        else if (first || strtol(line, NULL, 10) <= max_step) fwrite(line, 1, (size_t)len, out);
         first = 0;
     }
+    free(line);
     fclose(in);
     out_end_or_die(out);
 }

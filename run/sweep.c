@@ -19,13 +19,18 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 #include <fcntl.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "base/common.h"
 #include "base/config.h"
 #include "report/writer.h"
 #include "run/args.h"
+#include "run/checkpoint.h"
 #include "run/outdir.h"
 
 #define SWEEP_VARIANTS 8
@@ -34,14 +39,11 @@
 // the sweep's state
 
 typedef struct {
-    char name[64];       // the variant's name ("sqrt"; "base" without a comparison)
-    char override[320];  // its override ("model.attn_scale=sqrt"; "" without a comparison)
-} SweepVariant;
-
-typedef struct {
     int variant, point;
     double lr;
     char dir[1300];
+    char *config_json;    // the run's resolved config (config_to_json), what its files must hold
+    long max_steps;
     // results
     int done, diverged;
     long diverged_step;
@@ -57,7 +59,7 @@ typedef struct {
     char cwd[PATH_MAX];
     SweepGrid grid;
     char compare_key[64];
-    SweepVariant v[SWEEP_VARIANTS];
+    SweepVariant v[SWEEP_MAX_VARIANTS];
     int nv;
     double min_lr_ratio;         // each run's min_lr = lr * the config's min_lr / lr
     char **base_args;            // the runs' common command line (config and overrides)
@@ -75,27 +77,84 @@ int sweep_dir_is_sweep(const char *path) {
     return stat(p, &st) == 0;
 }
 
-static int file_exists(const char *dir, const char *name) {
+// A file of the sweep's read back whole: a regular file only (a FIFO would block, /dev/zero never
+// ends) of at most max bytes. NULL with *why set when it cannot be: errno's text, what the file
+// is instead, or "is larger than ..." (why is a buffer of whylen bytes).
+static char *read_bounded(const char *path, size_t max, size_t *len, char *why, size_t whylen) {
+    uint64_t size;
+    const char *reason;
+    FILE *f = fopen_regular(path, &size, &reason);
+    if (!f) { snprintf(why, whylen, "%s", reason); return NULL; }
+    char *buf = size <= max ? malloc((size_t)size + 2) : NULL;
+    size_t n = buf ? fread(buf, 1, (size_t)size + 1, f) : 0;  // one byte more: a file that grew
+    fclose(f);
+    if (!buf || n > max) {
+        free(buf);
+        snprintf(why, whylen, "is larger than %zu bytes, more than a sweep writes there", max);
+        return NULL;
+    }
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+// Whether dir/name exists (lstat: a dangling symbolic link counts).
+static int path_exists(const char *dir, const char *name) {
     char p[1600];
     struct stat st;
     snprintf(p, sizeof p, "%s/%s", dir, name);
-    return stat(p, &st) == 0;
+    return lstat(p, &st) == 0;
 }
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = xmalloc(cap, "a file");
-    for (;;) {
-        if (n + 1 >= cap) { cap *= 2; char *nb = realloc(buf, cap); if (!nb) { free(buf); fclose(f); return NULL; } buf = nb; }
-        size_t k = fread(buf + n, 1, cap - n - 1, f);
-        if (k == 0) break;
-        n += k;
+// The shortest of %.15g .. %.17g that reads back as x (0.3, not 0.29999999999999999).
+static void fmt_exact(char *buf, size_t n, const char *prefix, double x) {
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, n, "%s%.*g", prefix, digits, x);
+        if (strtod(buf + strlen(prefix), NULL) == x) return;
     }
-    fclose(f);
-    buf[n] = 0;
-    return buf;
+}
+
+// The arguments of run r's ./train after the sweep's common ones (run_child starts it with them).
+static int run_own_args(const Sweep *s, const SweepRun *r, char lr[64], char min_lr[64], char out_dir[1400], char ov[340],
+                        const char **argv) {
+    int n = 0;
+    fmt_exact(lr, 64, "--train.lr=", r->lr);
+    fmt_exact(min_lr, 64, "--train.min_lr=", r->lr * s->min_lr_ratio);
+    snprintf(out_dir, 1400, "--train.out_dir=%s", r->dir);
+    argv[n++] = lr;
+    argv[n++] = min_lr;
+    argv[n++] = out_dir;
+    if (s->v[r->variant].override[0]) {
+        snprintf(ov, 340, "--%s", s->v[r->variant].override);
+        argv[n++] = ov;
+    }
+    // the run's directory is the sweep's own: a run started again replaces what it left
+    argv[n++] = "--train.overwrite=true";
+    return n;
+}
+
+// Run r's resolved config, as its ./train resolves it from the sweep's arguments and its own:
+// what its summary.json and checkpoint must hold (run/sweep.h: sweep_state_parse has checked
+// that the arguments are a config file and overrides).
+static void run_config(const Sweep *s, SweepRun *r) {
+    char err[1024], lr[64], min_lr[64], out_dir[1400], ov[340];
+    const char *own[8];
+    Config cfg;
+    config_defaults(&cfg);
+    const char *file = "configs/default.json";
+    for (int i = 0; i < s->n_base; i++)
+        if (s->base_args[i][0] != '-') file = s->base_args[i];
+    int ok = config_load_file(&cfg, file, err, sizeof err);
+    for (int i = 0; ok && i < s->n_base; i++)
+        if (s->base_args[i][0] == '-') ok = config_apply_override(&cfg, s->base_args[i] + 2, err, sizeof err);
+    int n = ok ? run_own_args(s, r, lr, min_lr, out_dir, ov, own) : 0;
+    for (int i = 0; ok && i < n; i++) ok = config_apply_override(&cfg, own[i] + 2, err, sizeof err);
+    if (!ok || !config_finalize(&cfg, err, sizeof err))
+        die(EXIT_USAGE, "the sweep's run in '%s' (%s, lr %g): %s", r->dir, s->v[r->variant].name, r->lr, err);
+    if (cfg.lr_decay_steps == 0) cfg.lr_decay_steps = cfg.max_steps;  // as ./train fixes it when a run starts
+    free(r->config_json);
+    r->config_json = config_to_json(&cfg);
+    r->max_steps = cfg.max_steps;
 }
 
 static void set_runs(Sweep *s) {
@@ -114,6 +173,7 @@ static void set_runs(Sweep *s) {
             if (w < 0 || (size_t)w >= sizeof dir) die(EXIT_USAGE, "the sweep's directory '%s' is too long", s->dir);
             memcpy(r->dir, dir, sizeof dir);
             r->loss0 = r->train_loss = r->val_loss = r->max_logit = r->min_entropy = NAN;
+            run_config(s, r);
         }
 }
 
@@ -147,47 +207,24 @@ static void write_state(const Sweep *s) {
 }
 
 static void read_state(Sweep *s, const char *dir) {
-    char path[PATH_MAX + 16];
+    char path[PATH_MAX + 16], why[160], err[1024];
     snprintf(path, sizeof path, "%s/sweep.json", dir);
-    char *text = read_text(path);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    size_t len = 0;
+    char *text = read_bounded(path, SWEEP_STATE_MAX_BYTES, &len, why, sizeof why);
+    if (!text) die(EXIT_USAGE, "cannot read the sweep's state '%s': %s", path, why);
+    SweepState st;
+    int ok = sweep_state_parse(text, len, path, &st, err, sizeof err);
     free(text);
-    const cJSON *cwd = cJSON_GetObjectItem(root, "cwd"), *lo = cJSON_GetObjectItem(root, "lo"),
-                *hi = cJSON_GetObjectItem(root, "hi"), *n = cJSON_GetObjectItem(root, "n"),
-                *ratio = cJSON_GetObjectItem(root, "min_lr_ratio"), *vs = cJSON_GetObjectItem(root, "variants"),
-                *args = cJSON_GetObjectItem(root, "args"), *ck = cJSON_GetObjectItem(root, "compare_key"),
-                *cmd = cJSON_GetObjectItem(root, "command");
-    if (!cJSON_IsString(cwd) || !cJSON_IsNumber(lo) || !cJSON_IsNumber(hi) || !cJSON_IsNumber(n) || !cJSON_IsNumber(ratio)
-        || !cJSON_IsArray(vs) || !cJSON_IsArray(args) || !cJSON_IsString(ck) || !cJSON_IsString(cmd))
-        die(EXIT_RUNTIME, "'%s' is not a sweep's state (expected the sweep.json ./train --sweep writes)", path);
-    snprintf(s->cwd, sizeof s->cwd, "%s", cwd->valuestring);
-    snprintf(s->grid.key, sizeof s->grid.key, "train.lr");
-    s->grid.lo = lo->valuedouble;
-    s->grid.hi = hi->valuedouble;
-    s->grid.n = n->valueint;
-    s->min_lr_ratio = ratio->valuedouble;
-    snprintf(s->compare_key, sizeof s->compare_key, "%s", ck->valuestring);
-    snprintf(s->command, sizeof s->command, "%s", cmd->valuestring);
-    s->nv = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, vs) {
-        const cJSON *nm = cJSON_GetObjectItem(it, "name"), *ov = cJSON_GetObjectItem(it, "override");
-        if (s->nv == SWEEP_VARIANTS || !cJSON_IsString(nm) || !cJSON_IsString(ov))
-            die(EXIT_RUNTIME, "'%s': a variant is not a name and an override", path);
-        snprintf(s->v[s->nv].name, sizeof s->v[0].name, "%s", nm->valuestring);
-        snprintf(s->v[s->nv].override, sizeof s->v[0].override, "%s", ov->valuestring);
-        s->nv++;
-    }
-    if (s->grid.n < 2 || s->nv < 1 || s->grid.n * s->nv > SWEEP_MAX_RUNS || !(s->grid.lo > 0 && s->grid.lo < s->grid.hi))
-        die(EXIT_RUNTIME, "'%s': the grid (%d points, %d variants) is not one ./train --sweep runs", path, s->grid.n, s->nv);
-    s->n_base = cJSON_GetArraySize(args);
-    s->base_args = xcalloc((size_t)s->n_base + 1, sizeof(char *), "the sweep's arguments");
-    int k = 0;
-    cJSON_ArrayForEach(it, args) {
-        if (!cJSON_IsString(it)) die(EXIT_RUNTIME, "'%s': an argument is not a string", path);
-        s->base_args[k++] = xstrdup(it->valuestring, "an argument");
-    }
-    cJSON_Delete(root);
+    if (!ok) die(EXIT_USAGE, "%s", err);
+    snprintf(s->cwd, sizeof s->cwd, "%s", st.cwd);
+    s->grid = st.grid;
+    s->min_lr_ratio = st.min_lr_ratio;
+    snprintf(s->compare_key, sizeof s->compare_key, "%s", st.compare_key);
+    snprintf(s->command, sizeof s->command, "%s", st.command);
+    s->nv = st.nv;
+    memcpy(s->v, st.v, sizeof st.v);
+    s->base_args = st.args;  // the sweep's now (freed by sweep_main)
+    s->n_base = st.n_args;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -219,17 +256,47 @@ static double csv_field(const char *line, int col) {
     return strtod(p, NULL);
 }
 
+// A log of the run's read back: NULL when it was never written; a file by that name that is not
+// a regular file is refused (exit 2).
+static FILE *open_run_file(const char *path) {
+    uint64_t size;
+    const char *why;
+    struct stat st;
+    if (lstat(path, &st) != 0) return NULL;
+    FILE *f = fopen_regular(path, &size, &why);
+    if (!f) die(EXIT_USAGE, "cannot read the sweep's file '%s': %s", path, why);
+    return f;
+}
+
+// A log's step field (its first): an integer from 0 to the run's max_steps, else the log is
+// damaged (exit 2, naming the file and line).
+static long csv_step(const char *line, const char *path, long lineno, long max_steps) {
+    char *end;
+    errno = 0;
+    long step = strtol(line, &end, 10);
+    if (end == line || *end != ',' || errno == ERANGE || step < 0 || step > max_steps)
+        die(EXIT_USAGE, "'%s' line %ld: the step '%.20s' is not an integer from 0 to %ld, as the run writes it: a damaged"
+            " log (remove the run's directory to train the run again)", path, lineno, line, max_steps);
+    return step;
+}
+
 // The max attention logit of attention.csv: its column score_absmax, the largest |S| of the
 // scaled scores before the softmax over the probe rows, per head (docs/scaling.md's measure; the
 // signed max_logit beside it is smaller whenever the most negative score is the larger in size).
+// Lines of any length are read whole (getline).
 static void read_run_logs(SweepRun *r) {
-    char path[1400], line[4096];
+    char path[1400];
+    char *line = NULL;
+    size_t cap_line = 0;
     snprintf(path, sizeof path, "%s/metrics.csv", r->dir);
-    FILE *f = fopen(path, "r");
+    FILE *f = open_run_file(path);
     if (f) {
-        if (fgets(line, sizeof line, f)) {
+        if (getline(&line, &cap_line, f) > 0) {
             int lc = csv_col(line, "loss");
-            if (fgets(line, sizeof line, f)) r->loss0 = csv_field(line, lc);  // step 1: the loss before any update
+            if (getline(&line, &cap_line, f) > 0) {  // step 1: the loss before any update
+                csv_step(line, path, 2, r->max_steps);
+                r->loss0 = csv_field(line, lc);
+            }
         }
         fclose(f);
     }
@@ -241,14 +308,17 @@ static void read_run_logs(SweepRun *r) {
     r->max_logit = NAN;
     r->min_entropy = NAN;
     snprintf(path, sizeof path, "%s/attention.csv", r->dir);
-    f = fopen(path, "r");
-    if (!f) return;
-    if (!fgets(line, sizeof line, f)) { fclose(f); return; }
+    f = open_run_file(path);
+    if (!f || getline(&line, &cap_line, f) <= 0) {
+        if (f) fclose(f);
+        free(line);
+        return;
+    }
     int cl = csv_col(line, "score_absmax");
     int ce = csv_col(line, "entropy_norm");
     int cap = 0;
-    while (fgets(line, sizeof line, f)) {
-        long step = strtol(line, NULL, 10);
+    for (long lineno = 2; getline(&line, &cap_line, f) > 0; lineno++) {
+        long step = csv_step(line, path, lineno, r->max_steps);
         double lg = csv_field(line, cl), en = csv_field(line, ce);
         if (r->n_probes == 0 || r->steps[r->n_probes - 1] != step) {
             if (r->n_probes == cap) {
@@ -268,32 +338,109 @@ static void read_run_logs(SweepRun *r) {
         if (isfinite(lg) && !(lg <= r->max_logit)) r->max_logit = lg;
         if (isfinite(en) && !(en >= r->min_entropy)) r->min_entropy = en;
     }
+    free(line);
     fclose(f);
 }
 
-static void read_run(SweepRun *r) {
-    char path[1400];
+// The first key of the run's config (want, config_to_json's object) that the file's config
+// (got) does not hold as it is, with both values, into what; 1 when every key matches. Where
+// the run writes is left out (train.out_dir: a sweep's directory may have moved since; and
+// train.overwrite, which a resumed run does not repeat).
+static int config_matches(const cJSON *want, const cJSON *got, char *what, size_t n) {
+    const cJSON *sec, *item;
+    cJSON_ArrayForEach(sec, want) {
+        const cJSON *gsec = cJSON_GetObjectItemCaseSensitive(got, sec->string);
+        int object = cJSON_IsObject(sec);
+        const cJSON *first = object ? sec->child : sec;
+        for (item = first; item; item = object ? item->next : NULL) {
+            if (object && strcmp(sec->string, "train") == 0 &&
+                (strcmp(item->string, "out_dir") == 0 || strcmp(item->string, "overwrite") == 0))
+                continue;
+            const cJSON *g = object ? cJSON_GetObjectItemCaseSensitive(gsec, item->string) : gsec;
+            if (g && cJSON_Compare(item, g, 1)) continue;
+            char *ws = cJSON_PrintUnformatted(item), *gs = g ? cJSON_PrintUnformatted(g) : NULL;
+            snprintf(what, n, "%s%s%s is %.60s, expected %.60s", sec->string, object ? "." : "", object ? item->string : "",
+                     gs ? gs : "missing", ws ? ws : "?");
+            free(ws);
+            free(gs);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// Refuse a file in run r's directory that is another run's: "'PATH' is not run K/N's (...)".
+static _Noreturn void foreign_run(const Sweep *s, int k, const char *path, const char *what) {
+    const SweepRun *r = &s->runs[k];
+    die(EXIT_USAGE, "'%s' is not run %d/%d's (%s, lr %g): %s; it is another sweep's or run's (remove '%s' to train this"
+        " run again)", path, k + 1, s->n_runs, s->v[r->variant].name, r->lr, what, r->dir);
+}
+
+// A run's config text (a summary's "config", a checkpoint's record) against the run's.
+static void check_run_config(const Sweep *s, int k, const char *path, const cJSON *got) {
+    char what[256];
+    cJSON *want = cJSON_Parse(s->runs[k].config_json);
+    if (!want) die(EXIT_RUNTIME, "out of memory checking '%s'", path);
+    int ok = cJSON_IsObject(got) && config_matches(want, got, what, sizeof what);
+    cJSON_Delete(want);
+    if (!ok) foreign_run(s, k, path, cJSON_IsObject(got) ? what : "it holds no config");
+}
+
+// A stopped run's checkpoint, before the run resumes from it: the run's own config.
+static void check_run_checkpoint(const Sweep *s, int k, const char *path) {
+    Checkpoint ck;
+    char err[1200];
+    if (!checkpoint_open(&ck, path, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    cJSON *got = cJSON_Parse(ck.config_json);
+    checkpoint_close(&ck);
+    check_run_config(s, k, path, got);
+    cJSON_Delete(got);
+}
+
+static void read_run(const Sweep *s, int k) {
+    SweepRun *r = (SweepRun *)&s->runs[k];
+    char path[1400], why[160];
     r->done = r->diverged = 0;
     read_run_logs(r);
     snprintf(path, sizeof path, "%s/sweep_diverged.txt", r->dir);
-    char *text = read_text(path);
-    if (text) {
-        r->done = r->diverged = 1;
-        r->diverged_step = strtol(text, NULL, 10);
-        r->train_loss = r->val_loss = NAN;
+    if (path_exists(r->dir, "sweep_diverged.txt")) {
+        char *text = read_bounded(path, 64, NULL, why, sizeof why);
+        if (!text) die(EXIT_USAGE, "cannot read the sweep's file '%s': %s", path, why);
+        long long step = -1;
+        text[strcspn(text, "\n")] = 0;
+        int ok = parse_integer_text(text, &step) && step >= 0 && step <= r->max_steps;
         free(text);
+        if (!ok) die(EXIT_USAGE, "'%s' is not the step at which run %d/%d diverged (an integer from 0 to %ld, as the sweep"
+                     " writes it)", path, k + 1, s->n_runs, r->max_steps);
+        r->done = r->diverged = 1;
+        r->diverged_step = (long)step;
+        r->train_loss = r->val_loss = NAN;
         return;
     }
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
-    text = read_text(path);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    if (!path_exists(r->dir, "summary.json")) return;
+    size_t len = 0;
+    char *text = read_bounded(path, SWEEP_STATE_MAX_BYTES, &len, why, sizeof why);
+    if (!text) die(EXIT_USAGE, "cannot read the sweep's file '%s': %s", path, why);
+    cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
-    if (!root) return;
-    r->done = 1;
+    if (!cJSON_IsObject(root)) die(EXIT_USAGE, "'%s' is not a run's summary (expected the JSON object ./train writes)", path);
+    // the run it stands for: its config, its steps, its losses
+    check_run_config(s, k, path, cJSON_GetObjectItemCaseSensitive(root, "config"));
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(root, "steps");
     r->train_loss = json_num(root, "train_loss");
     r->val_loss = json_num(root, "val_loss");
     r->seconds = json_num(root, "wall_s");
-    if (!isfinite(r->val_loss)) { r->diverged = 1; r->diverged_step = (long)json_num(root, "steps"); }
+    char what[160];
+    if (!cJSON_IsNumber(steps) || steps->valuedouble != floor(steps->valuedouble) || steps->valuedouble < 0 ||
+        steps->valuedouble > r->max_steps || (isfinite(r->val_loss) && steps->valuedouble != r->max_steps)) {
+        snprintf(what, sizeof what, "its \"steps\" is %.20g, expected %ld", cJSON_IsNumber(steps) ? steps->valuedouble : NAN,
+                 r->max_steps);
+        cJSON_Delete(root);
+        foreign_run(s, k, path, what);
+    }
+    r->done = 1;
+    if (!isfinite(r->val_loss)) { r->diverged = 1; r->diverged_step = (long)steps->valuedouble; }
     cJSON_Delete(root);
 }
 
@@ -560,9 +707,25 @@ static void install_signals(void) {
     for (int i = 0; i < 4; i++) sigaction(sigs[i], &sa, NULL);
 }
 
+// The end of a run's log (its last 64 KiB at most, where the guard and an error say why it
+// ended), or NULL; the sweep wrote the file, as a regular file (run_child).
+static char *log_tail(const char *log_path) {
+    uint64_t size;
+    const char *why;
+    FILE *f = fopen_regular(log_path, &size, &why);
+    if (!f) return NULL;
+    const long keep = 65536;
+    if (size > (uint64_t)keep) fseek(f, -keep, SEEK_END);
+    char *text = malloc((size_t)keep + 1);
+    size_t n = text ? fread(text, 1, (size_t)keep, f) : 0;
+    fclose(f);
+    if (text) text[n] = 0;
+    return text;
+}
+
 // The step at which the run's log says the divergence guard stopped it, or -1.
 static long diverged_at(const char *log_path) {
-    char *text = read_text(log_path);
+    char *text = log_tail(log_path);
     if (!text) return -1;
     const char *p = strstr(text, "stopping at step ");
     long step = p ? strtol(p + 17, NULL, 10) : -1;
@@ -571,19 +734,46 @@ static long diverged_at(const char *log_path) {
     return step;
 }
 
-// The shortest of %.15g .. %.17g that reads back as x (0.3, not 0.29999999999999999).
-static void fmt_exact(char *buf, size_t n, const char *prefix, double x) {
-    for (int digits = 15; digits <= 17; digits++) {
-        snprintf(buf, n, "%s%.*g", prefix, digits, x);
-        if (strtod(buf + strlen(prefix), NULL) == x) return;
+// The last line of the run's log that says something, into buf ("" when none).
+static void log_last_line(const char *log_path, char *buf, size_t n) {
+    char *text = log_tail(log_path);
+    buf[0] = 0;
+    if (!text) return;
+    size_t len = strlen(text);
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ')) len--;
+    size_t start = len;
+    while (start > 0 && text[start - 1] != '\n') start--;
+    snprintf(buf, n, "%.*s", (int)(len - start), text + start);
+    free(text);
+}
+
+// The run's log, opened by the sweep before the run starts: a regular file, never through a
+// symbolic link; anything else there is refused (exit 2) and left as it is.
+static int open_run_log(const char *log_path, int resume) {
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (resume ? O_APPEND : 0), 0666);
+    struct stat st;
+    if (fd < 0 && (errno == ELOOP || errno == EISDIR || errno == ENXIO)) {
+        const char *what = errno == ELOOP ? "a symbolic link" : errno == EISDIR ? "a directory" : "a FIFO without a reader";
+        die(EXIT_USAGE, "cannot write the run's log '%s': it is %s, not a regular file (remove it; the sweep writes the"
+            " run's output there)", log_path, what);
     }
+    if (fd < 0) die(EXIT_RUNTIME, "cannot write the run's log '%s': %s", log_path, strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        die(EXIT_USAGE, "cannot write the run's log '%s': it is not a regular file (remove it; the sweep writes the run's"
+            " output there)", log_path);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    if (!resume && ftruncate(fd, 0) != 0) die(EXIT_RUNTIME, "cannot write the run's log '%s': %s", log_path, strerror(errno));
+    return fd;
 }
 
 // Run k in a process of its own, its output in its run.log: fresh, or resumed from its
 // checkpoint. Returns the exit status (0, 1, or 128 + a signal).
 static int run_child(const Sweep *s, int k, int resume, const char *exe) {
     const SweepRun *r = &s->runs[k];
-    char err[1024], log_path[1400], lr[64], min_lr[64], out_dir[1400], ckpt[1400];
+    char err[1024], log_path[1400], lr[64], min_lr[64], out_dir[1400], ckpt[1400], ov[340];
     if (!ensure_dir(r->dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     snprintf(log_path, sizeof log_path, "%s/run.log", r->dir);
     char **argv = xcalloc((size_t)s->n_base + 8, sizeof(char *), "a run's arguments");
@@ -595,44 +785,39 @@ static int run_child(const Sweep *s, int k, int resume, const char *exe) {
         argv[n++] = ckpt;
     } else {
         for (int i = 0; i < s->n_base; i++) argv[n++] = s->base_args[i];
-        fmt_exact(lr, sizeof lr, "--train.lr=", r->lr);
-        fmt_exact(min_lr, sizeof min_lr, "--train.min_lr=", r->lr * s->min_lr_ratio);
-        snprintf(out_dir, sizeof out_dir, "--train.out_dir=%s", r->dir);
-        argv[n++] = lr;
-        argv[n++] = min_lr;
-        argv[n++] = out_dir;
-        if (s->v[r->variant].override[0]) {
-            static char ov[340];
-            snprintf(ov, sizeof ov, "--%s", s->v[r->variant].override);
-            argv[n++] = ov;
-        }
-        // the run's directory is the sweep's own: a run started again replaces what it left
-        argv[n++] = "--train.overwrite=true";
+        n += run_own_args(s, r, lr, min_lr, out_dir, ov, (const char **)argv + n);
     }
     argv[n] = NULL;
     char stale[1400];
     snprintf(stale, sizeof stale, "%s/sweep_diverged.txt", r->dir);
     if (!resume) unlink(stale);  // a run started again has not diverged yet
+    int log_fd = open_run_log(log_path, resume);
     fflush(stdout);
     fflush(stderr);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) die(EXIT_RUNTIME, "cannot start the run in '%s': %s", r->dir, strerror(errno));
     if (pid == 0) {
         setpgid(0, 0);
+#ifdef __linux__
+        // the sweep killed (kill -9 too): the run stops as a signal stops ./train, its checkpoint
+        // saved, rather than go on in a directory the sweep's resume will train in
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(128 + SIGTERM);
+#endif
 #ifdef TGPT_TEST_HOOKS
         // TGPT_TEST_SWEEP_RUN=K: the fault injection of the environment (TGPT_TEST_SIGNAL,
         // TGPT_TEST_NONFINITE) reaches run K (1-based) only
         const char *only = getenv("TGPT_TEST_SWEEP_RUN");
         if (only && atoi(only) != k + 1) { unsetenv("TGPT_TEST_SIGNAL"); unsetenv("TGPT_TEST_NONFINITE"); }
 #endif
-        int fd = open(log_path, O_WRONLY | O_CREAT | (resume ? O_APPEND : O_TRUNC), 0666);
-        if (fd < 0) _exit(127);
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        close(fd);
+        dup2(log_fd, STDOUT_FILENO);
+        dup2(log_fd, STDERR_FILENO);
         execv(exe, argv);
         _exit(127);
     }
+    (void)parent;
+    close(log_fd);
     setpgid(pid, pid);
     g_child = pid;
     if (g_sweep_signal) kill(pid, g_sweep_signal);
@@ -665,12 +850,17 @@ static int run_sweep(Sweep *s, int resuming) {
     int timed = 0;
     for (int k = 0; k < s->n_runs; k++) {
         SweepRun *r = &s->runs[k];
-        if (resuming) read_run(r);
+        if (resuming) read_run(s, k);
         if (r->done) {
             printf("run %d/%d | %s lr %.3g | kept (finished before)\n", k + 1, s->n_runs, s->v[r->variant].name, r->lr);
             continue;
         }
-        int resume = resuming && file_exists(r->dir, "checkpoint.bin") && !file_exists(r->dir, "summary.json");
+        int resume = resuming && path_exists(r->dir, "checkpoint.bin") && !path_exists(r->dir, "summary.json");
+        if (resume) {
+            char ckpt[1400];
+            snprintf(ckpt, sizeof ckpt, "%s/checkpoint.bin", r->dir);
+            check_run_checkpoint(s, k, ckpt);
+        }
         double t0 = now_seconds();
         int code = run_child(s, k, resume, exe);
         double dt = now_seconds() - t0;
@@ -684,14 +874,17 @@ static int run_sweep(Sweep *s, int resuming) {
         }
         if (code != 0) {
             long step = diverged_at(log_path);
-            if (step < 0) die(EXIT_RUNTIME, "run %d/%d (%s, lr %g) failed with exit code %d: see %s", k + 1, s->n_runs,
-                              s->v[r->variant].name, r->lr, code, log_path);
-            char path[1400];
-            snprintf(path, sizeof path, "%s/sweep_diverged.txt", r->dir);
-            FILE *f = fopen(path, "w");
-            if (!f || fprintf(f, "%ld\n", step) < 0 || fclose(f) != 0) die(EXIT_RUNTIME, "cannot write '%s'", path);
+            char last[400];
+            log_last_line(log_path, last, sizeof last);
+            if (step < 0) die(EXIT_RUNTIME, "run %d/%d (%s, lr %g) failed with exit code %d: %s%s(see %s)", k + 1, s->n_runs,
+                              s->v[r->variant].name, r->lr, code, last[0] ? last : "", last[0] ? " " : "", log_path);
+            char path[1400], err[1600];
+            Out o;
+            if (!out_open(&o, r->dir, "sweep_diverged.txt", path, sizeof path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+            out(&o, "%ld\n", step);
+            if (!out_close(&o, path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         }
-        read_run(r);
+        read_run(s, k);
         if (!r->done) die(EXIT_RUNTIME, "run %d/%d (%s, lr %g) left no summary.json: see %s", k + 1, s->n_runs,
                           s->v[r->variant].name, r->lr, log_path);
         spent += dt;
@@ -736,6 +929,42 @@ static int sweep_owned(int argc, char **argv, int i, int *skip) {
     }
     return strncmp(a, "--train.lr=", 11) == 0 || strncmp(a, "--train.min_lr=", 15) == 0 ||
            strncmp(a, "--train.out_dir=", 16) == 0 || strncmp(a, "--train.overwrite=", 18) == 0;
+}
+
+// Whether name is a sweep's run directory's, <variant>_lr<i>.
+static int run_dir_name(const char *name) {
+    const char *p = strstr(name, "_lr");
+    if (!p || p == name) return 0;
+    while (strstr(p + 1, "_lr")) p = strstr(p + 1, "_lr");
+    return p[3] && strspn(p + 3, "0123456789") == strlen(p + 3);
+}
+
+// --train.overwrite=true: what the sweep replaces goes, so that nothing of it is read back as
+// this sweep's: a run's files in the directory itself, and in every run directory of an earlier
+// sweep (<variant>_lr<i>/) the files a run and the sweep write there (run.log,
+// sweep_diverged.txt). Only regular files are removed (outdir_clear_run); a run directory left
+// empty goes too; anything else there stays.
+static void clear_replaced(const char *dir) {
+    char err[2400], path[PATH_MAX + 64];
+    if (!outdir_clear_run(dir, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    DIR *d = opendir(dir);
+    if (!d) die(EXIT_RUNTIME, "cannot list '%s': %s", dir, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (!run_dir_name(e->d_name) || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        if (!outdir_clear_run(path, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+        static const char *const SWEEP_FILES[] = {"run.log", "sweep_diverged.txt", NULL};
+        for (int i = 0; SWEEP_FILES[i]; i++) {
+            char f[PATH_MAX + 128];
+            snprintf(f, sizeof f, "%s/%s", path, SWEEP_FILES[i]);
+            if (lstat(f, &st) == 0 && S_ISREG(st.st_mode) && unlink(f) != 0)
+                die(EXIT_RUNTIME, "cannot remove '%s': %s", f, strerror(errno));
+        }
+        rmdir(path);  // when empty
+    }
+    closedir(d);
 }
 
 static void start_fresh(Sweep *s, const Args *a, int argc, char **argv) {
@@ -787,6 +1016,7 @@ static void start_fresh(Sweep *s, const Args *a, int argc, char **argv) {
     set_runs(s);
     if (!ensure_dir(s->dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     if (!outdir_lock(s->dir, err, sizeof err)) die(EXIT_USAGE, "%s", err);
+    if (strcmp(cfg.overwrite, "true") == 0) clear_replaced(s->dir);
     write_state(s);
 }
 
@@ -796,6 +1026,10 @@ static void start_resume(Sweep *s, const Args *a) {
         die(EXIT_USAGE, "a sweep resumes as it was started: --resume %s takes no overrides (got --%s)", a->resume_path,
             a->overrides[0]);
     if (a->comparison) die(EXIT_USAGE, "a sweep resumes as it was started: --resume %s takes no --compare", a->resume_path);
+    if (a->bench_steps || a->dump_path || a->rewind || a->init_path || a->vocab_text)
+        die(EXIT_USAGE, "a sweep resumes as it was started: --resume %s takes no %s", a->resume_path,
+            a->bench_steps ? "--bench" : a->dump_path ? "--dump-state" : a->rewind ? "--rewind (each run resumes from its"
+            " latest checkpoint)" : a->init_path ? "--init-from" : "--vocab-from");
     if (!realpath(a->resume_path, dir)) die(EXIT_RUNTIME, "cannot resolve '%s': %s", a->resume_path, strerror(errno));
     read_state(s, dir);
     if (strlen(dir) >= sizeof s->dir) die(EXIT_USAGE, "the sweep's directory '%s' is too long", dir);
@@ -813,7 +1047,7 @@ int sweep_main(const Args *a, int argc, char **argv) {
     if (resuming) start_resume(&s, a);
     else start_fresh(&s, a, argc, argv);
     int code = run_sweep(&s, resuming);
-    for (int k = 0; k < s.n_runs; k++) { free(s.runs[k].steps); free(s.runs[k].logit); }
+    for (int k = 0; k < s.n_runs; k++) { free(s.runs[k].steps); free(s.runs[k].logit); free(s.runs[k].config_json); }
     for (int i = 0; i < s.n_base; i++) free(s.base_args[i]);
     free(s.base_args);
     return code;

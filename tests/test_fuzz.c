@@ -51,11 +51,13 @@ static void test_fuzz_replay_config(void) { replay("config", fuzz_config_one); }
 static void test_fuzz_replay_checkpoint(void) { replay("checkpoint", fuzz_checkpoint_one); }
 static void test_fuzz_replay_utf8(void) { replay("utf8", fuzz_utf8_one); }
 static void test_fuzz_replay_safetensors(void) { replay("safetensors", fuzz_safetensors_one); }
+static void test_fuzz_replay_sweep_state(void) { replay("sweep_state", fuzz_sweep_state_one); }
 
 const TestCase tests_fuzz[] = {
     {"fuzz_replay_config", test_fuzz_replay_config},
     {"fuzz_replay_checkpoint", test_fuzz_replay_checkpoint},
     {"fuzz_replay_utf8", test_fuzz_replay_utf8},
     {"fuzz_replay_safetensors", test_fuzz_replay_safetensors},
+    {"fuzz_replay_sweep_state", test_fuzz_replay_sweep_state},
     {NULL, NULL},
 };

@@ -306,11 +306,294 @@ static void test_sweep_stop_and_resume(void) {
     cleanup();
 }
 
+
+// ---- a sweep trusts none of its own files ----
+
+// Whether the file holds exactly text.
+static int holds(const char *path, const char *text) {
+    char buf[256];
+    slurp(path, buf, sizeof buf);
+    return strcmp(buf, text) == 0;
+}
+
+// A resumed sweep never reports another sweep's runs as its own: an overwrite removes the runs
+// it replaces, and each finished run's summary.json (and a stopped run's checkpoint) must be the
+// run it stands for (lr, steps, config) or the resume is refused.
+static void test_sweep_resume_refuses_other_runs(void) {
+    tmpdir("sweep");
+    write_tiny_config(12);
+    // an older sweep of 4 steps at lr 1e-3 .. 1e-1, then a new one of 20 steps at 1e-4 .. 1e-2
+    // over it, stopped in its run 2: run 3's directory still held the older sweep's lr 0.1 run
+    int code = run("./train %s/cfg.json --train.max_steps=4 --sweep train.lr=1e-3..1e-1/3", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    code = run("env TGPT_TEST_SWEEP_RUN=2 TGPT_TEST_SIGNAL=INT:step:8 build/train-test %s/cfg.json"
+               " --sweep train.lr=1e-4..1e-2/3 --train.overwrite=true", g_dir);
+    CHECK_MSG(code == 130, "exit %d: %s", code, g_err);
+    CHECK_MSG(!exists("%s/out/base_lr2", g_dir), "the overwrite left the older sweep's run 3 in %s/out/base_lr2", g_dir);
+    code = run("build/train-test --resume %s/out", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    CHECK_MSG(strstr(g_out, "run 3/3 | base lr 0.01 | val loss") != NULL, "run 3 was not trained: %s", g_out);
+    char csv[8192];
+    slurpf(csv, sizeof csv, "%s/out/sweep.csv", g_dir);
+    Row rows[4];
+    int n = read_rows(csv, rows, 4);
+    CHECK_MSG(n == 3, "%d rows: %s", n, csv);
+    for (int i = 0; i < 3; i++) {
+        char summary[16384];
+        slurpf(summary, sizeof summary, "%s/out/base_lr%d/summary.json", g_dir, i);
+        const char *steps = strstr(summary, "\"steps\": ");
+        const char *lr = strstr(summary, "\"lr\": ");
+        CHECK_MSG(steps && atol(steps + 9) == 12, "run %d's summary.json: %s", i + 1, summary);
+        CHECK_MSG(lr && i < n && fabs(atof(lr + 6) - rows[i].lr) < 1e-12, "row %d (lr %g) from a run of another lr: %s",
+                  i + 1, i < n ? rows[i].lr : NAN, summary);
+    }
+    // a run of another sweep put in a stopped sweep's directory by hand: refused, naming it
+    code = run("./train %s/cfg.json --sweep train.lr=1e-3..1e-1/2 --train.out_dir=%s/other", g_dir, g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    code = run("env TGPT_TEST_SWEEP_RUN=2 TGPT_TEST_SIGNAL=INT:step:8 build/train-test %s/cfg.json"
+               " --sweep train.lr=1e-4..1e-2/2 --train.out_dir=%s/mixed", g_dir, g_dir);
+    CHECK_MSG(code == 130, "exit %d: %s", code, g_err);
+    static const struct { const char *file, *needle; } FOREIGN[] = {
+        {"base_lr0/summary.json", "train.lr is 0.001, expected 0.0001"},  // a finished run
+        {"base_lr1/checkpoint.bin", "train.lr is 0.1, expected 0.01"},  // the stopped run
+    };
+    for (int i = 0; i < 2; i++) {
+        const char *file = FOREIGN[i].file;
+        code = run("rm -rf %s/m && cp -a %s/mixed %s/m && cp %s/other/%s %s/m/%s && build/train-test --resume %s/m", g_dir,
+                   g_dir, g_dir, g_dir, file, g_dir, file, g_dir);
+        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, file) && strstr(g_err, FOREIGN[i].needle),
+                  "%s of another sweep: exit %d: %s", file, code, g_err);
+    }
+    cleanup();
+}
+
+// Every file a sweep reads back is opened only when it is a regular file, and read within a
+// bound: a FIFO, /dev/zero, a symbolic link or a directory where a sweep's file belongs is
+// refused in one line, exit 2, without waiting and without writing through it.
+static void test_sweep_files_not_regular_refused(void) {
+    tmpdir("sweep");
+    write_tiny_config(12);
+    int code = run("env TGPT_TEST_SWEEP_RUN=2 TGPT_TEST_SIGNAL=INT:step:8 build/train-test %s/cfg.json"
+                   " --sweep train.lr=1e-3..1e-1/3", g_dir);
+    CHECK_MSG(code == 130, "exit %d: %s", code, g_err);
+    static const struct { const char *make, *needle; } BAD[] = {
+        {"rm D/sweep.json && mkfifo D/sweep.json", "FIFO"},
+        {"rm D/sweep.json && ln -s /dev/zero D/sweep.json", "character device"},
+        {"rm D/base_lr0/summary.json && mkfifo D/base_lr0/summary.json", "FIFO"},
+        {"rm D/base_lr0/summary.json && ln -s /dev/zero D/base_lr0/summary.json", "character device"},
+        {"rm D/base_lr0/metrics.csv && mkfifo D/base_lr0/metrics.csv", "FIFO"},
+        {"rm D/base_lr0/attention.csv && mkfifo D/base_lr0/attention.csv", "FIFO"},
+        {"mkfifo D/base_lr0/sweep_diverged.txt", "FIFO"},
+        {"rm D/base_lr1/run.log && mkfifo D/base_lr1/run.log", "FIFO"},
+        {"rm D/base_lr1/run.log && ln -s ../victim D/base_lr1/run.log", "symbolic link"},
+        {"rm D/base_lr1/run.log && mkdir D/base_lr1/run.log", "a directory"},
+        {"mkdir -p D/base_lr2 && mkfifo D/base_lr2/run.log", "FIFO"},
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        char make[512] = "";
+        for (const char *p = BAD[i].make; *p && strlen(make) < sizeof make - 80; p++) {
+            size_t l = strlen(make);
+            if (*p == 'D' && (p[1] == '/' || p[1] == ' ')) snprintf(make + l, sizeof make - l, "%s/c", g_dir);
+            else { make[l] = *p; make[l + 1] = 0; }
+        }
+        code = run("rm -rf %s/c && cp -a %s/out %s/c && printf 'precious\\n' > %s/c/victim && %s", g_dir, g_dir, g_dir,
+                   g_dir, make);
+        CHECK_MSG(code == 0, "setting up '%s': %s", make, g_err);
+        code = run("timeout 20 ./train --resume %s/c", g_dir);
+        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, BAD[i].needle) && !strstr(g_err, "cannot run"),
+                  "'%s': exit %d, expected 2 with '%s': %s", BAD[i].make, code, BAD[i].needle, g_err);
+        char victim[256];
+        snprintf(victim, sizeof victim, "%s/c/victim", g_dir);
+        CHECK_MSG(holds(victim, "precious\n"), "'%s' wrote through the link", BAD[i].make);
+    }
+    cleanup();
+}
+
+
+// A sweep's state as a sweep writes it (the run's config the tiny one of g_dir), with the grid's
+// size, the variants and the arguments given: D/sweep.json.
+static void write_sweep_state(const char *dir, const char *n, const char *compare_key, const char *variants,
+                              const char *extra_args) {
+    char path[512], cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) { perror("getcwd"); exit(1); }
+    snprintf(path, sizeof path, "%s/sweep.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) { perror(path); exit(1); }
+    fprintf(f, "{\"cwd\": \"%s\", \"key\": \"train.lr\", \"lo\": 0.001, \"hi\": 0.1, \"n\": %s, \"min_lr_ratio\": 0.1,"
+            " \"compare_key\": \"%s\", \"command\": \"./train\", \"variants\": [%s],"
+            " \"args\": [\"%s/cfg.json\", \"--train.max_steps=4\"%s%s]}\n",
+            cwd, n, compare_key, variants, g_dir, extra_args[0] ? ", " : "", extra_args);
+    fclose(f);
+}
+
+// sweep.json is checked against what a sweep can have written before anything runs: a grid
+// whose size overflows, stored arguments that are not a config and its overrides, variant names
+// that leave the sweep's directory, too many variants; and --resume of a sweep takes none of
+// the options it would otherwise ignore.
+static void test_sweep_crafted_state_refused(void) {
+    tmpdir("sweep");
+    write_tiny_config(4);
+    const char *BASE = "{\"name\": \"base\", \"override\": \"\"}";
+    const char *TWO = "{\"name\": \"sqrt\", \"override\": \"model.attn_scale=sqrt\"},"
+                      " {\"name\": \"none\", \"override\": \"model.attn_scale=none\"}";
+    char nine[1024] = "";
+    for (int v = 0; v < 9; v++) {
+        size_t l = strlen(nine);
+        snprintf(nine + l, sizeof nine - l, "%s{\"name\": \"%d\", \"override\": \"model.attn_scale=%d\"}", v ? ", " : "",
+                 v + 1, v + 1);
+    }
+    char victim_arg[256];
+    snprintf(victim_arg, sizeof victim_arg, "\"--dump-state\", \"%s/victim\"", g_dir);
+    static const char *const ESCAPE = "{\"name\": \"..\", \"override\": \"model.attn_scale=sqrt\"},"
+                                      " {\"name\": \"../escape\", \"override\": \"model.attn_scale=none\"}";
+    const struct { const char *n, *key, *variants, *args, *needle; } BAD[] = {
+        {"1073741824", "model.attn_scale", TWO, "", "\"n\" is 1.07374e+09"},
+        {"2147483648", "", BASE, "", "\"n\""},
+        {"3", "", BASE, victim_arg, "'--dump-state'"},
+        {"3", "", BASE, "\"--bench=5\"", "'--bench=5'"},
+        {"3", "", BASE, "\"--train.out_dir=/tmp\"", "'--train.out_dir=/tmp'"},
+        {"3", "", BASE, "\"--resume\"", "'--resume'"},
+        {"3", "model.attn_scale", ESCAPE, "", "directory name"},
+        {"2", "model.attn_scale", nine, "", "1 to 4 variants"},
+        {"3", "", BASE, "\"--train.no_such_key=1\"", "no_such_key"},
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        run("rm -rf %s/c %s/escape* && mkdir %s/c && printf 'precious\\n' > %s/victim", g_dir, g_dir, g_dir, g_dir);
+        char dir[256];
+        snprintf(dir, sizeof dir, "%s/c", g_dir);
+        write_sweep_state(dir, BAD[i].n, BAD[i].key, BAD[i].variants, BAD[i].args);
+        int code = run("timeout 20 ./train --resume %s/c", g_dir);
+        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "sweep.json") && strstr(g_err, BAD[i].needle),
+                  "case %zu: exit %d, expected 2 with '%s': %s", i + 1, code, BAD[i].needle, g_err);
+        char victim[256];
+        snprintf(victim, sizeof victim, "%s/victim", g_dir);
+        CHECK_MSG(holds(victim, "precious\n"), "case %zu wrote over %s", i + 1, victim);
+        CHECK_MSG(!exists("%s/escape_lr0", g_dir) && !exists("%s/c/base_lr0", g_dir), "case %zu trained a run", i + 1);
+    }
+    // the state as a sweep writes it resumes; no option that the resume would ignore is taken
+    run("rm -rf %s/c && mkdir %s/c", g_dir, g_dir);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/c", g_dir);
+    write_sweep_state(dir, "2", "", BASE, "");
+    for (int i = 0; i < 3; i++) {
+        char opt[256];
+        if (i == 0) snprintf(opt, sizeof opt, "--bench=5");
+        else if (i == 1) snprintf(opt, sizeof opt, "--dump-state %s/dump", g_dir);
+        else snprintf(opt, sizeof opt, "--rewind");
+        int code = run("timeout 20 ./train --resume %s/c %s", g_dir, opt);
+        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "takes no"), "--resume SWEEP %s: exit %d: %s", opt,
+                  code, g_err);
+        CHECK(!exists("%s/c/base_lr0", g_dir) && !exists("%s/dump", g_dir));
+    }
+    int code = run("timeout 60 ./train --resume %s/c", g_dir);
+    CHECK_MSG(code == 0 && strstr(g_out, "run 2/2 | base lr 0.1 | val loss"), "the state as written: exit %d: %s %s", code,
+              g_out, g_err);
+    cleanup();
+}
+
+
+// A line of 10,000 bytes in a log a sweep or a resumed run reads back is one line: read whole
+// (a sweep's attention.csv), kept whole (a resumed run's metrics.csv); a step that is not one of
+// the run's is refused, naming the file and line.
+static void test_sweep_long_csv_lines(void) {
+    tmpdir("sweep");
+    write_tiny_config(12);
+    int code = run("./train %s/cfg.json --sweep train.lr=1e-3..1e-1/2", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    char path[256];
+    snprintf(path, sizeof path, "%s/out/base_lr0/attention.csv", g_dir);
+    FILE *f = fopen(path, "a");
+    if (!f) { perror(path); exit(1); }
+    fputs("5,", f);
+    for (int i = 0; i < 9998; i++) fputc('9', f);
+    fputc('\n', f);
+    fclose(f);
+    code = run("./train --resume %s/out", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    char svg[200000];
+    slurpf(svg, sizeof svg, "%s/out/sweep.svg", g_dir);
+    // panel (b)'s last step tick is the runs' last probe (step 10), not a step read from the line's tail
+    CHECK_MSG(strstr(svg, "text-anchor=\"middle\">10</text>") && !strstr(svg, "99999999") && !strstr(svg, "922337"),
+              "sweep.svg's step axis: %s",
+              strstr(svg, "(b) Max") ? strstr(svg, "(b) Max") : svg);
+    code = run("printf '99999999999999999999,0,0,1,1,1,1\\n' >> %s && ./train --resume %s/out", path, g_dir);
+    CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "attention.csv' line") && strstr(g_err, "step"),
+              "exit %d: %s", code, g_err);
+    // a plain run's resume keeps a long row of its metrics.csv as it is
+    code = run("env TGPT_TEST_SIGNAL=INT:step:8 build/train-test %s/cfg.json --train.out_dir=%s/one", g_dir, g_dir);
+    CHECK_MSG(code == 130, "exit %d: %s", code, g_err);
+    char long_row[10002];
+    memset(long_row, '9', sizeof long_row - 2);
+    long_row[0] = '1';
+    long_row[1] = ',';
+    long_row[sizeof long_row - 2] = '\n';
+    long_row[sizeof long_row - 1] = 0;
+    snprintf(path, sizeof path, "%s/one/row", g_dir);
+    f = fopen(path, "w");
+    if (!f) { perror(path); exit(1); }
+    fputs(long_row, f);
+    fclose(f);
+    code = run("cd %s/one && { head -n 1 metrics.csv; cat row; tail -n +2 metrics.csv; } > m && mv m metrics.csv", g_dir);
+    CHECK_MSG(code == 0, "%s", g_err);
+    code = run("build/train-test --resume %s/one/checkpoint.bin", g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    unsigned char *text = NULL;
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/one/metrics.csv", g_dir);
+    CHECK(file_bytes(path, &text, &n));
+    const char *row = text ? strstr((const char *)text, "\n1,999") : NULL;
+    CHECK_MSG(row && strncmp(row + 1, long_row, strlen(long_row)) == 0, "the long row was not kept whole");
+    free(text);
+    cleanup();
+}
+
+
+// sweep.json's reading itself (run/sweep_grid.c, the fuzz target's function): the fuzz seeds (as
+// sweeps write them) are accepted, the crafted regressions refused in one line naming the key.
+static void test_sweep_state_checked(void) {
+    static const char *const SEEDS[] = {"base.json", "compare_scaling.json", "qk_norm.json"};
+    static const struct { const char *file, *needle; } CRAFTED[] = {
+        {"grid_overflow.json", "\"n\" is 1.07374e+09"},
+        {"n_past_int.json", "\"n\" is 2.14748e+09"},
+        {"args_dump_state.json", "argument 2 '--dump-state'"},
+        {"nine_variants.json", "1 to 4 variants"},
+        {"variant_escapes.json", "variant 1's name '..'"},
+    };
+    char path[256], err[1024];
+    for (int i = 0; i < 8; i++) {
+        int seed = i < 3;
+        snprintf(path, sizeof path, "tests/fuzz/%s/sweep_state/%s", seed ? "corpus" : "regressions",
+                 seed ? SEEDS[i] : CRAFTED[i - 3].file);
+        unsigned char *text = NULL;
+        size_t n = 0;
+        if (!file_bytes(path, &text, &n)) { CHECK_MSG(0, "cannot read %s", path); continue; }
+        SweepState st;
+        err[0] = 0;
+        int ok = sweep_state_parse((const char *)text, n, path, &st, err, sizeof err);
+        if (seed) CHECK_MSG(ok && st.grid.n * st.nv <= SWEEP_MAX_RUNS, "%s refused: %s", path, err);
+        else CHECK_MSG(!ok && strstr(err, path) && strstr(err, CRAFTED[i - 3].needle) && !strchr(err, '\n'),
+                       "%s: %s", path, ok ? "accepted" : err);
+        if (ok) sweep_state_free(&st);
+        free(text);
+    }
+    // the ranges as --train.lr takes its value: no space, no hexadecimal
+    SweepGrid g;
+    static const char *const BAD_RANGES[] = {"train.lr= 1e-3..1e-1/3", "train.lr=0x1p-10..1e-1/3", "train.lr=1e-3..1e-1/ 3",
+                                             "train.lr=1e-3..0x1p-2/3", "train.lr=1e-3..1e-1/0x3", "train.lr=inf..1e-1/3"};
+    for (int i = 0; i < 6; i++) CHECK_MSG(!sweep_parse(BAD_RANGES[i], &g, err, sizeof err), "'%s' accepted", BAD_RANGES[i]);
+    CHECK(sweep_parse("train.lr=1e-3..1.5e-1/3", &g, err, sizeof err) && g.hi == 1.5e-1);
+}
+
 const TestCase tests_sweep[] = {
     {"sweep_bad_input", test_sweep_bad_input},
     {"sweep_grid_and_sensitivity", test_sweep_grid_and_sensitivity},
     {"sweep_outputs", test_sweep_outputs},
     {"sweep_divergence_recorded", test_sweep_divergence_recorded},
     {"sweep_stop_and_resume", test_sweep_stop_and_resume},
+    {"sweep_resume_refuses_other_runs", test_sweep_resume_refuses_other_runs},
+    {"sweep_files_not_regular_refused", test_sweep_files_not_regular_refused},
+    {"sweep_crafted_state_refused", test_sweep_crafted_state_refused},
+    {"sweep_long_csv_lines", test_sweep_long_csv_lines},
+    {"sweep_state_checked", test_sweep_state_checked},
     {NULL, NULL},
 };

@@ -13,6 +13,7 @@
 #include "base/config.h"
 #include "base/data.h"
 #include "model.h"
+#include "run/sweep.h"
 
 // Parse as a config, and round-trip what parses.
 int fuzz_config_one(const uint8_t *data, size_t size) {
@@ -145,5 +146,27 @@ int fuzz_safetensors_one(const uint8_t *data, size_t size) {
         checkpoint_close(&ck);
     }
     remove(path);
+    return 0;
+}
+
+// Read as a sweep's sweep.json: what is accepted is a grid and variants a sweep can have written
+// (at most SWEEP_MAX_RUNS runs, each variant's name a directory name) and arguments that are a
+// config file and overrides only.
+int fuzz_sweep_state_one(const uint8_t *data, size_t size) {
+    SweepState st;
+    char err[1024];
+    if (!sweep_state_parse((const char *)data, size, "fuzz", &st, err, sizeof err)) return 0;
+    if (st.grid.n < 2 || st.nv < 1 || st.nv > SWEEP_MAX_VARIANTS || st.grid.n * st.nv > SWEEP_MAX_RUNS) abort();
+    for (int i = 0; i < st.grid.n; i++)
+        if (!(sweep_lr(&st.grid, i) > 0)) abort();
+    for (int v = 0; v < st.nv; v++)
+        if (!st.v[v].name[0] || strchr(st.v[v].name, '/') || strcmp(st.v[v].name, "..") == 0) abort();
+    int configs = 0;
+    for (int i = 0; i < st.n_args; i++) {
+        if (st.args[i][0] != '-') configs++;
+        else if (strncmp(st.args[i], "--", 2) != 0 || !strchr(st.args[i], '=') || sweep_owned_key(st.args[i])) abort();
+    }
+    if (configs > 1) abort();
+    sweep_state_free(&st);
     return 0;
 }

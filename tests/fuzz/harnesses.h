@@ -10,5 +10,6 @@ int fuzz_config_one(const uint8_t *data, size_t size);
 int fuzz_checkpoint_one(const uint8_t *data, size_t size);
 int fuzz_utf8_one(const uint8_t *data, size_t size);
 int fuzz_safetensors_one(const uint8_t *data, size_t size);
+int fuzz_sweep_state_one(const uint8_t *data, size_t size);
 
 #endif
