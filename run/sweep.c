@@ -776,6 +776,7 @@ static int run_child(const Sweep *s, int k, int resume, const char *exe) {
     char err[1024], log_path[1400], lr[64], min_lr[64], out_dir[1400], ckpt[1400], ov[340];
     if (!ensure_dir(r->dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     snprintf(log_path, sizeof log_path, "%s/run.log", r->dir);
+    int log_fd = open_run_log(log_path, resume);
     char **argv = xcalloc((size_t)s->n_base + 8, sizeof(char *), "a run's arguments");
     int n = 0;
     argv[n++] = (char *)exe;
@@ -791,7 +792,6 @@ static int run_child(const Sweep *s, int k, int resume, const char *exe) {
     char stale[1400];
     snprintf(stale, sizeof stale, "%s/sweep_diverged.txt", r->dir);
     if (!resume) unlink(stale);  // a run started again has not diverged yet
-    int log_fd = open_run_log(log_path, resume);
     fflush(stdout);
     fflush(stderr);
     pid_t parent = getpid();

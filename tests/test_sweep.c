@@ -6,12 +6,14 @@
 // repository root (make test does).
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "run/sweep.h"
@@ -100,6 +102,15 @@ static void test_sweep_bad_input(void) {
         CHECK_MSG(strstr(g_err, BAD[i].needle) != NULL, "'%s': stderr lacks '%s': %s", args, BAD[i].needle, g_err);
         CHECK_MSG(!exists("%s/out", g_dir), "'%s' wrote %s/out", args, g_dir);
     }
+    // an out_dir whose runs' directories (<out_dir>/base_lr0) are longer than a run's out_dir may
+    // be: refused before the first run, nothing created
+    char longdir[1100];
+    int w = snprintf(longdir, sizeof longdir, "%s/", g_dir);
+    while (w < 1015) w += snprintf(longdir + w, sizeof longdir - (size_t)w, "%s", w % 200 == 199 ? "/" : "d");
+    int code = run("./train %s/cfg.json --sweep train.lr=1e-3..1e-2/2 --train.out_dir=%s", g_dir, longdir);
+    CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "train.out_dir"), "exit %d: %s", code, g_err);
+    const char *slash = strchr(longdir + strlen(g_dir) + 1, '/');
+    CHECK_MSG(slash && !exists("%.*s", (int)(slash - longdir), longdir), "a sweep refused created its directory");
     cleanup();
 }
 
@@ -347,6 +358,13 @@ static void test_sweep_resume_refuses_other_runs(void) {
         CHECK_MSG(lr && i < n && fabs(atof(lr + 6) - rows[i].lr) < 1e-12, "row %d (lr %g) from a run of another lr: %s",
                   i + 1, i < n ? rows[i].lr : NAN, summary);
     }
+    // a sweep over a plain run's directory (overwrite) leaves none of that run's files beside it
+    code = run("./train %s/cfg.json --train.max_steps=4 --train.out_dir=%s/plain && ./train %s/cfg.json --train.max_steps=4"
+               " --sweep train.lr=1e-3..1e-1/2 --train.out_dir=%s/plain --train.overwrite=true", g_dir, g_dir, g_dir, g_dir);
+    CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
+    static const char *const PLAIN[] = {"checkpoint.bin", "best.bin", "metrics.csv", "attention.csv", "summary.json"};
+    for (int i = 0; i < 5; i++)
+        CHECK_MSG(!exists("%s/plain/%s", g_dir, PLAIN[i]), "the overwrite left the run's %s beside the sweep", PLAIN[i]);
     // a run of another sweep put in a stopped sweep's directory by hand: refused, naming it
     code = run("./train %s/cfg.json --sweep train.lr=1e-3..1e-1/2 --train.out_dir=%s/other", g_dir, g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
@@ -584,6 +602,42 @@ static void test_sweep_state_checked(void) {
     CHECK(sweep_parse("train.lr=1e-3..1.5e-1/3", &g, err, sizeof err) && g.hi == 1.5e-1);
 }
 
+
+// Whether the file holds needle, waiting for it up to `seconds` (polled every 50 ms).
+static int wait_for_text(const char *path, const char *needle, double seconds) {
+    static char buf[65536];
+    for (int i = 0; i < (int)(seconds * 20); i++) {
+        slurp(path, buf, sizeof buf);
+        if (strstr(buf, needle)) return 1;
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+    }
+    return 0;
+}
+
+// A sweep killed with SIGKILL (it cannot pass a signal on) takes its run down with it: the run
+// stops as a signal stops ./train, its checkpoint saved, instead of training on in a directory
+// the sweep's resume will train in.
+static void test_sweep_killed_stops_its_run(void) {
+    tmpdir("sweep");
+    write_tiny_config(3000);
+    int code = run("(./train %s/cfg.json --sweep train.lr=1e-3..1e-1/2 > %s/sweep.out 2>&1 & echo $! > %s/pid)", g_dir, g_dir,
+                   g_dir);
+    CHECK_MSG(code == 0, "%s", g_err);
+    char path[256], pid[32];
+    snprintf(path, sizeof path, "%s/out/base_lr0/metrics.csv", g_dir);
+    CHECK_MSG(wait_for_text(path, "\n1,", 60), "run 1 did not start");
+    snprintf(path, sizeof path, "%s/pid", g_dir);
+    slurp(path, pid, sizeof pid);
+    CHECK(atoi(pid) > 1 && kill((pid_t)atoi(pid), SIGKILL) == 0);
+    snprintf(path, sizeof path, "%s/out/base_lr0/run.log", g_dir);
+    int stopped = wait_for_text(path, "checkpoint saved", 30);
+    char log[65536];
+    slurp(path, log, sizeof log);
+    CHECK_MSG(stopped && strstr(log, "terminated"), "the run went on after its sweep was killed: %s",
+              strrchr(log, '\n') ? log + (strlen(log) > 300 ? strlen(log) - 300 : 0) : log);
+    cleanup();
+}
+
 const TestCase tests_sweep[] = {
     {"sweep_bad_input", test_sweep_bad_input},
     {"sweep_grid_and_sensitivity", test_sweep_grid_and_sensitivity},
@@ -595,5 +649,6 @@ const TestCase tests_sweep[] = {
     {"sweep_crafted_state_refused", test_sweep_crafted_state_refused},
     {"sweep_long_csv_lines", test_sweep_long_csv_lines},
     {"sweep_state_checked", test_sweep_state_checked},
+    {"sweep_killed_stops_its_run", test_sweep_killed_stops_its_run},
     {NULL, NULL},
 };
