@@ -3,10 +3,12 @@
 // gradient check. The computations live in teach/lab_core.c (so the tests can call them) and in
 // attention.c; this file parses arguments and prints.
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attention.h"
 #include "base/common.h"
@@ -702,7 +704,7 @@ static int cmd_gradcheck(int argc, char **argv) {
     if (!config_finalize(&cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
     free(overrides);
 
-    ModelDims d = {GRADCHECK_TINY_VOCAB, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd, QK_NORM_NONE};
+    ModelDims d = {GRADCHECK_TINY_VOCAB, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd, gpt_qk_norm_kind(cfg.qk_norm)};
     if (seq > cfg.block_size)
         die(EXIT_USAGE, "gradcheck: --T %lld exceeds model.block_size %d", seq, cfg.block_size);
     int B = GRADCHECK_TINY_BATCH;
@@ -761,8 +763,18 @@ static int cmd_gradcheck(int argc, char **argv) {
 
 // ---------------------------------------------------------------------------------------------
 
+// At exit, standard output flushed and checked: output lost to a full disk or /dev/full ends the
+// program with exit 1 and one line, not exit 0.
+static void check_stdout(void) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return;
+    fprintf(stderr, "%s: error: cannot write to standard output: %s\n", g_progname, strerror(errno ? errno : EIO));
+    _exit(EXIT_RUNTIME);
+}
+
 int main(int argc, char **argv) {
     g_progname = "lab";
+    atexit(check_stdout);
     // every message that lists the commands is made from this one table
     static const struct { const char *name; int (*run)(int, char **); const char *what; } commands[] = {
         {"examples", cmd_examples, "the lesson's worked examples (T = 3; one query over two keys), scaled and unscaled"},
@@ -784,7 +796,7 @@ int main(int argc, char **argv) {
         printf("usage: lab COMMAND [options]   (lab COMMAND --help: its options; lab --help: more)\n\n");
         for (int i = 0; i < N_COMMANDS; i++) printf("  %-15s %s\n", commands[i].name, commands[i].what);
         printf("\ne.g. lab examples, then lab examples --html steps.html and open the page\n");
-        return 0;
+        return EXIT_USAGE;  // a usage error all the same: no command was given
     }
     if (is_help(argv[1])) {
         usage_main(stdout);

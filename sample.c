@@ -1,11 +1,13 @@
 // sample.c: generate text from a checkpoint, draw attention maps for a prompt, and export the
 // weights for PyTorch.
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run/checkpoint.h"
 #include "run/safetensors.h"
@@ -191,8 +193,18 @@ static void on_stop_signal(int sig) {
     raise(sig);
 }
 
+// At exit, standard output flushed and checked: output lost to a full disk or /dev/full ends the
+// program with exit 1 and one line, not exit 0.
+static void check_stdout(void) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return;
+    fprintf(stderr, "%s: error: cannot write to standard output: %s\n", g_progname, strerror(errno ? errno : EIO));
+    _exit(EXIT_RUNTIME);
+}
+
 int main(int argc, char **argv) {
     g_progname = "sample";
+    atexit(check_stdout);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;

@@ -200,7 +200,7 @@ static int read_file(const char *path, unsigned char **out, size_t *out_len, cha
         char near[1024];
         if (access(path, F_OK) != 0 && strcmp(base, "tinyshakespeare.txt") == 0)
             refuse(err, errlen, "cannot read data file '%s': %s (run `make shakespeare` first: it downloads it there)", path, why);
-        else if (access(path, F_OK) != 0 && nearest_file(path, near, sizeof near))
+        else if (access(path, F_OK) != 0 && errno == ENOENT && nearest_file(path, near, sizeof near))  // (not a link loop)
             refuse(err, errlen, "cannot read data file '%s': %s (did you mean '%s'?)", path, why, near);
         else
             refuse(err, errlen, "cannot read data file '%s': %s", path, why);

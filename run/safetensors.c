@@ -426,6 +426,9 @@ static const char *meta_string(const cJSON *meta, const char *key) {
 static int read_vocab(Vocab *v, const cJSON *meta, const char *vocab_text, int V, const char *path, char *err,
                       size_t errlen) {
     const char *chars = meta_string(meta, "vocab");
+    if (chars && vocab_text)
+        return refuse(err, errlen, "'%s' has its own vocabulary in its metadata: --vocab-from '%s' is for a file without one;"
+                      " drop it", path, vocab_text);
     uint32_t *cps = NULL;
     size_t n = 0, bad = 0;
     if (chars) {
@@ -562,6 +565,14 @@ static int read_qk_norm(ModelDims *d, const cJSON *meta, const char *path, char 
     return 1;
 }
 
+// A shape as "[48,16]", "[16]", or "[]" for a 0-D tensor.
+static void shape_text(char *buf, size_t n, const uint64_t *shape, int ndim) {
+    size_t w = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && w < n; d++)
+        w += (size_t)snprintf(buf + w, n - w, "%s%llu", d ? "," : "", (unsigned long long)shape[d]);
+    if (w < n) snprintf(buf + w, n - w, "]");
+}
+
 // Every entry has a name and shape the model knows; the Linear biases are all zero.
 static int check_entries(Entry *e, int n, const ModelDims *d, const unsigned char *data, const char *path, char *err,
                          size_t errlen) {
@@ -580,13 +591,14 @@ static int check_entries(Entry *e, int n, const ModelDims *d, const unsigned cha
                               "must match the config)", path, e[i].name, qk_norm_label(d->qk_norm));
             return refuse(err, errlen, "'%s' has an extra tensor '%s' (not a weight of nanoGPT's GPT)", path, e[i].name);
         }
-        if (e[i].ndim != ndim || e[i].shape[0] != shape[0] || (ndim == 2 && e[i].shape[1] != shape[1]))
-            return refuse(err, errlen, "'%s': tensor '%s' has %d dimension(s) [%llu%s%llu]; the model (n_embd %d, vocab %d, "
-                          "block_size %d) expects [%llu%s%llu]", path, e[i].name, e[i].ndim,
-                          (unsigned long long)(e[i].ndim ? e[i].shape[0] : 0), e[i].ndim > 1 ? "," : "",
-                          (unsigned long long)(e[i].ndim > 1 ? e[i].shape[1] : 0), d->n_embd, d->vocab_size,
-                          d->block_size, (unsigned long long)shape[0], ndim == 2 ? "," : "",
-                          (unsigned long long)(ndim == 2 ? shape[1] : 0));
+        if (e[i].ndim != ndim || e[i].shape[0] != shape[0] || (ndim == 2 && e[i].shape[1] != shape[1])) {
+            char has[200], wants[64];
+            shape_text(has, sizeof has, e[i].shape, e[i].ndim);
+            shape_text(wants, sizeof wants, shape, ndim);
+            return refuse(err, errlen, "'%s': tensor '%s' has %d dimension(s) %s; the model (n_embd %d, vocab %d, "
+                          "block_size %d) expects %s", path, e[i].name, e[i].ndim, has, d->n_embd, d->vocab_size,
+                          d->block_size, wants);
+        }
         for (int b = 0; l >= 0 && b < (int)(sizeof LINEAR_BIASES / sizeof LINEAR_BIASES[0]); b++) {
             if (strcmp(rest, LINEAR_BIASES[b]) != 0) continue;
             for (uint64_t j = 0; j < e[i].count; j++)
@@ -621,6 +633,16 @@ static int convert_tensors(Checkpoint *ck, Entry *e, int n, const unsigned char 
     f->n_records = nt;
     float *out = (float *)f->buf;
     int ok = 1;
+    // the LayerNorm biases (the blocks', the final one's, QK-norm's) are all in the file or none
+    // is: one left out of a file that has the others would be read as zeros the model never had
+    const char *ln_biases = NULL;
+    for (int i = 0; i < nt && !ln_biases; i++) {
+        int l;
+        const NameRow *r = row_of(ti[i].name, &l);
+        char theirs[96];
+        their_name(theirs, sizeof theirs, r, l);
+        if (is_layernorm_bias(r) && find_entry(e, n, theirs)) ln_biases = find_entry(e, n, theirs)->name;
+    }
     for (int i = 0; i < nt && ok; i++) {
         int l;
         const NameRow *r = row_of(ti[i].name, &l);
@@ -629,7 +651,10 @@ static int convert_tensors(Checkpoint *ck, Entry *e, int n, const unsigned char 
         const Entry *src = find_entry(e, n, theirs);
         float *dst = out + ti[i].offset;
         size_t d0 = (size_t)ti[i].shape[0], d1 = ti[i].ndim == 2 ? (size_t)ti[i].shape[1] : 1;
-        if (!src && is_layernorm_bias(r)) {
+        if (!src && is_layernorm_bias(r) && ln_biases) {
+            ok = refuse(err, errlen, "'%s' has no tensor '%s' but has other LayerNorm biases (%s): a file holds every"
+                        " LayerNorm bias or none (nanoGPT's bias=False)", path, theirs, ln_biases);
+        } else if (!src && is_layernorm_bias(r)) {
             memset(dst, 0, ti[i].size * sizeof(float));  // nanoGPT's bias=False: no LayerNorm bias is a zero one
         } else if (!src && is_qk_norm(r->theirs)) {
             ok = refuse(err, errlen, "'%s' has no tensor '%s', which its model.qk_norm '%s' needs (the norms must match "
@@ -797,5 +822,9 @@ int model_file_open(Checkpoint *ck, const char *path, const char *vocab_text, ch
         return refuse(err, errlen, "'%s' is a debug dump of ./train --dump-state (TGPTDUMP), not a model: expected a "
                       "checkpoint (TGPTCKPT) or a safetensors file", path);
     if (f && memcmp(magic, "TGPTCKPT", 8) != 0 && size >= 9) return safetensors_open(ck, path, vocab_text, err, errlen);
+    // a checkpoint holds its vocabulary: a --vocab-from TEXT would be left unread
+    if (vocab_text)
+        return refuse(err, errlen, "'%s' is a checkpoint, which holds its own vocabulary: --vocab-from '%s' is for a safetensors"
+                      " file without one; drop it", path, vocab_text);
     return checkpoint_open(ck, path, err, errlen);
 }

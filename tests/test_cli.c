@@ -147,6 +147,9 @@ static const BadInput BAD_INPUTS[] = {
      "did you mean '--temperature'"},
     // data (exit 1)
     {"missing data file", "./train @/cfg.json --data.path=@/nope.txt", 1, "nope.txt", NULL},
+    // a link to itself: its own reason, and no "did you mean" of another file (the line ends there)
+    {"symbolic link loop as data.path", "./train @/cfg.json --data.path=@/data_loop", 1, "data_loop'",
+     "symbolic links\n"},
     {"empty data file", "./train @/cfg.json --data.path=@/empty.txt", 1, "empty", NULL},
     {"data shorter than a block", "./train @/cfg.json --data.path=@/short.txt", 1, "short.txt", "block_size"},
     {"invalid UTF-8", "./train @/cfg.json --data.path=@/bad_utf8.txt", 1, "UTF-8", "37"},
@@ -211,6 +214,20 @@ static const BadInput BAD_INPUTS[] = {
     {"override not UTF-8", "./train @/cfg.json '--sample.prompt=ab\xc3'", 2, "sample.prompt", "UTF-8"},
     {"lab: config not UTF-8", "./lab gradcheck @/c_utf8.json", 2, "UTF-8", "byte offset 15"},
     // strict numeric flags (exit 2, naming the flag and the value)
+    // standard output that cannot be written: exit 1, saying so, not exit 0 with the output lost
+    {"sample: standard output on /dev/full", "./sample @/run/checkpoint.bin --tokens 5 > /dev/full", 1, "standard output",
+     NULL},
+    {"sample --probs: standard output on /dev/full", "./sample @/run/checkpoint.bin --prompt ab --probs 3 > /dev/full", 1,
+     "standard output", NULL},
+    {"sample --explain --json: standard output on /dev/full",
+     "./sample @/run/checkpoint.bin --explain --prompt 'abab' --json > /dev/full", 1, "standard output", NULL},
+    {"lab --json: standard output on /dev/full", "./lab examples --json > /dev/full", 1, "standard output", NULL},
+    // --vocab-from names the vocabulary of a safetensors file without one: never left unread
+    {"sample: --vocab-from with a checkpoint", "./sample @/run/checkpoint.bin --vocab-from @/cfg.json", 1,
+     "holds its own vocabulary", "--vocab-from"},
+    {"train: --vocab-from with a checkpoint",
+     "./train @/cfg.json --init-from @/run/checkpoint.bin --vocab-from @/cfg.json --train.out_dir=@/vocab_run", 1,
+     "holds its own vocabulary", "--vocab-from"},
     {"sample: hexadecimal --tokens", "./sample @/run/checkpoint.bin --tokens 0x10", 2, "--tokens", "'0x10'"},
     {"sample: --tokens with a space", "./sample @/run/checkpoint.bin --tokens ' 5'", 2, "--tokens", "' 5'"},
     {"sample: fractional --tokens", "./sample @/run/checkpoint.bin --tokens 2.7", 2, "--tokens", "'2.7'"},
@@ -487,7 +504,7 @@ static void make_bad_input_fixture(void) {
     write_sentinels();
     // symbolic links where outputs go: to a file, dangling (to where nothing may be created), a
     // run's own file, a comparison's variant directory
-    CHECK(run("cd '%s' && ln -s afile link_to_afile && mkdir outside emptydir dang cmp cmp2 &&"
+    CHECK(run("cd '%s' && ln -s afile link_to_afile && ln -s data_loop data_loop && mkdir outside emptydir dang cmp cmp2 &&"
               " ln -s '%s/outside/target' dangling && ln -s '%s/outside/dang_metrics.csv' dang/metrics.csv &&"
               " cp -a run resumable && cp -a run linked && rm linked/metrics.csv &&"
               " ln -s '%s/outside/linked_metrics.csv' linked/metrics.csv &&"
@@ -589,8 +606,9 @@ static void test_help_and_version(void) {
         char name[64];
         if (sscanf(l + 2, "%63[a-z0-9-]", name) != 1) continue;
         n_commands++;
-        // ./lab alone: the menu on stdout, one line a command (its name, then what it shows)
-        CHECK(run("./lab") == 0);
+        // ./lab alone: the menu on stdout, one line a command (its name, then what it shows), and
+        // exit 2 (a usage error: no command was given)
+        CHECK(run("./lab") == 2);
         char line[80];
         snprintf(line, sizeof line, "\n  %s ", name);
         const char *at = strstr(g_out, line);
@@ -1883,11 +1901,26 @@ static void test_not_a_directory_message(void) {
     cleanup();
 }
 
+
+// Every key ./lab gradcheck accepts takes effect: model.qk_norm builds the model it names, whose
+// norms' gains (and LayerNorm's biases) are among the tensors checked.
+static void test_lab_gradcheck_qk_norm(void) {
+    tmpdir("labqk");
+    int code = run("./lab gradcheck --model.qk_norm=layernorm");
+    CHECK_MSG(code == 0 && strstr(g_out, "layer0.q_norm_w") && strstr(g_out, "layer0.k_norm_b"), "exit %d: %s %s", code,
+              g_out, g_err);
+    code = run("./lab gradcheck --model.qk_norm=rmsnorm");
+    CHECK_MSG(code == 0 && strstr(g_out, "layer0.q_norm_w") && !strstr(g_out, "q_norm_b"), "exit %d: %s %s", code, g_out,
+              g_err);
+    cleanup();
+}
+
 const TestCase tests_cli[] = {
     {"cli_shakespeare_without_network", test_shakespeare_without_network},
     {"cli_docs_list_every_output_column", test_docs_list_every_output_column},
     {"cli_docs_format_reader", test_docs_format_reader},
     {"cli_keep_checkpoints", test_keep_checkpoints},
+    {"cli_lab_gradcheck_qk_norm", test_lab_gradcheck_qk_norm},
     {"cli_attn_window", test_attn_window},
     {"cli_compare_values", test_compare_values},
     {"cli_extend_keeps_lr_schedule", test_extend_keeps_lr_schedule},

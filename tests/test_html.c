@@ -759,8 +759,8 @@ static void lab_online_html_command_line(void) {
     CHECK(run("./lab online-softmax --causal") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--causal"));
     // the command list names it, with and without a command
     CHECK(run("./lab --help") == 0 && strstr(g_hout, "online-softmax"));
-    // without a command: the menu on stdout, a line for it, nothing on stderr
-    CHECK(run("./lab") == 0 && strstr(g_hout, "\n  online-softmax ") && g_herr[0] == '\0');
+    // without a command: the menu on stdout, a line for it, nothing on stderr, exit 2 (no command)
+    CHECK(run("./lab") == 2 && strstr(g_hout, "\n  online-softmax ") && g_herr[0] == '\0');
     CHECK(run("./lab online-softmax --help") == 0 && strstr(g_hout, "exp(m_old - m_new)"));
     cleanup();
 }

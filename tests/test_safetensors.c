@@ -269,6 +269,21 @@ static void c_shape(cJSON *h, unsigned char *d, size_t *n) {
     cJSON_AddItemToArray(s, cJSON_CreateNumber(3 * DIMS.n_embd));
     cJSON_ReplaceItemInObject(entry(h, "transformer.h.0.attn.c_attn.weight"), "shape", s);
 }
+// A shape of the same count given to name: 1-D [a] when b is 0, else [a, b].
+static void reshape(cJSON *h, const char *name, int a, int b) {
+    cJSON *s = cJSON_CreateArray();
+    cJSON_AddItemToArray(s, cJSON_CreateNumber(a));
+    if (b) cJSON_AddItemToArray(s, cJSON_CreateNumber(b));
+    cJSON_ReplaceItemInObject(entry(h, name), "shape", s);
+}
+static void c_shape_2d_for_1d(cJSON *h, unsigned char *d, size_t *n) {
+    (void)d, (void)n;
+    reshape(h, "transformer.ln_f.weight", 2, DIMS.n_embd / 2);
+}
+static void c_shape_1d_for_2d(cJSON *h, unsigned char *d, size_t *n) {
+    (void)d, (void)n;
+    reshape(h, "transformer.h.0.attn.c_proj.weight", DIMS.n_embd * DIMS.n_embd, 0);
+}
 static void c_beyond(cJSON *h, unsigned char *d, size_t *n) {
     (void)d;
     cJSON *e = entry(h, "lm_head.weight");
@@ -356,6 +371,8 @@ static const struct {
 } CRAFTED[] = {
     {"a dtype this architecture cannot convert", c_dtype_i8, "transformer.wpe.weight", "dtype I8"},
     {"a shape other than nanoGPT's", c_shape, "transformer.h.0.attn.c_attn.weight", "expects [24,8]"},
+    {"a 1-D tensor given two dimensions", c_shape_2d_for_1d, "has 2 dimension(s) [2,4]", "expects [8]"},
+    {"a 2-D tensor given one dimension", c_shape_1d_for_2d, "has 1 dimension(s) [64]", "expects [8,8]"},
     {"offsets beyond the file", c_beyond, "lm_head.weight", "beyond the"},
     {"two tensors over the same bytes", c_overlap, "overlap", NULL},
     {"data no tensor covers", c_trailing, "belong to no tensor", NULL},
@@ -493,6 +510,62 @@ static void test_crafted_files_refused(void) {
     CHECK(ck.vocab.vocab_size == 5 && ck.vocab.chars[0] == 'a');
     checkpoint_close(&ck);
     free_st(&valid);
+    cleanup();
+}
+
+
+// A LayerNorm QK-norm file needs its biases: one without them (but with the other LayerNorm
+// biases) is refused, not read as zeros (the probabilities would differ from the model's).
+static void test_qk_layernorm_biases_required(void) {
+    tmpdir("st");
+    const ModelDims qd = {5, 8, 2, 2, 8, QK_NORM_LAYERNORM};
+    GPT m;
+    char err[1024];
+    gpt_build(&m, &qd, attention_causal((real)(1.0 / sqrt((double)qd.n_embd / qd.n_head))), 1, qd.block_size);
+    Rng rng;
+    rng_seed(&rng, 3);
+    gpt_init(&m, INIT_GPT2, &rng);
+    for (int i = 0; i < m.n_tensors; i++)  // LayerNorm biases that are not zero: the file holds them all
+        if (strstr(m.tensors[i].name, "_b") && m.tensors[i].ndim == 1)
+            for (size_t j = 0; j < m.tensors[i].size; j++) m.params[m.tensors[i].offset + j] = (real)(float)(0.1 * rng_normal(&rng));
+    Config c;
+    config_defaults(&c);
+    snprintf(c.name, sizeof c.name, "st");
+    c.n_layer = qd.n_layer, c.n_head = qd.n_head, c.n_embd = qd.n_embd, c.block_size = qd.block_size;
+    CHECK(config_apply_override(&c, "model.qk_norm=layernorm", err, sizeof err) && config_finalize(&c, err, sizeof err));
+    char *cfg = config_to_json(&c);
+    Vocab v = vocab_abcde();
+    CHECK_MSG(safetensors_export(in_dir("qk.safetensors"), &m, cfg, &v, err, sizeof err) > 0, "%s", err);
+    free(cfg);
+    free(v.chars);
+    gpt_free(&m);
+    StFile f;
+    CHECK(read_st(in_dir("qk.safetensors"), &f));
+    Checkpoint ck;
+    CHECK_MSG(safetensors_open(&ck, in_dir("qk.safetensors"), NULL, err, sizeof err), "%s", err);
+    checkpoint_close(&ck);
+    static const char *const BIASES[] = {"transformer.h.1.attn.q_norm.bias", "transformer.h.0.attn.k_norm.bias"};
+    for (int i = 0; i < 2; i++) {
+        cJSON *h = cJSON_Duplicate(f.header, 1);
+        unsigned char *data = malloc(f.data_len);
+        memcpy(data, f.data, f.data_len);
+        size_t n = f.data_len;
+        drop_tensor(h, data, &n, BIASES[i]);
+        char *json = cJSON_PrintUnformatted(h);
+        uint64_t hl = strlen(json);
+        FILE *out = fopen(in_dir("nobias.safetensors"), "wb");
+        for (int b = 0; b < 8; b++) fputc((int)(hl >> (8 * b)) & 255, out);
+        fwrite(json, 1, hl, out);
+        fwrite(data, 1, n, out);
+        fclose(out);
+        free(json), free(data), cJSON_Delete(h);
+        err[0] = 0;
+        int ok = safetensors_open(&ck, in_dir("nobias.safetensors"), NULL, err, sizeof err);
+        CHECK_MSG(!ok && strstr(err, BIASES[i]) && strstr(err, "LayerNorm bias"), "without %s: %s", BIASES[i],
+                  ok ? "accepted" : err);
+        if (ok) checkpoint_close(&ck);
+    }
+    free_st(&f);
     cleanup();
 }
 
@@ -715,5 +788,6 @@ const TestCase tests_safetensors[] = {
     {"safetensors_header_rules", test_header_rules},
     {"safetensors_programs_export_and_import", test_programs_export_and_import},
     {"safetensors_converter_checks", test_converter_checks},
+    {"safetensors_qk_layernorm_biases_required", test_qk_layernorm_biases_required},
     {NULL, NULL},
 };
