@@ -25,15 +25,6 @@ static const Comparison COMPARE_SCALING = {
     {{"scaled", {"model.attn_scale=sqrt"}}, {"unscaled", {"model.attn_scale=none"}}},
 };
 
-// The keys --compare KEY=V1,V2[,V3,V4] may vary: those that change neither a tensor's shape nor
-// anything the variants share (the data, the batches, the initial weights, the steps at which
-// all of them evaluate, probe and checkpoint).
-static const char *const COMPARABLE_KEYS[] = {
-    "model.attn_scale", "model.attn_impl", "model.attn_mask", "model.softmax_axis", "train.lr", "train.min_lr", "train.warmup_steps", "train.lr_decay_steps", "train.beta1",
-    "train.beta2", "train.eps", "train.weight_decay", "train.grad_clip", "train.max_bad_steps", "train.spike_zscore",
-    "model.qk_norm", "train.z_loss",
-    "train.spike_window", NULL};
-
 // --compare KEY=V1,V2[,V3,V4]: one variant per value, named by it (out_dir/<value>/).
 static Comparison g_compare;
 static char g_compare_what[600], g_compare_names[MAX_VARIANTS][64], g_compare_overrides[MAX_VARIANTS][320];
@@ -42,7 +33,7 @@ static const Comparison *parse_compare(const char *spec) {
     const char *eq = strchr(spec, '=');
     size_t klen = eq ? (size_t)(eq - spec) : 0;
     int known = 0;
-    for (int i = 0; COMPARABLE_KEYS[i]; i++) known |= strlen(COMPARABLE_KEYS[i]) == klen && strncmp(COMPARABLE_KEYS[i], spec, klen) == 0;
+    for (int i = 0; COMPARABLE_KEYS[i]; i++) known |= strlen(COMPARABLE_KEYS[i]) == klen && strncmp(COMPARABLE_KEYS[i], spec, klen) == 0;  // (run/sweep.h)
     if (!eq || !known)
         die(EXIT_USAGE, "--compare expects KEY=V1,V2[,V3,V4] with a KEY that changes no shape and nothing the runs share"
             " (model.attn_scale, model.attn_impl, model.attn_mask, model.softmax_axis, train.lr, train.min_lr,"

@@ -52,6 +52,12 @@ typedef struct {
 // 0 with one line naming the key and what was expected; sweep_state_free frees st either way.
 int sweep_state_parse(const char *text, size_t len, const char *origin, SweepState *st, char *err, size_t errlen);
 void sweep_state_free(SweepState *st);
+// The keys --compare KEY=V1,V2[,V3,V4] may vary (run/args.c), and so the keys a sweep's variants
+// can differ in (NULL-terminated): those that change neither a tensor's shape nor anything the
+// variants share (the data, the batches, the initial weights, the steps at which all of them
+// evaluate, probe and checkpoint).
+extern const char *const COMPARABLE_KEYS[];
+
 // Whether "--KEY=VALUE" sets a key the sweep sets for each of its runs (train.lr, train.min_lr,
 // train.out_dir, train.overwrite).
 int sweep_owned_key(const char *arg);

@@ -48,6 +48,12 @@ int sweep_parse(const char *spec, SweepGrid *g, char *err, size_t errlen) {
     return 1;
 }
 
+const char *const COMPARABLE_KEYS[] = {
+    "model.attn_scale", "model.attn_impl", "model.attn_mask", "model.softmax_axis", "train.lr", "train.min_lr", "train.warmup_steps", "train.lr_decay_steps", "train.beta1",
+    "train.beta2", "train.eps", "train.weight_decay", "train.grad_clip", "train.max_bad_steps", "train.spike_zscore",
+    "model.qk_norm", "train.z_loss",
+    "train.spike_window", NULL};
+
 int sweep_owned_key(const char *arg) {
     static const char *const OWNED[] = {"--train.lr=", "--train.min_lr=", "--train.out_dir=", "--train.overwrite=", NULL};
     for (int k = 0; OWNED[k]; k++)
@@ -103,7 +109,9 @@ static int state_variants(const cJSON *root, SweepState *st, const char *origin,
         const char *k = st->compare_key;
         char probe[80];
         snprintf(probe, sizeof probe, "--%s=", k);
-        if (config_find_key(k) < 0 || sweep_owned_key(probe))
+        int comparable = 0;
+        for (int i = 0; COMPARABLE_KEYS[i]; i++) comparable |= strcmp(COMPARABLE_KEYS[i], k) == 0;
+        if (!comparable || sweep_owned_key(probe))
             return refuse(err, errlen, "'%s': \"compare_key\" '%s' is not a config key a sweep's --compare varies", origin, k);
     }
     const cJSON *it;

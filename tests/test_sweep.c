@@ -576,9 +576,10 @@ static void test_sweep_state_checked(void) {
         {"args_dump_state.json", "argument 2 '--dump-state'"},
         {"nine_variants.json", "1 to 4 variants"},
         {"variant_escapes.json", "variant 1's name '..'"},
+        {"compare_data_path.json", "\"compare_key\" 'data.path'"},
     };
     char path[256], err[1024];
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         int seed = i < 3;
         snprintf(path, sizeof path, "tests/fuzz/%s/sweep_state/%s", seed ? "corpus" : "regressions",
                  seed ? SEEDS[i] : CRAFTED[i - 3].file);
