@@ -283,7 +283,9 @@ ARM64_SKIP := --skip cli_ --skip crash_ --skip mpi_ --skip float64_build --skip 
     --skip robust_fifo_and_devices_refused --skip robust_rng_below_bounded --skip lab_mistakes_json \
     --skip lab_pages_same_digits_as_terminal --skip lab_html_command_line --skip lab_mistakes_html_command_line \
     --skip lab_online_html_command_line --skip safetensors_programs --skip safetensors_converter_checks \
-    --skip sweep_bad_input --skip sweep_outputs --skip sweep_divergence_recorded --skip sweep_stop_and_resume
+    --skip sweep_bad_input --skip sweep_outputs --skip sweep_divergence_recorded --skip sweep_stop_and_resume \
+    --skip sweep_resume_refuses_other_runs --skip sweep_files_not_regular_refused --skip sweep_crafted_state_refused \
+    --skip sweep_long_csv_lines --skip sweep_killed_stops_its_run
 test-arm64:
 	$(MAKE) CC=$(ARM64_CC) NATIVE=0 MARCH= train tests/run_tests tests/run_tests64
 	OMP_NUM_THREADS=1 OMP_THREAD_LIMIT=1 $(QEMU_ARM64) ./train --version
