@@ -1244,8 +1244,9 @@ static char *pg_run(const char *name, const char *script, const char *netlog, ch
 // is the previous model's next step. It sends the page that frames it the flags, the errors
 // raised and the step shown; after 60 s of waiting, what it has.
 static const char *const PG_BAD_SCRIPT =
-    "<script>(function(){var $=function(i){return document.getElementById(i);},phase=0,n=0,errs=0,r='',before='',wait=0;"
+    "<script>(function(){var $=function(i){return document.getElementById(i);},phase=0,n=0,errs=0,r='',before='',wait=0,saved=null,at=0;"
     "window.addEventListener('error',function(){errs++;});worker.addEventListener('error',function(){errs++;});"
+    "worker.addEventListener('message',function(e){if(e.data.type=='saved')saved=e.data.bytes.slice();});"
     "function step(){var m=/^step (\\d+)/.exec($('status').textContent);return m?+m[1]:-1;}"
     "function built(){return /parameters/.test($('status').textContent)&&$('status').textContent!=before;}"
     "function msg(){return $('msg').textContent;}"
@@ -1275,8 +1276,25 @@ static const char *const PG_BAD_SCRIPT =
     "$('step').click();}"
     "else if(phase==9&&step()==3){phase=10;r+=' hugestep=1';cfg({model:{n_layr:2}});$('reset').click();}"
     "else if(phase==10&&msg()){phase=11;flag('key',/n_layr/);$('step').click();}"
-    "else if(phase==11&&step()==4){phase=12;r+=' keystep=1';done();}"
-    "else if(n>=600||errs)done();},100);})();</script>\n";
+    ;
+// its second half (one literal would pass the 4095 characters C99 guarantees)
+static const char *const PG_BAD_SCRIPT2 =
+    "else if(phase==11&&step()==4){phase=12;r+=' keystep=1';$('msg').textContent='';src('paste');"
+    "$('paste').value='\\u20ac'.repeat(1398102);$('reset').click();}"
+    "else if(phase==12&&msg()){phase=13;flag('utf8',/^the text is 4194306 bytes of UTF-8 \\(1398102 characters\\); the limit is 4194304 bytes/);"
+    "$('msg').textContent='';before='';cfg({model:{n_layer:2,n_head:2,n_embd:32,block_size:32},train:{batch_size:8}});"
+    "file('bom.txt',new Uint8Array([0xef,0xbb,0xbf].concat(Array.from(new TextEncoder().encode('ab '.repeat(200))))));}"
+    "else if(phase==13&&!built()&&(document.querySelector('input[value=file]')||{}).checked&&!before){before=$('status').textContent;$('reset').click();}"
+    "else if(phase==13&&before&&built()){phase=19;r+=' bom='+(/vocabulary 4,/.test($('status').textContent)?1:0);$('step').click();}"
+    "else if(phase==19&&step()==1){phase=14;$('savelink').click=function(){};$('save').click();}"
+    "else if(phase==14&&saved){phase=15;var t=new DataTransfer();t.items.add(new File([saved],'page_text.txt'));"
+    "$('ckpt').files=t.files;$('ckpt').dispatchEvent(new Event('change'));}"
+    "else if(phase==15&&(/page_text\\.txt:/.test($('status').textContent)||msg())){phase=16;"
+    "r+=' ckname='+(/^step 1 \\(page_text\\.txt:.*vocabulary 4/.test($('status').textContent)&&!msg()?1:0)+' ckcleared='+($('ckpt').value==''?1:0);"
+    "$('train').click();$('pause').click();$('train').click();$('pause').click();wait=0;}"
+    "else if(phase==16&&/\\(paused\\)/.test($('status').textContent)){phase=17;at=step();wait=0;}"
+    "else if(phase==17&&++wait>=15){phase=18;r+=' rapid='+(step()==at&&at>=1?1:0)+' rapidat='+at;done();}"
+    "else if(n>=900||errs)done();},100);})();</script>\n";
 
 // The bad inputs of PG_BAD_SCRIPT in docs/playground.html at 1280x800: each refused with its
 // message, nothing raised, and the model trained before each refused Reset still the one that
@@ -1284,7 +1302,9 @@ static const char *const PG_BAD_SCRIPT =
 static void check_playground_bad(void) {
     char why[400] = "", net[1300];
     snprintf(net, sizeof net, "%s/playground_bad.netlog.json", g_abs);
-    char *out = pg_run("playground_bad", PG_BAD_SCRIPT, net, why, sizeof why);
+    char script[9000];
+    snprintf(script, sizeof script, "%s%s", PG_BAD_SCRIPT, PG_BAD_SCRIPT2);
+    char *out = pg_run("playground_bad", script, net, why, sizeof why);
     const char *rep = out ? out : "";
     double errs = pg_field(rep, "errors");
     result(out && errs == 0, "playground bad input: the page ran the script with no error raised (%.0f): %s",
@@ -1303,6 +1323,15 @@ static void check_playground_bad(void) {
     result(pg_field(rep, "key") == 1 && pg_field(rep, "keystep") == 1,
            "playground bad input: a config with an unknown key refused naming it, the previous model kept: Step "
            "made step 4");
+    result(pg_field(rep, "utf8") == 1, "playground bad input: pasted text of 1398102 characters U+20AC (4194306 bytes of "
+           "UTF-8, 1398102 UTF-16 units) refused with the limit in bytes and the count of characters");
+    result(pg_field(rep, "bom") == 1, "playground: a file that starts with a byte-order mark keeps it, as ./train reads the "
+           "file: 'ab ' repeated after it is a vocabulary of 4");
+    result(pg_field(rep, "ckname") == 1 && pg_field(rep, "ckcleared") == 1, "playground: a checkpoint loaded from a file "
+           "named page_text.txt resumes (step 1, vocabulary 4) and leaves the page's text as it was; the file input is "
+           "cleared, so choosing the same file again loads it again");
+    result(pg_field(rep, "rapid") == 1, "playground: Train, Pause, Train, Pause pressed at once: paused at step %.0f and "
+           "no step made in the 1.5 s after (no training loop left running)", pg_field(rep, "rapidat"));
     free(out);
     unlink(net);
 }
