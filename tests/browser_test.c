@@ -1438,7 +1438,7 @@ static void check_playground_native(void) {
 // the logit-growth preset (chosen in the menu, Reset) the same way; with PLAN.lesson, the lesson's
 // example in the five steps' views, query 1 then 2, each view's numbers as the page shows them.
 static const char *const PG_LESSON_SCRIPT =
-    "(function(){var $=function(i){return document.getElementById(i);},n=0,errs=0,r='',phase='open',k=0,wait=0,before='';"
+    "(function(){var $=function(i){return document.getElementById(i);},n=0,errs=0,r='',phase='open',k=0,wait=0,before='',one='';"
     "window.addEventListener('error',function(){errs++;});pool.forEach(function(p){p.w.addEventListener('error',function(){errs++;});});"
     "function step(){var m=/^step (\\d+)/.exec($('status').textContent);return m?+m[1]:-1;}"
     "function built(){return /parameters/.test($('status').textContent)&&$('status').textContent!=before;}"
@@ -1449,6 +1449,9 @@ static const char *const PG_LESSON_SCRIPT =
     "function measure(tag,s){r+=' l0_'+tag+'='+loss(0,s)+' l1_'+tag+'='+loss(1,s);"
     "['c_ent','c_maxw','c_gain','c_logit'].forEach(function(id){r+=' '+id.slice(2)+'0_'+tag+'='+at(id,'v0',s)+' '+id.slice(2)+'1_'+tag+'='+at(id,'v1',s);});}"
     "function done(){clearInterval(iv);var d=document.documentElement;parent.postMessage(r+' width='+d.clientWidth+' scroll='+d.scrollWidth+' errors='+errs+' msg='+$('msg').textContent,'*');}"
+    "function snap(s){var c=$('curve').dataset,t='';['c_ent','c_maxw','c_gain','c_logit'].forEach(function(id){var d=$(id).dataset,st=d.steps.split(' '),"
+    "a=d.v0.split(' '),b=d.v1.split(' ');st.forEach(function(x,i){if(+x<=s)t+=' '+x+':'+a[i]+':'+b[i];});});"
+    "return c.loss.split(' ').slice(0,s).join(' ')+'|'+c.loss1.split(' ').slice(0,s).join(' ')+'|'+t;}"
     "function seed(s){var o=JSON.parse($('config').value);o.train=o.train||{};o.train.seed=s;$('config').value=JSON.stringify(o);$('config').dispatchEvent(new Event('input'));}"
     "var iv=setInterval(function(){n++;"
     "if(phase=='open'&&built()){r+='preset='+($('preset').value=='lesson'&&$('compare').checked&&$('pair').value=='model.attn_scale=none'?1:0)+' workers='+$('workers').value;"
@@ -1458,8 +1461,11 @@ static const char *const PG_LESSON_SCRIPT =
     "else if(phase=='train'){if(PLAN.keys)key('t');else $('train').click();phase='run';}"
     "else if(phase=='run'&&step()>=PLAN.steps){if(PLAN.keys)key('t');else $('pause').click();phase='pause';}"
     "else if(phase=='pause'&&paused()){measure(PLAN.seeds[k],PLAN.at);k++;r+=' paused_at='+step();"
-    " if(k<PLAN.seeds.length)phase='seed';else if(PLAN.growth){before=$('status').textContent;$('preset').value='growth';$('preset').dispatchEvent(new Event('change'));$('reset').click();phase='gbuild';}"
-    " else if(PLAN.lesson)phase='lesson';else{done();return;}}"
+    " if(k<PLAN.seeds.length)phase='seed';else if(PLAN.one&&!one){one=snap(PLAN.steps);before=$('status').textContent;$('workers').value='1';"
+    "$('workers').dispatchEvent(new Event('change'));$('reset').click();k--;phase='build';}"
+    " else{if(one){r+=' oneworker='+(snap(PLAN.steps)==one?1:0);$('workers').value='2';$('workers').dispatchEvent(new Event('change'));}"
+    " if(PLAN.growth){before=$('status').textContent;$('preset').value='growth';$('preset').dispatchEvent(new Event('change'));$('reset').click();phase='gbuild';}"
+    " else if(PLAN.lesson)phase='lesson';else{done();return;}}}"
     "else if(phase=='gbuild'&&built()){r+=' gpair='+($('pair').value=='model.qk_norm=layernorm'?1:0);$('train').click();phase='grun';}"
     "else if(phase=='grun'&&step()>=PLAN.steps){$('pause').click();phase='gpause';}"
     "else if(phase=='gpause'&&paused()){measure('growth',PLAN.at);phase=PLAN.lesson?'lesson':'end';if(!PLAN.lesson){done();return;}}"
@@ -1536,7 +1542,7 @@ static void check_playground_lesson(void) {
         {"before_390x844", "before:1", 390, 844},
         {"after_1280x800", "seeds:[1337],steps:" PG_XSTR(PG_LESSON_STEPS) ",at:" PG_XSTR(PG_LESSON_AT), 1280, 800},
         {"after_390x844", "seeds:[1337],steps:" PG_XSTR(PG_LESSON_STEPS) ",at:" PG_XSTR(PG_LESSON_AT) ",keys:1", 390, 844},
-        {"seeds_growth_lesson", "seeds:[1,2],steps:" PG_XSTR(PG_LESSON_STEPS) ",at:" PG_XSTR(PG_LESSON_AT) ",growth:1,lesson:1", 1280, 2400},
+        {"seeds_growth_lesson", "seeds:[1,2],steps:" PG_XSTR(PG_LESSON_STEPS) ",at:" PG_XSTR(PG_LESSON_AT) ",one:1,growth:1,lesson:1", 1280, 2400},
     };
     char *lab = NULL;
     FILE *pl = popen("./lab examples --json", "r");
@@ -1592,6 +1598,10 @@ static void check_playground_lesson(void) {
                    "%.4f against %.4f, max logit %.1f against %.1f)", seeds[k], runs[i].name, PG_LESSON_AT, f[1], f[0],
                    f[3], f[2], f[5], f[4], f[7], f[6], f[9], f[8]);
         }
+        if (strstr(runs[i].plan, "one:1"))
+            result(pg_field(r, "oneworker") == 1, "playground: seed 2 trained again in one worker (both variants in one "
+                   "module) shows the two workers' losses of steps 1..%d of both variants and their statistics' points, "
+                   "digit for digit", PG_LESSON_STEPS);
         if (strstr(runs[i].plan, "growth:1")) {
             double a = pg_field(r, "logit0_growth"), b = pg_field(r, "logit1_growth");
             result(pg_field(r, "gpair") == 1 && a > b, "playground, the logit-growth preset (lr 0.031, QK-norm off against "
