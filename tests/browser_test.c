@@ -976,18 +976,19 @@ static const char *const PG_SCRIPT =
     "' samplestep='+$('sample0').dataset.step;}"
     "function measure(){var d=document.documentElement;return 'steps='+step()+' default='+dflt+' first='+first+"
     "' first1='+first1+' last='+$('loss').textContent+' last1='+$('loss1').textContent+' heads='+Math.max($('stats').rows.length-1,0)+"
-    "' ent0='+col(1)+' maxw0='+col(2)+' ent1='+col(4)+' maxw1='+col(5)+' width='+d.clientWidth+' scroll='+d.scrollWidth+"
+    "' ent0='+col(1)+' maxw0='+col(2)+' ent1='+col(5)+' maxw1='+col(6)+' width='+d.clientWidth+' scroll='+d.scrollWidth+"
     "' compare='+($('compare').checked?1:0);}"
     "function done(){clearInterval(iv);parent.postMessage((snap||measure())+views+' saved='+saved+' bytes='+(bytes?bytes.length:0)+"
     "' clicks='+clicks+' blob='+(/^blob:/.test($('savelink').href)?1:0)+' loaded='+loaded+' after='+step()+"
     "' errors='+errs+' msg='+$('msg').textContent,'*');}"
     "var iv=setInterval(function(){n++;"
     "if(phase==0&&built()){phase=5;before=$('status').textContent;$('step').click();}"
-    "else if(phase==5&&step()==1){phase=1;dflt=$('loss').textContent;$('preset').value='tiny';$('reset').click();}"
+    "else if(phase==5&&step()==1){phase=1;dflt=$('loss').textContent;$('preset').value='tiny';$('preset').dispatchEvent(new Event('change'));$('reset').click();}"
     "else if(phase==1&&built()){phase=2;$('step').click();}"
     "else if(phase==2&&step()==1){phase=3;first=$('loss').textContent;first1=$('loss1').textContent;"
     "$('every').value='50';$('every').dispatchEvent(new Event('change'));$('train').click();}"
     "else if(phase==3&&step()>=" PG_STEPS_STR "){phase=4;$('pause').click();}"
+    "else if(phase==4&&!/\\(paused\\)/.test($('status').textContent)){}"
     // paused: the views (the probe map, a prompt outside the vocabulary, the key s, a setting
     // changed), then Download (the link's click counted, not followed) and the saved bytes loaded
     // back through the file input, then one Step
@@ -995,9 +996,11 @@ static const char *const PG_SCRIPT =
     "else if(phase==6&&$('probemsg').textContent){phase=7;var m=$('probemsg').textContent;"
     "views+=' oov='+(m.indexOf('\\u2603')>=0&&m.indexOf('U+20AC')>=0?1:0)+' kept='+(map(0)+map(1)==mapped?1:0);"
     "at=step();wait=0;document.body.dispatchEvent(new KeyboardEvent('keydown',{key:'s',bubbles:true}));}"
-    "else if(phase==7&&(step()==at+1||++wait>=30)){phase=9;views+=' keystep='+(step()-at)+' keptafter='+(map(0)+map(1)==mapped?1:0);"
+    "else if(phase==7&&(step()==at+1||++wait>=30)){views+=' keystep='+(step()-at)+' keptafter='+(map(0)+map(1)==mapped?1:0);"
     "$('lr').value='0.002';$('lr').dispatchEvent(new Event('change'));"
-    "views+=' note='+(/^changed: lr; applied at Reset$/.test($('changed').textContent)?1:0);"
+    "wait=0;phase=8;}"
+    "else if(phase==8&&(/applied from step/.test($('changed').textContent)||++wait>=30)){phase=9;"
+    "views+=' note='+(/^lr 0\\.002, z_loss 0: applied from step \\d+$/.test($('changed').textContent)?1:0)+' pausedat='+at;"
     "$('savelink').click=function(){clicks++;};$('save').click();}"
     "else if(phase==9&&bytes&&clicks){phase=10;var t=new DataTransfer();t.items.add(new File([bytes],'checkpoint.bin'));"
     "$('ckpt').files=t.files;$('ckpt').dispatchEvent(new Event('change'));}"
@@ -1095,8 +1098,8 @@ static void check_pg_views(const char *rep, int w, int h, double steps) {
     result(oov == 1 && kept == 1 && kept2 == 1, "playground at %dx%d: a probe prompt with U+2603 and U+20AC: the message "
            "names both (%.0f), the maps stay the previous ones (%.0f, and after the next step %.0f)", w, h, oov, kept, kept2);
     result(pg_field(rep, "keystep") == 1, "playground at %dx%d: the key s made %.0f step(s) (1)", w, h, pg_field(rep, "keystep"));
-    result(pg_field(rep, "note") == 1, "playground at %dx%d: lr changed after the build: \"changed: lr; applied at Reset\" "
-           "next to the buttons", w, h);
+    result(pg_field(rep, "note") == 1, "playground at %dx%d: lr changed while built applies at the next step: \"lr 0.002, "
+           "z_loss 0: applied from step N\" next to the buttons", w, h);
 }
 
 // docs/playground.html, the committed page, at 1280x800 and in a 390x844 frame: the worker
@@ -1172,6 +1175,10 @@ static void check_playground(void) {
             check_pg_views(rep, w, h, steps);
             double saved = pg_field(rep, "saved"), bytes = pg_field(rep, "bytes"), loaded = pg_field(rep, "loaded");
             double after = pg_field(rep, "after");
+            double paused_at = pg_field(rep, "pausedat");
+            result(paused_at >= PG_STEPS && saved == paused_at + 1, "playground at %dx%d: Pause stopped both variants at "
+                   "step %.0f, shown as paused; nothing trained after it: the key s made step %.0f, the checkpoint "
+                   "downloaded after it is of step %.0f", w, h, paused_at, paused_at + 1, saved);
             result(saved >= PG_STEPS && bytes > 1000 && pg_field(rep, "clicks") == 1 && pg_field(rep, "blob") == 1 &&
                    loaded == saved && after == saved + 1,
                    "playground at %dx%d: Download offered the checkpoint of step %.0f (%.0f bytes) as a blob: link and "
@@ -1184,10 +1191,11 @@ static void check_playground(void) {
     }
 }
 
-// docs/playground.html with `script` after its own, as NAME.html framed at 1280x800 by
-// NAME_frame.html, run until it reports (chromium_held; netlog NULL for none). Returns the report
-// the script sent (the frame's <pre id="measure">, malloc'd), or NULL with the reason in why.
-static char *pg_run(const char *name, const char *script, const char *netlog, char *why, size_t whylen) {
+// docs/playground.html with `script` after its own, as NAME.html framed at w x h by
+// NAME_frame.html, run until it reports (chromium_held; netlog and png NULL for none). Returns the
+// report the script sent (the frame's <pre id="measure">, malloc'd), or NULL with the reason in why.
+static char *pg_run_at(const char *name, const char *script, int w, int h, const char *png, const char *netlog, char *why,
+                       size_t whylen) {
     char *html = slurp("docs/playground.html");
     const char *tail = html ? strstr(html, "</body>") : NULL;
     if (!tail) {
@@ -1202,10 +1210,10 @@ static char *pg_run(const char *name, const char *script, const char *netlog, ch
     write_with_script(copy_path, html, tail, script);
     free(html);
     snprintf(frame, sizeof frame, "%s/%s_frame.html", g_abs, name);
-    write_pg_frame(frame, copy_name, "playground_hold", 1280, 800);
+    write_pg_frame(frame, copy_name, "playground_hold", w, h);
     snprintf(url, sizeof url, "file://%s", frame);
     snprintf(dom, sizeof dom, "%s/%s.dom", g_abs, name);
-    if (!chromium_held(url, fifo, 1280, 800, dom, NULL, netlog)) {
+    if (!chromium_held(url, fifo, w, h, dom, png, netlog)) {
         snprintf(why, whylen, "chromium failed (see %.300s/chromium.log)", g_out);
         return NULL;
     }
@@ -1221,6 +1229,9 @@ static char *pg_run(const char *name, const char *script, const char *netlog, ch
     memmove(out, rep, strlen(rep) + 1);
     return out;
 }
+static char *pg_run(const char *name, const char *script, const char *netlog, char *why, size_t whylen) {
+    return pg_run_at(name, script, 1280, 800, NULL, netlog, why, whylen);
+}
 
 // Bad input: a clear message in the page, the previous state kept. A copy of the page
 // with a script after its own: once the worker has built the default preset, the tiny one
@@ -1233,8 +1244,9 @@ static char *pg_run(const char *name, const char *script, const char *netlog, ch
 // is the previous model's next step. It sends the page that frames it the flags, the errors
 // raised and the step shown; after 60 s of waiting, what it has.
 static const char *const PG_BAD_SCRIPT =
-    "<script>(function(){var $=function(i){return document.getElementById(i);},phase=0,n=0,errs=0,r='',before='',wait=0;"
+    "<script>(function(){var $=function(i){return document.getElementById(i);},phase=0,n=0,errs=0,r='',before='',wait=0,saved=null,at=0;"
     "window.addEventListener('error',function(){errs++;});worker.addEventListener('error',function(){errs++;});"
+    "worker.addEventListener('message',function(e){if(e.data.type=='saved')saved=e.data.bytes.slice();});"
     "function step(){var m=/^step (\\d+)/.exec($('status').textContent);return m?+m[1]:-1;}"
     "function built(){return /parameters/.test($('status').textContent)&&$('status').textContent!=before;}"
     "function msg(){return $('msg').textContent;}"
@@ -1264,8 +1276,25 @@ static const char *const PG_BAD_SCRIPT =
     "$('step').click();}"
     "else if(phase==9&&step()==3){phase=10;r+=' hugestep=1';cfg({model:{n_layr:2}});$('reset').click();}"
     "else if(phase==10&&msg()){phase=11;flag('key',/n_layr/);$('step').click();}"
-    "else if(phase==11&&step()==4){phase=12;r+=' keystep=1';done();}"
-    "else if(n>=600||errs)done();},100);})();</script>\n";
+    ;
+// its second half (one literal would pass the 4095 characters C99 guarantees)
+static const char *const PG_BAD_SCRIPT2 =
+    "else if(phase==11&&step()==4){phase=12;r+=' keystep=1';$('msg').textContent='';src('paste');"
+    "$('paste').value='\\u20ac'.repeat(1398102);$('reset').click();}"
+    "else if(phase==12&&msg()){phase=13;flag('utf8',/^the text is 4194306 bytes of UTF-8 \\(1398102 characters\\); the limit is 4194304 bytes/);"
+    "$('msg').textContent='';before='';cfg({model:{n_layer:2,n_head:2,n_embd:32,block_size:32},train:{batch_size:8}});"
+    "file('bom.txt',new Uint8Array([0xef,0xbb,0xbf].concat(Array.from(new TextEncoder().encode('ab '.repeat(200))))));}"
+    "else if(phase==13&&!built()&&(document.querySelector('input[value=file]')||{}).checked&&!before){before=$('status').textContent;$('reset').click();}"
+    "else if(phase==13&&before&&built()){phase=19;r+=' bom='+(/vocabulary 4,/.test($('status').textContent)?1:0);$('step').click();}"
+    "else if(phase==19&&step()==1){phase=14;$('savelink').click=function(){};$('save').click();}"
+    "else if(phase==14&&saved){phase=15;var t=new DataTransfer();t.items.add(new File([saved],'page_text.txt'));"
+    "$('ckpt').files=t.files;$('ckpt').dispatchEvent(new Event('change'));}"
+    "else if(phase==15&&(/page_text\\.txt:/.test($('status').textContent)||msg())){phase=16;"
+    "r+=' ckname='+(/^step 1 \\(page_text\\.txt:.*vocabulary 4/.test($('status').textContent)&&!msg()?1:0)+' ckcleared='+($('ckpt').value==''?1:0);"
+    "$('train').click();$('pause').click();$('train').click();$('pause').click();wait=0;}"
+    "else if(phase==16&&/\\(paused\\)/.test($('status').textContent)){phase=17;at=step();wait=0;}"
+    "else if(phase==17&&++wait>=15){phase=18;r+=' rapid='+(step()==at&&at>=1?1:0)+' rapidat='+at;done();}"
+    "else if(n>=900||errs)done();},100);})();</script>\n";
 
 // The bad inputs of PG_BAD_SCRIPT in docs/playground.html at 1280x800: each refused with its
 // message, nothing raised, and the model trained before each refused Reset still the one that
@@ -1273,7 +1302,9 @@ static const char *const PG_BAD_SCRIPT =
 static void check_playground_bad(void) {
     char why[400] = "", net[1300];
     snprintf(net, sizeof net, "%s/playground_bad.netlog.json", g_abs);
-    char *out = pg_run("playground_bad", PG_BAD_SCRIPT, net, why, sizeof why);
+    char script[9000];
+    snprintf(script, sizeof script, "%s%s", PG_BAD_SCRIPT, PG_BAD_SCRIPT2);
+    char *out = pg_run("playground_bad", script, net, why, sizeof why);
     const char *rep = out ? out : "";
     double errs = pg_field(rep, "errors");
     result(out && errs == 0, "playground bad input: the page ran the script with no error raised (%.0f): %s",
@@ -1292,6 +1323,15 @@ static void check_playground_bad(void) {
     result(pg_field(rep, "key") == 1 && pg_field(rep, "keystep") == 1,
            "playground bad input: a config with an unknown key refused naming it, the previous model kept: Step "
            "made step 4");
+    result(pg_field(rep, "utf8") == 1, "playground bad input: pasted text of 1398102 characters U+20AC (4194306 bytes of "
+           "UTF-8, 1398102 UTF-16 units) refused with the limit in bytes and the count of characters");
+    result(pg_field(rep, "bom") == 1, "playground: a file that starts with a byte-order mark keeps it, as ./train reads the "
+           "file: 'ab ' repeated after it is a vocabulary of 4");
+    result(pg_field(rep, "ckname") == 1 && pg_field(rep, "ckcleared") == 1, "playground: a checkpoint loaded from a file "
+           "named page_text.txt resumes (step 1, vocabulary 4) and leaves the page's text as it was; the file input is "
+           "cleared, so choosing the same file again loads it again");
+    result(pg_field(rep, "rapid") == 1, "playground: Train, Pause, Train, Pause pressed at once: paused at step %.0f and "
+           "no step made in the 1.5 s after (no training loop left running)", pg_field(rep, "rapidat"));
     free(out);
     unlink(net);
 }
@@ -1315,7 +1355,7 @@ static const char *const PG_SAME_SCRIPT =
     "' losses='+($('curve').dataset.loss||'')+' msg='+$('msg').textContent,'*');}"
     "var iv=setInterval(function(){n++;"
     "if(phase==0&&/parameters/.test($('status').textContent)){phase=1;"
-    "dflt=$('preset').value=='default'&&$('compare').checked?1:0;$('train').click();}"
+    "dflt=$('preset').value=='lesson'&&$('compare').checked&&$('workers').value=='2'?1:0;$('train').click();}"
     "else if(phase==1&&step()>=" PG_SAME_STEPS_STR "){phase=2;$('pause').click();}"
     "else if(phase==2||n>=2000||errs||$('msg').textContent)done();},100);})();</script>\n";
 
@@ -1385,6 +1425,216 @@ static void check_playground_native(void) {
     free(out);
 }
 
+// ---------------------------------------------------------------------------------------------
+// the playground as a newcomer finds it: open, press Train with the defaults
+
+// A script added after the page's own, after `var PLAN = {...};`: once built, it records whether
+// the page opened on the lesson preset comparing scaled against unscaled (and in how many
+// workers); with PLAN.before it reports at once. Else for each seed of PLAN.seeds (1337 is the
+// page's own; another is written into the config text, then Reset) it presses Train (or the key
+// t with PLAN.keys), Pause (or t) once the status shows PLAN.steps steps, and once paused reads
+// from the DOM the losses of step PLAN.at (the curve's data-loss) and the statistics curves'
+// points of that step (entropy, max weight, grad gain, max logit, per variant). With PLAN.growth,
+// the logit-growth preset (chosen in the menu, Reset) the same way; with PLAN.lesson, the lesson's
+// example in the five steps' views, query 1 then 2, each view's numbers as the page shows them.
+static const char *const PG_LESSON_SCRIPT =
+    "(function(){var $=function(i){return document.getElementById(i);},n=0,errs=0,r='',phase='open',k=0,wait=0,before='',one='';"
+    "window.addEventListener('error',function(){errs++;});pool.forEach(function(p){p.w.addEventListener('error',function(){errs++;});});"
+    "function step(){var m=/^step (\\d+)/.exec($('status').textContent);return m?+m[1]:-1;}"
+    "function built(){return /parameters/.test($('status').textContent)&&$('status').textContent!=before;}"
+    "function paused(){return /\\(paused\\)/.test($('status').textContent);}"
+    "function at(id,key,s){var d=$(id).dataset,st=(d.steps||'').split(' '),i=st.indexOf(String(s));return i<0?NaN:+d[key].split(' ')[i];}"
+    "function loss(v,s){var a=($('curve').dataset[v?'loss1':'loss']||'').split(' ');return a.length>=s?+a[s-1]:NaN;}"
+    "function key(c){document.body.dispatchEvent(new KeyboardEvent('keydown',{key:c,bubbles:true}));}"
+    "function measure(tag,s){r+=' l0_'+tag+'='+loss(0,s)+' l1_'+tag+'='+loss(1,s);"
+    "['c_ent','c_maxw','c_gain','c_logit'].forEach(function(id){r+=' '+id.slice(2)+'0_'+tag+'='+at(id,'v0',s)+' '+id.slice(2)+'1_'+tag+'='+at(id,'v1',s);});}"
+    "function done(){clearInterval(iv);var d=document.documentElement;parent.postMessage(r+' width='+d.clientWidth+' scroll='+d.scrollWidth+' errors='+errs+' msg='+$('msg').textContent,'*');}"
+    "function snap(s){var c=$('curve').dataset,t='';['c_ent','c_maxw','c_gain','c_logit'].forEach(function(id){var d=$(id).dataset,st=d.steps.split(' '),"
+    "a=d.v0.split(' '),b=d.v1.split(' ');st.forEach(function(x,i){if(+x<=s)t+=' '+x+':'+a[i]+':'+b[i];});});"
+    "return c.loss.split(' ').slice(0,s).join(' ')+'|'+c.loss1.split(' ').slice(0,s).join(' ')+'|'+t;}"
+    "function seed(s){var o=JSON.parse($('config').value);o.train=o.train||{};o.train.seed=s;$('config').value=JSON.stringify(o);$('config').dispatchEvent(new Event('input'));}"
+    "var iv=setInterval(function(){n++;"
+    "if(phase=='open'&&built()){r+='preset='+($('preset').value=='lesson'&&$('compare').checked&&$('pair').value=='model.attn_scale=none'?1:0)+' workers='+$('workers').value;"
+    " if(PLAN.before){done();return;}phase='seed';}"
+    "else if(phase=='seed'){var s=PLAN.seeds[k];if(s!=1337){before=$('status').textContent;seed(s);$('reset').click();phase='build';}else phase='train';}"
+    "else if(phase=='build'&&built())phase='train';"
+    "else if(phase=='train'){if(PLAN.keys)key('t');else $('train').click();phase='run';}"
+    "else if(phase=='run'&&step()>=PLAN.steps){if(PLAN.keys)key('t');else $('pause').click();phase='pause';}"
+    "else if(phase=='pause'&&paused()){measure(PLAN.seeds[k],PLAN.at);k++;r+=' paused_at='+step();"
+    " if(k<PLAN.seeds.length)phase='seed';else if(PLAN.one&&!one){one=snap(PLAN.steps);before=$('status').textContent;$('workers').value='1';"
+    "$('workers').dispatchEvent(new Event('change'));$('reset').click();k--;phase='build';}"
+    " else{if(one){r+=' oneworker='+(snap(PLAN.steps)==one?1:0);$('workers').value='2';$('workers').dispatchEvent(new Event('change'));}"
+    " if(PLAN.growth){before=$('status').textContent;$('preset').value='growth';$('preset').dispatchEvent(new Event('change'));$('reset').click();phase='gbuild';}"
+    " else if(PLAN.lesson)phase='lesson';else{done();return;}}}"
+    "else if(phase=='gbuild'&&built()){r+=' gpair='+($('pair').value=='model.qk_norm=layernorm'?1:0);$('train').click();phase='grun';}"
+    "else if(phase=='grun'&&step()>=PLAN.steps){$('pause').click();phase='gpause';}"
+    "else if(phase=='gpause'&&paused()){measure('growth',PLAN.at);phase=PLAN.lesson?'lesson':'end';if(!PLAN.lesson){done();return;}}"
+    "else if(phase=='lesson'){$('pquery').value='1';$('lessonex').click();phase='l1';wait=0;}"
+    "else if((phase=='l1'||phase=='l2')&&/^weights /.test(($('fivenum3_0')||{}).textContent||'')&&$('fiveinfo').textContent.indexOf(\"lesson's example\")>=0&&$('fivesteps').dataset.query==(phase=='l1'?'1':'2')){"
+    " var q=phase=='l1'?1:2;for(var s=0;s<5;s++)r+=' ~five'+s+'_q'+q+'~'+$('fivenum'+s+'_0').textContent+'~'+$('fivenum'+s+'_1').textContent+'~';"
+    " if(q==1){$('pquery').value='2';$('pquery').dispatchEvent(new Event('change'));phase='l2';}else{done();return;}}"
+    "if(n>=PLAN.limit*10||errs||$('msg').textContent)done();},100);})();";
+
+// The numbers of ./lab examples' T = 3 example for query q, as the page words them ("%.6f", -inf
+// for a masked score): the five views' texts of variant v (0 scaled, 1 unscaled) begin with them.
+static void lab_five_texts(const cJSON *t3, int q, int v, char out[5][256]) {
+    const char *sfx = v ? "unscaled" : "scaled";
+    char key[64];
+    const cJSON *raw = cJSON_GetArrayItem(cJSON_GetObjectItem(t3, "scores"), q);
+    snprintf(key, sizeof key, "masked_%s", sfx);
+    const cJSON *mk = cJSON_GetArrayItem(cJSON_GetObjectItem(t3, key), q);
+    snprintf(key, sizeof key, "weights_%s", sfx);
+    const cJSON *w = cJSON_GetArrayItem(cJSON_GetObjectItem(t3, key), q);
+    snprintf(key, sizeof key, "out_%s", sfx);
+    const cJSON *o = cJSON_GetArrayItem(cJSON_GetObjectItem(t3, key), q);
+    snprintf(key, sizeof key, "dS_gain_%s", sfx);
+    double gain = cJSON_GetArrayItem(cJSON_GetObjectItem(t3, key), q) ? cJSON_GetArrayItem(cJSON_GetObjectItem(t3, key), q)->valuedouble : NAN;
+    size_t n[5];
+    n[0] = (size_t)snprintf(out[0], 256, "%s: scores", v ? "unscaled" : "scaled (1/\u221a2)");
+    n[1] = (size_t)snprintf(out[1], 256, "scaled");
+    n[2] = (size_t)snprintf(out[2], 256, "masked");
+    n[3] = (size_t)snprintf(out[3], 256, "weights");
+    n[4] = (size_t)snprintf(out[4], 256, "output");
+    for (int u = 0; u <= q; u++) {  // the keys the query sees (causal): their scores, unscaled and scaled
+        double x = cJSON_GetArrayItem(raw, u) ? cJSON_GetArrayItem(raw, u)->valuedouble : NAN;
+        n[0] += (size_t)snprintf(out[0] + n[0], 256 - n[0], " %.6f", x);
+        n[1] += (size_t)snprintf(out[1] + n[1], 256 - n[1], " %.6f", v ? x : x / sqrt(2.0));
+    }
+    for (int u = 0; u < 3; u++) {
+        const cJSON *m = cJSON_GetArrayItem(mk, u);
+        if (!m || cJSON_IsNull(m)) n[2] += (size_t)snprintf(out[2] + n[2], 256 - n[2], " -inf");
+        else n[2] += (size_t)snprintf(out[2] + n[2], 256 - n[2], " %.6f", m->valuedouble);
+        n[3] += (size_t)snprintf(out[3] + n[3], 256 - n[3], " %.6f", cJSON_GetArrayItem(w, u) ? cJSON_GetArrayItem(w, u)->valuedouble : NAN);
+    }
+    for (int i = 0; i < 2; i++) n[4] += (size_t)snprintf(out[4] + n[4], 256 - n[4], " %.6f", cJSON_GetArrayItem(o, i) ? cJSON_GetArrayItem(o, i)->valuedouble : NAN);
+    snprintf(out[3] + n[3], 256 - n[3], "|%.6f", gain);  // the row gain, the text's last number
+}
+
+// The text between "~fiveS_qQ~" and the next '~' for variant v (0: the first field, 1: the second).
+static int five_text(const char *rep, int s, int q, int v, char *out, size_t n) {
+    char key[32];
+    snprintf(key, sizeof key, "~five%d_q%d~", s, q);
+    const char *p = strstr(rep, key);
+    if (!p) return 0;
+    p += strlen(key);
+    if (v) {
+        p = strchr(p, '~');
+        if (!p) return 0;
+        p++;
+    }
+    snprintf(out, n, "%.*s", (int)strcspn(p, "~"), p);
+    return 1;
+}
+
+// The page as a newcomer opens it: the lesson preset (2 layers, 2 heads, d_k = 64, fan_in init)
+// compared with its unscaled twin in two workers; Train until PG_LESSON_STEPS steps and, at step
+// PG_LESSON_AT (a step, not a time), the unscaled variant's loss is above the scaled one's and its
+// mean entropy lower, for the seeds 1337 (the page's), 1 and 2; the logit-growth preset's largest
+// attention logit without QK-norm above the one with it; the lesson's example in the five views
+// with ./lab examples' numbers; screenshots before and after training at 1280x800 and 390x844,
+// no horizontal scroll at 390 px, and Train and Pause by the key t.
+#define PG_LESSON_STEPS 40
+#define PG_LESSON_AT 30
+static void check_playground_lesson(void) {
+    char why[600], plan[6000], png[1300];
+    struct { const char *name, *plan; int w, h; } runs[] = {
+        {"before_1280x800", "before:1", 1280, 800},
+        {"before_390x844", "before:1", 390, 844},
+        {"after_1280x800", "seeds:[1337],steps:" PG_XSTR(PG_LESSON_STEPS) ",at:" PG_XSTR(PG_LESSON_AT), 1280, 800},
+        {"after_390x844", "seeds:[1337],steps:" PG_XSTR(PG_LESSON_STEPS) ",at:" PG_XSTR(PG_LESSON_AT) ",keys:1", 390, 844},
+        {"seeds_growth_lesson", "seeds:[1,2],steps:" PG_XSTR(PG_LESSON_STEPS) ",at:" PG_XSTR(PG_LESSON_AT) ",one:1,growth:1,lesson:1", 1280, 2400},
+    };
+    char *lab = NULL;
+    FILE *pl = popen("./lab examples --json", "r");
+    if (pl) {
+        size_t cap = 1 << 16, len = 0;
+        lab = malloc(cap);
+        size_t k;
+        while (lab && (k = fread(lab + len, 1, cap - 1 - len, pl)) > 0) len += k;
+        if (lab) lab[len] = 0;
+        pclose(pl);
+    }
+    cJSON *labj = lab ? cJSON_Parse(lab) : NULL;
+    free(lab);
+    const cJSON *t3 = labj ? cJSON_GetObjectItem(labj, "t3") : NULL;
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        int w = runs[i].w, h = runs[i].h;
+        char script[sizeof plan], name[80];
+        snprintf(script, sizeof script, "<script>var PLAN={%s,limit:150};</script><script>%s</script>\n", runs[i].plan, PG_LESSON_SCRIPT);
+        snprintf(name, sizeof name, "playground_%s", runs[i].name);
+        snprintf(png, sizeof png, "%s/playground_%s.png", g_abs, runs[i].name);
+        g_wait_s = 200;
+        why[0] = 0;
+        char *rep = pg_run_at(name, script, w, h, png, NULL, why, sizeof why);
+        g_wait_s = 90;
+        const char *r = rep ? rep : "";
+        const char *msg = strstr(r, " msg=");
+        int pw = 0, ph = 0, ok = rep && msg && !msg[5] && pg_field(r, "errors") == 0 && png_size(png, &pw, &ph) && pw == w && ph == h;
+        result(ok && pg_field(r, "preset") == 1 && pg_field(r, "workers") == 2,
+               "playground as opened (%s, %dx%d): the lesson preset, scaled against unscaled, in two workers; no error; "
+               "a %dx%d screenshot (%dx%d)%s%.300s", runs[i].name, w, h, w, h, pw, ph, ok ? "" : ": ", ok ? "" : (rep ? r : why));
+        if (!ok) { free(rep); continue; }
+        if (h == 844) {
+            double width = pg_field(r, "width"), scroll = pg_field(r, "scroll");
+            result(scroll <= width && width <= w, "playground at 390x844 (%s): no horizontal scroll (scroll width %.0f, "
+                   "window %.0f px)", runs[i].name, scroll, width);
+        }
+        if (strstr(runs[i].plan, "keys:1"))
+            result(pg_field(r, "paused_at") >= PG_LESSON_STEPS, "playground at 390x844: the key t started training and "
+                   "the key t paused it at step %.0f (at least %d)", pg_field(r, "paused_at"), PG_LESSON_STEPS);
+        static const int seeds[] = {1337, 1, 2};
+        for (int k = 0; k < 3; k++) {
+            char key[64];
+            double f[10];
+            const char *names[10] = {"l0", "l1", "ent0", "ent1", "maxw0", "maxw1", "gain0", "gain1", "logit0", "logit1"};
+            snprintf(key, sizeof key, "l0_%d", seeds[k]);
+            if (isnan(pg_field(r, key))) continue;
+            for (int j = 0; j < 10; j++) {
+                snprintf(key, sizeof key, "%s_%d", names[j], seeds[k]);
+                f[j] = pg_field(r, key);
+            }
+            result(f[1] > f[0] && f[3] < f[2], "playground, the defaults, seed %d (%s): at step %d the unscaled loss %.4f is "
+                   "above the scaled %.4f and its mean entropy %.4f below %.4f (max weight %.4f against %.4f, grad gain "
+                   "%.4f against %.4f, max logit %.1f against %.1f)", seeds[k], runs[i].name, PG_LESSON_AT, f[1], f[0],
+                   f[3], f[2], f[5], f[4], f[7], f[6], f[9], f[8]);
+        }
+        if (strstr(runs[i].plan, "one:1"))
+            result(pg_field(r, "oneworker") == 1, "playground: seed 2 trained again in one worker (both variants in one "
+                   "module) shows the two workers' losses of steps 1..%d of both variants and their statistics' points, "
+                   "digit for digit", PG_LESSON_STEPS);
+        if (strstr(runs[i].plan, "growth:1")) {
+            double a = pg_field(r, "logit0_growth"), b = pg_field(r, "logit1_growth");
+            result(pg_field(r, "gpair") == 1 && a > b, "playground, the logit-growth preset (lr 0.031, QK-norm off against "
+                   "on): at step %d the largest attention logit without QK-norm %.1f is above the one with it %.2f "
+                   "(loss %.4f against %.4f)", PG_LESSON_AT, a, b, pg_field(r, "l0_growth"), pg_field(r, "l1_growth"));
+        }
+        if (strstr(runs[i].plan, "lesson:1")) {
+            int same = 0, total = 0;
+            char bad[400] = "";
+            for (int q = 1; q <= 2 && t3; q++)
+                for (int v = 0; v < 2; v++) {
+                    char want[5][256], got[300];
+                    lab_five_texts(t3, q, v, want);
+                    for (int s5 = 0; s5 < 5; s5++) {
+                        total++;
+                        char *bar = strchr(want[s5], '|'), gain[64] = "";
+                        if (bar) { snprintf(gain, sizeof gain, "%s", bar + 1); *bar = 0; }
+                        int ok5 = five_text(r, s5, q, v, got, sizeof got) && strncmp(got, want[s5], strlen(want[s5])) == 0 &&
+                                  (!gain[0] || strstr(got, gain) != NULL);
+                        same += ok5;
+                        if (!ok5 && !bad[0]) snprintf(bad, sizeof bad, "query %d, %s, step %d: the page shows '%.120s', ./lab "
+                                                      "'%.100s' (row gain %s)", q, v ? "unscaled" : "scaled", s5 + 1, got, want[s5], gain);
+                    }
+                }
+            result(t3 && same == total && total == 20, "playground, the lesson's example in the five steps' views: %d of %d "
+                   "views (queries 1 and 2, scaled and unscaled: scores, scaled, masked, weights and row gain, output) "
+                   "show ./lab examples' numbers%s%s", same, total, bad[0] ? ": " : "", bad);
+        }
+        free(rep);
+    }
+    cJSON_Delete(labj);
+}
+
 int main(int argc, char **argv) {
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
@@ -1441,6 +1691,7 @@ int main(int argc, char **argv) {
     if (!only || strcmp(only, "playground") == 0) check_playground();
     if (!only || strcmp(only, "playground") == 0) check_playground_native();
     if (!only || strcmp(only, "playground") == 0) check_playground_bad();
+    if (!only || strcmp(only, "playground") == 0 || strcmp(only, "playground-lesson") == 0) check_playground_lesson();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }

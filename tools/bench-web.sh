@@ -19,6 +19,10 @@
 # Then TTF=3 runs of the page itself: press Train with the default preset in compare mode (scaled
 # against unscaled) and wait for the page's stats table to show the unscaled variant's mean
 # entropy over the heads below the scaled one's by more than 0.05; the seconds from the press.
+# Then compare mode's speed: the page's default (the lesson preset, scaled and unscaled) trained
+# by pressing Train, in two Web Workers (one variant each, the page's default) and in one (both
+# variants), in rounds that alternate them with the native one-thread build training both
+# (tools/web_native.c --compare): steps/s of the pair from step CMP_FROM=10 to CMP_FROM + CMP_STEPS=60.
 # Prints one line per run and a table (median and range over the rounds); build/benchweb/ keeps
 # the raw lines (runs.txt).
 set -e
@@ -82,20 +86,41 @@ var c=new TextEncoder().encode(d.config);if(!ex.pg_set_text(put(d.text),d.text.l
 var t=0;for(var i=0;i<d.warm+d.steps;i++){if(i==d.warm)t=performance.now();ex.pg_step(1);}\\
 var s=(performance.now()-t)/1000;postMessage(\"rate \"+(d.steps/s).toFixed(4)+\" steps/s (\"+d.steps+\" steps in \"+s.toFixed(3)+\" s) loss \"+ex.pg_loss(0));}'],\
 {type:'text/javascript'})));w.onmessage=function(e){console.log('bench-result '+e.data);};\
-document.getElementById('preset').value='default';\
-w.postMessage({wasm:b64(document.getElementById('wasm').textContent),text:b64(document.getElementById('corpus').textContent),config:JSON.stringify(controlsConfig()),warm:$warm,steps:$steps});})();</script>" > $out/engine.html
+document.getElementById('preset').value='lesson';\
+w.postMessage({wasm:b64(document.getElementById('wasm').textContent),text:b64(document.getElementById('corpus').textContent),config:document.getElementById('config').value,warm:$warm,steps:$steps});})();</script>" > $out/engine.html
 
 # the page's own controls: once built, press Train (default preset, compare on) and watch the
-# stats table; done when the unscaled mean entropy is below the scaled one by more than 0.05
+# stats table (per variant: entropy, max w, grad gain, max logit); done when the unscaled mean
+# entropy is below the scaled one by more than 0.05
 with_script "<script>(function(){var \$=function(i){return document.getElementById(i)},t0=0;\
 function col(c){var r=[].slice.call(\$('stats').rows,1),s=0;r.forEach(function(x){s+=parseFloat(x.cells[c].textContent)});return r.length?s/r.length:NaN}\
 var iv=setInterval(function(){var st=\$('status').textContent;\
-if(!t0&&/parameters/.test(st)){if(!\$('compare').checked||\$('preset').value!='default'){console.log('bench-result not the default preset in compare mode');clearInterval(iv);return}\
+if(!t0&&/parameters/.test(st)){if(!\$('compare').checked||\$('preset').value!='lesson'){console.log('bench-result not the default preset in compare mode');clearInterval(iv);return}\
 t0=performance.now();\$('train').click();return}\
-if(!t0)return;var e0=col(1),e1=col(4),s=(performance.now()-t0)/1000;\
+if(!t0)return;var e0=col(1),e1=col(5),s=(performance.now()-t0)/1000;\
 if(e0-e1>0.05||s>240||\$('msg').textContent){clearInterval(iv);\$('pause').click();\
 console.log('bench-result '+(e0-e1>0.05?'visible':'not visible')+' after '+s.toFixed(1)+' s at '+st+': mean entropy scaled '+e0.toFixed(4)+', unscaled '+e1.toFixed(4)+'; the page shows '+\$('rate').textContent+' '+\$('msg').textContent)}},100)})();</script>" > $out/ttf.html
 
+# compare mode's speed in the page: the workers menu set to W, Train pressed once built; the
+# seconds between the status showing step CMP_FROM and step CMP_FROM + CMP_STEPS
+cmp_from=${CMP_FROM:-10}
+cmp_steps=${CMP_STEPS:-60}
+for w in 1 2; do
+    with_script "<script>(function(){var \$=function(i){return document.getElementById(i)},go=0,t1=0;\
+\$('workers').value='$w';\$('workers').dispatchEvent(new Event('change'));var rs=0;\
+var iv=setInterval(function(){var st=\$('status').textContent,m=/^step (\\d+)/.exec(st),n=m?+m[1]:0;\
+if(!rs&&!/parameters/.test(st))return;if(!rs){rs=1;if($w==1)\$('reset').click();return}\
+if(!go&&/parameters/.test(st)&&(($w==2)==/two workers/.test(st))){go=1;\$('train').click();return}\
+if(!go)return;if(!t1&&n>=$cmp_from){t1=performance.now();return}\
+if(t1&&n>=$cmp_from+$cmp_steps){clearInterval(iv);\$('pause').click();var s=(performance.now()-t1)/1000;\
+console.log('bench-result rate '+((n-$cmp_from)/s).toFixed(4)+' steps/s of the pair ('+(n-$cmp_from)+' steps in '+s.toFixed(2)+' s) '+\$('msg').textContent)}},20)})();</script>" > $out/cmp$w.html
+done
+# the native build training the same pair on one thread: steps/s from step CMP_FROM on
+native_cmp() {
+    a=$(date +%s.%N); ./$out/native4 tests/web_default.json $cmp_from --compare 1000000 >/dev/null
+    b=$(date +%s.%N); ./$out/native4 tests/web_default.json $((cmp_from + cmp_steps)) --compare 1000000 >/dev/null
+    c=$(date +%s.%N); echo "$a $b $c" | awk -v n=$cmp_steps '{ printf "rate %.4f steps/s of the pair (%d steps in %.2f s)\n", n / (($3 - $2) - ($2 - $1)), n, ($3 - $2) - ($2 - $1) }'
+}
 rate() { sed -n 's/^rate \([0-9.]*\) .*/\1/p'; }
 : > $out/runs.txt
 echo "bench-web: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $pairs rounds of $steps steps after $warm"
@@ -113,6 +138,15 @@ for r in $(seq 1 "$ttf_runs"); do
     echo "time to a visible failure, run $r: $line (load $(cut -d' ' -f1 /proc/loadavg))"
     echo "$line" | sed -n 's/^visible after \([0-9.]*\) s.*/ttf \1/p' >> $out/runs.txt
 done
+cmp_rounds=${CMP_ROUNDS:-3}
+for r in $(seq 1 "$cmp_rounds"); do
+    if [ $((r % 2)) = 1 ]; then order="cmp2 cmp1 native"; else order="native cmp1 cmp2"; fi
+    for p in $order; do
+        if [ $p = native ]; then line=$(native_cmp); else line=$(run_chromium $p.html); fi
+        echo "compare mode, round $r, $p: $line (load $(cut -d' ' -f1 /proc/loadavg))"
+        echo "cmp $r $p $(echo "$line" | rate)" >> $out/runs.txt
+    done
+done
 # the table: per program the median and range of its steps/s; per round the ratios
 awk '
     function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -120,6 +154,7 @@ awk '
     function row(name, a, n, f,   i, lo, hi, m) { if (!n) { printf "| %s | - | - |\n", name; return } m = med(a, n); lo = a[1]; hi = a[n]
         printf "| %s | " f " | " f " - " f " |\n", name, m, lo, hi }
     $1 == "ttf" { t[++nt] = $2; next }
+    $1 == "cmp" { if ($4 != "") { c[$3, ++nc[$3]] = $4; cr[$2, $3] = $4; CR[$2] = 1 } next }
     $3 != "" { v[$1, $2] = $3; R[$1] = 1 }
     END { for (r in R) { if ((r, "wasm") in v) w[++nw] = v[r, "wasm"]; if ((r, "native4") in v) a[++na] = v[r, "native4"]
             if ((r, "native") in v) b[++nb] = v[r, "native"]; if ((r, "native4u") in v) u[++nu] = v[r, "native4u"]
@@ -137,4 +172,11 @@ awk '
         row("native 16 registers / 32 registers, both without FMA (per round)", rr, nrr, "%.2f")
         row("wasm / native VEC=4 without FMA, 16 registers (per round)", zr, nzr, "%.2f")
         row("wasm / native default (per round)", y, ny, "%.2f")
-        row("seconds from Train to a visible failure", t, nt, "%.1f") }' $out/runs.txt
+        row("seconds from Train to a visible failure", t, nt, "%.1f")
+        for (k = 1; k <= nc["cmp2"]; k++) c2[k] = c["cmp2", k]; for (k = 1; k <= nc["cmp1"]; k++) c1[k] = c["cmp1", k]
+        for (k = 1; k <= nc["native"]; k++) cn[k] = c["native", k]
+        for (r in CR) if ((r, "cmp2") in cr && (r, "cmp1") in cr) q21[++n21] = cr[r, "cmp2"] / cr[r, "cmp1"]
+        row("compare mode (the page'"'"'s default pair), two workers, steps/s of the pair", c2, nc["cmp2"], "%.2f")
+        row("compare mode, one worker, steps/s of the pair", c1, nc["cmp1"], "%.2f")
+        row("compare mode, native VEC=4, 1 thread, steps/s of the pair", cn, nc["native"], "%.2f")
+        row("two workers / one worker (per round)", q21, n21, "%.2f") }' $out/runs.txt

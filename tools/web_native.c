@@ -5,6 +5,11 @@
 // PG_DIR here.
 // ./web_native CONFIG STEPS --rate WARM also prints to stderr the wall time of the steps after
 // the first WARM, in steps/s (tools/bench-web.sh compares it with the module's in Chromium).
+// ./web_native CONFIG STEPS --compare EVERY [PAIR] trains the page's compare mode (the config and
+// the same config with PAIR, "model.attn_scale=none" unless given, one init, the same batches)
+// and every EVERY steps prints what the page shows:
+// "STEP loss loss_unscaled | entropy max_weight grad_gain max_logit (means over the heads, scaled)
+// | the same unscaled", the statistics measured as the page measures them (pg_measure).
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +19,15 @@
 void *pg_alloc(int n);
 int pg_set_text(const unsigned char *bytes, int n);
 long pg_init(const char *json, int n, int compare);
+long pg_init_pair(const char *json, int n, const char *override, int which);
 int pg_step(int n);
 double pg_loss(int v);
 double pg_info(int v, int what);
+int pg_measure(int n);
+double pg_entropy(int v, int lh);
+double pg_max_weight(int v, int lh);
+double pg_grad_gain(int v, int lh);
+double pg_max_logit(int v, int lh);
 const char *pg_message(void);
 
 static char *slurp(const char *path, int *n) {
@@ -31,18 +42,41 @@ static char *slurp(const char *path, int *n) {
     return b;
 }
 
+// the means over the heads of variant v's statistics, as the page's curves show them
+static void print_means(int v) {
+    int heads = (int)(pg_info(v, 0) * pg_info(v, 1));
+    double s[4] = {0, 0, 0, 0};
+    for (int i = 0; i < heads; i++) {
+        s[0] += pg_entropy(v, i), s[1] += pg_max_weight(v, i);
+        s[2] += pg_grad_gain(v, i), s[3] += pg_max_logit(v, i);
+    }
+    printf(" | %.4f %.4f %.4f %.3f", s[0] / heads, s[1] / heads, s[2] / heads, s[3] / heads);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: web_native CONFIG STEPS [--rate WARM]\n"); return 2; }
+    if (argc < 3) { fprintf(stderr, "usage: web_native CONFIG STEPS [--rate WARM | --compare EVERY [PAIR]]\n"); return 2; }
     int steps = atoi(argv[2]), nt, nc;
     int warm = argc > 4 && strcmp(argv[3], "--rate") == 0 ? atoi(argv[4]) : -1;
+    int every = argc > 4 && strcmp(argv[3], "--compare") == 0 ? atoi(argv[4]) : 0;
     const char *text = slurp("data/default.txt", &nt), *cfg = slurp(argv[1], &nc);
-    if (!pg_set_text((const unsigned char *)text, nt) || !pg_init(cfg, nc, 0)) {
+    const char *pair = every > 0 ? (argc > 5 ? argv[5] : "model.attn_scale=none") : NULL;
+    if (!pg_set_text((const unsigned char *)text, nt) || !pg_init_pair(cfg, nc, pair, -1)) {
         fprintf(stderr, "web_native: %s\n", pg_message());
         return 1;
     }
     struct timespec t0 = {0, 0}, t1;
     for (int i = 0; i < steps; i++) {
         if (i == warm) clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (every > 0) {
+            pg_step(2);
+            if ((i + 1) % every) continue;
+            pg_measure(2);
+            printf("%.0f %.4f %.4f", pg_info(0, 2), pg_loss(0), pg_loss(1));
+            print_means(0), print_means(1);
+            printf("\n");
+            fflush(stdout);
+            continue;
+        }
         pg_step(1);
         printf("%.0f %.17g\n", pg_info(0, 2), pg_loss(0));
     }

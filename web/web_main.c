@@ -131,32 +131,98 @@ static int resolve_config(Config *c, const char *json, size_t n, const char *ori
 
 // Build from a config (JSON text, n bytes: ./train's keys, validation and messages) on the page's
 // text: the model initialised from train.seed as ./train does, the batch sampler seeded with
-// seed + 1. With compare, a second variant: the same config with model.attn_scale "none", the
-// same initial weights, trained on the same batches. Returns the parameter count, or 0 with the
-// reason in pg_message() (the previous model kept).
-EXPORT("pg_init") long pg_init(const char *json, int n, int compare) {
+// seed + 1. With a pair (override, a "key=value" as ./train --compare takes it, e.g.
+// "model.attn_scale=none" or "model.qk_norm=layernorm"), a second variant: the same config with
+// the override, the same initial weights (copied by name, as ./train --compare does: QK-norm's
+// gains and biases start at 1 and 0), trained on the same batches. which: -1 builds both variants
+// in this module; 0 or 1 builds only that one (in slot 0), so that two Web Workers, each with its
+// own module, train the pair on two cores with the same numbers as one module training both.
+// Returns the parameter count, or 0 with the reason in pg_message() (the previous model kept).
+static char pair_override[128];  // the override of variant 1 (empty: none), for pg_retune
+static int pair_which = -1;
+EXPORT("pg_init_pair") long pg_init_pair(const char *json, int n, const char *override, int which) {
     Config c[2];
+    int has_pair = override && override[0];
+    if (!has_pair) which = -1;
+    if (has_pair && strlen(override) >= sizeof pair_override) {
+        snprintf(msg, sizeof msg, "the pair's override '%.60s...' is too long", override);
+        return 0;
+    }
     if (!resolve_config(&c[0], json, (size_t)n, "the page's config")) return 0;
     c[1] = c[0];
-    if (compare && (!config_apply_override(&c[1], "model.attn_scale=none", msg, sizeof msg) ||
-                    !config_finalize(&c[1], msg, sizeof msg)))
+    if (has_pair && (!config_apply_override(&c[1], override, msg, sizeof msg) || !config_finalize(&c[1], msg, sizeof msg)))
         return 0;
     Dataset d;
     if (!dataset_load(&d, TEXT_PATH, c[0].val_fraction, c[0].block_size + 2, msg, sizeof msg)) return 0;
-    if (!page_can_run(&c[0], d.vocab.vocab_size)) {
+    if (!page_can_run(&c[0], d.vocab.vocab_size) || (has_pair && !page_can_run(&c[1], d.vocab.vocab_size))) {
         dataset_free(&d);
         return 0;
     }
-    int nv = compare ? 2 : 1;
+    int nv = has_pair ? 2 : 1;
     Variant w[2];
     for (int v = 0; v < nv; v++) variant_build(&w[v], &c[v], d.vocab.vocab_size);
     Rng r;
     rng_seed(&r, (uint64_t)c[0].seed);
     gpt_init(&w[0].m, strcmp(c[0].init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2, &r);
-    if (nv == 2) gpt_copy_params(&w[1].m, &w[0].m);
+    if (nv == 2) {
+        // the tensors variant 0 lacks (QK-norm's gains and biases) start as gpt_init starts them,
+        // 1 and 0; every other tensor is variant 0's
+        rng_seed(&r, (uint64_t)c[0].seed);
+        gpt_init(&w[1].m, strcmp(c[1].init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2, &r);
+        gpt_copy_params(&w[1].m, &w[0].m);
+    }
     for (int v = 0; v < nv; v++) rng_seed(&w[v].st.rng, (uint64_t)c[0].seed + 1);
+    if (which >= 0) {  // only that variant, in slot 0
+        variant_free(&w[1 - which]);
+        w[0] = w[which];
+        nv = 1;
+    }
     install(w, nv, &d);
+    snprintf(pair_override, sizeof pair_override, "%s", has_pair ? override : "");
+    pair_which = which;
     return (long)var[0].m.n_params;
+}
+// The config alone (compare 0), or with its unscaled twin (compare 1: "model.attn_scale=none"),
+// both in this module.
+EXPORT("pg_init") long pg_init(const char *json, int n, int compare) {
+    return pg_init_pair(json, n, compare ? "model.attn_scale=none" : NULL, -1);
+}
+
+// Settings that apply at the next step while training, as TensorFlow Playground's do: the
+// learning rate and its schedule, the AdamW settings, clipping and the z-loss. The config (JSON
+// text) is resolved as at Reset; each built variant takes these keys from it (the pair's override
+// kept) and records them for its checkpoints. Returns 1 when nothing else differs from the built
+// config, 2 when other keys differ too (they apply at Reset), 0 with the reason in pg_message().
+static void take_optimizer(Config *dst, const Config *src) {
+    dst->lr = src->lr, dst->min_lr = src->min_lr, dst->warmup_steps = src->warmup_steps;
+    dst->lr_decay_steps = src->lr_decay_steps, dst->max_steps = src->max_steps;
+    dst->beta1 = src->beta1, dst->beta2 = src->beta2, dst->eps = src->eps;
+    dst->weight_decay = src->weight_decay, dst->grad_clip = src->grad_clip, dst->z_loss = src->z_loss;
+}
+EXPORT("pg_retune") int pg_retune(const char *json, int n) {
+    if (!var[0].built) { snprintf(msg, sizeof msg, "no model: press Reset"); return 0; }
+    Config c;
+    if (!resolve_config(&c, json, (size_t)n, "the page's config")) return 0;
+    int other = 0;
+    for (int v = 0; v < 2; v++) {
+        Variant *w = &var[v];
+        if (!w->built) continue;
+        int is_pair = pair_override[0] && (pair_which == 1 || (pair_which < 0 && v == 1));
+        Config want = c;
+        if (is_pair && (!config_apply_override(&want, pair_override, msg, sizeof msg) || !config_finalize(&want, msg, sizeof msg)))
+            return 0;
+        // what differs besides these keys: the config as built with them taken from the new one
+        Config t = w->cfg;
+        take_optimizer(&t, &want);
+        char *a = config_to_json(&t), *b = config_to_json(&want);
+        other |= strcmp(a, b) != 0;
+        free(a), free(b);
+        take_optimizer(&w->cfg, &want);
+        gpt_set_z_loss(&w->m, w->cfg.z_loss);
+        free(w->cfg_json);
+        w->cfg_json = config_to_json(&w->cfg);
+    }
+    return other ? 2 : 1;
 }
 
 // One step of a variant on the batch in bx, by, as run/run.c takes it: the schedule's learning
@@ -197,7 +263,7 @@ EXPORT("pg_step") int pg_step(int n) {
 EXPORT("pg_loss") double pg_loss(int v) { return losses[v & 1]; }
 
 // What the page shows of variant v: 0 n_layer, 1 n_head, 2 steps done, 3 vocabulary size, 4
-// whether it is built, 5 parameters.
+// whether it is built, 5 parameters, 6 train.seed.
 EXPORT("pg_info") double pg_info(int v, int what) {
     const Variant *w = &var[v & 1];
     if (!w->built) return 0;
@@ -208,6 +274,7 @@ EXPORT("pg_info") double pg_info(int v, int what) {
     case 3: return w->m.dims.vocab_size;
     case 4: return 1;
     case 5: return (double)w->m.n_params;
+    case 6: return (double)w->cfg.seed;
     }
     return 0;
 }
@@ -318,6 +385,34 @@ EXPORT("pg_grad_gain") double pg_grad_gain(int v, int lh) {
     const AttnStats *a = &var[v & 1].m.attn_stats[lh];
     return a->dp_sumsq > 0 ? sqrt(a->ds_sumsq / a->dp_sumsq) : NAN;
 }
+// The largest attention logit of (layer, head): max over the batch's rows of the largest score S
+// the mask keeps (attention_stats.c's max logit, as ./train's attention.csv reports it).
+EXPORT("pg_max_logit") double pg_max_logit(int v, int lh) {
+    if (!var[v & 1].built) return NAN;
+    const AttnStats *a = &var[v & 1].m.attn_stats[lh];
+    return a->score_rows > 0 ? a->score_max : NAN;
+}
+
+// The page's curves: over the heads of variant v, the mean of pg_entropy (what 0), of
+// pg_max_weight (1), of pg_grad_gain (2), and the largest pg_max_logit (3, as ./train's max_logit
+// is the largest over the layers and heads).
+EXPORT("pg_summary") double pg_summary(int v, int what) {
+    if (!var[v & 1].built) return NAN;
+    int heads = var[v & 1].m.dims.n_layer * var[v & 1].m.dims.n_head, k = 0;
+    double s = what == 3 ? -INFINITY : 0;
+    for (int lh = 0; lh < heads; lh++) {
+        double x = what == 0 ? pg_entropy(v, lh) : what == 1 ? pg_max_weight(v, lh) : what == 2 ? pg_grad_gain(v, lh) : pg_max_logit(v, lh);
+        if (isnan(x)) continue;
+        s = what == 3 ? (x > s ? x : s) : s + x;
+        k++;
+    }
+    return k == 0 ? NAN : what == 3 ? s : s / k;
+}
+// Whether the model of variant v replaces the score of query t, key u (attention_masked): the
+// cells the page's maps hatch.
+EXPORT("pg_masked") int pg_masked(int v, int t, int u) {
+    return var[v & 1].built && attention_masked(&var[v & 1].m.attn, t, u);
+}
 
 // ---- the views: the probe prompt's attention map and a sample of generated text ----
 // Both run a forward pass of one sequence after pg_measure; the next pg_step starts with its own
@@ -419,4 +514,142 @@ EXPORT("pg_sample") const char *pg_sample(int v, const unsigned char *bytes, int
     generate(m, &ds.vocab, view_tokens, T, k, temperature, 0, &r, out);
     fclose(out);
     return view_text;
+}
+
+// ---- the five steps of attention for one query, computed by the definition (attention.c) ----
+// S = Q K^T (score), times the scale (scale), the mask (mask), P = softmax(S) (softmax), O = P V
+// (mix); and the gradient that survives the softmax: J = diag(p) - p p^T for the query's row p,
+// each column computed by softmax_backward (the vector-Jacobian product the backward uses), with
+// ||J||_F, and, for a trained model, the row's gain ||dS_row|| / ||dP_row|| of the probe's
+// next-character loss (the statistic ./train reports as the grad gain, for this row alone).
+// Layout of pg_five_view() (doubles): [0] T, [1] hd, [2] query, [3] scale, [4] row gain (NaN:
+// none), [5] ||J||_F, [6] the row's normalised entropy, [7] its max weight, [8] keys the row
+// sees; then raw[T], scaled[T], masked[T] (-inf where the mask removes a key, 0 under the "zero"
+// mistake), hidden[T] (1 where the mask replaced the score: attention_masked), p[T], J[T*T],
+// V[T*hd], out[hd].
+#define FIVE_HEAD 9
+static double *five;
+EXPORT("pg_five_view") const double *pg_five_view(void) { return five; }
+
+// The five steps of query t of one head: Q, K, V are (T, hd) rows; spec as the model's.
+// row_gain: the row's gain when known; with dO (T, hd; may be NULL) it is computed here instead, by
+// the definition's backward (attention_backward) from dL/dO = dO.
+static int five_compute(const real *Q, const real *K, const real *V, int T, int hd, const AttnSpec *spec, int t,
+                        double row_gain, const real *dO) {
+    size_t nfive = FIVE_HEAD + 5 * (size_t)T + (size_t)T * T + (size_t)T * hd + (size_t)hd;
+    real *S = malloc(attention_definition_scratch_reals(T, hd) * sizeof(real));
+    real *P = malloc((size_t)T * T * sizeof(real)), *O = malloc((size_t)T * hd * sizeof(real));
+    real *e = malloc((size_t)T * sizeof(real)), *col = malloc((size_t)T * sizeof(real));
+    double *f = realloc(five, nfive * sizeof(double));
+    if (!S || !P || !O || !e || !col || !f) {
+        free(S), free(P), free(O), free(e), free(col);
+        if (f) five = f;
+        snprintf(msg, sizeof msg, "out of memory for the five steps of %d positions", T);
+        return 0;
+    }
+    five = f;
+    double *raw = f + FIVE_HEAD, *scaled = raw + T, *masked = scaled + T, *hidden = masked + T, *p = hidden + T, *J = p + T;
+    double *vrows = J + (size_t)T * T, *out = vrows + (size_t)T * hd;
+    AttnShape sh = {1, T, hd, 1};
+    AttnQKV in = {Q, K, V};
+    // the scores the definition computes, stopped after each step: no scale and no mask, the
+    // scale and no mask, then the whole spec (scratch holds S after the mask; P and O its result)
+    AttnSpec steps[3] = {*spec, *spec, *spec};
+    steps[0].scale = 1, steps[0].mask = ATTN_MASK_NONE, steps[0].window = 0;
+    steps[1].mask = ATTN_MASK_NONE, steps[1].window = 0;
+    double *dst[3] = {raw, scaled, masked};
+    for (int k = 0; k < 3; k++) {
+        attention_forward(O, P, S, in, sh, &steps[k], NULL);
+        for (int u = 0; u < T; u++) dst[k][u] = S[t * T + u];
+    }
+    for (int u = 0; u < T; u++) p[u] = P[t * T + u], hidden[u] = attention_masked(spec, t, u);
+    if (dO) {
+        real *g = malloc(((size_t)3 * T * hd + T) * sizeof(real));
+        if (!g) { snprintf(msg, sizeof msg, "out of memory"); free(S), free(P), free(O), free(e), free(col); return 0; }
+        attention_backward((AttnGradQKV){g, g + T * hd, g + 2 * T * hd}, S, dO, O, P, in, sh, spec, NULL, g + 3 * T * hd,
+                           GRAD_STORE);
+        row_gain = g[3 * T * hd + t];
+        free(g);
+    }
+    for (int u = 0; u < T * hd; u++) vrows[u] = V[u];
+    for (int i = 0; i < hd; i++) out[i] = O[t * hd + i];
+    // J's column j = J e_j (J is symmetric), over the whole row: a masked key has p = 0, so its
+    // row and column of J are 0
+    double jf = 0;
+    for (int u = 0; u < T; u++) col[u] = (real)p[u];
+    for (int j = 0; j < T; j++) {
+        for (int u = 0; u < T; u++) e[u] = u == j;
+        softmax_backward(S, e, col, T);  // S reused as the column
+        for (int u = 0; u < T; u++) J[(size_t)u * T + j] = S[u], jf += (double)S[u] * S[u];
+    }
+    int first = attention_first_key(spec, t), n = attention_visible_keys(spec, t, T);
+    double h = NAN, mw = NAN;
+    if (n >= 2) {
+        attention_row_stats(col + first, n, &h, &mw);
+        h /= log((double)n);
+    }
+    double head[FIVE_HEAD] = {T, hd, t, spec->scale, row_gain, sqrt(jf), h, mw, n};
+    memcpy(f, head, sizeof head);
+    free(S), free(P), free(O), free(e), free(col);
+    return 1;
+}
+
+// The five steps of the lesson's own numbers (./lab examples: Q, K, V given, T rows of d, and
+// dL/dO = dO for the gradient, may be NULL), with scale (0: 1/sqrt(d)) and the mask (0 causal, 2
+// none). Returns 1, or 0 with the reason.
+EXPORT("pg_five_qkv") int pg_five_qkv(const double *q, const double *k, const double *v, const double *dO, int T, int d,
+                                      double scale, int mask, int query) {
+    if (T < 1 || T > 64 || d < 1 || d > 64 || query < 0 || query >= T || (mask != 0 && mask != 2)) {
+        snprintf(msg, sizeof msg, "the example: %d rows of %d, query %d, mask %d: expected 1..64 rows, 1..64 columns, "
+                 "a query of the rows, mask 0 or 2", T, d, query, mask);
+        return 0;
+    }
+    real *buf = malloc((size_t)4 * T * d * sizeof(real));
+    if (!buf) { snprintf(msg, sizeof msg, "out of memory"); return 0; }
+    for (int i = 0; i < T * d; i++)
+        buf[i] = (real)q[i], buf[T * d + i] = (real)k[i], buf[2 * T * d + i] = (real)v[i], buf[3 * T * d + i] = dO ? (real)dO[i] : 0;
+    AttnSpec spec = {scale > 0 ? (real)scale : (real)(1.0 / sqrt((double)d)), (AttnMask)mask, SOFTMAX_OVER_KEYS, 0, NULL};
+    int ok = five_compute(buf, buf + T * d, buf + 2 * T * d, T, d, &spec, query, NAN, dO ? buf + 3 * T * d : NULL);
+    free(buf);
+    return ok;
+}
+
+// The five steps of query `query` of (layer, head) of variant v on the probe prompt (its first
+// block_size characters): the head's Q, K, V from a forward pass of the prompt, the model's spec;
+// the row gain from a forward and backward of the prompt's next-character loss (the last
+// character has no next one: its gain is NaN). Returns T, or 0 with the reason.
+EXPORT("pg_five") int pg_five(int v, const unsigned char *bytes, int n, int layer, int head, int query) {
+    GPT *m = &var[v & 1].m;
+    if (!var[v & 1].built) { snprintf(msg, sizeof msg, "no model: press Reset"); return 0; }
+    if (layer < 0 || layer >= m->dims.n_layer || head < 0 || head >= m->dims.n_head) {
+        snprintf(msg, sizeof msg, "layer %d, head %d: the model has layers 0..%d and heads 0..%d", layer, head,
+                 m->dims.n_layer - 1, m->dims.n_head - 1);
+        return 0;
+    }
+    int T = encode_view_prompt(bytes, n, m->dims.block_size);
+    if (T < 0) return 0;
+    if (query < 0 || query >= T) query = T - 1;
+    int C = m->dims.n_embd, NH = m->dims.n_head, hd = C / NH;
+    double gain = NAN;
+    if (query < T - 1) {  // the loss of predicting characters 1..T-1 from 0..T-2
+        m->collect_stats = 1;
+        gpt_forward(m, view_tokens, view_tokens + 1, 1, T - 1);
+        gpt_backward(m);
+        m->collect_stats = 0;
+        gain = m->row_gain[(size_t)layer * (T - 1) * NH + (size_t)head * (T - 1) + query];
+    }
+    m->keep_weights = 1;
+    gpt_forward(m, view_tokens, NULL, 1, T);
+    m->keep_weights = 0;
+    real *qkv = malloc((size_t)3 * T * hd * sizeof(real));
+    if (!qkv) { snprintf(msg, sizeof msg, "out of memory"); return 0; }
+    const LayerActs *A = &m->acts.layers[layer];
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < hd; i++) {
+            size_t at = (size_t)t * C + (size_t)head * hd + i;
+            qkv[t * hd + i] = A->q[at], qkv[T * hd + t * hd + i] = A->k[at], qkv[2 * T * hd + t * hd + i] = A->v[at];
+        }
+    int ok = five_compute(qkv, qkv + T * hd, qkv + 2 * T * hd, T, hd, &m->attn, query, gain, NULL);
+    free(qkv);
+    return ok ? T : 0;
 }
