@@ -354,20 +354,21 @@ demo-stability: all
 	  $(STABILITY_SWEEP) --train.z_loss=1e-4 --train.seed=$$seed --train.out_dir=out/stability/$$seed/zloss || exit 1; \
 	done
 
-# What attention learns (docs/induction.md): a 2-layer model of repeated random letter sequences
-# (data/induction.txt, tools/gencorpus --repeat 100) trained with and without the scale in the
-# fan_in initialisation (configs/induction.json) and a 1-layer control, seeds 1337, 1 and 2, into
-# out/induction/SEED/ (tools/induction-demo.sh); tools/induction_report prints the table and writes
+# What attention learns (docs/induction.md): a 2-layer model of data/induction.txt (tools/gencorpus
+# --repeat 50: half the lines a random letter sequence twice, half the embedded corpus's lines)
+# trained with and without the scale in the fan_in initialisation (configs/induction.json) and a
+# 1-layer control, seeds 1337, 1 and 2 (INDUCTION_SEEDS), into out/induction/SEED/
+# (tools/induction-demo.sh); tools/induction_report prints the table and writes
 # out/induction/report.html with the attention maps before and after the induction head forms.
 # The probe rows of the logs go to docs/induction/SEED/, which make docs-check reads.
 data/induction.txt: | tools/gencorpus
-	./tools/gencorpus --seed 57 --repeat 100 --bytes 700000 -o $@
+	./tools/gencorpus --seed 57 --repeat 50 --bytes 700000 -o $@
 
 tools/induction_report: tools/induction_report.c
 	$(CC) -std=c11 -O2 $(WARN) $< -o $@ -lm
 
 demo-induction: all data/induction.txt tools/induction_report
-	sh tools/induction-demo.sh $(INDUCTION_SEEDS)
+	ARGS="$(ARGS)" sh tools/induction-demo.sh $(INDUCTION_SEEDS)
 
 # The explanation lesson in minutes (docs/EXPLAIN.md): a model of the corpus's copy lines alone
 # (configs/explain_quick.json, data/copy.txt from tools/gencorpus), which learns to copy, then

@@ -4,9 +4,12 @@
 // heads); on a model, the scores are those of the weights a forward of the definition gives, and
 // measuring changes neither the parameters nor the gradients. (make check-safetensors re-derives
 // them from a float64 forward of its own, tests/safetensors_check.py.)
+#define _POSIX_C_SOURCE 200809L  // mkdtemp, popen
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/rng.h"
 #include "model.h"
@@ -154,7 +157,79 @@ static void test_induction_measure_on_a_model(void) {
     gpt_free(&m);
 }
 
+// tools/induction_report on hand-written logs (a 2-layer run whose layer-1 head 1 passes 0.4 at
+// step 20, one that never passes, a 1-layer control): the lines docs/induction.md's figures are
+// read from.
+static void write_text(const char *dir, const char *name, const char *text) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_induction_report_reads_the_logs(void) {
+    if (access("tools/induction_report", X_OK) != 0) SKIP("tools/induction_report is not built (make test builds it)");
+    char dir[] = "/tmp/tgpt_induction_XXXXXX", cmd[1024], out[4096] = "";
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/scale/sqrt %s/scale/none %s/onelayer", dir, dir, dir);
+    CHECK(system(cmd) == 0);
+    const char *metrics = "step,loss,val_loss,first_copy_loss,second_copy_loss,in_context\n"
+                          "10,3,,3.3,3.2,-0.1\n20,2,,3.4,1.4,-2.0\n30,2,,3.5,0.5,-3.0\n";
+    const char *flat = "step,loss,val_loss,first_copy_loss,second_copy_loss,in_context\n"
+                       "10,3,,3.3,3.3,0\n20,3,,3.3,3.35,0.05\n30,3,,3.3,3.25,-0.05\n";
+    char path[600];
+    snprintf(path, sizeof path, "%s/scale/sqrt", dir);
+    write_text(path, "metrics.csv", metrics);
+    // the leading columns left out, as docs/induction/ keeps them; layer 0's 0.9 is not counted
+    write_text(path, "attention.csv", "step,layer,head,prev_token,induction\n"
+                                      "10,0,0,0.5,0.9\n10,0,1,0.1,0.0\n10,1,0,0.1,0.1\n10,1,1,0.1,0.3\n"
+                                      "20,0,0,0.6,0.0\n20,0,1,0.1,0.0\n20,1,0,0.1,0.1\n20,1,1,0.1,0.45\n"
+                                      "30,0,0,0.7,0.0\n30,0,1,0.1,0.0\n30,1,0,0.1,0.1\n30,1,1,0.1,0.8\n");
+    snprintf(path, sizeof path, "%s/scale/none", dir);
+    write_text(path, "metrics.csv", flat);
+    write_text(path, "attention.csv", "step,layer,head,prev_token,induction\n"
+                                      "10,0,0,0.2,0\n10,1,0,0.1,0.2\n20,0,0,0.3,0\n20,1,0,0.1,0.35\n30,0,0,0.4,0\n30,1,0,0.1,0.1\n");
+    snprintf(path, sizeof path, "%s/onelayer", dir);
+    write_text(path, "metrics.csv", flat);
+    write_text(path, "attention.csv", "step,layer,head,prev_token,induction\n10,0,0,0.3,0.05\n20,0,0,0.4,0.5\n30,0,0,0.4,0.2\n");
+    snprintf(cmd, sizeof cmd, "./tools/induction_report %s 2>&1", dir);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    CHECK(p && pclose(p) == 0);
+    static const char *const want[] = {
+        "threshold: 0.40\n", "sqrt passed: 1\n", "sqrt first step: 20\n", "sqrt final induction: 0.800 (layer 1 head 1, step 30)\n",
+        "sqrt final prev token: 0.700\n", "sqrt final second copy loss: 0.500\n", "sqrt final in context: -3.000 (step 30)\n",
+        "sqrt largest induction: 0.800\n", "sqrt lowest in context: -3.000\n", "none passed: 0\n", "none largest induction: 0.350\n",
+        "none lowest in context: -0.050\n", "onelayer passed: 1\n", "onelayer first step: 20\n", "onelayer final induction: 0.200 (layer 0",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) CHECK_MSG(strstr(out, want[i]), "no '%s' in:\n%s", want[i], out);
+    CHECK_MSG(!strstr(out, "none first step"), "%s", out);
+    // --phase-step: the scaled run's first step; --threshold moves it
+    snprintf(cmd, sizeof cmd, "./tools/induction_report --phase-step %s/scale/sqrt && "
+                              "./tools/induction_report --threshold 0.25 --phase-step %s/scale/sqrt && "
+                              "./tools/induction_report --phase-step %s/scale/none", dir, dir, dir);
+    p = popen(cmd, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    CHECK(p && pclose(p) == 0);
+    CHECK_MSG(strcmp(out, "20\n10\nnone\n") == 0, "%s", out);
+    // the page: written, with the table's rows
+    snprintf(cmd, sizeof cmd, "./tools/induction_report --html %s/r.html %s > /dev/null && grep -c '<tr><td>' %s/r.html", dir, dir, dir);
+    p = popen(cmd, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    CHECK(p && pclose(p) == 0);
+    CHECK_MSG(strcmp(out, "3\n") == 0, "table rows: %s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 const TestCase tests_induction[] = {
+    {"induction_report_reads_the_logs", test_induction_report_reads_the_logs},
     {"induction_probe_is_a_sequence_twice", test_induction_probe_is_a_sequence_twice},
     {"induction_scores_of_known_heads", test_induction_scores_of_known_heads},
     {"induction_measure_on_a_model", test_induction_measure_on_a_model},

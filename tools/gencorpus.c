@@ -315,12 +315,12 @@ static void copy_line(Gen *g) {
     for (int i = 0; i < n; i++) put_answer(g, span[i]);
 }
 
-// repeat (--repeat): qzkmwtrbaxqzkmwtrbax, 8..24 random letters twice, nothing between: the
+// repeat (--repeat): qzkmwtrbaxqzkmwtrbax, 6..16 random letters twice, nothing between: the
 // copy's distance varies, so only a head that finds the earlier occurrence of the current letter
 // (an induction head) predicts the second half; a fixed offset cannot. The induction probe
 // (run/induction.c) is such a line of block_size / 2 letters.
-#define REPEAT_MIN 8
-#define REPEAT_SPAN 17
+#define REPEAT_MIN 6
+#define REPEAT_SPAN 11
 static void repeat_line(Gen *g) {
     char span[REPEAT_MIN + REPEAT_SPAN];
     int n = REPEAT_MIN + pick(g, REPEAT_SPAN);
@@ -445,7 +445,7 @@ static void usage(FILE *f) {
             "  Writes the default training corpus (whole lines until at least N bytes).\n"
             "  --seed N   PRNG seed (default %u)\n"
             "  --bytes N  target size in bytes (default %u)\n"
-            "  --repeat P make P%% of the lines (0..100, default 0) a random string of 8-24 letters twice\n"
+            "  --repeat P make P%% of the lines (0..100, default 0) a random string of 6-16 letters twice\n"
             "             (docs/induction.md); 100: those lines only\n"
             "  -o FILE    write to FILE instead of stdout\n"
             "  --stats    print per-kind counts and the entropy floor to stderr\n",

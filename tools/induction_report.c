@@ -9,11 +9,14 @@
 //   V final induction: X       the largest induction score at the last probe, and its head
 //   V final prev token: X      the largest previous-token score of layer 0 at the last probe
 //   V final first copy loss / second copy loss / in context: X   at the last probe step
+//   V largest induction: X     the largest induction score at any probe
+//   V lowest in context: X     the lowest in-context score at any probe step
 // The heads counted are those of the layers above the first (an induction head needs the
 // previous-token head below it); in a 1-layer model, its one layer's.
 //   tools/induction_report [--threshold X] SEED_DIR...            the lines
 //   tools/induction_report --phase-step SEED_DIR/scale/sqrt         the first step, or "none"
-//   tools/induction_report --html FILE [--map CAPTION=FILE.svg]... SEED_DIR...
+//   tools/induction_report --run RUN_DIR                             one run's lines ("run ...")
+//   tools/induction_report --html FILE [--map CAPTION=FILE.svg]... SEED_DIR...   ('_' in a caption: a blank)
 // --html writes the page: the in-context score and each head's induction score over the steps
 // (the first SEED_DIR's heads; every seed's in-context score), the first step past the threshold
 // marked, the table over the seeds, and the given SVG maps (./sample --attention-map) inline.
@@ -59,6 +62,7 @@ static _Noreturn void die(int code, const char *fmt, ...) {
 static void usage(FILE *f) {
     fprintf(f, "usage: induction_report [--threshold X] SEED_DIR...\n"
                "       induction_report --phase-step [--threshold X] RUN_DIR\n"
+               "       induction_report --run [--threshold X] RUN_DIR\n"
                "       induction_report --html FILE [--threshold X] [--map CAPTION=FILE.svg]... SEED_DIR...\n"
                "  SEED_DIR holds scale/sqrt, scale/none and onelayer, each a run's metrics.csv and attention.csv\n"
                "  (make demo-induction, docs/induction.md); X in (0, 1), default 0.4\n");
@@ -155,11 +159,8 @@ static long first_step(const RunData *r, double threshold) {
     return -1;
 }
 
-static void print_lines(const char *dir, RunData runs[N_RUNS], double threshold) {
-    printf("seed directory %s\n", dir);  // (the label has a blank: not a figure line)
-    for (int v = 0; v < N_RUNS; v++) {
-        const RunData *r = &runs[v];
-        const char *V = RUN_LABEL[v];
+static void print_run(const RunData *r, const char *V, double threshold) {
+    {
         long s = first_step(r, threshold);
         int k = r->n_probes - 1, h = 0;
         double ind = best_induction(r, k, &h), prev = 0;
@@ -175,7 +176,23 @@ static void print_lines(const char *dir, RunData runs[N_RUNS], double threshold)
             printf("%s final second copy loss: %.3f\n", V, r->second[j]);
             printf("%s final in context: %.3f (step %ld)\n", V, r->second[j] - r->first[j], r->row_step[j]);
         }
+        {  // over every probe
+            double most = 0, least = INFINITY;
+            for (int p = 0; p < r->n_probes; p++) {
+                double x = best_induction(r, p, &h);
+                if (x > most) most = x;
+            }
+            for (int j = 0; j < r->n_rows; j++)
+                if (r->second[j] - r->first[j] < least) least = r->second[j] - r->first[j];
+            printf("%s largest induction: %.3f\n", V, most);
+            if (r->n_rows > 0) printf("%s lowest in context: %.3f\n", V, least);
+        }
     }
+}
+
+static void print_lines(const char *dir, RunData runs[N_RUNS], double threshold) {
+    printf("seed directory %s\n", dir);  // (the label has a blank: not a figure line)
+    for (int v = 0; v < N_RUNS; v++) print_run(&runs[v], RUN_LABEL[v], threshold);
 }
 
 // ---- the page ----
@@ -257,13 +274,14 @@ static void write_page(const char *path, char **dirs, int n_dirs, RunData (*runs
             for (int j = 0; j < r->n_rows; j++)
                 if (r->second[j] - r->first[j] < cmin) cmin = r->second[j] - r->first[j];
         }
-    cmin = floor(cmin * 2) / 2 - 0.5;
+    cmin = floor(cmin);
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>The induction head forming</title>\n"
                "<style>body{font-family:sans-serif;max-width:960px;margin:1em auto;padding:0 1em;color:#222}"
                "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
                "figure{margin:1em 0}svg{max-width:100%%;height:auto}</style></head><body>\n"
                "<h1>The induction head forming, with and without the scale</h1>\n"
-               "<p>A 2-layer model trained on repeated random letter sequences, with <code>1/sqrt(d_k)</code> (scaled) and "
+               "<p>A 2-layer model trained on repeated random letter sequences beside ordinary text (data/induction.txt), "
+               "with <code>1/sqrt(d_k)</code> (scaled) and "
                "without it (unscaled), in the <code>fan_in</code> initialisation, beside a 1-layer control; "
                "measured every probe on the induction probe (docs/FORMAT.md: each row "
                "a random letter sequence twice). The <b>induction score</b> of a head is its mean weight, from each "
@@ -274,9 +292,9 @@ static void write_page(const char *path, char **dirs, int n_dirs, RunData (*runs
     for (int s = 0; s < n_dirs; s++) { fputc(' ', f); html_text(f, dirs[s]); }
     fprintf(f, ". Written by <code>tools/induction_report</code> (<code>make demo-induction</code>; docs/induction.md).</p>\n");
     // the in-context score, every seed
-    fprintf(f, "<figure><svg viewBox=\"0 0 900 620\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"12\">\n");
-    Plot a = {70, 870, 40, 260, smax, cmin, 0.5};
-    axes(f, &a, "(a) In-context score: loss on the second copy minus the first (every seed)", "nats", 4);
+    fprintf(f, "<figure><svg viewBox=\"0 0 900 900\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"12\">\n");
+    Plot a = {70, 870, 40, 260, smax, cmin, 1};
+    axes(f, &a, "(a) In-context score: loss on the second copy minus the first (every seed)", "nats", (int)(1 - cmin));
     for (int s = n_dirs - 1; s >= 0; s--)
         for (int v = 0; v < N_RUNS; v++) {
             RunData *r = &runs[s][v];
@@ -294,17 +312,30 @@ static void write_page(const char *path, char **dirs, int n_dirs, RunData (*runs
         for (int i = first_counted(r); i < r->n_layer * r->n_head; i++) {
             double d[MAX_PROBES];
             for (int k = 0; k < r->n_probes; k++) d[k] = r->ind[k][i];
-            polyline(f, &b, r->step, d, r->n_probes, RUN_COLOR[v], 2.0, HEAD_DASH[i % 4], 1.0);
+            polyline(f, &b, r->step, d, r->n_probes, RUN_COLOR[v], 2.0, HEAD_DASH[i % r->n_head % 4], 1.0);
         }
     }
     fprintf(f, "<line x1=\"70\" x2=\"870\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"1 3\"/>\n", py(&b, threshold),
             py(&b, threshold));
     for (int v = 0; v < 2; v++) marker(f, &b, first_step(&first[v], threshold), RUN_COLOR[v], RUN_LABEL[v]);
+    // each head's previous-token score in layer 0, the first seed
+    Plot c = {70, 870, 620, 840, smax, 0, 1};
+    axes(f, &c, "(c) Each head's previous-token score in layer 0 (the first seed)", "score", 4);
+    for (int v = 0; v < N_RUNS; v++) {
+        RunData *r = &first[v];
+        for (int i = 0; i < r->n_head; i++) {
+            double d[MAX_PROBES];
+            for (int k = 0; k < r->n_probes; k++) d[k] = r->prev[k][i];
+            polyline(f, &c, r->step, d, r->n_probes, RUN_COLOR[v], 2.0, HEAD_DASH[i % 4], 1.0);
+        }
+    }
+    for (int v = 0; v < 2; v++) marker(f, &c, first_step(&first[v], threshold), RUN_COLOR[v], RUN_LABEL[v]);
     for (int v = 0; v < N_RUNS; v++)
-        fprintf(f, "<rect x=\"%d\" y=\"596\" width=\"14\" height=\"4\" fill=\"%s\"/><text x=\"%d\" y=\"602\">%s</text>\n",
+        fprintf(f, "<rect x=\"%d\" y=\"880\" width=\"14\" height=\"4\" fill=\"%s\"/><text x=\"%d\" y=\"886\">%s</text>\n",
                 80 + v * 260, RUN_COLOR[v], 100 + v * 260, RUN_TEXT[v]);
-    fprintf(f, "</svg><figcaption>The first seed's lines are thick, the other seeds' thin. In (b), one dash pattern "
-               "per head (solid: head 0, dashed: head 1); the dotted line is the threshold.</figcaption></figure>\n");
+    fprintf(f, "</svg><figcaption>The first seed's lines are thick, the other seeds' thin. In (b) and (c), one dash "
+               "pattern per head (solid: head 0, dashed: head 1, then dotted); the dotted line across (b) is the "
+               "threshold.</figcaption></figure>\n");
     // the table over the seeds
     fprintf(f, "<h2>Over the seeds</h2>\n<table><tr><th>seed directory</th><th>run</th><th>first step past %.2f</th>"
                "<th>largest induction score at the end</th><th>largest previous-token score (layer 0)</th>"
@@ -333,11 +364,12 @@ static void write_page(const char *path, char **dirs, int n_dirs, RunData (*runs
                    "is the diagonal just below the main one; the induction head of layer 1 is the diagonal half a "
                    "sequence back, one to the right of where the current letter stood.</p>\n");
     for (int i = 0; i < n_maps; i++) {
-        char *eq = strchr(maps[i], '=');
+        char *eq = strrchr(maps[i], '=');  // the caption may hold '=', the file's name not
         fprintf(f, "<figure><figcaption>");
-        *eq = 0;
-        html_text(f, maps[i]);
-        *eq = '=';
+        for (const char *c = maps[i]; c < eq; c++) {  // '_' shows as a blank
+            char one[2] = {*c == '_' ? ' ' : *c, 0};
+            html_text(f, one);
+        }
         fprintf(f, "</figcaption>\n");
         inline_svg(f, eq + 1);
         fprintf(f, "</figure>\n");
@@ -366,12 +398,14 @@ int main(int argc, char **argv) {
             if (i + 1 >= argc || !argv[i + 1][0]) die(2, "--html needs a file name");
             html = argv[++i];
         } else if (strcmp(a, "--map") == 0) {
-            if (i + 1 >= argc || !strchr(argv[i + 1], '=') || strchr(argv[i + 1], '=')[1] == 0)
+            if (i + 1 >= argc || !strchr(argv[i + 1], '=') || strrchr(argv[i + 1], '=')[1] == 0)
                 die(2, "--map needs CAPTION=FILE.svg (got '%s')", i + 1 < argc ? argv[i + 1] : "");
             if (n_maps == MAX_MAPS) die(2, "at most 16 maps");
             maps[n_maps++] = argv[++i];
         } else if (strcmp(a, "--phase-step") == 0) {
             phase = 1;
+        } else if (strcmp(a, "--run") == 0) {
+            phase = 2;
         } else if (a[0] == '-') {
             die(2, "unknown option '%s' (see --help)", a);
         } else {
@@ -381,9 +415,14 @@ int main(int argc, char **argv) {
     }
     if (n_dirs == 0) die(2, "no seed directory given (see --help)");
     if (phase) {
-        if (n_dirs != 1 || html) die(2, "--phase-step takes one run's directory and no --html");
+        if (n_dirs != 1 || html) die(2, "%s takes one run's directory and no --html", phase == 1 ? "--phase-step" : "--run");
         static RunData r;
         read_run(dirs[0], &r);
+        if (phase == 2) {
+            printf("threshold: %.2f\n", threshold);
+            print_run(&r, "run", threshold);
+            return 0;
+        }
         long s = first_step(&r, threshold);
         if (s >= 0) printf("%ld\n", s);
         else printf("none\n");
