@@ -28,8 +28,11 @@ for seed in $SEEDS; do
     $TRAIN --model.n_layer=1 --train.seed="$seed" --train.out_dir="$OUT/$seed/onelayer" ${ARGS:-}
 done
 # does the unscaled model form the head later? the first seed's, for three times the steps
+# (unless ARGS gives the steps: ./train takes an option once)
+long=--train.max_steps=6000
+case " ${ARGS:-} " in *--train.max_steps*) long= ;; esac
 # shellcheck disable=SC2086
-$TRAIN --model.attn_scale=none --train.max_steps=6000 --train.seed="$first" --train.out_dir="$OUT/$first/long_none" ${ARGS:-}
+$TRAIN --model.attn_scale=none $long --train.seed="$first" --train.out_dir="$OUT/$first/long_none" ${ARGS:-}
 
 # the maps: the scaled and unscaled models 250 steps before the scaled one's first step past the
 # threshold (the middle of the run when it never passes) and at the end
