@@ -85,7 +85,7 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 BASE := base/common.c base/outfile.c base/dist.c base/rng.c base/data.c base/config_keys.c base/config.c
 KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c
 LESSON := attention.c attention_stats.c model.c
-CORE := $(BASE) $(KERNELS) $(LESSON) run/optimizer.c run/checkpoint.c run/safetensors.c run/generate.c run/decode.c run/probe.c run/workers.c run/flops.c report/attention_map.c teach/lab_core.c
+CORE := $(BASE) $(KERNELS) $(LESSON) run/optimizer.c run/checkpoint.c run/safetensors.c run/generate.c run/decode.c run/probe.c run/induction.c run/workers.c run/flops.c report/attention_map.c teach/lab_core.c
 # every header of the tree, for the rules that are not compiled through the dependency files
 CORE_H := $(wildcard *.h */*.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
@@ -114,7 +114,7 @@ TEST_LIB := tests/page_check.c tests/programs.c run/sweep_grid.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps web bench-web mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall explain-model
+.PHONY: all deps web bench-web mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability demo-induction bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall explain-model
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -260,7 +260,7 @@ run: all
 	./train configs/default.json --train.overwrite=true $(ARGS)
 
 # One runner, one closing line: the float32 suite also runs the float64 build's numeric tests.
-test: all tools/gencorpus build/train-test build/sample-test tests/run_tests tests/run_tests64 mpi-test-build
+test: all tools/gencorpus tools/induction_report build/train-test build/sample-test tests/run_tests tests/run_tests64 mpi-test-build
 	sh tools/web-check.sh
 	./tests/run_tests
 
@@ -311,7 +311,7 @@ tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/harnesses.h $(CORE
 
 # Every figure the docs mark (<!--fig ...-->, <!--output ...-->) regenerated and checked against
 # what the doc states: tools/docs-check.sh, with the runs of docs/experiments.txt.
-docs-check: all tools/gencorpus
+docs-check: all tools/gencorpus tools/induction_report data/induction.txt
 	sh tools/docs-check.sh
 
 # The README's commands, in order, in a fresh copy of the tracked files (tools/readme-check.sh),
@@ -356,6 +356,22 @@ demo-stability: all
 	  $(STABILITY_SWEEP) --compare model.qk_norm=none,layernorm --train.seed=$$seed --train.out_dir=out/stability/$$seed/qk || exit 1; \
 	  $(STABILITY_SWEEP) --train.z_loss=1e-4 --train.seed=$$seed --train.out_dir=out/stability/$$seed/zloss || exit 1; \
 	done
+
+# What attention learns (docs/induction.md): a 2-layer model of data/induction.txt (tools/gencorpus
+# --repeat 50: half the lines a random letter sequence twice, half the embedded corpus's lines)
+# trained with and without the scale in the fan_in initialisation (configs/induction.json) and a
+# 1-layer control, seeds 1337, 1 and 2 (INDUCTION_SEEDS), into out/induction/SEED/
+# (tools/induction-demo.sh); tools/induction_report prints the table and writes
+# out/induction/report.html with the attention maps before and after the induction head forms.
+# The probe rows of the logs go to docs/induction/SEED/, which make docs-check reads.
+data/induction.txt: | tools/gencorpus
+	./tools/gencorpus --seed 57 --repeat 50 --bytes 700000 -o $@
+
+tools/induction_report: tools/induction_report.c
+	$(CC) -std=c11 -O2 $(WARN) $< -o $@ -lm
+
+demo-induction: all data/induction.txt tools/induction_report
+	ARGS="$(ARGS)" sh tools/induction-demo.sh $(INDUCTION_SEEDS)
 
 # The explanation lesson in minutes (docs/EXPLAIN.md): a model of the corpus's copy lines alone
 # (configs/explain_quick.json, data/copy.txt from tools/gencorpus), which learns to copy, then

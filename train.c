@@ -460,6 +460,10 @@ static void start_training(Session *s) {
         sample_batch(s->ds, 1, &probe_rng, B, T, s->b.px, s->b.py);
     }
     for (int i = 0; i < s->n_runs; i++) {
+        // the induction probe (run/induction.c), measured with the attention probe
+        if (cfg->attn_interval > 0 && dist_is_root())
+            s->runs[i].induction = induction_new(s->vocab, cfg->seed, B, T, s->runs[i].model.dims.n_layer,
+                                                 s->runs[i].model.dims.n_head);
         run_open_logs(&s->runs[i], s->resume != NULL);
         s->skipped_before[i] = s->runs[i].st.skipped_steps;
     }

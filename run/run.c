@@ -12,6 +12,7 @@
 #include "base/dist.h"
 #include "base/outfile.h"
 #include "run/generate.h"
+#include "run/induction.h"
 #include "run/outdir.h"
 #include "base/rng.h"
 #include "run/stop.h"
@@ -63,6 +64,8 @@ void run_release(Run *r) {
     r->probe_P = NULL;
     free(r->cfg_json);
     r->cfg_json = NULL;
+    induction_free(r->induction);
+    r->induction = NULL;
     spike_window_free(&r->spikes);
 }
 
@@ -75,10 +78,11 @@ static FILE *open_log(const char *path, int *fresh) {
 }
 
 // The logs' headers; columns are added at the end, so a reader of the leading ones still works.
-static const char METRICS_HEADER[] = "step,loss,lr,grad_norm,ms,val_loss,gen_loss,lse_mean,max_logit\n";
+static const char METRICS_HEADER[] = "step,loss,lr,grad_norm,ms,val_loss,gen_loss,lse_mean,max_logit,"
+                                     "first_copy_loss,second_copy_loss,in_context\n";
 static const char ATTENTION_HEADER[] = "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,"
                                        "score_std,score_absmax,gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,"
-                                       "row_gain_median,future_mass,max_logit,mean_max_logit\n";
+                                       "row_gain_median,future_mass,max_logit,mean_max_logit,prev_token,induction\n";
 
 void run_open_logs(Run *r, int resuming) {
     if (!dist_is_root()) return;  // metrics and attn_csv stay NULL on the other ranks
@@ -267,14 +271,22 @@ void run_probe(Run *r, const int *px, const int *py, long step, int log) {
         size_t head = (size_t)NH * c->block_size * c->block_size;
         for (int l = 0; l < L; l++) memcpy(r->probe_P + l * head, m->acts.layers[l].att, head * sizeof(real));
     }
+    // the induction scores after `step` updates: measured with the metrics row of `step` unless
+    // this probe is the first after a start or a resume
+    if (r->induction && r->induction->step != step) induction_measure(m, r->induction, step);
     if (log && r->attn_csv) {
         for (int l = 0; l < L; l++)
             for (int h = 0; h < NH; h++) {
                 const HeadStats *s = &hs[l * NH + h];
-                fprintf(r->attn_csv, "%ld,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6f,%.6f,%.6f\n",
+                fprintf(r->attn_csv, "%ld,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6f,%.6f,%.6f",
                         step, l, h, s->entropy, s->entropy_norm, s->max_weight, s->frac_gt_090, s->frac_gt_099,
                         s->score_std, s->score_absmax, s->gnorm_wq, s->gnorm_wk, s->gnorm_wv, s->gnorm_wo,
                         s->ds_over_dp, s->row_gain_median, s->future_mass, s->max_logit, s->mean_max_logit);
+                if (r->induction)
+                    fprintf(r->attn_csv, ",%.6f,%.6f", r->induction->prev_token[l * NH + h], r->induction->induction[l * NH + h]);
+                else
+                    fputs(",,", r->attn_csv);
+                fputc('\n', r->attn_csv);
             }
         fflush(r->attn_csv);
     }
@@ -395,7 +407,16 @@ void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vo
         if (r->evaluated) fprintf(r->metrics, "%.6f,", r->eval_val);
         else fprintf(r->metrics, ",");
         if (r->evaluated && isfinite(r->eval_gen)) fprintf(r->metrics, "%.6f", r->eval_gen);
-        fprintf(r->metrics, ",%.6f,%.6f\n", r->lse_mean, r->max_logit);
+        fprintf(r->metrics, ",%.6f,%.6f", r->lse_mean, r->max_logit);
+        // the in-context score after `done` updates, on the rows of the probe steps
+        if (r->induction && r->cfg.attn_interval > 0 && done % r->cfg.attn_interval == 0) {
+            induction_measure(&r->model, r->induction, done);
+            const Induction *ind = r->induction;
+            fprintf(r->metrics, ",%.6f,%.6f,%.6f\n", ind->first_copy_loss, ind->second_copy_loss,
+                    ind->second_copy_loss - ind->first_copy_loss);
+        } else {
+            fputs(",,,\n", r->metrics);
+        }
         fflush(r->metrics);
     }
 }

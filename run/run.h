@@ -11,6 +11,7 @@
 #include "base/data.h"
 #include "model.h"
 #include "run/probe.h"
+#include "run/induction.h"
 
 #define RUN_ERRLEN 1024
 #define MAX_VARIANTS 4
@@ -59,6 +60,7 @@ typedef struct {
     int have_probe;
     real *probe_P;           // (L,NH,T,T) the probe batch's first sequence's weights P at the last probe,
                              // when kept (run_keep_probe_weights; a comparison's report draws them)
+    Induction *induction;    // the induction probe and its last scores (rank 0, when probing; else NULL)
     double eval_train, eval_val;
     double eval_gen;         // gen_loss at the last evaluation (NaN when not measured)
     double eval_gen_tf;      // the teacher-forced loss on gen_loss's windows at the last evaluation

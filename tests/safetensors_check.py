@@ -23,6 +23,12 @@
 #      norms' gains and biases match central differences of this float64 objective; the export
 #      says that nanoGPT has no such tensors, and imports whose norms disagree with the config
 #      are refused in one line.
+#   5. the induction scores (run/induction.c, docs/FORMAT.md): models trained a few steps on
+#      repeated random letters (tools/gencorpus --repeat 100) with seeds 5 and 9, attn_scale sqrt
+#      and none, exported; the probe rebuilt here from its definition (xoshiro256** seeded with
+#      seed * 7919 + 103, the vocabulary's letters, L = block_size / 2 letters twice), this float64
+#      forward's weights and losses on it give each head's previous-token and induction scores and
+#      the two copies' losses, which must be attention.csv's and metrics.csv's at the last step.
 # Run from the repository's top (make check-safetensors); prints one line per check and ends
 # "N passed, N failed".
 import json
@@ -151,6 +157,123 @@ def nanogpt_logits(sd, n_head, idx, scale=None, norm="none"):
         x = x + gelu(h @ sd[p + "mlp.c_fc.weight"].T) @ sd[p + "mlp.c_proj.weight"].T
     x = layernorm(x, sd["transformer.ln_f.weight"], sd.get("transformer.ln_f.bias"))
     return x @ sd.get("lm_head.weight", sd["transformer.wte.weight"]).T
+
+
+def nanogpt_weights_and_losses(sd, n_head, idx, targets, scale=None):
+    """nanogpt_logits' forward (no QK-norm) keeping every layer's attention weights (B, NH, T, T),
+    and the cross-entropy of each position against targets (B, T), in float64."""
+    B, T = idx.shape
+    x = sd["transformer.wte.weight"][idx] + sd["transformer.wpe.weight"][:T]
+    C = x.shape[-1]
+    hd = C // n_head
+    scale = 1 / np.sqrt(hd) if scale is None else scale
+    L = 1 + max(int(k.split(".")[2]) for k in sd if k.startswith("transformer.h."))
+    mask = np.triu(np.ones((T, T), bool), 1)
+    weights = []
+    for l in range(L):
+        p = "transformer.h.%d." % l
+        h = layernorm(x, sd[p + "ln_1.weight"], sd.get(p + "ln_1.bias"))
+        q, k, v = np.split(h @ sd[p + "attn.c_attn.weight"].T, 3, axis=-1)
+        q, k, v = (a.reshape(B, T, n_head, hd).transpose(0, 2, 1, 3) for a in (q, k, v))
+        s = q @ k.transpose(0, 1, 3, 2) * scale
+        s[..., mask] = -np.inf
+        w = np.exp(s - s.max(-1, keepdims=True))
+        w /= w.sum(-1, keepdims=True)
+        weights.append(w)
+        y = (w @ v).transpose(0, 2, 1, 3).reshape(B, T, C)
+        x = x + y @ sd[p + "attn.c_proj.weight"].T
+        h = layernorm(x, sd[p + "ln_2.weight"], sd.get(p + "ln_2.bias"))
+        x = x + gelu(h @ sd[p + "mlp.c_fc.weight"].T) @ sd[p + "mlp.c_proj.weight"].T
+    x = layernorm(x, sd["transformer.ln_f.weight"], sd.get("transformer.ln_f.bias"))
+    logits = x @ sd.get("lm_head.weight", sd["transformer.wte.weight"]).T
+    m = logits.max(-1, keepdims=True)
+    lse = m[..., 0] + np.log(np.exp(logits - m).sum(-1))
+    return weights, lse - np.take_along_axis(logits, targets[..., None], -1)[..., 0]
+
+
+class Xoshiro:
+    """base/rng.c's xoshiro256** seeded through splitmix64, and its rng_below."""
+    M = (1 << 64) - 1
+
+    def __init__(self, seed):
+        x, self.s = seed & self.M, []
+        for _ in range(4):
+            x = (x + 0x9E3779B97F4A7C15) & self.M
+            z = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & self.M
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & self.M
+            self.s.append(z ^ (z >> 31))
+
+    def next(self):
+        s, M = self.s, self.M
+        rotl = lambda v, k: ((v << k) | (v >> (64 - k))) & M
+        result = (rotl((s[1] * 5) & M, 7) * 9) & M
+        t = (s[1] << 17) & M
+        s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t
+        s[3] = rotl(s[3], 45)
+        return result
+
+    def below(self, n):
+        threshold = ((1 << 64) - n) % n
+        x = self.next()
+        for _ in range(63):
+            if x >= threshold:
+                break
+            x = self.next()
+        return x % n
+
+
+def induction_probe(vocab, seed, B, T):
+    """run/induction.c's probe: B rows of L = T // 2 letters of the vocabulary (every character when
+    it has fewer than 8 letters), each row's letters drawn in turn, repeated; targets shifted by one."""
+    alphabet = [i for i, c in enumerate(vocab) if "a" <= c <= "z"]
+    if len(alphabet) < 8:
+        alphabet = list(range(len(vocab)))
+    rng, L = Xoshiro(seed * 7919 + 103), T // 2
+    x, y = np.zeros((B, T), int), np.zeros((B, T), int)
+    for b in range(B):
+        r = [alphabet[rng.below(len(alphabet))] for _ in range(L)]
+        x[b] = [r[t % L] for t in range(T)]
+        y[b] = [r[(t + 1) % L] for t in range(T)]
+    return x, y
+
+
+def check_induction(d):
+    B, T, steps = 4, 16, 40
+    for seed in (5, 9):
+        for scale in ("sqrt", "none"):
+            out = "%s/ind_%d_%s" % (d, seed, scale)
+            run("./tools/gencorpus", "--seed", str(seed), "--repeat", "100", "--bytes", "60000", "-o", out + ".txt")
+            run("./train", "configs/induction.json", *TINY, "--data.path=" + out + ".txt", "--train.seed=%d" % seed,
+                "--model.attn_scale=" + scale, "--train.max_steps=%d" % steps, "--log.attn_interval=20",
+                "--train.out_dir=" + out)
+            run("./sample", out + "/checkpoint.bin", "--export", out + ".safetensors", stderr=True)
+            sd, meta = read_safetensors(out + ".safetensors")
+            NH = int(meta["n_head"])
+            x, y = induction_probe(meta["vocab"], seed, B, T)
+            weights, losses = nanogpt_weights_and_losses(sd, NH, x, y, 1.0 if scale == "none" else None)
+            L = T // 2
+            rows = [r.split(",") for r in open(out + "/attention.csv").read().split("\n")[1:] if r]
+            head = open(out + "/attention.csv").readline().strip().split(",")
+            ip, ii = head.index("prev_token"), head.index("induction")
+            err, n = 0.0, 0
+            for r in rows:
+                if int(r[0]) != steps:
+                    continue
+                w = weights[int(r[1])][:, int(r[2])]
+                prev = np.mean([w[:, t, t - 1] for t in range(1, T)])
+                ind = np.mean([w[:, t, t - L + 1] for t in range(L, 2 * L)])
+                err = max(err, abs(prev - float(r[ip])), abs(ind - float(r[ii])))
+                n += 1
+            check("induction_head_scores_float64_seed%d_%s" % (seed, scale), n == 2 * NH and err <= 2e-6,
+                  "%d heads at step %d, max |float64 - attention.csv| = %.2e (bound 2e-6)" % (n, steps, err))
+            mhead = open(out + "/metrics.csv").readline().strip().split(",")
+            last = [r.split(",") for r in open(out + "/metrics.csv").read().split("\n")[1:] if r][-1]
+            first, second = losses[:, :L - 1].mean(), losses[:, L:2 * L - 1].mean()
+            got = [float(last[mhead.index(c)]) for c in ("first_copy_loss", "second_copy_loss", "in_context")]
+            e = max(abs(first - got[0]), abs(second - got[1]), abs(second - first - got[2]))
+            check("induction_copy_losses_float64_seed%d_%s" % (seed, scale), int(last[0]) == steps and e <= 2e-6,
+                  "step %s: first copy %.6f, second %.6f, in-context %.6f; max |float64 - metrics.csv| = %.2e (bound 2e-6)"
+                  % (last[0], first, second, second - first, e))
 
 
 def compare_logits(name, ours, dump):
@@ -445,6 +568,7 @@ def main():
         check_greedy_crop(d)
         check_converter(d)
         check_qk_norm(d)
+        check_induction(d)
     failed = results.count(False)
     print("%d passed, %d failed" % (len(results) - failed, failed))
     return 1 if failed else 0

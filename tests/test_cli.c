@@ -357,6 +357,23 @@ static const BadInput BAD_INPUTS[] = {
      "symbolic link"},
     {"comparison whose variant is a link to an empty directory",
      "./train @/cfg.json --compare train.lr=0.01,0.02 --train.out_dir=@/cmp2", 2, "@/cmp2/0.01", "symbolic link"},
+    // the corpus generator's repeated sequences (docs/induction.md): a percentage, 0 to 100
+    {"gencorpus --repeat above 100", "./tools/gencorpus --repeat 101 -o @/g.txt", 2, "--repeat", "'101'"},
+    {"gencorpus --repeat negative", "./tools/gencorpus --repeat -5 -o @/g.txt", 2, "--repeat", "'-5'"},
+    {"gencorpus --repeat not a number", "./tools/gencorpus --repeat half -o @/g.txt", 2, "--repeat", "'half'"},
+    {"gencorpus --repeat a fraction", "./tools/gencorpus --repeat 0.5 -o @/g.txt", 2, "--repeat", "0 to 100"},
+    {"gencorpus --repeat without a value", "./tools/gencorpus -o @/g.txt --repeat", 2, "--repeat", "0 to 100"},
+    // the induction experiment's table and page (tools/induction_report)
+    {"induction_report --threshold above 1", "./tools/induction_report --threshold 1.5 @", 2, "--threshold", "'1.5'"},
+    {"induction_report --threshold not a number", "./tools/induction_report --threshold high @", 2, "--threshold", "'high'"},
+    {"induction_report --threshold 0", "./tools/induction_report --threshold 0 @", 2, "--threshold", "between 0 and 1"},
+    {"induction_report --map without a file", "./tools/induction_report --map before @", 2, "--map", "CAPTION=FILE.svg"},
+    {"induction_report --html without a file", "./tools/induction_report @ --html", 2, "--html", "file name"},
+    {"induction_report unknown option", "./tools/induction_report --seeds 3 @", 2, "'--seeds'", NULL},
+    {"induction_report without a directory", "./tools/induction_report --threshold 0.5", 2, "no seed directory", NULL},
+    {"induction_report --phase-step of two runs", "./tools/induction_report --phase-step @ @", 2, "--phase-step", "one run"},
+    {"induction_report of a directory without the runs", "./tools/induction_report @/emptydir", 1,
+     "@/emptydir/scale/sqrt/attention.csv", "make demo-induction"},
 };
 
 typedef struct { const char *file, *json; } ConfigFixture;
@@ -965,10 +982,40 @@ static void test_train_outputs_and_determinism(void) {
     snprintf(path, sizeof path, "%s/out/attention.csv", g_dir);
     slurp(path, buf, sizeof buf);
     const char *header = "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,score_std,score_absmax,"
-                         "gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median,future_mass,max_logit,mean_max_logit\n";
+                         "gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,row_gain_median,future_mass,max_logit,mean_max_logit,"
+                         "prev_token,induction\n";
     CHECK(strncmp(buf, header, strlen(header)) == 0);
+    {   // every row ends with the two induction scores, each in (0, 1)
+        int rows_scored = 0;
+        for (const char *line = strchr(buf, '\n') + 1; *line; line = strchr(line, '\n') + 1) {
+            const char *end = strchr(line, '\n'), *c = end;
+            int commas = 0;
+            while (c > line && commas < 2) commas += *--c == ',';
+            double prev = NAN, induct = NAN;
+            rows_scored += sscanf(c, ",%lf,%lf", &prev, &induct) == 2 && prev > 0 && prev < 1 && induct > 0 && induct < 1;
+        }
+        CHECK_MSG(rows_scored == 5 * 2 * 2, "%d of 20 attention.csv rows have both induction scores", rows_scored);
+    }
     CHECK_MSG(count_lines(buf) == 1 + 5 * 2 * 2, "attention.csv has %d lines", count_lines(buf));  // steps 0,10,..,40
     snprintf(path, sizeof path, "%s/out/metrics.csv", g_dir);
+    slurp(path, buf, sizeof buf);
+    {   // the copies' losses and the in-context score on the rows of the probe steps (10, 20, 30, 40) only
+        int probe_rows = 0, empty_rows = 0;
+        for (const char *line = strchr(buf, '\n') + 1; *line; line = strchr(line, '\n') + 1) {
+            int step = atoi(line);
+            const char *end = strchr(line, '\n'), *c = end;
+            int commas = 0;
+            while (c > line && commas < 3) commas += *--c == ',';
+            double first, second, in_context;
+            if (step % 10 == 0)
+                probe_rows += sscanf(c, ",%lf,%lf,%lf", &first, &second, &in_context) == 3 && first > 0 && second > 0 &&
+                              fabs(second - first - in_context) < 2e-6;
+            else
+                empty_rows += strncmp(c, ",,,\n", 4) == 0;
+        }
+        CHECK_MSG(probe_rows == 4 && empty_rows == 36, "%d probe rows with the copies' losses, %d rows without", probe_rows,
+                  empty_rows);
+    }
     metrics_without_ms(path, m1, sizeof m1);
     CHECK(count_lines(m1) == 41);
     // the learning rate of steps 1, 5, 6 and 40: linear warmup over 5 steps, then the cosine to

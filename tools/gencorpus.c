@@ -87,8 +87,9 @@ static double ln(double x) {
 // ---------------------------------------------------------------------------------------------
 // The line being built, and the bookkeeping for --stats.
 
-enum { K_SENTENCE, K_COPY, K_REV, K_FIND, K_KV, K_BRACKETS, N_KINDS };
-static const char *const kind_names[N_KINDS] = {"sentence", "copy", "rev", "find", "kv", "brackets"};
+// K_REPEAT (--repeat only) comes after the weighted kinds: the default corpus never draws it.
+enum { K_SENTENCE, K_COPY, K_REV, K_FIND, K_KV, K_BRACKETS, N_KINDS, K_REPEAT = N_KINDS, N_ALL_KINDS };
+static const char *const kind_names[N_ALL_KINDS] = {"sentence", "copy", "rev", "find", "kv", "brackets", "repeat"};
 // Line-kind weights (out of 100). Sentences make samples look like text; the other kinds supply
 // characters that are fully determined by earlier parts of the line, which only attention gets.
 static const int kind_weights[N_KINDS] = {45, 12, 8, 14, 11, 10};
@@ -314,6 +315,19 @@ static void copy_line(Gen *g) {
     for (int i = 0; i < n; i++) put_answer(g, span[i]);
 }
 
+// repeat (--repeat): qzkmwtrbaxqzkmwtrbax, 6..16 random letters twice, nothing between: the
+// copy's distance varies, so only a head that finds the earlier occurrence of the current letter
+// (an induction head) predicts the second half; a fixed offset cannot. The induction probe
+// (run/induction.c) is such a line of block_size / 2 letters.
+#define REPEAT_MIN 6
+#define REPEAT_SPAN 11
+static void repeat_line(Gen *g) {
+    char span[REPEAT_MIN + REPEAT_SPAN];
+    int n = REPEAT_MIN + pick(g, REPEAT_SPAN);
+    for (int i = 0; i < n; i++) put_char(g, span[i] = letter(g));
+    for (int i = 0; i < n; i++) put_answer(g, span[i]);
+}
+
 // rev: abcd > dcba
 static void rev_line(Gen *g) {
     char span[16];
@@ -417,8 +431,8 @@ static void brackets_line(Gen *g) {
 // ---------------------------------------------------------------------------------------------
 
 typedef struct {
-    long lines[N_KINDS], chars[N_KINDS], answers[N_KINDS];
-    double nats[N_KINDS];
+    long lines[N_ALL_KINDS], chars[N_ALL_KINDS], answers[N_ALL_KINDS];
+    double nats[N_ALL_KINDS];
     long long bigram[128][128], unigram[128];
     double cut_positions;  // sum over chars of window positions whose context lacks the line start
     int max_line;
@@ -427,10 +441,12 @@ typedef struct {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: gencorpus [--seed N] [--bytes N] [-o FILE] [--stats]\n"
+            "usage: gencorpus [--seed N] [--bytes N] [--repeat P] [-o FILE] [--stats]\n"
             "  Writes the default training corpus (whole lines until at least N bytes).\n"
             "  --seed N   PRNG seed (default %u)\n"
             "  --bytes N  target size in bytes (default %u)\n"
+            "  --repeat P make P%% of the lines (0..100, default 0) a random string of 6-16 letters twice\n"
+            "             (docs/induction.md); 100: those lines only\n"
             "  -o FILE    write to FILE instead of stdout\n"
             "  --stats    print per-kind counts and the entropy floor to stderr\n",
             DEFAULT_SEED, DEFAULT_BYTES);
@@ -451,12 +467,13 @@ static int parse_u64(const char *s, uint64_t *out) {
 static void print_stats(const Stats *st) {
     long tl = 0, tc = 0, ta = 0;
     double tn = 0;
-    for (int k = 0; k < N_KINDS; k++) {
+    int n_kinds = st->lines[K_REPEAT] ? N_ALL_KINDS : N_KINDS;  // repeat: with --repeat only
+    for (int k = 0; k < n_kinds; k++) {
         tl += st->lines[k]; tc += st->chars[k]; ta += st->answers[k]; tn += st->nats[k];
     }
     fprintf(stderr, "%-9s %7s %6s %8s %6s %9s %8s\n", "kind", "lines", "lines%", "chars", "chars%",
             "nats/char", "answer%");
-    for (int k = 0; k < N_KINDS; k++)
+    for (int k = 0; k < n_kinds; k++)
         fprintf(stderr, "%-9s %7ld %5.1f%% %8ld %5.1f%% %9.3f %7.1f%%\n", kind_names[k], st->lines[k],
                 100.0 * st->lines[k] / tl, st->chars[k], 100.0 * st->chars[k] / tc,
                 st->chars[k] ? st->nats[k] / st->chars[k] : 0.0,
@@ -496,7 +513,7 @@ static void print_stats(const Stats *st) {
 int main(int argc, char **argv) {
     uint64_t seed = DEFAULT_SEED, bytes = DEFAULT_BYTES;
     const char *out_path = NULL;
-    int want_stats = 0;
+    int want_stats = 0, repeat = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--seed") == 0 || strcmp(a, "--bytes") == 0) {
@@ -506,6 +523,15 @@ int main(int argc, char **argv) {
                 return 2;
             }
             if (a[2] == 's') seed = v; else bytes = v;
+            i++;
+        } else if (strcmp(a, "--repeat") == 0) {
+            uint64_t v = 0;
+            if (i + 1 >= argc || !parse_u64(argv[i + 1], &v) || v > 100) {
+                fprintf(stderr, "gencorpus: error: --repeat needs a percentage, an integer from 0 to 100 (got '%s')\n",
+                        i + 1 < argc ? argv[i + 1] : "");
+                return 2;
+            }
+            repeat = (int)v;
             i++;
         } else if (strcmp(a, "-o") == 0) {
             if (i + 1 >= argc) { fprintf(stderr, "gencorpus: error: -o needs a file name\n"); return 2; }
@@ -553,8 +579,13 @@ int main(int argc, char **argv) {
         g.len = 0;
         g.nats = 0;
         g.answers = 0;
-        int kind = pick_weighted(&g, kind_weights, N_KINDS);
+        // with --repeat P, a repeat line with probability P/100 (no draw without it: the default
+        // corpus's stream is unchanged)
+        int repeat_w[2] = {100 - repeat, repeat};
+        int kind = repeat > 0 && pick_weighted(&g, repeat_w, 2) == 1 ? K_REPEAT : -1;
+        if (kind < 0) kind = pick_weighted(&g, kind_weights, N_KINDS);
         switch (kind) {
+        case K_REPEAT: repeat_line(&g); break;
         case K_SENTENCE: sentence(&g); break;
         case K_COPY: copy_line(&g); break;
         case K_REV: rev_line(&g); break;
