@@ -103,6 +103,21 @@ static int sample_logits(const real *logits, int V, double temperature, int top_
     return 0;
 }
 
+// ---------------------------------------------------------------------------------------------
+// the threads of one token's forward
+
+// The work (about 2 FLOPs per parameter and position) below which a token's forward runs on one
+// thread: a small model's window, or one position of a larger one. Such a forward is many
+// parallel regions of little work each; their forks and joins cost more than they save, and on
+// a busy machine each of them can wait for a core.
+#define TOKEN_PAR_WORK 1e9
+
+// The threads of a token's forward over `rows` positions: one when its work is small, else the
+// configured count `threads`.
+static int token_threads(const GPT *m, int rows, int threads) {
+    return 2.0 * (double)m->n_params * rows < TOKEN_PAR_WORK ? 1 : threads;
+}
+
 // Emit one token as UTF-8.
 static void put_token(const Vocab *v, int token, FILE *out) {
     if (!out) return;
@@ -143,27 +158,30 @@ int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int 
     KVCache cache;
     kv_cache_init(&cache, m);
     // prefill: the last block_size tokens of the prompt
-    int start = n > Tmax ? n - Tmax : 0;
+    int start = n > Tmax ? n - Tmax : 0, threads = thread_max(), written = 0;
+    thread_set_max(token_threads(m, n - start, threads));
     gpt_prefill(m, &cache, ctx + start, n - start, logits);
-    int written = 0;
     while (written < n_tokens && !(stop && *stop)) {
         int next = sample_logits(logits, V, temperature, top_k, rng, work);
         ctx[n++] = next;
         put_token(v, next, out);
         if (++written == n_tokens) break;
-        if (cache.len < Tmax) {
+        int stepping = cache.len < Tmax, keep = Tmax / 2 > 0 ? Tmax / 2 : 1;
+        thread_set_max(token_threads(m, stepping ? 1 : policy == CONTEXT_CROP ? Tmax : keep, threads));
+        if (stepping) {
             gpt_decode_step(m, &cache, next, logits);
         } else if (policy == CONTEXT_CROP) {
             // the window is full. Position embeddings are absolute, so sliding it by one changes
-            // every cached key: recompute the last block_size tokens (the crop) in one prefill
-            gpt_prefill(m, &cache, ctx + n - Tmax, Tmax, logits);
+            // every cached key: recompute the last block_size tokens (the crop), as one forward
+            // pass of the window; the cache stays full, so the next token does the same
+            gpt_window_logits(m, ctx + n - Tmax, Tmax, logits);
         } else {
             // restart from the last half window (one prefill per block_size/2 tokens keeps the
             // cost per token constant)
-            int keep = Tmax / 2 > 0 ? Tmax / 2 : 1;
             gpt_prefill(m, &cache, ctx + n - keep, keep, logits);
         }
     }
+    thread_set_max(threads);
     if (out) fflush(out);
     kv_cache_free(&cache);
     free(logits);
@@ -182,14 +200,16 @@ static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_pr
     int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
     int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
-    int written = 0;
+    int threads = thread_max(), written = 0;
     for (; written < n_tokens && !(stop && *stop); written++) {
         int T = n < Tmax ? n : Tmax;
+        thread_set_max(token_threads(m, T, threads));
         gpt_forward(m, ctx + (n - T), NULL, 1, T);  // the whole window, every token
         int next = sample_logits(m->acts.logits + (size_t)(T - 1) * V, V, temperature, top_k, rng, work);
         ctx[n++] = next;
         put_token(v, next, out);
     }
+    thread_set_max(threads);
     if (out) fflush(out);
     free(work);
     free(ctx);
