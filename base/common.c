@@ -124,9 +124,9 @@ void thread_set_max(int n) {
 // ---------------------------------------------------------------------------------------------
 // the thread count chosen from measured time
 
-#define PACE_FIRST_PROBE 4   // units at the configured count before the first probe
+#define PACE_FIRST_PROBE 3   // units at the configured count before the first probe
 #define PACE_PROBE_UNITS 3   // units a probe runs (its median is compared)
-#define PACE_MIN_GAP 8       // the wait after a probe that changed the choice or was close
+#define PACE_MIN_GAP 8       // the wait after a close verdict, and the first doubled
 #define PACE_BUDGET 0.05     // the share of the time that probes may cost
 
 void pace_init(ThreadPace *p, int max_threads) {
@@ -194,8 +194,8 @@ void pace_end(ThreadPace *p, double seconds) {
     int wide = other > 1.25 * now || other < now / 1.25;
     if (other < now) p->current = c;
     p->settled = other < now ? other : now;
-    // a clear verdict that kept the choice: wait twice as long; else look again soon
-    p->gap = wide && other >= now ? (p->gap * 2 < PACE_MAX_GAP ? p->gap * 2 : PACE_MAX_GAP) : PACE_MIN_GAP;
+    // a clear verdict: wait twice as long; a close one: look again soon
+    p->gap = wide ? (p->gap * 2 < PACE_MAX_GAP ? p->gap * 2 : PACE_MAX_GAP) : PACE_MIN_GAP;
     p->next_probe = p->units + p->gap;
 }
 

@@ -75,15 +75,15 @@ void thread_set_max(int n);
 // ---- the thread count chosen from measured time ----
 // On a machine whose cores are busy with other work, a thread of a team can wait for a core at
 // every join, and two threads can be slower than one. A pace times the repeated units of a job
-// (training steps, generated tokens) and runs each on the configured number of threads or on
-// one, whichever its recent units measured faster: now and then a unit or a few run on the other
-// count (a probe), and a probe's median against the current count's median decides. A probe is
-// cut short after one unit far slower than the current count (so on an idle machine a probe of
-// one thread costs about one unit), and the wait between probes doubles, up to PACE_MAX_GAP
-// units, while they keep confirming the choice by a wide margin; a change of the load (the
-// current count's median halving or doubling) brings the next probe forward. What probes cost
-// over the chosen count stays within 5% of the time (a probe waits until it does). Nothing else changes with the
-// count, so a job whose results do not depend on the number of threads may use one.
+// (training steps, a large model's tokens) and runs each on the configured number of threads or
+// on one, whichever its recent units measured faster: now and then a unit or a few run on the
+// other count (a probe), and the probe's median against the current count's median decides. A probe is cut short after
+// one unit far slower than the current count (so on an idle machine a probe of one thread costs
+// about one unit); the wait between probes doubles, up to PACE_MAX_GAP units, after each clear
+// verdict, and a change of the load (the current count's median halving or doubling) brings the
+// next probe forward. What probes cost over the chosen count stays within 5% of the time (a
+// probe waits until it does). Nothing else changes with the count, so a job whose results do not
+// depend on the number of threads may use one.
 #define PACE_WINDOW 5      // the recent units of each count that are compared
 #define PACE_MAX_GAP 256   // the most units between two probes
 typedef struct {

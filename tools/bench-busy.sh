@@ -1,7 +1,7 @@
 #!/bin/sh
-# tools/bench-busy.sh [PAIRS] [STEPS] (make bench-busy): the training step and the sampler on a
-# busy machine. One core is kept busy by a spinning process this script starts and stops; then
-# ./train --bench runs each benchmark configuration (W1, W2, the default) with the default thread
+# tools/bench-busy.sh [PAIRS] [STEPS] [CONFIG ...] (make bench-busy): the training step and the
+# sampler on a busy machine. One core is kept busy by a spinning process this script starts and stops; then
+# ./train --bench runs each configuration (default: W1, W2 and the default config) with the default thread
 # count and with one thread (--train.threads=1), in turn, PAIRS times (default 3), STEPS timed
 # steps each (default 20). It prints each pair's ms/step and the sampler's tokens/s side by side,
 # and the medians. Run it on an otherwise idle machine: other work would be a second load.
@@ -9,6 +9,7 @@ set -u
 pairs=${1:-3}
 steps=${2:-20}
 configs="configs/bench_w1.json configs/bench_w2.json configs/default.json"
+[ $# -gt 2 ] && { shift 2; configs="$*"; }
 [ -x ./train ] || { echo "bench-busy: ./train is missing (make train)" >&2; exit 1; }
 out=$(mktemp) || exit 1
 
