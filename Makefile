@@ -114,7 +114,7 @@ TEST_LIB := tests/page_check.c tests/programs.c run/sweep_grid.c
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps web bench-web mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability demo-induction bench bench-context bench-torch docs-check readme-check clean shakespeare install uninstall explain-model
+.PHONY: all deps web bench-web mpi-test-build run test check-safetensors test-asan test-browser test-arm64 test-chaos fuzz demo demo-mistakes demo-explain demo-stability demo-induction bench bench-busy bench-context bench-torch docs-check readme-check clean shakespeare install uninstall explain-model
 all: deps train sample lab lab64 data/default.txt
 
 deps:
@@ -387,6 +387,11 @@ bench: all
 	@./train configs/bench_w1.json --bench=$(or $(BENCH_STEPS),30)
 	@./train configs/bench_w2.json --bench=$(or $(BENCH_STEPS),20)
 	@./train configs/default.json --bench=$(or $(BENCH_STEPS),30)
+
+# The step and the sampler with one core kept busy by a spinning process it starts and stops:
+# default threads against one thread, alternated (tools/bench-busy.sh; a few minutes).
+bench-busy: train
+	@sh tools/bench-busy.sh $(or $(BENCH_PAIRS),3) $(or $(BENCH_STEPS),20)
 
 # The cost curve (docs/PERFORMANCE.md): ms/step, the attention phase and peak memory for T = 64 ..
 # 4096 at 4096 tokens per step, full causal attention and a window of 128 keys; writes

@@ -121,6 +121,84 @@ void thread_set_max(int n) {
 #endif
 }
 
+// ---------------------------------------------------------------------------------------------
+// the thread count chosen from measured time
+
+#define PACE_FIRST_PROBE 3   // units at the configured count before the first probe
+#define PACE_PROBE_UNITS 3   // units a probe runs (its median is compared)
+#define PACE_MIN_GAP 8       // the wait after a close verdict, and the first doubled
+#define PACE_BUDGET 0.05     // the share of the time that probes may cost
+
+void pace_init(ThreadPace *p, int max_threads) {
+    memset(p, 0, sizeof *p);
+    p->max = max_threads;
+    p->current = 1;
+    p->next_probe = PACE_FIRST_PROBE;
+    p->gap = PACE_MIN_GAP;
+}
+
+// The median of the last n (<= PACE_WINDOW) seconds of count c.
+static double pace_median(const ThreadPace *p, int c, int n) {
+    double v[PACE_WINDOW];
+    for (int i = 0; i < n; i++) v[i] = p->recent[c][(p->pos[c] - 1 - i + 2 * PACE_WINDOW) % PACE_WINDOW];
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int pace_threads(const ThreadPace *p) { return p->max < 2 ? (p->max < 1 ? 1 : p->max) : p->current ? p->max : 1; }
+
+int pace_begin(ThreadPace *p) {
+    if (p->max < 2) return p->max < 1 ? 1 : p->max;
+    // a probe's extra seconds (over the current count's) stay within PACE_BUDGET of all units'
+    if (!p->probing && p->units >= p->next_probe && p->have[p->current] > 0 && p->probe_cost <= PACE_BUDGET * p->total) {
+        p->probing = PACE_PROBE_UNITS;
+        p->have[!p->current] = 0;  // the probe's own units only
+    }
+    int c = p->probing ? !p->current : p->current, n = c ? p->max : 1;
+    thread_set_max(n);
+    return n;
+}
+
+void pace_end(ThreadPace *p, double seconds) {
+    if (p->max < 2) return;
+    thread_set_max(p->max);
+    int c = p->probing ? !p->current : p->current;
+    p->units++;
+    p->total += seconds;
+    if (p->units == 1) return;  // the first unit pays for first touches and thread start-up
+    p->recent[c][p->pos[c]] = seconds;
+    p->pos[c] = (p->pos[c] + 1) % PACE_WINDOW;
+    if (p->have[c] < PACE_WINDOW) p->have[c]++;
+    if (!p->probing) {
+        // the machine's load changed (the current count's median halved or doubled since the last
+        // verdict): look at the other count again now
+        double m = p->have[c] == PACE_WINDOW ? pace_median(p, c, PACE_WINDOW) : 0;
+        if (m > 0 && p->settled > 0 && (m > 2 * p->settled || m < p->settled / 2)) {
+            p->next_probe = p->units;
+            p->settled = m;
+        }
+        return;
+    }
+    double now = pace_median(p, p->current, p->have[p->current]);
+    if (seconds > now) p->probe_cost += seconds - now;
+    // a probe unit over 1.5 times the current count's median ends the probe: the other count loses
+    int done = --p->probing == 0 || seconds > 1.5 * now;
+    if (!done) return;
+    p->probing = 0;
+    double other = pace_median(p, c, p->have[c]);
+    int wide = other > 1.25 * now || other < now / 1.25;
+    if (other < now) p->current = c;
+    p->settled = other < now ? other : now;
+    // a clear verdict: wait twice as long; a close one: look again soon
+    p->gap = wide ? (p->gap * 2 < PACE_MAX_GAP ? p->gap * 2 : PACE_MAX_GAP) : PACE_MIN_GAP;
+    p->next_probe = p->units + p->gap;
+}
+
 const char *option_value(int argc, char **argv, int *i, const char *name) {
     size_t n = strlen(name);
     const char *a = argv[*i];

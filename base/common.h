@@ -72,6 +72,39 @@ int thread_max(void);
 // Sets the number of threads later parallel regions use (no-op without OpenMP).
 void thread_set_max(int n);
 
+// ---- the thread count chosen from measured time ----
+// On a machine whose cores are busy with other work, a thread of a team can wait for a core at
+// every join, and two threads can be slower than one. A pace times the repeated units of a job
+// (training steps, a large model's tokens) and runs each on the configured number of threads or
+// on one, whichever its recent units measured faster: now and then a unit or a few run on the
+// other count (a probe), and the probe's median against the current count's median decides. A probe is cut short after
+// one unit far slower than the current count (so on an idle machine a probe of one thread costs
+// about one unit); the wait between probes doubles, up to PACE_MAX_GAP units, after each clear
+// verdict, and a change of the load (the current count's median halving or doubling) brings the
+// next probe forward. What probes cost over the chosen count stays within 5% of the time (a
+// probe waits until it does). Nothing else changes with the count, so a job whose results do not
+// depend on the number of threads may use one.
+#define PACE_WINDOW 5      // the recent units of each count that are compared
+#define PACE_MAX_GAP 256   // the most units between two probes
+typedef struct {
+    int max;                        // the configured count; below 2 there is nothing to choose
+    int current;                    // 0: one thread, 1: max threads (the chosen count)
+    int probing;                    // units of the probe still to run (the other count)
+    double recent[2][PACE_WINDOW];  // the last units' seconds at one thread [0] and at max [1]
+    int have[2], pos[2];
+    long units, next_probe, gap;
+    double settled;                 // the chosen count's median at the last verdict
+    double total, probe_cost;       // all units' seconds; what probes cost over the chosen count
+} ThreadPace;
+void pace_init(ThreadPace *p, int max_threads);
+// The thread count of the next unit; sets it for the parallel regions that follow (thread_set_max).
+int pace_begin(ThreadPace *p);
+// The unit's wall seconds, measured from just before pace_begin's count took effect; the
+// configured count is set again for what follows.
+void pace_end(ThreadPace *p, double seconds);
+// The count the pace has chosen, for work between its units that is split alike (evaluation).
+int pace_threads(const ThreadPace *p);
+
 // Value of "--name=VALUE" or "--name VALUE" when argv[*i] is that option (advancing *i for the
 // second form), else NULL; exits with a usage error when the value is missing.
 const char *option_value(int argc, char **argv, int *i, const char *name);

@@ -121,6 +121,50 @@ static void print_products(int steps) {
     if (unlisted) printf("  (and %ld calls of further kinds)\n", unlisted / steps);
 }
 
+// tokens/s of one generation of n characters after the prompt (its last block_size characters
+// the context): the default path (the KV cache, the crop past block_size), --context restart, or
+// the whole window recomputed for each character
+enum { GEN_DEFAULT, GEN_RESTART, GEN_RECOMPUTE };
+static double sampling_rate(GPT *m, const Vocab *vocab, const int *prompt, int n_prompt, int n, int path) {
+    Rng rng;
+    rng_seed(&rng, 7);
+    double t0 = now_seconds();
+    if (path == GEN_RECOMPUTE) generate_full_window(m, vocab, prompt, n_prompt, n, 1.0, 0, &rng, NULL);
+    else generate_until(m, vocab, prompt, n_prompt, n, 1.0, 0, path == GEN_DEFAULT ? CONTEXT_CROP : CONTEXT_RESTART,
+                        &rng, NULL, NULL);
+    return n / (now_seconds() - t0);
+}
+
+// The sampling speed of a randomly initialised model of the shape, each path on the same
+// characters: within the window (50 characters after a 1-character prompt: the KV cache against
+// recomputing the prefix for each) and past it (50 after a block_size-character prompt: the crop
+// against recomputing the window for each, and --context restart); then 500 characters after a
+// 1-character prompt by the default path, as ./sample runs them.
+static void print_sampling(Run *r) {
+    GPT *m = &r->model;
+    int V = m->dims.vocab_size, T = m->dims.block_size;
+    Vocab vocab;
+    vocab.vocab_size = V;
+    vocab.chars = xmalloc(sizeof(uint32_t) * (size_t)V, "vocabulary");
+    for (int i = 0; i < V; i++) vocab.chars[i] = 0x21 + (uint32_t)i;
+    int *prompt = xmalloc(sizeof(int) * (size_t)T, "prompt");
+    for (int i = 0; i < T; i++) prompt[i] = (i * 7) % V;
+    double cache = sampling_rate(m, &vocab, prompt, 1, 50, GEN_DEFAULT);
+    double prefix = sampling_rate(m, &vocab, prompt, 1, 50, GEN_RECOMPUTE);
+    double crop = sampling_rate(m, &vocab, prompt, T, 50, GEN_DEFAULT);
+    double window = sampling_rate(m, &vocab, prompt, T, 50, GEN_RECOMPUTE);
+    double restart = sampling_rate(m, &vocab, prompt, T, 50, GEN_RESTART);
+    double whole = sampling_rate(m, &vocab, prompt, 1, 500, GEN_DEFAULT);
+    printf("sampling (block_size %d), tokens/s: 50 characters within the window: %.0f with the KV cache (the default), "
+           "%.0f recomputing the prefix for each; 50 past it: %.0f with the crop (the default), %.0f recomputing the "
+           "window for each, %.0f with --context restart; 500 characters from a 1-character prompt: %.0f (the default)\n",
+           T, cache, prefix, crop, window, restart, whole);
+    printf("sampling %s: cache=%.0f prefix=%.0f crop=%.0f window=%.0f restart=%.0f default_500=%.0f tokens_per_s\n",
+           r->cfg.name, cache, prefix, crop, window, restart, whole);
+    free(prompt);
+    free(vocab.chars);
+}
+
 void run_bench(Run *r, int steps) {
     const Config *c = &r->cfg;
     int B = c->batch_size, T = c->block_size, V = r->model.dims.vocab_size;
@@ -223,28 +267,7 @@ void run_bench(Run *r, int steps) {
                "%.2f ms/step in training, %.2f ms alone (%.2f GB/s of buffer)\n", dist_size(), r->rows, thread_max(),
                r->model.n_params, mb, 1000.0 * r->comm_seconds / steps, 1000.0 * best, mb / 1000.0 / best);
     }
-    if (dist_is_root()) {   // sampling speed: 500 characters with the KV cache; the full recompute is timed on 50
-        Vocab vocab;
-        vocab.vocab_size = V;
-        vocab.chars = xmalloc(sizeof(uint32_t) * (size_t)V, "vocabulary");
-        for (int i = 0; i < V; i++) vocab.chars[i] = 0x21 + (uint32_t)i;
-        int prompt = 0;
-        Rng srng;
-        rng_seed(&srng, 7);
-        double t0 = now_seconds();
-        generate_until(&r->model, &vocab, &prompt, 1, 500, 1.0, 0, CONTEXT_CROP, &srng, NULL, NULL);
-        double cropped = 500 / (now_seconds() - t0);
-        t0 = now_seconds();
-        generate_until(&r->model, &vocab, &prompt, 1, 500, 1.0, 0, CONTEXT_RESTART, &srng, NULL, NULL);
-        double restarted = 500 / (now_seconds() - t0);
-        t0 = now_seconds();
-        generate_full_window(&r->model, &vocab, &prompt, 1, 50, 1.0, 0, &srng, NULL);
-        double full = 50 / (now_seconds() - t0);
-        printf("sampling (500 characters, block_size %d): %.0f tokens/s with the KV cache and the crop (the default), "
-               "%.0f tokens/s with --context restart; %.0f tokens/s recomputing the prefix for each (50)\n",
-               r->model.dims.block_size, cropped, restarted, full);
-        free(vocab.chars);
-    }
+    if (dist_is_root()) print_sampling(r);
     char mfu_text[16] = "n/a";  // the machine too busy to measure the peak
     if (mfu >= 0) snprintf(mfu_text, sizeof mfu_text, "%.3f", mfu);
     printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s cpu_ms_per_step=%.2f\n",

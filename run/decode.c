@@ -81,6 +81,13 @@ void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits) {
     c->len = n;
 }
 
+void gpt_window_logits(GPT *m, const int *tokens, int n, real *logits) {
+    int V = m->dims.vocab_size;
+    if (n < 1 || n > m->dims.block_size || n > m->T) die(EXIT_RUNTIME, "internal: window of %d tokens (block %d)", n, m->dims.block_size);
+    gpt_forward_prefill(m, tokens, n);
+    memcpy(logits, m->acts.logits + (size_t)(n - 1) * V, (size_t)V * sizeof(real));
+}
+
 void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
     int L = m->dims.n_layer, T = m->dims.block_size, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
     int pos = c->len;

@@ -30,6 +30,10 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits);
 // Fill the cache with n tokens (n <= block_size) at positions 0..n-1 in one batched forward pass
 // and write the logits after the last one. Same values as n decode steps.
 void gpt_prefill(GPT *m, KVCache *c, const int *tokens, int n, real *logits);
+// The logits (V) after the last of n tokens (n <= block_size), from one forward pass over them,
+// the same rows as gpt_prefill's, without keeping their keys and values: the crop's step, whose
+// window slides by one every token.
+void gpt_window_logits(GPT *m, const int *tokens, int n, real *logits);
 
 // ---- the honest loss ----
 // Whether the model's attention is the correct one (causal mask, softmax over keys): position t

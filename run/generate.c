@@ -103,6 +103,31 @@ static int sample_logits(const real *logits, int V, double temperature, int top_
     return 0;
 }
 
+// ---------------------------------------------------------------------------------------------
+// the threads of one token's forward
+
+// The work (about 2 FLOPs per parameter and position) below which a token's forward runs on one
+// thread: a small model's window, or one position of a larger one. Such a forward is many
+// parallel regions of little work each; their forks and joins cost more than they save, and on
+// a busy machine each of them can wait for a core. A larger forward (a large model's window) runs
+// on the configured count or on one thread, whichever its pace measured faster (base/common.h).
+#define TOKEN_PAR_WORK 1e9
+
+static int token_is_small(const GPT *m, int rows) { return 2.0 * (double)m->n_params * rows < TOKEN_PAR_WORK; }
+
+// Before a token's forward over `rows` positions: set its thread count; returns the clock.
+static double token_begin(const GPT *m, ThreadPace *pace, int rows) {
+    if (token_is_small(m, rows)) thread_set_max(1);
+    else pace_begin(pace);
+    return now_seconds();
+}
+
+// After it: the pace learns its time; the configured count is set again.
+static void token_end(const GPT *m, ThreadPace *pace, int rows, double t0) {
+    if (token_is_small(m, rows)) thread_set_max(pace->max);
+    else pace_end(pace, now_seconds() - t0);
+}
+
 // Emit one token as UTF-8.
 static void put_token(const Vocab *v, int token, FILE *out) {
     if (!out) return;
@@ -143,26 +168,33 @@ int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int 
     KVCache cache;
     kv_cache_init(&cache, m);
     // prefill: the last block_size tokens of the prompt
-    int start = n > Tmax ? n - Tmax : 0;
+    int start = n > Tmax ? n - Tmax : 0, written = 0;
+    ThreadPace pace;  // the threads of the forwards large enough for a choice
+    pace_init(&pace, thread_max());
+    double t0 = token_begin(m, &pace, n - start);
     gpt_prefill(m, &cache, ctx + start, n - start, logits);
-    int written = 0;
+    token_end(m, &pace, n - start, t0);
     while (written < n_tokens && !(stop && *stop)) {
         int next = sample_logits(logits, V, temperature, top_k, rng, work);
         ctx[n++] = next;
         put_token(v, next, out);
         if (++written == n_tokens) break;
-        if (cache.len < Tmax) {
+        int stepping = cache.len < Tmax, keep = Tmax / 2 > 0 ? Tmax / 2 : 1;
+        int rows = stepping ? 1 : policy == CONTEXT_CROP ? Tmax : keep;
+        t0 = token_begin(m, &pace, rows);
+        if (stepping) {
             gpt_decode_step(m, &cache, next, logits);
         } else if (policy == CONTEXT_CROP) {
             // the window is full. Position embeddings are absolute, so sliding it by one changes
-            // every cached key: recompute the last block_size tokens (the crop) in one prefill
-            gpt_prefill(m, &cache, ctx + n - Tmax, Tmax, logits);
+            // every cached key: recompute the last block_size tokens (the crop), as one forward
+            // pass of the window; the cache stays full, so the next token does the same
+            gpt_window_logits(m, ctx + n - Tmax, Tmax, logits);
         } else {
             // restart from the last half window (one prefill per block_size/2 tokens keeps the
             // cost per token constant)
-            int keep = Tmax / 2 > 0 ? Tmax / 2 : 1;
             gpt_prefill(m, &cache, ctx + n - keep, keep, logits);
         }
+        token_end(m, &pace, rows, t0);
     }
     if (out) fflush(out);
     kv_cache_free(&cache);
@@ -182,10 +214,14 @@ static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_pr
     int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
     int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
+    ThreadPace pace;
+    pace_init(&pace, thread_max());
     int written = 0;
     for (; written < n_tokens && !(stop && *stop); written++) {
         int T = n < Tmax ? n : Tmax;
+        double t0 = token_begin(m, &pace, T);
         gpt_forward(m, ctx + (n - T), NULL, 1, T);  // the whole window, every token
+        token_end(m, &pace, T, t0);
         int next = sample_logits(m->acts.logits + (size_t)(T - 1) * V, V, temperature, top_k, rng, work);
         ctx[n++] = next;
         put_token(v, next, out);

@@ -47,6 +47,7 @@ void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDi
     d.qk_norm = gpt_qk_norm_kind(r->cfg.qk_norm);  // a variant may change it
     gpt_build(&r->model, &d, attn, dist_is_root() ? base->batch_size : rows, base->block_size);
     gpt_enable_batch_threads(&r->model, thread_max(), rows, base->block_size);
+    pace_init(&r->pace, thread_max());
     gpt_set_z_loss(&r->model, r->cfg.z_loss);
     r->st.best_val_loss = INFINITY;
     r->last_finite_loss = NAN;
@@ -173,6 +174,7 @@ static void spike_window_add(SpikeWindow *w, double loss) {
 // threads by rows when the model has batch workers): the batch's mean loss, the mean of the
 // ranks' equal shares.
 void run_forward(Run *r, const int *x, const int *y, long step) {
+    pace_begin(&r->pace);
     r->step_start = now_seconds();
     r->lr = lr_at(&r->cfg, step);
     r->loss = gpt_batch_forward(&r->model, x, y, r->rows, r->cfg.block_size);
@@ -245,6 +247,7 @@ void run_update(Run *r, long step) {
     }
     r->st.step = step + 1;
     r->ms = 1000.0 * (now_seconds() - r->step_start);
+    pace_end(&r->pace, r->ms / 1000.0);
     r->train_seconds += r->ms / 1000.0;
     r->tokens_trained += (long)c->batch_size * c->block_size;  // the whole batch, over all ranks
 }
@@ -392,9 +395,12 @@ static void run_save(Run *r, const Vocab *vocab, const char *file) {
 
 void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long done, int do_eval) {
     if (do_eval) stop_test_point("eval");
+    // on the threads the steps run on now (the results do not depend on their number)
+    thread_set_max(pace_threads(&r->pace));
     r->evaluated = do_eval && estimate_loss(r, ds, 0, b->ex, b->ey, &r->eval_train) &&
                    estimate_loss(r, ds, 1, b->ex, b->ey, &r->eval_val) &&
                    gen_loss(r, ds, &r->eval_gen, &r->eval_gen_tf, &r->eval_gen_windows);
+    thread_set_max(r->pace.max);
     if (!r->evaluated) r->eval_val = r->eval_gen = r->eval_gen_tf = NAN;
     // best.bin holds the best finite validation loss: a NaN never compares better, and a
     // diverged state is never the best

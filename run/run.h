@@ -53,6 +53,7 @@ typedef struct {
     int skipped;
     const char *skip_reason;
     double step_start;       // now_seconds() at the start of the step's forward
+    ThreadPace pace;         // the threads each step runs on: the configured count or one, as measured
     double train_seconds, comm_seconds;  // comm: time in the gradient allreduce (MPI)
     double elapsed_before;   // wall-clock seconds of the run's earlier segments (st.elapsed_s at the resume)
     long tokens_trained;

@@ -451,6 +451,82 @@ static void test_batch_threads_match_one_thread(void) {
     gpt_free(&split);
 }
 
+// The batch's shares are fixed when the workers are made; the threads that run them take them
+// one at a time, so the loss and every gradient bit are the same whether one thread runs all the
+// shares or two share them (the trainer may change the count between steps). Three shares of a
+// batch of 5 rows; the model has over 16384 parameters, so the combine runs in several chunks.
+static void test_batch_shares_same_bits_for_any_thread_count(void) {
+    if (thread_max() < 2) SKIP("needs 2 OpenMP threads (this build or OMP_NUM_THREADS has %d)", thread_max());
+    ModelDims d = {9, 8, 2, 2, 32, QK_NORM_NONE};
+    GPT m;
+    gpt_build(&m, &d, attention_causal((real)0.5), 5, 8);
+    Rng rng;
+    rng_seed(&rng, 21);
+    gpt_init(&m, INIT_GPT2, &rng);
+    gpt_enable_batch_threads(&m, 3, 5, 8);
+    CHECK(m.n_workers == 3 && m.n_params > 16384);
+    int x[40], y[40];
+    for (int i = 0; i < 40; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
+    int threads_before = thread_max();
+    real *grads[2];
+    double loss[2], lse[2];
+    for (int run = 0; run < 2; run++) {
+        thread_set_max(run ? 2 : 1);
+        loss[run] = train_pass(&m, x, y, 5, 8);
+        lse[run] = m.lse_mean;
+        grads[run] = malloc(m.n_params * sizeof(real));
+        memcpy(grads[run], m.grads, m.n_params * sizeof(real));
+    }
+    thread_set_max(threads_before);
+    CHECK_MSG(loss[0] == loss[1] && lse[0] == lse[1], "loss %.9g on one thread, %.9g on two", loss[0], loss[1]);
+    CHECK_MSG(memcmp(grads[0], grads[1], m.n_params * sizeof(real)) == 0, "the gradients differ between one and two threads");
+    free(grads[0]);
+    free(grads[1]);
+    gpt_free(&m);
+}
+
+// The pace of a job's units (base/common.h), fed made-up unit times: while two threads take 1 s
+// a unit and one thread 3 s, it keeps two threads, its probes of one thread cut short after one
+// unit and spaced ever wider; once the load makes two threads take 4 s and one thread 2 s, it
+// turns to one thread; what its probes cost stays within 5% of the time, plus the last probe.
+static void test_pace_chooses_the_faster_thread_count(void) {
+    int threads_before = thread_max();
+    ThreadPace p;
+    pace_init(&p, 2);
+    double spent = 0, over = 0;  // all seconds; seconds spent on probes over the better count's
+    int ones = 0, last_probe = -1, gaps_grew = 1, last_gap = 0;
+    for (int u = 0; u < 600; u++) {
+        int n = pace_begin(&p);
+        CHECK(n == 1 || n == 2);
+        double t = n == 2 ? 1.0 : 3.0;
+        if (n == 1) {
+            ones++;
+            over += 2.0;
+            if (last_probe >= 0 && u - 1 != last_probe) {  // a new probe: its distance from the last
+                if (u - last_probe < last_gap) gaps_grew = 0;
+                last_gap = u - last_probe;
+            }
+            last_probe = u;
+        }
+        spent += t;
+        pace_end(&p, t);
+    }
+    CHECK_MSG(ones >= 2 && ones <= 12, "%d units of 600 ran on one thread while it was 3 times slower", ones);
+    CHECK_MSG(gaps_grew, "the probes did not space out");
+    CHECK_MSG(over <= 0.05 * spent + 2.0, "probes cost %.1f s of %.1f", over, spent);
+    int chosen_one = 0;
+    for (int u = 0; u < 400; u++) {  // the machine gets busy
+        int n = pace_begin(&p);
+        pace_end(&p, n == 2 ? 4.0 : 2.0);
+        if (u >= 300) chosen_one += n == 1;
+    }
+    CHECK_MSG(chosen_one >= 95, "once one thread is the faster, only %d of the last 100 units ran on one", chosen_one);
+#ifdef _OPENMP
+    CHECK(thread_max() == 2);  // the configured count is set again after each unit
+#endif
+    thread_set_max(threads_before);
+}
+
 // The three named GEMMs against a double-precision reference, overwriting and accumulating onto
 // C. M spans two 96-row blocks and ends in a partial 6-row sliver, K spans two 256-deep blocks:
 // the in-place, packed (8-wide and element-wise) and edge paths all run.
@@ -1033,6 +1109,8 @@ const TestCase tests_model[] = {
     {"model_determinism", test_model_determinism},
     {"partial_batch_matches_exact_capacity", test_partial_batch_matches_exact_capacity},
     {"batch_threads_match_one_thread", test_batch_threads_match_one_thread},
+    {"batch_shares_same_bits_for_any_thread_count", test_batch_shares_same_bits_for_any_thread_count},
+    {"pace_chooses_the_faster_thread_count", test_pace_chooses_the_faster_thread_count},
     {"gemm_matches_reference", test_gemm_matches_reference},
     {"backward_store_overwrites", test_backward_store_overwrites},
     {"greedy_sampling", test_greedy_sampling},
