@@ -12,7 +12,7 @@
 // above its loops; gpt_forward is the list of forward calls and gpt_backward the same list
 // backwards. The parameters and activations are named views (m->p, m->acts: model.h) into the
 // buffers of kernels/model_layout.c. kernels/model_engine.c computes the same function fast, and
-// is what trains unless model.impl is "definition"; tests/test_model.c proves the two equal.
+// is what trains unless model.impl is "definition"; tests/test_model_engine.c proves them equal.
 // Everything is in `real`, float32, or float64 in the float64 build (./lab64, the gradient checks).
 #include "model.h"
 
@@ -21,7 +21,7 @@
 
 #include "kernels/model_engine.h"  // the engine, and the buffers a pass computes in
 
-#define INV_SQRT2 0.7071067811865476     // 1 / sqrt(2)
+#define INV_SQRT2    0.7071067811865476  // 1 / sqrt(2)
 #define INV_SQRT_2PI 0.3989422804014327  // 1 / sqrt(2 pi)
 
 // ---------------------------------------------------------------------------------------------
@@ -29,7 +29,8 @@
 
 // out (B,T,C) = wte[inp] + wpe[t]: each token's embedding plus its position's; inp (B,T) token
 // ids, wte (V,C), wpe (T_max,C)
-void encoder_forward(real *out, const int *inp, const real *wte, const real *wpe, int B, int T, int C) {
+void encoder_forward(real *out, const int *inp, const real *wte, const real *wpe, int B, int T,
+                     int C) {
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             real *out_bt = out + ((size_t)b * T + t) * C;
@@ -43,8 +44,8 @@ void encoder_forward(real *out, const int *inp, const real *wte, const real *wpe
 //   mean = sum_i x_i / C,  var = sum_i (x_i - mean)^2 / C,  rstd = 1 / sqrt(var + eps)
 //   out_i = (x_i - mean) * rstd * w_i + b_i
 // mean and rstd (N) are kept for the backward.
-void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N,
-                       int C) {
+void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w,
+                       const real *b, int N, int C) {
     const real eps = (real)1e-5;
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C;
@@ -108,7 +109,8 @@ void residual_forward(real *out, const real *a, const real *b, size_t n) {
 //                                         never overflows)
 //   p_v = exp(logit_v - log Z),  loss = -log p_target = log Z - logit_target
 // lse and rowmax (N; may be NULL) receive each row's log Z and largest logit.
-void crossentropy_forward(real *logits, real *losses, real *lse, real *rowmax, const int *targets, int N, int V) {
+void crossentropy_forward(real *logits, real *losses, real *lse, real *rowmax, const int *targets,
+                          int N, int V) {
     for (int n = 0; n < N; n++) {
         real *row = logits + (size_t)n * V;
         real maxv = row[0], sum = 0;
@@ -129,8 +131,10 @@ void crossentropy_forward(real *logits, real *losses, real *lse, real *rowmax, c
 double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) {
     if (m->impl == MODEL_ENGINE) return model_engine_forward(m, inputs, targets, B, T);
     gpt_begin_pass(m, &attention_definition, inputs, targets, B, T);  // the buffers for (B,T)
-    int L = m->dims.n_layer, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size, N = B * T;
+    int L = m->dims.n_layer, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
+    int N = B * T;
     QkNorm qk_norm = (QkNorm)m->dims.qk_norm;
+    QkNormShape qk_shape = {N, C, NH, qk_norm};
     Acts *a = &m->acts;
 
     encoder_forward(a->encoded, inputs, m->p.wte, m->p.wpe, B, T, C);
@@ -147,11 +151,11 @@ double gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) 
         matmul_forward(k, A->ln1, P->wk, N, C, C);
         matmul_forward(A->v, A->ln1, P->wv, N, C, C);
         if (qk_norm) {  // each head's rows of q and k normalised (attention.c)
-            qk_norm_forward(A->q, A->q_mean, A->q_rstd, q, P->q_norm_w, P->q_norm_b, N, C, NH, qk_norm);
-            qk_norm_forward(A->k, A->k_mean, A->k_rstd, k, P->k_norm_w, P->k_norm_b, N, C, NH, qk_norm);
+            qk_norm_forward(A->q, A->q_mean, A->q_rstd, q, P->q_norm_w, P->q_norm_b, qk_shape);
+            qk_norm_forward(A->k, A->k_mean, A->k_rstd, k, P->k_norm_w, P->k_norm_b, qk_shape);
         }
-        attention_forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH},
-                          &spec, stats);
+        attention_forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
+                          (AttnShape){B, T, C, NH}, &spec, stats);
         matmul_forward(A->res2, A->atty, P->wo, N, C, C);
         residual_forward(A->res2, residual, A->res2, (size_t)N * C);
         // MLP: res3 = res2 + GELU(fch) W_proj, fch = ln2 W_fc
@@ -189,7 +193,8 @@ double gpt_mean_loss(GPT *m, int N) {
 // (teach/explain.c: (L, B, NH, T) for the shape of the pass).
 AttnSpec gpt_layer_spec(const GPT *m, int l) {
     AttnSpec spec = m->attn;
-    if (m->attn_knockout) spec.knockout = m->attn_knockout + (size_t)l * m->cur_B * m->dims.n_head * m->cur_T;
+    if (m->attn_knockout)
+        spec.knockout = m->attn_knockout + (size_t)l * m->cur_B * m->dims.n_head * m->cur_T;
     return spec;
 }
 
@@ -198,7 +203,8 @@ AttnSpec gpt_layer_spec(const GPT *m, int l) {
 // caller zeroes them first), except where it says "stores"
 
 // dwte[inp] += dout, dwpe[t] += dout
-void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, int B, int T, int C) {
+void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, int B, int T,
+                      int C) {
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             const real *dout_bt = dout + ((size_t)b * T + t) * C;
@@ -212,9 +218,10 @@ void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, 
 }
 
 // With norm = (x - mean) * rstd and dnorm = dout * w, row by row:
-//   dinp += rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)),  dw += dout * norm,  db += dout
-void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
-                        const real *mean, const real *rstd, int N, int C) {
+//   dinp += rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
+//   dw += dout * norm,  db += dout
+void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp,
+                        const real *w, const real *mean, const real *rstd, int N, int C) {
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
         real *dx = dinp + (size_t)n * C;
@@ -238,8 +245,8 @@ void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const 
 // out = inp W:  dinp += dout W^T,  dW += inp^T dout:
 //   dinp[n][i] += sum_o dout[n][o] W[i][o],   dW[i][o] += sum_n inp[n][i] dout[n][o]
 // (the threads split dinp's rows, then dW's rows)
-void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight, int N, int C,
-                     int OC) {
+void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
+                     const real *weight, int N, int C, int OC) {
 #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         const real *dout_n = dout + (size_t)n * OC;
@@ -263,8 +270,8 @@ void matmul_backward(real *dinp, real *dweight, const real *dout, const real *in
 
 // logits = inp wte^T:  dinp += dlogits wte,  dwte += dlogits^T inp:
 //   dinp[n][i] += sum_v dlogits[n][v] wte[v][i],   dwte[v][i] += sum_n dlogits[n][v] inp[n][i]
-void lm_head_backward(real *dinp, real *dwte, const real *dlogits, const real *inp, const real *wte, int N, int C,
-                      int V) {
+void lm_head_backward(real *dinp, real *dwte, const real *dlogits, const real *inp, const real *wte,
+                      int N, int C, int V) {
 #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         for (int v = 0; v < V; v++) {
@@ -285,7 +292,8 @@ void lm_head_backward(real *dinp, real *dwte, const real *dlogits, const real *i
 // stored (dinp may be dout itself: the gradient turned into the input's in place)
 void gelu_backward(real *dinp, const real *inp, const real *dout, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        double x = inp[i], cdf = 0.5 * (1 + erf(x * INV_SQRT2)), pdf = INV_SQRT_2PI * exp(-0.5 * x * x);
+        double x = inp[i], cdf = 0.5 * (1 + erf(x * INV_SQRT2)),
+               pdf = INV_SQRT_2PI * exp(-0.5 * x * x);
         dinp[i] = (real)(dout[i] * (cdf + x * pdf));
     }
 }
@@ -321,19 +329,24 @@ static void backward(GPT *m, int row) {
     int B = m->cur_B, T = m->cur_T, N = B * T;
     int L = m->dims.n_layer, C = m->dims.n_embd, NH = m->dims.n_head, V = m->dims.vocab_size;
     QkNorm qk_norm = (QkNorm)m->dims.qk_norm;
+    QkNormShape qk_shape = {N, C, NH, qk_norm};
     const Acts *a = &m->acts;
     GradActs *G = &m->gacts;  // the gradients of one layer's activations, reused layer by layer
     gpt_zero_grad(m);
     zero(G->logits, (size_t)N * V);
     zero(G->residual, (size_t)N * C);
 
-    if (row < 0) crossentropy_backward(G->logits, a->logits, m->targets, N, V);
-    else crossentropy_backward(G->logits + (size_t)row * V, a->logits + (size_t)row * V, m->targets + row, 1, V);
+    if (row < 0)
+        crossentropy_backward(G->logits, a->logits, m->targets, N, V);
+    else
+        crossentropy_backward(G->logits + (size_t)row * V, a->logits + (size_t)row * V,
+                              m->targets + row, 1, V);
     if (row < 0 && m->z_loss > 0) zloss_backward(G->logits, a->logits, a->lse, m->z_loss, N, V);
     zero(G->ln, (size_t)N * C);
     lm_head_backward(G->ln, m->g.wte, G->logits, a->lnf, m->p.wte, N, C, V);
     const real *last = L > 0 ? a->layers[L - 1].res3 : a->encoded;
-    layernorm_backward(G->residual, m->g.lnf_w, m->g.lnf_b, G->ln, last, m->p.lnf_w, a->lnf_mean, a->lnf_rstd, N, C);
+    layernorm_backward(G->residual, m->g.lnf_w, m->g.lnf_b, G->ln, last, m->p.lnf_w, a->lnf_mean,
+                       a->lnf_rstd, N, C);
 
     // G->residual holds dL/d(output of layer l): the residual connections pass it down unchanged,
     // and each branch's LayerNorm adds the branch's share
@@ -351,25 +364,26 @@ static void backward(GPT *m, int row) {
         gelu_backward(G->fch, A->fch, G->fch, (size_t)N * 4 * C);
         zero(G->ln, (size_t)N * C);
         matmul_backward(G->ln, dP->w_fc, G->fch, A->ln2, P->w_fc, N, C, 4 * C);
-        layernorm_backward(G->residual, dP->ln2_w, dP->ln2_b, G->ln, A->res2, P->ln2_w, A->ln2_mean, A->ln2_rstd, N,
-                           C);
+        layernorm_backward(G->residual, dP->ln2_w, dP->ln2_b, G->ln, A->res2, P->ln2_w, A->ln2_mean,
+                           A->ln2_rstd, N, C);
         // attention: res2 = res_in + attention(q, k, v) Wo
         zero(G->atty, (size_t)N * C);
         matmul_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C);
-        attention_backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty, A->att,
-                           (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &spec, stats, row_gain, GRAD_STORE);
+        attention_backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty,
+                           A->att, (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &spec,
+                           stats, row_gain, GRAD_STORE);
         if (qk_norm) {  // dL/dq and dL/dk turned into the projections' gradients, in place
-            qk_norm_backward(G->q, dP->q_norm_w, dP->q_norm_b, G->q, A->q_in, P->q_norm_w, A->q_mean, A->q_rstd, N,
-                             C, NH, qk_norm);
-            qk_norm_backward(G->k, dP->k_norm_w, dP->k_norm_b, G->k, A->k_in, P->k_norm_w, A->k_mean, A->k_rstd, N,
-                             C, NH, qk_norm);
+            qk_norm_backward(G->q, dP->q_norm_w, dP->q_norm_b, G->q, A->q_in, P->q_norm_w,
+                             A->q_mean, A->q_rstd, qk_shape);
+            qk_norm_backward(G->k, dP->k_norm_w, dP->k_norm_b, G->k, A->k_in, P->k_norm_w,
+                             A->k_mean, A->k_rstd, qk_shape);
         }
         zero(G->ln, (size_t)N * C);
         matmul_backward(G->ln, dP->wq, G->q, A->ln1, P->wq, N, C, C);
         matmul_backward(G->ln, dP->wk, G->k, A->ln1, P->wk, N, C, C);
         matmul_backward(G->ln, dP->wv, G->v, A->ln1, P->wv, N, C, C);
-        layernorm_backward(G->residual, dP->ln1_w, dP->ln1_b, G->ln, res_in, P->ln1_w, A->ln1_mean, A->ln1_rstd, N,
-                           C);
+        layernorm_backward(G->residual, dP->ln1_w, dP->ln1_b, G->ln, res_in, P->ln1_w, A->ln1_mean,
+                           A->ln1_rstd, N, C);
     }
     encoder_backward(m->g.wte, m->g.wpe, G->residual, m->inputs, B, T, C);
 }

@@ -166,8 +166,12 @@ AttnSetup attention_setup(const Config *cfg);
 // The correct model's attention with this scale (causal mask, softmax over keys, no window),
 // computed by the engines.
 AttnSetup attention_causal(real scale);
-// The QkNorm of a model.qk_norm name ("none", "layernorm", "rmsnorm"; config_finalize checked it).
+// The QkNorm of a model.qk_norm name ("none", "layernorm", "rmsnorm"; config_finalize checked it),
+// and the name of a QkNorm (the key table's).
 int gpt_qk_norm_kind(const char *name);
+const char *gpt_qk_norm_name(int kind);
+// The dimensions a finalized configuration gives a model of a vocabulary of vocab_size tokens.
+ModelDims gpt_dims(const Config *cfg, int vocab_size);
 // Copy src's parameters into dst tensor by tensor, matched by name (the models may differ in
 // their QK-norm tensors, which keep dst's values where src has none).
 void gpt_copy_params(GPT *dst, const GPT *src);

@@ -156,6 +156,14 @@ int config_enum_index(const char *key, const char *value) {
     return -1;
 }
 
+const char *config_enum_name(const char *key, int index) {
+    int k = config_find_key(key);
+    const char *const *names = k >= 0 ? CONFIG_KEYS[k].enums : NULL;
+    for (int i = 0; names && names[i]; i++)
+        if (i == index) return names[i];
+    return "?";
+}
+
 // Index of the first row of section `name`, or -1 when no key lives in such a section.
 int config_find_section(const char *name) {
     size_t n = strlen(name);

@@ -1,5 +1,5 @@
 // kernels/model_engine.c: the engine, model.c's GPT computed fast. The same layers in the same
-// order, with these tricks (the tests prove the result equal to model.c's, tests/test_model.c):
+// order, with these tricks (tests/test_model_engine.c proves the result equal to model.c's):
 //   - every linear layer is the tiled GEMM of kernels/matmul.c, and the elementwise step after a
 //     product runs in the product's epilogue while C is in L1: the residual adds (epi_residual),
 //     GELU (epi_gelu), and in the backward GELU's derivative (epi_times);
@@ -280,8 +280,8 @@ static double forward(GPT *m, const int *inputs, const int *targets, int B, int 
             // QK-norm: q = norm(ln1 Wq), k = norm(ln1 Wk), head row by head row
             QkNorm kind = (QkNorm)m->dims.qk_norm;
             qkv_forward(A->q_in, A->k_in, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
-            m->pass_attn->qk_norm_forward(A->q, A->q_mean, A->q_rstd, A->q_in, P->q_norm_w, P->q_norm_b, N, C, NH, kind);
-            m->pass_attn->qk_norm_forward(A->k, A->k_mean, A->k_rstd, A->k_in, P->k_norm_w, P->k_norm_b, N, C, NH, kind);
+            m->pass_attn->qk_norm_forward(A->q, A->q_mean, A->q_rstd, A->q_in, P->q_norm_w, P->q_norm_b, (QkNormShape){N, C, NH, kind});
+            m->pass_attn->qk_norm_forward(A->k, A->k_mean, A->k_rstd, A->k_in, P->k_norm_w, P->k_norm_b, (QkNormShape){N, C, NH, kind});
         } else {
             qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         }
@@ -373,9 +373,9 @@ void model_engine_backward(GPT *m, int row) {
             // QK-norm's backward turns dL/dq and dL/dk into the projections' gradients, in place
             QkNorm kind = (QkNorm)m->dims.qk_norm;
             m->pass_attn->qk_norm_backward(G->q, dP->q_norm_w, dP->q_norm_b, G->q, A->q_in, P->q_norm_w, A->q_mean,
-                                           A->q_rstd, N, C, NH, kind);
+                                           A->q_rstd, (QkNormShape){N, C, NH, kind});
             m->pass_attn->qk_norm_backward(G->k, dP->k_norm_w, dP->k_norm_b, G->k, A->k_in, P->k_norm_w, A->k_mean,
-                                           A->k_rstd, N, C, NH, kind);
+                                           A->k_rstd, (QkNormShape){N, C, NH, kind});
         }
         qkv_backward(G->ln, dP, (AttnGradQKV){G->q, G->k, G->v}, A->ln1, P, N, C);
         layernorm_engine_backward(G->residual, dP->ln1_w, dP->ln1_b, G->ln, res_in, P->ln1_w, A->ln1_mean,

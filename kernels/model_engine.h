@@ -22,8 +22,8 @@ void gpt_forward_prefill(GPT *m, const int *tokens, int n);
 
 // ---- the engine's layers that decoding shares (the same bits as the batch pass) ----
 // out = (inp - mean) * rstd * w + b row by row, inp and out (N,C), mean and rstd (N)
-void layernorm_engine_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N,
-                              int C);
+void layernorm_engine_forward(real *out, real *mean, real *rstd, const real *inp, const real *w,
+                              const real *b, int N, int C);
 // out = GELU(inp) and dgelu = GELU'(inp), n values; dgelu may be inp itself
 void gelu_engine_forward(real *out, real *dgelu, const real *inp, size_t n);
 // The epilogues the layers fuse into their products (a GemmEpilogue's fn, kernels/matmul.h),
@@ -41,6 +41,7 @@ void epi_residual(const void *ctx, real *c, size_t at, int n);
 // capacity, records the shape, inputs and targets, zeroes the statistics and readies the
 // buffers (the activations and their gradients laid out densely for this B and T, what impl
 // keeps for the backward, its scratch and the row gains).
-void gpt_begin_pass(GPT *m, const AttentionImpl *impl, const int *inputs, const int *targets, int B, int T);
+void gpt_begin_pass(GPT *m, const AttentionImpl *impl, const int *inputs, const int *targets, int B,
+                    int T);
 
 #endif

@@ -22,8 +22,8 @@ typedef enum { D1, DV, DTMAX, DC, D4C, DHD } ParamDim;  // DHD: the head size C 
 
 typedef struct {
     const char *name;
-    ParamDim d0, d1;    // shape (d0, d1); d1 = D1 for a vector
-    size_t view;        // offset of the pointer in ParamViews (global rows) or LayerParams
+    ParamDim d0, d1;  // shape (d0, d1); d1 = D1 for a vector
+    size_t view;      // offset of the pointer in ParamViews (global rows) or LayerParams
     ParamInit init;
     int grad_summed;
 } ParamRow;
@@ -45,7 +45,8 @@ static const ParamRow PARAMS_LAYER[] = {
     {"w_fc", DC, D4C, offsetof(LayerParams, w_fc), PINIT_MATRIX, 0},
     {"w_proj", D4C, DC, offsetof(LayerParams, w_proj), PINIT_RESIDUAL, 0},
 };
-// with QK-norm, each layer's rows go on with its gains (and LayerNorm's biases), one per head column
+// with QK-norm, each layer's rows go on with its gains (and LayerNorm's biases), one per head
+// column
 static const ParamRow PARAMS_QK_LAYERNORM[] = {
     {"q_norm_w", DHD, D1, offsetof(LayerParams, q_norm_w), PINIT_ONES, 1},
     {"q_norm_b", DHD, D1, offsetof(LayerParams, q_norm_b), PINIT_ZEROS, 1},
@@ -64,18 +65,26 @@ static const ParamRow PARAMS_TAIL[] = {
 
 static size_t param_dim(const ModelDims *d, ParamDim dim) {
     switch (dim) {
-    case DV: return (size_t)d->vocab_size;
-    case DTMAX: return (size_t)d->block_size;
-    case DC: return (size_t)d->n_embd;
-    case D4C: return 4 * (size_t)d->n_embd;
-    case DHD: return (size_t)(d->n_embd / d->n_head);
-    default: return 1;
+    case DV:
+        return (size_t)d->vocab_size;
+    case DTMAX:
+        return (size_t)d->block_size;
+    case DC:
+        return (size_t)d->n_embd;
+    case D4C:
+        return 4 * (size_t)d->n_embd;
+    case DHD:
+        return (size_t)(d->n_embd / d->n_head);
+    default:
+        return 1;
     }
 }
 
 // The QK-norm rows of each layer for dims (count in *n; none without QK-norm).
 static const ParamRow *qk_rows(const ModelDims *d, int *n) {
-    *n = d->qk_norm == QK_NORM_LAYERNORM ? ROWS(PARAMS_QK_LAYERNORM) : d->qk_norm == QK_NORM_RMSNORM ? ROWS(PARAMS_QK_RMSNORM) : 0;
+    *n = d->qk_norm == QK_NORM_LAYERNORM ? ROWS(PARAMS_QK_LAYERNORM)
+         : d->qk_norm == QK_NORM_RMSNORM ? ROWS(PARAMS_QK_RMSNORM)
+                                         : 0;
     return d->qk_norm == QK_NORM_LAYERNORM ? PARAMS_QK_LAYERNORM : PARAMS_QK_RMSNORM;
 }
 static int layer_rows(const ModelDims *d) {
@@ -84,7 +93,9 @@ static int layer_rows(const ModelDims *d) {
     return ROWS(PARAMS_LAYER) + nq;
 }
 
-static int n_tensors(const ModelDims *d) { return ROWS(PARAMS_HEAD) + d->n_layer * layer_rows(d) + ROWS(PARAMS_TAIL); }
+static int n_tensors(const ModelDims *d) {
+    return ROWS(PARAMS_HEAD) + d->n_layer * layer_rows(d) + ROWS(PARAMS_TAIL);
+}
 
 // Tensor i of the checkpoint order: its table row and, for a layer's row, the layer (else -1).
 static const ParamRow *param_row(int i, const ModelDims *d, int *layer) {
@@ -111,8 +122,10 @@ static size_t list_tensors(const ModelDims *d, TensorInfo *t) {
         size_t d0 = param_dim(d, row->d0), d1 = param_dim(d, row->d1), n;
         if (!mul_size(d0, d1, &n) || offset + n < offset) return 0;
         if (t) {
-            if (l >= 0) snprintf(t[i].name, sizeof t[i].name, "layer%d.%s", l, row->name);
-            else snprintf(t[i].name, sizeof t[i].name, "%s", row->name);
+            if (l >= 0)
+                snprintf(t[i].name, sizeof t[i].name, "layer%d.%s", l, row->name);
+            else
+                snprintf(t[i].name, sizeof t[i].name, "%s", row->name);
             t[i].ndim = row->d1 == D1 ? 1 : 2;
             t[i].shape[0] = (int)d0;
             t[i].shape[1] = (int)d1;
@@ -148,15 +161,20 @@ static void set_param_views(ParamViews *v, real *base, const GPT *m) {
 
 // Activations: sizes in units of the batch's dimensions.
 typedef enum { A_BT, A_BTC, A_4BTC, A_BTV, A_BTH } ActSize;  // A_BTH: B*T*NH, one per head row
-typedef struct { ActSize size; size_t view; } ActRow;
+typedef struct {
+    ActSize size;
+    size_t view;
+} ActRow;
 
 static const ActRow ACTS_HEAD[] = {{A_BTC, offsetof(Acts, encoded)}};
 static const ActRow ACTS_LAYER[] = {
-    {A_BTC, offsetof(LayerActs, ln1)},     {A_BT, offsetof(LayerActs, ln1_mean)}, {A_BT, offsetof(LayerActs, ln1_rstd)},
-    {A_BTC, offsetof(LayerActs, q)},       {A_BTC, offsetof(LayerActs, k)},       {A_BTC, offsetof(LayerActs, v)},
-    {A_BTC, offsetof(LayerActs, atty)},    {A_BTC, offsetof(LayerActs, res2)},
-    {A_BTC, offsetof(LayerActs, ln2)},     {A_BT, offsetof(LayerActs, ln2_mean)}, {A_BT, offsetof(LayerActs, ln2_rstd)},
-    {A_4BTC, offsetof(LayerActs, fch)}, {A_4BTC, offsetof(LayerActs, fch_gelu)}, {A_BTC, offsetof(LayerActs, res3)},
+    {A_BTC, offsetof(LayerActs, ln1)},       {A_BT, offsetof(LayerActs, ln1_mean)},
+    {A_BT, offsetof(LayerActs, ln1_rstd)},   {A_BTC, offsetof(LayerActs, q)},
+    {A_BTC, offsetof(LayerActs, k)},         {A_BTC, offsetof(LayerActs, v)},
+    {A_BTC, offsetof(LayerActs, atty)},      {A_BTC, offsetof(LayerActs, res2)},
+    {A_BTC, offsetof(LayerActs, ln2)},       {A_BT, offsetof(LayerActs, ln2_mean)},
+    {A_BT, offsetof(LayerActs, ln2_rstd)},   {A_4BTC, offsetof(LayerActs, fch)},
+    {A_4BTC, offsetof(LayerActs, fch_gelu)}, {A_BTC, offsetof(LayerActs, res3)},
 };
 // with QK-norm, each layer's rows go on with these
 static const ActRow ACTS_QK[] = {
@@ -165,13 +183,15 @@ static const ActRow ACTS_QK[] = {
     {A_BTH, offsetof(LayerActs, k_mean)}, {A_BTH, offsetof(LayerActs, k_rstd)},
 };
 static const ActRow ACTS_TAIL[] = {
-    {A_BTC, offsetof(Acts, lnf)}, {A_BT, offsetof(Acts, lnf_mean)}, {A_BT, offsetof(Acts, lnf_rstd)},
-    {A_BTV, offsetof(Acts, logits)}, {A_BT, offsetof(Acts, losses)}, {A_BT, offsetof(Acts, lse)},
+    {A_BTC, offsetof(Acts, lnf)},      {A_BT, offsetof(Acts, lnf_mean)},
+    {A_BT, offsetof(Acts, lnf_rstd)},  {A_BTV, offsetof(Acts, logits)},
+    {A_BT, offsetof(Acts, losses)},    {A_BT, offsetof(Acts, lse)},
     {A_BT, offsetof(Acts, logit_max)},
 };
 static const ActRow GRAD_ACTS[] = {
-    {A_BTC, offsetof(GradActs, residual)}, {A_BTC, offsetof(GradActs, ln)}, {A_BTC, offsetof(GradActs, q)},
-    {A_BTC, offsetof(GradActs, k)},        {A_BTC, offsetof(GradActs, v)},  {A_BTC, offsetof(GradActs, atty)},
+    {A_BTC, offsetof(GradActs, residual)}, {A_BTC, offsetof(GradActs, ln)},
+    {A_BTC, offsetof(GradActs, q)},        {A_BTC, offsetof(GradActs, k)},
+    {A_BTC, offsetof(GradActs, v)},        {A_BTC, offsetof(GradActs, atty)},
     {A_4BTC, offsetof(GradActs, fch)},     {A_BTV, offsetof(GradActs, logits)},
 };
 
@@ -180,18 +200,23 @@ static size_t act_reals(const ModelDims *d, int B, int T, ActSize size) {
     size_t bt, n;
     if (!mul_size((size_t)B, (size_t)T, &bt)) return 0;
     switch (size) {
-    case A_BT: return bt;
-    case A_BTC: return mul_size(bt, (size_t)d->n_embd, &n) ? n : 0;
-    case A_4BTC: return mul_size(bt, 4 * (size_t)d->n_embd, &n) ? n : 0;
-    case A_BTH: return mul_size(bt, (size_t)d->n_head, &n) ? n : 0;
-    default: return mul_size(bt, (size_t)d->vocab_size, &n) ? n : 0;
+    case A_BT:
+        return bt;
+    case A_BTC:
+        return mul_size(bt, (size_t)d->n_embd, &n) ? n : 0;
+    case A_4BTC:
+        return mul_size(bt, 4 * (size_t)d->n_embd, &n) ? n : 0;
+    case A_BTH:
+        return mul_size(bt, (size_t)d->n_head, &n) ? n : 0;
+    default:
+        return mul_size(bt, (size_t)d->vocab_size, &n) ? n : 0;
     }
 }
 
 // Lay rows out from *cursor (advancing it), pointing each view of `owner` at its buffer; with
 // owner NULL, only add the sizes to *total. Returns 0 on overflow.
-static int carve_acts(const ActRow *rows, int n, char *owner, real **cursor, size_t *total, const ModelDims *d, int B,
-                      int T) {
+static int carve_acts(const ActRow *rows, int n, char *owner, real **cursor, size_t *total,
+                      const ModelDims *d, int B, int T) {
     for (int i = 0; i < n; i++) {
         size_t reals = act_reals(d, B, T, rows[i].size);
         if (reals == 0 || *total + reals < *total) return 0;
@@ -205,7 +230,9 @@ static int carve_acts(const ActRow *rows, int n, char *owner, real **cursor, siz
 }
 
 // The activation and activation-gradient buffers' sizes in reals, or 0 on overflow.
-typedef struct { size_t acts, grads; } ActSizes;
+typedef struct {
+    size_t acts, grads;
+} ActSizes;
 static int act_sizes(const ModelDims *d, int B, int T, ActSizes *out) {
     size_t layer = 0, total = 0, grads = 0;
     if (!carve_acts(ACTS_LAYER, ROWS(ACTS_LAYER), NULL, NULL, &layer, d, B, T)) return 0;
@@ -306,7 +333,8 @@ static int pass_threads(void) {
 // impl keeps for the backward in every layer (the definition's T x T weights only when the
 // definition runs), its scratch for the threads that run, and the row gains when statistics are
 // collected.
-void gpt_begin_pass(GPT *m, const AttentionImpl *impl, const int *inputs, const int *targets, int B, int T) {
+void gpt_begin_pass(GPT *m, const AttentionImpl *impl, const int *inputs, const int *targets, int B,
+                    int T) {
     const ModelDims *d = &m->dims;
     int L = d->n_layer, NH = d->n_head;
     if (B > m->B || T > m->T || T > d->block_size)
@@ -326,21 +354,27 @@ void gpt_begin_pass(GPT *m, const AttentionImpl *impl, const int *inputs, const 
     carve_acts(ACTS_HEAD, ROWS(ACTS_HEAD), (char *)&m->acts, &a, &total, d, B, T);
     for (int l = 0; l < L; l++) {
         carve_acts(ACTS_LAYER, ROWS(ACTS_LAYER), (char *)&m->acts.layers[l], &a, &total, d, B, T);
-        if (d->qk_norm) carve_acts(ACTS_QK, ROWS(ACTS_QK), (char *)&m->acts.layers[l], &a, &total, d, B, T);
+        if (d->qk_norm)
+            carve_acts(ACTS_QK, ROWS(ACTS_QK), (char *)&m->acts.layers[l], &a, &total, d, B, T);
     }
     carve_acts(ACTS_TAIL, ROWS(ACTS_TAIL), (char *)&m->acts, &a, &total, d, B, T);
     carve_acts(GRAD_ACTS, ROWS(GRAD_ACTS), (char *)&m->gacts, &g, &total, d, B, T);
     size_t per_layer = impl->saved_reals((AttnShape){B, T, d->n_embd, NH}), saved;
-    if (!mul_size(per_layer, (size_t)L, &saved)) die(EXIT_RUNTIME, "attention's saved tensors overflow memory");
+    if (!mul_size(per_layer, (size_t)L, &saved))
+        die(EXIT_RUNTIME, "attention's saved tensors overflow memory");
     real *sv = grow(&m->saved_memory, &m->saved_reals, saved, "attention's saved tensors");
     for (int l = 0; l < L; l++) m->acts.layers[l].att = sv + (size_t)l * per_layer;
-    // 16 reals of slack: each thread's share starts 64-byte aligned when scratch_reals is a multiple of 16
+    // 16 reals of slack: each thread's share starts 64-byte aligned when scratch_reals is a
+    // multiple of 16
     size_t scratch = impl->scratch_reals(T, m->head_dim) * (size_t)pass_threads() + 16;
     grow(&m->attn_scratch, &m->scratch_reals, scratch, "attention scratch");
-    if (m->collect_stats) grow(&m->row_gain, &m->row_gain_reals, (size_t)L * B * T * NH, "row gains");
+    if (m->collect_stats)
+        grow(&m->row_gain, &m->row_gain_reals, (size_t)L * B * T * NH, "row gains");
 }
 
-void gpt_build(GPT *m, const ModelDims *d, AttnSetup attn, int B, int T) { build(m, d, attn, B, T, NULL); }
+void gpt_build(GPT *m, const ModelDims *d, AttnSetup attn, int B, int T) {
+    build(m, d, attn, B, T, NULL);
+}
 
 void gpt_build_worker(GPT *w, const GPT *m, int B, int T) {
     build(w, &m->dims, (AttnSetup){m->attn, m->attn_impl, m->impl}, B, T, m->params);
@@ -356,7 +390,8 @@ void gpt_set_z_loss(GPT *m, double z_loss) {
 // (base/config_keys.c), which the enums follow.
 static int enum_of(const char *key, const char *value) {
     int i = config_enum_index(key, value);
-    if (i < 0) die(EXIT_RUNTIME, "internal: '%s' = '%s' was not checked by config_finalize", key, value);
+    if (i < 0)
+        die(EXIT_RUNTIME, "internal: '%s' = '%s' was not checked by config_finalize", key, value);
     return i;
 }
 
@@ -365,12 +400,20 @@ AttnSetup attention_setup(const Config *cfg) {
     AttnSetup a;
     a.impl = impl_of[enum_of("model.attn_impl", cfg->attn_impl)];
     a.spec = (AttnSpec){(real)cfg->attn_scale, (AttnMask)enum_of("model.attn_mask", cfg->attn_mask),
-                        (SoftmaxAxis)enum_of("model.softmax_axis", cfg->softmax_axis), cfg->attn_window, NULL};
+                        (SoftmaxAxis)enum_of("model.softmax_axis", cfg->softmax_axis),
+                        cfg->attn_window, NULL};
     a.model = (ModelImpl)enum_of("model.impl", cfg->impl);
     return a;
 }
 
 int gpt_qk_norm_kind(const char *name) { return enum_of("model.qk_norm", name); }
+
+const char *gpt_qk_norm_name(int kind) { return config_enum_name("model.qk_norm", kind); }
+
+ModelDims gpt_dims(const Config *cfg, int vocab_size) {
+    return (ModelDims){vocab_size,  cfg->block_size, cfg->n_layer,
+                       cfg->n_head, cfg->n_embd,     gpt_qk_norm_kind(cfg->qk_norm)};
+}
 
 void gpt_copy_params(GPT *dst, const GPT *src) {
     for (int i = 0; i < dst->n_tensors; i++) {
@@ -382,7 +425,8 @@ void gpt_copy_params(GPT *dst, const GPT *src) {
 }
 
 AttnSetup attention_causal(real scale) {
-    return (AttnSetup){{scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, &attention_engine, MODEL_ENGINE};
+    return (AttnSetup){
+        {scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, &attention_engine, MODEL_ENGINE};
 }
 
 void gpt_set_attention(GPT *m, AttnSetup setup) {

@@ -103,8 +103,8 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
             const AttentionImpl *impl = gpt_decoding_attention(m);
             QkNorm kind = (QkNorm)m->dims.qk_norm;
             real *kr = k_ring + (size_t)slot * C;
-            impl->qk_norm_forward(c->q, c->qk_stat, c->qk_stat + NH, c->q, P->q_norm_w, P->q_norm_b, 1, C, NH, kind);
-            impl->qk_norm_forward(kr, c->qk_stat, c->qk_stat + NH, kr, P->k_norm_w, P->k_norm_b, 1, C, NH, kind);
+            impl->qk_norm_forward(c->q, c->qk_stat, c->qk_stat + NH, c->q, P->q_norm_w, P->q_norm_b, (QkNormShape){1, C, NH, kind});
+            impl->qk_norm_forward(kr, c->qk_stat, c->qk_stat + NH, kr, P->k_norm_w, P->k_norm_b, (QkNormShape){1, C, NH, kind});
         }
         kv_cache_twin(c, l, slot, C);
         decode(c->atty, c->scores, c->q, k_ring + from, v_ring + from, pos - first, C, NH, &m->attn);

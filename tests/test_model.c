@@ -84,7 +84,7 @@ static void gradcheck_layernorm(void) {
 typedef struct { int N, C, NH; QkNorm kind; const AttentionImpl *impl; real *x, *w, *b, *out, *mean, *rstd, *R; } QkCtx;
 static double qk_loss(void *vc) {
     QkCtx *c = vc;
-    c->impl->qk_norm_forward(c->out, c->mean, c->rstd, c->x, c->w, c->b, c->N, c->C, c->NH, c->kind);
+    c->impl->qk_norm_forward(c->out, c->mean, c->rstd, c->x, c->w, c->b, (QkNormShape){c->N, c->C, c->NH, c->kind});
     return dot_r(c->out, c->R, (size_t)c->N * c->C);
 }
 // The largest |a_i - b_i| relative to the largest |b_i|.
@@ -113,7 +113,7 @@ static void gradcheck_qk_norm(void) {
             c.out = zeros(N * C); c.mean = zeros(N * NH); c.rstd = zeros(N * NH); c.R = randn_array(N * C, &rng, 1);
             real *dx = zeros(N * C), *dw = zeros(HD), *db = zeros(HD);
             qk_loss(&c);
-            impls[i]->qk_norm_backward(dx, dw, db, c.R, c.x, c.w, c.mean, c.rstd, N, C, NH, kinds[k]);
+            impls[i]->qk_norm_backward(dx, dw, db, c.R, c.x, c.w, c.mean, c.rstd, (QkNormShape){N, C, NH, kinds[k]});
             char what[96];
             snprintf(what, sizeof what, "%s qk_norm %s dx", impls[i]->name, k ? "rmsnorm" : "layernorm");
             check_grad(qk_loss, &c, c.x, dx, N * C, what);
@@ -129,7 +129,7 @@ static void gradcheck_qk_norm(void) {
             real *inplace = zeros(N * C);
             memcpy(inplace, c.R, sizeof(real) * N * C);
             real *dw2 = zeros(HD), *db2 = zeros(HD);
-            impls[i]->qk_norm_backward(inplace, dw2, db2, inplace, c.x, c.w, c.mean, c.rstd, N, C, NH, kinds[k]);
+            impls[i]->qk_norm_backward(inplace, dw2, db2, inplace, c.x, c.w, c.mean, c.rstd, (QkNormShape){N, C, NH, kinds[k]});
             CHECK_MSG(memcmp(inplace, dx, sizeof(real) * N * C) == 0, "%s: dx in place differs", impls[i]->name);
             outs[k][i] = c.out; dxs[k][i] = dx; dws[k][i] = dw; dbs[k][i] = db;
             free(inplace); free(dw2); free(db2);
@@ -163,8 +163,8 @@ static void qk_norm_engine_matches_definition_on_wide_rows(void) {
             const AttentionImpl *impls[2] = {&attention_definition, &attention_engine};
             for (int i = 0; i < 2; i++) {
                 out[i] = zeros(n); dx[i] = zeros(n); dw[i] = zeros(hd); db[i] = zeros(hd);
-                impls[i]->qk_norm_forward(out[i], mean, rstd, x, w, b, N, C, NH, kinds[k]);
-                impls[i]->qk_norm_backward(dx[i], dw[i], db[i], dy, x, w, mean, rstd, N, C, NH, kinds[k]);
+                impls[i]->qk_norm_forward(out[i], mean, rstd, x, w, b, (QkNormShape){N, C, NH, kinds[k]});
+                impls[i]->qk_norm_backward(dx[i], dw[i], db[i], dy, x, w, mean, rstd, (QkNormShape){N, C, NH, kinds[k]});
             }
             const char *kind = k ? "rmsnorm" : "layernorm";
             CHECK_MSG(max_rel_diff(out[1], out[0], n) < 1e-5, "N %d C %d NH %d %s: the engine's output differs by %.3g",
@@ -181,12 +181,12 @@ static void qk_norm_engine_matches_definition_on_wide_rows(void) {
             real *mean2 = zeros((size_t)N * NH), *rstd2 = zeros((size_t)N * NH), *mean1 = zeros((size_t)N * NH);
             real *rstd1 = zeros((size_t)N * NH);
             omp_set_num_threads(1);
-            attention_engine.qk_norm_forward(out[1], mean1, rstd1, x, w, b, N, C, NH, kinds[k]);
+            attention_engine.qk_norm_forward(out[1], mean1, rstd1, x, w, b, (QkNormShape){N, C, NH, kinds[k]});
             memset(dw[1], 0, sizeof(real) * hd); memset(db[1], 0, sizeof(real) * hd);
-            attention_engine.qk_norm_backward(dx[1], dw[1], db[1], dy, x, w, mean1, rstd1, N, C, NH, kinds[k]);
+            attention_engine.qk_norm_backward(dx[1], dw[1], db[1], dy, x, w, mean1, rstd1, (QkNormShape){N, C, NH, kinds[k]});
             omp_set_num_threads(2);
-            attention_engine.qk_norm_forward(out2, mean2, rstd2, x, w, b, N, C, NH, kinds[k]);
-            attention_engine.qk_norm_backward(dx2, dw2, db2, dy, x, w, mean2, rstd2, N, C, NH, kinds[k]);
+            attention_engine.qk_norm_forward(out2, mean2, rstd2, x, w, b, (QkNormShape){N, C, NH, kinds[k]});
+            attention_engine.qk_norm_backward(dx2, dw2, db2, dy, x, w, mean2, rstd2, (QkNormShape){N, C, NH, kinds[k]});
             omp_set_num_threads(threads_before);
             CHECK_MSG(memcmp(out2, out[1], sizeof(real) * n) == 0 && memcmp(dx2, dx[1], sizeof(real) * n) == 0 &&
                       memcmp(dw2, dw[1], sizeof(real) * hd) == 0 && memcmp(db2, db[1], sizeof(real) * hd) == 0,

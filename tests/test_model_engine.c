@@ -42,7 +42,9 @@ static void build_pair(GPT m[2], const Shape *s, int *x, int *y, uint64_t seed) 
     ModelDims d = {s->V, s->T_max, s->L, s->NH, s->C, s->qk_norm};
     AttnSpec spec = {(real)(1.0 / sqrt((double)s->C / s->NH)), s->mask, s->axis, s->window, NULL};
     for (int i = 0; i < 2; i++)
-        gpt_build(&m[i], &d, (AttnSetup){spec, &attention_engine, i ? MODEL_DEFINITION : MODEL_ENGINE}, s->B, s->T_max);
+        gpt_build(&m[i], &d,
+                  (AttnSetup){spec, &attention_engine, i ? MODEL_DEFINITION : MODEL_ENGINE}, s->B,
+                  s->T_max);
     Rng rng;
     rng_seed(&rng, seed);
     gpt_init(&m[0], INIT_FAN_IN, &rng);
@@ -59,19 +61,26 @@ static void build_pair(GPT m[2], const Shape *s, int *x, int *y, uint64_t seed) 
 
 static void check_shape(const Shape *s, uint64_t seed) {
     GPT m[2];
-    int *x = malloc(sizeof(int) * (size_t)s->B * s->T), *y = malloc(sizeof(int) * (size_t)s->B * s->T);
+    int *x = malloc(sizeof(int) * (size_t)s->B * s->T),
+        *y = malloc(sizeof(int) * (size_t)s->B * s->T);
     build_pair(m, s, x, y, seed);
     double loss[2];
     for (int i = 0; i < 2; i++) {
         loss[i] = gpt_batch_forward(&m[i], x, y, s->B, s->T);
-        if (s->row >= 0) gpt_backward_row(&m[i], s->row);
-        else gpt_batch_backward(&m[i]);
+        if (s->row >= 0)
+            gpt_backward_row(&m[i], s->row);
+        else
+            gpt_batch_backward(&m[i]);
     }
     char what[160];
-    snprintf(what, sizeof what, "V %d L %d NH %d C %d B %d T %d (of %d) qk_norm %d window %d mask %d axis %d z %g row %d "
-             "workers %d", s->V, s->L, s->NH, s->C, s->B, s->T, s->T_max, s->qk_norm, s->window, s->mask, s->axis,
-             s->z_loss, s->row, s->workers);
-    CHECK_MSG(fabs(loss[0] - loss[1]) <= TOL * loss[1], "%s: loss %.9g (engine) against %.9g", what, loss[0], loss[1]);
+    snprintf(
+        what, sizeof what,
+        "V %d L %d NH %d C %d B %d T %d (of %d) qk_norm %d window %d mask %d axis %d z %g row %d "
+        "workers %d",
+        s->V, s->L, s->NH, s->C, s->B, s->T, s->T_max, s->qk_norm, s->window, s->mask, s->axis,
+        s->z_loss, s->row, s->workers);
+    CHECK_MSG(fabs(loss[0] - loss[1]) <= TOL * loss[1], "%s: loss %.9g (engine) against %.9g", what,
+              loss[0], loss[1]);
     CHECK_MSG(fabs(m[0].lse_mean - m[1].lse_mean) <= TOL * fabs(m[1].lse_mean) &&
                   fabs(m[0].lse_sq_mean - m[1].lse_sq_mean) <= TOL * m[1].lse_sq_mean &&
                   fabs(m[0].max_logit - m[1].max_logit) <= TOL * (1 + fabs(m[1].max_logit)),
@@ -86,7 +95,8 @@ static void check_shape(const Shape *s, uint64_t seed) {
     CHECK_MSG(gmax > 0, "%s: no gradient", what);
     for (int t = 0; t < m[1].n_tensors; t++) {
         const TensorInfo *ti = &m[1].tensors[t];
-        double e = rel_diff(m[0].grads + ti->offset, m[1].grads + ti->offset, ti->size, 1e-3 * gmax);
+        double e =
+            rel_diff(m[0].grads + ti->offset, m[1].grads + ti->offset, ti->size, 1e-3 * gmax);
         CHECK_MSG(e <= TOL, "%s: the gradient of %s differs by %.3g", what, ti->name, e);
     }
     gpt_free(&m[0]);
@@ -107,8 +117,9 @@ static void test_engine_equals_definition(void) {
         {29, 20, 1, 3, 24, 4, 20, QK_NORM_NONE, 7, CA, K, 1e-2, -1, 0},
         {7, 10, 2, 2, 8, 2, 10, QK_NORM_NONE, 0, ATTN_MASK_ZERO, K, 0, -1, 0},
         {7, 10, 2, 2, 8, 2, 10, QK_NORM_LAYERNORM, 0, CA, SOFTMAX_OVER_QUERIES, 0, -1, 0},
-        {65, 40, 2, 4, 80, 2, 33, QK_NORM_LAYERNORM, 0, CA, K, 0, -1, 0},  // 4C = 320: two depth blocks
-        {23, 12, 2, 2, 16, 3, 12, QK_NORM_NONE, 0, CA, K, 0, 17, 0},       // one row's loss alone
+        {65, 40, 2, 4, 80, 2, 33, QK_NORM_LAYERNORM, 0, CA, K, 0, -1,
+         0},                                                          // 4C = 320: two depth blocks
+        {23, 12, 2, 2, 16, 3, 12, QK_NORM_NONE, 0, CA, K, 0, 17, 0},  // one row's loss alone
         {19, 12, 2, 2, 16, 5, 12, QK_NORM_RMSNORM, 3, CA, K, 1e-3, -1, 3},  // the batch split
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shape(&shapes[i], 100 + i);
@@ -128,7 +139,8 @@ static double objective(void *vc) {
 }
 static void gradcheck_definition_model(void) {
     GPT m[2];
-    Shape s = {7, 6, 2, 2, 8, 2, 6, QK_NORM_LAYERNORM, 4, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0.1, -1, 0};
+    Shape s = {7,   6,  2, 2, 8, 2, 6, QK_NORM_LAYERNORM, 4, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS,
+               0.1, -1, 0};
     int x[12], y[12];
     build_pair(m, &s, x, y, 7);
     LossCtx c = {&m[1], x, y, s.B, s.T};
