@@ -57,8 +57,9 @@ const KeySpec CONFIG_KEYS[] = {
              "then acts as a temperature"},
     {.key = "model.impl", .type = T_STR, FIELD(impl), .def_str = "engine", .min = 1, .max = 15,
      .enums = MODEL_IMPL_NAMES, .omit_default = 1,
-     .help = "which code computes the rest of the model: \"engine\" (kernels/model_engine.c) or \"definition\" "
-             "(model.c, plain loops: slow); same function, the tests prove them equal"},
+     .help = "which code computes the model: \"engine\" (kernels/model_engine.c, its attention by "
+             "model.attn_impl) or \"definition\" (model.c's plain loops with attention.c's attention: slow); "
+             "same function, the tests prove them equal"},
 
     {.key = "data.path", .type = T_STR, FIELD(data_path), .def_str = "data/default.txt", .min = 1, .max = 1023,
      .help = "UTF-8 text file to train on (one Unicode character = one token)"},
