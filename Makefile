@@ -82,8 +82,8 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 
 # The library every program links: the ground (base/), the kernels, the lesson's definition and
 # model (the top level), and the run's files that the programs share.
-BASE := base/common.c base/outfile.c base/dist.c base/rng.c base/data.c base/config_keys.c base/config.c
-KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c
+BASE := base/common.c base/outfile.c base/signals.c base/dist.c base/rng.c base/data.c base/config_keys.c base/config.c
+KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c kernels/model_engine.c kernels/model_layout.c
 LESSON := attention.c attention_stats.c model.c
 CORE := $(BASE) $(KERNELS) $(LESSON) run/optimizer.c run/checkpoint.c run/safetensors.c run/generate.c run/decode.c run/probe.c run/induction.c run/workers.c run/flops.c report/attention_map.c teach/lab_core.c
 # every header of the tree, for the rules that are not compiled through the dependency files
@@ -135,7 +135,7 @@ $(OBJDIR)/f64/%.o: %.c | deps
 # The comparison's outputs (report/compare.h): the log (compare_log.c) and its end (report.c), checked writing
 # (writer.c), compare.csv, report.md and its reading, the SVG panels, report.html (report_html.c,
 # over report/html.c, the HTML writer the lab's pages use too).
-REPORT := report/report.c report/compare_log.c report/writer.c report/compare_csv.c report/report_md.c report/reading.c \
+REPORT := report/report.c report/compare_log.c report/writer.c report/html_markdown.c report/compare_csv.c report/report_md.c report/reading.c \
     report/svg.c report/report_html.c
 REPORT_OBJ := $(REPORT:%.c=$(OBJDIR)/%.o)
 REPORT64_OBJ := $(REPORT:%.c=$(OBJDIR)/f64/%.o)

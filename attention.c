@@ -257,8 +257,10 @@ void attention_decode(real *out, real *scores, const real *q, const real *k, con
 //   dw_i += dy_i * n_i,  db_i += dy_i      summed over every row of every head
 //   dn_i  = dy_i * w_i
 //   dx_i  = r * (dn_i - mean(dn) - n_i * mean(dn * n))     (RMSNorm: without the - mean(dn))
-void qk_norm_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int N, int C,
-                     int NH, QkNorm kind) {
+void qk_norm_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b,
+                     QkNormShape shape) {
+    int N = shape.N, C = shape.C, NH = shape.NH;
+    QkNorm kind = shape.kind;
     int hd = C / NH;
     for (int n = 0; n < N; n++)
         for (int h = 0; h < NH; h++) {
@@ -284,7 +286,9 @@ void qk_norm_forward(real *out, real *mean, real *rstd, const real *x, const rea
 }
 
 void qk_norm_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w, const real *mean,
-                      const real *rstd, int N, int C, int NH, QkNorm kind) {
+                      const real *rstd, QkNormShape shape) {
+    int N = shape.N, C = shape.C, NH = shape.NH;
+    QkNorm kind = shape.kind;
     int hd = C / NH;
     for (int n = 0; n < N; n++)
         for (int h = 0; h < NH; h++) {

@@ -94,12 +94,16 @@ typedef enum { QK_NORM_NONE = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } Qk
 // into out (N,C): mean and rstd (N,NH) receive each row's mean (0 under RMSNorm) and 1/sqrt(var +
 // eps) (of mean(x^2) + eps under RMSNorm); w and b (hd) are the gain and bias (b unused, may be
 // NULL, under RMSNorm).
-typedef void QkNormForwardFn(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int N,
-                             int C, int NH, QkNorm kind);
+typedef struct {
+    int N, C, NH;  // N rows of C channels, NH heads of hd = C / NH columns
+    QkNorm kind;
+} QkNormShape;
+typedef void QkNormForwardFn(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b,
+                             QkNormShape shape);
 // Its backward given dout = dL/dout (N,C): dx (N,C; may be dout itself: the gradient turned into
 // the input's in place) is stored, dw and db (hd; db unused under RMSNorm) are added onto.
 typedef void QkNormBackwardFn(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
-                              const real *mean, const real *rstd, int N, int C, int NH, QkNorm kind);
+                              const real *mean, const real *rstd, QkNormShape shape);
 typedef struct {
     const char *name;
     AttentionForwardFn *forward;

@@ -750,7 +750,7 @@ static int cmd_gradcheck(int argc, char **argv) {
     }
     printf("\n");
 
-    if (break_backward) gpt_set_attention(&m, (AttnSetup){m.attn, &lab_broken_attention});
+    if (break_backward) gpt_set_attention(&m, (AttnSetup){m.attn, &lab_broken_attention, m.impl});
     GradcheckRow *rows = xcalloc((size_t)m.n_tensors, sizeof(GradcheckRow), "gradient check rows");
     gradcheck_model(&m, x, y, B, T, per_tensor, GRADCHECK_SAMPLE_SEED, rows);
     int failed = gradcheck_print(stdout, rows, m.n_tensors);

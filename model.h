@@ -1,5 +1,7 @@
-// model.h: the GPT. One contiguous parameter buffer with named views (so a checkpoint is one
-// write), one activation buffer, forward/backward, cross-entropy, AdamW.
+// model.h: the GPT: its dimensions, its parameters and activations (named views into one buffer
+// each, laid out by kernels/model_layout.c), the forward and backward passes and their layers.
+// model.c is the definition; kernels/model_engine.c computes the same function fast (the tests
+// prove them equal) and is what trains unless model.impl says "definition".
 #ifndef MODEL_H
 #define MODEL_H
 
@@ -69,7 +71,7 @@ typedef struct {
     real *atty;                       // (B,T,C) P V, before Wo
     real *res2;                       // (B,T,C) residual after attention
     real *ln2, *ln2_mean, *ln2_rstd;  // (B,T,C), (B,T), (B,T)
-    real *fc_dgelu;                   // (B,T,4C) the MLP's ln2 W_fc, then GELU' of it (all backward needs)
+    real *fch;                        // (B,T,4C) x = ln2 W_fc; the engine keeps GELU'(x) here instead
     real *fch_gelu;                   // (B,T,4C) GELU(ln2 W_fc)
     real *res3;                       // (B,T,C) residual after the MLP = the layer's output
 } LayerActs;
@@ -91,8 +93,12 @@ typedef struct {
     real *logits;                     // (B,T,V)
 } GradActs;
 
+// Which code computes a GPT's passes: the engine (kernels/model_engine.c) or the definition (model.c).
+typedef enum { MODEL_ENGINE = 0, MODEL_DEFINITION = 1 } ModelImpl;
+
 typedef struct GPT {
     ModelDims dims;
+    ModelImpl impl;                   // model.impl
     AttnSpec attn;                    // the scale of Q K^T, the mask and the softmax axis
     const AttentionImpl *attn_impl;   // the engine (attention_engine) unless set otherwise
     const AttentionImpl *pass_attn;   // what the last forward ran (attention_for_pass), its backward too
@@ -152,16 +158,20 @@ size_t gpt_memory_bytes(const ModelDims *d, int B, int T, size_t *n_params_out);
 typedef struct {
     AttnSpec spec;
     const AttentionImpl *impl;
+    ModelImpl model;  // and the code that computes the rest of the model (model.impl)
 } AttnSetup;
 // The setup of a finalized configuration, turned here only: the scale config_finalize resolved,
-// model.attn_mask, model.softmax_axis, model.attn_window, and model.attn_impl ("engine" or
-// "definition").
+// model.attn_mask, model.softmax_axis, model.attn_window, model.attn_impl and model.impl.
 AttnSetup attention_setup(const Config *cfg);
 // The correct model's attention with this scale (causal mask, softmax over keys, no window),
-// computed by the engine.
+// computed by the engines.
 AttnSetup attention_causal(real scale);
-// The QkNorm of a model.qk_norm name ("none", "layernorm", "rmsnorm"; config_finalize checked it).
+// The QkNorm of a model.qk_norm name ("none", "layernorm", "rmsnorm"; config_finalize checked it),
+// and the name of a QkNorm (the key table's).
 int gpt_qk_norm_kind(const char *name);
+const char *gpt_qk_norm_name(int kind);
+// The dimensions a finalized configuration gives a model of a vocabulary of vocab_size tokens.
+ModelDims gpt_dims(const Config *cfg, int vocab_size);
 // Copy src's parameters into dst tensor by tensor, matched by name (the models may differ in
 // their QK-norm tensors, which keep dst's values where src has none).
 void gpt_copy_params(GPT *dst, const GPT *src);
@@ -206,41 +216,29 @@ int gpt_find_tensor(const GPT *m, const char *name);
 // overflow (then *out is NULL).
 int gpt_tensor_table(const ModelDims *d, TensorInfo **out);
 
-// ---- what decoding needs (run/decode.c) ----
-// The attention decoding runs for the model: the engine when it computes the model's spec, else
-// the definition; its decode step continues the rows of its forward bit for bit.
-const AttentionImpl *gpt_decoding_attention(const GPT *m);
-// Forward without targets over one sequence of n tokens (n <= m->T), attention by
-// gpt_decoding_attention: leaves the keys, values and logits of every position in m->acts.
-void gpt_forward_prefill(GPT *m, const int *tokens, int n);
+// The attention layer l of the last forward computed: the model's, with its knockouts.
+AttnSpec gpt_layer_spec(const GPT *m, int l);
+// The mean of the last forward's losses over its N rows; sets lse_mean, lse_sq_mean, max_logit.
+double gpt_mean_loss(GPT *m, int N);
 
-// ---- layer primitives (exported for the tests and the lab; shapes as in model.c) ----
-// inp (B,T) ids -> out (B,T,C) = wte[inp] + wpe[t]
+// ---- the layers (model.c; shapes as there) ----
 void encoder_forward(real *out, const int *inp, const real *wte, const real *wpe, int B, int T, int C);
 void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, int B, int T, int C);
-// inp, out (N,C); mean, rstd (N)
-void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N, int C);
-void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp,
-                        const real *w, const real *mean, const real *rstd, int N, int C);
-// dgelu (may be inp) receives GELU'(inp), which gelu_backward multiplies dout by; with
-// GRAD_STORE, dinp may be dout itself (the gradient turned into the input's in place)
-void gelu_forward(real *out, real *dgelu, const real *inp, size_t n);
-void gelu_backward(real *dinp, const real *dgelu, const real *dout, size_t n, GradWrite write);
+void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N,
+                       int C);
+void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
+                        const real *mean, const real *rstd, int N, int C);
+void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC);
+void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight, int N, int C,
+                     int OC);
+void lm_head_forward(real *logits, const real *inp, const real *wte, int N, int C, int V);
+void lm_head_backward(real *dinp, real *dwte, const real *dlogits, const real *inp, const real *wte, int N, int C,
+                      int V);
+void gelu_forward(real *out, const real *inp, size_t n);
+void gelu_backward(real *dinp, const real *inp, const real *dout, size_t n);
 void residual_forward(real *out, const real *a, const real *b, size_t n);
-// The epilogues the layers fuse into their products (a GemmEpilogue's fn, kernels/matmul.h; model.c
-// states what each computes), exported for tools/bench_gemm. ctx: a GeluOut for epi_gelu; the
-// factor (GELU') or the residual stream, laid out like C, for epi_times and epi_residual.
-typedef struct { real *out; } GeluOut;
-void epi_gelu(const void *ctx, real *c, size_t at, int n);
-void epi_times(const void *ctx, real *c, size_t at, int n);
-void epi_residual(const void *ctx, real *c, size_t at, int n);
-// logits (N,V) become probabilities; losses (N)
-void crossentropy_forward(real *logits, real *losses, const int *targets, int N, int V);
+void crossentropy_forward(real *logits, real *losses, real *lse, real *rowmax, const int *targets, int N, int V);
 void crossentropy_backward(real *dlogits, const real *probs, const int *targets, int N, int V);
-// The same forward, also writing each row's log Z = log sum_v exp(logits_v) into lse (N) and its
-// largest logit into rowmax (N)
-void crossentropy_lse_forward(real *logits, real *losses, real *lse, real *rowmax, const int *targets, int N, int V);
-// z-loss: dlogits += z * 2 log Z_n * probs / N, the gradient of z * mean_n (log Z_n)^2
 void zloss_backward(real *dlogits, const real *probs, const real *lse, double z, int N, int V);
 
 #endif

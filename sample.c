@@ -14,6 +14,7 @@
 #include "base/common.h"
 #include "base/config.h"
 #include "base/outfile.h"
+#include "base/signals.h"  // signals_install
 #include "run/generate.h"
 #include "model.h"
 #include "report/attention_map.h"
@@ -205,12 +206,7 @@ static void check_stdout(void) {
 int main(int argc, char **argv) {
     g_progname = "sample";
     atexit(check_stdout);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    signals_install(on_stop_signal, (const int[]){SIGINT, SIGTERM}, 2);
     const char *ckpt_path = NULL, *prompt = "\n", *map_path = NULL, *export_path = NULL, *vocab_text = NULL;
     const char *html_path = NULL, *baseline_text = NULL, *lines_path = NULL;
     int tokens = 500, top_k = 40, tokens_given = 0, n_probs = 0, prompt_given = 0, explain = 0, json = 0, per_kind = 1000;

@@ -28,6 +28,7 @@
 #include "run/checkpoint.h"    // the checkpoint a run resumes from
 #include "run/decode.h"        // gpt_attention_is_causal for the progress line
 #include "run/outdir.h"        // claiming the output directories
+#include "run/optimizer.h"     // the schedule's decay horizon
 #include "run/run.h"           // one run's life: its step, evaluation, checkpoints, finish
 #include "run/safetensors.h"   // --init-from's model files
 #include "run/stop.h"          // stopping on a signal
@@ -44,7 +45,7 @@
 // extends max_steps keeps the schedule (beyond the horizon lr stays at min_lr) unless it sets
 // train.lr_decay_steps itself.
 static void fix_decay_horizon(Config *cfg) {
-    if (cfg->lr_decay_steps == 0) cfg->lr_decay_steps = cfg->max_steps;
+    cfg->lr_decay_steps = (int)train_decay_horizon(cfg);
 }
 
 // The directory a path's file is in (a usage error when it does not fit in n bytes).
@@ -55,8 +56,6 @@ static void dir_of(const char *path, char *dir, size_t n) {
     if (!slash) memcpy(dir, ".", 2);
     else { memcpy(dir, path, len); dir[len] = 0; }
 }
-
-static const char *qk_norm_name(int kind) { return kind == QK_NORM_LAYERNORM ? "layernorm" : kind == QK_NORM_RMSNORM ? "rmsnorm" : "none"; }
 
 static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
     char err[ERRLEN];
@@ -86,7 +85,7 @@ static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
                 " a resumed run keeps its shape", a->resume_path, d->n_layer, d->n_head, d->n_embd, d->block_size);
         if (gpt_qk_norm_kind(cfg->qk_norm) != d->qk_norm)
             die(EXIT_USAGE, "model.qk_norm '%s' differs from the '%s' of '%s', whose parameters are those of its own; a "
-                "resumed run keeps its model", cfg->qk_norm, qk_norm_name(d->qk_norm), a->resume_path);
+                "resumed run keeps its model", cfg->qk_norm, gpt_qk_norm_name(d->qk_norm), a->resume_path);
     }
 }
 
@@ -117,7 +116,7 @@ static void take_model_from(Config *cfg, const Args *a, const Checkpoint *init) 
             " a run started from it keeps its shape", a->init_path, d->n_layer, d->n_head, d->n_embd, d->block_size);
     if (gpt_qk_norm_kind(cfg->qk_norm) != d->qk_norm)
         die(EXIT_USAGE, "model.qk_norm '%s' differs from the '%s' of '%s'; a run started from it keeps its model",
-            cfg->qk_norm, qk_norm_name(d->qk_norm), a->init_path);
+            cfg->qk_norm, gpt_qk_norm_name(d->qk_norm), a->init_path);
 }
 
 // Every variant's overrides apply to the configuration (a usage error before anything is read).
@@ -278,7 +277,7 @@ static void setup_runs(Session *s, const Config *cfg, const Args *args, const Ch
     s->vocab = resume ? &resume->vocab : &ds->vocab;
     s->writes = args->bench_steps == 0 && !args->dump_path && dist_is_root();
     if (s->writes && !ensure_dir(cfg->out_dir, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
-    ModelDims dims = {ds->vocab.vocab_size, cfg->block_size, cfg->n_layer, cfg->n_head, cfg->n_embd, gpt_qk_norm_kind(cfg->qk_norm)};
+    ModelDims dims = gpt_dims(cfg, ds->vocab.vocab_size);
     int rows = cfg->batch_size / dist_size();
     for (int i = 0; i < s->n_runs; i++) run_setup(&s->runs[i], cfg, s->cmp_set ? &s->cmp_set->v[i] : NULL, &dims, rows);
     Run *first = &s->runs[0];
@@ -839,7 +838,7 @@ int main(int argc, char **argv) {
     check_variants(&cfg, args.comparison);
     int n_models = args.comparison ? args.comparison->n : 1;
     {   // refuse absurd sizes before reading any data (the vocabulary adds little; count one token)
-        ModelDims lower = {1, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd, gpt_qk_norm_kind(cfg.qk_norm)};
+        ModelDims lower = gpt_dims(&cfg, 1);
         check_memory(&lower, cfg.batch_size, cfg.block_size, n_models);
     }
     if (training) {
@@ -848,7 +847,7 @@ int main(int argc, char **argv) {
     }
     Dataset ds;
     load_data(&ds, &cfg, &args, resume, init);
-    ModelDims dims = {ds.vocab.vocab_size, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd, gpt_qk_norm_kind(cfg.qk_norm)};
+    ModelDims dims = gpt_dims(&cfg, ds.vocab.vocab_size);
     // with batch threads, each run also holds one gradient buffer per thread and activations for
     // the batch once more: at most as much again as the model itself for up to 8 threads
     check_memory(&dims, cfg.batch_size, cfg.block_size, n_models * (thread_max() > 1 ? 2 : 1));

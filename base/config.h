@@ -22,6 +22,7 @@ typedef struct {
     char attn_mask[16];        // "causal", or the mistakes "zero" and "none"
     char softmax_axis[16];     // "keys", or the mistake "queries"
     int attn_window;           // 0: every earlier key; W > 0: query t sees keys t-W+1 .. t
+    char impl[16];             // "engine" (kernels/model_engine.c) or "definition" (model.c)
     char qk_norm[16];          // "none", "layernorm" or "rmsnorm": queries and keys normalised per head
 
     // data

@@ -17,6 +17,7 @@ static const char *const ATTN_MASK_NAMES[] = {"causal", "zero", "none", NULL};
 static const char *const SOFTMAX_AXIS_NAMES[] = {"keys", "queries", NULL};
 static const char *const BOOL_NAMES[] = {"false", "true", NULL};
 static const char *const QK_NORM_NAMES[] = {"none", "layernorm", "rmsnorm", NULL};
+static const char *const MODEL_IMPL_NAMES[] = {"engine", "definition", NULL};
 
 // Rows of one section must be contiguous (config_to_json writes them as one JSON object).
 const KeySpec CONFIG_KEYS[] = {
@@ -54,6 +55,11 @@ const KeySpec CONFIG_KEYS[] = {
      .help = "QK-norm: \"none\", or each head's query and key rows normalised over the head's columns before the "
              "scores, \"layernorm\" (learned gain and bias per head column) or \"rmsnorm\" (gain); model.attn_scale "
              "then acts as a temperature"},
+    {.key = "model.impl", .type = T_STR, FIELD(impl), .def_str = "engine", .min = 1, .max = 15,
+     .enums = MODEL_IMPL_NAMES, .omit_default = 1,
+     .help = "which code computes the model: \"engine\" (kernels/model_engine.c, its attention by "
+             "model.attn_impl) or \"definition\" (model.c's plain loops with attention.c's attention: slow); "
+             "same function, the tests prove them equal"},
 
     {.key = "data.path", .type = T_STR, FIELD(data_path), .def_str = "data/default.txt", .min = 1, .max = 1023,
      .help = "UTF-8 text file to train on (one Unicode character = one token)"},
@@ -141,6 +147,22 @@ int config_find_key(const char *key) {
 size_t config_section_len(const char *key) {
     const char *dot = strchr(key, '.');
     return dot ? (size_t)(dot - key) : 0;
+}
+
+int config_enum_index(const char *key, const char *value) {
+    int k = config_find_key(key);
+    const char *const *names = k >= 0 ? CONFIG_KEYS[k].enums : NULL;
+    for (int i = 0; names && names[i]; i++)
+        if (strcmp(names[i], value) == 0) return i;
+    return -1;
+}
+
+const char *config_enum_name(const char *key, int index) {
+    int k = config_find_key(key);
+    const char *const *names = k >= 0 ? CONFIG_KEYS[k].enums : NULL;
+    for (int i = 0; names && names[i]; i++)
+        if (i == index) return names[i];
+    return "?";
 }
 
 // Index of the first row of section `name`, or -1 when no key lives in such a section.

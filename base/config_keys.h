@@ -39,6 +39,11 @@ extern const int CONFIG_N_KEYS;
 
 // Row of key, or -1.
 int config_find_key(const char *key);
+// The index of value among the names of enum key (the enums of the program follow their order),
+// or -1 when key has no such name.
+int config_enum_index(const char *key, const char *value);
+// The name of an enum key's value of that index ("?" when it has none).
+const char *config_enum_name(const char *key, int index);
 // Length of the section prefix of a key ("model.n_layer" -> 5), 0 for a top-level key.
 size_t config_section_len(const char *key);
 // Index of the first row of section `name`, or -1 when no key lives in such a section.

@@ -774,8 +774,10 @@ static inline void qn_grad_sums(const real *dy, const real *w, const real *x, re
     *sum_dn_n = t2;
 }
 
-void qk_norm_engine_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b, int N, int C,
-                            int NH, QkNorm kind) {
+void qk_norm_engine_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b,
+                            QkNormShape shape) {
+    int N = shape.N, C = shape.C, NH = shape.NH;
+    QkNorm kind = shape.kind;
     int hd = C / NH, ln = kind == QK_NORM_LAYERNORM, rows = N * NH, blocks = (rows + QN_ROWS - 1) / QN_ROWS;
     double inv_hd = 1.0 / hd;
 #pragma omp parallel for schedule(static) if(par_worth((double)N * C * 8))
@@ -810,7 +812,9 @@ void qk_norm_engine_forward(real *out, real *mean, real *rstd, const real *x, co
 }
 
 void qk_norm_engine_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
-                             const real *mean, const real *rstd, int N, int C, int NH, QkNorm kind) {
+                             const real *mean, const real *rstd, QkNormShape shape) {
+    int N = shape.N, C = shape.C, NH = shape.NH;
+    QkNorm kind = shape.kind;
     int hd = C / NH, ln = kind == QK_NORM_LAYERNORM, rows = N * NH;
     // dw_i += dy_i n_i and db_i += dy_i first: dx may be dout, which the second loop overwrites
 #pragma omp parallel if(par_worth((double)N * C * 2))

@@ -527,22 +527,22 @@ void gemm_tn(real *C, const real *A, const real *B, int M, int N, int K, MatWrit
     gemm_tn_part(thread_index(), thread_count(), C, A, B, M, N, K, write);
 }
 
-void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC) {
+void linear_forward(real *out, const real *inp, const real *weight, int N, int C, int OC) {
     // out (N,OC) = inp (N,C) @ weight (C,OC)
     gemm_nn(out, inp, weight, N, OC, C, MM_SET);
 }
 
-void matmul_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC, const GemmEpilogue *epi) {
+void linear_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC, const GemmEpilogue *epi) {
 #pragma omp parallel if(par_worth((double)N * C * OC))
     gemm_nn_epi_part(thread_index(), thread_count(), out, inp, weight, N, OC, C, MM_SET, epi);
 }
 
-void matmul_backward_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight, int N,
+void linear_backward_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight, int N,
                           int C, int OC) {
-    matmul_backward_epi_part(tid, nth, g, dout, inp, weight, N, C, OC, NULL);
+    linear_backward_epi_part(tid, nth, g, dout, inp, weight, N, C, OC, NULL);
 }
 
-void matmul_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight,
+void linear_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight,
                               int N, int C, int OC, const GemmEpilogue *dinp_epi) {
     // dinp (N,C) += dout (N,OC) @ weight^T
     if (g.dinp)
@@ -551,22 +551,22 @@ void matmul_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout,
     if (g.dweight) gemm_tn_part(tid, nth, g.dweight, inp, dout, C, OC, N, g.dweight_write == GRAD_ADD ? MM_ADD : MM_SET);
 }
 
-void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
+void linear_backward(real *dinp, real *dweight, const real *dout, const real *inp,
                      const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write) {
     // both products in one parallel region: they write different outputs, so no barrier between
 #pragma omp parallel if(par_worth(2.0 * N * C * OC))
     {
         int tid = thread_index(), nth = thread_count();
-        matmul_backward_part(tid, nth, (LinearGrads){dinp, dweight, dinp_write, dweight_write}, dout, inp, weight, N, C, OC);
+        linear_backward_part(tid, nth, (LinearGrads){dinp, dweight, dinp_write, dweight_write}, dout, inp, weight, N, C, OC);
     }
 }
 
-void matmul_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
+void linear_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
                          int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write, const GemmEpilogue *dinp_epi) {
 #pragma omp parallel if(par_worth(2.0 * N * C * OC))
     {
         int tid = thread_index(), nth = thread_count();
-        matmul_backward_epi_part(tid, nth, (LinearGrads){dinp, dweight, dinp_write, dweight_write}, dout, inp, weight, N, C,
+        linear_backward_epi_part(tid, nth, (LinearGrads){dinp, dweight, dinp_write, dweight_write}, dout, inp, weight, N, C,
                                  OC, dinp_epi);
     }
 }

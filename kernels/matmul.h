@@ -46,15 +46,15 @@ void gemm_nt_epi_part(int tid, int nth, real *C, const real *A, const real *B, i
 
 // The linear layer y = x W with W stored (in, out) so rows of W are contiguous along the output.
 // inp is (N,C), weight is (C,OC), out is (N,OC).
-void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC);
+void linear_forward(real *out, const real *inp, const real *weight, int N, int C, int OC);
 // dinp (N,C) += dout @ W^T ; dweight (C,OC) += inp^T @ dout. Either may be NULL to skip it.
 // dinp_write and dweight_write say whether each is added to (GRAD_ADD) or overwritten.
-void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
+void linear_backward(real *dinp, real *dweight, const real *dout, const real *inp,
                      const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write);
 
-// The same with an epilogue on out (matmul_forward_epi) or on dinp (matmul_backward_epi); NULL is none.
-void matmul_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC, const GemmEpilogue *epi);
-void matmul_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
+// The same with an epilogue on out (linear_forward_epi) or on dinp (linear_backward_epi); NULL is none.
+void linear_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC, const GemmEpilogue *epi);
+void linear_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
                          int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write, const GemmEpilogue *dinp_epi);
 // The share of thread tid of nth of a linear layer's backward, inside a parallel region: the
 // gradients g, either NULL to skip it, each added onto (GRAD_ADD) or stored.
@@ -62,9 +62,9 @@ typedef struct {
     real *dinp, *dweight;                 // (N,C), (C,OC)
     GradWrite dinp_write, dweight_write;
 } LinearGrads;
-void matmul_backward_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight, int N,
+void linear_backward_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight, int N,
                           int C, int OC);
-void matmul_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight,
+void linear_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight,
                               int N, int C, int OC, const GemmEpilogue *dinp_epi);
 
 // Every element of C is one chain of fused multiply-adds over k in increasing order within each

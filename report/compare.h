@@ -7,8 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/common.h"  // real
 #include "base/config.h"  // Config: the comparison's reading depends on its key
-#include "run/probe.h"    // HeadStats: the probe's statistics it logs
+#include "report/head_stats.h"  // HeadStats: the probe's statistics it logs
 
 #define COMPARE_MAX_VARIANTS 4
 // report.html draws the attention maps of at most this many positions of the probe sequence: a

@@ -15,7 +15,7 @@
 #include "base/rng.h"          // the batches' random tokens
 #include "kernels/matmul.h"    // gemm_clock_*, gemm_ledger_*: the products' own seconds; matmul_simd_path
 #include "kernels/peak.h"      // the sustained FMA peak behind MFU
-#include "model.h"             // epi_gelu, epi_times, epi_residual: the products' epilogues, by name
+#include "kernels/model_engine.h"  // epi_gelu, epi_times, epi_residual: the products' epilogues, by name
 #include "run/flops.h"         // the FLOPs of a step and of its phases
 #include "run/generate.h"      // the sampling speed
 
@@ -50,7 +50,7 @@ static AttnSetup timed_attention(const GPT *m) {
     timed = *timed_inner;
     timed.forward = timed_forward;
     timed.backward = timed_backward;
-    return (AttnSetup){m->attn, &timed};
+    return (AttnSetup){m->attn, &timed, m->impl};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -176,7 +176,7 @@ void run_bench(Run *r, int steps) {
     double *ms = xmalloc(sizeof(double) * (size_t)steps, "timings");
     double phase[PHASE_COUNT] = {0}, warm[PHASE_COUNT] = {0};
     double mm_cpu[2] = {0, 0}, warm_cpu[2] = {0, 0};  // the products' thread CPU seconds, forward and backward
-    AttnSetup untimed = {r->model.attn, r->model.attn_impl};
+    AttnSetup untimed = {r->model.attn, r->model.attn_impl, r->model.impl};
     gpt_set_attention(&r->model, timed_attention(&r->model));
     // The peak is probed before and after the steps: on a shared machine the two disagree when
     // it was too busy to measure, and then no MFU is printed (fma_peak_mfu).

@@ -10,6 +10,7 @@
 
 #include "attention.h"       // the window's first key, the decode step of the implementation
 #include "kernels/matmul.h"  // the products of one position
+#include "kernels/model_engine.h"  // the prefill and the engine's layers, the same bits as its batch pass
 
 #define ROWS(table) (int)(sizeof(table) / sizeof(table[0]))
 
@@ -101,28 +102,28 @@ void gpt_decode_step(GPT *m, KVCache *c, int token, real *logits) {
     for (int l = 0; l < L; l++) {
         const LayerParams *P = &m->p.layers[l];
         real *k_ring = c->k + (size_t)l * c->slots * C, *v_ring = c->v + (size_t)l * c->slots * C;
-        layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln1_w, P->ln1_b, 1, C);
-        matmul_forward(c->q, c->ln, P->wq, 1, C, C);
-        matmul_forward(k_ring + (size_t)slot * C, c->ln, P->wk, 1, C, C);
-        matmul_forward(v_ring + (size_t)slot * C, c->ln, P->wv, 1, C, C);
+        layernorm_engine_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln1_w, P->ln1_b, 1, C);
+        linear_forward(c->q, c->ln, P->wq, 1, C, C);
+        linear_forward(k_ring + (size_t)slot * C, c->ln, P->wk, 1, C, C);
+        linear_forward(v_ring + (size_t)slot * C, c->ln, P->wv, 1, C, C);
         if (m->dims.qk_norm) {  // in place: each value is read before it is overwritten
             const AttentionImpl *impl = gpt_decoding_attention(m);
             QkNorm kind = (QkNorm)m->dims.qk_norm;
             real *kr = k_ring + (size_t)slot * C;
-            impl->qk_norm_forward(c->q, c->qk_stat, c->qk_stat + NH, c->q, P->q_norm_w, P->q_norm_b, 1, C, NH, kind);
-            impl->qk_norm_forward(kr, c->qk_stat, c->qk_stat + NH, kr, P->k_norm_w, P->k_norm_b, 1, C, NH, kind);
+            impl->qk_norm_forward(c->q, c->qk_stat, c->qk_stat + NH, c->q, P->q_norm_w, P->q_norm_b, (QkNormShape){1, C, NH, kind});
+            impl->qk_norm_forward(kr, c->qk_stat, c->qk_stat + NH, kr, P->k_norm_w, P->k_norm_b, (QkNormShape){1, C, NH, kind});
         }
         kv_cache_twin(c, l, slot, C);
         decode(c->atty, c->scores, c->q, k_ring + from, v_ring + from, pos - first, C, NH, &m->attn);
-        matmul_forward(c->tmp, c->atty, P->wo, 1, C, C);
+        linear_forward(c->tmp, c->atty, P->wo, 1, C, C);
         residual_forward(c->x, c->tmp, c->x, (size_t)C);
-        layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln2_w, P->ln2_b, 1, C);
-        matmul_forward(c->h, c->ln, P->w_fc, 1, C, 4 * C);
-        gelu_forward(c->h_gelu, c->h, c->h, (size_t)4 * C);  // the batch pass's loop, so the same bits
-        matmul_forward(c->tmp, c->h_gelu, P->w_proj, 1, 4 * C, C);
+        layernorm_engine_forward(c->ln, c->stat, c->stat + 1, c->x, P->ln2_w, P->ln2_b, 1, C);
+        linear_forward(c->h, c->ln, P->w_fc, 1, C, 4 * C);
+        gelu_engine_forward(c->h_gelu, c->h, c->h, (size_t)4 * C);  // the batch pass's loop, so the same bits
+        linear_forward(c->tmp, c->h_gelu, P->w_proj, 1, 4 * C, C);
         residual_forward(c->x, c->tmp, c->x, (size_t)C);
     }
-    layernorm_forward(c->ln, c->stat, c->stat + 1, c->x, m->p.lnf_w, m->p.lnf_b, 1, C);
+    layernorm_engine_forward(c->ln, c->stat, c->stat + 1, c->x, m->p.lnf_w, m->p.lnf_b, 1, C);
     gemm_nt(logits, c->ln, m->p.wte, 1, V, C, MM_SET);
     c->len = pos + 1;
 }

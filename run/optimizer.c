@@ -79,3 +79,21 @@ double lr_schedule(double lr, double min_lr, long warmup, long decay, long step)
     double coeff = 0.5 * (1.0 + cos(3.14159265358979323846 * ratio));
     return min_lr + coeff * (lr - min_lr);
 }
+
+long train_decay_horizon(const Config *c) { return c->lr_decay_steps > 0 ? c->lr_decay_steps : c->max_steps; }
+
+double train_lr(const Config *c, long step) {
+    return lr_schedule(c->lr, c->min_lr, c->warmup_steps, train_decay_horizon(c), step);
+}
+
+const char *train_update(GPT *m, const Config *c, double loss, double lr, long updates, int spike, double *grad_norm) {
+    *grad_norm = NAN;
+    if (!isfinite(loss)) return "non-finite loss";
+    *grad_norm = gpt_grad_norm(m);
+    if (!isfinite(*grad_norm)) return "non-finite gradient";
+    if (spike) return "loss spike";
+    // clipping: the gradients scaled down to norm train.grad_clip when their norm is above it
+    if (c->grad_clip > 0 && *grad_norm > c->grad_clip) gpt_scale_grads(m, (real)(c->grad_clip / *grad_norm));
+    gpt_adamw_update(m, lr, c->beta1, c->beta2, c->eps, c->weight_decay, updates);
+    return NULL;
+}

@@ -43,8 +43,7 @@ void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDi
     r->cfg_json = config_to_json(&r->cfg);
     // rank 0 also runs the attention probe on the whole probe batch; the others need their share
     AttnSetup attn = attention_setup(&r->cfg);
-    ModelDims d = *dims;
-    d.qk_norm = gpt_qk_norm_kind(r->cfg.qk_norm);  // a variant may change it
+    ModelDims d = gpt_dims(&r->cfg, dims->vocab_size);  // a variant may change model.qk_norm
     gpt_build(&r->model, &d, attn, dist_is_root() ? base->batch_size : rows, base->block_size);
     gpt_enable_batch_threads(&r->model, thread_max(), rows, base->block_size);
     pace_init(&r->pace, thread_max());
@@ -107,11 +106,6 @@ void run_close_logs(Run *r) {
 
 // ---------------------------------------------------------------------------------------------
 // training
-
-// nanoGPT's schedule (run/optimizer.c); the decay horizon is max_steps when lr_decay_steps is 0.
-static double lr_at(const Config *c, long step) {
-    return lr_schedule(c->lr, c->min_lr, c->warmup_steps, c->lr_decay_steps > 0 ? c->lr_decay_steps : c->max_steps, step);
-}
 
 #ifdef TGPT_TEST_HOOKS
 // Fault injection, compiled into the test build (build/train-test) only, so the tests can drive
@@ -176,7 +170,7 @@ static void spike_window_add(SpikeWindow *w, double loss) {
 void run_forward(Run *r, const int *x, const int *y, long step) {
     pace_begin(&r->pace);
     r->step_start = now_seconds();
-    r->lr = lr_at(&r->cfg, step);
+    r->lr = train_lr(&r->cfg, step);
     r->loss = gpt_batch_forward(&r->model, x, y, r->rows, r->cfg.block_size);
     r->lse_mean = r->model.lse_mean;
     r->max_logit = r->model.max_logit;
@@ -213,34 +207,20 @@ static void allreduce_gradients(Run *r) {
     gpt_scale_grads(m, (real)(1.0 / dist_size()));
 }
 
-// Scale the gradients down to norm `clip` when their norm is above it (clip 0: never).
-static void clip_gradients(GPT *m, double norm, double clip) {
-    if (clip > 0 && norm > clip) gpt_scale_grads(m, (real)(clip / norm));
-}
-
-// The guard skips the update of a non-finite loss or gradient norm, or of a loss spike (when the
-// detector is on), so nothing of such a step reaches the parameters; else clipping and AdamW.
+// The update (train_update: the guard, clipping, AdamW) of the whole batch's gradient, with the
+// spike detector's verdict on the loss when it is on.
 void run_update(Run *r, long step) {
     const Config *c = &r->cfg;
-    GPT *m = &r->model;
-    r->grad_norm = NAN;
-    r->skip_reason = NULL;
-    if (!isfinite(r->loss)) {
-        r->skip_reason = "non-finite loss";
-    } else {
-        allreduce_gradients(r);
-        r->grad_norm = gpt_grad_norm(m);
-        if (!isfinite(r->grad_norm)) r->skip_reason = "non-finite gradient";
-        else if (spike_detected(&r->spikes, r->loss)) r->skip_reason = "loss spike";
-    }
+    int finite = isfinite(r->loss);
+    if (finite) allreduce_gradients(r);
+    int spike = finite && spike_detected(&r->spikes, r->loss);
+    // AdamW's step count: the updates made so far, this one included
+    r->skip_reason = train_update(&r->model, c, r->loss, r->lr, step + 1 - r->st.skipped_steps, spike, &r->grad_norm);
     r->skipped = r->skip_reason != NULL;
     if (r->skipped) {
         r->st.skipped_steps++;
         r->bad_streak++;
     } else {
-        clip_gradients(m, r->grad_norm, c->grad_clip);
-        // AdamW's step count: the updates made so far, this one included
-        gpt_adamw_update(m, r->lr, c->beta1, c->beta2, c->eps, c->weight_decay, step + 1 - r->st.skipped_steps);
         r->last_finite_loss = r->loss;
         r->bad_streak = 0;
         spike_window_add(&r->spikes, r->loss);

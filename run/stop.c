@@ -10,6 +10,7 @@
 
 #include "base/dist.h"
 #include "base/outfile.h"
+#include "base/signals.h"  // signals_install
 
 volatile sig_atomic_t g_stop_signal = 0;
 
@@ -32,12 +33,7 @@ static void on_signal(int sig) {
 
 void stop_install(void) {
     stop_note_latest("no checkpoint was written");
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-    for (int i = 0; i < 4; i++) sigaction(sigs[i], &sa, NULL);
+    signals_install(on_signal, STOP_SIGNALS, STOP_SIGNALS_N);
 }
 
 int stop_agreed(void) { return dist_max_int((int)g_stop_signal); }

@@ -28,6 +28,7 @@
 
 #include "base/common.h"
 #include "base/config.h"
+#include "base/signals.h"  // signals_install
 #include "report/writer.h"
 #include "run/args.h"
 #include "run/checkpoint.h"
@@ -699,12 +700,7 @@ static void on_sweep_signal(int sig) {
 }
 
 static void install_signals(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sweep_signal;
-    sigemptyset(&sa.sa_mask);
-    const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-    for (int i = 0; i < 4; i++) sigaction(sigs[i], &sa, NULL);
+    signals_install(on_sweep_signal, STOP_SIGNALS, STOP_SIGNALS_N);
 }
 
 // The end of a run's log (its last 64 KiB at most, where the guard and an error say why it

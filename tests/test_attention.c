@@ -889,7 +889,7 @@ static void test_probe_statistics_come_from_the_definition(void) {
     rng_seed(&rng, 3);
     gpt_init(&a, INIT_FAN_IN, &rng);
     memcpy(b.params, a.params, a.n_params * sizeof(real));
-    gpt_set_attention(&b, (AttnSetup){a.attn, &attention_definition});
+    gpt_set_attention(&b, (AttnSetup){a.attn, &attention_definition, MODEL_ENGINE});
     CHECK(a.attn_impl == &attention_engine);
     int x[16], y[16];
     for (int i = 0; i < 16; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }

@@ -38,7 +38,7 @@ typedef struct {
 // softmax axis. Wq is scaled up so that the weights spread over [0, 1].
 static int map_build(Map *mp, int NH, AttnMask mask, SoftmaxAxis axis, const uint32_t *prompt, int T) {
     ModelDims d = {N_CHARS, BLOCK, N_LAYER, NH, 12, QK_NORM_NONE};
-    gpt_build(&mp->m, &d, (AttnSetup){{(real)(1.0 / sqrt(12.0 / NH)), mask, axis, 0, NULL}, &attention_definition}, 1, BLOCK);
+    gpt_build(&mp->m, &d, (AttnSetup){{(real)(1.0 / sqrt(12.0 / NH)), mask, axis, 0, NULL}, &attention_definition, MODEL_ENGINE}, 1, BLOCK);
     Rng rng;
     rng_seed(&rng, 7);
     gpt_init(&mp->m, INIT_GPT2, &rng);

@@ -21,6 +21,7 @@
 #include "run/generate.h"
 #include "kernels/matmul.h"
 #include "model.h"
+#include "kernels/model_engine.h"
 #include "base/rng.h"
 #include "test.h"
 #include "test_numeric.h"
@@ -49,7 +50,7 @@ static void gradcheck_matmul(void) {
     c.inp = randn_array(35, &rng, 1); c.w = randn_array(45, &rng, 1); c.out = zeros(63); c.R = randn_array(63, &rng, 1);
     real *dinp = zeros(35), *dw = zeros(45);
     matmul_loss(&c);
-    matmul_backward(dinp, dw, c.R, c.inp, c.w, c.N, c.C, c.OC, GRAD_ADD, GRAD_ADD);
+    matmul_backward(dinp, dw, c.R, c.inp, c.w, c.N, c.C, c.OC);
     check_grad(matmul_loss, &c, c.inp, dinp, 35, "matmul dinp");
     check_grad(matmul_loss, &c, c.w, dw, 45, "matmul dweight");
     free(c.inp); free(c.w); free(c.out); free(c.R); free(dinp); free(dw);
@@ -83,7 +84,7 @@ static void gradcheck_layernorm(void) {
 typedef struct { int N, C, NH; QkNorm kind; const AttentionImpl *impl; real *x, *w, *b, *out, *mean, *rstd, *R; } QkCtx;
 static double qk_loss(void *vc) {
     QkCtx *c = vc;
-    c->impl->qk_norm_forward(c->out, c->mean, c->rstd, c->x, c->w, c->b, c->N, c->C, c->NH, c->kind);
+    c->impl->qk_norm_forward(c->out, c->mean, c->rstd, c->x, c->w, c->b, (QkNormShape){c->N, c->C, c->NH, c->kind});
     return dot_r(c->out, c->R, (size_t)c->N * c->C);
 }
 // The largest |a_i - b_i| relative to the largest |b_i|.
@@ -112,7 +113,7 @@ static void gradcheck_qk_norm(void) {
             c.out = zeros(N * C); c.mean = zeros(N * NH); c.rstd = zeros(N * NH); c.R = randn_array(N * C, &rng, 1);
             real *dx = zeros(N * C), *dw = zeros(HD), *db = zeros(HD);
             qk_loss(&c);
-            impls[i]->qk_norm_backward(dx, dw, db, c.R, c.x, c.w, c.mean, c.rstd, N, C, NH, kinds[k]);
+            impls[i]->qk_norm_backward(dx, dw, db, c.R, c.x, c.w, c.mean, c.rstd, (QkNormShape){N, C, NH, kinds[k]});
             char what[96];
             snprintf(what, sizeof what, "%s qk_norm %s dx", impls[i]->name, k ? "rmsnorm" : "layernorm");
             check_grad(qk_loss, &c, c.x, dx, N * C, what);
@@ -128,7 +129,7 @@ static void gradcheck_qk_norm(void) {
             real *inplace = zeros(N * C);
             memcpy(inplace, c.R, sizeof(real) * N * C);
             real *dw2 = zeros(HD), *db2 = zeros(HD);
-            impls[i]->qk_norm_backward(inplace, dw2, db2, inplace, c.x, c.w, c.mean, c.rstd, N, C, NH, kinds[k]);
+            impls[i]->qk_norm_backward(inplace, dw2, db2, inplace, c.x, c.w, c.mean, c.rstd, (QkNormShape){N, C, NH, kinds[k]});
             CHECK_MSG(memcmp(inplace, dx, sizeof(real) * N * C) == 0, "%s: dx in place differs", impls[i]->name);
             outs[k][i] = c.out; dxs[k][i] = dx; dws[k][i] = dw; dbs[k][i] = db;
             free(inplace); free(dw2); free(db2);
@@ -162,8 +163,8 @@ static void qk_norm_engine_matches_definition_on_wide_rows(void) {
             const AttentionImpl *impls[2] = {&attention_definition, &attention_engine};
             for (int i = 0; i < 2; i++) {
                 out[i] = zeros(n); dx[i] = zeros(n); dw[i] = zeros(hd); db[i] = zeros(hd);
-                impls[i]->qk_norm_forward(out[i], mean, rstd, x, w, b, N, C, NH, kinds[k]);
-                impls[i]->qk_norm_backward(dx[i], dw[i], db[i], dy, x, w, mean, rstd, N, C, NH, kinds[k]);
+                impls[i]->qk_norm_forward(out[i], mean, rstd, x, w, b, (QkNormShape){N, C, NH, kinds[k]});
+                impls[i]->qk_norm_backward(dx[i], dw[i], db[i], dy, x, w, mean, rstd, (QkNormShape){N, C, NH, kinds[k]});
             }
             const char *kind = k ? "rmsnorm" : "layernorm";
             CHECK_MSG(max_rel_diff(out[1], out[0], n) < 1e-5, "N %d C %d NH %d %s: the engine's output differs by %.3g",
@@ -180,12 +181,12 @@ static void qk_norm_engine_matches_definition_on_wide_rows(void) {
             real *mean2 = zeros((size_t)N * NH), *rstd2 = zeros((size_t)N * NH), *mean1 = zeros((size_t)N * NH);
             real *rstd1 = zeros((size_t)N * NH);
             omp_set_num_threads(1);
-            attention_engine.qk_norm_forward(out[1], mean1, rstd1, x, w, b, N, C, NH, kinds[k]);
+            attention_engine.qk_norm_forward(out[1], mean1, rstd1, x, w, b, (QkNormShape){N, C, NH, kinds[k]});
             memset(dw[1], 0, sizeof(real) * hd); memset(db[1], 0, sizeof(real) * hd);
-            attention_engine.qk_norm_backward(dx[1], dw[1], db[1], dy, x, w, mean1, rstd1, N, C, NH, kinds[k]);
+            attention_engine.qk_norm_backward(dx[1], dw[1], db[1], dy, x, w, mean1, rstd1, (QkNormShape){N, C, NH, kinds[k]});
             omp_set_num_threads(2);
-            attention_engine.qk_norm_forward(out2, mean2, rstd2, x, w, b, N, C, NH, kinds[k]);
-            attention_engine.qk_norm_backward(dx2, dw2, db2, dy, x, w, mean2, rstd2, N, C, NH, kinds[k]);
+            attention_engine.qk_norm_forward(out2, mean2, rstd2, x, w, b, (QkNormShape){N, C, NH, kinds[k]});
+            attention_engine.qk_norm_backward(dx2, dw2, db2, dy, x, w, mean2, rstd2, (QkNormShape){N, C, NH, kinds[k]});
             omp_set_num_threads(threads_before);
             CHECK_MSG(memcmp(out2, out[1], sizeof(real) * n) == 0 && memcmp(dx2, dx[1], sizeof(real) * n) == 0 &&
                       memcmp(dw2, dw[1], sizeof(real) * hd) == 0 && memcmp(db2, db[1], sizeof(real) * hd) == 0,
@@ -228,7 +229,7 @@ static void gradcheck_z_loss(void) {
 typedef struct { size_t n; real *inp, *out, *dgelu, *R; } GeluCtx;
 static double gelu_loss(void *vc) {
     GeluCtx *c = vc;
-    gelu_forward(c->out, c->dgelu, c->inp, c->n);
+    gelu_forward(c->out, c->inp, c->n);
     return dot_r(c->out, c->R, c->n);
 }
 static void gradcheck_gelu(void) {
@@ -237,13 +238,13 @@ static void gradcheck_gelu(void) {
     GeluCtx c = {40, NULL, NULL, NULL, NULL};
     c.inp = randn_array(40, &rng, 2); c.out = zeros(40); c.dgelu = zeros(40); c.R = randn_array(40, &rng, 1);
     real *dinp = zeros(40);
-    gelu_forward(c.out, c.dgelu, c.inp, 40);
-    gelu_backward(dinp, c.dgelu, c.R, 40, GRAD_ADD);  // before check_grad reuses c.dgelu as scratch
+    gelu_forward(c.out, c.inp, 40);
+    gelu_backward(dinp, c.inp, c.R, 40);
     check_grad(gelu_loss, &c, c.inp, dinp, 40, "gelu dinp");
     free(c.inp); free(c.out); free(c.dgelu); free(c.R); free(dinp);
 }
 
-// The model saves GELU' over GELU's own input (dgelu == inp): the same values as into a separate
+// The engine saves GELU' over GELU's own input (dgelu == inp): the same values as into a separate
 // buffer, and the same output, at a length that exercises the vector body and its tail.
 static void test_gelu_derivative_in_place(void) {
     Rng rng;
@@ -251,25 +252,25 @@ static void test_gelu_derivative_in_place(void) {
     size_t n = 1003;
     real *x = randn_array(n, &rng, 3), *x_copy = zeros(n), *out = zeros(n), *out2 = zeros(n), *dg = zeros(n);
     memcpy(x_copy, x, n * sizeof(real));
-    gelu_forward(out, dg, x, n);
-    gelu_forward(out2, x_copy, x_copy, n);
+    gelu_engine_forward(out, dg, x, n);
+    gelu_engine_forward(out2, x_copy, x_copy, n);
     int same = 1;
     for (size_t i = 0; i < n; i++) same &= out[i] == out2[i] && dg[i] == x_copy[i];
-    CHECK_MSG(same, "gelu_forward with dgelu == inp differs from a separate buffer");
+    CHECK_MSG(same, "gelu_engine_forward with dgelu == inp differs from a separate buffer");
     // and GELU' is the derivative: the slope of GELU at x = 1 (Phi(1) + phi(1) = 1.0833155)
     real one = 1, o, d;
-    gelu_forward(&o, &d, &one, 1);
+    gelu_engine_forward(&o, &d, &one, 1);
     CHECK_MSG(fabs(d - 1.0833155) < 1e-5, "GELU'(1) = %g, expected 1.0833155", (double)d);
     free(x); free(x_copy); free(out); free(out2); free(dg);
 }
 
-// GELU and GELU' (fast exp and erf in float, one exponential shared) against libm in double
-// over [-10, 10]: within a few float roundings everywhere.
+// The engine's GELU and GELU' (fast exp and erf in float, one exponential shared) against libm
+// in double over [-10, 10]: within a few float roundings everywhere.
 static void test_gelu_matches_libm(void) {
     size_t n = 20001;
     real *x = zeros(n), *out = zeros(n), *dg = zeros(n);
     for (size_t i = 0; i < n; i++) x[i] = (real)(-10.0 + 20.0 * (double)i / (double)(n - 1));
-    gelu_forward(out, dg, x, n);
+    gelu_engine_forward(out, dg, x, n);
     double worst_out = 0, worst_dg = 0;
     for (size_t i = 0; i < n; i++) {
         double xi = x[i], phi = 0.5 * (1 + erf(xi / sqrt(2.0))), pdf = exp(-0.5 * xi * xi) / 2.5066282746310002;  // sqrt(2 pi)
@@ -287,7 +288,7 @@ typedef struct { int N, V; real *logits, *work, *losses; int *targets; } CeCtx;
 static double ce_loss(void *vc) {
     CeCtx *c = vc;
     memcpy(c->work, c->logits, sizeof(real) * (size_t)c->N * c->V);
-    crossentropy_forward(c->work, c->losses, c->targets, c->N, c->V);
+    crossentropy_forward(c->work, c->losses, NULL, NULL, c->targets, c->N, c->V);
     double s = 0;
     for (int i = 0; i < c->N; i++) s += c->losses[i];
     return s / c->N;
@@ -811,7 +812,7 @@ static void test_kv_cache_window_matches_full_forward(void) {
     kv_cache_free(&c);
     for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
         int W = windows[wi];
-        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, W, NULL}, &attention_engine});
+        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, W, NULL}, &attention_engine, MODEL_ENGINE});
         kv_cache_init(&c, &m);
         CHECK_MSG(c.ring == W && c.slots == (W < 8 ? 2 * W : 8), "window %d: ring %d, %d slots", W, c.ring, c.slots);
         int same = 0;
@@ -878,23 +879,23 @@ static void test_backward_store_overwrites(void) {
     real *dinp_add = zeros((size_t)N * C), *dw_add = zeros((size_t)C * OC);
     real *dinp_set = zeros((size_t)N * C), *dw_set = zeros((size_t)C * OC);
     fill(dinp_set, (size_t)N * C, NAN); fill(dw_set, (size_t)C * OC, NAN);
-    matmul_backward(dinp_add, dw_add, dout, inp, w, N, C, OC, GRAD_ADD, GRAD_ADD);
-    matmul_backward(dinp_set, dw_set, dout, inp, w, N, C, OC, GRAD_STORE, GRAD_STORE);
+    linear_backward(dinp_add, dw_add, dout, inp, w, N, C, OC, GRAD_ADD, GRAD_ADD);
+    linear_backward(dinp_set, dw_set, dout, inp, w, N, C, OC, GRAD_STORE, GRAD_STORE);
     CHECK(memcmp(dinp_add, dinp_set, (size_t)N * C * sizeof(real)) == 0);
     CHECK(memcmp(dw_add, dw_set, (size_t)C * OC * sizeof(real)) == 0);
     // GRAD_ADD really adds: a second pass doubles (up to rounding: the depth is added in blocks)
-    matmul_backward(dinp_add, NULL, dout, inp, w, N, C, OC, GRAD_ADD, GRAD_ADD);
+    linear_backward(dinp_add, NULL, dout, inp, w, N, C, OC, GRAD_ADD, GRAD_ADD);
     for (int i = 0; i < N * C; i++) CHECK_NEAR(dinp_add[i], 2 * dinp_set[i], 1e-4 * (1 + fabs(dinp_set[i])));
     free(inp); free(w); free(dout); free(dinp_add); free(dw_add); free(dinp_set); free(dw_set);
 
-    // GELU in place: the gradient of the output becomes that of the input
-    real *x = randn_array(40, &rng, 2), *gout = zeros(40), *dg = zeros(40), *d = randn_array(40, &rng, 1);
-    real *expect = zeros(40);
-    gelu_forward(gout, dg, x, 40);
-    gelu_backward(expect, dg, d, 40, GRAD_ADD);
-    gelu_backward(d, dg, d, 40, GRAD_STORE);
+    // GELU's backward in place (model.c stores it): the gradient of the output becomes that of
+    // the input, as into another buffer full of NaN
+    real *x = randn_array(40, &rng, 2), *d = randn_array(40, &rng, 1), *expect = zeros(40);
+    fill(expect, 40, NAN);
+    gelu_backward(expect, x, d, 40);
+    gelu_backward(d, x, d, 40);
     CHECK(memcmp(expect, d, 40 * sizeof(real)) == 0);
-    free(x); free(gout); free(dg); free(d); free(expect);
+    free(x); free(d); free(expect);
 
     // the whole model: gpt_backward on gradients and activation gradients full of NaN gives the
     // gradient it gives after gpt_zero_grad
@@ -1021,7 +1022,7 @@ static void test_gen_loss_equals_val_loss_when_causal(void) {
     CHECK(isfinite(gen) && gen > 0.5);
     CHECK_MSG(fabs(gen - tf) <= 1e-5 * tf, "gen_loss %.9g, teacher-forced %.9g", gen, tf);
     // and the same for shorter windows and the definition training
-    gpt_set_attention(&m, (AttnSetup){m.attn, &attention_definition});
+    gpt_set_attention(&m, (AttnSetup){m.attn, &attention_definition, MODEL_ENGINE});
     double tf5 = 0, gen5 = gpt_generation_loss(&m, x, y, 3, 5, &tf5);
     CHECK_MSG(fabs(gen5 - tf5) <= 1e-5 * tf5, "T 5: gen_loss %.9g, teacher-forced %.9g", gen5, tf5);
     gpt_free(&m);
@@ -1072,7 +1073,7 @@ static void test_gen_loss_exposes_a_leak(void) {
     for (int k = 0; k < 4; k++) {
         GPT m;
         build_tiny(&m, INIT_FAN_IN, (real)0.5, 9);
-        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, masks[k], axes[k], 0, NULL}, &attention_engine});
+        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, masks[k], axes[k], 0, NULL}, &attention_engine, MODEL_ENGINE});
         train_random(&m, 300);
         double tf = 0, gen = gpt_generation_loss(&m, x, y, 4, 8, &tf);
         if (k == 0) {

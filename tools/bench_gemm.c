@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "kernels/matmul.h"
-#include "model.h"
+#include "kernels/model_engine.h"
 
 static double thread_seconds(void) {
     struct timespec ts;
@@ -91,9 +91,9 @@ int main(int argc, char **argv) {
             for (int r = -1; r < reps; r++) {
                 for (size_t i = 0; i < evict_n; i += 16) evict[i] += 1;  // one write per cache line
                 double t0 = clock();
-                if (op == 0) matmul_forward_epi(y, x, w, M, in, out, fwd_epi);  // y = x W
+                if (op == 0) linear_forward_epi(y, x, w, M, in, out, fwd_epi);  // y = x W
                 else if (op == 1)                                               // dx = dy W^T
-                    matmul_backward_epi(dx, NULL, y, x, w, M, in, out, GRAD_STORE, GRAD_STORE, dinp_epi);
+                    linear_backward_epi(dx, NULL, y, x, w, M, in, out, GRAD_STORE, GRAD_STORE, dinp_epi);
                 else gemm_tn(dw, x, y, in, out, M, MM_SET);                     // dW = x^T dy
                 double t = clock() - t0;
                 if (r < 0) continue;

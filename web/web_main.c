@@ -18,7 +18,7 @@
 #include "base/rng.h"
 #include "model.h"
 #include "run/checkpoint.h"  // checkpoints through the memory file system
-#include "run/optimizer.h"   // the schedule, AdamW, the gradient norm
+#include "run/optimizer.h"   // the schedule and the update: ./train's step
 
 // exported to the page's script under its own name; a plain function natively (tools/web_native.c)
 #ifdef __wasm__
@@ -79,7 +79,7 @@ static void variant_build(Variant *w, const Config *c, int V) {
     memset(w, 0, sizeof *w);
     w->cfg = *c;
     w->cfg_json = config_to_json(c);
-    ModelDims d = {V, c->block_size, c->n_layer, c->n_head, c->n_embd, gpt_qk_norm_kind(c->qk_norm)};
+    ModelDims d = gpt_dims(c, V);
     gpt_build(&w->m, &d, attention_setup(c), c->batch_size, c->block_size);
     gpt_set_z_loss(&w->m, c->z_loss);
     w->m.collect_stats = 0;  // training runs the engine; pg_measure collects the statistics
@@ -94,7 +94,7 @@ static int page_can_run(const Config *c, int V) {
         snprintf(msg, sizeof msg, "'train.spike_zscore' = %g: the page has no loss-spike detector; leave it 0", c->spike_zscore);
         return 0;
     }
-    ModelDims d = {V, c->block_size, c->n_layer, c->n_head, c->n_embd, gpt_qk_norm_kind(c->qk_norm)};
+    ModelDims d = gpt_dims(c, V);
     size_t n_params = 0, bytes = gpt_memory_bytes(&d, c->batch_size, c->block_size, &n_params);
     if (bytes == 0) {  // the size overflows size_t: more than wasm32's 4 GiB of addresses
         snprintf(msg, sizeof msg, "this config needs more than 4 GiB per variant; the page allows 512 MiB");
@@ -234,16 +234,10 @@ static double train_on(Variant *w) {
     const Config *c = &w->cfg;
     long step = w->st.step;
     double t0 = now_seconds();
-    double lr = lr_schedule(c->lr, c->min_lr, c->warmup_steps, c->lr_decay_steps > 0 ? c->lr_decay_steps : c->max_steps, step);
+    double lr = train_lr(c, step), norm;
     double loss = gpt_forward(&w->m, bx, by, B, T);
     gpt_backward(&w->m);
-    double norm = isfinite(loss) ? gpt_grad_norm(&w->m) : NAN;
-    if (!isfinite(norm)) {
-        w->st.skipped_steps++;
-    } else {
-        if (c->grad_clip > 0 && norm > c->grad_clip) gpt_scale_grads(&w->m, (real)(c->grad_clip / norm));
-        gpt_adamw_update(&w->m, lr, c->beta1, c->beta2, c->eps, c->weight_decay, step + 1 - w->st.skipped_steps);
-    }
+    if (train_update(&w->m, c, loss, lr, step + 1 - w->st.skipped_steps, 0, &norm)) w->st.skipped_steps++;
     w->st.step = step + 1;
     w->st.elapsed_s += now_seconds() - t0;
     return loss;
