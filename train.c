@@ -288,9 +288,10 @@ static void setup_runs(Session *s, const Config *cfg, const Args *args, const Ch
         if (!resume->has_optimizer) die(EXIT_RUNTIME, "'%s' holds no optimizer state and cannot be resumed", args->resume_path);
     } else {
         // the same seed draws the same initial weights; in a comparison every variant gets a copy
+        int scheme = strcmp(cfg->init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2;
         Rng init_rng;
         rng_seed(&init_rng, (uint64_t)cfg->seed);
-        gpt_init(&first->model, strcmp(cfg->init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2, &init_rng);
+        gpt_init(&first->model, scheme, &init_rng);
         rng_seed(&first->st.rng, (uint64_t)cfg->seed + 1);
         if (init) {  // the weights only: the optimizer starts afresh
             Checkpoint weights = *init;
@@ -298,7 +299,10 @@ static void setup_runs(Session *s, const Config *cfg, const Args *args, const Ch
             if (!checkpoint_restore(&weights, &first->model, args->init_path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         }
         for (int i = 1; i < s->n_runs; i++) {
-            // the same weights (by name: a variant with QK-norm adds its gains, 1, and biases, 0)
+            // the variant's own start (a QK-norm the first run lacks: gains 1, biases 0), then the
+            // first run's weights by name (the same draws, or --init-from's)
+            rng_seed(&init_rng, (uint64_t)cfg->seed);
+            gpt_init(&s->runs[i].model, scheme, &init_rng);
             gpt_copy_params(&s->runs[i].model, &first->model);
             s->runs[i].st = first->st;
         }

@@ -1495,6 +1495,52 @@ static void test_compare_scaling_same_start_and_batches(void) {
     cleanup();
 }
 
+// A variant of a comparison starts as it would alone: --compare model.qk_norm=none,layernorm gives
+// its layernorm variant the first run's weights and QK-norm's gains 1 and biases 0, which the
+// first run lacks (not 0, which would make every score 0: uniform attention at step 0). So the
+// variant trains exactly as the lone run --model.qk_norm=layernorm (the same seed: the same draws
+// and batches) and as the first run of the reversed comparison: the same losses and final tensors.
+static void test_compare_qk_norm_variant_starts_as_alone(void) {
+    tmpdir("cli");
+    write_tiny_config("cfg.json", 10);
+    static const char *const runs[3][2] = {{"--compare model.qk_norm=none,layernorm", "second/layernorm"},
+                                           {"--compare model.qk_norm=layernorm,none", "first/layernorm"},
+                                           {"--model.qk_norm=layernorm", "alone"}};
+    for (int k = 0; k < 3; k++) {
+        const char *dir = k == 2 ? "alone" : k == 0 ? "second" : "first";
+        int code = run("./train %s/cfg.json %s --train.out_dir=%s/%s", g_dir, runs[k][0], g_dir, dir);
+        CHECK_MSG(code == 0, "%s: exit %d: %s", runs[k][0], code, g_err);
+    }
+    // step 0's attention statistics of the second variant: scores of normalised rows, not 0
+    char path[256], other[256];
+    static char buf[1 << 16];
+    snprintf(path, sizeof path, "%s/second/layernorm/attention.csv", g_dir);
+    slurp(path, buf, sizeof buf);
+    int col = csv_column(buf, "score_std"), heads = 0;
+    CHECK(col >= 0);
+    for (const char *line = strchr(buf, '\n'); col >= 0 && line && strncmp(line + 1, "0,", 2) == 0; line = strchr(line + 1, '\n')) {
+        double sd = csv_number(line + 1, col);
+        CHECK_MSG(sd > 0.1, "step 0 of the layernorm variant: score_std %g (gains not 1?): %.80s", sd, line + 1);
+        heads++;
+    }
+    CHECK_MSG(heads == 4, "%d step-0 rows in %s", heads, path);
+    // the same run three ways: the metrics (but the wall clock) and the final tensors
+    char m[3][65536];
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s/%s/metrics.csv", g_dir, runs[k][1]);
+        metrics_without_ms(path, m[k], sizeof m[k]);
+        CHECK(count_lines(m[k]) == 11);
+    }
+    CHECK_MSG(strcmp(m[0], m[2]) == 0, "the second variant's metrics differ from the lone run's:\n%s\n%s", m[0], m[2]);
+    CHECK_MSG(strcmp(m[1], m[2]) == 0, "the first variant's metrics differ from the lone run's");
+    snprintf(other, sizeof other, "%s/alone/checkpoint.bin", g_dir);
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s/checkpoint.bin", g_dir, runs[k][1]);
+        CHECK_MSG(same_tensors(path, other), "%s and the lone run's checkpoint differ", path);
+    }
+    cleanup();
+}
+
 // train.keep_checkpoints = N keeps checkpoint_<step>.bin for the last N checkpoint steps.
 static void test_keep_checkpoints(void) {
     tmpdir("cli");
@@ -1975,6 +2021,7 @@ const TestCase tests_cli[] = {
     {"cli_bench_products_add_up_to_their_phases", test_bench_products_add_up_to_their_phases},
     {"cli_summary_is_json_and_top_level_keys", test_summary_is_json_and_top_level_keys},
     {"cli_compare_scaling_same_start_and_batches", test_compare_scaling_same_start_and_batches},
+    {"cli_compare_qk_norm_variant_starts_as_alone", test_compare_qk_norm_variant_starts_as_alone},
     {"cli_corpus_is_reproducible", test_corpus_is_reproducible},
     {"cli_config_doc_documents_every_key", test_config_doc_documents_every_key},
     {"cli_bad_input_table", test_bad_input_table},
