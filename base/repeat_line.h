@@ -3,8 +3,9 @@
 // a line of n = REPEAT_MIN + pick(REPEAT_SPAN) letters, each 'a' + pick(26), written twice with
 // nothing between (qzkmwtrbaxqzkmwtrbax). The copy's distance varies, so only a head that finds
 // the earlier occurrence of the current letter (an induction head) predicts the second half.
-// Header only (libc-free), so the generator stays one file: pick(ctx, k) is the caller's uniform
-// draw in [0, k), made in this order: the length, then the letters.
+// Header only and libc-free, so the generator still builds with one command (data/README.md;
+// it includes this file by its relative path): pick(ctx, k) is the caller's uniform draw in
+// [0, k), made in this order: the length, then the letters.
 #ifndef REPEAT_LINE_H
 #define REPEAT_LINE_H
 
