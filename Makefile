@@ -185,7 +185,7 @@ lab: $(OBJDIR)/lab.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
 lab64: $(OBJDIR)/f64/lab.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE $(filter %.o,$^) -o $@ $(LDLIBS)
 
-tools/gencorpus: tools/gencorpus.c
+tools/gencorpus: tools/gencorpus.c base/repeat_line.h
 	$(CC) -std=c11 -O2 $(WARN) $< -o $@
 
 # The GEMM alone on one training worker's products (docs/PERFORMANCE.md); never run by the tests.
@@ -231,7 +231,7 @@ test-browser: lab train sample tests/browser_test build/webnative/web_native
 # checkpoints) and web/ (the entry points, the JSON parser, the WASI shim) compiled to one wasm32 module, embedded in one page with its script (tools/build-web.sh installs clang's
 # wasm32 target, lld and wasi-libc when they are missing). The native build does not need them.
 WEB_SRC := base/common.c base/rng.c base/data.c base/config.c base/config_keys.c base/outfile.c $(KERNELS) attention.c \
-	attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c web/json.c web/wasi_shim.c web/web_main.c
+	attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c run/induction.c web/json.c web/wasi_shim.c web/web_main.c
 # the same natively: the system's cJSON and files in build/webnative/ for the page's memory file system
 WEB_NATIVE_SRC := $(filter-out web/json.c web/wasi_shim.c,$(WEB_SRC))
 web: web/playground.html

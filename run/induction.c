@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/common.h"
+#include "base/repeat_line.h"
 #include "base/rng.h"
 
 int induction_alphabet(const Vocab *v, int *ids) {
@@ -103,4 +104,39 @@ void induction_measure(GPT *m, Induction *ind, long step) {
     induction_scores(ind, att, m->acts.losses, L, m->dims.n_head);
     free(att);
     ind->step = step;
+}
+
+static int mix_pick(void *rng, int k) { return (int)rng_below((Rng *)rng, (uint64_t)k); }
+
+// The mixed text into out (NULL: only counted); returns its length.
+static size_t mix_text(const char *text, size_t n, int percent, uint64_t seed, char *out) {
+    Rng rng;
+    rng_seed(&rng, seed);
+    char line[REPEAT_LINE_MAX];
+    size_t len = 0;
+    for (size_t i = 0; i < n;) {
+        size_t end = i;
+        while (end < n && text[end] != '\n') end++;
+        if (end < n) end++;  // the line with its newline
+        while ((int)rng_below(&rng, 100) < percent) {
+            int k = repeat_line_write(line, mix_pick, &rng);
+            if (out) memcpy(out + len, line, (size_t)k), out[len + (size_t)k] = '\n';
+            len += (size_t)k + 1;
+        }
+        if (out) memcpy(out + len, text + i, end - i);
+        len += end - i;
+        i = end;
+    }
+    return len;
+}
+
+char *induction_mix_text(const char *text, size_t n, int percent, uint64_t seed, size_t *out_n) {
+    if (percent < 0) percent = 0;
+    if (percent > 99) percent = 99;
+    size_t len = mix_text(text, n, percent, seed, NULL);
+    char *out = xmalloc(len + 1, "induction text");
+    mix_text(text, n, percent, seed, out);
+    out[len] = 0;
+    *out_n = len;
+    return out;
 }

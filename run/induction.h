@@ -45,4 +45,12 @@ void induction_scores(Induction *ind, const real *const *att, const real *losses
 // scores as those after `step` updates. The model's parameters and gradients are untouched.
 void induction_measure(GPT *m, Induction *ind, long step);
 
+// The induction experiment's data made from a text (the page's, without tools/gencorpus): before
+// each of the text's lines, while a draw in [0, 100) is below `percent` (0..99), a line of
+// base/repeat_line.h (a random string of 6-16 letters written twice). So each line of the result
+// is a repeated string with probability percent/100, else the text's next line: what
+// `gencorpus --repeat P` writes when the text is the embedded corpus (data/default.txt). Draws
+// from rng_seed(seed). Returns the new text (malloc'd, *out_n bytes, 0-terminated).
+char *induction_mix_text(const char *text, size_t n, int percent, uint64_t seed, size_t *out_n);
+
 #endif

@@ -1635,6 +1635,132 @@ static void check_playground_lesson(void) {
     cJSON_Delete(labj);
 }
 
+// ---------------------------------------------------------------------------------------------
+// the induction head preset (docs/induction.md): its curves show the module's numbers
+
+// A script after the page's own: once built (the lesson preset), the induction preset is chosen
+// in the menu and Reset; once built, Train; Pause once the status shows PG_IND_STEPS steps; once
+// paused it sends the preset's pair and data, whether the induction box is shown, and the
+// induction curves' points as the DOM holds them (c_ind's and c_ctx's data-steps, -v0, -v1; the
+// last point's per-head scores), every step's loss, the status and the speed shown.
+// (built with -DPG_IND_STEPS=1500 it watches the head form: the limits grow with the steps)
+#ifndef PG_IND_STEPS
+#define PG_IND_STEPS 50
+#endif
+#define PG_IND_TICKS (1500 + 4 * PG_IND_STEPS)  // the script's limit, in 0.1 s ticks
+static const char *const PG_IND_SCRIPT =
+    "<script>(function(){var $=function(i){return document.getElementById(i);},n=0,errs=0,phase=0,before='';"
+    "window.addEventListener('error',function(){errs++;});pool.forEach(function(p){p.w.addEventListener('error',function(){errs++;});});"
+    "function step(){var m=/^step (\\d+)/.exec($('status').textContent);return m?+m[1]:-1;}"
+    "function built(){return /parameters/.test($('status').textContent)&&$('status').textContent!=before;}"
+    "function j(s){return (s||'').split(' ').join(',');}"
+    "function done(){clearInterval(iv);var a=$('c_ind').dataset,b=$('c_ctx').dataset;$('indbox').scrollIntoView();"
+    "parent.postMessage('pair='+($('pair').value=='model.attn_scale=none'?1:0)+' data='+(document.querySelector('input[name=src]:checked').value=='induction'?1:0)"
+    "+' shown='+($('indbox').hidden?0:1)+' steps=['+j(a.steps)+'] ind0=['+j(a.v0)+'] ind1=['+j(a.v1)+'] ctx0=['+j(b.v0)+'] ctx1=['+j(b.v1)+']'"
+    "+' heads0=['+j(a.heads0)+'] paused_at='+step()+' errors='+errs+' status='+$('status').textContent.replace(/ /g,'_')+' rate='+$('rate').textContent.replace(/ /g,'_')"
+    "+' losses='+($('curve').dataset.loss||'')+' msg='+$('msg').textContent,'*');}"
+    "var iv=setInterval(function(){n++;"
+    "if(phase==0&&built()){before=$('status').textContent;$('preset').value='induction';$('preset').dispatchEvent(new Event('change'));$('reset').click();phase=1;}"
+    "else if(phase==1&&built()){$('train').click();phase=2;}"
+    "else if(phase==2&&step()>=" PG_XSTR(PG_IND_STEPS) "){$('pause').click();phase=3;}"
+    "else if(phase==3&&/\\(paused\\)/.test($('status').textContent))setTimeout(done,300),phase=4;"
+    "if(n>=" PG_XSTR(PG_IND_TICKS) "||errs||$('msg').textContent)done();},100);})();</script>\n";
+
+// The numbers in "key=[a,b,...]" of rep into v (at most max); returns how many.
+static int pg_list(const char *rep, const char *key, double *v, int max) {
+    char want[64];
+    snprintf(want, sizeof want, " %s=[", key);
+    const char *p = strstr(rep, want);
+    if (!p) return 0;
+    p += strlen(want);
+    int k = 0;
+    while (k < max && *p != ']') {
+        char *end;
+        double x = strtod(p, &end);
+        if (end == p) break;
+        v[k++] = x;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return k;
+}
+
+// docs/playground.html with PG_IND_SCRIPT at 1280x800 (a screenshot of the induction curves),
+// against build/webnative/web_native tests/web_induction.json PG_IND_STEPS --induction 25 (the
+// preset's config, the same data made by the same C function, 4-wide, one thread): at steps 25
+// and 50 the page's induction and in-context scores of both variants equal the native ones to
+// 1e-4 (the losses agree to 1e-5 relative, not bit for bit: native fuses multiply-adds, the module
+// cannot), and so do those steps' training losses.
+static void check_playground_induction(void) {
+    const char *native = "build/webnative/web_native";
+    char nat_path[1200], png[1300], why[600] = "";
+    snprintf(nat_path, sizeof nat_path, "%s/web_native_induction.txt", g_abs);
+    snprintf(png, sizeof png, "%s/playground_induction.png", g_abs);
+    char *nat = access(native, X_OK) == 0 && sh("./%s tests/web_induction.json %d --induction 25 > '%s'", native,
+                                                 PG_IND_STEPS, nat_path) == 0 ? slurp(nat_path) : NULL;
+    // per line: step, loss, loss1, then per variant | induction in_context first second prev_token
+    double want[2][13];
+    int nw = 0;
+    for (const char *p = nat; p && *p && nw < 2;) {
+        double *w = want[nw];
+        if (sscanf(p, "%lf %lf %lf | %lf %lf %lf %lf %lf | %lf %lf %lf %lf %lf", &w[0], &w[1], &w[2], &w[3], &w[4], &w[5],
+                   &w[6], &w[7], &w[8], &w[9], &w[10], &w[11], &w[12]) != 13)
+            break;
+        nw++;
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    free(nat);
+    if (nw != 2) {
+        result(0, "playground, the induction preset: %s gave %d of 2 probe rows (build it: make %s)", native, nw, native);
+        return;
+    }
+    g_wait_s = 200 + PG_IND_STEPS / 2;
+    char *rep = pg_run_at("playground_induction", PG_IND_SCRIPT, 1280, 800, png, NULL, why, sizeof why);
+    g_wait_s = 90;
+    const char *r = rep ? rep : "";
+    const char *msg = strstr(r, " msg="), *ls = strstr(r, " losses=");
+    enum { MAXP = PG_IND_STEPS / 25 + 8 };
+    double steps[MAXP], ind[2][MAXP], ctx[2][MAXP], heads[16], loss[4 * PG_IND_STEPS];
+    int ns = pg_list(r, "steps", steps, MAXP), n0 = pg_list(r, "ind0", ind[0], MAXP), n1 = pg_list(r, "ind1", ind[1], MAXP);
+    int c0 = pg_list(r, "ctx0", ctx[0], MAXP), c1 = pg_list(r, "ctx1", ctx[1], MAXP), nh = pg_list(r, "heads0", heads, 16);
+    int nl = ls ? read_numbers(ls + strlen(" losses="), loss, 4 * PG_IND_STEPS) : 0;
+    int pw = 0, ph = 0;
+    if (!rep) snprintf(why, sizeof why, "%.500s", why[0] ? why : "no report");
+    else if (!msg || msg[5] || pg_field(r, "errors") != 0) snprintf(why, sizeof why, "an error: %.400s", r);
+    else if (pg_field(r, "pair") != 1 || pg_field(r, "data") != 1 || pg_field(r, "shown") != 1)
+        snprintf(why, sizeof why, "the preset did not set the unscaled pair, the induction data and show the curves: %.300s", r);
+    else if (ns < 2 || steps[0] != 25 || steps[1] != 50 || n0 != ns || n1 != ns || c0 != ns || c1 != ns || nh != 8)
+        snprintf(why, sizeof why, "the curves hold %d points (steps 25 and 50 expected, and 8 per-head scores, got %d): %.300s", ns, nh, r);
+    else if (nl < PG_IND_STEPS)
+        snprintf(why, sizeof why, "the DOM holds %d losses, %d expected", nl, PG_IND_STEPS);
+    else if (!png_size(png, &pw, &ph) || pw != 1280 || ph != 800)
+        snprintf(why, sizeof why, "no 1280x800 screenshot (got %dx%d)", pw, ph);
+    const char *rate = strstr(r, " rate=") ? strstr(r, " rate=") + 6 : "-";
+    double worst = 0;
+    if (!why[0])
+        for (int k = 0; k < 2; k++) {
+            const double *w = want[k];
+            double d[6] = {fabs(ind[0][k] - w[3]), fabs(ctx[0][k] - w[4]), fabs(ind[1][k] - w[8]), fabs(ctx[1][k] - w[9]),
+                           fabs(loss[(int)w[0] - 1] - w[1]) / w[1] * 10, 0};
+            for (int i = 0; i < 5; i++) if (!(d[i] <= worst)) worst = d[i];  // a NaN is the worst
+        }
+    int past = -1;  // the first point where the scaled head passed 0.4 (a long run's)
+    for (int k = 0; k < ns && k < n0 && past < 0; k++)
+        if (ind[0][k] >= 0.4) past = k;
+    if (past >= 0 && !why[0])
+        printf("     the scaled model's induction score passed 0.4 at step %.0f (%.4f; in-context %.4f); the unscaled "
+               "model's was %.4f there\n", steps[past], ind[0][past], ctx[0][past], ind[1][past]);
+    result(!why[0] && worst <= 1e-4, "playground, the induction head preset (chosen in the menu: 2 layers, fan_in, "
+           "repeated random text made by the module, scaled against unscaled, two workers): at steps 25 and 50 the "
+           "curves' induction scores (page %.6f %.6f, native %.6f %.6f; unscaled %.6f %.6f, native %.6f %.6f) and "
+           "in-context scores (page %.6f %.6f, native %.6f %.6f) equal %s's to 1e-4 (largest difference %.2g), the "
+           "losses to 1e-5 relative; speed shown: %.*s%s%s",
+           ind[0][0], ind[0][1], want[0][3], want[1][3], ind[1][0], ind[1][1], want[0][8], want[1][8], ctx[0][0], ctx[0][1],
+           want[0][4], want[1][4], native, worst, (int)strcspn(rate, " "), rate,
+           why[0] ? ": " : "", why);
+    free(rep);
+}
+
 int main(int argc, char **argv) {
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
@@ -1692,6 +1818,7 @@ int main(int argc, char **argv) {
     if (!only || strcmp(only, "playground") == 0) check_playground_native();
     if (!only || strcmp(only, "playground") == 0) check_playground_bad();
     if (!only || strcmp(only, "playground") == 0 || strcmp(only, "playground-lesson") == 0) check_playground_lesson();
+    if (!only || strcmp(only, "playground") == 0 || strcmp(only, "playground-induction") == 0) check_playground_induction();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }

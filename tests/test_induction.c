@@ -228,10 +228,49 @@ static void test_induction_report_reads_the_logs(void) {
     CHECK(system(cmd) == 0);
 }
 
+// induction_mix_text (the page's induction data): percent 0 is the text itself; at 50 every line of
+// the text is there, in order, and between them only lines of 6-16 letters written twice, about
+// half the lines of the result; the same seed gives the same text, another seed another.
+static void test_induction_mix_text(void) {
+    const char *text = "the cat sat.\ncopy: abc | abc\nrev: ab > ba\n(a b)\n";
+    char big[4000];
+    size_t nb = 0;
+    for (int i = 0; i < 60; i++) nb += (size_t)snprintf(big + nb, sizeof big - nb, "line %d here\n", i);
+    size_t n = 0;
+    char *same = induction_mix_text(text, strlen(text), 0, 7, &n);
+    CHECK(n == strlen(text) && strcmp(same, text) == 0);
+    free(same);
+    char *mix = induction_mix_text(big, nb, 50, 7, &n), *again = induction_mix_text(big, nb, 50, 7, &n);
+    size_t n2 = 0;
+    char *other = induction_mix_text(big, nb, 50, 8, &n2);
+    CHECK(strcmp(mix, again) == 0 && strlen(mix) == n && strcmp(mix, other) != 0);
+    int next = 0, repeated = 0, bad = 0;
+    for (char *line = mix; *line;) {
+        char *end = strchr(line, '\n');
+        CHECK(end);
+        if (!end) break;
+        int len = (int)(end - line);
+        char want[32];
+        snprintf(want, sizeof want, "line %d here", next);
+        if (len == (int)strlen(want) && strncmp(line, want, (size_t)len) == 0) next++;
+        else {
+            int ok = len % 2 == 0 && len >= 12 && len <= 32 && strncmp(line, line + len / 2, (size_t)len / 2) == 0;
+            for (int i = 0; i < len; i++) ok &= line[i] >= 'a' && line[i] <= 'z';
+            repeated += ok;
+            bad += !ok;
+        }
+        line = end + 1;
+    }
+    CHECK_MSG(next == 60 && bad == 0, "%d of 60 lines of the text in order, %d lines neither", next, bad);
+    CHECK_MSG(repeated >= 35 && repeated <= 95, "%d repeated lines beside 60 (about 60 expected)", repeated);
+    free(mix), free(again), free(other);
+}
+
 const TestCase tests_induction[] = {
     {"induction_report_reads_the_logs", test_induction_report_reads_the_logs},
     {"induction_probe_is_a_sequence_twice", test_induction_probe_is_a_sequence_twice},
     {"induction_scores_of_known_heads", test_induction_scores_of_known_heads},
     {"induction_measure_on_a_model", test_induction_measure_on_a_model},
+    {"induction_mix_text", test_induction_mix_text},
     {NULL, NULL},
 };

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/repeat_line.h"  // the --repeat line, shared with the page
+
 #ifdef _WIN32
 #include <fcntl.h>
 #include <io.h>
@@ -315,17 +317,13 @@ static void copy_line(Gen *g) {
     for (int i = 0; i < n; i++) put_answer(g, span[i]);
 }
 
-// repeat (--repeat): qzkmwtrbaxqzkmwtrbax, 6..16 random letters twice, nothing between: the
-// copy's distance varies, so only a head that finds the earlier occurrence of the current letter
-// (an induction head) predicts the second half; a fixed offset cannot. The induction probe
-// (run/induction.c) is such a line of block_size / 2 letters.
-#define REPEAT_MIN 6
-#define REPEAT_SPAN 11
+// repeat (--repeat): base/repeat_line.h's line, drawn with pick (its information counted).
+static int repeat_pick(void *g, int n) { return pick((Gen *)g, n); }
 static void repeat_line(Gen *g) {
-    char span[REPEAT_MIN + REPEAT_SPAN];
-    int n = REPEAT_MIN + pick(g, REPEAT_SPAN);
-    for (int i = 0; i < n; i++) put_char(g, span[i] = letter(g));
-    for (int i = 0; i < n; i++) put_answer(g, span[i]);
+    char line[REPEAT_LINE_MAX];
+    int len = repeat_line_write(line, repeat_pick, g);
+    for (int i = 0; i < len / 2; i++) put_char(g, line[i]);
+    for (int i = len / 2; i < len; i++) put_answer(g, line[i]);
 }
 
 // rev: abcd > dcba

@@ -8,6 +8,12 @@
 // ./web_native CONFIG STEPS --compare EVERY [PAIR] trains the page's compare mode (the config and
 // the same config with PAIR, "model.attn_scale=none" unless given, one init, the same batches)
 // and every EVERY steps prints what the page shows:
+// ./web_native CONFIG STEPS --induction EVERY trains the page's "induction head" preset: the text is
+// data/default.txt with repeated strings mixed in as the page mixes them (pg_set_induction_text,
+// 50%, seed 57), compare mode (scaled, unscaled), and every EVERY steps it prints "STEP loss
+// loss_unscaled | induction in_context first_copy second_copy prev_token (scaled) | the same
+// unscaled" (induction: the largest of the last layer's heads; prev_token: of layer 0's), the
+// probe measured as the page measures it (pg_induction).
 // "STEP loss loss_unscaled | entropy max_weight grad_gain max_logit (means over the heads, scaled)
 // | the same unscaled", the statistics measured as the page measures them (pg_measure).
 #define _POSIX_C_SOURCE 199309L
@@ -29,6 +35,9 @@ double pg_max_weight(int v, int lh);
 double pg_grad_gain(int v, int lh);
 double pg_max_logit(int v, int lh);
 const char *pg_message(void);
+int pg_set_induction_text(const unsigned char *bytes, int n, int percent, unsigned seed);
+int pg_induction(int n);
+double pg_induction_score(int v, int what, int lh);
 
 static char *slurp(const char *path, int *n) {
     FILE *f = fopen(path, "rb");
@@ -54,19 +63,36 @@ static void print_means(int v) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: web_native CONFIG STEPS [--rate WARM | --compare EVERY [PAIR]]\n"); return 2; }
+    if (argc < 3) { fprintf(stderr, "usage: web_native CONFIG STEPS [--rate WARM | --compare EVERY [PAIR] | --induction EVERY]\n"); return 2; }
     int steps = atoi(argv[2]), nt, nc;
     int warm = argc > 4 && strcmp(argv[3], "--rate") == 0 ? atoi(argv[4]) : -1;
     int every = argc > 4 && strcmp(argv[3], "--compare") == 0 ? atoi(argv[4]) : 0;
+    int ind_every = argc > 4 && strcmp(argv[3], "--induction") == 0 ? atoi(argv[4]) : 0;
     const char *text = slurp("data/default.txt", &nt), *cfg = slurp(argv[1], &nc);
-    const char *pair = every > 0 ? (argc > 5 ? argv[5] : "model.attn_scale=none") : NULL;
-    if (!pg_set_text((const unsigned char *)text, nt) || !pg_init_pair(cfg, nc, pair, -1)) {
+    const char *pair = every > 0 ? (argc > 5 ? argv[5] : "model.attn_scale=none") : ind_every > 0 ? "model.attn_scale=none" : NULL;
+    int have_text = ind_every > 0 ? pg_set_induction_text((const unsigned char *)text, nt, 50, 57) > 0
+                                  : pg_set_text((const unsigned char *)text, nt);
+    if (!have_text || !pg_init_pair(cfg, nc, pair, -1)) {
         fprintf(stderr, "web_native: %s\n", pg_message());
         return 1;
     }
     struct timespec t0 = {0, 0}, t1;
     for (int i = 0; i < steps; i++) {
         if (i == warm) clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (ind_every > 0) {
+            pg_step(2);
+            if ((i + 1) % ind_every) continue;
+            pg_induction(2);
+            printf("%.0f %.9g %.9g", pg_info(0, 2), pg_loss(0), pg_loss(1));
+            for (int v = 0; v < 2; v++) {
+                printf(" |");
+                static const int order[5] = {5, 4, 2, 3, 6};  // induction, in-context, first, second, prev_token
+                for (int k = 0; k < 5; k++) printf(" %.9g", pg_induction_score(v, order[k], 0));
+            }
+            printf("\n");
+            fflush(stdout);
+            continue;
+        }
         if (every > 0) {
             pg_step(2);
             if ((i + 1) % every) continue;

@@ -647,3 +647,69 @@ EXPORT("pg_five") int pg_five(int v, const unsigned char *bytes, int n, int laye
     free(qkv);
     return ok ? T : 0;
 }
+
+// ---- the induction head (docs/induction.md): its data and its probe, by run/induction.c ----
+#include "run/induction.h"
+
+// The page's text (n bytes) with repeated random strings mixed in (induction_mix_text: each line
+// a string of 6-16 letters written twice with probability percent/100, else the text's next line;
+// draws from seed) becomes TEXT_PATH, as pg_set_text makes it. Returns the bytes written, 0 with
+// the reason in pg_message().
+EXPORT("pg_set_induction_text") int pg_set_induction_text(const unsigned char *bytes, int n, int percent, unsigned seed) {
+    if (percent < 0 || percent > 99) {
+        snprintf(msg, sizeof msg, "the share of repeated lines is %d%%: expected 0..99", percent);
+        return 0;
+    }
+    size_t len = 0;
+    char *text = induction_mix_text((const char *)bytes, (size_t)n, percent, seed, &len);
+    int ok = len < (size_t)1 << 30 && pg_set_text((const unsigned char *)text, (int)len);
+    free(text);
+    return ok ? (int)len : 0;
+}
+
+// The induction probe of each variant, as ./train builds it (induction_new: train.seed,
+// batch_size rows of block_size characters of the text's letters) and measures it
+// (induction_measure); built again at each measurement (a few hundred draws), so it always
+// follows the built model and text.
+static Induction *probe_of[2];
+
+// Measures the first n variants on their induction probes (a forward of the probe; the parameters
+// and the next step untouched). Returns 1, or 0 with the reason in pg_message().
+EXPORT("pg_induction") int pg_induction(int n) {
+    for (int v = 0; v < n && v < 2; v++) {
+        Variant *w = &var[v];
+        if (!w->built) { snprintf(msg, sizeof msg, "no model: press Reset"); return 0; }
+        induction_free(probe_of[v]);
+        Induction *ind = probe_of[v] = induction_new(&ds.vocab, (uint64_t)w->cfg.seed, w->cfg.batch_size,
+                                                     w->cfg.block_size, w->m.dims.n_layer, w->m.dims.n_head);
+        if (!ind) { snprintf(msg, sizeof msg, "block_size %d: the induction probe needs at least 4", w->cfg.block_size); return 0; }
+        induction_measure(&w->m, ind, w->st.step);
+    }
+    return 1;
+}
+
+// The last pg_induction of variant v: what 0 the previous-token score of head lh (layer * n_head
+// + head), 1 its induction score; 2 the loss on the first copy, 3 on the second, 4 the in-context
+// score (second - first); 5 the largest induction score of the last layer's heads (docs/induction.md's
+// threshold is on those), 6 the largest previous-token score of layer 0's heads. NaN if none.
+EXPORT("pg_induction_score") double pg_induction_score(int v, int what, int lh) {
+    const Induction *ind = probe_of[v & 1];
+    if (!var[v & 1].built || !ind || ind->step < 0) return NAN;
+    int NH = var[v & 1].m.dims.n_head, from = what == 5 ? ind->n_heads - NH : 0, to = what == 5 ? ind->n_heads : NH;
+    double best = -INFINITY;
+    switch (what) {
+    case 0: case 1:
+        if (lh < 0 || lh >= ind->n_heads) return NAN;
+        return what == 0 ? ind->prev_token[lh] : ind->induction[lh];
+    case 2: return ind->first_copy_loss;
+    case 3: return ind->second_copy_loss;
+    case 4: return ind->second_copy_loss - ind->first_copy_loss;
+    case 5: case 6:
+        for (int i = from; i < to; i++) {
+            double x = what == 5 ? ind->induction[i] : ind->prev_token[i];
+            if (x > best) best = x;
+        }
+        return best;
+    default: return NAN;
+    }
+}
