@@ -3,7 +3,7 @@
 # by the tests.
 #
 # Up to five programs train the same configuration (the page's default preset, tests/web_default.json:
-# 4 layers, 4 heads, 128 wide, block 64, batch 12, one variant, seed 1337, on data/default.txt), STEPS timed steps (20) after
+# 2 layers, 2 heads, 128 wide (d_k = 64), block 32, batch 8, fan_in: the lesson preset; one variant, seed 1337, on data/default.txt), STEPS timed steps (20) after
 # WARM=5 untimed ones, on one thread:
 #   wasm     the module of web/playground.html (make web) in headless Chromium: a Web Worker, as in
 #            the page, started by a script added to a copy of the page, calling pg_step alone
