@@ -473,6 +473,8 @@ def random_nanogpt(rng, V, T, L, C, ln_bias):
             sd[p + "ln_1.bias"] = rng.normal(0, 0.1, C)
             sd[p + "ln_2.bias"] = rng.normal(0, 0.1, C)
     sd["transformer.ln_f.weight"] = 1 + rng.normal(0, 0.1, C)
+    if ln_bias:  # nanoGPT's bias=True gives every LayerNorm a bias, the final one too
+        sd["transformer.ln_f.bias"] = rng.normal(0, 0.1, C)
     sd["lm_head.weight"] = sd["transformer.wte.weight"]
     return {k: v.astype(np.float32) for k, v in sd.items()}
 
