@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define _XOPEN_SOURCE 700  // realpath
 #include "run/sweep.h"
+#include "run/sweep_runs.h"  // Sweep, SweepRun; reading runs back, writing the outputs
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -34,41 +35,9 @@
 #include "run/checkpoint.h"
 #include "run/outdir.h"
 
-#define SWEEP_VARIANTS 8
-
 // ---------------------------------------------------------------------------------------------
 // the sweep's state
 
-typedef struct {
-    int variant, point;
-    double lr;
-    char dir[1300];
-    char *config_json;    // the run's resolved config (config_to_json), what its files must hold
-    long max_steps;
-    // results
-    int done, diverged;
-    long diverged_step;
-    double loss0, train_loss, val_loss, max_logit, min_entropy;
-    long *steps;          // the probes' steps and the max attention logit at each
-    double *logit;
-    int n_probes;
-    double seconds;
-} SweepRun;
-
-typedef struct {
-    char dir[1100];              // out_dir
-    char cwd[PATH_MAX];
-    SweepGrid grid;
-    char compare_key[64];
-    SweepVariant v[SWEEP_MAX_VARIANTS];
-    int nv;
-    double min_lr_ratio;         // each run's min_lr = lr * the config's min_lr / lr
-    char **base_args;            // the runs' common command line (config and overrides)
-    int n_base;
-    SweepRun runs[SWEEP_MAX_RUNS];
-    int n_runs;
-    char command[2048];
-} Sweep;
 
 int sweep_dir_is_sweep(const char *path) {
     struct stat st;
@@ -78,34 +47,6 @@ int sweep_dir_is_sweep(const char *path) {
     return stat(p, &st) == 0;
 }
 
-// A file of the sweep's read back whole: a regular file only (a FIFO would block, /dev/zero never
-// ends) of at most max bytes. NULL with *why set when it cannot be: errno's text, what the file
-// is instead, or "is larger than ..." (why is a buffer of whylen bytes).
-static char *read_bounded(const char *path, size_t max, size_t *len, char *why, size_t whylen) {
-    uint64_t size;
-    const char *reason;
-    FILE *f = fopen_regular(path, &size, &reason);
-    if (!f) { snprintf(why, whylen, "%s", reason); return NULL; }
-    char *buf = size <= max ? malloc((size_t)size + 2) : NULL;
-    size_t n = buf ? fread(buf, 1, (size_t)size + 1, f) : 0;  // one byte more: a file that grew
-    fclose(f);
-    if (!buf || n > max) {
-        free(buf);
-        snprintf(why, whylen, "is larger than %zu bytes, more than a sweep writes there", max);
-        return NULL;
-    }
-    buf[n] = 0;
-    if (len) *len = n;
-    return buf;
-}
-
-// Whether dir/name exists (lstat: a dangling symbolic link counts).
-static int path_exists(const char *dir, const char *name) {
-    char p[1600];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return lstat(p, &st) == 0;
-}
 
 // The shortest of %.15g .. %.17g that reads back as x (0.3, not 0.29999999999999999).
 static void fmt_exact(char *buf, size_t n, const char *prefix, double x) {
@@ -211,7 +152,7 @@ static void read_state(Sweep *s, const char *dir) {
     char path[PATH_MAX + 16], why[160], err[1024];
     snprintf(path, sizeof path, "%s/sweep.json", dir);
     size_t len = 0;
-    char *text = read_bounded(path, SWEEP_STATE_MAX_BYTES, &len, why, sizeof why);
+    char *text = sweep_read_bounded(path, SWEEP_STATE_MAX_BYTES, &len, why, sizeof why);
     if (!text) die(EXIT_USAGE, "cannot read the sweep's state '%s': %s", path, why);
     SweepState st;
     int ok = sweep_state_parse(text, len, path, &st, err, sizeof err);
@@ -226,463 +167,6 @@ static void read_state(Sweep *s, const char *dir) {
     memcpy(s->v, st.v, sizeof st.v);
     s->base_args = st.args;  // the sweep's now (freed by sweep_main)
     s->n_base = st.n_args;
-}
-
-// ---------------------------------------------------------------------------------------------
-// reading a run's files
-
-static double json_num(const cJSON *root, const char *key) {
-    const cJSON *x = cJSON_GetObjectItem(root, key);
-    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
-}
-
-// The column index of `name` in a CSV header line (-1 when absent).
-static int csv_col(const char *header, const char *name) {
-    int col = 0;
-    size_t n = strlen(name);
-    for (const char *p = header; *p; col++) {
-        const char *e = strpbrk(p, ",\n\r");
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0) return col;
-        if (!e || *e != ',') break;
-        p = e + 1;
-    }
-    return -1;
-}
-
-static double csv_field(const char *line, int col) {
-    const char *p = line;
-    for (int c = 0; c < col && p; c++) { p = strchr(p, ','); if (p) p++; }
-    if (!p || *p == ',' || *p == '\n' || *p == 0) return NAN;
-    return strtod(p, NULL);
-}
-
-// A log of the run's read back: NULL when it was never written; a file by that name that is not
-// a regular file is refused (exit 2).
-static FILE *open_run_file(const char *path) {
-    uint64_t size;
-    const char *why;
-    struct stat st;
-    if (lstat(path, &st) != 0) return NULL;
-    FILE *f = fopen_regular(path, &size, &why);
-    if (!f) die(EXIT_USAGE, "cannot read the sweep's file '%s': %s", path, why);
-    return f;
-}
-
-// A log's step field (its first): an integer from 0 to the run's max_steps, else the log is
-// damaged (exit 2, naming the file and line).
-static long csv_step(const char *line, const char *path, long lineno, long max_steps) {
-    char *end;
-    errno = 0;
-    long step = strtol(line, &end, 10);
-    if (end == line || *end != ',' || errno == ERANGE || step < 0 || step > max_steps)
-        die(EXIT_USAGE, "'%s' line %ld: the step '%.20s' is not an integer from 0 to %ld, as the run writes it: a damaged"
-            " log (remove the run's directory to train the run again)", path, lineno, line, max_steps);
-    return step;
-}
-
-// The max attention logit of attention.csv: its column score_absmax, the largest |S| of the
-// scaled scores before the softmax over the probe rows, per head (docs/scaling.md's measure; the
-// signed max_logit beside it is smaller whenever the most negative score is the larger in size).
-// Lines of any length are read whole (getline).
-static void read_run_logs(SweepRun *r) {
-    char path[1400];
-    char *line = NULL;
-    size_t cap_line = 0;
-    snprintf(path, sizeof path, "%s/metrics.csv", r->dir);
-    FILE *f = open_run_file(path);
-    if (f) {
-        if (getline(&line, &cap_line, f) > 0) {
-            int lc = csv_col(line, "loss");
-            if (getline(&line, &cap_line, f) > 0) {  // step 1: the loss before any update
-                csv_step(line, path, 2, r->max_steps);
-                r->loss0 = csv_field(line, lc);
-            }
-        }
-        fclose(f);
-    }
-    free(r->steps);
-    free(r->logit);
-    r->steps = NULL;
-    r->logit = NULL;
-    r->n_probes = 0;
-    r->max_logit = NAN;
-    r->min_entropy = NAN;
-    snprintf(path, sizeof path, "%s/attention.csv", r->dir);
-    f = open_run_file(path);
-    if (!f || getline(&line, &cap_line, f) <= 0) {
-        if (f) fclose(f);
-        free(line);
-        return;
-    }
-    int cl = csv_col(line, "score_absmax");
-    int ce = csv_col(line, "entropy_norm");
-    int cap = 0;
-    for (long lineno = 2; getline(&line, &cap_line, f) > 0; lineno++) {
-        long step = csv_step(line, path, lineno, r->max_steps);
-        double lg = csv_field(line, cl), en = csv_field(line, ce);
-        if (r->n_probes == 0 || r->steps[r->n_probes - 1] != step) {
-            if (r->n_probes == cap) {
-                cap = cap ? 2 * cap : 64;
-                long *ns = realloc(r->steps, (size_t)cap * sizeof *ns);
-                if (ns) r->steps = ns;
-                double *nl = realloc(r->logit, (size_t)cap * sizeof *nl);
-                if (nl) r->logit = nl;
-                if (!ns || !nl) die(EXIT_RUNTIME, "out of memory reading '%s'", path);
-            }
-            r->steps[r->n_probes] = step;
-            r->logit[r->n_probes] = -INFINITY;
-            r->n_probes++;
-        }
-        // the max over the layers and heads at this probe, and over the whole run
-        if (lg > r->logit[r->n_probes - 1]) r->logit[r->n_probes - 1] = lg;
-        if (isfinite(lg) && !(lg <= r->max_logit)) r->max_logit = lg;
-        if (isfinite(en) && !(en >= r->min_entropy)) r->min_entropy = en;
-    }
-    free(line);
-    fclose(f);
-}
-
-// The first key of the run's config (want, config_to_json's object) that the file's config
-// (got) does not hold as it is, with both values, into what; 1 when every key matches. Where
-// the run writes is left out (train.out_dir: a sweep's directory may have moved since; and
-// train.overwrite, which a resumed run does not repeat).
-static int config_matches(const cJSON *want, const cJSON *got, char *what, size_t n) {
-    const cJSON *sec, *item;
-    cJSON_ArrayForEach(sec, want) {
-        const cJSON *gsec = cJSON_GetObjectItemCaseSensitive(got, sec->string);
-        int object = cJSON_IsObject(sec);
-        const cJSON *first = object ? sec->child : sec;
-        for (item = first; item; item = object ? item->next : NULL) {
-            if (object && strcmp(sec->string, "train") == 0 &&
-                (strcmp(item->string, "out_dir") == 0 || strcmp(item->string, "overwrite") == 0))
-                continue;
-            const cJSON *g = object ? cJSON_GetObjectItemCaseSensitive(gsec, item->string) : gsec;
-            if (g && cJSON_Compare(item, g, 1)) continue;
-            char *ws = cJSON_PrintUnformatted(item), *gs = g ? cJSON_PrintUnformatted(g) : NULL;
-            snprintf(what, n, "%s%s%s is %.60s, expected %.60s", sec->string, object ? "." : "", object ? item->string : "",
-                     gs ? gs : "missing", ws ? ws : "?");
-            free(ws);
-            free(gs);
-            return 0;
-        }
-    }
-    return 1;
-}
-
-// Refuse a file in run r's directory that is another run's: "'PATH' is not run K/N's (...)".
-static _Noreturn void foreign_run(const Sweep *s, int k, const char *path, const char *what) {
-    const SweepRun *r = &s->runs[k];
-    die(EXIT_USAGE, "'%s' is not run %d/%d's (%s, lr %g): %s; it is another sweep's or run's (remove '%s' to train this"
-        " run again)", path, k + 1, s->n_runs, s->v[r->variant].name, r->lr, what, r->dir);
-}
-
-// A run's config text (a summary's "config", a checkpoint's record) against the run's.
-static void check_run_config(const Sweep *s, int k, const char *path, const cJSON *got) {
-    char what[256];
-    cJSON *want = cJSON_Parse(s->runs[k].config_json);
-    if (!want) die(EXIT_RUNTIME, "out of memory checking '%s'", path);
-    int ok = cJSON_IsObject(got) && config_matches(want, got, what, sizeof what);
-    cJSON_Delete(want);
-    if (!ok) foreign_run(s, k, path, cJSON_IsObject(got) ? what : "it holds no config");
-}
-
-// A stopped run's checkpoint, before the run resumes from it: the run's own config.
-static void check_run_checkpoint(const Sweep *s, int k, const char *path) {
-    Checkpoint ck;
-    char err[1200];
-    if (!checkpoint_open(&ck, path, err, sizeof err)) die(EXIT_USAGE, "%s", err);
-    cJSON *got = cJSON_Parse(ck.config_json);
-    checkpoint_close(&ck);
-    check_run_config(s, k, path, got);
-    cJSON_Delete(got);
-}
-
-static void read_run(const Sweep *s, int k) {
-    SweepRun *r = (SweepRun *)&s->runs[k];
-    char path[1400], why[160];
-    r->done = r->diverged = 0;
-    read_run_logs(r);
-    snprintf(path, sizeof path, "%s/sweep_diverged.txt", r->dir);
-    if (path_exists(r->dir, "sweep_diverged.txt")) {
-        char *text = read_bounded(path, 64, NULL, why, sizeof why);
-        if (!text) die(EXIT_USAGE, "cannot read the sweep's file '%s': %s", path, why);
-        long long step = -1;
-        text[strcspn(text, "\n")] = 0;
-        int ok = parse_integer_text(text, &step) && step >= 0 && step <= r->max_steps;
-        free(text);
-        if (!ok) die(EXIT_USAGE, "'%s' is not the step at which run %d/%d diverged (an integer from 0 to %ld, as the sweep"
-                     " writes it)", path, k + 1, s->n_runs, r->max_steps);
-        r->done = r->diverged = 1;
-        r->diverged_step = (long)step;
-        r->train_loss = r->val_loss = NAN;
-        return;
-    }
-    snprintf(path, sizeof path, "%s/summary.json", r->dir);
-    if (!path_exists(r->dir, "summary.json")) return;
-    size_t len = 0;
-    char *text = read_bounded(path, SWEEP_STATE_MAX_BYTES, &len, why, sizeof why);
-    if (!text) die(EXIT_USAGE, "cannot read the sweep's file '%s': %s", path, why);
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!cJSON_IsObject(root)) die(EXIT_USAGE, "'%s' is not a run's summary (expected the JSON object ./train writes)", path);
-    // the run it stands for: its config, its steps, its losses
-    check_run_config(s, k, path, cJSON_GetObjectItemCaseSensitive(root, "config"));
-    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(root, "steps");
-    r->train_loss = json_num(root, "train_loss");
-    r->val_loss = json_num(root, "val_loss");
-    r->seconds = json_num(root, "wall_s");
-    char what[160];
-    if (!cJSON_IsNumber(steps) || steps->valuedouble != floor(steps->valuedouble) || steps->valuedouble < 0 ||
-        steps->valuedouble > r->max_steps || (isfinite(r->val_loss) && steps->valuedouble != r->max_steps)) {
-        snprintf(what, sizeof what, "its \"steps\" is %.20g, expected %ld", cJSON_IsNumber(steps) ? steps->valuedouble : NAN,
-                 r->max_steps);
-        cJSON_Delete(root);
-        foreign_run(s, k, path, what);
-    }
-    r->done = 1;
-    if (!isfinite(r->val_loss)) { r->diverged = 1; r->diverged_step = (long)steps->valuedouble; }
-    cJSON_Delete(root);
-}
-
-// ---------------------------------------------------------------------------------------------
-// the outputs: sweep.csv, sweep.svg, report.md
-
-static double variant_loss0(const Sweep *s, int v) {
-    for (int k = 0; k < s->n_runs; k++)
-        if (s->runs[k].variant == v && isfinite(s->runs[k].loss0)) return s->runs[k].loss0;
-    return NAN;
-}
-
-// The variant's final validation losses over the grid (NaN for a run not finished) and whether
-// every run of it finished.
-static int variant_losses(const Sweep *s, int v, double *loss) {
-    int all = 1;
-    for (int k = 0; k < s->n_runs; k++) {
-        const SweepRun *r = &s->runs[k];
-        if (r->variant != v) continue;
-        loss[r->point] = r->done && !r->diverged ? r->val_loss : NAN;
-        all &= r->done;
-    }
-    return all;
-}
-
-static void fmt_num(char *buf, size_t n, double x, const char *fmt) {
-    if (isfinite(x)) snprintf(buf, n, fmt, x);
-    else buf[0] = 0;
-}
-
-static int write_csv(const Sweep *s, char *err, size_t errlen) {
-    char path[1200];
-    Out o;
-    if (!out_open(&o, s->dir, "sweep.csv", path, sizeof path, err, errlen)) return 0;
-    out(&o, "variant,lr,train_loss,val_loss,diverged,diverged_step,max_attn_logit,min_entropy_norm,loss0\n");
-    for (int k = 0; k < s->n_runs; k++) {
-        const SweepRun *r = &s->runs[k];
-        if (!r->done) continue;
-        char tl[32], vl[32], ml[32], me[32], l0[32], ds[32] = "";
-        fmt_num(tl, sizeof tl, r->train_loss, "%.4f");
-        fmt_num(vl, sizeof vl, r->val_loss, "%.4f");
-        fmt_num(ml, sizeof ml, r->max_logit, "%.3f");
-        fmt_num(me, sizeof me, r->min_entropy, "%.4f");
-        fmt_num(l0, sizeof l0, r->loss0, "%.4f");
-        if (r->diverged) snprintf(ds, sizeof ds, "%ld", r->diverged_step);
-        out(&o, "%s,%.6g,%s,%s,%s,%s,%s,%s,%s\n", s->v[r->variant].name, r->lr, tl, vl, r->diverged ? "yes" : "no", ds,
-            ml, me, l0);
-    }
-    return out_close(&o, path, err, errlen);
-}
-
-static const char *const SWEEP_COLOR[SWEEP_VARIANTS] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
-                                                        "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
-static const char *const SWEEP_DASH[SWEEP_VARIANTS] = {NULL, "6,3", "2,2", "8,2,2,2", NULL, "6,3", "2,2", "8,2,2,2"};
-
-// A panel's axes: x from x0 to x1 (data), y from y0 to y1, inside the box (px0, py0)-(px1, py1).
-typedef struct { double x0, x1, y0, y1, px0, px1, py0, py1; int logx, logy; } Axes;
-
-static double ax_x(const Axes *a, double x) {
-    double t = a->logx ? (log10(x) - log10(a->x0)) / (log10(a->x1) - log10(a->x0)) : (x - a->x0) / (a->x1 - a->x0);
-    return a->px0 + t * (a->px1 - a->px0);
-}
-static double ax_y(const Axes *a, double y) {
-    double t = a->logy ? (log10(y) - log10(a->y0)) / (log10(a->y1) - log10(a->y0)) : (y - a->y0) / (a->y1 - a->y0);
-    return a->py1 - t * (a->py1 - a->py0);
-}
-
-static void draw_frame(Out *o, const Axes *a, const char *title, const char *xlabel, const char *ylabel) {
-    out(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", a->px0, a->py0,
-        a->px1 - a->px0, a->py1 - a->py0);
-    out(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"15\" font-weight=\"bold\">%s</text>\n", a->px0, a->py0 - 10, title);
-    out(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">%s</text>\n", (a->px0 + a->px1) / 2,
-        a->py1 + 34, xlabel);
-    out(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 %.1f %.1f)\">%s</text>\n",
-        a->px0 - 52, (a->py0 + a->py1) / 2, a->px0 - 52, (a->py0 + a->py1) / 2, ylabel);
-    if (a->logy) {  // a tick at every power of ten inside the axis
-        for (int e = (int)ceil(log10(a->y0)); e <= (int)floor(log10(a->y1)); e++) {
-            double y = pow(10, e);
-            out(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%g</text>\n", a->px0 - 6,
-                ax_y(a, y) + 4, y);
-            out(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", a->px0, ax_y(a, y), a->px1,
-                ax_y(a, y));
-        }
-        return;
-    }
-    for (int k = 0; k <= 4; k++) {  // five y ticks
-        double y = a->y0 + (a->y1 - a->y0) * k / 4;
-        out(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.3g</text>\n", a->px0 - 6, ax_y(a, y) + 4, y);
-        out(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", a->px0, ax_y(a, y), a->px1, ax_y(a, y));
-    }
-}
-
-static int write_svg(const Sweep *s, char *err, size_t errlen) {
-    char path[1200];
-    Out o;
-    if (!out_open(&o, s->dir, "sweep.svg", path, sizeof path, err, errlen)) return 0;
-    const double W = 900, H = 740;
-    out(&o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\""
-        " font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
-    out(&o, "<text x=\"82\" y=\"28\" font-size=\"17\" font-weight=\"bold\">Learning-rate sweep: %d learning rates from"
-        " %.3g to %.3g%s%s</text>\n", s->grid.n, s->grid.lo, s->grid.hi, s->compare_key[0] ? ", variants of " : "",
-        s->compare_key);
-    // (a) final validation loss against lr, diverged runs at the initial loss (crosses)
-    Axes a = {s->grid.lo, s->grid.hi, INFINITY, -INFINITY, 82, 872, 80, 330, 1, 0};
-    for (int k = 0; k < s->n_runs; k++) {
-        const SweepRun *r = &s->runs[k];
-        if (!r->done) continue;
-        double l = r->diverged ? r->loss0 : r->val_loss;
-        double vals[2] = {l, r->loss0};
-        for (int j = 0; j < 2; j++)
-            if (isfinite(vals[j])) { if (vals[j] < a.y0) a.y0 = vals[j]; if (vals[j] > a.y1) a.y1 = vals[j]; }
-    }
-    if (!(a.y0 < a.y1)) { a.y0 = isfinite(a.y0) ? a.y0 - 1 : 0; a.y1 = a.y0 + 2; }
-    double pad = 0.05 * (a.y1 - a.y0);
-    a.y0 -= pad;
-    a.y1 += pad;
-    draw_frame(&o, &a, "(a) Final validation loss (diverged runs at the initial loss, crossed)", "learning rate (log scale)",
-               "val loss");
-    for (int i = 0; i < s->grid.n; i++)
-        out(&o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%.2g</text>\n",
-            ax_x(&a, sweep_lr(&s->grid, i)), a.py1 + 16, sweep_lr(&s->grid, i));
-    double l0 = variant_loss0(s, 0);
-    if (isfinite(l0))
-        out(&o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"1,3\"/>"
-            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#666\">loss at initialisation %.3f</text>\n", a.px0,
-            ax_y(&a, l0), a.px1, ax_y(&a, l0), a.px0 + 6, ax_y(&a, l0) - 4, l0);
-    for (int v = 0; v < s->nv; v++) {
-        const char *dash = SWEEP_DASH[v % SWEEP_VARIANTS];
-        out(&o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s%s%s points=\"", SWEEP_COLOR[v % SWEEP_VARIANTS],
-            dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
-        for (int k = 0; k < s->n_runs; k++) {
-            const SweepRun *r = &s->runs[k];
-            double l = r->diverged ? r->loss0 : r->val_loss;
-            if (r->variant == v && r->done && isfinite(l)) out(&o, "%.1f,%.1f ", ax_x(&a, r->lr), ax_y(&a, l));
-        }
-        out(&o, "\"/>\n");
-        for (int k = 0; k < s->n_runs; k++) {
-            const SweepRun *r = &s->runs[k];
-            double l = r->diverged ? r->loss0 : r->val_loss;
-            if (r->variant != v || !r->done || !isfinite(l)) continue;
-            double x = ax_x(&a, r->lr), y = ax_y(&a, l);
-            if (r->diverged)
-                out(&o, "<path d=\"M%.1f %.1fl8 8M%.1f %.1fl-8 8\" stroke=\"%s\" stroke-width=\"2\"/>\n", x - 4, y - 4,
-                    x + 4, y - 4, SWEEP_COLOR[v % SWEEP_VARIANTS]);
-            else out(&o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", x, y, SWEEP_COLOR[v % SWEEP_VARIANTS]);
-        }
-        out(&o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"%s%s%s/>"
-            "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\">%s</text>\n", 660.0, 96.0 + 16 * v, 690.0, 96.0 + 16 * v,
-            SWEEP_COLOR[v % SWEEP_VARIANTS], dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "",
-            696.0, 100.0 + 16 * v, s->v[v].name);
-    }
-    // (b) the max attention logit over training, one line per run: the colour of its variant,
-    // lighter for a lower learning rate
-    long last = 1;
-    // a log axis: the logits of a high learning rate grow by orders of magnitude
-    Axes b = {0, 1, INFINITY, -INFINITY, 82, 872, 420, 670, 0, 1};
-    for (int k = 0; k < s->n_runs; k++)
-        for (int p = 0; p < s->runs[k].n_probes; p++) {
-            double x = s->runs[k].logit[p];
-            if (s->runs[k].steps[p] > last) last = s->runs[k].steps[p];
-            if (isfinite(x) && x > 0 && x > b.y1) b.y1 = x;
-            if (isfinite(x) && x > 0 && x < b.y0) b.y0 = x;
-        }
-    b.x1 = (double)last;
-    if (!(b.y0 < b.y1)) { b.y0 = 0.1; b.y1 = 10; }
-    b.y0 /= 1.2;
-    b.y1 *= 1.2;
-    draw_frame(&o, &b, "(b) Max attention logit (largest |scaled score| before the softmax) over training, log scale",
-               "step", "max attention logit");
-    for (int k = 0; k <= 4; k++)
-        out(&o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%ld</text>\n",
-            ax_x(&b, (double)last * k / 4), b.py1 + 16, last * k / 4);
-    for (int k = 0; k < s->n_runs; k++) {
-        const SweepRun *r = &s->runs[k];
-        if (r->n_probes == 0) continue;
-        const char *dash = SWEEP_DASH[r->variant % SWEEP_VARIANTS];
-        double opacity = 0.25 + 0.75 * (s->grid.n > 1 ? (double)r->point / (s->grid.n - 1) : 1);
-        out(&o, "<polyline fill=\"none\" stroke=\"%s\" stroke-opacity=\"%.2f\" stroke-width=\"1.6\"%s%s%s points=\"",
-            SWEEP_COLOR[r->variant % SWEEP_VARIANTS], opacity, dash ? " stroke-dasharray=\"" : "", dash ? dash : "",
-            dash ? "\"" : "");
-        for (int p = 0; p < r->n_probes; p++)
-            if (isfinite(r->logit[p]) && r->logit[p] > 0)
-                out(&o, "%.1f,%.1f ", ax_x(&b, (double)r->steps[p]), ax_y(&b, r->logit[p]));
-        out(&o, "\"><title>%s lr %.3g</title></polyline>\n", s->v[r->variant].name, r->lr);
-    }
-    out(&o, "<text x=\"82\" y=\"728\" font-size=\"11\">(b): one line per run, darker for a higher learning rate;"
-        " a diverged run's line ends where it stopped.</text>\n</svg>\n");
-    return out_close(&o, path, err, errlen);
-}
-
-static int write_report(const Sweep *s, char *err, size_t errlen) {
-    char path[1200];
-    Out o;
-    if (!out_open(&o, s->dir, "report.md", path, sizeof path, err, errlen)) return 0;
-    out(&o, "# Learning-rate sweep\n\n`%s`\n\n", s->command);
-    out(&o, "%d learning rates from %g to %g (log-spaced)%s%s; every run starts from the same weights and trains on the same"
-        " batches. Final loss: the validation loss over the whole validation split; a diverged run counts at the"
-        " loss at initialisation (loss_0, the loss of the first batch before any update).\n\n", s->grid.n, s->grid.lo,
-        s->grid.hi, s->compare_key[0] ? ", for each value of " : "", s->compare_key);
-    out(&o, "| variant | lr | train loss | val loss | diverged (step) | max attention logit | min normalised entropy |\n"
-        "|---|---|---|---|---|---|---|\n");
-    for (int k = 0; k < s->n_runs; k++) {
-        const SweepRun *r = &s->runs[k];
-        if (!r->done) continue;
-        char tl[32], vl[32], ml[32], me[32];
-        fmt_num(tl, sizeof tl, r->train_loss, "%.4f");
-        fmt_num(vl, sizeof vl, r->val_loss, "%.4f");
-        fmt_num(ml, sizeof ml, r->max_logit, "%.2f");
-        fmt_num(me, sizeof me, r->min_entropy, "%.3f");
-        if (r->diverged) out(&o, "| %s | %.3g | %s | %s | yes (%ld) | %s | %s |\n", s->v[r->variant].name, r->lr, tl, vl,
-                             r->diverged_step, ml, me);
-        else out(&o, "| %s | %.3g | %s | %s | no | %s | %s |\n", s->v[r->variant].name, r->lr, tl, vl, ml, me);
-    }
-    out(&o, "\n## Learning-rate sensitivity\n\nAs Wortsman et al. 2023 (arXiv 2309.14322) define it: the mean over the"
-        " grid of min(loss(lr), loss_0) minus the best loss of the grid (lower: the loss depends less on the learning"
-        " rate).\n\n");
-    for (int v = 0; v < s->nv; v++) {
-        double loss[SWEEP_MAX_RUNS];
-        int all = variant_losses(s, v, loss);
-        double l0 = variant_loss0(s, v);
-        if (!all || !isfinite(l0)) {
-            out(&o, "- %s: not measured (the sweep has not finished its runs).\n", s->v[v].name);
-            continue;
-        }
-        int first_div = -1;
-        for (int k = 0; k < s->n_runs && first_div < 0; k++)
-            if (s->runs[k].variant == v && s->runs[k].diverged) first_div = k;
-        char div[96] = "no run diverged";
-        if (first_div >= 0) snprintf(div, sizeof div, "it first diverges at lr %.3g", s->runs[first_div].lr);
-        out(&o, "- %s: learning-rate sensitivity %.4f (loss_0 %.4f; %s).\n", s->v[v].name,
-            sweep_sensitivity(loss, s->grid.n, l0), l0, div);
-    }
-    out(&o, "\nFiles: sweep.csv (one row per finished run), sweep.svg ((a) final loss against the learning rate,"
-        " (b) the max attention logit over training), and each run's directory <variant>_lr<i>/ with its run.log.\n");
-    return out_close(&o, path, err, errlen);
-}
-
-static void write_outputs(const Sweep *s) {
-    char err[1024];
-    if (!write_csv(s, err, sizeof err) || !write_svg(s, err, sizeof err) || !write_report(s, err, sizeof err))
-        die(EXIT_RUNTIME, "%s", err);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -846,16 +330,16 @@ static int run_sweep(Sweep *s, int resuming) {
     int timed = 0;
     for (int k = 0; k < s->n_runs; k++) {
         SweepRun *r = &s->runs[k];
-        if (resuming) read_run(s, k);
+        if (resuming) sweep_read_run(s, k);
         if (r->done) {
             printf("run %d/%d | %s lr %.3g | kept (finished before)\n", k + 1, s->n_runs, s->v[r->variant].name, r->lr);
             continue;
         }
-        int resume = resuming && path_exists(r->dir, "checkpoint.bin") && !path_exists(r->dir, "summary.json");
+        int resume = resuming && sweep_path_exists(r->dir, "checkpoint.bin") && !sweep_path_exists(r->dir, "summary.json");
         if (resume) {
             char ckpt[1400];
             snprintf(ckpt, sizeof ckpt, "%s/checkpoint.bin", r->dir);
-            check_run_checkpoint(s, k, ckpt);
+            sweep_check_checkpoint(s, k, ckpt);
         }
         double t0 = now_seconds();
         int code = run_child(s, k, resume, exe);
@@ -863,7 +347,7 @@ static int run_sweep(Sweep *s, int resuming) {
         char log_path[1400];
         snprintf(log_path, sizeof log_path, "%s/run.log", r->dir);
         if (code > 128 || g_sweep_signal) {
-            write_outputs(s);
+            sweep_write_outputs(s);
             fprintf(stderr, "\nsweep stopped in run %d of %d (%s, lr %.3g): the finished runs are kept. Resume with:\n"
                     "  ./train --resume %s\n", k + 1, s->n_runs, s->v[r->variant].name, r->lr, s->dir);
             return code > 128 ? code : 128 + g_sweep_signal;
@@ -880,7 +364,7 @@ static int run_sweep(Sweep *s, int resuming) {
             out(&o, "%ld\n", step);
             if (!out_close(&o, path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         }
-        read_run(s, k);
+        sweep_read_run(s, k);
         if (!r->done) die(EXIT_RUNTIME, "run %d/%d (%s, lr %g) left no summary.json: see %s", k + 1, s->n_runs,
                           s->v[r->variant].name, r->lr, log_path);
         spent += dt;
@@ -895,14 +379,10 @@ static int run_sweep(Sweep *s, int resuming) {
             printf("run %d/%d | %s lr %.3g | val loss %.4f | max logit %.2f | min H %.3f | %s | eta %s\n", k + 1,
                    s->n_runs, s->v[r->variant].name, r->lr, r->val_loss, r->max_logit, r->min_entropy, el, eta);
         fflush(stdout);
-        write_outputs(s);
+        sweep_write_outputs(s);
     }
-    write_outputs(s);
-    for (int v = 0; v < s->nv; v++) {
-        double loss[SWEEP_MAX_RUNS];
-        variant_losses(s, v, loss);
-        printf("sensitivity %s: %.4f\n", s->v[v].name, sweep_sensitivity(loss, s->grid.n, variant_loss0(s, v)));
-    }
+    sweep_write_outputs(s);
+    for (int v = 0; v < s->nv; v++) printf("sensitivity %s: %.4f\n", s->v[v].name, sweep_variant_sensitivity(s, v));
     printf("wrote %s/sweep.csv, %s/sweep.svg and %s/report.md\n", s->dir, s->dir, s->dir);
     return 0;
 }
