@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 char g_dir[64];
@@ -57,4 +58,13 @@ int run(const char *fmt, ...) {
     slurp(po, g_out, sizeof g_out);
     slurp(pe, g_err, sizeof g_err);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+void expand_at(char *out, size_t n, const char *tmpl, const char *dir) {
+    size_t o = 0, dl = strlen(dir);
+    for (const char *p = tmpl; *p && o + dl + 1 < n; p++) {
+        if (*p == '@') { memcpy(out + o, dir, dl); o += dl; }
+        else out[o++] = *p;
+    }
+    out[o] = 0;
 }

@@ -18,5 +18,8 @@ int file_bytes(const char *path, unsigned char **out, size_t *n);
 // A shell command (printf-style) with stdin from /dev/null and its stdout and stderr captured in
 // g_out and g_err; returns its exit code, or 128 + the signal that ended it.
 int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// tmpl with every '@' replaced by dir, cut to n - 1 bytes: a table's command or message written
+// before the test's directory is known.
+void expand_at(char *out, size_t n, const char *tmpl, const char *dir);
 
 #endif

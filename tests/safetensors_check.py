@@ -128,10 +128,11 @@ def qk_norm(x, w, b, kind):
     return w * (x - mu) / np.sqrt(var + QK_NORM_EPS) + (b if kind == "layernorm" else 0)
 
 
-def nanogpt_logits(sd, n_head, idx, scale=None, norm="none"):
+def nanogpt_logits(sd, n_head, idx, scale=None, norm="none", weights=None):
     """nanoGPT's GPT.forward for every position, in float64 (dropout 0, bias=False); with norm
     "layernorm" or "rmsnorm", each head's q and k normalised (attn.q_norm, attn.k_norm) before the
-    scores, and the scores scaled by `scale` (None: nanoGPT's 1/sqrt(hd))."""
+    scores, and the scores scaled by `scale` (None: nanoGPT's 1/sqrt(hd)). A list as `weights`
+    receives every layer's attention weights (B, NH, T, T)."""
     B, T = idx.shape
     x = sd["transformer.wte.weight"][idx] + sd["transformer.wpe.weight"][:T]
     C = x.shape[-1]
@@ -151,6 +152,8 @@ def nanogpt_logits(sd, n_head, idx, scale=None, norm="none"):
         s[..., mask] = -np.inf
         w = np.exp(s - s.max(-1, keepdims=True))
         w /= w.sum(-1, keepdims=True)
+        if weights is not None:
+            weights.append(w)
         y = (w @ v).transpose(0, 2, 1, 3).reshape(B, T, C)
         x = x + y @ sd[p + "attn.c_proj.weight"].T
         h = layernorm(x, sd[p + "ln_2.weight"], sd.get(p + "ln_2.bias"))
@@ -160,32 +163,10 @@ def nanogpt_logits(sd, n_head, idx, scale=None, norm="none"):
 
 
 def nanogpt_weights_and_losses(sd, n_head, idx, targets, scale=None):
-    """nanogpt_logits' forward (no QK-norm) keeping every layer's attention weights (B, NH, T, T),
+    """nanogpt_logits' forward (no QK-norm) with every layer's attention weights (B, NH, T, T),
     and the cross-entropy of each position against targets (B, T), in float64."""
-    B, T = idx.shape
-    x = sd["transformer.wte.weight"][idx] + sd["transformer.wpe.weight"][:T]
-    C = x.shape[-1]
-    hd = C // n_head
-    scale = 1 / np.sqrt(hd) if scale is None else scale
-    L = 1 + max(int(k.split(".")[2]) for k in sd if k.startswith("transformer.h."))
-    mask = np.triu(np.ones((T, T), bool), 1)
     weights = []
-    for l in range(L):
-        p = "transformer.h.%d." % l
-        h = layernorm(x, sd[p + "ln_1.weight"], sd.get(p + "ln_1.bias"))
-        q, k, v = np.split(h @ sd[p + "attn.c_attn.weight"].T, 3, axis=-1)
-        q, k, v = (a.reshape(B, T, n_head, hd).transpose(0, 2, 1, 3) for a in (q, k, v))
-        s = q @ k.transpose(0, 1, 3, 2) * scale
-        s[..., mask] = -np.inf
-        w = np.exp(s - s.max(-1, keepdims=True))
-        w /= w.sum(-1, keepdims=True)
-        weights.append(w)
-        y = (w @ v).transpose(0, 2, 1, 3).reshape(B, T, C)
-        x = x + y @ sd[p + "attn.c_proj.weight"].T
-        h = layernorm(x, sd[p + "ln_2.weight"], sd.get(p + "ln_2.bias"))
-        x = x + gelu(h @ sd[p + "mlp.c_fc.weight"].T) @ sd[p + "mlp.c_proj.weight"].T
-    x = layernorm(x, sd["transformer.ln_f.weight"], sd.get("transformer.ln_f.bias"))
-    logits = x @ sd.get("lm_head.weight", sd["transformer.wte.weight"]).T
+    logits = nanogpt_logits(sd, n_head, idx, scale, weights=weights)
     m = logits.max(-1, keepdims=True)
     lse = m[..., 0] + np.log(np.exp(logits - m).sum(-1))
     return weights, lse - np.take_along_axis(logits, targets[..., None], -1)[..., 0]

@@ -406,16 +406,6 @@ static const ConfigFixture CONFIG_FIXTURES[] = {
                         "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}"},
 };
 
-// Replace every '@' of tmpl with the fixture directory.
-static void expand(char *out, size_t n, const char *tmpl) {
-    size_t o = 0, dl = strlen(g_dir);
-    for (const char *p = tmpl; *p && o + dl + 1 < n; p++) {
-        if (*p == '@') { memcpy(out + o, g_dir, dl); o += dl; }
-        else out[o++] = *p;
-    }
-    out[o] = 0;
-}
-
 // Crafted checkpoints: the good one with one thing changed, and a valid CRC (tests/craft.h).
 static void craft_i64(Craft *c, const char *rec, int index, int64_t v) { memcpy(craft_find(c, rec)->data + 8 * (size_t)index, &v, 8); }
 static void craft_f32(Craft *c, const char *rec, size_t index, float v) { memcpy(craft_find(c, rec)->data + 4 * index, &v, 4); }
@@ -560,9 +550,9 @@ static void test_bad_input_table(void) {
     for (size_t i = 0; i < rows; i++) {
         const BadInput *b = &BAD_INPUTS[i];
         char cmd[1024], n1[256] = "", n2[256] = "";
-        expand(cmd, sizeof cmd, b->cmd);
-        if (b->needle1) expand(n1, sizeof n1, b->needle1);
-        if (b->needle2) expand(n2, sizeof n2, b->needle2);
+        expand_at(cmd, sizeof cmd, b->cmd, g_dir);
+        if (b->needle1) expand_at(n1, sizeof n1, b->needle1, g_dir);
+        if (b->needle2) expand_at(n2, sizeof n2, b->needle2, g_dir);
         // every train command also names the sentinel directory as its output
         if (strncmp(cmd, "./train ", 8) == 0 && !strstr(cmd, "--resume") && !strstr(cmd, "out_dir")) {
             size_t l = strlen(cmd);
@@ -1888,13 +1878,7 @@ static void test_output_never_replaces_input(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char cmd[1024], out[256];
-        const char *src = cases[i].cmd;
-        size_t k = 0;
-        for (; *src && k + 64 < sizeof cmd; src++) {
-            if (*src == '@') k += (size_t)snprintf(cmd + k, sizeof cmd - k, "%s", g_dir);
-            else cmd[k++] = *src;
-        }
-        cmd[k] = 0;
+        expand_at(cmd, sizeof cmd, cases[i].cmd, g_dir);
         snprintf(out, sizeof out, "%s%s", g_dir, cases[i].out + 1);
         char before[4096] = "", after[4096] = "";
         slurp(out, before, sizeof before);

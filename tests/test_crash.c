@@ -448,12 +448,7 @@ static void test_stop_in_every_phase(void) {
         int st = system(cmd), code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
         slurp_file("err.txt", log, sizeof log);
         char want[512];  // the message with '@' standing for the test directory
-        size_t o = 0;
-        for (const char *m = p->message; *m && o + 64 < sizeof want; m++) {
-            if (*m == '@') o += (size_t)snprintf(want + o, sizeof want - o, "%s", g_cdir);
-            else want[o++] = *m;
-        }
-        want[o] = 0;
+        expand_at(want, sizeof want, p->message, g_cdir);
         CHECK_MSG(code == p->code && strstr(log, want), "%s: exit %d (expected %d), stderr: %s", p->name, code, p->code, log);
         Checkpoint ck;
         char err[512];

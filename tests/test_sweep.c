@@ -89,12 +89,8 @@ static void test_sweep_bad_input(void) {
         {"--sweep train.lr=1e-3..1e-2/3 --train.max_steps=0", "train.max_steps"},
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-        char args[512] = "";
-        for (const char *p = BAD[i].args; *p && strlen(args) < sizeof args - 64; p++) {
-            size_t l = strlen(args);
-            if (*p == '@') snprintf(args + l, sizeof args - l, "%s", g_dir);
-            else { args[l] = *p; args[l + 1] = 0; }
-        }
+        char args[512];
+        expand_at(args, sizeof args, BAD[i].args, g_dir);
         // the resume row without a config: --resume and a config together is its own error
         int code = strstr(args, "--resume") ? run("./train %s", args) : run("./train %s/cfg.json %s", g_dir, args);
         CHECK_MSG(code == 2, "'%s': exit %d, expected 2; stderr: %s", args, code, g_err);
@@ -395,25 +391,22 @@ static void test_sweep_files_not_regular_refused(void) {
                    " --sweep train.lr=1e-3..1e-1/3", g_dir);
     CHECK_MSG(code == 130, "exit %d: %s", code, g_err);
     static const struct { const char *make, *needle; } BAD[] = {
-        {"rm D/sweep.json && mkfifo D/sweep.json", "FIFO"},
-        {"rm D/sweep.json && ln -s /dev/zero D/sweep.json", "character device"},
-        {"rm D/base_lr0/summary.json && mkfifo D/base_lr0/summary.json", "FIFO"},
-        {"rm D/base_lr0/summary.json && ln -s /dev/zero D/base_lr0/summary.json", "character device"},
-        {"rm D/base_lr0/metrics.csv && mkfifo D/base_lr0/metrics.csv", "FIFO"},
-        {"rm D/base_lr0/attention.csv && mkfifo D/base_lr0/attention.csv", "FIFO"},
-        {"mkfifo D/base_lr0/sweep_diverged.txt", "FIFO"},
-        {"rm D/base_lr1/run.log && mkfifo D/base_lr1/run.log", "FIFO"},
-        {"rm D/base_lr1/run.log && ln -s ../victim D/base_lr1/run.log", "symbolic link"},
-        {"rm D/base_lr1/run.log && mkdir D/base_lr1/run.log", "a directory"},
-        {"mkdir -p D/base_lr2 && mkfifo D/base_lr2/run.log", "FIFO"},
+        {"rm @/sweep.json && mkfifo @/sweep.json", "FIFO"},
+        {"rm @/sweep.json && ln -s /dev/zero @/sweep.json", "character device"},
+        {"rm @/base_lr0/summary.json && mkfifo @/base_lr0/summary.json", "FIFO"},
+        {"rm @/base_lr0/summary.json && ln -s /dev/zero @/base_lr0/summary.json", "character device"},
+        {"rm @/base_lr0/metrics.csv && mkfifo @/base_lr0/metrics.csv", "FIFO"},
+        {"rm @/base_lr0/attention.csv && mkfifo @/base_lr0/attention.csv", "FIFO"},
+        {"mkfifo @/base_lr0/sweep_diverged.txt", "FIFO"},
+        {"rm @/base_lr1/run.log && mkfifo @/base_lr1/run.log", "FIFO"},
+        {"rm @/base_lr1/run.log && ln -s ../victim @/base_lr1/run.log", "symbolic link"},
+        {"rm @/base_lr1/run.log && mkdir @/base_lr1/run.log", "a directory"},
+        {"mkdir -p @/base_lr2 && mkfifo @/base_lr2/run.log", "FIFO"},
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-        char make[512] = "";
-        for (const char *p = BAD[i].make; *p && strlen(make) < sizeof make - 80; p++) {
-            size_t l = strlen(make);
-            if (*p == 'D' && (p[1] == '/' || p[1] == ' ')) snprintf(make + l, sizeof make - l, "%s/c", g_dir);
-            else { make[l] = *p; make[l + 1] = 0; }
-        }
+        char make[512], copy[96];
+        snprintf(copy, sizeof copy, "%s/c", g_dir);
+        expand_at(make, sizeof make, BAD[i].make, copy);
         code = run("rm -rf %s/c && cp -a %s/out %s/c && printf 'precious\\n' > %s/c/victim && %s", g_dir, g_dir, g_dir,
                    g_dir, make);
         CHECK_MSG(code == 0, "setting up '%s': %s", make, g_err);

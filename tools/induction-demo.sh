@@ -58,26 +58,21 @@ for seed in $SEEDS; do dirs="$dirs $OUT/$seed"; done
 # shellcheck disable=SC2086
 ./tools/induction_report --html "$OUT/report.html" $maps $dirs
 
-# the probe rows of the logs, for docs/induction.md's figures
+# the probe rows of run directory $1's logs into docs directory $2, for docs/induction.md's figures
+keep_probe_rows() {
+    mkdir -p "$2"
+    awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+        NR == 1 || $(c["in_context"]) != "" { print $1, $2, $(c["val_loss"]), $(c["first_copy_loss"]), $(c["second_copy_loss"]), $(c["in_context"]) }' \
+        "$1/metrics.csv" > "$2/metrics.csv"
+    awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+        { print $1, $2, $3, $(c["entropy_norm"]), $(c["max_weight"]), $(c["prev_token"]), $(c["induction"]) }' \
+        "$1/attention.csv" > "$2/attention.csv"
+}
 for seed in $SEEDS; do
     for r in scale/sqrt scale/none onelayer; do
-        d="docs/induction/$seed/$r"
-        mkdir -p "$d"
-        awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
-            NR == 1 || $(c["in_context"]) != "" { print $1, $2, $(c["val_loss"]), $(c["first_copy_loss"]), $(c["second_copy_loss"]), $(c["in_context"]) }' \
-            "$OUT/$seed/$r/metrics.csv" > "$d/metrics.csv"
-        awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
-            { print $1, $2, $3, $(c["entropy_norm"]), $(c["max_weight"]), $(c["prev_token"]), $(c["induction"]) }' \
-            "$OUT/$seed/$r/attention.csv" > "$d/attention.csv"
+        keep_probe_rows "$OUT/$seed/$r" "docs/induction/$seed/$r"
     done
 done
-d="docs/induction/$first/long_none"
-mkdir -p "$d"
-awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
-    NR == 1 || $(c["in_context"]) != "" { print $1, $2, $(c["val_loss"]), $(c["first_copy_loss"]), $(c["second_copy_loss"]), $(c["in_context"]) }' \
-    "$OUT/$first/long_none/metrics.csv" > "$d/metrics.csv"
-awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
-    { print $1, $2, $3, $(c["entropy_norm"]), $(c["max_weight"]), $(c["prev_token"]), $(c["induction"]) }' \
-    "$OUT/$first/long_none/attention.csv" > "$d/attention.csv"
+keep_probe_rows "$OUT/$first/long_none" "docs/induction/$first/long_none"
 ./tools/induction_report --run "$OUT/$first/long_none"
 echo "wrote $OUT/report.html and the probe rows under docs/induction/"

@@ -458,18 +458,25 @@ static int encode_view_prompt(const unsigned char *bytes, int n, int cap) {
     return T;
 }
 
+// Variant v's model when it is built and has that layer and head; NULL with the reason in msg.
+static GPT *view_model(int v, int layer, int head) {
+    GPT *m = &var[v & 1].m;
+    if (!var[v & 1].built) { snprintf(msg, sizeof msg, "no model: press Reset"); return NULL; }
+    if (layer < 0 || layer >= m->dims.n_layer || head < 0 || head >= m->dims.n_head) {
+        snprintf(msg, sizeof msg, "layer %d, head %d: the model has layers 0..%d and heads 0..%d", layer, head,
+                 m->dims.n_layer - 1, m->dims.n_head - 1);
+        return NULL;
+    }
+    return m;
+}
+
 // The attention weights P of (layer, head) of variant v for the prompt's first block_size
 // characters: one forward pass of that sequence with the weights kept (the definition computes
 // P; the engine keeps only each row's max and 1/sum). Returns T, the characters used, with
 // P[t][u] (query t, key u) at pg_attention_map()[t * T + u]; 0 with the reason in pg_message().
 EXPORT("pg_attention") int pg_attention(int v, const unsigned char *bytes, int n, int layer, int head) {
-    GPT *m = &var[v & 1].m;
-    if (!var[v & 1].built) { snprintf(msg, sizeof msg, "no model: press Reset"); return 0; }
-    if (layer < 0 || layer >= m->dims.n_layer || head < 0 || head >= m->dims.n_head) {
-        snprintf(msg, sizeof msg, "layer %d, head %d: the model has layers 0..%d and heads 0..%d", layer, head,
-                 m->dims.n_layer - 1, m->dims.n_head - 1);
-        return 0;
-    }
+    GPT *m = view_model(v, layer, head);
+    if (!m) return 0;
     int T = encode_view_prompt(bytes, n, m->dims.block_size);
     if (T < 0) return 0;
     m->keep_weights = 1;
@@ -613,13 +620,8 @@ EXPORT("pg_five_qkv") int pg_five_qkv(const double *q, const double *k, const do
 // the row gain from a forward and backward of the prompt's next-character loss (the last
 // character has no next one: its gain is NaN). Returns T, or 0 with the reason.
 EXPORT("pg_five") int pg_five(int v, const unsigned char *bytes, int n, int layer, int head, int query) {
-    GPT *m = &var[v & 1].m;
-    if (!var[v & 1].built) { snprintf(msg, sizeof msg, "no model: press Reset"); return 0; }
-    if (layer < 0 || layer >= m->dims.n_layer || head < 0 || head >= m->dims.n_head) {
-        snprintf(msg, sizeof msg, "layer %d, head %d: the model has layers 0..%d and heads 0..%d", layer, head,
-                 m->dims.n_layer - 1, m->dims.n_head - 1);
-        return 0;
-    }
+    GPT *m = view_model(v, layer, head);
+    if (!m) return 0;
     int T = encode_view_prompt(bytes, n, m->dims.block_size);
     if (T < 0) return 0;
     if (query < 0 || query >= T) query = T - 1;
