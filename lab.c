@@ -717,7 +717,9 @@ static int cmd_gradcheck(int argc, char **argv) {
 
     int init = strcmp(cfg.init, "fan_in") == 0 ? INIT_FAN_IN : INIT_GPT2;
     GPT m;
-    gpt_build(&m, &d, attention_setup(&cfg), B, T);
+    AttnSetup attn = attention_setup(&cfg);
+    if (break_backward) attn.impl = &lab_broken_attention;  // the softmax backward without its rowsum term
+    gpt_build(&m, &d, attn, B, T);
     Rng rng;
     rng_seed(&rng, (uint64_t)cfg.seed);
     gpt_init(&m, init, &rng);
@@ -750,7 +752,6 @@ static int cmd_gradcheck(int argc, char **argv) {
     }
     printf("\n");
 
-    if (break_backward) gpt_set_attention(&m, (AttnSetup){m.attn, &lab_broken_attention, m.impl});
     GradcheckRow *rows = xcalloc((size_t)m.n_tensors, sizeof(GradcheckRow), "gradient check rows");
     gradcheck_model(&m, x, y, B, T, per_tensor, GRADCHECK_SAMPLE_SEED, rows);
     int failed = gradcheck_print(stdout, rows, m.n_tensors);

@@ -176,15 +176,13 @@ ModelDims gpt_dims(const Config *cfg, int vocab_size);
 // their QK-norm tensors, which keep dst's values where src has none).
 void gpt_copy_params(GPT *dst, const GPT *src);
 // Allocate everything for dims, attention as attn and a batch capacity (B,T). Parameters are
-// zero until gpt_init.
+// zero until gpt_init. attn is the model's for its life: which attention it computes (attn.spec)
+// and which implementation trains it (attn.impl); passes that collect statistics, and specs the
+// implementation does not support, run the definition (gpt_attention_falls_back).
 void gpt_build(GPT *m, const ModelDims *d, AttnSetup attn, int B, int T);
 // A batch worker of m (run/workers.c) with room for B rows of T: m's parameters (shared, not
 // copied) and attention, its own gradients and activations, no optimizer state.
 void gpt_build_worker(GPT *w, const GPT *m, int B, int T);
-// Which attention the model and its batch workers compute (setup.spec) and which implementation
-// trains it (setup.impl). Passes that collect statistics, and specs the implementation does not
-// support, run the definition (see gpt_attention_falls_back).
-void gpt_set_attention(GPT *m, AttnSetup setup);
 // Whether the attention of a pass over the model runs the definition because the chosen
 // implementation does not compute its spec (the engine computes the causal softmax over keys).
 int gpt_attention_falls_back(const GPT *m);

@@ -246,10 +246,25 @@ typedef enum {
     PASS_PREFILL,  // decoding's prefill: rows that the same implementation's decode step continues bit for bit
 } PassKind;
 
+// the attention's clock: the calling thread's seconds in attention, while it is on
+static _Thread_local int t_attention_clock_on;
+static _Thread_local double t_attention_seconds;
+
+void engine_attention_clock_start(void) {
+    t_attention_clock_on = 1;
+    t_attention_seconds = 0;
+}
+void engine_attention_clock_stop(void) { t_attention_clock_on = 0; }
+double engine_attention_clock_seconds(void) { return t_attention_seconds; }
+static double attention_clock_begin(void) { return t_attention_clock_on ? now_seconds() : 0; }
+static void attention_clock_end(double t0) {
+    if (t_attention_clock_on) t_attention_seconds += now_seconds() - t0;
+}
+
 // For a prefill (and the decode steps after it) gpt_decoding_attention; for the other passes the
 // model's implementation, unless the pass collects statistics or keeps the weights P (the maps:
-// both the definition's) or the
-// implementation cannot compute the model's spec: the definition (attention.c) then runs.
+// both the definition's) or the implementation cannot compute the model's spec: the definition
+// (attention.c) then runs.
 static const AttentionImpl *attention_for_pass(const GPT *m, PassKind pass) {
     if (pass == PASS_PREFILL) return gpt_decoding_attention(m);
     if (((m->collect_stats || m->keep_weights) && !m->attn_impl->has_stats) || !m->attn_impl->supports(&m->attn) || m->attn_knockout)
@@ -285,8 +300,10 @@ static double forward(GPT *m, const int *inputs, const int *targets, int B, int 
         } else {
             qkv_forward(A->q, A->k, A->v, A->ln1, P->wq, P->wk, P->wv, N, C);
         }
+        double t0 = attention_clock_begin();
         m->pass_attn->forward(A->atty, A->att, m->attn_scratch, (AttnQKV){A->q, A->k, A->v},
-                                               (AttnShape){B, T, C, NH}, &spec, stats);
+                              (AttnShape){B, T, C, NH}, &spec, stats);
+        attention_clock_end(t0);
         linear_forward_epi(A->res2, A->atty, P->wo, N, C, C, &(GemmEpilogue){epi_residual, residual, residual});
         // MLP branch: res3 = res2 + GELU(ln2 W_fc) W_proj; x = ln2 W_fc is not needed after
         // GELU(x): GELU'(x) replaces it, all backward needs
@@ -366,9 +383,11 @@ void model_engine_backward(GPT *m, int row) {
         // attention branch: res2 = res_in + attention(ln1 Wq, ln1 Wk, ln1 Wv) @ Wo
         linear_backward(G->atty, dP->wo, G->residual, A->atty, P->wo, N, C, C, GRAD_STORE,
                                           GRAD_STORE);
+        double t0 = attention_clock_begin();
         m->pass_attn->backward((AttnGradQKV){G->q, G->k, G->v}, m->attn_scratch, G->atty, A->atty, A->att,
-                                                (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &spec,
-                                                stats, row_gain, GRAD_STORE);
+                               (AttnQKV){A->q, A->k, A->v}, (AttnShape){B, T, C, NH}, &spec, stats,
+                               row_gain, GRAD_STORE);
+        attention_clock_end(t0);
         if (m->dims.qk_norm) {
             // QK-norm's backward turns dL/dq and dL/dk into the projections' gradients, in place
             QkNorm kind = (QkNorm)m->dims.qk_norm;

@@ -11,6 +11,12 @@
 // backward of the mean loss, else of row `row`'s loss alone (gpt_backward_row).
 double model_engine_forward(GPT *m, const int *inputs, const int *targets, int B, int T);
 void model_engine_backward(GPT *m, int row);
+// The attention's clock (make bench's phases), as the products' (gemm_clock_*, kernels/matmul.h):
+// from engine_attention_clock_start on, the calling thread adds up the wall-clock seconds of the
+// attention forwards and backwards it runs in the engine's passes, until _stop.
+void engine_attention_clock_start(void);
+void engine_attention_clock_stop(void);
+double engine_attention_clock_seconds(void);
 
 // ---- what decoding needs (run/decode.c) ----
 // The attention decoding runs for the model: the engine when it computes the model's spec, else

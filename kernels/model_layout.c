@@ -429,12 +429,6 @@ AttnSetup attention_causal(real scale) {
         {scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, &attention_engine, MODEL_ENGINE};
 }
 
-void gpt_set_attention(GPT *m, AttnSetup setup) {
-    m->attn_impl = setup.impl;
-    m->attn = setup.spec;
-    for (int i = 0; i < m->n_workers; i++) gpt_set_attention(&m->workers[i], setup);
-}
-
 int gpt_attention_falls_back(const GPT *m) { return !m->attn_impl->supports(&m->attn); }
 
 void gpt_free(GPT *m) {

@@ -9,55 +9,20 @@
 #include <string.h>
 #include <time.h>
 
-#include "attention.h"         // AttentionImpl: the timing wrapper around the pass's attention
 #include "base/common.h"       // now_seconds, thread_max, xmalloc
 #include "base/dist.h"         // the ranks: their sums, barrier and rank
 #include "base/rng.h"          // the batches' random tokens
 #include "kernels/matmul.h"    // gemm_clock_*, gemm_ledger_*: the products' own seconds; matmul_simd_path
 #include "kernels/peak.h"      // the sustained FMA peak behind MFU
-#include "kernels/model_engine.h"  // epi_gelu, epi_times, epi_residual: the products' epilogues, by name
+#include "kernels/model_engine.h"  // the attention's clock; epi_gelu, epi_times, epi_residual by name
 #include "run/flops.h"         // the FLOPs of a step and of its phases
 #include "run/generate.h"      // the sampling speed
-
-// ---------------------------------------------------------------------------------------------
-// the attention's clock: the pass's implementation behind a wrapper that times its calls on the
-// thread that started the clock (worker 0's, or the model's own pass)
-
-static const AttentionImpl *timed_inner;
-static _Thread_local int t_attention_clock_on;
-static _Thread_local double t_attention_seconds;
-
-static void timed_forward(real *out, real *saved, real *scratch, AttnQKV in, AttnShape shape, const AttnSpec *spec,
-                          AttnStats *stats) {
-    double t0 = t_attention_clock_on ? now_seconds() : 0;
-    timed_inner->forward(out, saved, scratch, in, shape, spec, stats);
-    if (t_attention_clock_on) t_attention_seconds += now_seconds() - t0;
-}
-
-static void timed_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out, const real *saved,
-                           AttnQKV in, AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
-                           GradWrite write) {
-    double t0 = t_attention_clock_on ? now_seconds() : 0;
-    timed_inner->backward(grad, scratch, dout, out, saved, in, shape, spec, stats, row_gain, write);
-    if (t_attention_clock_on) t_attention_seconds += now_seconds() - t0;
-}
-
-// The implementation a training pass of m runs (the definition when m's cannot compute its spec),
-// timed: the same functions, their calls clocked.
-static AttnSetup timed_attention(const GPT *m) {
-    static AttentionImpl timed;
-    timed_inner = gpt_attention_falls_back(m) ? &attention_definition : m->attn_impl;
-    timed = *timed_inner;
-    timed.forward = timed_forward;
-    timed.backward = timed_backward;
-    return (AttnSetup){m->attn, &timed, m->impl};
-}
 
 // ---------------------------------------------------------------------------------------------
 // the benchmark
 
 // The phases of a step: the products of the forward and of the backward (the GEMM's clock), the
-// attention (its wrapper's), the rest of the forward and backward, and the update (the step
+// attention (the engine's clock), the rest of the forward and backward, and the update (the step
 // splits them: forward, backward, update).
 enum { PHASE_MATMUL_FWD, PHASE_MATMUL_BWD, PHASE_ATTENTION, PHASE_OTHER, PHASE_OPTIMIZER, PHASE_COUNT };
 static const char *const phase_names[PHASE_COUNT] = {"matmul_fwd", "matmul_bwd", "attention", "other", "optimizer"};
@@ -75,8 +40,7 @@ static double process_cpu_seconds(void) {
 // backward (the other layers, combining the workers' gradients, waiting for the other threads).
 static void timed_step(Run *r, const int *x, const int *y, long step, double *phase, double *mm_cpu) {
     gemm_clock_start();
-    t_attention_clock_on = 1;
-    t_attention_seconds = 0;
+    engine_attention_clock_start();
     double t0 = now_seconds();
     gemm_ledger_phase(PHASE_MATMUL_FWD);
     run_forward(r, x, y, step);
@@ -89,11 +53,12 @@ static void timed_step(Run *r, const int *x, const int *y, long step, double *ph
     run_update(r, step);
     double t3 = now_seconds();
     gemm_clock_stop();
-    t_attention_clock_on = 0;
+    engine_attention_clock_stop();
+    double att = engine_attention_clock_seconds();
     phase[PHASE_MATMUL_FWD] += mm_fwd;
     phase[PHASE_MATMUL_BWD] += mm - mm_fwd;
-    phase[PHASE_ATTENTION] += t_attention_seconds;
-    phase[PHASE_OTHER] += t2 - t0 - mm - t_attention_seconds;
+    phase[PHASE_ATTENTION] += att;
+    phase[PHASE_OTHER] += t2 - t0 - mm - att;
     phase[PHASE_OPTIMIZER] += t3 - t2;
 }
 
@@ -176,8 +141,6 @@ void run_bench(Run *r, int steps) {
     double *ms = xmalloc(sizeof(double) * (size_t)steps, "timings");
     double phase[PHASE_COUNT] = {0}, warm[PHASE_COUNT] = {0};
     double mm_cpu[2] = {0, 0}, warm_cpu[2] = {0, 0};  // the products' thread CPU seconds, forward and backward
-    AttnSetup untimed = {r->model.attn, r->model.attn_impl, r->model.impl};
-    gpt_set_attention(&r->model, timed_attention(&r->model));
     // The peak is probed before and after the steps: on a shared machine the two disagree when
     // it was too busy to measure, and then no MFU is printed (fma_peak_mfu).
     FmaPeak peak_before = fma_peak_measure();
@@ -192,7 +155,6 @@ void run_bench(Run *r, int steps) {
         timed_step(r, x, y, i, i < warmup ? warm : phase, i < warmup ? warm_cpu : mm_cpu);
         if (i >= warmup) ms[i - warmup] = r->ms;
     }
-    gpt_set_attention(&r->model, untimed);
     double cpu_ms = 1000.0 * (process_cpu_seconds() - cpu_start) / steps;
     // median by insertion sort (N is small)
     for (int i = 1; i < steps; i++) {

@@ -211,7 +211,7 @@ double gradcheck_tolerance(void);
 // Returns the number of failing tensors (too-small ones are not failures).
 // The attention the gradient check's --break-backward trains: the definition's forward, and its
 // backward with the classic mistake of dropping the softmax VJP's "- rowsum(dP * P)" term, so
-// that dS = P * dP. (Causal mask, softmax over keys.) Set it with gpt_set_attention.
+// that dS = P * dP. (Causal mask, softmax over keys.) Build the model with it (AttnSetup.impl).
 extern const AttentionImpl lab_broken_attention;
 
 int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_per_tensor, uint64_t seed,

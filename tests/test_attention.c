@@ -18,6 +18,7 @@
 #include "base/config.h"
 #include "teach/lab_core.h"
 #include "model.h"
+#include "tests/set_attention.h"  // set_attention: another attention on the same weights
 #include "base/rng.h"
 #include "test.h"
 #include "test_numeric.h"
@@ -837,11 +838,11 @@ static void test_attention_window_runs_the_engine(void) {
     char err[256];
     config_defaults(&cfg);
     CHECK(config_apply_override(&cfg, "model.attn_window=4", err, sizeof err) && config_finalize(&cfg, err, sizeof err));
-    gpt_set_attention(&m, attention_setup(&cfg));
+    set_attention(&m, attention_setup(&cfg));
     CHECK(m.attn.window == 4 && m.attn_impl == &attention_engine && !gpt_attention_falls_back(&m));
     config_defaults(&cfg);
     CHECK(config_finalize(&cfg, err, sizeof err));
-    gpt_set_attention(&m, attention_setup(&cfg));
+    set_attention(&m, attention_setup(&cfg));
     CHECK(m.attn.window == 0 && !gpt_attention_falls_back(&m));
     gpt_free(&m);
 }
@@ -889,7 +890,7 @@ static void test_probe_statistics_come_from_the_definition(void) {
     rng_seed(&rng, 3);
     gpt_init(&a, INIT_FAN_IN, &rng);
     memcpy(b.params, a.params, a.n_params * sizeof(real));
-    gpt_set_attention(&b, (AttnSetup){a.attn, &attention_definition, MODEL_ENGINE});
+    set_attention(&b, (AttnSetup){a.attn, &attention_definition, MODEL_ENGINE});
     CHECK(a.attn_impl == &attention_engine);
     int x[16], y[16];
     for (int i = 0; i < 16; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }

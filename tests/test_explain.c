@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "model.h"
+#include "tests/set_attention.h"  // set_attention: another attention on the same weights
 #include "teach/explain.h"
 #include "teach/explain_page.h"
 #include "test.h"
@@ -127,7 +128,7 @@ static void copy_head_model(GPT *m) {
     P->wq[CZ * CC + 0] = -1;
     P->wk[(CV + CJ) * CC + 0] = (real)(1000 / (mu * rstd * A * rstd));
     for (int v = 0; v < CV; v++) P->wv[v * CC + v] = 1, P->wo[v * CC + v] = 6;
-    gpt_set_attention(m, (AttnSetup){m->attn, &attention_definition, MODEL_ENGINE});
+    set_attention(m, (AttnSetup){m->attn, &attention_definition, MODEL_ENGINE});
 }
 
 static void test_copy_head_names_j(void) {

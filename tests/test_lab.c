@@ -10,6 +10,7 @@
 #include "attention.h"
 #include "teach/lab_core.h"
 #include "model.h"
+#include "tests/set_attention.h"  // set_attention: another attention on the same weights
 #include "base/rng.h"
 
 #include <cjson/cJSON.h>
@@ -263,7 +264,7 @@ static void expect_pass_with(int init, int sqrt_scale, double tol, AttnMask mask
     GPT m;
     int x[64], y[64];
     tiny_model(&m, init, sqrt_scale, x, y);
-    gpt_set_attention(&m, (AttnSetup){{m.attn.scale, mask, axis, window, NULL}, &attention_engine, MODEL_ENGINE});
+    set_attention(&m, (AttnSetup){{m.attn.scale, mask, axis, window, NULL}, &attention_engine, MODEL_ENGINE});
     GradcheckRow *rows = calloc((size_t)m.n_tensors, sizeof *rows);
     int failed = gradcheck_model(&m, x, y, GRADCHECK_TINY_BATCH, m.dims.block_size, 0, 1, rows);
     CHECK(failed == 0);
@@ -311,7 +312,7 @@ static void expect_qk_pass(int init, QkNorm kind, const AttentionImpl *impl, dou
     int x[64], y[64];
     gpt_build(&m, &d, attention_causal((real)(1.0 / sqrt((double)(d.n_embd / d.n_head)))), GRADCHECK_TINY_BATCH,
               d.block_size);
-    gpt_set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, impl, MODEL_ENGINE});
+    set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, impl, MODEL_ENGINE});
     Rng r;
     rng_seed(&r, 1337);
     gpt_init(&m, init, &r);
@@ -373,7 +374,7 @@ static void expect_broken_caught(int init) {
     int x[64], y[64];
     tiny_model(&m, init, 1, x, y);
     GradcheckRow *rows = calloc((size_t)m.n_tensors, sizeof *rows);
-    gpt_set_attention(&m, (AttnSetup){m.attn, &lab_broken_attention, MODEL_ENGINE});
+    set_attention(&m, (AttnSetup){m.attn, &lab_broken_attention, MODEL_ENGINE});
     int failed = gradcheck_model(&m, x, y, GRADCHECK_TINY_BATCH, m.dims.block_size, 0, 1, rows);
     CHECK(failed > 0);
     for (int l = 0; l < m.dims.n_layer; l++) {

@@ -21,6 +21,7 @@
 #include "run/generate.h"
 #include "kernels/matmul.h"
 #include "model.h"
+#include "tests/set_attention.h"  // set_attention: another attention on the same weights
 #include "kernels/model_engine.h"
 #include "base/rng.h"
 #include "test.h"
@@ -812,7 +813,7 @@ static void test_kv_cache_window_matches_full_forward(void) {
     kv_cache_free(&c);
     for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
         int W = windows[wi];
-        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, W, NULL}, &attention_engine, MODEL_ENGINE});
+        set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, W, NULL}, &attention_engine, MODEL_ENGINE});
         kv_cache_init(&c, &m);
         CHECK_MSG(c.ring == W && c.slots == (W < 8 ? 2 * W : 8), "window %d: ring %d, %d slots", W, c.ring, c.slots);
         int same = 0;
@@ -1022,7 +1023,7 @@ static void test_gen_loss_equals_val_loss_when_causal(void) {
     CHECK(isfinite(gen) && gen > 0.5);
     CHECK_MSG(fabs(gen - tf) <= 1e-5 * tf, "gen_loss %.9g, teacher-forced %.9g", gen, tf);
     // and the same for shorter windows and the definition training
-    gpt_set_attention(&m, (AttnSetup){m.attn, &attention_definition, MODEL_ENGINE});
+    set_attention(&m, (AttnSetup){m.attn, &attention_definition, MODEL_ENGINE});
     double tf5 = 0, gen5 = gpt_generation_loss(&m, x, y, 3, 5, &tf5);
     CHECK_MSG(fabs(gen5 - tf5) <= 1e-5 * tf5, "T 5: gen_loss %.9g, teacher-forced %.9g", gen5, tf5);
     gpt_free(&m);
@@ -1073,7 +1074,7 @@ static void test_gen_loss_exposes_a_leak(void) {
     for (int k = 0; k < 4; k++) {
         GPT m;
         build_tiny(&m, INIT_FAN_IN, (real)0.5, 9);
-        gpt_set_attention(&m, (AttnSetup){{m.attn.scale, masks[k], axes[k], 0, NULL}, &attention_engine, MODEL_ENGINE});
+        set_attention(&m, (AttnSetup){{m.attn.scale, masks[k], axes[k], 0, NULL}, &attention_engine, MODEL_ENGINE});
         train_random(&m, 300);
         double tf = 0, gen = gpt_generation_loss(&m, x, y, 4, 8, &tf);
         if (k == 0) {
