@@ -231,11 +231,11 @@ test-browser: lab train sample tests/browser_test build/webnative/web_native
 # checkpoints) and web/ (the entry points, the JSON parser, the WASI shim) compiled to one wasm32 module, embedded in one page with its script (tools/build-web.sh installs clang's
 # wasm32 target, lld and wasi-libc when they are missing). The native build does not need them.
 WEB_SRC := base/common.c base/rng.c base/data.c base/config.c base/config_keys.c base/outfile.c $(KERNELS) attention.c \
-	attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c run/induction.c web/json.c web/wasi_shim.c web/web_main.c
+	attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c run/induction.c base/json_own.c web/wasi_shim.c web/web_main.c
 # the same natively: the system's cJSON and files in build/webnative/ for the page's memory file system
-WEB_NATIVE_SRC := $(filter-out web/json.c web/wasi_shim.c,$(WEB_SRC))
+WEB_NATIVE_SRC := $(filter-out base/json_own.c web/wasi_shim.c,$(WEB_SRC))
 web: web/playground.html
-web/playground.html: $(WEB_SRC) $(CORE_H) web/include/cjson/cJSON.h web/playground.in.html data/default.txt tools/build-web.sh
+web/playground.html: $(WEB_SRC) $(CORE_H) base/json.h base/json_own.h web/playground.in.html data/default.txt tools/build-web.sh
 	sh tools/build-web.sh $@
 
 # The same sources natively, 4-wide vectors (the module's width), one thread: the losses the page's

@@ -704,7 +704,7 @@ static int cmd_gradcheck(int argc, char **argv) {
     if (!config_finalize(&cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
     free(overrides);
 
-    ModelDims d = {GRADCHECK_TINY_VOCAB, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd, gpt_qk_norm_kind(cfg.qk_norm)};
+    ModelDims d = gpt_dims(&cfg, GRADCHECK_TINY_VOCAB);
     if (seq > cfg.block_size)
         die(EXIT_USAGE, "gradcheck: --T %lld exceeds model.block_size %d", seq, cfg.block_size);
     int B = GRADCHECK_TINY_BATCH;

@@ -329,7 +329,7 @@ int main(int argc, char **argv) {
         if (m.dims.qk_norm)
             fprintf(stderr, "note: model.qk_norm is %s: the file holds its gains%s as transformer.h.N.attn.q_norm.* and "
                     "attn.k_norm.*; nanoGPT has no such tensors (its load_state_dict refuses them)\n",
-                    m.dims.qk_norm == QK_NORM_LAYERNORM ? "layernorm" : "rmsnorm",
+                    gpt_qk_norm_name(m.dims.qk_norm),
                     m.dims.qk_norm == QK_NORM_LAYERNORM ? " and biases" : "");
         if (!tokens_given) tokens = 0;
     }

@@ -40,14 +40,6 @@
 // ---------------------------------------------------------------------------------------------
 // the configuration and the data
 
-// The learning-rate schedule's decay horizon is fixed when a run starts: train.lr_decay_steps 0
-// ("train.max_steps") becomes the number, which the checkpoint's config keeps, so a resume that
-// extends max_steps keeps the schedule (beyond the horizon lr stays at min_lr) unless it sets
-// train.lr_decay_steps itself.
-static void fix_decay_horizon(Config *cfg) {
-    cfg->lr_decay_steps = (int)train_decay_horizon(cfg);
-}
-
 // The directory a path's file is in (a usage error when it does not fit in n bytes).
 static void dir_of(const char *path, char *dir, size_t n) {
     const char *slash = strrchr(path, '/');
@@ -63,7 +55,7 @@ static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
     if (ck) {
         if (!config_load_json(cfg, ck->config_json, strlen(ck->config_json), a->resume_path, err, sizeof err))
             die(EXIT_RUNTIME, "%s", err);
-        fix_decay_horizon(cfg);  // a checkpoint of an earlier version may hold 0: its run's horizon was its max_steps
+        train_fix_decay_horizon(cfg);  // a checkpoint of an earlier version may hold 0: its run's horizon was its max_steps
         // replacing another run's files is asked for on the command line, never inherited
         snprintf(cfg->overwrite, sizeof cfg->overwrite, "false");
         // a resumed run continues in its checkpoint's directory, wherever that is now (moved or
@@ -76,7 +68,7 @@ static void load_config(Config *cfg, const Args *a, const Checkpoint *ck) {
     for (int i = 0; i < a->n_overrides; i++)
         if (!config_apply_override(cfg, a->overrides[i], err, sizeof err)) die(EXIT_USAGE, "%s", err);
     if (!config_finalize(cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
-    fix_decay_horizon(cfg);
+    train_fix_decay_horizon(cfg);
     if (ck) {
         const ModelDims *d = &ck->dims;
         if (cfg->block_size != d->block_size || cfg->n_layer != d->n_layer || cfg->n_head != d->n_head ||

@@ -5,7 +5,7 @@
 #include "base/config_keys.h"  // the key table: KeySpec, CONFIG_KEYS, config_find_key
 #include "base/data.h"
 
-#include <cjson/cJSON.h>
+#include "base/json.h"  // cJSON, or base/json_own.c where there is none
 #include <errno.h>
 #include <limits.h>
 #include <math.h>

@@ -82,6 +82,8 @@ double lr_schedule(double lr, double min_lr, long warmup, long decay, long step)
 
 long train_decay_horizon(const Config *c) { return c->lr_decay_steps > 0 ? c->lr_decay_steps : c->max_steps; }
 
+void train_fix_decay_horizon(Config *c) { c->lr_decay_steps = (int)train_decay_horizon(c); }
+
 double train_lr(const Config *c, long step) {
     return lr_schedule(c->lr, c->min_lr, c->warmup_steps, train_decay_horizon(c), step);
 }

@@ -16,6 +16,10 @@ void gpt_adamw_update(GPT *m, double lr, double beta1, double beta2, double eps,
 double lr_schedule(double lr, double min_lr, long warmup, long decay, long step);
 // The decay horizon of c's schedule: train.lr_decay_steps, or train.max_steps when that is 0.
 long train_decay_horizon(const Config *c);
+// The horizon fixed when a run starts (./train, the page, each run of a sweep): train.lr_decay_steps
+// 0 becomes the number, which the checkpoint's config keeps, so a resume that extends max_steps
+// keeps the schedule (beyond the horizon lr stays at min_lr) unless it sets lr_decay_steps itself.
+void train_fix_decay_horizon(Config *c);
 // The learning rate of step (0-based) under c's schedule (lr_schedule with c's rates, warmup and
 // decay horizon).
 double train_lr(const Config *c, long step);

@@ -180,7 +180,7 @@ int safetensors_export(const char *path, const GPT *m, const char *config_json, 
     cJSON_AddStringToObject(meta, "layernorm_bias", with_ln_bias ? "true" : "false");
     cJSON_AddStringToObject(meta, "attention_as_nanogpt", safetensors_attention_is_nanogpts(m) ? "true" : "false");
     if (m->dims.qk_norm)  // only then: a file without QK-norm keeps the metadata it always had
-        cJSON_AddStringToObject(meta, "qk_norm", m->dims.qk_norm == QK_NORM_LAYERNORM ? "layernorm" : "rmsnorm");
+        cJSON_AddStringToObject(meta, "qk_norm", gpt_qk_norm_name(m->dims.qk_norm));
     add_meta_int(meta, "vocab_size", m->dims.vocab_size);
     add_meta_int(meta, "block_size", m->dims.block_size);
     add_meta_int(meta, "n_layer", m->dims.n_layer);
@@ -547,8 +547,6 @@ static int read_dims(ModelDims *d, Entry *e, int n, const cJSON *meta, const cha
     return 1;
 }
 
-static const char *qk_norm_label(int kind) { return kind == QK_NORM_LAYERNORM ? "layernorm" : kind == QK_NORM_RMSNORM ? "rmsnorm" : "none"; }
-
 // The model's QK-norm: the metadata config's model.qk_norm (none without a config, as nanoGPT's
 // files are); a qk_norm entry of the metadata must agree with it.
 static int read_qk_norm(ModelDims *d, const cJSON *meta, const char *path, char *err, size_t errlen) {
@@ -559,9 +557,9 @@ static int read_qk_norm(ModelDims *d, const cJSON *meta, const char *path, char 
     if (json && !config_load_json(&c, json, strlen(json), path, cerr, sizeof cerr))
         return refuse(err, errlen, "'%s': its metadata's config is not a valid configuration: %s", path, cerr);
     d->qk_norm = gpt_qk_norm_kind(c.qk_norm);
-    if (stated && strcmp(stated, qk_norm_label(d->qk_norm)) != 0)
+    if (stated && strcmp(stated, gpt_qk_norm_name(d->qk_norm)) != 0)
         return refuse(err, errlen, "'%s' is inconsistent: its metadata's qk_norm is '%s' but its config's model.qk_norm is "
-                      "'%s'", path, stated, qk_norm_label(d->qk_norm));
+                      "'%s'", path, stated, gpt_qk_norm_name(d->qk_norm));
     return 1;
 }
 
@@ -588,7 +586,7 @@ static int check_entries(Entry *e, int n, const ModelDims *d, const unsigned cha
         if (!expected_shape(rest, l, d, shape, &ndim)) {
             if (l >= 0 && is_qk_norm(rest))
                 return refuse(err, errlen, "'%s' has a tensor '%s' that its model.qk_norm '%s' does not have (the norms "
-                              "must match the config)", path, e[i].name, qk_norm_label(d->qk_norm));
+                              "must match the config)", path, e[i].name, gpt_qk_norm_name(d->qk_norm));
             return refuse(err, errlen, "'%s' has an extra tensor '%s' (not a weight of nanoGPT's GPT)", path, e[i].name);
         }
         if (e[i].ndim != ndim || e[i].shape[0] != shape[0] || (ndim == 2 && e[i].shape[1] != shape[1])) {
@@ -658,7 +656,7 @@ static int convert_tensors(Checkpoint *ck, Entry *e, int n, const unsigned char 
             memset(dst, 0, ti[i].size * sizeof(float));  // nanoGPT's bias=False: no LayerNorm bias is a zero one
         } else if (!src && is_qk_norm(r->theirs)) {
             ok = refuse(err, errlen, "'%s' has no tensor '%s', which its model.qk_norm '%s' needs (the norms must match "
-                        "the config)", path, theirs, qk_norm_label(ck->dims.qk_norm));
+                        "the config)", path, theirs, gpt_qk_norm_name(ck->dims.qk_norm));
         } else if (!src) {
             ok = refuse(err, errlen, "'%s' has no tensor '%s'", path, theirs);
         } else {

@@ -33,6 +33,7 @@
 #include "report/writer.h"
 #include "run/args.h"
 #include "run/checkpoint.h"
+#include "run/optimizer.h"  // train_fix_decay_horizon
 #include "run/outdir.h"
 
 // ---------------------------------------------------------------------------------------------
@@ -93,7 +94,7 @@ static void run_config(const Sweep *s, SweepRun *r) {
     for (int i = 0; ok && i < n; i++) ok = config_apply_override(&cfg, own[i] + 2, err, sizeof err);
     if (!ok || !config_finalize(&cfg, err, sizeof err))
         die(EXIT_USAGE, "the sweep's run in '%s' (%s, lr %g): %s", r->dir, s->v[r->variant].name, r->lr, err);
-    if (cfg.lr_decay_steps == 0) cfg.lr_decay_steps = cfg.max_steps;  // as ./train fixes it when a run starts
+    train_fix_decay_horizon(&cfg);  // as ./train fixes it when a run starts
     free(r->config_json);
     r->config_json = config_to_json(&cfg);
     r->max_steps = cfg.max_steps;

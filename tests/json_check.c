@@ -1,4 +1,4 @@
-// tests/json_check.c: base/config.c on the web build's JSON parser (web/json.c) against the same
+// tests/json_check.c: base/config.c on the web build's JSON parser (base/json_own.c) against the same
 // code on the system's cJSON. tools/web-check.sh builds this program twice, once with each, and
 // fails unless both print the same: for every file named and every text of the table below,
 // whether config_load_json + config_finalize accept it, the message when not, and the resolved

@@ -16,13 +16,13 @@ if ! probe; then
 fi
 # the sources the page is built from; their hash is recorded in the page (tools/web-check.sh
 # compares it with docs/playground.html's, so the committed copy cannot fall behind)
-HASHED="base/*.h base/common.c base/rng.c base/data.c base/config.c base/config_keys.c base/outfile.c kernels/*.h kernels/matmul.c kernels/peak.c kernels/attention_engine.c kernels/model_engine.c kernels/model_layout.c attention.h attention.c attention_stats.c model.h model.c run/optimizer.h run/optimizer.c run/checkpoint.h run/checkpoint.c run/generate.h run/generate.c run/decode.h run/decode.c run/induction.h run/induction.c report/attention_map.h web/include/cjson/cJSON.h web/json.c web/wasi_shim.h web/wasi_shim.c web/web_main.c web/playground.in.html data/default.txt tools/build-web.sh"
+HASHED="base/*.h base/common.c base/rng.c base/data.c base/config.c base/config_keys.c base/outfile.c kernels/*.h kernels/matmul.c kernels/peak.c kernels/attention_engine.c kernels/model_engine.c kernels/model_layout.c attention.h attention.c attention_stats.c model.h model.c run/optimizer.h run/optimizer.c run/checkpoint.h run/checkpoint.c run/generate.h run/generate.c run/decode.h run/decode.c run/induction.h run/induction.c report/attention_map.h base/json.h base/json_own.h base/json_own.c web/wasi_shim.h web/wasi_shim.c web/web_main.c web/playground.in.html data/default.txt tools/build-web.sh"
 [ "$1" = --hash ] && { cat $HASHED | sha256sum | cut -c1-64; exit 0; }
-SRC="base/common.c base/rng.c base/data.c base/config.c base/config_keys.c base/outfile.c kernels/matmul.c kernels/peak.c kernels/attention_engine.c kernels/model_engine.c kernels/model_layout.c attention.c attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c run/induction.c web/json.c web/wasi_shim.c web/web_main.c"
+SRC="base/common.c base/rng.c base/data.c base/config.c base/config_keys.c base/outfile.c kernels/matmul.c kernels/peak.c kernels/attention_engine.c kernels/model_engine.c kernels/model_layout.c attention.c attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c run/induction.c base/json_own.c web/wasi_shim.c web/web_main.c"
 mkdir -p build/web
 wasm=build/web/playground.wasm
-# web/include first: its <cjson/cJSON.h> is web/json.c's; web/wasi_shim.h declares what WASI lacks
-$WCC --target=wasm32-wasi -mexec-model=reactor -std=c11 -Iweb/include -I. -include web/wasi_shim.h -O3 -msimd128 -Wall -Wextra -Wpedantic \
+# JSON_OWN: base/config.c's parser is base/json_own.c; web/wasi_shim.h declares what WASI lacks
+$WCC --target=wasm32-wasi -mexec-model=reactor -std=c11 -DJSON_OWN -I. -include web/wasi_shim.h -O3 -msimd128 -Wall -Wextra -Wpedantic \
     -fno-trapping-math -fno-math-errno -D_WASI_EMULATED_SIGNAL -D_WASI_EMULATED_GETPID -Wl,--export-dynamic -Wl,--initial-memory=33554432 \
     -Wl,--max-memory=1073741824 -Wl,-z,stack-size=1048576 $SRC -o $wasm -lwasi-emulated-signal -lwasi-emulated-getpid
 echo "$wasm: $(wc -c < $wasm) bytes" >&2

@@ -1,6 +1,6 @@
 #!/bin/sh
 # tools/web-check.sh [STEPS]: the playground's module against the native build of the same sources.
-# - the JSON parser: base/config.c on web/json.c (the module's) and on the system's cJSON print
+# - the JSON parser: base/config.c on base/json_own.c (the module's) and on the system's cJSON print
 #   the same for configs/*.json and tests/json_check.c's table of bad texts;
 # - the losses: build/web/playground.wasm (tools/build-web.sh) and build/webnative/web_native (the
 #   same sources, 4-wide vectors: -DVEC_BYTES=16, one thread) train tests/web_check.json STEPS
@@ -42,7 +42,7 @@ $CC -std=c11 -I. -O3 -march=native -DVEC_BYTES=16 -DPG_DIR='"build/webnative/"' 
     -lcjson -lm 2>/dev/null
 J="tests/json_check.c base/config.c base/config_keys.c base/common.c base/data.c base/rng.c"
 $CC -std=c11 -I. -O1 $J -o build/webnative/json_cjson -lcjson -lm 2>/dev/null
-$CC -std=c11 -Iweb/include -I. -O1 $J web/json.c -o build/webnative/json_web -lm 2>/dev/null
+$CC -std=c11 -DJSON_OWN -I. -O1 $J base/json_own.c -o build/webnative/json_web -lm 2>/dev/null
 # the same with the module's rounding (no FMA), where the vectors are SSE (x86-64)
 $CC -std=c11 -I. -O3 -march=native -mno-fma -DVEC_UNFUSED -DVEC_BYTES=16 -DPG_DIR='"build/webnative/"' -Wno-psabi -ffp-contract=off \
     -fno-trapping-math -fno-math-errno -Wall -Wextra $CORE web/web_main.c tools/web_native.c -o build/webnative/web_native_unfused \
@@ -52,10 +52,10 @@ fi
 ./build/webnative/json_cjson configs/*.json > build/webnative/json_cjson.txt
 ./build/webnative/json_web configs/*.json > build/webnative/json_web.txt
 if ! cmp -s build/webnative/json_cjson.txt build/webnative/json_web.txt; then
-    echo "web-check: FAIL: base/config.c on web/json.c differs from base/config.c on cJSON:"
+    echo "web-check: FAIL: base/config.c on base/json_own.c differs from base/config.c on cJSON:"
     diff build/webnative/json_cjson.txt build/webnative/json_web.txt | head -20; exit 1
 fi
-echo "web-check: ok: web/json.c and cJSON: the same for $(grep -c ': accepted:$' build/webnative/json_cjson.txt) accepted and $(grep -c ': refused: ' build/webnative/json_cjson.txt) refused texts"
+echo "web-check: ok: base/json_own.c and cJSON: the same for $(grep -c ': accepted:$' build/webnative/json_cjson.txt) accepted and $(grep -c ': refused: ' build/webnative/json_cjson.txt) refused texts"
 ./build/webnative/web_native tests/web_check.json "$steps" > build/webnative/native.txt
 node tests/web_check.mjs build/web/playground.wasm tests/web_check.json "$steps" > build/webnative/wasm.txt
 paste build/webnative/native.txt build/webnative/wasm.txt | awk -v n="$steps" '

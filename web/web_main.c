@@ -125,7 +125,7 @@ static void install(Variant *nv, int n, Dataset *d) {
 static int resolve_config(Config *c, const char *json, size_t n, const char *origin) {
     config_defaults(c);
     if (!config_load_json(c, json, n, origin, msg, sizeof msg) || !config_finalize(c, msg, sizeof msg)) return 0;
-    if (c->lr_decay_steps == 0) c->lr_decay_steps = c->max_steps;
+    train_fix_decay_horizon(c);
     return 1;
 }
 

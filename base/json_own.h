@@ -1,9 +1,9 @@
-// web/include/cjson/cJSON.h: the part of cJSON's interface that base/config.c uses, for the web
-// build (no cJSON library exists for wasm32). web/json.c implements it with cJSON 1.7.15's
-// semantics: the same accepted texts, the same values, the same position of a syntax error.
-// The native build includes the system's <cjson/cJSON.h>; tests/json_check.c compares the two.
-#ifndef WEB_CJSON_H
-#define WEB_CJSON_H
+// base/json_own.h: the part of cJSON's interface that base/config.c uses, for a build without a
+// cJSON library (the web build: none exists for wasm32; base/json.h chooses it under JSON_OWN).
+// base/json_own.c implements it with cJSON 1.7.15's semantics: the same accepted texts, the same
+// values, the same position of a syntax error; tests/json_check.c compares the two.
+#ifndef BASE_JSON_OWN_H
+#define BASE_JSON_OWN_H
 
 #include <stddef.h>
 

@@ -1,10 +1,11 @@
-// web/json.c: the JSON parser of the web build, web/include/cjson/cJSON.h's functions. It follows
+// base/json_own.c: the JSON parser of a build without cJSON (base/json_own.h). It follows
 // cJSON 1.7.15 step by step, so that base/config.c accepts and refuses the same texts and reports
 // a syntax error at the same line and column as natively: whitespace is any byte <= 32, a UTF-8
 // byte order mark is skipped, a number is the longest run of 0-9 + - e E . read by
 // strtod, a \u escape with a non-hex digit reads as 0, and the error position is where the
 // failing step left the cursor (a string's error: its opening quote + 1, or the bad escape).
-#include <cjson/cJSON.h>
+#ifdef JSON_OWN  // compiled only where base/json.h chooses it: elsewhere the system's cJSON serves
+#include "base/json_own.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -265,3 +266,7 @@ cJSON_bool cJSON_IsNumber(const cJSON *i) { return i && (i->type & 0xFF) == cJSO
 cJSON_bool cJSON_IsString(const cJSON *i) { return i && (i->type & 0xFF) == cJSON_String; }
 cJSON_bool cJSON_IsArray(const cJSON *i) { return i && (i->type & 0xFF) == cJSON_Array; }
 cJSON_bool cJSON_IsObject(const cJSON *i) { return i && (i->type & 0xFF) == cJSON_Object; }
+
+#else
+typedef int json_own_not_chosen;  // a translation unit holds a declaration (ISO C)
+#endif
