@@ -18,8 +18,9 @@
 // columns, and S is computed from the normalised rows: the scale then acts as a temperature.
 // The projections into q, k, v and out of O (Wq, Wk, Wv, Wo) are ordinary linear layers in
 // model.c. This file is what the float64 build, ./lab, the attention statistics and the tests
-// use; kernels/attention_engine.c computes the same function faster for training, and the tests prove the
-// two equal. The mask and the softmax axis can also be set to the classic mistakes (AttnSpec).
+// use; kernels/attention_engine.c computes the same function faster for training, and the tests
+// prove the two equal. The mask and the softmax axis can also be set to the classic mistakes
+// (AttnSpec).
 #include "attention.h"
 
 #include <math.h>
@@ -50,8 +51,8 @@ void softmax_backward(real *ds, const real *dp, const real *p, int n) {
 // one head
 
 // out and the inputs q, k, v are (B,T,C); att is (B,NH,T,T)
-void attention_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShape shape, const AttnSpec *spec,
-                       AttnStats *stats) {
+void attention_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShape shape,
+                       const AttnSpec *spec, AttnStats *stats) {
     int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
     real *S = scratch;  // the scores (T,T) of the current head
     for (int b = 0; b < B; b++) {
@@ -75,7 +76,8 @@ void attention_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShap
             // mistake "zero" writes 0 above the diagonal instead)
             for (int t = 0; t < T; t++)
                 for (int u = 0; u < T; u++)
-                    if (attention_masked(spec, t, u)) S[t * T + u] = spec->mask == ATTN_MASK_ZERO ? 0 : -INFINITY;
+                    if (attention_masked(spec, t, u))
+                        S[t * T + u] = spec->mask == ATTN_MASK_ZERO ? 0 : -INFINITY;
 
             // knockout: one key of each row removed (S = -inf), so the rest renormalise
             if (spec->knockout)
@@ -125,13 +127,15 @@ void attention_forward(real *out, real *att, real *scratch, AttnQKV in, AttnShap
 }
 
 // The gradient write of a backward pass: onto what the buffer holds, or over it.
-static void write_grad(real *dst, real value, GradWrite write) { *dst = write == GRAD_ADD ? *dst + value : value; }
+static void write_grad(real *dst, real value, GradWrite write) {
+    *dst = write == GRAD_ADD ? *dst + value : value;
+}
 
 // the gradients, dout and the inputs are (B,T,C); att is (B,NH,T,T) and holds P from the forward
 // (which is all it needs: out, the forward's O, is for the engine's backward)
-void attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out, const real *att,
-                        AttnQKV in, AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
-                        GradWrite write) {
+void attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out,
+                        const real *att, AttnQKV in, AttnShape shape, const AttnSpec *spec,
+                        AttnStats *stats, real *row_gain, GradWrite write) {
     (void)out;
     int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
     real *dP = scratch;                  // dL/dP (T,T) of the current head
@@ -170,13 +174,15 @@ void attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const
                 for (int t = 0; t < T; t++) {
                     real rowsum = 0;
                     for (int u = 0; u < T; u++) rowsum += dP[t * T + u] * P[t * T + u];
-                    for (int u = 0; u < T; u++) dS[t * T + u] = P[t * T + u] * (dP[t * T + u] - rowsum);
+                    for (int u = 0; u < T; u++)
+                        dS[t * T + u] = P[t * T + u] * (dP[t * T + u] - rowsum);
                 }
             } else {
                 for (int u = 0; u < T; u++) {
                     real colsum = 0;
                     for (int t = 0; t < T; t++) colsum += dP[t * T + u] * P[t * T + u];
-                    for (int t = 0; t < T; t++) dS[t * T + u] = P[t * T + u] * (dP[t * T + u] - colsum);
+                    for (int t = 0; t < T; t++)
+                        dS[t * T + u] = P[t * T + u] * (dP[t * T + u] - colsum);
                 }
             }
 
@@ -191,7 +197,8 @@ void attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const
                 for (int i = 0; i < hd; i++) row[i] = 0;
                 for (int u = 0; u < T; u++)
                     for (int i = 0; i < hd; i++) row[i] += dS[t * T + u] * K[u * C + i];
-                for (int i = 0; i < hd; i++) write_grad(&dQ[t * C + i], spec->scale * row[i], write);
+                for (int i = 0; i < hd; i++)
+                    write_grad(&dQ[t * C + i], spec->scale * row[i], write);
             }
 
             // dK = scale * dS^T Q: dK[u][i] = scale * sum_t dS[t][u] Q[t][i]
@@ -199,12 +206,14 @@ void attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const
                 for (int i = 0; i < hd; i++) row[i] = 0;
                 for (int t = 0; t < T; t++)
                     for (int i = 0; i < hd; i++) row[i] += dS[t * T + u] * Q[t * C + i];
-                for (int i = 0; i < hd; i++) write_grad(&dK[u * C + i], spec->scale * row[i], write);
+                for (int i = 0; i < hd; i++)
+                    write_grad(&dK[u * C + i], spec->scale * row[i], write);
             }
 
             if (stats || row_gain)
-                attention_stats_backward(stats ? &stats[h] : NULL, row_gain ? row_gain + ((size_t)b * NH + h) * T : NULL,
-                                         dP, dS, T, spec);
+                attention_stats_backward(stats ? &stats[h] : NULL,
+                                         row_gain ? row_gain + ((size_t)b * NH + h) * T : NULL, dP,
+                                         dS, T, spec);
         }
     }
 }
@@ -216,8 +225,8 @@ void attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const
 // it sees (k and v hold those pos + 1 rows, oldest first: see AttentionDecodeFn). The keys the
 // mask hides get weight exp(-inf) = 0 in the forward, and adding 0 changes no sum, so these are
 // the forward's numbers bit for bit: the same loops, in the same order, over fewer keys.
-void attention_decode(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C, int NH,
-                      const AttnSpec *spec) {
+void attention_decode(real *out, real *scores, const real *q, const real *k, const real *v, int pos,
+                      int C, int NH, const AttnSpec *spec) {
     real scale = spec->scale;
     int hd = C / NH, n = pos + 1;
     for (int h = 0; h < NH; h++) {
@@ -279,14 +288,15 @@ void qk_norm_forward(real *out, real *mean, real *rstd, const real *x, const rea
             // r = 1 / sqrt(var + eps)
             real r = (real)(1.0 / sqrt(var + QK_NORM_EPS)), m = (real)mu;
             // y_i = w_i * (x_i - mu) * r + b_i
-            for (int i = 0; i < hd; i++) yr[i] = w[i] * ((xr[i] - m) * r) + (kind == QK_NORM_LAYERNORM ? b[i] : 0);
+            for (int i = 0; i < hd; i++)
+                yr[i] = w[i] * ((xr[i] - m) * r) + (kind == QK_NORM_LAYERNORM ? b[i] : 0);
             mean[(size_t)n * NH + h] = m;
             rstd[(size_t)n * NH + h] = r;
         }
 }
 
-void qk_norm_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w, const real *mean,
-                      const real *rstd, QkNormShape shape) {
+void qk_norm_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
+                      const real *mean, const real *rstd, QkNormShape shape) {
     int N = shape.N, C = shape.C, NH = shape.NH;
     QkNorm kind = shape.kind;
     int hd = C / NH;
@@ -309,7 +319,8 @@ void qk_norm_backward(real *dx, real *dw, real *db, const real *dout, const real
             mean_dn /= hd;
             mean_dn_n /= hd;
             if (kind != QK_NORM_LAYERNORM) mean_dn = 0;
-            // dx_i = r * (dn_i - mean(dn) - n_i * mean(dn * n)); dy_i is read before dx_i is written
+            // dx_i = r * (dn_i - mean(dn) - n_i * mean(dn * n)); dy_i is read before dx_i is
+            // written
             real a = (real)mean_dn, c = (real)mean_dn_n;
             for (int i = 0; i < hd; i++) dxr[i] = r * (dy[i] * w[i] - a - ((xr[i] - m) * r) * c);
         }
@@ -325,6 +336,13 @@ static int supports_everything(const AttnSpec *spec) {
 size_t attention_definition_saved_reals(AttnShape s) { return (size_t)s.B * s.NH * s.T * s.T; }
 size_t attention_definition_scratch_reals(int T, int hd) { return 2 * (size_t)T * T + hd; }
 
-const AttentionImpl attention_definition = {"definition", attention_forward, attention_backward, supports_everything, 1,
-                                            attention_decode, attention_definition_saved_reals,
-                                            attention_definition_scratch_reals, qk_norm_forward, qk_norm_backward};
+const AttentionImpl attention_definition = {"definition",
+                                            attention_forward,
+                                            attention_backward,
+                                            supports_everything,
+                                            1,
+                                            attention_decode,
+                                            attention_definition_saved_reals,
+                                            attention_definition_scratch_reals,
+                                            qk_norm_forward,
+                                            qk_norm_backward};

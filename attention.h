@@ -1,7 +1,8 @@
 // attention.h: multi-head self-attention, forward and backward, in two implementations with one
 // interface:
 //   attention.c       the definition: plain loops, one per equation of the lesson (start here);
-//   kernels/attention_engine.c  the engine: the same function, tiled and vectorised, for training speed.
+//   kernels/attention_engine.c  the engine: the same function, tiled and vectorised, for training
+//   speed.
 // The tests prove the two equal. The statistics of the weights P and of the gradient that
 // survives the softmax are computed by the definition only (attention_stats.c).
 #ifndef ATTENTION_H
@@ -21,10 +22,11 @@ typedef enum {
     SOFTMAX_OVER_QUERIES = 1,  // the mistake: each key's column is normalised over the queries
 } SoftmaxAxis;
 typedef struct {
-    real scale;         // multiplies Q K^T: 1/sqrt(head_dim) by default
+    real scale;  // multiplies Q K^T: 1/sqrt(head_dim) by default
     AttnMask mask;
     SoftmaxAxis axis;
-    int window;         // 0: every earlier key; W > 0: query t sees only keys t-W+1 .. t (causal mask only)
+    int window;  // 0: every earlier key; W > 0: query t sees only keys t-W+1 .. t (causal mask
+                 // only)
     // Attention knockout (teach/explain.c): NULL, or (B,NH,T) key indices, one per row: S[t][u]
     // = -inf for u = knockout[(b*NH + h)*T + t] (-1: none), then the softmax renormalises the
     // rest. A row left with no key gets P = 0 (its output is 0). Only the definition computes it.
@@ -34,13 +36,13 @@ typedef struct {
 // ---- statistics, summed over the batch (zero them first); see attention_stats.c ----
 // Per (layer, head), the sums from which attention.csv's columns are computed.
 typedef struct {
-    double rows;              // rows counted: those that see at least two keys
-    double entropy;           // sum of row entropies (nats)
-    double entropy_norm;      // sum of entropy / ln(visible keys)
-    double max_weight;        // sum of row max weights
-    double rows_gt_090;       // rows whose max weight > 0.9
-    double rows_gt_099;       // rows whose max weight > 0.99
-    double future_mass;       // sum over rows of the weight on positions after the query's own
+    double rows;          // rows counted: those that see at least two keys
+    double entropy;       // sum of row entropies (nats)
+    double entropy_norm;  // sum of entropy / ln(visible keys)
+    double max_weight;    // sum of row max weights
+    double rows_gt_090;   // rows whose max weight > 0.9
+    double rows_gt_099;   // rows whose max weight > 0.99
+    double future_mass;   // sum over rows of the weight on positions after the query's own
     double score_n, score_sum, score_sumsq, score_absmax;  // over the visible scaled scores S
     // the largest S the mask keeps (signed; meaningful once score_rows > 0), and over every row
     // (a row that sees one key included) the count and the sum of the row's largest kept S
@@ -75,16 +77,17 @@ typedef void AttentionForwardFn(real *out, real *saved, real *scratch, AttnQKV i
 // per head; row_gain (B,NH,T, may be NULL) receives ||dS_row|| / ||dP_row|| of every row that
 // sees at least two keys.
 typedef void AttentionBackwardFn(AttnGradQKV grad, real *scratch, const real *dout, const real *out,
-                                 const real *saved, AttnQKV in, AttnShape shape, const AttnSpec *spec,
-                                 AttnStats *stats, real *row_gain, GradWrite write);
+                                 const real *saved, AttnQKV in, AttnShape shape,
+                                 const AttnSpec *spec, AttnStats *stats, real *row_gain,
+                                 GradWrite write);
 // One new position of one sequence during generation (a key/value cache): q (C) is its query;
 // k and v (pos+1, C) hold the keys and values of the pos+1 positions it sees, oldest first and
 // itself last (every earlier position, or under a window of W the last min(pos+1, W)); out (C)
 // receives its row of O = P V; scores holds attention_decode_scratch_reals(T) reals for rows of up
 // to T keys. Bit for bit the last row of the same implementation's forward over those positions
 // (causal mask, softmax over keys, spec's scale and window).
-typedef void AttentionDecodeFn(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C,
-                               int NH, const AttnSpec *spec);
+typedef void AttentionDecodeFn(real *out, real *scores, const real *q, const real *k, const real *v,
+                               int pos, int C, int NH, const AttnSpec *spec);
 // QK-norm (model.qk_norm): each head's query and key vectors normalised over the head's hd
 // columns after the projections and before the scores, with a learned gain (and, for LayerNorm,
 // a bias) per head column, shared by the heads. NONE leaves q and k as the projections made them.
@@ -98,12 +101,12 @@ typedef struct {
     int N, C, NH;  // N rows of C channels, NH heads of hd = C / NH columns
     QkNorm kind;
 } QkNormShape;
-typedef void QkNormForwardFn(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b,
-                             QkNormShape shape);
+typedef void QkNormForwardFn(real *out, real *mean, real *rstd, const real *x, const real *w,
+                             const real *b, QkNormShape shape);
 // Its backward given dout = dL/dout (N,C): dx (N,C; may be dout itself: the gradient turned into
 // the input's in place) is stored, dw and db (hd; db unused under RMSNorm) are added onto.
-typedef void QkNormBackwardFn(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
-                              const real *mean, const real *rstd, QkNormShape shape);
+typedef void QkNormBackwardFn(real *dx, real *dw, real *db, const real *dout, const real *x,
+                              const real *w, const real *mean, const real *rstd, QkNormShape shape);
 typedef struct {
     const char *name;
     AttentionForwardFn *forward;
@@ -116,7 +119,7 @@ typedef struct {
     // heads of hd
     size_t (*saved_reals)(AttnShape shape);
     size_t (*scratch_reals)(int T, int hd);
-    QkNormForwardFn *qk_norm_forward;    // QK-norm's pair, the same function in both implementations
+    QkNormForwardFn *qk_norm_forward;  // QK-norm's pair, the same function in both implementations
     QkNormBackwardFn *qk_norm_backward;
 } AttentionImpl;
 
@@ -156,17 +159,21 @@ size_t attention_decode_scratch_reals(int T);
 // ---- statistics (attention_stats.c) ----
 // Statistics of one row of weights p over n visible keys (n >= 2): entropy (nats) and max.
 void attention_row_stats(const real *p, int n, double *entropy, double *max_weight);
-// Add one head's forward statistics: scores S and weights P are (T,T), over the keys the mask leaves.
-void attention_stats_forward(AttnStats *st, const real *scores, const real *weights, int T, const AttnSpec *spec);
+// Add one head's forward statistics: scores S and weights P are (T,T), over the keys the mask
+// leaves.
+void attention_stats_forward(AttnStats *st, const real *scores, const real *weights, int T,
+                             const AttnSpec *spec);
 // Add one head's backward statistics from dP and dS (T,T); row_gain (T, may be NULL) per row.
-void attention_stats_backward(AttnStats *st, real *row_gain, const real *dweights, const real *dscores, int T,
-                              const AttnSpec *spec);
+void attention_stats_backward(AttnStats *st, real *row_gain, const real *dweights,
+                              const real *dscores, int T, const AttnSpec *spec);
 // ---- the mask, the one test of which keys a query sees (the definition, the statistics and the
 // engine all ask it) ----
 // The first key query t sees: t - W + 1 under a window of W with the causal mask (0 if that is
 // negative), else 0.
 static inline int attention_first_key(const AttnSpec *spec, int t) {
-    return spec->mask == ATTN_MASK_CAUSAL && spec->window > 0 && t - spec->window + 1 > 0 ? t - spec->window + 1 : 0;
+    return spec->mask == ATTN_MASK_CAUSAL && spec->window > 0 && t - spec->window + 1 > 0
+               ? t - spec->window + 1
+               : 0;
 }
 // Whether S[t][u] is replaced by the mask (-inf, or 0 for the "zero" mistake): the entries above
 // the diagonal unless there is no mask, and under a window the keys before attention_first_key.

@@ -1,7 +1,8 @@
 // attention_stats.c: what the attention statistics measure (attention.csv, the progress line,
 // the --compare reports), computed by the definition (attention.c) from one head's S, P, dP, dS.
 //   entropy of a row of weights       H = -sum_u P[t][u] ln P[t][u]   (0 ln 0 = 0)
-//   normalised entropy                H / ln(keys the row sees): 1 uniform, 0 one-hot (a window of W
+//   normalised entropy                H / ln(keys the row sees): 1 uniform, 0 one-hot (a window of
+//   W
 //                                     keys: the row sees min(t + 1, W))
 //   max weight                        max_u P[t][u], and whether it exceeds 0.9 and 0.99
 //   future mass                       sum_{u>t} P[t][u]: 0 for a correct causal model
@@ -28,7 +29,8 @@ void attention_row_stats(const real *p, int n, double *entropy, double *max_weig
 }
 
 // scores and weights are (T,T): S after the mask, and P
-void attention_stats_forward(AttnStats *st, const real *scores, const real *weights, int T, const AttnSpec *spec) {
+void attention_stats_forward(AttnStats *st, const real *scores, const real *weights, int T,
+                             const AttnSpec *spec) {
     for (int t = 0; t < T; t++) {
         // the scores computed from Q K^T: the ones the mask did not replace (key t always among
         // them, so every row has a largest one)
@@ -61,8 +63,8 @@ void attention_stats_forward(AttnStats *st, const real *scores, const real *weig
 }
 
 // dweights (dP) and dscores (dS) are (T,T); row_gain is (T)
-void attention_stats_backward(AttnStats *st, real *row_gain, const real *dweights, const real *dscores, int T,
-                              const AttnSpec *spec) {
+void attention_stats_backward(AttnStats *st, real *row_gain, const real *dweights,
+                              const real *dscores, int T, const AttnSpec *spec) {
     for (int t = 0; t < T; t++) {
         double ds2 = 0.0, dp2 = 0.0;
         for (int u = 0; u < T; u++) {

@@ -16,7 +16,8 @@ typedef struct {
     int n_layer;     // L
     int n_head;      // NH
     int n_embd;      // C
-    int qk_norm;     // QkNorm (attention.h): QK_NORM_NONE, or the norm of queries and keys with its parameters
+    int qk_norm;     // QkNorm (attention.h): QK_NORM_NONE, or the norm of queries and keys with its
+                     // parameters
 } ModelDims;
 
 enum { INIT_GPT2 = 0, INIT_FAN_IN = 1 };
@@ -30,102 +31,105 @@ typedef enum { PINIT_ONES, PINIT_ZEROS, PINIT_EMBEDDING, PINIT_MATRIX, PINIT_RES
 // (PARAMS_*) is the one place that lists them.
 #define TENSOR_NAME_MAX 32
 typedef struct {
-    char name[TENSOR_NAME_MAX];   // e.g. "wte", "layer0.wq"
-    int ndim;                     // 1 or 2; AdamW decays the 2-D ones (the matrices)
+    char name[TENSOR_NAME_MAX];  // e.g. "wte", "layer0.wq"
+    int ndim;                    // 1 or 2; AdamW decays the 2-D ones (the matrices)
     int shape[2];
-    size_t offset;                // into the parameter buffer, in reals
-    size_t size;                  // element count
+    size_t offset;  // into the parameter buffer, in reals
+    size_t size;    // element count
     ParamInit init;
-    int grad_summed;              // its gradient is a sum over rows, cleared before each backward
+    int grad_summed;  // its gradient is a sum over rows, cleared before each backward
 } TensorInfo;
 
 // Views of one layer's parameters. Linear weights are stored (in, out): y = x W.
 typedef struct {
-    real *ln1_w, *ln1_b;          // (C), (C)
-    real *wq, *wk, *wv;           // (C, C) each: queries, keys, values
-    real *wo;                     // (C, C) attention output projection
-    real *ln2_w, *ln2_b;          // (C), (C)
-    real *w_fc;                   // (C, 4C)
-    real *w_proj;                 // (4C, C)
+    real *ln1_w, *ln1_b;  // (C), (C)
+    real *wq, *wk, *wv;   // (C, C) each: queries, keys, values
+    real *wo;             // (C, C) attention output projection
+    real *ln2_w, *ln2_b;  // (C), (C)
+    real *w_fc;           // (C, 4C)
+    real *w_proj;         // (4C, C)
     // QK-norm's gains and biases (hd) each, shared by the heads; NULL without QK-norm (and the
     // biases NULL under RMSNorm)
     real *q_norm_w, *q_norm_b, *k_norm_w, *k_norm_b;
 } LayerParams;
 
 typedef struct {
-    real *wte;                    // (V, C) token embedding, also the LM head (tied)
-    real *wpe;                    // (T_max, C) position embedding
-    LayerParams *layers;          // (L)
-    real *lnf_w, *lnf_b;          // (C), (C)
+    real *wte;            // (V, C) token embedding, also the LM head (tied)
+    real *wpe;            // (T_max, C) position embedding
+    LayerParams *layers;  // (L)
+    real *lnf_w, *lnf_b;  // (C), (C)
 } ParamViews;
 
 // Activations of one layer for a batch (B,T); all views into one buffer.
 typedef struct {
     real *ln1, *ln1_mean, *ln1_rstd;  // (B,T,C), (B,T), (B,T)
-    real *q, *k, *v;                  // (B,T,C) each: the queries and keys attention sees (after QK-norm)
+    real *q, *k, *v;  // (B,T,C) each: the queries and keys attention sees (after QK-norm)
     // with QK-norm only (else NULL): the projections before it (B,T,C) and each head row's mean
     // and rstd (B,T,NH)
     real *q_in, *k_in, *q_mean, *q_rstd, *k_mean, *k_rstd;
-    real *att;                        // what attention keeps for the backward: the engine's max and
-                                      // 1/sum of each row (B,NH,T,2), or the definition's P (B,NH,T,T)
-    real *atty;                       // (B,T,C) P V, before Wo
-    real *res2;                       // (B,T,C) residual after attention
+    real *att;   // what attention keeps for the backward: the engine's max and
+                 // 1/sum of each row (B,NH,T,2), or the definition's P (B,NH,T,T)
+    real *atty;  // (B,T,C) P V, before Wo
+    real *res2;  // (B,T,C) residual after attention
     real *ln2, *ln2_mean, *ln2_rstd;  // (B,T,C), (B,T), (B,T)
-    real *fch;                        // (B,T,4C) x = ln2 W_fc; the engine keeps GELU'(x) here instead
-    real *fch_gelu;                   // (B,T,4C) GELU(ln2 W_fc)
-    real *res3;                       // (B,T,C) residual after the MLP = the layer's output
+    real *fch;       // (B,T,4C) x = ln2 W_fc; the engine keeps GELU'(x) here instead
+    real *fch_gelu;  // (B,T,4C) GELU(ln2 W_fc)
+    real *res3;      // (B,T,C) residual after the MLP = the layer's output
 } LayerActs;
 
 typedef struct {
-    real *encoded;                    // (B,T,C) token + position embedding
+    real *encoded;  // (B,T,C) token + position embedding
     LayerActs *layers;
     real *lnf, *lnf_mean, *lnf_rstd;  // (B,T,C), (B,T), (B,T)
     real *logits;                     // (B,T,V) logits, then probabilities after the loss
     real *losses;                     // (B,T)
-    real *lse, *logit_max;            // (B,T) each row's log Z = log sum_v exp(logit_v) and largest logit (with targets)
+    real *lse, *logit_max;  // (B,T) each row's log Z = log sum_v exp(logit_v) and largest logit
+                            // (with targets)
 } Acts;
 
 // Gradients of activations (only what backward needs; same shapes as Acts).
 typedef struct {
-    real *residual;                   // (B,T,C) gradient flowing down the residual stream
-    real *ln, *q, *k, *v, *atty;      // (B,T,C)
-    real *fch;                        // (B,T,4C) dL/d GELU(ln2 W_fc), turned into dL/d(ln2 W_fc) in place
-    real *logits;                     // (B,T,V)
+    real *residual;               // (B,T,C) gradient flowing down the residual stream
+    real *ln, *q, *k, *v, *atty;  // (B,T,C)
+    real *fch;     // (B,T,4C) dL/d GELU(ln2 W_fc), turned into dL/d(ln2 W_fc) in place
+    real *logits;  // (B,T,V)
 } GradActs;
 
-// Which code computes a GPT's passes: the engine (kernels/model_engine.c) or the definition (model.c).
+// Which code computes a GPT's passes: the engine (kernels/model_engine.c) or the definition
+// (model.c).
 typedef enum { MODEL_ENGINE = 0, MODEL_DEFINITION = 1 } ModelImpl;
 
 typedef struct GPT {
     ModelDims dims;
-    ModelImpl impl;                   // model.impl
-    AttnSpec attn;                    // the scale of Q K^T, the mask and the softmax axis
-    const AttentionImpl *attn_impl;   // the engine (attention_engine) unless set otherwise
-    const AttentionImpl *pass_attn;   // what the last forward ran (attention_for_pass), its backward too
+    ModelImpl impl;                  // model.impl
+    AttnSpec attn;                   // the scale of Q K^T, the mask and the softmax axis
+    const AttentionImpl *attn_impl;  // the engine (attention_engine) unless set otherwise
+    const AttentionImpl
+        *pass_attn;  // what the last forward ran (attention_for_pass), its backward too
     int head_dim;
 
     size_t n_params;
-    real *params, *grads;             // (n_params) each
-    real *adam_m, *adam_v;            // AdamW moments (n_params) each
-    ParamViews p, g;                  // named views into params and grads
+    real *params, *grads;   // (n_params) each
+    real *adam_m, *adam_v;  // AdamW moments (n_params) each
+    ParamViews p, g;        // named views into params and grads
     int n_tensors;
     TensorInfo *tensors;
 
-    int B, T;                         // activation capacity (batch, sequence)
+    int B, T;  // activation capacity (batch, sequence)
     // The buffers of a pass, allocated by the first pass that needs them and grown when a pass
     // needs more (reals held in each): a model whose batch workers compute never holds them.
     real *act_memory, *gact_memory, *saved_memory;
     size_t act_reals, gact_reals, saved_reals, scratch_reals, row_gain_reals;
     Acts acts;
     GradActs gacts;
-    real *attn_scratch;               // per-thread scratch of the attention that runs
-    int keep_weights;                 // a forward keeps the weights P in acts.layers[l].att (the maps)
-    int *inputs, *targets;            // (B,T) of the last forward
+    real *attn_scratch;     // per-thread scratch of the attention that runs
+    int keep_weights;       // a forward keeps the weights P in acts.layers[l].att (the maps)
+    int *inputs, *targets;  // (B,T) of the last forward
     // Attention knockout (teach/explain.c): NULL, or (L, B, NH, T) for the shape of the next
     // forward: layer l's AttnSpec.knockout (one key removed per row, -1 none); passes with it set
     // run the definition.
     const int *attn_knockout;
-    int cur_B, cur_T;                 // shape of the last forward
+    int cur_B, cur_T;  // shape of the last forward
 
     // z-loss (train.z_loss): the backward adds the gradient of z_loss * mean(log(Z)^2) over the
     // rows; 0 leaves the loss alone. A forward with targets sets the statistics of its logits:
@@ -144,8 +148,8 @@ typedef struct GPT {
     // share of the rows.
     struct GPT *workers;
     int n_workers;
-    int split_B;                      // rows the last forward split between the workers (0: none)
-    int shares_params;                // set in a worker: params belong to the master
+    int split_B;        // rows the last forward split between the workers (0: none)
+    int shares_params;  // set in a worker: params belong to the master
 } GPT;
 
 // Bytes a model of these dimensions allocates to train a batch (B,T) with the engine (its
@@ -220,22 +224,25 @@ AttnSpec gpt_layer_spec(const GPT *m, int l);
 double gpt_mean_loss(GPT *m, int N);
 
 // ---- the layers (model.c; shapes as there) ----
-void encoder_forward(real *out, const int *inp, const real *wte, const real *wpe, int B, int T, int C);
-void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, int B, int T, int C);
-void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N,
-                       int C);
-void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
-                        const real *mean, const real *rstd, int N, int C);
+void encoder_forward(real *out, const int *inp, const real *wte, const real *wpe, int B, int T,
+                     int C);
+void encoder_backward(real *dwte, real *dwpe, const real *dout, const int *inp, int B, int T,
+                      int C);
+void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w,
+                       const real *b, int N, int C);
+void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp,
+                        const real *w, const real *mean, const real *rstd, int N, int C);
 void matmul_forward(real *out, const real *inp, const real *weight, int N, int C, int OC);
-void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight, int N, int C,
-                     int OC);
+void matmul_backward(real *dinp, real *dweight, const real *dout, const real *inp,
+                     const real *weight, int N, int C, int OC);
 void lm_head_forward(real *logits, const real *inp, const real *wte, int N, int C, int V);
-void lm_head_backward(real *dinp, real *dwte, const real *dlogits, const real *inp, const real *wte, int N, int C,
-                      int V);
+void lm_head_backward(real *dinp, real *dwte, const real *dlogits, const real *inp, const real *wte,
+                      int N, int C, int V);
 void gelu_forward(real *out, const real *inp, size_t n);
 void gelu_backward(real *dinp, const real *inp, const real *dout, size_t n);
 void residual_forward(real *out, const real *a, const real *b, size_t n);
-void crossentropy_forward(real *logits, real *losses, real *lse, real *rowmax, const int *targets, int N, int V);
+void crossentropy_forward(real *logits, real *losses, real *lse, real *rowmax, const int *targets,
+                          int N, int V);
 void crossentropy_backward(real *dlogits, const real *probs, const int *targets, int N, int V);
 void zloss_backward(real *dlogits, const real *probs, const real *lse, double z, int N, int V);
 

@@ -124,10 +124,10 @@ void thread_set_max(int n) {
 // ---------------------------------------------------------------------------------------------
 // the thread count chosen from measured time
 
-#define PACE_FIRST_PROBE 3   // units at the configured count before the first probe
-#define PACE_PROBE_UNITS 3   // units a probe runs (its median is compared)
-#define PACE_MIN_GAP 8       // the wait after a close verdict, and the first doubled
-#define PACE_BUDGET 0.05     // the share of the time that probes may cost
+#define PACE_FIRST_PROBE 3     // units at the configured count before the first probe
+#define PACE_PROBE_UNITS 3     // units a probe runs (its median is compared)
+#define PACE_MIN_GAP     8     // the wait after a close verdict, and the first doubled
+#define PACE_BUDGET      0.05  // the share of the time that probes may cost
 
 void pace_init(ThreadPace *p, int max_threads) {
     memset(p, 0, sizeof *p);
@@ -140,7 +140,8 @@ void pace_init(ThreadPace *p, int max_threads) {
 // The median of the last n (<= PACE_WINDOW) seconds of count c.
 static double pace_median(const ThreadPace *p, int c, int n) {
     double v[PACE_WINDOW];
-    for (int i = 0; i < n; i++) v[i] = p->recent[c][(p->pos[c] - 1 - i + 2 * PACE_WINDOW) % PACE_WINDOW];
+    for (int i = 0; i < n; i++)
+        v[i] = p->recent[c][(p->pos[c] - 1 - i + 2 * PACE_WINDOW) % PACE_WINDOW];
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
             double t = v[j];
@@ -150,12 +151,15 @@ static double pace_median(const ThreadPace *p, int c, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-int pace_threads(const ThreadPace *p) { return p->max < 2 ? (p->max < 1 ? 1 : p->max) : p->current ? p->max : 1; }
+int pace_threads(const ThreadPace *p) {
+    return p->max < 2 ? (p->max < 1 ? 1 : p->max) : p->current ? p->max : 1;
+}
 
 int pace_begin(ThreadPace *p) {
     if (p->max < 2) return p->max < 1 ? 1 : p->max;
     // a probe's extra seconds (over the current count's) stay within PACE_BUDGET of all units'
-    if (!p->probing && p->units >= p->next_probe && p->have[p->current] > 0 && p->probe_cost <= PACE_BUDGET * p->total) {
+    if (!p->probing && p->units >= p->next_probe && p->have[p->current] > 0 &&
+        p->probe_cost <= PACE_BUDGET * p->total) {
         p->probing = PACE_PROBE_UNITS;
         p->have[!p->current] = 0;  // the probe's own units only
     }
@@ -219,21 +223,26 @@ void option_once(const char *name, const char *value) {
     for (int i = 0; i < n; i++) {
         if (strcmp(names[i], name) != 0) continue;
         if (value && values[i])
-            die(EXIT_USAGE, "%s is given twice ('%s' and '%s'): give each option once", name, values[i], value);
+            die(EXIT_USAGE, "%s is given twice ('%s' and '%s'): give each option once", name,
+                values[i], value);
         die(EXIT_USAGE, "%s is given twice: give each option once", name);
     }
-    if (n == MAX_SEEN || strlen(name) >= NAME_CHARS) return;  // (longer names are refused by their parser)
+    if (n == MAX_SEEN || strlen(name) >= NAME_CHARS)
+        return;  // (longer names are refused by their parser)
     snprintf(names[n], NAME_CHARS, "%s", name);
     values[n++] = value;
 }
 
-const char *command_line_text(char *buf, size_t n, const char *program, int argc, char *const *argv) {
+const char *command_line_text(char *buf, size_t n, const char *program, int argc,
+                              char *const *argv) {
     size_t k = (size_t)snprintf(buf, n, "%s", program);
     for (int i = 1; i < argc && k < n; i++) {
         const char *a = argv[i];
         int plain = *a != 0;
         for (const char *c = a; *c; c++)
-            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:+@%", *c)) plain = 0;
+            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:+@%",
+                        *c))
+                plain = 0;
         k += (size_t)snprintf(buf + k, n - k, plain ? " %s" : " '%s'", a);
     }
     return buf;
@@ -290,7 +299,6 @@ FILE *fopen_regular(const char *path, uint64_t *size, const char **why) {
     *size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
     return blocking_stream(fd, "rb", why);
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // strict numbers
@@ -380,7 +388,10 @@ const char *closest_name(const char *typed, const char *const *names, int n) {
     int best_d = INT_MAX;
     for (int i = 0; i < n; i++) {
         int d = text_distance(typed, names[i]);
-        if (d < best_d) { best_d = d; best = names[i]; }
+        if (d < best_d) {
+            best_d = d;
+            best = names[i];
+        }
     }
     int len = (int)strlen(typed), limit = len / 3 > 2 ? len / 3 : 2;
     return best && best_d <= limit ? best : NULL;

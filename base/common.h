@@ -11,17 +11,17 @@
 #ifdef REAL_DOUBLE
 typedef double real;
 #define REAL_NAME "float64"
-#define real_exp exp
+#define real_exp  exp
 #define real_sqrt sqrt
 #else
 typedef float real;
 #define REAL_NAME "float32"
-#define real_exp expf
+#define real_exp  expf
 #define real_sqrt sqrtf
 #endif
 
 // Exit codes: 2 for usage and configuration errors, 1 for runtime errors (I/O, data, checkpoint).
-#define EXIT_USAGE 2
+#define EXIT_USAGE   2
 #define EXIT_RUNTIME 1
 
 // Print "PROGRAM: error: ..." to stderr. The program name is set once by main().
@@ -77,15 +77,15 @@ void thread_set_max(int n);
 // every join, and two threads can be slower than one. A pace times the repeated units of a job
 // (training steps, a large model's tokens) and runs each on the configured number of threads or
 // on one, whichever its recent units measured faster: now and then a unit or a few run on the
-// other count (a probe), and the probe's median against the current count's median decides. A probe is cut short after
-// one unit far slower than the current count (so on an idle machine a probe of one thread costs
-// about one unit); the wait between probes doubles, up to PACE_MAX_GAP units, after each clear
-// verdict, and a change of the load (the current count's median halving or doubling) brings the
-// next probe forward. What probes cost over the chosen count stays within 5% of the time (a
-// probe waits until it does). Nothing else changes with the count, so a job whose results do not
-// depend on the number of threads may use one.
-#define PACE_WINDOW 5      // the recent units of each count that are compared
-#define PACE_MAX_GAP 256   // the most units between two probes
+// other count (a probe), and the probe's median against the current count's median decides. A probe
+// is cut short after one unit far slower than the current count (so on an idle machine a probe of
+// one thread costs about one unit); the wait between probes doubles, up to PACE_MAX_GAP units,
+// after each clear verdict, and a change of the load (the current count's median halving or
+// doubling) brings the next probe forward. What probes cost over the chosen count stays within 5%
+// of the time (a probe waits until it does). Nothing else changes with the count, so a job whose
+// results do not depend on the number of threads may use one.
+#define PACE_WINDOW  5    // the recent units of each count that are compared
+#define PACE_MAX_GAP 256  // the most units between two probes
 typedef struct {
     int max;                        // the configured count; below 2 there is nothing to choose
     int current;                    // 0: one thread, 1: max threads (the chosen count)
@@ -93,8 +93,8 @@ typedef struct {
     double recent[2][PACE_WINDOW];  // the last units' seconds at one thread [0] and at max [1]
     int have[2], pos[2];
     long units, next_probe, gap;
-    double settled;                 // the chosen count's median at the last verdict
-    double total, probe_cost;       // all units' seconds; what probes cost over the chosen count
+    double settled;            // the chosen count's median at the last verdict
+    double total, probe_cost;  // all units' seconds; what probes cost over the chosen count
 } ThreadPace;
 void pace_init(ThreadPace *p, int max_threads);
 // The thread count of the next unit; sets it for the parallel regions that follow (thread_set_max).
@@ -115,7 +115,8 @@ const char *option_value(int argc, char **argv, int *i, const char *name);
 void option_once(const char *name, const char *value);
 // The command line as a page shows it: program, then argv[1..argc), each quoted ('...') where a
 // shell would need it. Returns buf.
-const char *command_line_text(char *buf, size_t n, const char *program, int argc, char *const *argv);
+const char *command_line_text(char *buf, size_t n, const char *program, int argc,
+                              char *const *argv);
 
 // Edit distance between two names, ignoring case (so "Model.N_Layer" is 0 from "model.n_layer");
 // INT_MAX for names over 256 characters.

@@ -15,14 +15,21 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_CONFIG_BYTES (16u * 1024u * 1024u) // a config is a few hundred bytes; refuse to slurp a huge file
-#define MAX_KEY_CHARS 256                      // longer JSON keys cannot be ours; cut in messages
-#define RANGE_CHARS 128                        // "sqrt, none or (lo, hi]" with two %.17g numbers fits
+#define MAX_CONFIG_BYTES                                                                           \
+    (16u * 1024u * 1024u)  // a config is a few hundred bytes; refuse to slurp a huge file
+#define MAX_KEY_CHARS 256  // longer JSON keys cannot be ours; cut in messages
+#define RANGE_CHARS   128  // "sqrt, none or (lo, hi]" with two %.17g numbers fits
 
-static int *int_field(Config *c, const KeySpec *k) { return (int *)(void *)((char *)c + k->offset); }
-static double *num_field(Config *c, const KeySpec *k) { return (double *)(void *)((char *)c + k->offset); }
+static int *int_field(Config *c, const KeySpec *k) {
+    return (int *)(void *)((char *)c + k->offset);
+}
+static double *num_field(Config *c, const KeySpec *k) {
+    return (double *)(void *)((char *)c + k->offset);
+}
 static char *str_field(Config *c, const KeySpec *k) { return (char *)c + k->offset; }
-static const char *cstr_field(const Config *c, const KeySpec *k) { return (const char *)c + k->offset; }
+static const char *cstr_field(const Config *c, const KeySpec *k) {
+    return (const char *)c + k->offset;
+}
 
 // ----------------------------------------------------------------------------
 // small formatting helpers
@@ -37,15 +44,18 @@ typedef struct {
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static int fail(const ErrCtx *e, const char *fmt, ...) {
+static int
+fail(const ErrCtx *e, const char *fmt, ...) {
     if (!e->err || e->errlen == 0) return 0;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (e->origin) snprintf(e->err, e->errlen, "%s: %s", e->origin, msg);
-    else snprintf(e->err, e->errlen, "%s", msg);
+    if (e->origin)
+        snprintf(e->err, e->errlen, "%s: %s", e->origin, msg);
+    else
+        snprintf(e->err, e->errlen, "%s", msg);
     return 0;
 }
 
@@ -55,13 +65,15 @@ static const char *printable(const char *s, char *buf, size_t n) {
     size_t j = 0;
     for (size_t i = 0; s[i]; i++) {
         unsigned char ch = (unsigned char)s[i];
-        if (j + 8 >= n) { // room for one escape plus "..." and the terminator
+        if (j + 8 >= n) {  // room for one escape plus "..." and the terminator
             memcpy(buf + j, "...", 3);
             j += 3;
             break;
         }
-        if (ch < 0x20 || ch == 0x7f) j += (size_t)snprintf(buf + j, n - j, "\\x%02x", ch);
-        else buf[j++] = (char)ch;
+        if (ch < 0x20 || ch == 0x7f)
+            j += (size_t)snprintf(buf + j, n - j, "\\x%02x", ch);
+        else
+            buf[j++] = (char)ch;
     }
     buf[j] = '\0';
     return buf;
@@ -69,7 +81,8 @@ static const char *printable(const char *s, char *buf, size_t n) {
 #define PRINTABLE(s) printable((s), (char[96]){0}, 96)
 
 // Shortest decimal text that reads back as exactly v (integral values without an exponent), so
-// the resolved JSON round-trips bit for bit and messages show "0.1" rather than "0.10000000000000001".
+// the resolved JSON round-trips bit for bit and messages show "0.1" rather than
+// "0.10000000000000001".
 static void fmt_double(char *buf, size_t n, double v) {
     if (isfinite(v) && v == floor(v) && fabs(v) < 1e15) {
         snprintf(buf, n, "%.0f", v);
@@ -101,7 +114,7 @@ static void fmt_interval(const KeySpec *k, char *buf, size_t n) {
 
 // "1..64" for ints, "(0, 1)" for numbers, "length 1..1023" for strings, "gpt2, fan_in" for enums.
 static void fmt_range(const KeySpec *k, char *buf, size_t n) {
-    char iv[80]; // an interval is at most 67 bytes
+    char iv[80];  // an interval is at most 67 bytes
     switch (k->type) {
     case T_INT:
         snprintf(buf, n, "%d..%d", (int)k->min, (int)k->max);
@@ -128,10 +141,14 @@ static void fmt_range(const KeySpec *k, char *buf, size_t n) {
 
 static const char *type_name(KeyType t) {
     switch (t) {
-    case T_INT: return "int";
-    case T_NUM: return "number";
-    case T_STR: return "string";
-    case T_SCALE: return "scale";
+    case T_INT:
+        return "int";
+    case T_NUM:
+        return "number";
+    case T_STR:
+        return "string";
+    case T_SCALE:
+        return "scale";
     }
     return "?";
 }
@@ -177,7 +194,8 @@ static const char *suggest(const char *typed, char *buf, size_t n) {
         }
     }
     if (best_d == INT_MAX) return NULL;
-    int limit = (int)strlen(buf) / 3; // a third of the name may be wrong, but always allow two edits
+    int limit =
+        (int)strlen(buf) / 3;  // a third of the name may be wrong, but always allow two edits
     if (limit < 2) limit = 2;
     return best_d <= limit ? buf : NULL;
 }
@@ -186,7 +204,8 @@ static int unknown_key(const ErrCtx *e, const char *key) {
     char sbuf[64];
     const char *s = suggest(key, sbuf, sizeof(sbuf));
     if (s && ascii_casecmp(s, key) == 0)
-        return fail(e, "unknown key '%s' (keys are case-sensitive; did you mean '%s'?)", PRINTABLE(key), s);
+        return fail(e, "unknown key '%s' (keys are case-sensitive; did you mean '%s'?)",
+                    PRINTABLE(key), s);
     if (s) return fail(e, "unknown key '%s' (did you mean '%s'?)", PRINTABLE(key), s);
     return fail(e, "unknown key '%s' (see --help for the list of keys)", PRINTABLE(key));
 }
@@ -207,18 +226,25 @@ static int check_number(const KeySpec *k, double v, const char *text, const ErrC
         fmt_double(vbuf, sizeof(vbuf), v);
         text = vbuf;
     }
-    if (!isfinite(v)) return fail(e, "'%s' must be a finite number, got %s", k->key, PRINTABLE(text));
-    if (k->type == T_INT && v != floor(v)) return fail(e, "'%s' must be an integer, got %s", k->key, PRINTABLE(text));
-    if (k->type == T_INT) fmt_range(k, range, sizeof(range));
-    else fmt_interval(k, range, sizeof(range));
-    if (!in_range(k, v)) return fail(e, "'%s' = %s is out of range %s", k->key, PRINTABLE(text), range);
+    if (!isfinite(v))
+        return fail(e, "'%s' must be a finite number, got %s", k->key, PRINTABLE(text));
+    if (k->type == T_INT && v != floor(v))
+        return fail(e, "'%s' must be an integer, got %s", k->key, PRINTABLE(text));
+    if (k->type == T_INT)
+        fmt_range(k, range, sizeof(range));
+    else
+        fmt_interval(k, range, sizeof(range));
+    if (!in_range(k, v))
+        return fail(e, "'%s' = %s is out of range %s", k->key, PRINTABLE(text), range);
     return 1;
 }
 
 static int set_number(Config *c, const KeySpec *k, double v, const char *text, const ErrCtx *e) {
     if (!check_number(k, v, text, e)) return 0;
-    if (k->type == T_INT) *int_field(c, k) = (int)v; // exact: v is integral and within an int range
-    else *num_field(c, k) = v;
+    if (k->type == T_INT)
+        *int_field(c, k) = (int)v;  // exact: v is integral and within an int range
+    else
+        *num_field(c, k) = v;
     return 1;
 }
 
@@ -236,8 +262,10 @@ static int set_string(Config *c, const KeySpec *k, const char *s, const ErrCtx *
     // every string ends up in the checkpoint and summary.json, which are UTF-8 (a JSON file
     // was checked as a whole; this catches overrides)
     size_t bad = utf8_invalid_offset((const unsigned char *)s, len);
-    if (bad < len) return fail(e, "'%s' is not valid UTF-8 (at byte %zu of its value)", k->key, bad);
-    if (len > (size_t)k->max) return fail(e, "'%s' is too long (%zu bytes; at most %d)", k->key, len, (int)k->max);
+    if (bad < len)
+        return fail(e, "'%s' is not valid UTF-8 (at byte %zu of its value)", k->key, bad);
+    if (len > (size_t)k->max)
+        return fail(e, "'%s' is too long (%zu bytes; at most %d)", k->key, len, (int)k->max);
     if (len < (size_t)k->min) {
         if (k->min == 1) return fail(e, "'%s' must not be empty", k->key);
         return fail(e, "'%s' is too short (%zu bytes; at least %d)", k->key, len, (int)k->min);
@@ -264,12 +292,14 @@ static int set_scale_word(Config *c, const KeySpec *k, const char *word, const E
     char iv[RANGE_CHARS];
     fmt_interval(k, iv, sizeof(iv));
     if (strcmp(word, "sqrt") != 0 && strcmp(word, "none") != 0)
-        return fail(e, "'%s' must be \"sqrt\", \"none\" or a number in %s, got '%s'", k->key, iv, PRINTABLE(word));
+        return fail(e, "'%s' must be \"sqrt\", \"none\" or a number in %s, got '%s'", k->key, iv,
+                    PRINTABLE(word));
     store_string(c, k, word);
     return 1;
 }
 
-static int set_scale_number(Config *c, const KeySpec *k, double v, const char *text, const ErrCtx *e) {
+static int set_scale_number(Config *c, const KeySpec *k, double v, const char *text,
+                            const ErrCtx *e) {
     if (!check_number(k, v, text, e)) return 0;
     char buf[64];
     fmt_double(buf, sizeof(buf), v);
@@ -277,21 +307,23 @@ static int set_scale_number(Config *c, const KeySpec *k, double v, const char *t
     return 1;
 }
 
-
 static int set_from_json(Config *c, const KeySpec *k, const cJSON *v, const ErrCtx *e) {
     switch (k->type) {
     case T_INT:
     case T_NUM:
         if (!cJSON_IsNumber(v))
-            return fail(e, "'%s' must be %s, got %s", k->key, k->type == T_INT ? "an integer" : "a number", json_type_name(v));
+            return fail(e, "'%s' must be %s, got %s", k->key,
+                        k->type == T_INT ? "an integer" : "a number", json_type_name(v));
         return set_number(c, k, v->valuedouble, NULL, e);
     case T_STR:
-        if (!cJSON_IsString(v)) return fail(e, "'%s' must be a string, got %s", k->key, json_type_name(v));
+        if (!cJSON_IsString(v))
+            return fail(e, "'%s' must be a string, got %s", k->key, json_type_name(v));
         return set_string(c, k, v->valuestring, e);
     case T_SCALE:
         if (cJSON_IsNumber(v)) return set_scale_number(c, k, v->valuedouble, NULL, e);
         if (cJSON_IsString(v)) return set_scale_word(c, k, v->valuestring, e);
-        return fail(e, "'%s' must be \"sqrt\", \"none\" or a positive number, got %s", k->key, json_type_name(v));
+        return fail(e, "'%s' must be \"sqrt\", \"none\" or a positive number, got %s", k->key,
+                    json_type_name(v));
     }
     return 0;
 }
@@ -327,11 +359,16 @@ static int depth_at(const char *text, size_t pos) {
     for (size_t i = 0; i < pos; i++) {
         char ch = text[i];
         if (in_str) {
-            if (ch == '\\') i++;
-            else if (ch == '"') in_str = 0;
-        } else if (ch == '"') in_str = 1;
-        else if (ch == '[' || ch == '{') depth++;
-        else if (ch == ']' || ch == '}') depth--;
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_str = 0;
+        } else if (ch == '"')
+            in_str = 1;
+        else if (ch == '[' || ch == '{')
+            depth++;
+        else if (ch == ']' || ch == '}')
+            depth--;
     }
     return depth;
 }
@@ -347,8 +384,9 @@ static size_t find_nul_escape(const char *text, size_t len) {
         } else if (ch == '"') {
             in_str = 0;
         } else if (ch == '\\') {
-            if (i + 5 < len && text[i + 1] == 'u' && strncmp(text + i + 2, "0000", 4) == 0) return i;
-            i++; // skip the escaped character
+            if (i + 5 < len && text[i + 1] == 'u' && strncmp(text + i + 2, "0000", 4) == 0)
+                return i;
+            i++;  // skip the escaped character
         }
     }
     return len;
@@ -361,7 +399,8 @@ static int invalid_json(const ErrCtx *e, const char *text, size_t len, size_t po
     line_col(text, pos, &line, &col);
     const char *origin = e->origin ? e->origin : "config";
     if (depth_at(text, pos) >= CJSON_NESTING_LIMIT)
-        snprintf(e->err, e->errlen, "%s:%d:%d: invalid JSON (nested deeper than %d levels)", origin, line, col, CJSON_NESTING_LIMIT);
+        snprintf(e->err, e->errlen, "%s:%d:%d: invalid JSON (nested deeper than %d levels)", origin,
+                 line, col, CJSON_NESTING_LIMIT);
     else
         snprintf(e->err, e->errlen, "%s:%d:%d: invalid JSON", origin, line, col);
     return 0;
@@ -372,28 +411,30 @@ static int invalid_json(const ErrCtx *e, const char *text, size_t len, size_t po
 static int load_root(Config *c, const cJSON *root, const ErrCtx *e, int *had_name) {
     unsigned char seen[CONFIG_MAX_KEYS] = {0}, seen_section[CONFIG_MAX_KEYS] = {0};
     int name_row = config_find_key("name");
-    if (!cJSON_IsObject(root)) return fail(e, "the top level must be a JSON object, got %s", json_type_name(root));
+    if (!cJSON_IsObject(root))
+        return fail(e, "the top level must be a JSON object, got %s", json_type_name(root));
     for (const cJSON *it = root->child; it; it = it->next) {
         const char *k = it->string;
         int row = config_find_key(k);
-        if (row >= 0 && config_section_len(k) == 0) { // a top-level key such as "name"
+        if (row >= 0 && config_section_len(k) == 0) {  // a top-level key such as "name"
             if (seen[row]) return fail(e, "duplicate key '%s'", k);
             seen[row] = 1;
             if (!set_from_json(c, &CONFIG_KEYS[row], it, e)) return 0;
             if (row == name_row) *had_name = 1;
             continue;
         }
-        if (row >= 0) // "model.n_layer" written literally at the top level
+        if (row >= 0)  // "model.n_layer" written literally at the top level
             return fail(e, "unknown key '%s' at the top level (nest it: \"%.*s\": {\"%s\": ...})",
                         k, (int)config_section_len(k), k, leaf(k));
         int sec = config_find_section(k);
         if (sec < 0) return unknown_key(e, k);
         if (seen_section[sec]) return fail(e, "duplicate key '%s'", k);
         seen_section[sec] = 1;
-        if (!cJSON_IsObject(it)) return fail(e, "'%s' must be an object, got %s", k, json_type_name(it));
+        if (!cJSON_IsObject(it))
+            return fail(e, "'%s' must be an object, got %s", k, json_type_name(it));
         for (const cJSON *m = it->child; m; m = m->next) {
             char full[MAX_KEY_CHARS + 64];
-            snprintf(full, sizeof(full), "%s.%s", k, m->string); // a cut key cannot match any row
+            snprintf(full, sizeof(full), "%s.%s", k, m->string);  // a cut key cannot match any row
             row = config_find_key(full);
             if (row < 0) return unknown_key(e, full);
             if (seen[row]) return fail(e, "duplicate key '%s'", full);
@@ -407,7 +448,7 @@ static int load_root(Config *c, const cJSON *root, const ErrCtx *e, int *had_nam
 static int load_json(Config *cfg, const char *json, size_t len, const ErrCtx *e, int *had_name) {
     *had_name = 0;
     if (len == SIZE_MAX) return fail(e, "config text too large");
-    if (!json) json = ""; // (NULL, 0) is an empty text
+    if (!json) json = "";  // (NULL, 0) is an empty text
     // cJSON wants a terminated buffer whose length includes the terminator (otherwise it
     // reports trailing text), and would stop at an embedded NUL, so copy and check for one.
     const char *nul = memchr(json, '\0', len);
@@ -433,7 +474,8 @@ static int load_json(Config *cfg, const char *json, size_t len, const ErrCtx *e,
         line_col(text, nul_escape, &line, &col);
         free(text);
         if (e->err && e->errlen)
-            snprintf(e->err, e->errlen, "%s:%d:%d: invalid JSON (\\u0000 is not allowed in strings)",
+            snprintf(e->err, e->errlen,
+                     "%s:%d:%d: invalid JSON (\\u0000 is not allowed in strings)",
                      e->origin ? e->origin : "config", line, col);
         return 0;
     }
@@ -454,7 +496,8 @@ static int load_json(Config *cfg, const char *json, size_t len, const ErrCtx *e,
     return ok;
 }
 
-int config_load_json(Config *cfg, const char *json, size_t len, const char *origin, char *err, size_t errlen) {
+int config_load_json(Config *cfg, const char *json, size_t len, const char *origin, char *err,
+                     size_t errlen) {
     ErrCtx e = {err, errlen, origin};
     int had_name;
     return load_json(cfg, json, len, &e, &had_name);
@@ -497,10 +540,11 @@ static char *read_file(const char *path, size_t *out_len, const ErrCtx *e) {
                 int errnum = errno;
                 fclose(f);
                 free(buf);
-                fail(e, "cannot read config '%s': %s", path, errnum ? strerror(errnum) : "read error");
+                fail(e, "cannot read config '%s': %s", path,
+                     errnum ? strerror(errnum) : "read error");
                 return NULL;
             }
-            break; // end of file
+            break;  // end of file
         }
     }
     if (fclose(f) != 0) {
@@ -530,13 +574,15 @@ int config_load_file(Config *cfg, const char *path, char *err, size_t errlen) {
     int ok = load_json(&tmp, text, len, &e, &had_name);
     free(text);
     if (!ok) return 0;
-    if (!had_name) { // the run is named after its config file: configs/tiny.json -> "tiny"
+    if (!had_name) {  // the run is named after its config file: configs/tiny.json -> "tiny"
         const char *base = strrchr(path, '/');
         base = base ? base + 1 : path;
         size_t n = strlen(base);
         if (n >= 5 && strcmp(base + n - 5, ".json") == 0) n -= 5;
         if (n >= sizeof(tmp.name))
-            return fail(&e, "the file name is too long to be the run name (%zu bytes; at most %zu); set \"name\"",
+            return fail(&e,
+                        "the file name is too long to be the run name (%zu bytes; at most %zu); "
+                        "set \"name\"",
                         n, sizeof(tmp.name) - 1);
         memset(tmp.name, 0, sizeof(tmp.name));
         memcpy(tmp.name, base, n);
@@ -553,9 +599,15 @@ void config_defaults(Config *cfg) {
     for (int i = 0; i < CONFIG_N_KEYS; i++) {
         const KeySpec *k = &CONFIG_KEYS[i];
         switch (k->type) {
-        case T_INT: *int_field(cfg, k) = (int)k->def; break;
-        case T_NUM: *num_field(cfg, k) = k->def; break;
-        case T_STR: store_string(cfg, k, k->def_str); break;
+        case T_INT:
+            *int_field(cfg, k) = (int)k->def;
+            break;
+        case T_NUM:
+            *num_field(cfg, k) = k->def;
+            break;
+        case T_STR:
+            store_string(cfg, k, k->def_str);
+            break;
         case T_SCALE: {
             ErrCtx quiet = {NULL, 0, NULL};
             set_scale_word(cfg, k, k->def_str, &quiet);
@@ -574,8 +626,8 @@ int config_apply_override(Config *cfg, const char *arg, char *err, size_t errlen
     int row = config_find_key(key);
     if (row < 0) {
         if (config_find_section(key) >= 0)
-            return fail(&e, "'--%s' is a section; override one key, e.g. --%s=VALUE", PRINTABLE(key),
-                        CONFIG_KEYS[config_find_section(key)].key);
+            return fail(&e, "'--%s' is a section; override one key, e.g. --%s=VALUE",
+                        PRINTABLE(key), CONFIG_KEYS[config_find_section(key)].key);
         return unknown_key(&e, key);
     }
     const KeySpec *k = &CONFIG_KEYS[row];
@@ -584,10 +636,12 @@ int config_apply_override(Config *cfg, const char *arg, char *err, size_t errlen
     double v;
     switch (k->type) {
     case T_INT:
-        if (!parse_integer(val, &v)) return fail(&e, "'%s' must be an integer, got '%s'", k->key, PRINTABLE(val));
+        if (!parse_integer(val, &v))
+            return fail(&e, "'%s' must be an integer, got '%s'", k->key, PRINTABLE(val));
         return set_number(cfg, k, v, val, &e);
     case T_NUM:
-        if (!parse_decimal(val, &v)) return fail(&e, "'%s' must be a number, got '%s'", k->key, PRINTABLE(val));
+        if (!parse_decimal(val, &v))
+            return fail(&e, "'%s' must be a number, got '%s'", k->key, PRINTABLE(val));
         return set_number(cfg, k, v, val, &e);
     case T_STR:
         return set_string(cfg, k, val, &e);
@@ -617,26 +671,35 @@ int config_finalize(Config *cfg, char *err, size_t errlen) {
         if (k->type == T_STR) {
             const char *v = cstr_field(cfg, k);
             size_t len = strlen(v), bad = utf8_invalid_offset((const unsigned char *)v, len);
-            if (bad < len) return fail(&e, "'%s' is not valid UTF-8 (at byte %zu of its value)", k->key, bad);
+            if (bad < len)
+                return fail(&e, "'%s' is not valid UTF-8 (at byte %zu of its value)", k->key, bad);
         }
     }
 
     if (!cfg->name[0]) snprintf(cfg->name, sizeof(cfg->name), "run");
     // The name becomes a directory under out/, so it must be one path component.
     if (strchr(cfg->name, '/') || strcmp(cfg->name, ".") == 0 || strcmp(cfg->name, "..") == 0)
-        return fail(&e, "'name' = '%s' must be a single path component (no '/', not '.' or '..'): it names out/<name>",
+        return fail(&e,
+                    "'name' = '%s' must be a single path component (no '/', not '.' or '..'): it "
+                    "names out/<name>",
                     PRINTABLE(cfg->name));
     for (const char *p = cfg->name; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            return fail(&e, "'name' = '%s' must not contain control characters", PRINTABLE(cfg->name));
+            return fail(&e, "'name' = '%s' must not contain control characters",
+                        PRINTABLE(cfg->name));
 
     if (cfg->n_embd % cfg->n_head != 0)
-        return fail(&e, "'model.n_embd' (%d) must be divisible by 'model.n_head' (%d)", cfg->n_embd, cfg->n_head);
+        return fail(&e, "'model.n_embd' (%d) must be divisible by 'model.n_head' (%d)", cfg->n_embd,
+                    cfg->n_head);
     if (cfg->attn_window > cfg->block_size)
-        return fail(&e, "'model.attn_window' (%d) must be at most 'model.block_size' (%d): a query sees at most block_size keys",
+        return fail(&e,
+                    "'model.attn_window' (%d) must be at most 'model.block_size' (%d): a query "
+                    "sees at most block_size keys",
                     cfg->attn_window, cfg->block_size);
     if (cfg->attn_window > 0 && strcmp(cfg->attn_mask, "causal") != 0)
-        return fail(&e, "'model.attn_window' (%d) needs 'model.attn_mask' causal, got '%s': the window narrows the causal mask",
+        return fail(&e,
+                    "'model.attn_window' (%d) needs 'model.attn_mask' causal, got '%s': the window "
+                    "narrows the causal mask",
                     cfg->attn_window, cfg->attn_mask);
     if (cfg->min_lr > cfg->lr) {
         char a[32], b[32];
@@ -656,10 +719,11 @@ int config_finalize(Config *cfg, char *err, size_t errlen) {
     }
     cfg->attn_scale = config_scale_factor(cfg->attn_scale_str, cfg->n_embd / cfg->n_head);
 
-    if (!cfg->out_dir[0]) snprintf(cfg->out_dir, sizeof(cfg->out_dir), "out/%s", cfg->name); // always fits: 4 + 127 < 1024
+    if (!cfg->out_dir[0])
+        snprintf(cfg->out_dir, sizeof(cfg->out_dir), "out/%s",
+                 cfg->name);  // always fits: 4 + 127 < 1024
     return 1;
 }
-
 
 // ----------------------------------------------------------------------------
 // resolved config as JSON, and the key reference
@@ -672,7 +736,8 @@ typedef struct {
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void sb_printf(StrBuf *b, const char *fmt, ...) {
+static void
+sb_printf(StrBuf *b, const char *fmt, ...) {
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
@@ -685,7 +750,8 @@ static void sb_printf(StrBuf *b, const char *fmt, ...) {
         }
         size_t cap = b->cap * 2 + (size_t)n;
         char *grown = realloc(b->p, cap);
-        if (!grown) die(EXIT_RUNTIME, "out of memory allocating %zu bytes for the resolved config", cap);
+        if (!grown)
+            die(EXIT_RUNTIME, "out of memory allocating %zu bytes for the resolved config", cap);
         b->p = grown;
         b->cap = cap;
     }
@@ -697,16 +763,32 @@ static void sb_json_string(StrBuf *b, const char *s) {
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
         switch (ch) {
-        case '"': sb_printf(b, "\\\""); break;
-        case '\\': sb_printf(b, "\\\\"); break;
-        case '\n': sb_printf(b, "\\n"); break;
-        case '\r': sb_printf(b, "\\r"); break;
-        case '\t': sb_printf(b, "\\t"); break;
-        case '\b': sb_printf(b, "\\b"); break;
-        case '\f': sb_printf(b, "\\f"); break;
+        case '"':
+            sb_printf(b, "\\\"");
+            break;
+        case '\\':
+            sb_printf(b, "\\\\");
+            break;
+        case '\n':
+            sb_printf(b, "\\n");
+            break;
+        case '\r':
+            sb_printf(b, "\\r");
+            break;
+        case '\t':
+            sb_printf(b, "\\t");
+            break;
+        case '\b':
+            sb_printf(b, "\\b");
+            break;
+        case '\f':
+            sb_printf(b, "\\f");
+            break;
         default:
-            if (ch < 0x20) sb_printf(b, "\\u%04x", ch);
-            else sb_printf(b, "%c", ch);
+            if (ch < 0x20)
+                sb_printf(b, "\\u%04x", ch);
+            else
+                sb_printf(b, "%c", ch);
         }
     }
     sb_printf(b, "\"");
@@ -716,12 +798,17 @@ static void sb_json_string(StrBuf *b, const char *s) {
 static void sb_value(StrBuf *b, const Config *cfg, const KeySpec *k) {
     char num[64];
     switch (k->type) {
-    case T_INT: sb_printf(b, "%d", *(const int *)(const void *)((const char *)cfg + k->offset)); break;
+    case T_INT:
+        sb_printf(b, "%d", *(const int *)(const void *)((const char *)cfg + k->offset));
+        break;
     case T_NUM:
-        fmt_double(num, sizeof(num), *(const double *)(const void *)((const char *)cfg + k->offset));
+        fmt_double(num, sizeof(num),
+                   *(const double *)(const void *)((const char *)cfg + k->offset));
         sb_printf(b, "%s", num);
         break;
-    case T_STR: sb_json_string(b, cstr_field(cfg, k)); break;
+    case T_STR:
+        sb_json_string(b, cstr_field(cfg, k));
+        break;
     case T_SCALE: {
         // A number is written as a JSON number (canonical form, whatever text it came from).
         double v;
@@ -740,15 +827,18 @@ static void sb_value(StrBuf *b, const Config *cfg, const KeySpec *k) {
 static int at_default(const Config *cfg, const KeySpec *k) {
     const void *f = (const char *)cfg + k->offset;
     switch (k->type) {
-    case T_INT: return *(const int *)f == (int)k->def;
-    case T_NUM: return *(const double *)f == k->def;
-    default: return strcmp(cstr_field(cfg, k), k->def_str) == 0;
+    case T_INT:
+        return *(const int *)f == (int)k->def;
+    case T_NUM:
+        return *(const double *)f == k->def;
+    default:
+        return strcmp(cstr_field(cfg, k), k->def_str) == 0;
     }
 }
 
 char *config_to_json(const Config *cfg) {
     StrBuf b = {xmalloc(4096, "resolved config"), 0, 4096};
-    const char *open_section = NULL; // section whose object is open
+    const char *open_section = NULL;  // section whose object is open
     size_t open_len = 0;
     sb_printf(&b, "{");
     for (int i = 0; i < CONFIG_N_KEYS; i++) {
@@ -776,19 +866,21 @@ char *config_to_json(const Config *cfg) {
 // Markdown cells must not contain a bare '|'.
 static void md_cell(FILE *f, const char *s) {
     for (; *s; s++) {
-        if (*s == '|') fputs("\\|", f);
-        else fputc(*s, f);
+        if (*s == '|')
+            fputs("\\|", f);
+        else
+            fputc(*s, f);
     }
 }
 
 void config_print_reference(FILE *f, int markdown) {
     char defaults[CONFIG_MAX_KEYS][64], ranges[CONFIG_MAX_KEYS][RANGE_CHARS];
-    int wk = 3, wt = 4, wd = 7, wr = 5; // widths of "key", "type", "default", "range"
+    int wk = 3, wt = 4, wd = 7, wr = 5;  // widths of "key", "type", "default", "range"
     for (int i = 0; i < CONFIG_N_KEYS; i++) {
         const KeySpec *k = &CONFIG_KEYS[i];
         if (k->type == T_INT || k->type == T_NUM) {
             fmt_double(defaults[i], sizeof(defaults[i]), k->def);
-        } else { // strings shown as JSON literals, so "" and "\n" are visible
+        } else {  // strings shown as JSON literals, so "" and "\n" are visible
             StrBuf b = {xmalloc(64, "reference"), 0, 64};
             sb_json_string(&b, k->def_str);
             snprintf(defaults[i], sizeof(defaults[i]), "%s", b.p);
@@ -815,11 +907,14 @@ void config_print_reference(FILE *f, int markdown) {
         }
         return;
     }
-    fprintf(f, "Config keys (JSON: {\"name\": ..., \"model\": {\"n_layer\": ...}, ...}; override: --model.n_layer=8):\n");
-    fprintf(f, "  %-*s  %-*s  %-*s  %-*s  %s\n", wk, "key", wt, "type", wd, "default", wr, "range", "meaning");
+    fprintf(f, "Config keys (JSON: {\"name\": ..., \"model\": {\"n_layer\": ...}, ...}; override: "
+               "--model.n_layer=8):\n");
+    fprintf(f, "  %-*s  %-*s  %-*s  %-*s  %s\n", wk, "key", wt, "type", wd, "default", wr, "range",
+            "meaning");
     for (int i = 0; i < CONFIG_N_KEYS; i++)
-        fprintf(f, "  %-*s  %-*s  %-*s  %-*s  %s\n", wk, CONFIG_KEYS[i].key, wt, type_name(CONFIG_KEYS[i].type), wd, defaults[i],
-                wr, ranges[i], CONFIG_KEYS[i].help);
+        fprintf(f, "  %-*s  %-*s  %-*s  %-*s  %s\n", wk, CONFIG_KEYS[i].key, wt,
+                type_name(CONFIG_KEYS[i].type), wd, defaults[i], wr, ranges[i],
+                CONFIG_KEYS[i].help);
 }
 
 int config_names_value(const char *key, const char *value) {

@@ -9,16 +9,16 @@
 
 #define CONFIG_MAX_KEYS 64  // rows the table may hold (arrays sized by it)
 
-
 typedef enum {
-    T_INT,   // JSON integer -> int field
-    T_NUM,   // finite JSON number -> double field
-    T_STR,   // JSON string -> char[] field; min/max bound its length in bytes
-    T_SCALE, // model.attn_scale: "sqrt", "none" or a number -> attn_scale_str (config_finalize resolves attn_scale)
+    T_INT,    // JSON integer -> int field
+    T_NUM,    // finite JSON number -> double field
+    T_STR,    // JSON string -> char[] field; min/max bound its length in bytes
+    T_SCALE,  // model.attn_scale: "sqrt", "none" or a number -> attn_scale_str (config_finalize
+              // resolves attn_scale)
 } KeyType;
 
 typedef struct {
-    const char *key;           // dotted path: "section.key", or "key" at the top level
+    const char *key;  // dotted path: "section.key", or "key" at the top level
     KeyType type;
     size_t offset;             // of the field in Config
     size_t size;               // of the field (bounds string copies)
@@ -27,9 +27,10 @@ typedef struct {
     double min, max;           // allowed range (string length for T_STR)
     int min_open, max_open;    // 1 = that bound is exclusive
     const char *const *enums;  // NULL-terminated allowed strings for enum keys, else NULL
-    const char *const *aliases;  // NULL, or pairs {old name, enum it stands for, ..., NULL}: still accepted
-    int omit_default;          // written to the resolved config only when it differs from its default: a
-                               // key added later leaves the config of a run at the defaults as it was
+    const char *const
+        *aliases;      // NULL, or pairs {old name, enum it stands for, ..., NULL}: still accepted
+    int omit_default;  // written to the resolved config only when it differs from its default: a
+                       // key added later leaves the config of a run at the defaults as it was
     const char *help;
 } KeySpec;
 

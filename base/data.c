@@ -1,5 +1,5 @@
-// base/data.c: strict UTF-8 decoding, the character vocabulary, and loading/tokenizing/splitting the
-// training text.
+// base/data.c: strict UTF-8 decoding, the character vocabulary, and loading/tokenizing/splitting
+// the training text.
 #define _POSIX_C_SOURCE 200809L
 #include "base/data.h"
 #include "base/common.h"
@@ -15,7 +15,7 @@
 // Largest data file accepted: token positions must fit in an int everywhere downstream.
 #define DATA_MAX_BYTES ((size_t)2147483647)  // 2 GiB - 1
 
-#define UNICODE_MAX 0x10FFFFu
+#define UNICODE_MAX  0x10FFFFu
 #define UNICODE_SIZE 0x110000u
 
 // ---------------------------------------------------------------------------------------------
@@ -34,15 +34,23 @@ static inline size_t utf8_sequence(const unsigned char *bytes, size_t len, size_
     size_t need;
     unsigned lo = 0x80, hi = 0xBF;
     uint32_t v;
-    if (c >= 0xC2 && c <= 0xDF) { need = 1; v = c & 0x1F; }
-    else if (c >= 0xE0 && c <= 0xEF) {
-        need = 2; v = c & 0x0F;
-        if (c == 0xE0) lo = 0xA0;        // overlong below U+0800
-        else if (c == 0xED) hi = 0x9F;   // surrogates U+D800..DFFF
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 1;
+        v = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2;
+        v = c & 0x0F;
+        if (c == 0xE0)
+            lo = 0xA0;  // overlong below U+0800
+        else if (c == 0xED)
+            hi = 0x9F;  // surrogates U+D800..DFFF
     } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 3; v = c & 0x07;
-        if (c == 0xF0) lo = 0x90;        // overlong below U+10000
-        else if (c == 0xF4) hi = 0x8F;   // above U+10FFFF
+        need = 3;
+        v = c & 0x07;
+        if (c == 0xF0)
+            lo = 0x90;  // overlong below U+10000
+        else if (c == 0xF4)
+            hi = 0x8F;  // above U+10FFFF
     } else {
         // 80..BF stray continuation, C0/C1 overlong 2-byte lead, F5..FF beyond Unicode
         return 0;
@@ -58,11 +66,13 @@ static inline size_t utf8_sequence(const unsigned char *bytes, size_t len, size_
     return need + 1;
 }
 
-int utf8_decode(const unsigned char *bytes, size_t len, uint32_t **out, size_t *n, size_t *bad_offset) {
+int utf8_decode(const unsigned char *bytes, size_t len, uint32_t **out, size_t *n,
+                size_t *bad_offset) {
     size_t cap_bytes;
     *out = NULL;
     *n = 0;
-    if (!mul_size(len, sizeof(uint32_t), &cap_bytes)) die(EXIT_RUNTIME, "size overflow decoding %zu bytes of UTF-8", len);
+    if (!mul_size(len, sizeof(uint32_t), &cap_bytes))
+        die(EXIT_RUNTIME, "size overflow decoding %zu bytes of UTF-8", len);
     uint32_t *cps = xmalloc(cap_bytes, "decoded text");
     size_t i = 0, k = 0;
     while (i < len) {
@@ -133,7 +143,8 @@ void vocab_build(Vocab *v, const uint32_t *cps, size_t n) {
     uint64_t *seen = xcalloc(words, sizeof(uint64_t), "vocabulary bitmap");
     for (size_t i = 0; i < n; i++) {
         uint32_t cp = cps[i];
-        if (cp > UNICODE_MAX) die(EXIT_RUNTIME, "vocab_build: invalid code point 0x%lX", (unsigned long)cp);
+        if (cp > UNICODE_MAX)
+            die(EXIT_RUNTIME, "vocab_build: invalid code point 0x%lX", (unsigned long)cp);
         seen[cp >> 6] |= (uint64_t)1 << (cp & 63);
     }
     int count = 0;
@@ -155,8 +166,10 @@ int vocab_lookup(const Vocab *v, uint32_t cp) {
         int mid = lo + (hi - lo) / 2;
         uint32_t c = v->chars[mid];
         if (c == cp) return mid;
-        if (c < cp) lo = mid + 1;
-        else hi = mid - 1;
+        if (c < cp)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
     }
     return -1;
 }
@@ -171,11 +184,11 @@ void vocab_free(Vocab *v) {
 // ---------------------------------------------------------------------------------------------
 // Dataset loading
 
-
 // Describe a code point for an error message: "U+00E9 'é'", or just "U+000A" for control and
 // line-separator characters that would garble a one-line message.
 static void describe_cp(uint32_t cp, char *buf, size_t buflen) {
-    int printable = !(cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || !unicode_scalar(cp));
+    int printable = !(cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
+                      !unicode_scalar(cp));
     if (printable) {
         char enc[5];
         int len = utf8_encode(cp, enc);
@@ -189,7 +202,8 @@ static void describe_cp(uint32_t cp, char *buf, size_t buflen) {
 // Read a whole file into a malloc'd buffer. Only a regular file is read (a FIFO, a device such
 // as /dev/zero or a directory is refused before the first read: fopen_regular); rejects anything
 // over DATA_MAX_BYTES. The read loop still grows the buffer, for a file that grows meanwhile.
-static int read_file(const char *path, unsigned char **out, size_t *out_len, char *err, size_t errlen) {
+static int read_file(const char *path, unsigned char **out, size_t *out_len, char *err,
+                     size_t errlen) {
     *out = NULL;
     *out_len = 0;
     uint64_t size;
@@ -199,17 +213,23 @@ static int read_file(const char *path, unsigned char **out, size_t *out_len, cha
         const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
         char near[1024];
         if (access(path, F_OK) != 0 && strcmp(base, "tinyshakespeare.txt") == 0)
-            refuse(err, errlen, "cannot read data file '%s': %s (run `make shakespeare` first: it downloads it there)", path, why);
-        else if (access(path, F_OK) != 0 && errno == ENOENT && nearest_file(path, near, sizeof near))  // (not a link loop)
-            refuse(err, errlen, "cannot read data file '%s': %s (did you mean '%s'?)", path, why, near);
+            refuse(err, errlen,
+                   "cannot read data file '%s': %s (run `make shakespeare` first: it downloads it "
+                   "there)",
+                   path, why);
+        else if (access(path, F_OK) != 0 && errno == ENOENT &&
+                 nearest_file(path, near, sizeof near))  // (not a link loop)
+            refuse(err, errlen, "cannot read data file '%s': %s (did you mean '%s'?)", path, why,
+                   near);
         else
             refuse(err, errlen, "cannot read data file '%s': %s", path, why);
         return 0;
     }
     if (size > (uint64_t)DATA_MAX_BYTES) {
         fclose(f);
-        refuse(err, errlen, "data file '%s' is too large (%llu bytes; at most %zu bytes, 2 GiB, are supported)",
-                path, (unsigned long long)size, DATA_MAX_BYTES);
+        refuse(err, errlen,
+               "data file '%s' is too large (%llu bytes; at most %zu bytes, 2 GiB, are supported)",
+               path, (unsigned long long)size, DATA_MAX_BYTES);
         return 0;
     }
     size_t cap = (size_t)size + 1;  // +1 so EOF is seen without growing
@@ -220,8 +240,10 @@ static int read_file(const char *path, unsigned char **out, size_t *out_len, cha
             if (cap > DATA_MAX_BYTES) {
                 free(buf);
                 fclose(f);
-                refuse(err, errlen, "data file '%s' is too large (more than %zu bytes, 2 GiB, are not supported)",
-                        path, DATA_MAX_BYTES);
+                refuse(
+                    err, errlen,
+                    "data file '%s' is too large (more than %zu bytes, 2 GiB, are not supported)",
+                    path, DATA_MAX_BYTES);
                 return 0;
             }
             size_t ncap = cap * 2;
@@ -230,7 +252,8 @@ static int read_file(const char *path, unsigned char **out, size_t *out_len, cha
             if (!nb) {
                 free(buf);
                 fclose(f);
-                die(EXIT_RUNTIME, "out of memory allocating %zu bytes for data file contents", ncap);
+                die(EXIT_RUNTIME, "out of memory allocating %zu bytes for data file contents",
+                    ncap);
             }
             buf = nb;
             cap = ncap;
@@ -252,8 +275,9 @@ static int read_file(const char *path, unsigned char **out, size_t *out_len, cha
     if (len > DATA_MAX_BYTES) {  // a regular file that grew while being read
         free(buf);
         fclose(f);
-        refuse(err, errlen, "data file '%s' is too large (more than %zu bytes, 2 GiB, are not supported)",
-                path, DATA_MAX_BYTES);
+        refuse(err, errlen,
+               "data file '%s' is too large (more than %zu bytes, 2 GiB, are not supported)", path,
+               DATA_MAX_BYTES);
         return 0;
     }
     errno = 0;
@@ -291,7 +315,8 @@ static int load_text(const char *path, uint32_t **cps, size_t *n, char *err, siz
         free(*cps);
         *cps = NULL;
         *n = 0;
-        refuse(err, errlen, "data file '%s' contains a NUL byte at offset %zu (binary file?)", path, nul_off);
+        refuse(err, errlen, "data file '%s' contains a NUL byte at offset %zu (binary file?)", path,
+               nul_off);
         return 0;
     }
     if (!ok) {
@@ -302,7 +327,8 @@ static int load_text(const char *path, uint32_t **cps, size_t *n, char *err, siz
 }
 
 // Split and check that both parts hold at least min_len tokens.
-static int split(Dataset *ds, const char *path, double val_fraction, int min_len, char *err, size_t errlen) {
+static int split(Dataset *ds, const char *path, double val_fraction, int min_len, char *err,
+                 size_t errlen) {
     size_t n = ds->n_tokens;
     double t = floor((double)n * (1.0 - val_fraction));
     size_t n_train = t <= 0.0 ? 0 : t >= (double)n ? n : (size_t)t;
@@ -311,24 +337,30 @@ static int split(Dataset *ds, const char *path, double val_fraction, int min_len
     int train_short = n_train < need, val_short = n_val < need;
     if (train_short && val_short) {
         refuse(err, errlen,
-                "data file '%s' has %zu characters: the training split (%zu) and the validation split (%zu) "
-                "are shorter than %d characters, the least a window of block_size needs; use a longer text or a "
-                "smaller model.block_size",
-                path, n, n_train, n_val, min_len);
+               "data file '%s' has %zu characters: the training split (%zu) and the validation "
+               "split (%zu) "
+               "are shorter than %d characters, the least a window of block_size needs; use a "
+               "longer text or a "
+               "smaller model.block_size",
+               path, n, n_train, n_val, min_len);
         return 0;
     }
     if (train_short) {
-        refuse(err, errlen,
-                "data file '%s' has %zu characters: the training split (%zu) is shorter than %d characters, the "
-                "least a window of block_size needs; use a longer text or a smaller data.val_fraction",
-                path, n, n_train, min_len);
+        refuse(
+            err, errlen,
+            "data file '%s' has %zu characters: the training split (%zu) is shorter than %d "
+            "characters, the "
+            "least a window of block_size needs; use a longer text or a smaller data.val_fraction",
+            path, n, n_train, min_len);
         return 0;
     }
     if (val_short) {
-        refuse(err, errlen,
-                "data file '%s' has %zu characters: the validation split (%zu) is shorter than %d characters, the "
-                "least a window of block_size needs; use a longer text or a larger data.val_fraction",
-                path, n, n_val, min_len);
+        refuse(
+            err, errlen,
+            "data file '%s' has %zu characters: the validation split (%zu) is shorter than %d "
+            "characters, the "
+            "least a window of block_size needs; use a longer text or a larger data.val_fraction",
+            path, n, n_val, min_len);
         return 0;
     }
     ds->n_train = n_train;
@@ -364,15 +396,18 @@ static int load_common(Dataset *ds, const char *path, double val_fraction, int m
     if (!check_val_fraction(val_fraction, err, errlen)) return 0;
     if (vocab) {
         if (!vocab->chars || vocab->vocab_size < 1) {
-            refuse(err, errlen, "cannot tokenize data file '%s': the given vocabulary is empty", path);
+            refuse(err, errlen, "cannot tokenize data file '%s': the given vocabulary is empty",
+                   path);
             return 0;
         }
         for (int i = 0; i < vocab->vocab_size; i++) {
             uint32_t c = vocab->chars[i];
             if (!unicode_scalar(c) || (i > 0 && c <= vocab->chars[i - 1])) {
                 refuse(err, errlen,
-                        "cannot tokenize data file '%s': the given vocabulary is not a sorted list of distinct "
-                        "Unicode characters (entry %d is 0x%lX)", path, i, (unsigned long)c);
+                       "cannot tokenize data file '%s': the given vocabulary is not a sorted list "
+                       "of distinct "
+                       "Unicode characters (entry %d is 0x%lX)",
+                       path, i, (unsigned long)c);
                 return 0;
             }
         }
@@ -391,7 +426,8 @@ static int load_common(Dataset *ds, const char *path, double val_fraction, int m
         if (ds->vocab.vocab_size < 2) {
             char d[32];
             describe_cp(ds->vocab.chars[0], d, sizeof d);
-            refuse(err, errlen, "data file '%s' needs at least 2 distinct characters (it has only %s)", path, d);
+            refuse(err, errlen,
+                   "data file '%s' needs at least 2 distinct characters (it has only %s)", path, d);
             free(cps);
             dataset_free(ds);
             return 0;
@@ -409,8 +445,10 @@ static int load_common(Dataset *ds, const char *path, double val_fraction, int m
         char d[32];
         describe_cp(cps[bad], d, sizeof d);
         refuse(err, errlen,
-                "data file '%s' contains the character %s at byte offset %zu, which is not in the vocabulary "
-                "(%d characters)", path, d, off, ds->vocab.vocab_size);
+               "data file '%s' contains the character %s at byte offset %zu, which is not in the "
+               "vocabulary "
+               "(%d characters)",
+               path, d, off, ds->vocab.vocab_size);
         free(cps);
         dataset_free(ds);
         return 0;
@@ -424,7 +462,8 @@ static int load_common(Dataset *ds, const char *path, double val_fraction, int m
     return 1;
 }
 
-int dataset_load(Dataset *ds, const char *path, double val_fraction, int min_len, char *err, size_t errlen) {
+int dataset_load(Dataset *ds, const char *path, double val_fraction, int min_len, char *err,
+                 size_t errlen) {
     return load_common(ds, path, val_fraction, min_len, NULL, err, errlen);
 }
 

@@ -35,7 +35,8 @@ void dist_init(int *argc, char ***argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     MPI_Comm local;
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) ==
+        MPI_SUCCESS) {
         MPI_Comm_size(local, &g_local_size);
         MPI_Comm_free(&local);
     }
@@ -70,7 +71,8 @@ void dist_sum_real(real *buf, size_t n) {
     const size_t chunk = (size_t)1 << 30;
     for (size_t off = 0; off < n; off += chunk) {
         int count = (int)(n - off < chunk ? n - off : chunk);
-        if (MPI_Allreduce(MPI_IN_PLACE, buf + off, count, type, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+        if (MPI_Allreduce(MPI_IN_PLACE, buf + off, count, type, MPI_SUM, MPI_COMM_WORLD) !=
+            MPI_SUCCESS)
             die(EXIT_RUNTIME, "MPI_Allreduce of %d values failed", count);
     }
 }
@@ -113,15 +115,28 @@ void dist_exit(int code) {
 
 #else  // one process, no MPI
 
-void dist_init(int *argc, char ***argv) { (void)argc; (void)argv; }
+void dist_init(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+}
 int dist_rank(void) { return 0; }
 int dist_size(void) { return 1; }
 int dist_local_size(void) { return 1; }
 const char *dist_describe(void) { return "off (build with make MPI=1)"; }
-void dist_sum_real(real *buf, size_t n) { (void)buf; (void)n; }
-void dist_sum_double(double *buf, int n) { (void)buf; (void)n; }
+void dist_sum_real(real *buf, size_t n) {
+    (void)buf;
+    (void)n;
+}
+void dist_sum_double(double *buf, int n) {
+    (void)buf;
+    (void)n;
+}
 int dist_max_int(int v) { return v; }
-int dist_same_bytes(const void *buf, size_t n) { (void)buf; (void)n; return 1; }
+int dist_same_bytes(const void *buf, size_t n) {
+    (void)buf;
+    (void)n;
+    return 1;
+}
 void dist_barrier(void) {}
 void dist_exit(int code) { exit(code); }
 

@@ -42,10 +42,14 @@ static Buf *skip_ws(Buf *b) {
 static unsigned hex4(const unsigned char *p) {
     unsigned h = 0;
     for (int i = 0; i < 4; i++) {
-        if (p[i] >= '0' && p[i] <= '9') h += (unsigned)(p[i] - '0');
-        else if (p[i] >= 'A' && p[i] <= 'F') h += 10u + (unsigned)(p[i] - 'A');
-        else if (p[i] >= 'a' && p[i] <= 'f') h += 10u + (unsigned)(p[i] - 'a');
-        else return 0;
+        if (p[i] >= '0' && p[i] <= '9')
+            h += (unsigned)(p[i] - '0');
+        else if (p[i] >= 'A' && p[i] <= 'F')
+            h += 10u + (unsigned)(p[i] - 'A');
+        else if (p[i] >= 'a' && p[i] <= 'f')
+            h += 10u + (unsigned)(p[i] - 'a');
+        else
+            return 0;
         if (i < 3) h <<= 4;
     }
     return h;
@@ -71,14 +75,19 @@ static int utf16_to_utf8(const unsigned char *p, const unsigned char *end, unsig
         len = 6;
     }
     unsigned char *o = *out;
-    if (cp < 0x80) *o++ = (unsigned char)cp;
-    else if (cp < 0x800) *o++ = (unsigned char)(0xC0 | (cp >> 6)), *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+    if (cp < 0x80)
+        *o++ = (unsigned char)cp;
+    else if (cp < 0x800)
+        *o++ = (unsigned char)(0xC0 | (cp >> 6)), *o++ = (unsigned char)(0x80 | (cp & 0x3F));
     else if (cp < 0x10000)
-        *o++ = (unsigned char)(0xE0 | (cp >> 12)), *o++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F)),
+        *o++ = (unsigned char)(0xE0 | (cp >> 12)),
+        *o++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F)),
         *o++ = (unsigned char)(0x80 | (cp & 0x3F));
     else
-        *o++ = (unsigned char)(0xF0 | (cp >> 18)), *o++ = (unsigned char)(0x80 | ((cp >> 12) & 0x3F)),
-        *o++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F)), *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+        *o++ = (unsigned char)(0xF0 | (cp >> 18)),
+        *o++ = (unsigned char)(0x80 | ((cp >> 12) & 0x3F)),
+        *o++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F)),
+        *o++ = (unsigned char)(0x80 | (cp & 0x3F));
     *out = o;
     return len;
 }
@@ -96,7 +105,8 @@ static int parse_string_to(char **s, Buf *b) {
         end++;
     }
     if ((size_t)(end - b->content) >= b->length || *end != '"') goto fail;
-    outbuf = malloc((size_t)(end - in) + 1);  // an escape never grows: \uXXXX is 6 bytes, at most 3 of UTF-8
+    outbuf = malloc((size_t)(end - in) +
+                    1);  // an escape never grows: \uXXXX is 6 bytes, at most 3 of UTF-8
     if (!outbuf) goto fail;
     o = outbuf;
     while (in < end) {
@@ -107,17 +117,32 @@ static int parse_string_to(char **s, Buf *b) {
         int n = 2;
         if (end - in < 1) goto fail;
         switch (in[1]) {
-        case 'b': *o++ = '\b'; break;
-        case 'f': *o++ = '\f'; break;
-        case 'n': *o++ = '\n'; break;
-        case 'r': *o++ = '\r'; break;
-        case 't': *o++ = '\t'; break;
-        case '"': case '\\': case '/': *o++ = in[1]; break;
+        case 'b':
+            *o++ = '\b';
+            break;
+        case 'f':
+            *o++ = '\f';
+            break;
+        case 'n':
+            *o++ = '\n';
+            break;
+        case 'r':
+            *o++ = '\r';
+            break;
+        case 't':
+            *o++ = '\t';
+            break;
+        case '"':
+        case '\\':
+        case '/':
+            *o++ = in[1];
+            break;
         case 'u':
             n = utf16_to_utf8(in, end, &o);
             if (n == 0) goto fail;
             break;
-        default: goto fail;
+        default:
+            goto fail;
         }
         in += n;
     }
@@ -135,7 +160,9 @@ static int parse_number(cJSON *item, Buf *b) {
     size_t n = 0;
     for (; can_access(b, n); n++) {
         unsigned char ch = AT(b)[n];
-        if (!((ch >= '0' && ch <= '9') || ch == '+' || ch == '-' || ch == 'e' || ch == 'E' || ch == '.')) break;
+        if (!((ch >= '0' && ch <= '9') || ch == '+' || ch == '-' || ch == 'e' || ch == 'E' ||
+              ch == '.'))
+            break;
     }
     char *num = malloc(n + 1), *after = NULL;
     if (!num) return 0;
@@ -173,8 +200,10 @@ static int parse_container(cJSON *item, Buf *b, int object) {
     do {
         cJSON *n = new_item();
         if (!n) goto fail;
-        if (!head) head = cur = n;
-        else cur->next = n, n->prev = cur, cur = n;
+        if (!head)
+            head = cur = n;
+        else
+            cur->next = n, n->prev = cur, cur = n;
         if (object) {
             if (!can_access(b, 1)) goto fail;
             b->offset++;
@@ -231,7 +260,8 @@ static int parse_value(cJSON *item, Buf *b) {
     return 0;
 }
 
-cJSON *cJSON_ParseWithLengthOpts(const char *value, size_t buffer_length, const char **return_parse_end,
+cJSON *cJSON_ParseWithLengthOpts(const char *value, size_t buffer_length,
+                                 const char **return_parse_end,
                                  cJSON_bool require_null_terminated) {
     Buf b = {(const unsigned char *)value, buffer_length, 0, 0};
     cJSON *item = NULL;
@@ -250,8 +280,10 @@ fail:
     cJSON_Delete(item);
     if (value && return_parse_end) {
         size_t pos = 0;
-        if (b.offset < b.length) pos = b.offset;
-        else if (b.length > 0) pos = b.length - 1;
+        if (b.offset < b.length)
+            pos = b.offset;
+        else if (b.length > 0)
+            pos = b.length - 1;
         *return_parse_end = value + pos;
     }
     return NULL;

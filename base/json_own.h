@@ -8,13 +8,13 @@
 #include <stddef.h>
 
 #define cJSON_Invalid (0)
-#define cJSON_False (1 << 0)
-#define cJSON_True (1 << 1)
-#define cJSON_NULL (1 << 2)
-#define cJSON_Number (1 << 3)
-#define cJSON_String (1 << 4)
-#define cJSON_Array (1 << 5)
-#define cJSON_Object (1 << 6)
+#define cJSON_False   (1 << 0)
+#define cJSON_True    (1 << 1)
+#define cJSON_NULL    (1 << 2)
+#define cJSON_Number  (1 << 3)
+#define cJSON_String  (1 << 4)
+#define cJSON_Array   (1 << 5)
+#define cJSON_Object  (1 << 6)
 
 #ifndef CJSON_NESTING_LIMIT
 #define CJSON_NESTING_LIMIT 1000
@@ -35,8 +35,8 @@ typedef struct cJSON {
 // Parse buffer_length bytes of value. With require_null_terminated the text must end (after
 // whitespace) at a NUL inside the length. *return_parse_end: where parsing stopped, or on
 // failure where the error is. NULL on failure.
-cJSON *cJSON_ParseWithLengthOpts(const char *value, size_t buffer_length, const char **return_parse_end,
-                                 cJSON_bool require_null_terminated);
+cJSON *cJSON_ParseWithLengthOpts(const char *value, size_t buffer_length,
+                                 const char **return_parse_end, cJSON_bool require_null_terminated);
 void cJSON_Delete(cJSON *item);
 cJSON_bool cJSON_IsInvalid(const cJSON *item);
 cJSON_bool cJSON_IsFalse(const cJSON *item);

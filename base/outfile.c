@@ -48,12 +48,18 @@ static void describe(const char *path, mode_t mode, char *buf, size_t n) {
         if (k < 0) k = 0;
         to[k] = 0;
         snprintf(buf, n, "is a symbolic link (to '%.900s')", to);
-    } else if (S_ISDIR(mode)) snprintf(buf, n, "is a directory");
-    else if (S_ISFIFO(mode)) snprintf(buf, n, "is a FIFO (named pipe)");
-    else if (S_ISCHR(mode)) snprintf(buf, n, "is a character device");
-    else if (S_ISBLK(mode)) snprintf(buf, n, "is a block device");
-    else if (S_ISSOCK(mode)) snprintf(buf, n, "is a socket");
-    else snprintf(buf, n, "is not a regular file");
+    } else if (S_ISDIR(mode))
+        snprintf(buf, n, "is a directory");
+    else if (S_ISFIFO(mode))
+        snprintf(buf, n, "is a FIFO (named pipe)");
+    else if (S_ISCHR(mode))
+        snprintf(buf, n, "is a character device");
+    else if (S_ISBLK(mode))
+        snprintf(buf, n, "is a block device");
+    else if (S_ISSOCK(mode))
+        snprintf(buf, n, "is a socket");
+    else
+        snprintf(buf, n, "is not a regular file");
 }
 
 // 1 when path does not exist or is a regular file (its mode in *mode, 0 when missing), else 0
@@ -72,7 +78,9 @@ static int target_ok(const char *path, mode_t *mode, char *err, size_t errlen) {
     }
     char what[1100];
     describe(path, st.st_mode, what, sizeof what);
-    snprintf(err, errlen, "cannot write '%s': it %s, not a regular file; nothing was written (remove it or name another file)",
+    snprintf(err, errlen,
+             "cannot write '%s': it %s, not a regular file; nothing was written (remove it or name "
+             "another file)",
              path, what);
     return 0;
 }
@@ -99,24 +107,33 @@ static void slot_free(Slot *s) {
 // The temporary files of one target's killed writers (out_begin removes them): the target's
 // own name in its directory.
 static const char *g_stale_name;
-static int is_stale_name(const char *name, size_t n) { return strlen(g_stale_name) == n && !strncmp(name, g_stale_name, n); }
+static int is_stale_name(const char *name, size_t n) {
+    return strlen(g_stale_name) == n && !strncmp(name, g_stale_name, n);
+}
 
 static void remove_stale_temps_of(const char *path) {
     char dir[4400], err[4600];
     const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
     g_stale_name = slash ? slash + 1 : path;
-    (void)out_remove_stale_temps(dir, is_stale_name, err, sizeof err);  // (an unreadable directory: the write says why)
+    (void)out_remove_stale_temps(dir, is_stale_name, err,
+                                 sizeof err);  // (an unreadable directory: the write says why)
 }
 
 int out_is_input(const char *out, const char *const *inputs, int n, char *err, size_t errlen) {
     struct stat so, si;
     if (!out || !strcmp(out, "-") || stat(out, &so) != 0) return 0;
     for (int i = 0; i < n; i++)
-        if (inputs[i] && stat(inputs[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
-            snprintf(err, errlen, "cannot write '%s': it is (or links to) the input '%s', which writing it would replace; "
-                     "name another file for the output", out, inputs[i]);
+        if (inputs[i] && stat(inputs[i], &si) == 0 && si.st_dev == so.st_dev &&
+            si.st_ino == so.st_ino) {
+            snprintf(err, errlen,
+                     "cannot write '%s': it is (or links to) the input '%s', which writing it "
+                     "would replace; "
+                     "name another file for the output",
+                     out, inputs[i]);
             return 1;
         }
     return 0;
@@ -129,7 +146,8 @@ FILE *out_begin(const char *path, int flags, char *err, size_t errlen) {
     for (int i = 0; i < OUT_MAX_OPEN && !s; i++)
         if (!g_slots[i].active && !g_slots[i].is_stdout) s = &g_slots[i];
     if (!s) {
-        snprintf(err, errlen, "cannot write '%s': more than %d files open for writing at once", path, OUT_MAX_OPEN);
+        snprintf(err, errlen, "cannot write '%s': more than %d files open for writing at once",
+                 path, OUT_MAX_OPEN);
         return NULL;
     }
     if ((flags & OUT_DASH) && strcmp(path, "-") == 0) {
@@ -157,12 +175,13 @@ FILE *out_begin(const char *path, int flags, char *err, size_t errlen) {
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
-        snprintf(err, errlen, "cannot write '%s' (its temporary file '%s'): %s", path, s->tmp, strerror(errno));
+        snprintf(err, errlen, "cannot write '%s' (its temporary file '%s'): %s", path, s->tmp,
+                 strerror(errno));
         return NULL;
     }
     s->active = 1;
 #ifdef TGPT_TEST_HOOKS
-    {   // TGPT_TEST_SIGNAL_WRITING=INT or TERM: that signal while the temporary file exists
+    {  // TGPT_TEST_SIGNAL_WRITING=INT or TERM: that signal while the temporary file exists
         const char *sig = getenv("TGPT_TEST_SIGNAL_WRITING");
         if (sig) raise(!strcmp(sig, "INT") ? SIGINT : SIGTERM);
     }
@@ -189,9 +208,12 @@ static void fsync_dir_of(const char *path) {
     char dir[4400];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) slash[1] = 0;
-    else *slash = 0;
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        slash[1] = 0;
+    else
+        *slash = 0;
     int fd = open(dir, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
     (void)fsync(fd);
@@ -207,7 +229,9 @@ int out_end(FILE *f, char *err, size_t errlen) {
     }
     if (s->is_stdout) {
         int ok = fflush(stdout) == 0 && !ferror(stdout);
-        if (!ok) snprintf(err, errlen, "cannot write to standard output: %s", strerror(errno ? errno : EIO));
+        if (!ok)
+            snprintf(err, errlen, "cannot write to standard output: %s",
+                     strerror(errno ? errno : EIO));
         slot_free(s);
         return ok;
     }
@@ -220,8 +244,10 @@ int out_end(FILE *f, char *err, size_t errlen) {
     int ok = !e && target_ok(s->path, &mode, err, errlen);  // nothing was swapped in meanwhile
     if (ok && rename(s->tmp, s->path) != 0) e = errno, ok = 0;
     if (e) snprintf(err, errlen, "cannot write '%s': %s", s->path, strerror(e));
-    if (!ok) unlink(s->tmp);
-    else if (s->flags & OUT_DURABLE) fsync_dir_of(s->path);
+    if (!ok)
+        unlink(s->tmp);
+    else if (s->flags & OUT_DURABLE)
+        fsync_dir_of(s->path);
     slot_free(s);
     return ok;
 }
@@ -253,7 +279,8 @@ FILE *out_append(const char *path, int *was_empty, char *err, size_t errlen) {
     *was_empty = 1;
     if (!target_ok(path, &mode, err, errlen)) return NULL;
     // O_NONBLOCK: were a FIFO swapped in after the check, the open does not wait for a reader
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+    int fd = open(
+        path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
@@ -264,7 +291,8 @@ FILE *out_append(const char *path, int *was_empty, char *err, size_t errlen) {
         close(fd);
         char what[1100];
         describe(path, st.st_mode, what, sizeof what);
-        snprintf(err, errlen, "cannot write '%s': it %s, not a regular file; nothing was written", path, what);
+        snprintf(err, errlen, "cannot write '%s': it %s, not a regular file; nothing was written",
+                 path, what);
         return NULL;
     }
     int fl = fcntl(fd, F_GETFL);
@@ -292,18 +320,23 @@ static int all_digits(const char *p, size_t n) {
 size_t out_temp_target(const char *name, long *pid) {
     size_t n = strlen(name);
     const char *last = strrchr(name, '.');  // before <n>
-    if (!last || !all_digits(last + 1, n - (size_t)(last - name) - 1) || n - (size_t)(last - name) - 1 > 20) return 0;
+    if (!last || !all_digits(last + 1, n - (size_t)(last - name) - 1) ||
+        n - (size_t)(last - name) - 1 > 20)
+        return 0;
     const char *p = last;
     while (p > name && p[-1] >= '0' && p[-1] <= '9') p--;  // <pid>
     size_t pid_len = (size_t)(last - p);
-    if (pid_len == 0 || pid_len > 9 || (size_t)(p - name) < 5 + 1 || strncmp(p - 5, ".tmp.", 5) != 0) return 0;
+    if (pid_len == 0 || pid_len > 9 || (size_t)(p - name) < 5 + 1 ||
+        strncmp(p - 5, ".tmp.", 5) != 0)
+        return 0;
     long v = strtol(p, NULL, 10);
     if (v <= 0) return 0;
     *pid = v;
     return (size_t)(p - 5 - name);
 }
 
-int out_remove_stale_temps(const char *dir, int (*is_target)(const char *name, size_t n), char *err, size_t errlen) {
+int out_remove_stale_temps(const char *dir, int (*is_target)(const char *name, size_t n), char *err,
+                           size_t errlen) {
     DIR *d = opendir(dir);
     if (!d) {
         snprintf(err, errlen, "cannot read directory '%s': %s", dir, strerror(errno));
@@ -326,7 +359,8 @@ int out_remove_stale_temps(const char *dir, int (*is_target)(const char *name, s
             continue;  // that process runs (or may: EPERM), and its writer may be live
         }
         struct stat st;
-        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
         if (unlinkat(dfd, e->d_name, 0) == 0) removed++;
     }
     closedir(d);

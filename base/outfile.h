@@ -78,6 +78,7 @@ size_t out_temp_target(const char *name, long *pid);
 // it open (a container repeats pids from run to run). Call it with dir locked, so that no live
 // writer of the directory runs in another pid namespace. Returns the number removed, or -1 with a
 // message when dir cannot be read.
-int out_remove_stale_temps(const char *dir, int (*is_target)(const char *name, size_t n), char *err, size_t errlen);
+int out_remove_stale_temps(const char *dir, int (*is_target)(const char *name, size_t n), char *err,
+                           size_t errlen);
 
 #endif

@@ -9,9 +9,10 @@
 #ifndef REPEAT_LINE_H
 #define REPEAT_LINE_H
 
-#define REPEAT_MIN 6
+#define REPEAT_MIN  6
 #define REPEAT_SPAN 11
-#define REPEAT_LINE_MAX (2 * (REPEAT_MIN + REPEAT_SPAN - 1))  // the longest line, newline not counted
+#define REPEAT_LINE_MAX                                                                            \
+    (2 * (REPEAT_MIN + REPEAT_SPAN - 1))  // the longest line, newline not counted
 
 // Writes the line (no newline, no terminator) to out (room for REPEAT_LINE_MAX); returns 2n.
 static inline int repeat_line_write(char *out, int (*pick)(void *ctx, int k), void *ctx) {

@@ -49,9 +49,7 @@ uint64_t rng_below(Rng *r, uint64_t n) {
     return x % n;
 }
 
-double rng_uniform(Rng *r) {
-    return (double)(rng_next(r) >> 11) * 0x1.0p-53;
-}
+double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
 
 double rng_normal(Rng *r) {
     static const double two_pi = 6.283185307179586476925286766559;
@@ -63,9 +61,9 @@ double rng_normal(Rng *r) {
 // ---------------------------------------------------------------------------------------------
 // MT19937 (Matsumoto & Nishimura reference code) as used by NumPy's legacy RandomState.
 
-#define MT_N 624
-#define MT_M 397
-#define MT_MATRIX_A 0x9908b0dfU
+#define MT_N          624
+#define MT_M          397
+#define MT_MATRIX_A   0x9908b0dfU
 #define MT_UPPER_MASK 0x80000000U
 #define MT_LOWER_MASK 0x7fffffffU
 

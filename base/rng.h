@@ -5,7 +5,9 @@
 #include <stdint.h>
 
 // xoshiro256** seeded through splitmix64: fast, 256 bits of state saved in checkpoints.
-typedef struct { uint64_t s[4]; } Rng;
+typedef struct {
+    uint64_t s[4];
+} Rng;
 
 void rng_seed(Rng *r, uint64_t seed);
 uint64_t rng_next(Rng *r);
@@ -17,7 +19,8 @@ double rng_uniform(Rng *r);
 double rng_normal(Rng *r);
 
 // NumPy's legacy RandomState: MT19937 seeded with init_genrand(seed), random_sample() and the
-// polar-method gauss with a cached second value; reproduces np.random.seed(s); np.random.randn bit for bit.
+// polar-method gauss with a cached second value; reproduces np.random.seed(s); np.random.randn bit
+// for bit.
 typedef struct {
     uint32_t mt[624];
     int mti;

@@ -13,7 +13,8 @@
 // two parts m and 1 / l: 2 T numbers per head instead of the T x T weights. (exp(S - L) in float
 // would round S - L, near -log l for the largest weights, to about log l ulps; exp(S - m) / l
 // keeps those weights as accurate as the forward's.)
-// Backward, for each block of queries, over the blocks of keys its rows see, P recomputed from m, l:
+// Backward, for each block of queries, over the blocks of keys its rows see, P recomputed from m,
+// l:
 //   P = exp(S - m) / l,  dP = dO V^T  every block of the rows' keys first (a strip, QB x the keys)
 //   D = rowsum(dP * P)                per row (equal to rowsum(dO * O); see
 //                                     docs/backprop-through-softmax.md for why this one)
@@ -25,9 +26,10 @@
 // The products run on register tiles (kernels/regtile.h) of TR x TW outputs (2 TR x 32 for a head
 // of 32 columns on AVX-512) over K^T, V^T and the head's rows copied into a contiguous, padded
 // scratch, so every inner loop reads memory in order. Each (batch, head) is one task of an OpenMP
-// loop that writes only its own head's columns: the same bits for any thread count. Every score is one multiply-add chain over the head's columns in
-// increasing order and every block's update is one function (online_block), which decoding calls
-// too: generation with the KV cache reproduces the forward bit for bit.
+// loop that writes only its own head's columns: the same bits for any thread count. Every score is
+// one multiply-add chain over the head's columns in increasing order and every block's update is
+// one function (online_block), which decoding calls too: generation with the KV cache reproduces
+// the forward bit for bit.
 #include "attention.h"
 
 #include "kernels/fastmath.h"
@@ -74,17 +76,18 @@
 #define FK 256
 #define KB 64
 #define QB 64
-_Static_assert(FK % TW == 0 && KB % TW == 0 && FK % KB == 0, "blocks of keys are whole numbers of tiles wide");
+_Static_assert(FK % TW == 0 && KB % TW == 0 && FK % KB == 0,
+               "blocks of keys are whole numbers of tiles wide");
 _Static_assert(QB == KB, "the backward's query block i0 is the first to see key block i0");
 // The forward's queries, and the backward's keys and queries for dV, dK and dQ, go in strips of
 // SR: two tiles tall where the tall tile runs (AVX-512: see tile_tall), else one (a strip's
 // products include zero terms for the entries its rows do not see, more in a taller strip)
 #if VEC_BYTES == 64
 #define TALL 1
-#define SR (2 * TR)
+#define SR   (2 * TR)
 #else
 #define TALL 0
-#define SR TR
+#define SR   TR
 #endif
 
 // ---------------------------------------------------------------------------------------------
@@ -125,7 +128,9 @@ static Tile tile_at(const Product *p, int r0, int j0) {
 }
 
 // A(r, k) of the tile's row r: rows r >= nr repeat the last and are not stored
-static size_t tile_row(const Product *p, const Tile *t, int r) { return (size_t)(r < t->nr ? r : t->nr - 1) * p->a_row; }
+static size_t tile_row(const Product *p, const Tile *t, int r) {
+    return (size_t)(r < t->nr ? r : t->nr - 1) * p->a_row;
+}
 
 // The portable tile: its accumulators in memory, entry by entry. The vector tile below computes
 // the same chains, so both give the same bits.
@@ -134,7 +139,8 @@ static void tile_scalar(const Product *p, const Tile *t) {
     size_t ro[TR];
     for (int r = 0; r < TR; r++) ro[r] = tile_row(p, t, r);
     for (int r = 0; r < TR; r++)
-        for (int j = 0; j < TW; j++) acc[r][j] = p->accumulate && r < t->nr && j < t->nc ? t->out[r * p->ldo + j] : 0;
+        for (int j = 0; j < TW; j++)
+            acc[r][j] = p->accumulate && r < t->nr && j < t->nc ? t->out[r * p->ldo + j] : 0;
     for (int k = 0; k < p->depth; k++) {
         const real *ak = t->a + (size_t)k * p->a_depth, *bk = t->b + (size_t)k * p->ldb;
         for (int r = 0; r < TR; r++) {
@@ -162,21 +168,22 @@ static inline vreal vload_part(const real *src, int m) {
 // The tile on NV vectors per row, its TR x NV accumulators in registers (kernels/regtile.h). B
 // is read NV whole vectors wide, so it must hold that many columns (nc > (NV - 1) VL); the last
 // vector may be stored in part. The same chains as tile_scalar.
+// (its backslashes kept at column 100 by hand: clang-format 14 misplaces one after the ternary)
+// clang-format off
 #define TILE_VEC(NV)                                                                               \
     static void tile_vec##NV(const Product *p, const Tile *t) {                                    \
         vreal acc[TR][NV];                                                                         \
         size_t ro[TR];                                                                             \
         UNROLL for (int r = 0; r < TR; r++) ro[r] = tile_row(p, t, r);                             \
-        int last = t->nc - (NV - 1) * VL;  /* columns in the last vector */                        \
+        int last = t->nc - (NV - 1) * VL; /* columns in the last vector */                         \
         int whole = last == VL || p->out_padded;                                                   \
         size_t ldo = p->ldo, a_depth = p->a_depth, ldb = p->ldb;                                   \
-        UNROLL for (int r = 0; r < TR; r++)                                                        \
-            UNROLL for (int j = 0; j < NV; j++) {                                                  \
-                const real *o = t->out + r * ldo + j * VL;                                         \
-                acc[r][j] = !p->accumulate || r >= t->nr ? vzero()                                 \
-                            : j < NV - 1 || last == VL   ? vload(o)                                \
-                                                         : vload_part(o, last);                    \
-            }                                                                                      \
+        UNROLL for (int r = 0; r < TR; r++) UNROLL for (int j = 0; j < NV; j++) {                  \
+            const real *o = t->out + r * ldo + j * VL;                                             \
+            acc[r][j] = !p->accumulate || r >= t->nr ? vzero()                                     \
+                        : j < NV - 1 || last == VL   ? vload(o)                                    \
+                                                     : vload_part(o, last);                        \
+        }                                                                                          \
         const real *ak = t->a, *bk = t->b;                                                         \
         for (int k = 0, depth = p->depth; k < depth; k++, ak += a_depth, bk += ldb)                \
             REGTILE_STEP(acc, TR, NV, TILE_A, bk);                                                 \
@@ -185,11 +192,14 @@ static inline vreal vload_part(const real *src, int m) {
             if (r >= t->nr) break;                                                                 \
             UNROLL for (int j = 0; j < NV; j++) {                                                  \
                 real *o = t->out + r * ldo + j * VL;                                               \
-                if (j < NV - 1 || whole) vstore(o, acc[r][j] * al);                                \
-                else vstore_part(o, acc[r][j] * al, last);                                         \
+                if (j < NV - 1 || whole)                                                           \
+                    vstore(o, acc[r][j] * al);                                                     \
+                else                                                                               \
+                    vstore_part(o, acc[r][j] * al, last);                                          \
             }                                                                                      \
         }                                                                                          \
     }
+// clang-format on
 #define TILE_A(r) ak[ro[r]]
 TILE_VEC(1)
 #if TV >= 2
@@ -217,16 +227,18 @@ static void tile_tall(const Product *p, int r0) {
     vreal acc[2 * TR][2];
     size_t ldo = p->ldo, ldb = p->ldb, ar = p->a_row, ad = p->a_depth;
     real *out = p->out + (size_t)r0 * ldo;
-    UNROLL for (int r = 0; r < 2 * TR; r++)
-        UNROLL for (int j = 0; j < 2; j++) acc[r][j] = p->accumulate ? vload(out + r * ldo + j * VL) : vzero();
-    const real *a0 = p->a + (size_t)r0 * ar, *a3 = a0 + 3 * ar, *a6 = a0 + 6 * ar, *a9 = a0 + 9 * ar, *bk = p->b;
+    UNROLL for (int r = 0; r < 2 * TR; r++) UNROLL for (int j = 0; j < 2; j++) acc[r][j] =
+        p->accumulate ? vload(out + r * ldo + j * VL) : vzero();
+    const real *a0 = p->a + (size_t)r0 * ar, *a3 = a0 + 3 * ar, *a6 = a0 + 6 * ar,
+               *a9 = a0 + 9 * ar, *bk = p->b;
 #define TALL_A(r) ((r) < 3 ? a0 : (r) < 6 ? a3 : (r) < 9 ? a6 : a9)[((r) % 3) * ar]
-    for (int k = 0, depth = p->depth; k < depth; k++, a0 += ad, a3 += ad, a6 += ad, a9 += ad, bk += ldb)
+    for (int k = 0, depth = p->depth; k < depth;
+         k++, a0 += ad, a3 += ad, a6 += ad, a9 += ad, bk += ldb)
         REGTILE_STEP(acc, 2 * TR, 2, TALL_A, bk);
 #undef TALL_A
     vreal al = vset1(p->alpha);
-    UNROLL for (int r = 0; r < 2 * TR; r++)
-        UNROLL for (int j = 0; j < 2; j++) vstore(out + r * ldo + j * VL, acc[r][j] * al);
+    UNROLL for (int r = 0; r < 2 * TR; r++) UNROLL for (int j = 0; j < 2; j++)
+        vstore(out + r * ldo + j * VL, acc[r][j] * al);
 }
 #endif
 
@@ -235,15 +247,23 @@ static void tile_mm(const Product *p, const Tile *t) {
 #if VEC_BYTES
     if (p->b_padded || t->nc % VL == 0) {
         switch ((t->nc + VL - 1) / VL) {
-        case 1: tile_vec1(p, t); return;
+        case 1:
+            tile_vec1(p, t);
+            return;
 #if TV >= 2
-        case 2: tile_vec2(p, t); return;
+        case 2:
+            tile_vec2(p, t);
+            return;
 #endif
 #if TV >= 3
-        case 3: tile_vec3(p, t); return;
+        case 3:
+            tile_vec3(p, t);
+            return;
 #endif
 #if TV >= 4
-        case 4: tile_vec4(p, t); return;
+        case 4:
+            tile_vec4(p, t);
+            return;
 #endif
         }
     }
@@ -315,7 +335,8 @@ static double lanes_sum(double *lane) {
 // every tile of S computes for its entry (vectorised across keys instead of across i).
 static real score_dot(const real *q, const real *k, int hd, real scale) {
     real s = 0;
-    for (int i = 0; i < hd; i++) s = smadd(q[i], k[i], s);  // no simd reduction: the order is the contract
+    for (int i = 0; i < hd; i++)
+        s = smadd(q[i], k[i], s);  // no simd reduction: the order is the contract
     return s * scale;
 }
 
@@ -334,7 +355,8 @@ static void axpy(real *restrict y, real alpha, const real *restrict x, int n) {
 // visible key (lane j: keys vis0 + j, vis0 + j + VL, ...), then the lanes in order: it depends on
 // the visible keys alone, not on where they lie in s. Forward and decoding both call this one
 // function (not inlined: one compiled body, one rounding), so they agree bit for bit.
-static NOINLINE void online_block(real *s, int n, int vis0, int vis1, real *m, real *l, real *o, int hd) {
+static NOINLINE void online_block(real *s, int n, int vis0, int vis1, real *m, real *l, real *o,
+                                  int hd) {
     real m_old = *m;
     if (vis0 > vis1) {  // nothing seen here: p = 0, and m, l, o stay (o starts at 0)
         memset(s, 0, (size_t)n * sizeof(real));
@@ -395,7 +417,8 @@ static int padded_keys(int T) { return (T + TW - 1) / TW * TW + TW; }
 // xt (hd, ldx) = x^T for one head's rows x (T, hd, row stride C); the padding columns are zeroed.
 // Blocks of 8 keys: each row of x is read once, contiguously, and the 8 entries written per row
 // of xt share a cache line.
-static void transpose_head(real *restrict xt, int ldx, const real *restrict x, int T, int C, int hd) {
+static void transpose_head(real *restrict xt, int ldx, const real *restrict x, int T, int C,
+                           int hd) {
     int u0 = 0;
     for (; u0 + 8 <= T; u0 += 8) {
         int i = 0;
@@ -403,7 +426,8 @@ static void transpose_head(real *restrict xt, int ldx, const real *restrict x, i
         // VEC_TB keys x VEC_TB columns through registers (kernels/vec.h)
         for (; i + VEC_TB <= hd; i += VEC_TB)
             for (int u = 0; u < 8; u += VEC_TB)
-                vec_transpose_store(xt + (size_t)i * ldx + u0 + u, ldx, x + (size_t)(u0 + u) * C + i, C);
+                vec_transpose_store(xt + (size_t)i * ldx + u0 + u, ldx,
+                                    x + (size_t)(u0 + u) * C + i, C);
 #endif
         for (; i < hd; i++)
             for (int u = 0; u < 8; u++) xt[(size_t)i * ldx + u0 + u] = x[(size_t)(u0 + u) * C + i];
@@ -419,7 +443,8 @@ static void transpose_head(real *restrict xt, int ldx, const real *restrict x, i
 // V, K, Q and dO one per step of their depth; copied, a block's rows are consecutive lines rather
 // than C apart (which at C = 128 puts them in a quarter of L1's sets).
 static void copy_head(real *restrict xc, const real *restrict x, int T, int C, int hd) {
-    for (int u = 0; u < T; u++) memcpy(xc + (size_t)u * hd, x + (size_t)u * C, (size_t)hd * sizeof(real));
+    for (int u = 0; u < T; u++)
+        memcpy(xc + (size_t)u * hd, x + (size_t)u * C, (size_t)hd * sizeof(real));
 }
 
 // Blocks of KB keys in a query block's strip: the keys from a KB edge to the block's diagonal.
@@ -427,7 +452,9 @@ static int strip_blocks(int T) { return (T + KB - 1) / KB + 1; }
 
 // Reals of a row of the forward's scores: a block of FK keys, or under a window a strip's whole
 // span (at most T + SR - 1 keys), and room for a vector past it (online_block reads whole ones).
-static size_t score_row_reals(int T) { return (size_t)((T + SR > FK ? T + SR : FK) + 16) / 16 * 16; }
+static size_t score_row_reals(int T) {
+    return (size_t)((T + SR > FK ? T + SR : FK) + 16) / 16 * 16;
+}
 
 // Per thread: the forward's K^T (hd, ldk), scores (SR, score_row_reals) and V (T, hd), or the
 // backward's K^T and V^T (hd, ldk) each, a query block's strip of P and of dS blocks
@@ -436,13 +463,15 @@ static size_t score_row_reals(int T) { return (size_t)((T + SR > FK ? T + SR : F
 // 64-byte aligned.
 static size_t engine_scratch_reals(int T, int hd) {
     size_t ldk = padded_keys(T), forward = hd * ldk + SR * score_row_reals(T) + (size_t)T * hd;
-    size_t backward = 2 * hd * ldk + 2 * (size_t)strip_blocks(T) * QB * KB + ((size_t)QB + 5 * (size_t)T) * hd;
+    size_t backward =
+        2 * hd * ldk + 2 * (size_t)strip_blocks(T) * QB * KB + ((size_t)QB + 5 * (size_t)T) * hd;
     size_t n = forward > backward ? forward : backward;
     return (n + 15) / 16 * 16;
 }
 
 size_t attention_scratch_size(int T, int hd) {
-    size_t engine = engine_scratch_reals(T, hd), definition = attention_definition_scratch_reals(T, hd);
+    size_t engine = engine_scratch_reals(T, hd),
+           definition = attention_definition_scratch_reals(T, hd);
     return engine > definition ? engine : definition;
 }
 
@@ -455,9 +484,11 @@ static int engine_supports(const AttnSpec *spec) {
     return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS && !spec->knockout;
 }
 
-static void require_engine_spec(const AttnSpec *spec, const AttnStats *stats, const real *row_gain) {
+static void require_engine_spec(const AttnSpec *spec, const AttnStats *stats,
+                                const real *row_gain) {
     if (!engine_supports(spec) || stats || row_gain)
-        die(EXIT_RUNTIME, "internal: the attention engine computes the causal softmax over keys without statistics");
+        die(EXIT_RUNTIME, "internal: the attention engine computes the causal softmax over keys "
+                          "without statistics");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -468,8 +499,8 @@ static void require_engine_spec(const AttnSpec *spec, const AttnStats *stats, co
 // [FK, 2 FK), ... up to the strip's last row; under a window, one block, from the strip's first
 // row's first key to its last row (at most W + SR - 1 keys), so that each row's blocks begin at
 // its own first key, as decoding's do.
-static void forward_head(real *oh, real *stat, real *scratch, const real *qh, const real *kh, const real *vh,
-                         int T, int C, int hd, const AttnSpec *spec) {
+static void forward_head(real *oh, real *stat, real *scratch, const real *qh, const real *kh,
+                         const real *vh, int T, int C, int hd, const AttnSpec *spec) {
     int ldk = padded_keys(T);
     size_t sw = score_row_reals(T);
     real *kt = scratch, *sb = scratch + (size_t)hd * ldk, *vc = sb + SR * sw;  // K^T, the scores, V
@@ -478,25 +509,49 @@ static void forward_head(real *oh, real *stat, real *scratch, const real *qh, co
     for (int t0 = 0; t0 < T; t0 += SR) {
         int nr = T - t0 < SR ? T - t0 : SR, t1 = t0 + nr - 1;
         real m[SR], l[SR];
-        for (int r = 0; r < nr; r++) { m[r] = -INFINITY; l[r] = 0; }
-        int j_first = spec->window > 0 ? attention_first_key(spec, t0) : 0, block = spec->window > 0 ? t1 + 1 - j_first : FK;
+        for (int r = 0; r < nr; r++) {
+            m[r] = -INFINITY;
+            l[r] = 0;
+        }
+        int j_first = spec->window > 0 ? attention_first_key(spec, t0) : 0,
+            block = spec->window > 0 ? t1 + 1 - j_first : FK;
         for (int j0 = j_first; j0 <= t1; j0 += block) {
             int kw = t1 + 1 - j0 < block ? t1 + 1 - j0 : block;
             // S = Q K^T * scale for the block (the entries a row does not see are overwritten)
-            tiles_mm(&(Product){.out = sb, .ldo = sw, .rows = nr, .cols = kw, .alpha = spec->scale,
-                                .a = qh + (size_t)t0 * C, .a_row = C, .a_depth = 1,
-                                .b = kt + j0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
+            tiles_mm(&(Product){.out = sb,
+                                .ldo = sw,
+                                .rows = nr,
+                                .cols = kw,
+                                .alpha = spec->scale,
+                                .a = qh + (size_t)t0 * C,
+                                .a_row = C,
+                                .a_depth = 1,
+                                .b = kt + j0,
+                                .ldb = ldk,
+                                .depth = hd,
+                                .b_padded = 1,
+                                .out_padded = 1});
             for (int r = 0; r < nr; r++) {
                 int t = t0 + r, vis0 = attention_first_key(spec, t) - j0, vis1 = t - j0;
-                online_block(sb + r * sw, kw, vis0 > 0 ? vis0 : 0, vis1 < kw - 1 ? vis1 : kw - 1, &m[r], &l[r],
-                             oh + (size_t)t * C, hd);
+                online_block(sb + r * sw, kw, vis0 > 0 ? vis0 : 0, vis1 < kw - 1 ? vis1 : kw - 1,
+                             &m[r], &l[r], oh + (size_t)t * C, hd);
             }
             // O += P V over the block's keys, in increasing u (the weights of unseen keys are 0)
-            tiles_mm(&(Product){.out = oh + (size_t)t0 * C, .ldo = C, .rows = nr, .cols = hd, .accumulate = 1,
-                                .alpha = 1, .a = sb, .a_row = sw, .a_depth = 1,
-                                .b = vc + (size_t)j0 * hd, .ldb = hd, .depth = kw});
+            tiles_mm(&(Product){.out = oh + (size_t)t0 * C,
+                                .ldo = C,
+                                .rows = nr,
+                                .cols = hd,
+                                .accumulate = 1,
+                                .alpha = 1,
+                                .a = sb,
+                                .a_row = sw,
+                                .a_depth = 1,
+                                .b = vc + (size_t)j0 * hd,
+                                .ldb = hd,
+                                .depth = kw});
         }
-        for (int r = 0; r < nr; r++) online_finish(oh + (size_t)(t0 + r) * C, hd, m[r], l[r], stat + 2 * (t0 + r));
+        for (int r = 0; r < nr; r++)
+            online_finish(oh + (size_t)(t0 + r) * C, hd, m[r], l[r], stat + 2 * (t0 + r));
     }
 }
 
@@ -505,15 +560,15 @@ void attention_engine_forward(real *out, real *stat, real *scratch, AttnQKV in, 
     require_engine_spec(spec, stats, NULL);
     int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
     size_t per_thread = engine_scratch_reals(T, hd);
-#pragma omp parallel if(par_worth((double)B * NH * T * T * hd))
+#pragma omp parallel if (par_worth((double)B * NH * T * T * hd))
     {
         real *mine = scratch + (size_t)thread_index() * per_thread;
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 size_t off = (size_t)b * T * C + (size_t)h * hd;
-                forward_head(out + off, stat + 2 * ((size_t)b * NH + h) * T, mine, in.q + off, in.k + off, in.v + off,
-                             T, C, hd, spec);
+                forward_head(out + off, stat + 2 * ((size_t)b * NH + h) * T, mine, in.q + off,
+                             in.k + off, in.v + off, T, C, hd, spec);
             }
     }
 }
@@ -526,17 +581,21 @@ void attention_engine_forward(real *out, real *stat, real *scratch, AttnQKV in, 
 // blocks hold S and dP on entry, P and scale * dS on return. D is taken from the P and dP that dS
 // uses (not from dO * O, its equal in exact arithmetic), so each row of dS sums to 0 to rounding,
 // as the definition's does: the error of dQ and dK against float64 stays that of the definition.
-static void dS_row(real *pb, real *dsb, int r, int t, int klo, int khi, int T, const real *stat, const AttnSpec *spec) {
+static void dS_row(real *pb, real *dsb, int r, int t, int klo, int khi, int T, const real *stat,
+                   const AttnSpec *spec) {
     real mt = stat[2 * t], inv = stat[2 * t + 1], scale = spec->scale, Dt = 0;
     double lane[DLANES] = {0};
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) Dt = (real)lanes_sum(lane);
         for (int j0 = klo; j0 < khi; j0 += KB) {
-            int kb = T - j0 < KB ? T - j0 : KB, vis0 = attention_first_key(spec, t) - j0, vis1 = t - j0;
-            real *p = pb + (size_t)(j0 - klo) / KB * QB * KB + r * KB, *ds = dsb + (size_t)(j0 - klo) / KB * QB * KB + r * KB;
+            int kb = T - j0 < KB ? T - j0 : KB, vis0 = attention_first_key(spec, t) - j0,
+                vis1 = t - j0;
+            real *p = pb + (size_t)(j0 - klo) / KB * QB * KB + r * KB,
+                 *ds = dsb + (size_t)(j0 - klo) / KB * QB * KB + r * KB;
             // the products read up to SR - 1 entries either side of the row's visible keys: those
             // are written as 0 too
-            int u0 = vis0 - (SR - 1) > 0 ? vis0 - (SR - 1) : 0, u1 = vis1 + SR < kb ? vis1 + SR : kb;
+            int u0 = vis0 - (SR - 1) > 0 ? vis0 - (SR - 1) : 0,
+                u1 = vis1 + SR < kb ? vis1 + SR : kb;
             if (u0 >= u1) continue;
 #if VEC_BYTES
             u0 = u0 / VL * VL;  // whole vectors (the blocks are KB wide)
@@ -566,20 +625,23 @@ static void dS_row(real *pb, real *dsb, int r, int t, int klo, int khi, int T, c
 // One head, as forward_head; dq, dk, dv receive the head's gradients (GRAD_ADD: onto them).
 // Query blocks outer: for a block of QB rows, S and dP of every key block the rows see are taken
 // first (a strip of blocks, QB x KB each), then each row's P, D and dS, then the products.
-static void backward_head(AttnGradQKV dh, real *scratch, const real *doh, const real *stat, AttnQKV h, int T, int C,
-                          int hd, const AttnSpec *spec, GradWrite write) {
+static void backward_head(AttnGradQKV dh, real *scratch, const real *doh, const real *stat,
+                          AttnQKV h, int T, int C, int hd, const AttnSpec *spec, GradWrite write) {
     real *dqh = dh.dq, *dkh = dh.dk, *dvh = dh.dv;
     const real *qh = h.q, *kh = h.k, *vh = h.v;
     int ldk = padded_keys(T), nblk = strip_blocks(T);
     real *kt = scratch, *vt = kt + (size_t)hd * ldk;
-    real *pb = vt + (size_t)hd * ldk, *dsb = pb + (size_t)nblk * QB * KB;  // the strip's P and dS blocks
+    real *pb = vt + (size_t)hd * ldk,
+         *dsb = pb + (size_t)nblk * QB * KB;  // the strip's P and dS blocks
     // The sums are taken where they are stored, each entry's from 0 in its first block. Under
     // GRAD_ADD they are taken apart, a query block's dQ (QB, hd) and the head's dK and dV (T, hd),
     // and added on once at the end: each entry then rounds its sum once onto the old value, as the
     // definition does.
     int add = write == GRAD_ADD;
-    real *dq_sum = dsb + (size_t)nblk * QB * KB, *dk_sum = dq_sum + (size_t)QB * hd, *dv_sum = dk_sum + (size_t)T * hd;
-    real *qc = dv_sum + (size_t)T * hd, *kc = qc + (size_t)T * hd, *doc = kc + (size_t)T * hd;  // Q, K, dO
+    real *dq_sum = dsb + (size_t)nblk * QB * KB, *dk_sum = dq_sum + (size_t)QB * hd,
+         *dv_sum = dk_sum + (size_t)T * hd;
+    real *qc = dv_sum + (size_t)T * hd, *kc = qc + (size_t)T * hd,
+         *doc = kc + (size_t)T * hd;  // Q, K, dO
     real *dkt = add ? dk_sum : dkh, *dvt = add ? dv_sum : dvh;
     size_t ldkv = add ? (size_t)hd : (size_t)C;
     transpose_head(kt, ldk, kh, T, C, hd);
@@ -590,7 +652,8 @@ static void backward_head(AttnGradQKV dh, real *scratch, const real *doh, const 
     real scale = spec->scale;
     for (int i0 = 0; i0 < T; i0 += QB) {
         int qb = T - i0 < QB ? T - i0 : QB;
-        // the key blocks the rows see: from the one holding the first row's first key to the diagonal's
+        // the key blocks the rows see: from the one holding the first row's first key to the
+        // diagonal's
         int klo = attention_first_key(spec, i0) / KB * KB, khi = i0 + qb;
         real *dqt = add ? dq_sum : dqh + (size_t)i0 * C;
         size_t ldq = add ? (size_t)hd : (size_t)C;
@@ -598,56 +661,108 @@ static void backward_head(AttnGradQKV dh, real *scratch, const real *doh, const 
         // over the keys [c0, c1) of the block that the strip's rows see (c0 at a tile's edge)
         for (int j0 = klo; j0 < khi; j0 += KB) {
             int kb = T - j0 < KB ? T - j0 : KB;
-            real *p_blk = pb + (size_t)(j0 - klo) / KB * QB * KB, *ds_blk = dsb + (size_t)(j0 - klo) / KB * QB * KB;
+            real *p_blk = pb + (size_t)(j0 - klo) / KB * QB * KB,
+                 *ds_blk = dsb + (size_t)(j0 - klo) / KB * QB * KB;
             for (int r0 = 0; r0 < qb; r0 += TR) {
-                int nr = qb - r0 < TR ? qb - r0 : TR, c0 = attention_first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
+                int nr = qb - r0 < TR ? qb - r0 : TR, c0 = attention_first_key(spec, i0 + r0) - j0,
+                    c1 = i0 + r0 + nr - j0;
                 c0 = c0 > 0 ? c0 / TW * TW : 0;
                 c1 = c1 < kb ? c1 : kb;
                 if (c1 <= c0) continue;
-                tiles_mm(&(Product){.out = p_blk + r0 * KB + c0, .ldo = KB, .rows = nr, .cols = c1 - c0, .alpha = scale,
-                                    .a = qc + (size_t)(i0 + r0) * hd, .a_row = hd, .a_depth = 1,
-                                    .b = kt + j0 + c0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
-                tiles_mm(&(Product){.out = ds_blk + r0 * KB + c0, .ldo = KB, .rows = nr, .cols = c1 - c0, .alpha = 1,
-                                    .a = doc + (size_t)(i0 + r0) * hd, .a_row = hd, .a_depth = 1,
-                                    .b = vt + j0 + c0, .ldb = ldk, .depth = hd, .b_padded = 1, .out_padded = 1});
+                tiles_mm(&(Product){.out = p_blk + r0 * KB + c0,
+                                    .ldo = KB,
+                                    .rows = nr,
+                                    .cols = c1 - c0,
+                                    .alpha = scale,
+                                    .a = qc + (size_t)(i0 + r0) * hd,
+                                    .a_row = hd,
+                                    .a_depth = 1,
+                                    .b = kt + j0 + c0,
+                                    .ldb = ldk,
+                                    .depth = hd,
+                                    .b_padded = 1,
+                                    .out_padded = 1});
+                tiles_mm(&(Product){.out = ds_blk + r0 * KB + c0,
+                                    .ldo = KB,
+                                    .rows = nr,
+                                    .cols = c1 - c0,
+                                    .alpha = 1,
+                                    .a = doc + (size_t)(i0 + r0) * hd,
+                                    .a_row = hd,
+                                    .a_depth = 1,
+                                    .b = vt + j0 + c0,
+                                    .ldb = ldk,
+                                    .depth = hd,
+                                    .b_padded = 1,
+                                    .out_padded = 1});
             }
         }
         for (int r = 0; r < qb; r++) dS_row(pb, dsb, r, i0 + r, klo, khi, T, stat, spec);
         for (int j0 = klo; j0 < khi; j0 += KB) {
             int kb = T - j0 < KB ? T - j0 : KB;
-            const real *p_blk = pb + (size_t)(j0 - klo) / KB * QB * KB, *ds_blk = dsb + (size_t)(j0 - klo) / KB * QB * KB;
+            const real *p_blk = pb + (size_t)(j0 - klo) / KB * QB * KB,
+                       *ds_blk = dsb + (size_t)(j0 - klo) / KB * QB * KB;
             // query block i0 is the first to see the keys of block j0 when i0 == j0 (query j0 sees
             // key j0, no earlier query does); block klo is the first key block of every row strip
             int first_i = i0 == j0, first_j = j0 == klo;
-            // dV[u] += sum_t P[t][u] dO[t] and dK[u] += sum_t (scale dS[t][u]) Q[t], strip by strip of
-            // SR keys over the queries [d0, d1) of the block that see them; P and dS read transposed
+            // dV[u] += sum_t P[t][u] dO[t] and dK[u] += sum_t (scale dS[t][u]) Q[t], strip by strip
+            // of SR keys over the queries [d0, d1) of the block that see them; P and dS read
+            // transposed
             for (int u0 = 0; u0 < kb; u0 += SR) {
                 int nr = kb - u0 < SR ? kb - u0 : SR, d0 = j0 + u0 - i0;
                 int d1 = spec->window > 0 ? j0 + u0 + nr - 1 + spec->window - i0 : qb;
                 d0 = d0 > 0 ? d0 : 0;
                 d1 = d1 < qb ? d1 : qb;
                 int depth = d1 > d0 ? d1 - d0 : 0, acc = !first_i;
-                tiles_mm(&(Product){.out = dvt + (size_t)(j0 + u0) * ldkv, .ldo = ldkv, .rows = nr, .cols = hd,
-                                    .accumulate = acc, .alpha = 1, .a = p_blk + d0 * KB + u0, .a_row = 1, .a_depth = KB,
-                                    .b = doc + (size_t)(i0 + d0) * hd, .ldb = hd, .depth = depth});
-                tiles_mm(&(Product){.out = dkt + (size_t)(j0 + u0) * ldkv, .ldo = ldkv, .rows = nr, .cols = hd,
-                                    .accumulate = acc, .alpha = 1, .a = ds_blk + d0 * KB + u0, .a_row = 1, .a_depth = KB,
-                                    .b = qc + (size_t)(i0 + d0) * hd, .ldb = hd, .depth = depth});
+                tiles_mm(&(Product){.out = dvt + (size_t)(j0 + u0) * ldkv,
+                                    .ldo = ldkv,
+                                    .rows = nr,
+                                    .cols = hd,
+                                    .accumulate = acc,
+                                    .alpha = 1,
+                                    .a = p_blk + d0 * KB + u0,
+                                    .a_row = 1,
+                                    .a_depth = KB,
+                                    .b = doc + (size_t)(i0 + d0) * hd,
+                                    .ldb = hd,
+                                    .depth = depth});
+                tiles_mm(&(Product){.out = dkt + (size_t)(j0 + u0) * ldkv,
+                                    .ldo = ldkv,
+                                    .rows = nr,
+                                    .cols = hd,
+                                    .accumulate = acc,
+                                    .alpha = 1,
+                                    .a = ds_blk + d0 * KB + u0,
+                                    .a_row = 1,
+                                    .a_depth = KB,
+                                    .b = qc + (size_t)(i0 + d0) * hd,
+                                    .ldb = hd,
+                                    .depth = depth});
             }
             // dQ[t] += sum_u (scale dS[t][u]) K[u], strip by strip over the keys the rows see
             for (int r0 = 0; r0 < qb; r0 += SR) {
-                int nr = qb - r0 < SR ? qb - r0 : SR, c0 = attention_first_key(spec, i0 + r0) - j0, c1 = i0 + r0 + nr - j0;
+                int nr = qb - r0 < SR ? qb - r0 : SR, c0 = attention_first_key(spec, i0 + r0) - j0,
+                    c1 = i0 + r0 + nr - j0;
                 c0 = c0 > 0 ? c0 : 0;
                 c1 = c1 < kb ? c1 : kb;
-                tiles_mm(&(Product){.out = dqt + (size_t)r0 * ldq, .ldo = ldq, .rows = nr, .cols = hd,
-                                    .accumulate = !first_j, .alpha = 1,
-                                    .a = ds_blk + r0 * KB + c0, .a_row = KB, .a_depth = 1,
-                                    .b = kc + (size_t)(j0 + c0) * hd, .ldb = hd, .depth = c1 > c0 ? c1 - c0 : 0});
+                tiles_mm(&(Product){.out = dqt + (size_t)r0 * ldq,
+                                    .ldo = ldq,
+                                    .rows = nr,
+                                    .cols = hd,
+                                    .accumulate = !first_j,
+                                    .alpha = 1,
+                                    .a = ds_blk + r0 * KB + c0,
+                                    .a_row = KB,
+                                    .a_depth = 1,
+                                    .b = kc + (size_t)(j0 + c0) * hd,
+                                    .ldb = hd,
+                                    .depth = c1 > c0 ? c1 - c0 : 0});
             }
         }
         if (add)
             for (int r = 0; r < qb; r++)
-                for (int i = 0; i < hd; i++) dqh[(size_t)(i0 + r) * C + i] += dq_sum[(size_t)r * hd + i];
+                for (int i = 0; i < hd; i++)
+                    dqh[(size_t)(i0 + r) * C + i] += dq_sum[(size_t)r * hd + i];
     }
     if (add)
         for (int u = 0; u < T; u++)
@@ -657,14 +772,14 @@ static void backward_head(AttnGradQKV dh, real *scratch, const real *doh, const 
             }
 }
 
-void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out, const real *stat,
-                               AttnQKV in, AttnShape shape, const AttnSpec *spec, AttnStats *stats, real *row_gain,
-                               GradWrite write) {
+void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out,
+                               const real *stat, AttnQKV in, AttnShape shape, const AttnSpec *spec,
+                               AttnStats *stats, real *row_gain, GradWrite write) {
     require_engine_spec(spec, stats, row_gain);
     (void)out;  // D is taken from P and dP (dS_row), not from dO * O
     int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
     size_t per_thread = engine_scratch_reals(T, hd);
-#pragma omp parallel if(par_worth((double)B * NH * T * T * hd))
+#pragma omp parallel if (par_worth((double)B * NH * T * T * hd))
     {
         real *mine = scratch + (size_t)thread_index() * per_thread;
         // every (b, h) writes only its own head's columns of dq, dk, dv: no two threads collide
@@ -672,9 +787,9 @@ void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 size_t off = (size_t)b * T * C + (size_t)h * hd;
-                backward_head((AttnGradQKV){grad.dq + off, grad.dk + off, grad.dv + off}, mine, dout + off,
-                              stat + 2 * ((size_t)b * NH + h) * T, (AttnQKV){in.q + off, in.k + off, in.v + off}, T, C,
-                              hd, spec, write);
+                backward_head((AttnGradQKV){grad.dq + off, grad.dk + off, grad.dv + off}, mine,
+                              dout + off, stat + 2 * ((size_t)b * NH + h) * T,
+                              (AttnQKV){in.q + off, in.k + off, in.v + off}, T, C, hd, spec, write);
             }
     }
 }
@@ -684,17 +799,19 @@ void attention_engine_backward(AttnGradQKV grad, real *scratch, const real *dout
 
 size_t attention_decode_scratch_reals(int T) { return (size_t)(T > FK ? T : FK) + 16; }
 
-void attention_decode_step(real *out, real *scores, const real *q, const real *k, const real *v, int pos, int C,
-                           int NH, const AttnSpec *spec) {
+void attention_decode_step(real *out, real *scores, const real *q, const real *k, const real *v,
+                           int pos, int C, int NH, const AttnSpec *spec) {
     int hd = C / NH, block = spec->window > 0 ? pos + 1 : FK;  // the forward's blocks for this row
     for (int h = 0; h < NH; h++) {
         const real *qh = q + h * hd;
         real *oh = out + h * hd, m = -INFINITY, l = 0;
         for (int j0 = 0; j0 <= pos; j0 += block) {
             int last = pos - j0 < block - 1 ? pos - j0 : block - 1;
-            for (int u = 0; u <= last; u++) scores[u] = score_dot(qh, k + (size_t)(j0 + u) * C + h * hd, hd, spec->scale);
+            for (int u = 0; u <= last; u++)
+                scores[u] = score_dot(qh, k + (size_t)(j0 + u) * C + h * hd, hd, spec->scale);
             online_block(scores, last + 1, 0, last, &m, &l, oh, hd);
-            for (int u = 0; u <= last; u++) axpy(oh, scores[u], v + (size_t)(j0 + u) * C + h * hd, hd);
+            for (int u = 0; u <= last; u++)
+                axpy(oh, scores[u], v + (size_t)(j0 + u) * C + h * hd, hd);
         }
         real stat[2];
         online_finish(oh, hd, m, l, stat);
@@ -713,7 +830,7 @@ void attention_decode_step(real *out, real *scores, const real *q, const real *k
 // every row: threads split the head columns, each summing its columns over the rows in order, so
 // the bits do not depend on the thread count.
 #define QN_LANES 8
-#define QN_ROWS 16
+#define QN_ROWS  16
 typedef real qn_vreal __attribute__((vector_size(QN_LANES * sizeof(real))));
 typedef double qn_vdouble __attribute__((vector_size(QN_LANES * sizeof(double))));
 
@@ -750,8 +867,8 @@ static inline void qn_sums(const real *x, int n, double *sum, double *sum_sq) {
 }
 
 // with dn_i = dy_i w_i and n_i = (x_i - m) r: *sum_dn = sum_i dn_i, *sum_dn_n = sum_i dn_i n_i
-static inline void qn_grad_sums(const real *dy, const real *w, const real *x, real m, real r, int n, double *sum_dn,
-                                double *sum_dn_n) {
+static inline void qn_grad_sums(const real *dy, const real *w, const real *x, real m, real r, int n,
+                                double *sum_dn, double *sum_dn_n) {
     qn_vdouble s1 = {0}, s2 = {0};
     int i = 0;
     for (; i + QN_LANES <= n; i += QN_LANES) {
@@ -774,13 +891,14 @@ static inline void qn_grad_sums(const real *dy, const real *w, const real *x, re
     *sum_dn_n = t2;
 }
 
-void qk_norm_engine_forward(real *out, real *mean, real *rstd, const real *x, const real *w, const real *b,
-                            QkNormShape shape) {
+void qk_norm_engine_forward(real *out, real *mean, real *rstd, const real *x, const real *w,
+                            const real *b, QkNormShape shape) {
     int N = shape.N, C = shape.C, NH = shape.NH;
     QkNorm kind = shape.kind;
-    int hd = C / NH, ln = kind == QK_NORM_LAYERNORM, rows = N * NH, blocks = (rows + QN_ROWS - 1) / QN_ROWS;
+    int hd = C / NH, ln = kind == QK_NORM_LAYERNORM, rows = N * NH,
+        blocks = (rows + QN_ROWS - 1) / QN_ROWS;
     double inv_hd = 1.0 / hd;
-#pragma omp parallel for schedule(static) if(par_worth((double)N * C * 8))
+#pragma omp parallel for schedule(static) if (par_worth((double)N * C * 8))
     for (int blk = 0; blk < blocks; blk++) {
         int r0 = blk * QN_ROWS, nr = rows - r0 < QN_ROWS ? rows - r0 : QN_ROWS;
         double sum[QN_ROWS] = {0}, sum_sq[QN_ROWS] = {0};
@@ -811,13 +929,13 @@ void qk_norm_engine_forward(real *out, real *mean, real *rstd, const real *x, co
     }
 }
 
-void qk_norm_engine_backward(real *dx, real *dw, real *db, const real *dout, const real *x, const real *w,
-                             const real *mean, const real *rstd, QkNormShape shape) {
+void qk_norm_engine_backward(real *dx, real *dw, real *db, const real *dout, const real *x,
+                             const real *w, const real *mean, const real *rstd, QkNormShape shape) {
     int N = shape.N, C = shape.C, NH = shape.NH;
     QkNorm kind = shape.kind;
     int hd = C / NH, ln = kind == QK_NORM_LAYERNORM, rows = N * NH;
     // dw_i += dy_i n_i and db_i += dy_i first: dx may be dout, which the second loop overwrites
-#pragma omp parallel if(par_worth((double)N * C * 2))
+#pragma omp parallel if (par_worth((double)N * C * 2))
     {
         int tid = thread_index(), nth = thread_count();
         int c0 = (int)((long)hd * tid / nth), c1 = (int)((long)hd * (tid + 1) / nth);
@@ -839,13 +957,14 @@ void qk_norm_engine_backward(real *dx, real *dw, real *db, const real *dout, con
     // dn_i = dy_i w_i; a = mean(dn) (LayerNorm, else 0), c = mean(dn * n), QN_ROWS rows at a time
     int blocks = (rows + QN_ROWS - 1) / QN_ROWS;
     double inv_hd = 1.0 / hd;
-#pragma omp parallel for schedule(static) if(par_worth((double)N * C * 8))
+#pragma omp parallel for schedule(static) if (par_worth((double)N * C * 8))
     for (int blk = 0; blk < blocks; blk++) {
         int r0 = blk * QN_ROWS, nr = rows - r0 < QN_ROWS ? rows - r0 : QN_ROWS;
         double sum_dn[QN_ROWS], sum_dn_n[QN_ROWS];
         for (int j = 0; j < nr; j++) {
             size_t at = (size_t)(r0 + j) * hd;
-            qn_grad_sums(dout + at, w, x + at, mean[r0 + j], rstd[r0 + j], hd, &sum_dn[j], &sum_dn_n[j]);
+            qn_grad_sums(dout + at, w, x + at, mean[r0 + j], rstd[r0 + j], hd, &sum_dn[j],
+                         &sum_dn_n[j]);
         }
         for (int j = 0; j < nr; j++) {
             size_t at = (size_t)(r0 + j) * hd;
@@ -859,6 +978,13 @@ void qk_norm_engine_backward(real *dx, real *dw, real *db, const real *dout, con
     }
 }
 
-const AttentionImpl attention_engine = {"engine", attention_engine_forward, attention_engine_backward, engine_supports, 0,
-                                        attention_decode_step, engine_saved_reals, engine_scratch_reals,
-                                        qk_norm_engine_forward, qk_norm_engine_backward};
+const AttentionImpl attention_engine = {"engine",
+                                        attention_engine_forward,
+                                        attention_engine_backward,
+                                        engine_supports,
+                                        0,
+                                        attention_decode_step,
+                                        engine_saved_reals,
+                                        engine_scratch_reals,
+                                        qk_norm_engine_forward,
+                                        qk_norm_engine_backward};

@@ -1,8 +1,8 @@
-// kernels/fastmath.h: exp and erf for the float32 hot loops (softmax, cross-entropy, GELU), written so
-// the compiler can vectorise them (libm's expf/erff are calls it cannot inline). exp uses the classic range reduction
-// x = n ln2 + r, |r| <= ln2/2, a degree-6 polynomial for e^r and 2^n built in the exponent
-// bits; relative error about 2e-7 (a couple of float ulps). The float64 build uses libm so the
-// gradient checks see exact math.
+// kernels/fastmath.h: exp and erf for the float32 hot loops (softmax, cross-entropy, GELU), written
+// so the compiler can vectorise them (libm's expf/erff are calls it cannot inline). exp uses the
+// classic range reduction x = n ln2 + r, |r| <= ln2/2, a degree-6 polynomial for e^r and 2^n built
+// in the exponent bits; relative error about 2e-7 (a couple of float ulps). The float64 build uses
+// libm so the gradient checks see exact math.
 #ifndef FASTMATH_H
 #define FASTMATH_H
 
@@ -23,7 +23,7 @@ static inline float exp_clamped(float x) {
     // round x / ln2 to the nearest integer by adding and removing 1.5 * 2^23 (no libm call, so
     // the loop vectorises)
     float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = x - n * 0.693359375f;   // ln2 split in two so n*ln2 is exact in the first part
+    float r = x - n * 0.693359375f;  // ln2 split in two so n*ln2 is exact in the first part
     r = r - n * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -55,13 +55,15 @@ static inline float fast_exp(float x) {
 // comes out finite: the callers' other terms carry it (fast_erf's t, GELU's Phi).
 static inline float fast_exp_nonpositive(float x) { return exp_clamped(x > -87.0f ? x : -87.0f); }
 
-// erf by Abramowitz & Stegun 7.1.26 (defined for every input: +-inf give +-1, NaN gives NaN) (error < 1.5e-7 in exact arithmetic, 5e-7 measured in
-// float), odd-symmetric:
-// erf(|x|) = 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) e^{-x^2}, t = 1 / (1 + p |x|)
+// erf by Abramowitz & Stegun 7.1.26 (defined for every input: +-inf give +-1, NaN gives NaN) (error
+// < 1.5e-7 in exact arithmetic, 5e-7 measured in float), odd-symmetric: erf(|x|) = 1 - (a1 t + a2
+// t^2 + a3 t^3 + a4 t^4 + a5 t^5) e^{-x^2}, t = 1 / (1 + p |x|)
 static inline float fast_erf(float x) {
     float ax = x < 0 ? -x : x;
     float t = 1.0f / (1.0f + 0.3275911f * ax);
-    float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+    float poly =
+        t * (0.254829592f +
+             t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
     float y = 1.0f - poly * fast_exp_nonpositive(-ax * ax);
     return x < 0 ? -y : y;
 }

@@ -1,8 +1,8 @@
-// kernels/matmul.c: a BLIS-style GEMM. B is packed into KC x NR slivers so the micro-kernel streams it
-// from cache; the micro-kernel keeps an MR x NR tile of C in registers. It is written once on the
-// vectors of kernels/vec.h (16 lanes with AVX-512, 8 with AVX2, 4 with NEON), with the tile chosen per
-// width; it reads a row-major A in place and a transposed one packed into MR x KC slivers. Without
-// a vector unit a plain C loop over packed slivers does the same sums.
+// kernels/matmul.c: a BLIS-style GEMM. B is packed into KC x NR slivers so the micro-kernel streams
+// it from cache; the micro-kernel keeps an MR x NR tile of C in registers. It is written once on
+// the vectors of kernels/vec.h (16 lanes with AVX-512, 8 with AVX2, 4 with NEON), with the tile
+// chosen per width; it reads a row-major A in place and a transposed one packed into MR x KC
+// slivers. Without a vector unit a plain C loop over packed slivers does the same sums.
 //
 // Every element of C is one chain of fused multiply-adds over k in increasing order within each
 // GEMM_KC-deep block, started from zero, and the blocks' sums are added onto C in order. Nothing
@@ -55,7 +55,9 @@
 // thread-local, allocated at a thread's first GEMM and reused: a GEMM called from inside a
 // parallel region (one thread per share of the batch, see gpt_forward_backward) then needs no
 // coordination either.
-typedef struct { real *a, *b; } PackBuffers;
+typedef struct {
+    real *a, *b;
+} PackBuffers;
 static _Thread_local PackBuffers t_pack;
 
 static PackBuffers *thread_pack(void) {
@@ -69,7 +71,7 @@ static PackBuffers *thread_pack(void) {
 const char *matmul_simd_path(void) {
 #if VEC_BYTES
 #define STR_(x) #x
-#define STR(x) STR_(x)
+#define STR(x)  STR_(x)
 #if VEC_BYTES == 64
 #define LANES32 "16"
 #elif VEC_BYTES == 32
@@ -93,8 +95,8 @@ int matmul_vector_lanes(void) {
 
 // Pack rows [i0, i0+MR) x depth [p0, p0+kc) of A into dst laid out as kc groups of MR values;
 // rows past M are zero so edge tiles run the same kernel.
-static void pack_a_sliver(real *restrict dst, const real *A, long a_rs, long a_cs,
-                          int M, int i0, int p0, int kc) {
+static void pack_a_sliver(real *restrict dst, const real *A, long a_rs, long a_cs, int M, int i0,
+                          int p0, int kc) {
     if (a_rs == 1 && i0 + MR <= M) {
         // A is a transposed view (columns contiguous): the MR values of one k are adjacent, so
         // read them together instead of walking MR strided columns
@@ -128,8 +130,8 @@ static void pack_a_sliver(real *restrict dst, const real *A, long a_rs, long a_c
 }
 
 // Pack depth [p0, p0+kc) x columns [j0, j0+NR) of B into kc groups of NR values.
-static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_cs,
-                          int N, int j0, int p0, int kc) {
+static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_cs, int N, int j0,
+                          int p0, int kc) {
     int nv = N - j0 < NR ? N - j0 : NR;
     if (b_cs == 1) {  // rows of B are contiguous: copy NR-wide runs (whole ones: pack_b_panel)
         for (int k = 0; k < kc; k++) {
@@ -138,9 +140,9 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
             for (int j = 0; j < nv; j++) d[j] = src[j];
             for (int j = nv; j < NR; j++) d[j] = 0;
         }
-    } else {          // columns of B are contiguous (B is a transposed view): read down them
+    } else {  // columns of B are contiguous (B is a transposed view): read down them
 #if VEC_TB
-        if (nv == NR) {   // square blocks transposed in registers (scalar stores NR apart cost more)
+        if (nv == NR) {  // square blocks transposed in registers (scalar stores NR apart cost more)
             int k = 0;
             for (; k + VEC_TB <= kc; k += VEC_TB)
                 for (int h = 0; h < NR; h += VEC_TB) {
@@ -148,7 +150,8 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
                     vec_transpose_store(dst + k * NR + h, NR, src, b_cs);
                 }
             for (; k < kc; k++)
-                for (int j = 0; j < NR; j++) dst[k * NR + j] = B[(long)(p0 + k) * b_rs + (long)(j0 + j) * b_cs];
+                for (int j = 0; j < NR; j++)
+                    dst[k * NR + j] = B[(long)(p0 + k) * b_rs + (long)(j0 + j) * b_cs];
             return;
         }
 #endif
@@ -167,22 +170,23 @@ static void pack_b_sliver(real *restrict dst, const real *B, long b_rs, long b_c
 // kc * NR values apart. With B's rows contiguous, the whole slivers are filled a row of B at a
 // time, so B is read along its rows (one stream the hardware prefetches) rather than down a
 // column strip of two lines a row, sliver after sliver.
-static void pack_b_panel(real *restrict dst, const real *B, long b_rs, long b_cs, int N, int j0, int nc, int p0,
-                         int kc) {
+static void pack_b_panel(real *restrict dst, const real *B, long b_rs, long b_cs, int N, int j0,
+                         int nc, int p0, int kc) {
     int n_slivers = (nc + NR - 1) / NR, first = 0;
 #if VEC_BYTES
     if (b_cs == 1) {
         int whole = (N - j0) / NR < n_slivers ? (N - j0) / NR : n_slivers;
         for (int k = 0; k < kc; k++) {
             const real *src = B + (long)(p0 + k) * b_rs + j0;
-            for (int s = 0; s < whole; s++)
-                UNROLL
-                for (int v = 0; v < NR; v += VL) vstore(dst + ((long)s * kc + k) * NR + v, vload(src + s * NR + v));
+            for (int s = 0; s < whole; s++) UNROLL
+            for (int v = 0; v < NR; v += VL)
+                vstore(dst + ((long)s * kc + k) * NR + v, vload(src + s * NR + v));
         }
         first = whole;
     }
 #endif
-    for (int s = first; s < n_slivers; s++) pack_b_sliver(dst + (long)s * kc * NR, B, b_rs, b_cs, N, j0 + s * NR, p0, kc);
+    for (int s = first; s < n_slivers; s++)
+        pack_b_sliver(dst + (long)s * kc * NR, B, b_rs, b_cs, N, j0 + s * NR, p0, kc);
 }
 
 #if VEC_BYTES
@@ -191,7 +195,8 @@ static inline void prefetch_tile_to_l2(const real *p, long ld) {
     UNROLL
     for (int i = 0; i < MR; i++) {
         UNROLL
-        for (int j = 0; j < NR; j += 64 / (int)sizeof(real)) __builtin_prefetch(p + (long)i * ld + j, 0, 2);
+        for (int j = 0; j < NR; j += 64 / (int)sizeof(real))
+            __builtin_prefetch(p + (long)i * ld + j, 0, 2);
         __builtin_prefetch(p + (long)i * ld + NR - 1, 0, 2);  // a row may span one more line
     }
 }
@@ -205,22 +210,24 @@ static inline void prefetch_tile_to_l2(const real *p, long ld) {
 // tenth of a small product's time) is not needed. A packed sliver is the case (1, MR).
 // The loops over i and j have constant bounds and are unrolled completely, so the MR x NV
 // accumulators live in registers from the first FMA to the store.
-static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a_cs, const real *restrict b,
-                                        real *restrict acc, real *restrict c, long ldc, int add,
-                                        const real *operand, const real *next_a) {
+static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a_cs,
+                                        const real *restrict b, real *restrict acc,
+                                        real *restrict c, long ldc, int add, const real *operand,
+                                        const real *next_a) {
     vreal t[MR][NV];
     UNROLL
-    for (int i = 0; i < MR; i++)
-        UNROLL
-        for (int j = 0; j < NV; j++) t[i][j] = vzero();
+    for (int i = 0; i < MR; i++) UNROLL
+    for (int j = 0; j < NV; j++) t[i][j] = vzero();
     // The tile of C is read (or written) only after the k loop, and in a W2 step it is usually
     // in L3 or memory by then (an activation of several MB): ask for its lines now, so the
     // misses overlap the FMAs instead of stalling the end of the tile (BLIS does the same).
     // They are asked for into L2, not L1: 48 lines bound for L1 at once
     // would hold the fill slots the tile's own loads of A and B need.
     if (c) prefetch_tile_to_l2(c, ldc);
-    if (operand) prefetch_tile_to_l2(operand, ldc);  // the epilogue's operand at the tile's offsets (GemmEpilogue)
-#define GEMM_A(i) a[(i) * a_rs]
+    if (operand)
+        prefetch_tile_to_l2(operand,
+                            ldc);  // the epilogue's operand at the tile's offsets (GemmEpilogue)
+#define GEMM_A(i) a[(i)*a_rs]
     // next_a: the MR rows of a row-major A that the next tile reads (or NULL). One of their lines
     // is asked for at each depth step, row by row, so they arrive while this tile's FMAs run
     // instead of at the next tile's first loads.
@@ -239,13 +246,15 @@ static inline void micro_kernel_strided(int kc, const real *a, long a_rs, long a
     }
 #undef GEMM_A
     UNROLL
-    for (int i = 0; i < MR; i++)
-        UNROLL
-        for (int j = 0; j < NV; j++) {
-            if (!c) { vstore(acc + i * NR + j * VL, t[i][j]); continue; }
-            real *cij = c + (long)i * ldc + j * VL;
-            vstore(cij, add ? vload(cij) + t[i][j] : t[i][j]);
+    for (int i = 0; i < MR; i++) UNROLL
+    for (int j = 0; j < NV; j++) {
+        if (!c) {
+            vstore(acc + i * NR + j * VL, t[i][j]);
+            continue;
         }
+        real *cij = c + (long)i * ldc + j * VL;
+        vstore(cij, add ? vload(cij) + t[i][j] : t[i][j]);
+    }
 }
 
 // A packed sliver: MR values per depth, contiguous
@@ -272,8 +281,10 @@ static void micro_kernel(int kc, const real *restrict a, const real *restrict b,
         for (int i = 0; i < MR; i++) {
             real *restrict ci = c + (long)i * ldc;
             const real *restrict t = acc + i * NR;
-            if (add) for (int j = 0; j < NR; j++) ci[j] += t[j];
-            else     for (int j = 0; j < NR; j++) ci[j] = t[j];
+            if (add)
+                for (int j = 0; j < NR; j++) ci[j] += t[j];
+            else
+                for (int j = 0; j < NR; j++) ci[j] = t[j];
         }
 }
 #endif
@@ -290,8 +301,8 @@ typedef struct {
 // block), so the result is bit-identical to the packed path.
 #define ROW_CHUNK 512
 // a is A's row (its element k at a.p[k * a.cs]), c C's row, `at` its first element's offset in C.
-static void gemm_row(int j_lo, int j_hi, int K, Strided a_row, Strided b_op, real *c, long at, int accumulate,
-                     const GemmEpilogue *epi) {
+static void gemm_row(int j_lo, int j_hi, int K, Strided a_row, Strided b_op, real *c, long at,
+                     int accumulate, const GemmEpilogue *epi) {
     const real *a = a_row.p, *B = b_op.p;
     long a_cs = a_row.cs, b_rs = b_op.rs, b_cs = b_op.cs;
     _Alignas(64) real acc[ROW_CHUNK];
@@ -307,14 +318,17 @@ static void gemm_row(int j_lo, int j_hi, int K, Strided a_row, Strided b_op, rea
 #if VEC_BYTES
                 if (b_cs == 1) {
                     vreal av = vset1(ak);
-                    for (; j + VL <= nj; j += VL) vstore(acc + j, vfma(av, vload(bk + j), vload(acc + j)));
+                    for (; j + VL <= nj; j += VL)
+                        vstore(acc + j, vfma(av, vload(bk + j), vload(acc + j)));
                 }
 #endif
                 for (; j < nj; j++) acc[j] = smadd(ak, bk[(long)j * b_cs], acc[j]);
             }
             real *restrict cj = c + j0;
-            if (accumulate || p0 > 0) for (int j = 0; j < nj; j++) cj[j] += acc[j];
-            else                      for (int j = 0; j < nj; j++) cj[j] = acc[j];
+            if (accumulate || p0 > 0)
+                for (int j = 0; j < nj; j++) cj[j] += acc[j];
+            else
+                for (int j = 0; j < nj; j++) cj[j] = acc[j];
             if (epi && p0 + kc >= K) epi->fn(epi->ctx, cj, (size_t)(at + j0), nj);
         }
     }
@@ -327,14 +341,14 @@ typedef struct {
 
 // One thread's share, the classic BLIS loop nest (NC columns of B packed, KC deep; MC rows of A
 // packed; MR x NR register tiles).
-static void gemm_block(CBlock blk, int K, Strided a_op, Strided b_op, real *C, long ldc, int accumulate,
-                       const GemmEpilogue *epi, const PackBuffers *buf) {
+static void gemm_block(CBlock blk, int K, Strided a_op, Strided b_op, real *C, long ldc,
+                       int accumulate, const GemmEpilogue *epi, const PackBuffers *buf) {
     int i_lo = blk.i_lo, i_hi = blk.i_hi, j_lo = blk.j_lo, j_hi = blk.j_hi;
     const real *A = a_op.p, *B = b_op.p;
     long a_rs = a_op.rs, a_cs = a_op.cs, b_rs = b_op.rs, b_cs = b_op.cs;
     if (i_hi - i_lo == 1) {
-        gemm_row(j_lo, j_hi, K, (Strided){A + (long)i_lo * a_rs, 0, a_cs}, b_op, C + (long)i_lo * ldc, (long)i_lo * ldc,
-                 accumulate, epi);
+        gemm_row(j_lo, j_hi, K, (Strided){A + (long)i_lo * a_rs, 0, a_cs}, b_op,
+                 C + (long)i_lo * ldc, (long)i_lo * ldc, accumulate, epi);
         return;
     }
     _Alignas(64) real acc[MR * NR];
@@ -357,23 +371,28 @@ static void gemm_block(CBlock blk, int K, Strided a_op, Strided b_op, real *C, l
                 int m_slivers = (mc + MR - 1) / MR;
                 for (int s = 0; s < m_slivers; s++)
                     if (!direct_a || i0 + (s + 1) * MR > i_hi)
-                        pack_a_sliver(buf->a + (long)s * kc * MR, A, a_rs, a_cs, i_hi, i0 + s * MR, p0, kc);
+                        pack_a_sliver(buf->a + (long)s * kc * MR, A, a_rs, a_cs, i_hi, i0 + s * MR,
+                                      p0, kc);
                 for (int sj = 0; sj < n_slivers; sj++) {
                     for (int si = 0; si < m_slivers; si++) {
                         int row0 = i0 + si * MR, col0 = j0 + sj * NR;
                         int mv = i_hi - row0 < MR ? i_hi - row0 : MR;
                         int nv = j_hi - col0 < NR ? j_hi - col0 : NR;
-                        const real *pa = buf->a + (long)si * kc * MR, *pb = buf->b + (long)sj * kc * NR;
+                        const real *pa = buf->a + (long)si * kc * MR,
+                                   *pb = buf->b + (long)sj * kc * NR;
                         real *c_tile = mv == MR && nv == NR ? C + (long)row0 * ldc + col0 : NULL;
                         const real *operand = epi && last && epi->operand && c_tile
-                                                  ? epi->operand + (long)row0 * ldc + col0 : NULL;
+                                                  ? epi->operand + (long)row0 * ldc + col0
+                                                  : NULL;
 #if VEC_BYTES
                         if (direct_a && mv == MR) {  // a full tile writes C itself
                             // the next tile: the next MR rows, with the same sliver of B
-                            const real *next_a = si + 1 < m_slivers && row0 + 2 * MR <= i_hi
-                                                     ? A + (long)(row0 + MR) * a_rs + (long)p0 * a_cs : NULL;
-                            micro_kernel_strided(kc, A + (long)row0 * a_rs + (long)p0 * a_cs, a_rs, a_cs,
-                                                 pb, acc, c_tile, ldc, add, operand, next_a);
+                            const real *next_a =
+                                si + 1 < m_slivers && row0 + 2 * MR <= i_hi
+                                    ? A + (long)(row0 + MR) * a_rs + (long)p0 * a_cs
+                                    : NULL;
+                            micro_kernel_strided(kc, A + (long)row0 * a_rs + (long)p0 * a_cs, a_rs,
+                                                 a_cs, pb, acc, c_tile, ldc, add, operand, next_a);
                         } else
 #endif
                             micro_kernel(kc, pa, pb, acc, c_tile, ldc, add, operand);
@@ -381,8 +400,10 @@ static void gemm_block(CBlock blk, int K, Strided a_op, Strided b_op, real *C, l
                             for (int i = 0; i < mv; i++) {
                                 real *restrict c = C + (long)(row0 + i) * ldc + col0;
                                 const real *restrict t = acc + i * NR;
-                                if (add) for (int j = 0; j < nv; j++) c[j] += t[j];
-                                else     for (int j = 0; j < nv; j++) c[j] = t[j];
+                                if (add)
+                                    for (int j = 0; j < nv; j++) c[j] += t[j];
+                                else
+                                    for (int j = 0; j < nv; j++) c[j] = t[j];
                             }
                         // the tile's elements are complete: the epilogue runs on them while
                         // they are in L1
@@ -429,11 +450,13 @@ int gemm_ledger_lines(const GemmLedgerLine **lines, long *unlisted) {
 }
 
 // One timed call on the ledger: its kind's line, or a new one
-static void ledger_add(const char *layout, int M, int N, int K, const GemmEpilogue *epi, double flops, double seconds) {
+static void ledger_add(const char *layout, int M, int N, int K, const GemmEpilogue *epi,
+                       double flops, double seconds) {
     void (*fn)(const void *, real *, size_t, int) = epi ? epi->fn : NULL;
     GemmLedgerLine *l = t_ledger;
-    while (l < t_ledger + t_ledger_n && !(l->phase == t_ledger_phase && l->M == M && l->N == N && l->K == K &&
-                                          l->epilogue == fn && !strcmp(l->layout, layout)))
+    while (l < t_ledger + t_ledger_n &&
+           !(l->phase == t_ledger_phase && l->M == M && l->N == N && l->K == K &&
+             l->epilogue == fn && !strcmp(l->layout, layout)))
         l++;
     if (l == t_ledger + t_ledger_n) {
         if (t_ledger_n == GEMM_LEDGER_LINES) {
@@ -448,13 +471,13 @@ static void ledger_add(const char *layout, int M, int N, int K, const GemmEpilog
     l->seconds += seconds;
 }
 
-static double gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
-                         int accumulate, const GemmEpilogue *epi);
+static double gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C,
+                         long ldc, int accumulate, const GemmEpilogue *epi);
 
 // The one strided product behind the named ones: C (M,N) = A (M,K) B (K,N), A and B strided,
 // C(i,j) = C[i*ldc + j]; thread tid of nth computes its share of C (timed on the clock's thread).
-static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
-                      int accumulate, const GemmEpilogue *epi) {
+static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C,
+                      long ldc, int accumulate, const GemmEpilogue *epi) {
     if (!t_clock_on) {
         gemm_share(tid, nth, M, N, K, A, B, C, ldc, accumulate, epi);
         return;
@@ -469,8 +492,8 @@ static void gemm_part(int tid, int nth, int M, int N, int K, Strided A, Strided 
 }
 
 // Thread tid's share of C, computed; returns its FLOPs (2 per multiply-add)
-static double gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C, long ldc,
-                         int accumulate, const GemmEpilogue *epi) {
+static double gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strided B, real *C,
+                         long ldc, int accumulate, const GemmEpilogue *epi) {
     if (M <= 0 || N <= 0) return 0;
     // Split the longer side of C between the threads, in whole register tiles; each thread
     // packs what it needs itself. Every C element is summed over K in the same order whatever
@@ -490,40 +513,50 @@ static double gemm_share(int tid, int nth, int M, int N, int K, Strided A, Strid
         }
         return 0;
     }
-    if (split_rows) gemm_block((CBlock){lo, hi, 0, N}, K, A, B, C, ldc, accumulate, epi, thread_pack());
-    else gemm_block((CBlock){0, M, lo, hi}, K, A, B, C, ldc, accumulate, epi, thread_pack());
+    if (split_rows)
+        gemm_block((CBlock){lo, hi, 0, N}, K, A, B, C, ldc, accumulate, epi, thread_pack());
+    else
+        gemm_block((CBlock){0, M, lo, hi}, K, A, B, C, ldc, accumulate, epi, thread_pack());
     return 2.0 * (hi - lo) * (split_rows ? N : M) * K;
 }
 
 // The named products are the strided one with their layout's strides.
-void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, N, 1}, C, N, write == MM_ADD, NULL);  // A (M,K), B (K,N)
+void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K,
+                  MatWrite write) {
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, N, 1}, C, N, write == MM_ADD,
+              NULL);  // A (M,K), B (K,N)
 }
-void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, 1, K}, C, N, write == MM_ADD, NULL);  // A (M,K), B stored (N,K)
+void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K,
+                  MatWrite write) {
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, 1, K}, C, N, write == MM_ADD,
+              NULL);  // A (M,K), B stored (N,K)
 }
-void gemm_nn_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
-                      const GemmEpilogue *epi) {
-    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, N, 1}, C, N, write == MM_ADD, epi);
+void gemm_nn_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K,
+                      MatWrite write, const GemmEpilogue *epi) {
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, N, 1}, C, N, write == MM_ADD,
+              epi);
 }
-void gemm_nt_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
-                      const GemmEpilogue *epi) {
-    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, 1, K}, C, N, write == MM_ADD, epi);
+void gemm_nt_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K,
+                      MatWrite write, const GemmEpilogue *epi) {
+    gemm_part(tid, nth, M, N, K, (Strided){A, K, 1}, (Strided){B, 1, K}, C, N, write == MM_ADD,
+              epi);
 }
-void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-    gemm_part(tid, nth, M, N, K, (Strided){A, 1, M}, (Strided){B, N, 1}, C, N, write == MM_ADD, NULL);  // A stored (K,M), B (K,N)
+void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K,
+                  MatWrite write) {
+    gemm_part(tid, nth, M, N, K, (Strided){A, 1, M}, (Strided){B, N, 1}, C, N, write == MM_ADD,
+              NULL);  // A stored (K,M), B (K,N)
 }
 
 void gemm_nn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-#pragma omp parallel if(par_worth((double)M * N * K))
+#pragma omp parallel if (par_worth((double)M * N * K))
     gemm_nn_part(thread_index(), thread_count(), C, A, B, M, N, K, write);
 }
 void gemm_nt(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-#pragma omp parallel if(par_worth((double)M * N * K))
+#pragma omp parallel if (par_worth((double)M * N * K))
     gemm_nt_part(thread_index(), thread_count(), C, A, B, M, N, K, write);
 }
 void gemm_tn(real *C, const real *A, const real *B, int M, int N, int K, MatWrite write) {
-#pragma omp parallel if(par_worth((double)M * N * K))
+#pragma omp parallel if (par_worth((double)M * N * K))
     gemm_tn_part(thread_index(), thread_count(), C, A, B, M, N, K, write);
 }
 
@@ -532,41 +565,49 @@ void linear_forward(real *out, const real *inp, const real *weight, int N, int C
     gemm_nn(out, inp, weight, N, OC, C, MM_SET);
 }
 
-void linear_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC, const GemmEpilogue *epi) {
-#pragma omp parallel if(par_worth((double)N * C * OC))
+void linear_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC,
+                        const GemmEpilogue *epi) {
+#pragma omp parallel if (par_worth((double)N * C * OC))
     gemm_nn_epi_part(thread_index(), thread_count(), out, inp, weight, N, OC, C, MM_SET, epi);
 }
 
-void linear_backward_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight, int N,
-                          int C, int OC) {
+void linear_backward_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp,
+                          const real *weight, int N, int C, int OC) {
     linear_backward_epi_part(tid, nth, g, dout, inp, weight, N, C, OC, NULL);
 }
 
-void linear_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight,
-                              int N, int C, int OC, const GemmEpilogue *dinp_epi) {
+void linear_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp,
+                              const real *weight, int N, int C, int OC,
+                              const GemmEpilogue *dinp_epi) {
     // dinp (N,C) += dout (N,OC) @ weight^T
     if (g.dinp)
-        gemm_nt_epi_part(tid, nth, g.dinp, dout, weight, N, C, OC, g.dinp_write == GRAD_ADD ? MM_ADD : MM_SET, dinp_epi);
+        gemm_nt_epi_part(tid, nth, g.dinp, dout, weight, N, C, OC,
+                         g.dinp_write == GRAD_ADD ? MM_ADD : MM_SET, dinp_epi);
     // dweight (C,OC) += inp^T @ dout
-    if (g.dweight) gemm_tn_part(tid, nth, g.dweight, inp, dout, C, OC, N, g.dweight_write == GRAD_ADD ? MM_ADD : MM_SET);
+    if (g.dweight)
+        gemm_tn_part(tid, nth, g.dweight, inp, dout, C, OC, N,
+                     g.dweight_write == GRAD_ADD ? MM_ADD : MM_SET);
 }
 
 void linear_backward(real *dinp, real *dweight, const real *dout, const real *inp,
-                     const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write) {
+                     const real *weight, int N, int C, int OC, GradWrite dinp_write,
+                     GradWrite dweight_write) {
     // both products in one parallel region: they write different outputs, so no barrier between
-#pragma omp parallel if(par_worth(2.0 * N * C * OC))
+#pragma omp parallel if (par_worth(2.0 * N * C * OC))
     {
         int tid = thread_index(), nth = thread_count();
-        linear_backward_part(tid, nth, (LinearGrads){dinp, dweight, dinp_write, dweight_write}, dout, inp, weight, N, C, OC);
+        linear_backward_part(tid, nth, (LinearGrads){dinp, dweight, dinp_write, dweight_write},
+                             dout, inp, weight, N, C, OC);
     }
 }
 
-void linear_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
-                         int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write, const GemmEpilogue *dinp_epi) {
-#pragma omp parallel if(par_worth(2.0 * N * C * OC))
+void linear_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp,
+                         const real *weight, int N, int C, int OC, GradWrite dinp_write,
+                         GradWrite dweight_write, const GemmEpilogue *dinp_epi) {
+#pragma omp parallel if (par_worth(2.0 * N * C * OC))
     {
         int tid = thread_index(), nth = thread_count();
-        linear_backward_epi_part(tid, nth, (LinearGrads){dinp, dweight, dinp_write, dweight_write}, dout, inp, weight, N, C,
-                                 OC, dinp_epi);
+        linear_backward_epi_part(tid, nth, (LinearGrads){dinp, dweight, dinp_write, dweight_write},
+                                 dout, inp, weight, N, C, OC, dinp_epi);
     }
 }

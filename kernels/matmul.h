@@ -21,9 +21,12 @@ void gemm_tn(real *C, const real *A, const real *B, int M, int N, int K, MatWrit
 // independent products run without a barrier between them. Products that write the same C
 // with the same (M, N) split it the same way, so each thread accumulates into the same elements
 // in program order.
-void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
-void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
-void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write);
+void gemm_nn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K,
+                  MatWrite write);
+void gemm_nt_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K,
+                  MatWrite write);
+void gemm_tn_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K,
+                  MatWrite write);
 
 // An elementwise step on the elements of a product's C once their sums are complete, so that the
 // operation after a product (a residual added, GELU applied, a derivative multiplied in) reads C
@@ -39,10 +42,10 @@ typedef struct {
     const void *ctx;
     const real *operand;
 } GemmEpilogue;
-void gemm_nn_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
-                      const GemmEpilogue *epi);
-void gemm_nt_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K, MatWrite write,
-                      const GemmEpilogue *epi);
+void gemm_nn_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K,
+                      MatWrite write, const GemmEpilogue *epi);
+void gemm_nt_epi_part(int tid, int nth, real *C, const real *A, const real *B, int M, int N, int K,
+                      MatWrite write, const GemmEpilogue *epi);
 
 // The linear layer y = x W with W stored (in, out) so rows of W are contiguous along the output.
 // inp is (N,C), weight is (C,OC), out is (N,OC).
@@ -50,22 +53,27 @@ void linear_forward(real *out, const real *inp, const real *weight, int N, int C
 // dinp (N,C) += dout @ W^T ; dweight (C,OC) += inp^T @ dout. Either may be NULL to skip it.
 // dinp_write and dweight_write say whether each is added to (GRAD_ADD) or overwritten.
 void linear_backward(real *dinp, real *dweight, const real *dout, const real *inp,
-                     const real *weight, int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write);
+                     const real *weight, int N, int C, int OC, GradWrite dinp_write,
+                     GradWrite dweight_write);
 
-// The same with an epilogue on out (linear_forward_epi) or on dinp (linear_backward_epi); NULL is none.
-void linear_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC, const GemmEpilogue *epi);
-void linear_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp, const real *weight,
-                         int N, int C, int OC, GradWrite dinp_write, GradWrite dweight_write, const GemmEpilogue *dinp_epi);
+// The same with an epilogue on out (linear_forward_epi) or on dinp (linear_backward_epi); NULL is
+// none.
+void linear_forward_epi(real *out, const real *inp, const real *weight, int N, int C, int OC,
+                        const GemmEpilogue *epi);
+void linear_backward_epi(real *dinp, real *dweight, const real *dout, const real *inp,
+                         const real *weight, int N, int C, int OC, GradWrite dinp_write,
+                         GradWrite dweight_write, const GemmEpilogue *dinp_epi);
 // The share of thread tid of nth of a linear layer's backward, inside a parallel region: the
 // gradients g, either NULL to skip it, each added onto (GRAD_ADD) or stored.
 typedef struct {
-    real *dinp, *dweight;                 // (N,C), (C,OC)
+    real *dinp, *dweight;  // (N,C), (C,OC)
     GradWrite dinp_write, dweight_write;
 } LinearGrads;
-void linear_backward_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight, int N,
-                          int C, int OC);
-void linear_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp, const real *weight,
-                              int N, int C, int OC, const GemmEpilogue *dinp_epi);
+void linear_backward_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp,
+                          const real *weight, int N, int C, int OC);
+void linear_backward_epi_part(int tid, int nth, LinearGrads g, const real *dout, const real *inp,
+                              const real *weight, int N, int C, int OC,
+                              const GemmEpilogue *dinp_epi);
 
 // Every element of C is one chain of fused multiply-adds over k in increasing order within each
 // block of GEMM_KC depths, started from zero, and the blocks' sums are added onto C in order (onto
@@ -90,8 +98,9 @@ double gemm_clock_cpu_seconds(void);
 #define GEMM_LEDGER_LINES 48
 typedef struct {
     int phase;
-    char layout[3];  // "nn", "nt" or "tn" (gemm_nn, gemm_nt, gemm_tn and the products built on them)
-    int M, N, K;     // C (M,N), depth K
+    char
+        layout[3];  // "nn", "nt" or "tn" (gemm_nn, gemm_nt, gemm_tn and the products built on them)
+    int M, N, K;    // C (M,N), depth K
     void (*epilogue)(const void *ctx, real *c, size_t at, int n);  // its epilogue's fn, or NULL
     long calls;
     double flops, seconds;

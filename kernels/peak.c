@@ -1,4 +1,5 @@
-// kernels/peak.c: the sustained FMA peak (kernels/peak.h): every thread streams the widest FMA at once.
+// kernels/peak.c: the sustained FMA peak (kernels/peak.h): every thread streams the widest FMA at
+// once.
 //
 // How long, and why that is representative: the threads start together after a barrier and each
 // runs back-to-back windows of independent FMA chains (50,000 rounds, about a tenth of a
@@ -24,11 +25,11 @@
 #include <omp.h>
 #endif
 
-#define PROBE_ITERS 50000L
-#define PROBE_WARMUP 0.03
-#define PROBE_SECONDS 0.2
+#define PROBE_ITERS       50000L
+#define PROBE_WARMUP      0.03
+#define PROBE_SECONDS     0.2
 #define PROBE_MAX_WINDOWS 20000
-#define PROBE_CHAINS 12
+#define PROBE_CHAINS      12
 
 // The chains start from different values: identical chains would be merged into one by the
 // compiler, which then times one FMA's latency and reports a peak the core never reaches. 12
@@ -48,28 +49,35 @@
     *sink += lanes[0];                                                                             \
     return (double)iters * CHAINS * LANES * 2;
 
-typedef double (*FmaWindow)(long iters, volatile float *sink);  // runs one window, returns its FLOPs
+typedef double (*FmaWindow)(long iters,
+                            volatile float *sink);  // runs one window, returns its FLOPs
 
 #if defined(__x86_64__) || defined(__i386__)
 #if defined(__GNUC__)
 __attribute__((target("avx512f")))
 #endif
-static double fma_window_avx512(long iters, volatile float *sink) {
+static double
+fma_window_avx512(long iters, volatile float *sink) {
     FMA_WINDOW_BODY(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, 16, PROBE_CHAINS)
 }
 #if defined(__GNUC__)
 __attribute__((target("avx2,fma")))
 #endif
-static double fma_window_avx2(long iters, volatile float *sink) {
+static double
+fma_window_avx2(long iters, volatile float *sink) {
     FMA_WINDOW_BODY(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, 8, PROBE_CHAINS)
 }
 // no FMA: a multiply and an add, 2 FLOPs as well
-static inline __m128 sse_madd(__m128 a, __m128 b, __m128 c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+static inline __m128 sse_madd(__m128 a, __m128 b, __m128 c) {
+    return _mm_add_ps(_mm_mul_ps(a, b), c);
+}
 static double fma_window_sse(long iters, volatile float *sink) {
     FMA_WINDOW_BODY(__m128, _mm_set1_ps, sse_madd, _mm_add_ps, 4, PROBE_CHAINS)
 }
 #elif defined(__aarch64__) && defined(__ARM_NEON)
-static inline float32x4_t neon_fma(float32x4_t a, float32x4_t b, float32x4_t c) { return vfmaq_f32(c, a, b); }
+static inline float32x4_t neon_fma(float32x4_t a, float32x4_t b, float32x4_t c) {
+    return vfmaq_f32(c, a, b);
+}
 static double fma_window_neon(long iters, volatile float *sink) {
     FMA_WINDOW_BODY(float32x4_t, vdupq_n_f32, neon_fma, vaddq_f32, 4, 16)
 }
@@ -99,12 +107,16 @@ static int window_at(const double *b, int n, double t) {
     int lo = 0, hi = n;  // b[lo] <= t < b[hi]
     while (hi - lo > 1) {
         int mid = (lo + hi) / 2;
-        if (b[mid] <= t) lo = mid; else hi = mid;
+        if (b[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
     }
     return lo;
 }
 
-double fma_peak_sustained(int nth, const int *n, const double *const *bounds, double flops, double *steady) {
+double fma_peak_sustained(int nth, const int *n, const double *const *bounds, double flops,
+                          double *steady) {
     int most = 1;
     for (int t = 0; t < nth; t++) most = n[t] > most ? n[t] : most;
     double *d = xmalloc(sizeof(double) * (size_t)most, "FMA probe windows");
@@ -126,7 +138,11 @@ double fma_peak_sustained(int nth, const int *n, const double *const *bounds, do
             }
             if (ok) d[counted++] = dt;
         }
-        if (counted == 0) { total = 0; share = 0; break; }
+        if (counted == 0) {
+            total = 0;
+            share = 0;
+            break;
+        }
         total += flops / median(d, counted) / 1e9;
         share = (double)counted / n[t] < share ? (double)counted / n[t] : share;
     }
@@ -142,16 +158,29 @@ static FmaPeak stream_once(void) {
     FmaWindow window;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) { window = fma_window_avx512; p.lanes = 16; p.isa = "avx512f"; }
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { window = fma_window_avx2; p.lanes = 8; p.isa = "avx2+fma"; }
-    else { window = fma_window_sse; p.lanes = 4; p.isa = "sse, no fma"; }
+    if (__builtin_cpu_supports("avx512f")) {
+        window = fma_window_avx512;
+        p.lanes = 16;
+        p.isa = "avx512f";
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        window = fma_window_avx2;
+        p.lanes = 8;
+        p.isa = "avx2+fma";
+    } else {
+        window = fma_window_sse;
+        p.lanes = 4;
+        p.isa = "sse, no fma";
+    }
 #elif defined(__aarch64__) && defined(__ARM_NEON)
-    window = fma_window_neon; p.lanes = 4; p.isa = "neon";
+    window = fma_window_neon;
+    p.lanes = 4;
+    p.isa = "neon";
 #else
     window = fma_window_scalar;
 #endif
     int nth = thread_max();
-    double *bounds = xmalloc(sizeof(double) * (size_t)nth * (PROBE_MAX_WINDOWS + 1), "FMA probe windows");
+    double *bounds =
+        xmalloc(sizeof(double) * (size_t)nth * (PROBE_MAX_WINDOWS + 1), "FMA probe windows");
     int *n = xcalloc((size_t)nth, sizeof(int), "FMA probe windows");
     double flops = 0, t_start = 0;
 #pragma omp parallel num_threads(nth)
@@ -164,8 +193,12 @@ static FmaPeak stream_once(void) {
 #pragma omp single
 #endif
         t_start = now_seconds();  // the barrier at the end of single starts every thread together
-        double t_count = t_start + PROBE_WARMUP, t_end = t_count + PROBE_SECONDS, now = now_seconds();
-        while (now < t_count) { window(PROBE_ITERS, &sink); now = now_seconds(); }
+        double t_count = t_start + PROBE_WARMUP, t_end = t_count + PROBE_SECONDS,
+               now = now_seconds();
+        while (now < t_count) {
+            window(PROBE_ITERS, &sink);
+            now = now_seconds();
+        }
         int k = 0;
         b[0] = now;
         while (k < PROBE_MAX_WINDOWS && now < t_end) {
@@ -200,25 +233,33 @@ FmaPeak fma_peak_measure(void) {
 
 double fma_peak_gflops(void) { return fma_peak_measure().gflops; }
 
-double fma_peak_mfu(double achieved, const FmaPeak *before, const FmaPeak *after, char *text, size_t n) {
+double fma_peak_mfu(double achieved, const FmaPeak *before, const FmaPeak *after, char *text,
+                    size_t n) {
     const FmaPeak *hi = after->gflops > before->gflops ? after : before;
     const FmaPeak *lo = hi == after ? before : after;
     // Busy: the two probes disagree, too few windows counted, or the steps ran faster than the
     // "peak" (a probe that lost its cores); then no MFU is worth printing.
-    int busy = lo->gflops < 0.9 * hi->gflops || lo->steady < 0.25 || hi->steady < 0.25 || achieved > hi->gflops;
+    int busy = lo->gflops < 0.9 * hi->gflops || lo->steady < 0.25 || hi->steady < 0.25 ||
+               achieved > hi->gflops;
     if (busy) {
-        snprintf(text, n, "FMA peak not measured: the machine was too busy (probes before and after the steps "
-                 "read %.1f and %.1f GFLOP/s, %.0f%% and %.0f%% of their windows counted)",
-                 before->gflops, after->gflops, 100 * before->steady, 100 * after->steady);
+        snprintf(
+            text, n,
+            "FMA peak not measured: the machine was too busy (probes before and after the steps "
+            "read %.1f and %.1f GFLOP/s, %.0f%% and %.0f%% of their windows counted)",
+            before->gflops, after->gflops, 100 * before->steady, 100 * after->steady);
         return -1;
     }
-    snprintf(text, n, "FMA peak %.1f GFLOP/s sustained (%d-wide %s, %d threads streaming together for %.1f s; "
-             "probes before and after the steps %.1f and %.1f)",
-             hi->gflops, hi->lanes, hi->isa, hi->threads, hi->seconds, before->gflops, after->gflops);
+    snprintf(
+        text, n,
+        "FMA peak %.1f GFLOP/s sustained (%d-wide %s, %d threads streaming together for %.1f s; "
+        "probes before and after the steps %.1f and %.1f)",
+        hi->gflops, hi->lanes, hi->isa, hi->threads, hi->seconds, before->gflops, after->gflops);
     return achieved / hi->gflops;
 }
 
 void fma_peak_describe(const FmaPeak *p, char *text, size_t n) {
-    snprintf(text, n, "%.1f GFLOP/s sustained (%d-wide %s FMA, %d threads streaming together for %.1f s, "
-             "%.0f%% of the windows counted)", p->gflops, p->lanes, p->isa, p->threads, p->seconds, 100 * p->steady);
+    snprintf(text, n,
+             "%.1f GFLOP/s sustained (%d-wide %s FMA, %d threads streaming together for %.1f s, "
+             "%.0f%% of the windows counted)",
+             p->gflops, p->lanes, p->isa, p->threads, p->seconds, 100 * p->steady);
 }

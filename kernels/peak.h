@@ -1,4 +1,5 @@
-// kernels/peak.h: the sustained FP32 FMA throughput of this machine, the ceiling MFU is reported against.
+// kernels/peak.h: the sustained FP32 FMA throughput of this machine, the ceiling MFU is reported
+// against.
 #ifndef PEAK_H
 #define PEAK_H
 
@@ -14,10 +15,10 @@
 typedef struct {
     double gflops;
     double steady;
-    int lanes;         // float32 lanes of the FMA probed: 16, 8, 4, or 1
-    int threads;       // threads that ran the stream together
-    double seconds;    // how long each of them ran it (measured part, after the warm-up)
-    const char *isa;   // "avx512f", "avx2+fma", "neon", ...
+    int lanes;        // float32 lanes of the FMA probed: 16, 8, 4, or 1
+    int threads;      // threads that ran the stream together
+    double seconds;   // how long each of them ran it (measured part, after the warm-up)
+    const char *isa;  // "avx512f", "avx2+fma", "neon", ...
 } FmaPeak;
 FmaPeak fma_peak_measure(void);
 double fma_peak_gflops(void);  // fma_peak_measure().gflops
@@ -29,13 +30,15 @@ double fma_peak_gflops(void);  // fma_peak_measure().gflops
 // every other thread was running then). Returns the sum over the threads of flops over their
 // median counted window, in GFLOP/s (0 when a thread has none), and the smallest share of counted
 // windows in *steady.
-double fma_peak_sustained(int nth, const int *n, const double *const *bounds, double flops, double *steady);
+double fma_peak_sustained(int nth, const int *n, const double *const *bounds, double flops,
+                          double *steady);
 
 // The MFU of a run at `achieved` GFLOP/s, given probes taken before and after it, with one line
 // describing the peak in text. Returns -1 (and says so in text) when the machine was too busy to
 // measure the peak: the probes disagree by more than 10%, either had under a quarter of its
 // windows counted, or the run itself exceeded the peak. So an MFU above 1 is never returned.
-double fma_peak_mfu(double achieved, const FmaPeak *before, const FmaPeak *after, char *text, size_t n);
+double fma_peak_mfu(double achieved, const FmaPeak *before, const FmaPeak *after, char *text,
+                    size_t n);
 
 // One line for --version: the peak and how it was measured.
 void fma_peak_describe(const FmaPeak *p, char *text, size_t n);

@@ -18,14 +18,15 @@
 #if VEC_BYTES
 // One depth step: acc[r][j] = A_AT(r) * b[j*VL .. j*VL + VL) + acc[r][j], for r < ROWS, j < NV.
 // A_AT names a function-like macro giving row r's value of A at this depth.
-#define REGTILE_STEP(acc, ROWS, NV, A_AT, b)                                                     \
-    do {                                                                                         \
-        vreal regtile_b_[NV];                                                                    \
-        UNROLL for (int j_ = 0; j_ < (NV); j_++) regtile_b_[j_] = vload((b) + j_ * VL);          \
-        UNROLL for (int r_ = 0; r_ < (ROWS); r_++) {                                             \
-            vreal x_ = vset1(A_AT(r_));                                                          \
-            UNROLL for (int j_ = 0; j_ < (NV); j_++) acc[r_][j_] = vfma(x_, regtile_b_[j_], acc[r_][j_]); \
-        }                                                                                        \
+#define REGTILE_STEP(acc, ROWS, NV, A_AT, b)                                                       \
+    do {                                                                                           \
+        vreal regtile_b_[NV];                                                                      \
+        UNROLL for (int j_ = 0; j_ < (NV); j_++) regtile_b_[j_] = vload((b) + j_ * VL);            \
+        UNROLL for (int r_ = 0; r_ < (ROWS); r_++) {                                               \
+            vreal x_ = vset1(A_AT(r_));                                                            \
+            UNROLL for (int j_ = 0; j_ < (NV); j_++) acc[r_][j_] =                                 \
+                vfma(x_, regtile_b_[j_], acc[r_][j_]);                                             \
+        }                                                                                          \
     } while (0)
 #endif
 

@@ -1,5 +1,5 @@
-// kernels/vec.h: the vector unit, written once for every width. A `vreal` is VL values of `real` in one
-// GNU C vector (gcc and clang, every target): 16 floats with AVX-512, 8 with AVX2 + FMA, 4 with
+// kernels/vec.h: the vector unit, written once for every width. A `vreal` is VL values of `real` in
+// one GNU C vector (gcc and clang, every target): 16 floats with AVX-512, 8 with AVX2 + FMA, 4 with
 // NEON, chosen at compile time from the target; without a vector unit with fused multiply-add,
 // VEC_BYTES is 0 and callers use their scalar loops. Ordinary operators work on vreal (a + b,
 // a * b); the functions below are the operations that need care to be exact and fast:
@@ -87,70 +87,105 @@ static inline real smadd(real a, real b, real c) { return a * b + c; }
 typedef real vreal __attribute__((vector_size(VEC_BYTES)));
 
 static inline vreal vzero(void) { return (vreal){0}; }
-static inline vreal vload(const real *p) { vreal v; memcpy(&v, p, sizeof v); return v; }
+static inline vreal vload(const real *p) {
+    vreal v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
 static inline void vstore(real *p, vreal v) { memcpy(p, &v, sizeof v); }
 
 #if VEC_BYTES == 64 && defined(__AVX512F__) && !defined(REAL_DOUBLE)
 static inline vreal vset1(real x) { return (vreal)_mm512_set1_ps(x); }
-static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c); }
+static inline vreal vfma(vreal a, vreal b, vreal c) {
+    return (vreal)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+}
 static inline vreal vmax(vreal a, vreal b) { return (vreal)_mm512_max_ps((__m512)a, (__m512)b); }
 #elif VEC_BYTES == 64 && defined(__AVX512F__)
 static inline vreal vset1(real x) { return (vreal)_mm512_set1_pd(x); }
-static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c); }
+static inline vreal vfma(vreal a, vreal b, vreal c) {
+    return (vreal)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+}
 static inline vreal vmax(vreal a, vreal b) { return (vreal)_mm512_max_pd((__m512d)a, (__m512d)b); }
 #elif VEC_BYTES == 32 && !defined(REAL_DOUBLE)
 static inline vreal vset1(real x) { return (vreal)_mm256_set1_ps(x); }
-static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c); }
+static inline vreal vfma(vreal a, vreal b, vreal c) {
+    return (vreal)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+}
 static inline vreal vmax(vreal a, vreal b) { return (vreal)_mm256_max_ps((__m256)a, (__m256)b); }
 #elif VEC_BYTES == 32
 static inline vreal vset1(real x) { return (vreal)_mm256_set1_pd(x); }
-static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c); }
+static inline vreal vfma(vreal a, vreal b, vreal c) {
+    return (vreal)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+}
 static inline vreal vmax(vreal a, vreal b) { return (vreal)_mm256_max_pd((__m256d)a, (__m256d)b); }
 #elif VEC_BYTES == 16 && defined(__aarch64__) && !defined(REAL_DOUBLE)
 static inline vreal vset1(real x) { return (vreal)vdupq_n_f32(x); }
-static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)vfmaq_f32((float32x4_t)c, (float32x4_t)a, (float32x4_t)b); }
-static inline vreal vmax(vreal a, vreal b) { return (vreal)vmaxq_f32((float32x4_t)a, (float32x4_t)b); }
+static inline vreal vfma(vreal a, vreal b, vreal c) {
+    return (vreal)vfmaq_f32((float32x4_t)c, (float32x4_t)a, (float32x4_t)b);
+}
+static inline vreal vmax(vreal a, vreal b) {
+    return (vreal)vmaxq_f32((float32x4_t)a, (float32x4_t)b);
+}
 #elif VEC_BYTES == 16 && defined(__aarch64__)
 static inline vreal vset1(real x) { return (vreal)vdupq_n_f64(x); }
-static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)vfmaq_f64((float64x2_t)c, (float64x2_t)a, (float64x2_t)b); }
-static inline vreal vmax(vreal a, vreal b) { return (vreal)vmaxq_f64((float64x2_t)a, (float64x2_t)b); }
+static inline vreal vfma(vreal a, vreal b, vreal c) {
+    return (vreal)vfmaq_f64((float64x2_t)c, (float64x2_t)a, (float64x2_t)b);
+}
+static inline vreal vmax(vreal a, vreal b) {
+    return (vreal)vmaxq_f64((float64x2_t)a, (float64x2_t)b);
+}
 #elif VEC_BYTES == 16 && defined(__wasm_simd128__)
 // WebAssembly's 128-bit SIMD has no fused multiply-add (only the relaxed-simd proposal, whose
 // rounding is left to the engine): vfma rounds the product and the sum apart, the same in every
 // browser; smadd matches it (VEC_SCALAR_FUSED is 0). vmax is pmax(b, a) = (a > b ? a : b), the
 // x86 maxps rule.
 static inline vreal vset1(real x) { return (vreal)wasm_f32x4_splat(x); }
-static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)wasm_f32x4_add(wasm_f32x4_mul((v128_t)a, (v128_t)b), (v128_t)c); }
+static inline vreal vfma(vreal a, vreal b, vreal c) {
+    return (vreal)wasm_f32x4_add(wasm_f32x4_mul((v128_t)a, (v128_t)b), (v128_t)c);
+}
 static inline vreal vmax(vreal a, vreal b) { return (vreal)wasm_f32x4_pmax((v128_t)b, (v128_t)a); }
 #elif VEC_BYTES == 16 && defined(VEC_UNFUSED) && !defined(__FMA__) && !defined(REAL_DOUBLE)
 // The wasm module's rounding natively (-mno-fma -DVEC_UNFUSED -ffp-contract=off, VEC=4): the
 // product and the sum rounded apart, to tell the cost and the digits of the missing FMA.
 static inline vreal vset1(real x) { return (vreal)_mm_set1_ps(x); }
-static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)_mm_add_ps(_mm_mul_ps((__m128)a, (__m128)b), (__m128)c); }
+static inline vreal vfma(vreal a, vreal b, vreal c) {
+    return (vreal)_mm_add_ps(_mm_mul_ps((__m128)a, (__m128)b), (__m128)c);
+}
 static inline vreal vmax(vreal a, vreal b) { return (vreal)_mm_max_ps((__m128)a, (__m128)b); }
 #elif VEC_BYTES == 16 && !defined(REAL_DOUBLE)
 static inline vreal vset1(real x) { return (vreal)_mm_set1_ps(x); }
-static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c); }
+static inline vreal vfma(vreal a, vreal b, vreal c) {
+    return (vreal)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
+}
 static inline vreal vmax(vreal a, vreal b) { return (vreal)_mm_max_ps((__m128)a, (__m128)b); }
 #elif VEC_BYTES == 16
 static inline vreal vset1(real x) { return (vreal)_mm_set1_pd(x); }
-static inline vreal vfma(vreal a, vreal b, vreal c) { return (vreal)_mm_fmadd_pd((__m128d)a, (__m128d)b, (__m128d)c); }
+static inline vreal vfma(vreal a, vreal b, vreal c) {
+    return (vreal)_mm_fmadd_pd((__m128d)a, (__m128d)b, (__m128d)c);
+}
 static inline vreal vmax(vreal a, vreal b) { return (vreal)_mm_max_pd((__m128d)a, (__m128d)b); }
 #else
 // A vector wider than the machine's (the 16-wide test build on AVX2): the same operations on
 // each half, so every lane is rounded exactly as the native width would round it.
 typedef real vhalf __attribute__((vector_size(VEC_BYTES / 2)));
-typedef union { vreal v; vhalf h[2]; } vsplit;
+typedef union {
+    vreal v;
+    vhalf h[2];
+} vsplit;
 #ifdef REAL_DOUBLE
-#define VHALF_SET1(x) (vhalf)_mm256_set1_pd(x)
-#define VHALF_FMA(a, b, c) (vhalf)_mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c))
-#define VHALF_MAX(a, b) (vhalf)_mm256_max_pd((__m256d)(a), (__m256d)(b))
+#define VHALF_SET1(x)      (vhalf) _mm256_set1_pd(x)
+#define VHALF_FMA(a, b, c) (vhalf) _mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c))
+#define VHALF_MAX(a, b)    (vhalf) _mm256_max_pd((__m256d)(a), (__m256d)(b))
 #else
-#define VHALF_SET1(x) (vhalf)_mm256_set1_ps(x)
-#define VHALF_FMA(a, b, c) (vhalf)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c))
-#define VHALF_MAX(a, b) (vhalf)_mm256_max_ps((__m256)(a), (__m256)(b))
+#define VHALF_SET1(x)      (vhalf) _mm256_set1_ps(x)
+#define VHALF_FMA(a, b, c) (vhalf) _mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c))
+#define VHALF_MAX(a, b)    (vhalf) _mm256_max_ps((__m256)(a), (__m256)(b))
 #endif
-static inline vreal vset1(real x) { vsplit r; r.h[0] = r.h[1] = VHALF_SET1(x); return r.v; }
+static inline vreal vset1(real x) {
+    vsplit r;
+    r.h[0] = r.h[1] = VHALF_SET1(x);
+    return r.v;
+}
 static inline vreal vfma(vreal a, vreal b, vreal c) {
     vsplit x = {a}, y = {b}, z = {c}, r;
     r.h[0] = VHALF_FMA(x.h[0], y.h[0], z.h[0]);
@@ -214,10 +249,14 @@ static inline void vec_transpose_store(real *dst, long ld_dst, const real *src, 
     // interleave pairs of rows, then take 64-bit halves of the pairs
     float32x4_t t0 = vtrn1q_f32(r0, r1), t1 = vtrn2q_f32(r0, r1);
     float32x4_t t2 = vtrn1q_f32(r2, r3), t3 = vtrn2q_f32(r2, r3);
-    vst1q_f32(dst + 0 * ld_dst, vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2))));
-    vst1q_f32(dst + 1 * ld_dst, vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3))));
-    vst1q_f32(dst + 2 * ld_dst, vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2))));
-    vst1q_f32(dst + 3 * ld_dst, vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3))));
+    vst1q_f32(dst + 0 * ld_dst, vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0),
+                                                                 vreinterpretq_f64_f32(t2))));
+    vst1q_f32(dst + 1 * ld_dst, vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1),
+                                                                 vreinterpretq_f64_f32(t3))));
+    vst1q_f32(dst + 2 * ld_dst, vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0),
+                                                                 vreinterpretq_f64_f32(t2))));
+    vst1q_f32(dst + 3 * ld_dst, vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1),
+                                                                 vreinterpretq_f64_f32(t3))));
 }
 #else
 #define VEC_TB 0

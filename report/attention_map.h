@@ -4,9 +4,11 @@
 
 // The line every attention map carries (this SVG, report.html's maps, the lab pages that show P):
 // the weights are not an explanation, and the command that measures what matters.
-#define ATTENTION_NOT_EXPLANATION                                                                        \
-    "Weights show where information can flow, not what decided the prediction: ./sample CKPT --explain " \
-    "--prompt TEXT measures what each position actually contributes (docs/mistakes.md, section 4)."
+#define ATTENTION_NOT_EXPLANATION                                                                  \
+    "Weights show where information can flow, not what decided the prediction: ./sample CKPT "     \
+    "--explain "                                                                                   \
+    "--prompt TEXT measures what each position actually contributes (docs/mistakes.md, section "   \
+    "4)."
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +28,7 @@ uint32_t attention_visible_char(uint32_t cp);
 // The map is written by the one writer (base/outfile.h): only a regular file, replaced whole;
 // "-" is standard output. Returns 0 with one line in err when it cannot be written. scale_text is
 // model.attn_scale as configured ("sqrt", "none" or the number), which the note names.
-int write_attention_map(const char *path, const GPT *m, const char *scale_text, const Vocab *vocab, const int *tokens,
-                        int T, char *err, size_t errlen);
+int write_attention_map(const char *path, const GPT *m, const char *scale_text, const Vocab *vocab,
+                        const int *tokens, int T, char *err, size_t errlen);
 
 #endif

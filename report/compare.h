@@ -1,4 +1,5 @@
-// report/compare.h: the outputs of a side-by-side comparison (--compare KEY=V1,V2[,V3,V4], and its alias
+// report/compare.h: the outputs of a side-by-side comparison (--compare KEY=V1,V2[,V3,V4], and its
+// alias
 // --compare-scaling): compare.csv, report.md and the SVG panels, for 2 to 4 variants of one key,
 // and report.html, the same as one self-contained page with attention maps of every variant.
 #ifndef COMPARE_H
@@ -7,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/common.h"  // real
-#include "base/config.h"  // Config: the comparison's reading depends on its key
+#include "base/common.h"        // real
+#include "base/config.h"        // Config: the comparison's reading depends on its key
 #include "report/head_stats.h"  // HeadStats: the probe's statistics it logs
 
 #define COMPARE_MAX_VARIANTS 4
@@ -27,12 +28,14 @@ typedef struct CompareLog CompareLog;
 // distinct and usable as directory names. Returns NULL when n is out of range or an argument is
 // NULL. The reading report.md gives depends on the key: the scale (model.attn_scale), a leak
 // (model.attn_mask, model.softmax_axis) or any other key.
-CompareLog *compare_log_open(const char *out_dir, long max_steps, const char *key, const char *const *values, int n);
+CompareLog *compare_log_open(const char *out_dir, long max_steps, const char *key,
+                             const char *const *values, int n);
 // Attention statistics (averaged over layers and heads) measured after `step` updates.
 void compare_log_probe(CompareLog *log, int variant, long step, const HeadStats *mean);
 // The training loss of update `step` (1-based), and the validation loss and gen_loss evaluated
 // after it (each NaN when not evaluated at this step).
-void compare_log_step(CompareLog *log, int variant, long step, double loss, double val_loss, double gen_loss);
+void compare_log_step(CompareLog *log, int variant, long step, double loss, double val_loss,
+                      double gen_loss);
 // The output logits of the same step's training batch (after compare_log_step of that step; a
 // call for any other step is ignored): the mean over its positions of log Z = log sum_v exp(z_v),
 // and its largest logit z. Without them the panel of the output logits is left out.
@@ -45,8 +48,8 @@ void compare_log_logits(CompareLog *log, int variant, long step, double lse_mean
 // first, the one nearest the middle of the run (max_steps / 2; the earlier on a tie) and the
 // last, cropped to the first COMPARE_MAP_T positions. Calls whose L, NH or T differ from the
 // first call's are ignored.
-void compare_log_attention(CompareLog *log, int variant, long step, const real *P, int L, int NH, int T,
-                           const uint32_t *text);
+void compare_log_attention(CompareLog *log, int variant, long step, const real *P, int L, int NH,
+                           int T, const uint32_t *text);
 // The command that ran the comparison, named on report.html (copied; without it "./train").
 void compare_log_command(CompareLog *log, const char *command);
 
@@ -55,7 +58,7 @@ typedef struct {
     double train_loss, val_loss;  // eval batches; whole validation split (teacher-forced)
     double gen_loss;              // the honest loss on the fixed generation windows
     double gen_loss_tf;           // the teacher-forced loss on those same windows
-    const char *sample;           // the sample text the run printed at the end (may be NULL; copied)
+    const char *sample;  // the sample text the run printed at the end (may be NULL; copied)
 } CompareFinal;
 void compare_log_final(CompareLog *log, int variant, const CompareFinal *f);
 

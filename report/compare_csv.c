@@ -13,8 +13,8 @@ typedef enum { FROM_STEP, FROM_PROBE } CsvSource;
 static const struct {
     const char *name;
     CsvSource src;
-    size_t off;      // into StepRec or HeadStats
-    int nan_empty;   // a NaN is "not evaluated": an empty field (else written as nan)
+    size_t off;     // into StepRec or HeadStats
+    int nan_empty;  // a NaN is "not evaluated": an empty field (else written as nan)
 } CSV_COLS[] = {
     {"loss", FROM_STEP, offsetof(StepRec, loss), 0},
     {"val_loss", FROM_STEP, offsetof(StepRec, val), 1},
@@ -40,8 +40,10 @@ static void csv_row(Out *o, long step, const char *name, const StepRec *sr, cons
         const void *rec = CSV_COLS[c].src == FROM_STEP ? (const void *)sr : (const void *)p;
         double x = NAN;
         if (rec) memcpy(&x, (const char *)rec + CSV_COLS[c].off, sizeof x);
-        if (!rec || (CSV_COLS[c].nan_empty && isnan(x))) out(o, ",");
-        else out(o, ",%.6g", x);
+        if (!rec || (CSV_COLS[c].nan_empty && isnan(x)))
+            out(o, ",");
+        else
+            out(o, ",%.6g", x);
     }
     out(o, "\n");
 }
@@ -60,14 +62,22 @@ int compare_write_csv(const CompareLog *log, char *err, size_t errlen) {
         long s = 0;
         for (int v = 0; v < log->n; v++) {
             const VarLog *L = &log->v[v];
-            if (is[v] < L->n_steps && (!any || L->steps[is[v]].k.step < s)) { s = L->steps[is[v]].k.step; any = 1; }
-            if (ip[v] < L->n_probes && (!any || L->probes[ip[v]].k.step < s)) { s = L->probes[ip[v]].k.step; any = 1; }
+            if (is[v] < L->n_steps && (!any || L->steps[is[v]].k.step < s)) {
+                s = L->steps[is[v]].k.step;
+                any = 1;
+            }
+            if (ip[v] < L->n_probes && (!any || L->probes[ip[v]].k.step < s)) {
+                s = L->probes[ip[v]].k.step;
+                any = 1;
+            }
         }
         if (!any) break;
         for (int v = 0; v < log->n; v++) {
             const VarLog *L = &log->v[v];
-            const StepRec *sr = is[v] < L->n_steps && L->steps[is[v]].k.step == s ? &L->steps[is[v]++] : NULL;
-            const HeadStats *p = ip[v] < L->n_probes && L->probes[ip[v]].k.step == s ? &L->probes[ip[v]++].s : NULL;
+            const StepRec *sr =
+                is[v] < L->n_steps && L->steps[is[v]].k.step == s ? &L->steps[is[v]++] : NULL;
+            const HeadStats *p =
+                ip[v] < L->n_probes && L->probes[ip[v]].k.step == s ? &L->probes[ip[v]++].s : NULL;
             if (sr || p) csv_row(&o, s, L->name, sr, p);
         }
     }

@@ -47,7 +47,8 @@ static const char *variant_name(CompareKind kind, const char *value) {
     return value;
 }
 
-CompareLog *compare_log_open(const char *out_dir, long max_steps, const char *key, const char *const *values, int n) {
+CompareLog *compare_log_open(const char *out_dir, long max_steps, const char *key,
+                             const char *const *values, int n) {
     if (!key || !values || n < 2 || n > COMPARE_MAX_VARIANTS) return NULL;
     for (int i = 0; i < n; i++)
         if (!values[i]) return NULL;
@@ -73,19 +74,23 @@ CompareLog *compare_log_open(const char *out_dir, long max_steps, const char *ke
     return log;
 }
 
-static VarLog *variant(CompareLog *log, int i) { return log && i >= 0 && i < log->n ? &log->v[i] : NULL; }
+static VarLog *variant(CompareLog *log, int i) {
+    return log && i >= 0 && i < log->n ? &log->v[i] : NULL;
+}
 
 void compare_log_probe(CompareLog *log, int i, long step, const HeadStats *mean) {
     VarLog *v = variant(log, i);
     if (!v || !mean) return;
-    v->probes = grow(v->probes, &v->cap_probes, v->n_probes + 1, sizeof(ProbeRec), "attention probes");
+    v->probes =
+        grow(v->probes, &v->cap_probes, v->n_probes + 1, sizeof(ProbeRec), "attention probes");
     ProbeRec *r = &v->probes[v->n_probes++];
     r->k.step = step;
     r->k.seq = log->seq++;
     r->s = *mean;
 }
 
-void compare_log_step(CompareLog *log, int i, long step, double loss, double val_loss, double gen_loss) {
+void compare_log_step(CompareLog *log, int i, long step, double loss, double val_loss,
+                      double gen_loss) {
     VarLog *v = variant(log, i);
     if (!v) return;
     v->steps = grow(v->steps, &v->cap_steps, v->n_steps + 1, sizeof(StepRec), "step losses");
@@ -135,7 +140,8 @@ void compare_log_attention(CompareLog *log, int i, long step, const real *P, int
     }
     double mid = (double)log->max_steps / 2;
     if (v->snap[SNAP_FIRST].step < 0) keep_snap(log, &v->snap[SNAP_FIRST], step, P);
-    if (v->snap[SNAP_MIDDLE].step < 0 || fabs((double)step - mid) < fabs((double)v->snap[SNAP_MIDDLE].step - mid))
+    if (v->snap[SNAP_MIDDLE].step < 0 ||
+        fabs((double)step - mid) < fabs((double)v->snap[SNAP_MIDDLE].step - mid))
         keep_snap(log, &v->snap[SNAP_MIDDLE], step, P);
     if (step >= v->snap[SNAP_LAST].step) keep_snap(log, &v->snap[SNAP_LAST], step, P);
 }
@@ -162,7 +168,8 @@ const char *compare_variant_name(const CompareLog *log, int i) {
     return log && i >= 0 && i < log->n ? log->v[i].name : NULL;
 }
 
-const char *compare_key_value(char *buf, size_t n, const CompareLog *log, const char *key, const char *shared) {
+const char *compare_key_value(char *buf, size_t n, const CompareLog *log, const char *key,
+                              const char *shared) {
     if (!log || !log->key || strcmp(log->key, key) != 0) {
         snprintf(buf, n, "%s", shared);
         return buf;
@@ -193,12 +200,14 @@ static size_t sort_dedupe(void *recs, size_t n, size_t elem) {
     char *r = recs;
     int sorted = 1;
     for (size_t i = 1; i < n && sorted; i++)
-        sorted = ((const RecKey *)(r + (i - 1) * elem))->step < ((const RecKey *)(r + i * elem))->step;
+        sorted =
+            ((const RecKey *)(r + (i - 1) * elem))->step < ((const RecKey *)(r + i * elem))->step;
     if (sorted) return n;
     qsort(r, n, elem, cmp_rec);
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
-        int same = j > 0 && ((const RecKey *)(r + (j - 1) * elem))->step == ((const RecKey *)(r + i * elem))->step;
+        int same = j > 0 && ((const RecKey *)(r + (j - 1) * elem))->step ==
+                                ((const RecKey *)(r + i * elem))->step;
         memmove(r + (same ? j - 1 : j) * elem, r + i * elem, elem);
         if (!same) j++;
     }
@@ -219,8 +228,10 @@ size_t steps_upto(const VarLog *v, long s) {
     size_t lo = 0, hi = v->n_steps;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (v->steps[mid].k.step <= s) lo = mid + 1;
-        else hi = mid;
+        if (v->steps[mid].k.step <= s)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -234,13 +245,16 @@ const HeadStats *probe_at(const VarLog *v, long s) {
     size_t lo = 0, hi = v->n_probes;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (v->probes[mid].k.step < s) lo = mid + 1;
-        else hi = mid;
+        if (v->probes[mid].k.step < s)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo < v->n_probes && v->probes[lo].k.step == s ? &v->probes[lo].s : NULL;
 }
 
-// The latest evaluated (finite) value of a step field (val or gen) at or before step s; NaN if none.
+// The latest evaluated (finite) value of a step field (val or gen) at or before step s; NaN if
+// none.
 static double evaluated_upto(const VarLog *v, size_t field, long s) {
     for (size_t i = steps_upto(v, s); i > 0; i--) {
         double x;
@@ -258,7 +272,10 @@ double train_avg_upto(const VarLog *v, long s) {
     size_t n = steps_upto(v, s), k = 0;
     double sum = 0;
     for (size_t i = n; i > 0 && n - i < TRAIN_AVG_WINDOW; i--)
-        if (isfinite(v->steps[i - 1].loss)) { sum += v->steps[i - 1].loss; k++; }
+        if (isfinite(v->steps[i - 1].loss)) {
+            sum += v->steps[i - 1].loss;
+            k++;
+        }
     return k ? sum / (double)k : NAN;
 }
 
@@ -267,8 +284,10 @@ long last_step(const CompareLog *log) {
     long end = 0;
     for (int i = 0; i < log->n; i++) {
         const VarLog *v = &log->v[i];
-        if (v->n_steps && v->steps[v->n_steps - 1].k.step > end) end = v->steps[v->n_steps - 1].k.step;
-        if (v->n_probes && v->probes[v->n_probes - 1].k.step > end) end = v->probes[v->n_probes - 1].k.step;
+        if (v->n_steps && v->steps[v->n_steps - 1].k.step > end)
+            end = v->steps[v->n_steps - 1].k.step;
+        if (v->n_probes && v->probes[v->n_probes - 1].k.step > end)
+            end = v->probes[v->n_probes - 1].k.step;
     }
     return end;
 }
@@ -301,7 +320,8 @@ long *common_probe_steps(const CompareLog *log, size_t *n) {
     size_t k = 0;
     for (size_t i = 0; i < a->n_probes; i++) {
         int everywhere = 1;
-        for (int v = 1; v < log->n; v++) everywhere &= probe_at(&log->v[v], a->probes[i].k.step) != NULL;
+        for (int v = 1; v < log->n; v++)
+            everywhere &= probe_at(&log->v[v], a->probes[i].k.step) != NULL;
         if (everywhere) s[k++] = a->probes[i].k.step;
     }
     *n = k;
@@ -312,7 +332,8 @@ long *common_probe_steps(const CompareLog *log, size_t *n) {
 // keys, the compared key taken from the variant and the other from the shared configuration.
 int variant_is_correct(const CompareLog *log, const Config *cfg, int i) {
     const char *mask = strcmp(log->key, "model.attn_mask") == 0 ? log->v[i].value : cfg->attn_mask;
-    const char *axis = strcmp(log->key, "model.softmax_axis") == 0 ? log->v[i].value : cfg->softmax_axis;
+    const char *axis =
+        strcmp(log->key, "model.softmax_axis") == 0 ? log->v[i].value : cfg->softmax_axis;
     return strcmp(mask, "causal") == 0 && strcmp(axis, "keys") == 0;
 }
 

@@ -110,7 +110,8 @@ int cmp_long(const void *a, const void *b);
 // The configuration key `key` ("train.lr") as the variants ran it, into buf: when it is the key
 // compared, each variant's value joined by " / " (the variants' order, as the side-by-side cells);
 // else `shared`, the configuration's value as the caller formatted it. Returns buf.
-const char *compare_key_value(char *buf, size_t n, const CompareLog *log, const char *key, const char *shared);
+const char *compare_key_value(char *buf, size_t n, const CompareLog *log, const char *key,
+                              const char *shared);
 
 // ---------------------------------------------------------------------------------------------
 // the files compare_log_finish writes in log->out_dir, each 1 on success or 0 with a one-line
@@ -118,12 +119,14 @@ const char *compare_key_value(char *buf, size_t n, const CompareLog *log, const 
 
 // compare.csv (report/compare_csv.c)
 int compare_write_csv(const CompareLog *log, char *err, size_t errlen);
-// report.md's text, built in memory (malloc'd, or NULL with a message), and report.md (report/report_md.c)
+// report.md's text, built in memory (malloc'd, or NULL with a message), and report.md
+// (report/report_md.c)
 char *compare_md_text(const CompareLog *log, const Config *cfg, char *err, size_t errlen);
 int compare_write_md(const CompareLog *log, const char *md, char *err, size_t errlen);
 // scaling.svg or compare.svg (report/svg.c)
 int compare_write_svg(const CompareLog *log, const Config *cfg, char *err, size_t errlen);
 // report.html from report.md's text md (report/report_html.c)
-int compare_write_html(const CompareLog *log, const Config *cfg, const char *md, char *err, size_t errlen);
+int compare_write_html(const CompareLog *log, const Config *cfg, const char *md, char *err,
+                       size_t errlen);
 
 #endif

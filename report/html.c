@@ -12,18 +12,22 @@
 struct HtmlMatrix {
     char *key, *name;
     int where, rows, cols;
-    double *v;              // (rows, cols)
-    unsigned char *mark;    // (rows, cols) HTML_CELL_* flags
+    double *v;            // (rows, cols)
+    unsigned char *mark;  // (rows, cols) HTML_CELL_* flags
     char *row_axis, *col_axis;
-    char **col_labels;      // cols names, or NULL for indices
+    char **col_labels;  // cols names, or NULL for indices
     char fmt[16];
     int n_extra;
-    struct { char *key, *label; double *v; unsigned char *mark; } extra[HTML_MAX_EXTRA];
+    struct {
+        char *key, *label;
+        double *v;
+        unsigned char *mark;
+    } extra[HTML_MAX_EXTRA];
 };
 
 struct HtmlStep {
     char *title, *caption;
-    int seq;                // index of its sequence
+    int seq;  // index of its sequence
     HtmlMatrix **m;
     int n_m;
 };
@@ -67,7 +71,8 @@ void html_page_note(HtmlPage *p, const char *text) {
     p->notes[p->n_notes++] = dup_or_null(text);
 }
 
-void html_page_switch(HtmlPage *p, const char *main_label, const char *alt_label, const char *switch_label) {
+void html_page_switch(HtmlPage *p, const char *main_label, const char *alt_label,
+                      const char *switch_label) {
     free(p->main_label);
     free(p->alt_label);
     free(p->switch_label);
@@ -109,7 +114,8 @@ HtmlMatrix *html_matrix_new(const char *key, const char *name, int rows, int col
     return m;
 }
 
-HtmlMatrix *html_step_matrix(HtmlStep *s, int where, const char *key, const char *name, int rows, int cols) {
+HtmlMatrix *html_step_matrix(HtmlStep *s, int where, const char *key, const char *name, int rows,
+                             int cols) {
     HtmlMatrix *m = html_matrix_new(key, name, rows, cols);
     m->where = where;
     s->m = push_ptr(s->m, s->n_m, sizeof(HtmlMatrix *));
@@ -143,7 +149,8 @@ void html_mat_axes(HtmlMatrix *m, const char *row_axis, const char *col_axis) {
 }
 
 void html_mat_col_labels(HtmlMatrix *m, const char *const *labels) {
-    if (!m->col_labels) m->col_labels = xcalloc((size_t)m->cols, sizeof(char *), "HTML matrix labels");
+    if (!m->col_labels)
+        m->col_labels = xcalloc((size_t)m->cols, sizeof(char *), "HTML matrix labels");
     for (int c = 0; c < m->cols; c++) {
         free(m->col_labels[c]);
         m->col_labels[c] = dup_or_null(labels[c]);
@@ -153,7 +160,8 @@ void html_mat_col_labels(HtmlMatrix *m, const char *const *labels) {
 void html_mat_format(HtmlMatrix *m, const char *fmt) { snprintf(m->fmt, sizeof m->fmt, "%s", fmt); }
 
 void html_mat_extra(HtmlMatrix *m, const char *key, const char *label, const double *v) {
-    if (m->n_extra >= HTML_MAX_EXTRA) die(EXIT_RUNTIME, "html_mat_extra: more than %d extra columns", HTML_MAX_EXTRA);
+    if (m->n_extra >= HTML_MAX_EXTRA)
+        die(EXIT_RUNTIME, "html_mat_extra: more than %d extra columns", HTML_MAX_EXTRA);
     int e = m->n_extra++;
     m->extra[e].key = dup_or_null(key);
     m->extra[e].label = dup_or_null(label);
@@ -163,7 +171,8 @@ void html_mat_extra(HtmlMatrix *m, const char *key, const char *label, const dou
 }
 
 void html_mat_extra_mark(HtmlMatrix *m, int e, int r, unsigned flags) {
-    if (e < 0 || e >= m->n_extra || r < 0 || r >= m->rows) die(EXIT_RUNTIME, "html_mat_extra_mark: no cell (%d, %d)", e, r);
+    if (e < 0 || e >= m->n_extra || r < 0 || r >= m->rows)
+        die(EXIT_RUNTIME, "html_mat_extra_mark: no cell (%d, %d)", e, r);
     m->extra[e].mark[r] |= (unsigned char)flags;
 }
 
@@ -225,22 +234,26 @@ static const char *const PAGE_CSS[] = {
     ":root{color-scheme:light}\n",
     "*{box-sizing:border-box}\n",
     "html{-webkit-text-size-adjust:100%;text-size-adjust:100%}\n",
-    "body{margin:0 auto;max-width:1240px;padding:0 16px 48px;font:16px/1.5 system-ui,-apple-system,\"Segoe UI\","
+    "body{margin:0 auto;max-width:1240px;padding:0 16px 48px;font:16px/1.5 "
+    "system-ui,-apple-system,\"Segoe UI\","
     "Roboto,\"DejaVu Sans\",sans-serif;color:#1a1a1a;background:#fff}\n",
     "h1{font-size:1.45rem;line-height:1.25;margin:16px 0 4px}\n",
     "h2{font-size:1.2rem;margin:20px 0 4px}\n",
     "h3{font-size:1.1rem;margin:14px 0 4px}\n",
     "h4{font-size:.95rem;margin:0 0 6px}\n",
     "p{margin:6px 0;max-width:75ch}\n",
-    "code{font-family:ui-monospace,\"DejaVu Sans Mono\",Menlo,Consolas,monospace;font-size:.9em;background:#f2f2f2;"
+    "code{font-family:ui-monospace,\"DejaVu Sans "
+    "Mono\",Menlo,Consolas,monospace;font-size:.9em;background:#f2f2f2;"
     "padding:0 .25em;border-radius:3px;overflow-wrap:anywhere}\n",
     ".by{color:#555;font-size:.9rem;margin:0 0 4px}\n",
     ".nb{white-space:nowrap}\n",
-    ".controls{position:sticky;top:0;z-index:2;display:flex;flex-wrap:wrap;gap:8px;align-items:center;"
+    ".controls{position:sticky;top:0;z-index:2;display:flex;flex-wrap:wrap;gap:8px;align-items:"
+    "center;"
     "background:#fff;padding:8px 0;border-bottom:1px solid #ccc}\n",
     ".controls[hidden]{display:none}\n",
     ".status{flex:1 1 9em;min-width:0;font-weight:600;font-size:.92rem}\n",
-    "button{font:inherit;font-size:.95rem;min-height:44px;padding:6px 14px;border:2px solid #0b5cad;border-radius:8px;"
+    "button{font:inherit;font-size:.95rem;min-height:44px;padding:6px 14px;border:2px solid "
+    "#0b5cad;border-radius:8px;"
     "background:#fff;color:#0b5cad;cursor:pointer}\n",
     "button:hover{background:#eef4fb}\n",
     "button:disabled{color:#6e6e6e;border-color:#b5b5b5;background:#f6f6f6;cursor:default}\n",
@@ -248,16 +261,20 @@ static const char *const PAGE_CSS[] = {
     "button[aria-pressed=true]{background:#0b5cad;color:#fff}\n",
     ".toc ol{display:flex;flex-wrap:wrap;gap:2px 18px;margin:6px 0 0;padding:0;list-style:none}\n",
     ".toc a{color:#0b5cad;font-weight:600}\n",
-    ".toc a[aria-current=true]{color:#1a1a1a;text-decoration:none;border-bottom:3px solid #0b5cad}\n",
+    ".toc a[aria-current=true]{color:#1a1a1a;text-decoration:none;border-bottom:3px solid "
+    "#0b5cad}\n",
     ".range{color:#555;font-size:.85rem}\n",
-    ".legend{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:.85rem;color:#333;margin:6px 0 0}\n",
+    ".legend{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:.85rem;color:#333;margin:6px 0 "
+    "0}\n",
     ".legend>span{white-space:nowrap}\n",
-    ".sw{display:inline-block;min-width:2.8em;padding:0 4px;margin-right:4px;font-family:ui-monospace,\"DejaVu Sans Mono\","
+    ".sw{display:inline-block;min-width:2.8em;padding:0 "
+    "4px;margin-right:4px;font-family:ui-monospace,\"DejaVu Sans Mono\","
     "monospace;font-size:.8rem;text-align:center;border:1px solid #e2e2e2}\n",
     ".sw.c{background:#ffe08a;font-weight:700}\n",
     ".sw.k{box-shadow:inset 0 0 0 2px #1a1a1a}\n",
     ".sw.m{background:#efefef;color:#595959;font-style:italic}\n",
-    ".sw.w{background:#fde4e1;color:#8a0000;font-weight:700;outline:2px dashed #b00000;outline-offset:-2px}\n",
+    ".sw.w{background:#fde4e1;color:#8a0000;font-weight:700;outline:2px dashed "
+    "#b00000;outline-offset:-2px}\n",
     "footer{margin-top:28px;border-top:1px solid #ccc;color:#333;font-size:.92rem}\n",
     ".step{border-top:1px solid #ddd;margin-top:12px}\n",
     ".js .step{border-top:0;margin-top:0}\n",
@@ -270,12 +287,14 @@ static const char *const PAGE_CSS[] = {
     ".panel.alt{border-style:dashed;background:#fafafa}\n",
     ".panels>*,.group>*{min-width:0;max-width:100%}\n",
     "figure.mat{margin:0}\n",
-    "figure.mat figcaption{font-family:ui-monospace,\"DejaVu Sans Mono\",Menlo,Consolas,monospace;font-size:.9rem;"
+    "figure.mat figcaption{font-family:ui-monospace,\"DejaVu Sans "
+    "Mono\",Menlo,Consolas,monospace;font-size:.9rem;"
     "font-weight:600;margin-bottom:2px}\n",
     ".scroll{overflow-x:auto;max-width:100%}\n",
     ".more{display:none;font-size:.8rem;color:#555;margin:2px 0 0}\n",
     ".wide .more{display:block}\n",
-    "table{border-collapse:collapse;font-family:ui-monospace,\"DejaVu Sans Mono\",Menlo,Consolas,monospace;"
+    "table{border-collapse:collapse;font-family:ui-monospace,\"DejaVu Sans "
+    "Mono\",Menlo,Consolas,monospace;"
     "font-size:13px;font-variant-numeric:tabular-nums}\n",
     "td,th{padding:3px 4px;text-align:right;white-space:nowrap;border:1px solid #e2e2e2}\n",
     "th{color:#555;font-weight:400;font-size:12px;background:#f7f7f7}\n",
@@ -284,21 +303,26 @@ static const char *const PAGE_CSS[] = {
     "td.m{background:#efefef;color:#595959;font-style:italic;font-weight:400}\n",
     "td.c.m{background:#ffe08a;color:#4d4d4d}\n",
     "td.k{box-shadow:inset 0 0 0 2px #1a1a1a}\n",
-    "td.w,td.c.w{background:#fde4e1;color:#8a0000;font-weight:700;font-style:normal;padding-left:6px;padding-right:6px;"
+    "td.w,td.c.w{background:#fde4e1;color:#8a0000;font-weight:700;font-style:normal;padding-left:"
+    "6px;padding-right:6px;"
     "outline:2px dashed #b00000;"
     "outline-offset:-3px}\n",
     "td.x,th.x{border-left:3px double #999}\n",
     "td.x{color:#1a1a1a;background:#f3f7fc}\n",
     // a phone: the step itself must start within the first screen. The status line is read out
     // (aria-live) but not shown: the step's own heading says the same.
-    "@media (max-width:600px){body{padding:0 10px 40px}h1{font-size:1.1rem;margin-top:10px}h2{font-size:1.02rem;"
-    "margin-top:10px}h3{font-size:1rem;margin-top:8px}.by{font-size:.8rem}.caption,p{font-size:.95rem}"
+    "@media (max-width:600px){body{padding:0 10px "
+    "40px}h1{font-size:1.1rem;margin-top:10px}h2{font-size:1.02rem;"
+    "margin-top:10px}h3{font-size:1rem;margin-top:8px}.by{font-size:.8rem}.caption,p{font-size:."
+    "95rem}"
     ".controls{gap:6px;padding:6px 0}button{font-size:.88rem;padding:4px 9px}"
-    ".status{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}"
+    ".status{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 "
+    "0);white-space:nowrap}"
     ".toc ol{gap:0 12px;font-size:.9rem}.range{display:none}.legend{font-size:.8rem}"
     ".js .seq.later .intro{display:none}"
     "table{font-size:12px}td,th{padding:2px 4px}th{font-size:11px}.panel{padding:6px}}\n",
-    "@media print{.controls{display:none}.step[hidden],.seq[hidden],.panel[hidden]{display:block}}\n",
+    "@media "
+    "print{.controls{display:none}.step[hidden],.seq[hidden],.panel[hidden]{display:block}}\n",
     NULL,
 };
 
@@ -322,11 +346,16 @@ static const char *const PAGE_JS[] = {
     "var n=steps.length;if(!n)return;\n",
     "var prev=document.getElementById('prev'),next=document.getElementById('next');\n",
     "var sw=document.getElementById('alt'),status=document.getElementById('status');\n",
-    "var play=document.getElementById('play'),timer=null,every=parseInt(play.getAttribute('data-every'),10);\n",
+    "var "
+    "play=document.getElementById('play'),timer=null,every=parseInt(play.getAttribute('data-every')"
+    ",10);\n",
     "var cur=1,alt=false;\n",
-    "steps.forEach(function(s){var w=0;[].forEach.call(s.querySelectorAll('h2,h3,p,li,figcaption,caption'),"
-    "function(e){w+=(e.textContent.match(/\\S+/g)||[]).length;});w+=s.querySelectorAll('tr').length;"
-    "s.setAttribute('data-words',w);s.setAttribute('data-dur',Math.max(every,Math.ceil(w*60000/" HTML_READ_WPM_STR ")));});\n",
+    "steps.forEach(function(s){var "
+    "w=0;[].forEach.call(s.querySelectorAll('h2,h3,p,li,figcaption,caption'),"
+    "function(e){w+=(e.textContent.match(/\\S+/"
+    "g)||[]).length;});w+=s.querySelectorAll('tr').length;"
+    "s.setAttribute('data-words',w);s.setAttribute('data-dur',Math.max(every,Math.ceil(w*"
+    "60000/" HTML_READ_WPM_STR ")));});\n",
     "function dur(){return parseInt(steps[cur-1].getAttribute('data-dur'),10);}\n",
     "function tick(){timer=setTimeout(function(){show(cur<n?cur+1:1,alt);tick();},dur());}\n",
     "document.documentElement.className='js';\n",
@@ -353,7 +382,9 @@ static const char *const PAGE_JS[] = {
     " if(location.hash!==h){try{history.replaceState(null,'',h);}catch(e){}}\n",
     "}\n",
     "function wide(){[].forEach.call(document.querySelectorAll('figure.mat'),function(m){"
-    "var d=m.querySelector('.scroll');m.classList.toggle('wide',!!d&&d.scrollWidth>d.clientWidth+1);});}\n",
+    "var "
+    "d=m.querySelector('.scroll');m.classList.toggle('wide',!!d&&d.scrollWidth>d.clientWidth+1);});"
+    "}\n",
     "window.addEventListener('resize',wide);\n",
     "function playing(on){\n",
     " if(on===(timer!==null))return;\n",
@@ -366,12 +397,16 @@ static const char *const PAGE_JS[] = {
     "prev.addEventListener('click',function(){playing(false);show(cur-1,alt);});\n",
     "next.addEventListener('click',function(){playing(false);show(cur+1,alt);});\n",
     "if(sw)sw.addEventListener('click',function(){show(cur,!alt);});\n",
-    "links.forEach(function(l){l.addEventListener('click',function(e){e.preventDefault();playing(false);"
+    "links.forEach(function(l){l.addEventListener('click',function(e){e.preventDefault();playing("
+    "false);"
     "show(parseInt(l.getAttribute('data-first'),10),alt);window.scrollTo(0,0);});});\n",
     "function onplay(e){return e.target&&e.target.closest&&e.target.closest('#play');}\n",
-    "['pointerdown','wheel','touchstart'].forEach(function(t){document.addEventListener(t,function(e){"
+    "['pointerdown','wheel','touchstart'].forEach(function(t){document.addEventListener(t,function("
+    "e){"
     "if(!onplay(e))playing(false);},{passive:true});});\n",
-    "var body=document.querySelector('main');if(body)body.addEventListener('mouseover',function(){playing(false);});\n",
+    "var "
+    "body=document.querySelector('main');if(body)body.addEventListener('mouseover',function(){"
+    "playing(false);});\n",
     "document.addEventListener('keydown',function(e){\n",
     " if(!onplay(e)&&['Shift','Control','Alt','Meta'].indexOf(e.key)<0)playing(false);\n",
     " if(e.altKey||e.ctrlKey||e.metaKey||e.shiftKey)return;\n",
@@ -379,8 +414,11 @@ static const char *const PAGE_JS[] = {
     " if(e.key==='ArrowRight'){playing(false);show(cur+1,alt);e.preventDefault();}\n",
     " else if(e.key==='ArrowLeft'){playing(false);show(cur-1,alt);e.preventDefault();}\n",
     "});\n",
-    "window.addEventListener('hashchange',function(){var p=parse();playing(false);show(p.step,p.alt);window.scrollTo(0,0);});\n",
-    "var deep=/step[=-]\\d/.test(location.hash),p0=parse();show(p0.step,p0.alt);window.scrollTo(0,0);\n",
+    "window.addEventListener('hashchange',function(){var "
+    "p=parse();playing(false);show(p.step,p.alt);window.scrollTo(0,0);});\n",
+    "var "
+    "deep=/step[=-]\\d/"
+    ".test(location.hash),p0=parse();show(p0.step,p0.alt);window.scrollTo(0,0);\n",
     "var calm=window.matchMedia&&window.matchMedia('(prefers-reduced-motion: reduce)').matches;\n",
     "if(!deep&&!calm&&n>1)playing(true);\n",
     "})();\n",
@@ -393,12 +431,23 @@ static const char *const PAGE_JS[] = {
 void html_escape(FILE *f, const char *text) {
     for (const char *c = text ? text : ""; *c; c++) {
         switch (*c) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default: fputc(*c, f);
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        case '\'':
+            fputs("&#39;", f);
+            break;
+        default:
+            fputc(*c, f);
         }
     }
 }
@@ -444,15 +493,19 @@ void html_text(FILE *f, const char *text) {
 
 // The policy forbids every fetch (default-src 'none'); only this file's own inline style and
 // script run, and no form or base URL can point elsewhere.
-#define PAGE_CSP "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; " \
-                 "base-uri 'none'; form-action 'none'"
+#define PAGE_CSP                                                                                   \
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "                  \
+    "base-uri 'none'; form-action 'none'"
 
-void html_write_head(FILE *f, const char *title, const char *command) { html_write_head_css(f, title, command, NULL); }
+void html_write_head(FILE *f, const char *title, const char *command) {
+    html_write_head_css(f, title, command, NULL);
+}
 
 void html_write_head_css(FILE *f, const char *title, const char *command, const char *extra_css) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\" class=\"no-js\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-          "<meta http-equiv=\"Content-Security-Policy\" content=\"" PAGE_CSP "\">\n<title>", f);
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"" PAGE_CSP "\">\n<title>",
+          f);
     html_escape(f, title);
     fputs("</title>\n<style>\n", f);
     for (int i = 0; PAGE_CSS[i]; i++) fputs(PAGE_CSS[i], f);
@@ -481,8 +534,9 @@ static void write_number(FILE *f, const char *fmt, double v) {
 
 // The class of a cell: its kind ("v" a value, "x" an extra column) and a letter per mark.
 static const char *cell_class(char *buf, size_t n, const char *kind, unsigned mark) {
-    snprintf(buf, n, "%s%s%s%s%s", kind, mark & HTML_CELL_CHANGED ? " c" : "", mark & HTML_CELL_MASKED ? " m" : "",
-             mark & HTML_CELL_MAX ? " k" : "", mark & HTML_CELL_WRONG ? " w" : "");
+    snprintf(buf, n, "%s%s%s%s%s", kind, mark & HTML_CELL_CHANGED ? " c" : "",
+             mark & HTML_CELL_MASKED ? " m" : "", mark & HTML_CELL_MAX ? " k" : "",
+             mark & HTML_CELL_WRONG ? " w" : "");
     return buf;
 }
 
@@ -491,8 +545,9 @@ void html_write_matrix(FILE *f, const HtmlMatrix *m) {
     html_escape(f, m->name);
     fputs("</figcaption>\n<div class=\"scroll\"><table data-key=\"", f);
     html_escape(f, m->key);
-    fprintf(f, "\" data-rows=\"%d\" data-cols=\"%d\">\n<thead><tr><th scope=\"col\" class=\"corner\">", m->rows,
-            m->cols);
+    fprintf(f,
+            "\" data-rows=\"%d\" data-cols=\"%d\">\n<thead><tr><th scope=\"col\" class=\"corner\">",
+            m->rows, m->cols);
     if (m->row_axis || m->col_axis) {
         html_escape(f, m->row_axis ? m->row_axis : "");
         if (m->row_axis && m->col_axis) fputs(" \\ ", f);
@@ -501,8 +556,10 @@ void html_write_matrix(FILE *f, const HtmlMatrix *m) {
     fputs("</th>", f);
     for (int c = 0; c < m->cols; c++) {
         fputs("<th scope=\"col\">", f);
-        if (m->col_labels && m->col_labels[c]) html_escape(f, m->col_labels[c]);
-        else fprintf(f, "%d", c);
+        if (m->col_labels && m->col_labels[c])
+            html_escape(f, m->col_labels[c]);
+        else
+            fprintf(f, "%d", c);
         fputs("</th>", f);
     }
     for (int e = 0; e < m->n_extra; e++) {
@@ -530,8 +587,10 @@ void html_write_matrix(FILE *f, const HtmlMatrix *m) {
         }
         fputs("</tr>\n", f);
     }
-    fputs("</tbody></table></div>\n<p class=\"more\" aria-hidden=\"true\">&rarr; scroll sideways for all "
-          "columns</p>\n</figure>\n", f);
+    fputs("</tbody></table></div>\n<p class=\"more\" aria-hidden=\"true\">&rarr; scroll sideways "
+          "for all "
+          "columns</p>\n</figure>\n",
+          f);
 }
 
 // The matrices of one place (SHARED, MAIN or ALT) of a step; returns how many there were.
@@ -550,10 +609,14 @@ static void write_group(FILE *f, const HtmlStep *s, int where) {
 
 static void write_step(FILE *f, const HtmlPage *p, int i) {
     const HtmlStep *s = p->steps[i];
-    fprintf(f, "<section class=\"step\" id=\"step-%d\" data-step=\"%d\" data-title=\"", i + 1, i + 1);
+    fprintf(f, "<section class=\"step\" id=\"step-%d\" data-step=\"%d\" data-title=\"", i + 1,
+            i + 1);
     html_escape(f, s->title);
-    fprintf(f, "\" aria-labelledby=\"h-step-%d\">\n<h3 id=\"h-step-%d\"><span class=\"num\">Step %d of %d:</span> "
-               "<span class=\"title\">", i + 1, i + 1, i + 1, p->n_steps);
+    fprintf(f,
+            "\" aria-labelledby=\"h-step-%d\">\n<h3 id=\"h-step-%d\"><span class=\"num\">Step %d "
+            "of %d:</span> "
+            "<span class=\"title\">",
+            i + 1, i + 1, i + 1, p->n_steps);
     html_escape(f, s->title);
     fputs("</span></h3>\n<p class=\"caption\">", f);
     html_text(f, s->caption);
@@ -599,11 +662,15 @@ int html_page_fwrite(const HtmlPage *p, FILE *f) {
     int has_alt = 0;
     for (int i = 0; i < p->n_steps; i++) has_alt |= count_where(p->steps[i], HTML_ALT) > 0;
     // the controls: hidden until the script runs (they do nothing without it)
-    fprintf(f, "<nav class=\"controls\" id=\"controls\" aria-label=\"Steps\" hidden>\n"
-               "<button type=\"button\" id=\"play\" aria-pressed=\"false\" data-every=\"%d\">&#9654; Play</button>\n"
-               "<button type=\"button\" id=\"prev\">&larr; Previous</button>\n"
-               "<button type=\"button\" id=\"next\">Next &rarr;</button>\n", HTML_PLAY_EVERY_MS);
-    fprintf(f, "<span class=\"status\" id=\"status\" aria-live=\"polite\">Step 1 of %d</span>\n", p->n_steps);
+    fprintf(f,
+            "<nav class=\"controls\" id=\"controls\" aria-label=\"Steps\" hidden>\n"
+            "<button type=\"button\" id=\"play\" aria-pressed=\"false\" data-every=\"%d\">&#9654; "
+            "Play</button>\n"
+            "<button type=\"button\" id=\"prev\">&larr; Previous</button>\n"
+            "<button type=\"button\" id=\"next\">Next &rarr;</button>\n",
+            HTML_PLAY_EVERY_MS);
+    fprintf(f, "<span class=\"status\" id=\"status\" aria-live=\"polite\">Step 1 of %d</span>\n",
+            p->n_steps);
     if (has_alt) {
         fputs("<button type=\"button\" id=\"alt\" aria-pressed=\"false\" hidden>", f);
         html_escape(f, p->switch_label ? p->switch_label : "Show the alternative");
@@ -620,7 +687,8 @@ int html_page_fwrite(const HtmlPage *p, FILE *f) {
                 count++;
             }
         if (first < 0) continue;
-        fprintf(f, "<li><a href=\"#step-%d\" data-first=\"%d\" data-seq=\"seq-", first + 1, first + 1);
+        fprintf(f, "<li><a href=\"#step-%d\" data-first=\"%d\" data-seq=\"seq-", first + 1,
+                first + 1);
         html_escape(f, p->seq[q].id);
         fputs("\">", f);
         html_escape(f, p->seq[q].title);
@@ -634,9 +702,12 @@ int html_page_fwrite(const HtmlPage *p, FILE *f) {
         fputs("<p class=\"legend\">", f);
         if (marks & HTML_CELL_CHANGED)
             fputs("<span><span class=\"sw c\">1.0</span>changed in this step</span> ", f);
-        if (marks & HTML_CELL_MAX) fputs("<span><span class=\"sw k\">0.5</span>largest in its row</span> ", f);
-        if (marks & HTML_CELL_MASKED) fputs("<span><span class=\"sw m\">-inf</span>masked</span> ", f);
-        if (marks & HTML_CELL_WRONG) fputs("<span><span class=\"sw w\">0.25</span>wrong: what the mistake breaks</span>", f);
+        if (marks & HTML_CELL_MAX)
+            fputs("<span><span class=\"sw k\">0.5</span>largest in its row</span> ", f);
+        if (marks & HTML_CELL_MASKED)
+            fputs("<span><span class=\"sw m\">-inf</span>masked</span> ", f);
+        if (marks & HTML_CELL_WRONG)
+            fputs("<span><span class=\"sw w\">0.25</span>wrong: what the mistake breaks</span>", f);
         fputs("</p>\n", f);
     }
     fputs("<main>\n", f);
@@ -661,12 +732,18 @@ int html_page_fwrite(const HtmlPage *p, FILE *f) {
         html_text(f, p->notes[i]);
         fputs("</p>\n", f);
     }
-    fputs("<p>Every number on this page is the program's own, printed with the same digits as in the terminal. "
-          "The page needs no network and no other file. With JavaScript on, Play shows the steps one after "
-          "another, a step every few seconds, and starts over after the last (it starts by itself unless your "
-          "system asks for reduced motion); Previous / Next or the arrow keys &larr; &rarr; pause it and move "
-          "between steps, and <code>#step=N</code> at the end of the address opens step N, paused. Without "
-          "JavaScript every step is shown in order.</p>\n</footer>\n", f);
+    fputs("<p>Every number on this page is the program's own, printed with the same digits as in "
+          "the terminal. "
+          "The page needs no network and no other file. With JavaScript on, Play shows the steps "
+          "one after "
+          "another, a step every few seconds, and starts over after the last (it starts by itself "
+          "unless your "
+          "system asks for reduced motion); Previous / Next or the arrow keys &larr; &rarr; pause "
+          "it and move "
+          "between steps, and <code>#step=N</code> at the end of the address opens step N, paused. "
+          "Without "
+          "JavaScript every step is shown in order.</p>\n</footer>\n",
+          f);
     html_write_tail(f, 1);
     return !ferror(f);
 }

@@ -10,9 +10,9 @@
 // Content-Security-Policy that forbids every network request, no external script, style sheet,
 // font or image. Without JavaScript every step is shown in order; with it, Previous / Next
 // buttons and the arrow keys move between steps, Play advances by itself, each step shown for its
-// reading time (at least HTML_PLAY_EVERY_MS), and starts over after the last step (a page opened without #step=N plays from the start, unless
-// the reader prefers reduced motion), and FILE#step=N (1-based over the whole page, `&alt=1` to
-// switch ALT on) opens step N directly, paused.
+// reading time (at least HTML_PLAY_EVERY_MS), and starts over after the last step (a page opened
+// without #step=N plays from the start, unless the reader prefers reduced motion), and FILE#step=N
+// (1-based over the whole page, `&alt=1` to switch ALT on) opens step N directly, paused.
 //
 // Numbers are printed with printf's "%.6f" (as ./lab prints them) unless html_mat_format says
 // otherwise; non-finite values print as printf prints them ("-inf"). Every matrix and extra
@@ -45,13 +45,14 @@ enum {
     HTML_CELL_CHANGED = 1,  // this step wrote it: highlighted
     HTML_CELL_MASKED = 2,   // hidden by the causal mask (-inf score, weight 0): greyed
     HTML_CELL_MAX = 4,      // the largest weight of its row: boxed
-    HTML_CELL_WRONG = 8,    // what a mistake breaks (a weight on the future, a row sum not 1): red, dashed box
+    HTML_CELL_WRONG =
+        8,  // what a mistake breaks (a weight on the future, a row sum not 1): red, dashed box
 };
 
-#define HTML_MAX_EXTRA 3  // extra columns per matrix (row sums, row maxima)
-#define HTML_PLAY_EVERY_MS 5000  // Play's least time per step; a step with more text stays longer
-#define HTML_READ_WPM 200        // Play's reading pace: words a minute
-#define HTML_READ_WPM_STR "200"  // the same, for the page's script
+#define HTML_MAX_EXTRA     3      // extra columns per matrix (row sums, row maxima)
+#define HTML_PLAY_EVERY_MS 5000   // Play's least time per step; a step with more text stays longer
+#define HTML_READ_WPM      200    // Play's reading pace: words a minute
+#define HTML_READ_WPM_STR  "200"  // the same, for the page's script
 
 typedef struct HtmlPage HtmlPage;
 typedef struct HtmlStep HtmlStep;
@@ -64,7 +65,8 @@ HtmlPage *html_page_new(const char *title, const char *command);
 void html_page_note(HtmlPage *p, const char *text);
 // Labels of the MAIN and ALT panels and of the switch that shows ALT (the switch appears only
 // when some step has an ALT matrix).
-void html_page_switch(HtmlPage *p, const char *main_label, const char *alt_label, const char *switch_label);
+void html_page_switch(HtmlPage *p, const char *main_label, const char *alt_label,
+                      const char *switch_label);
 // Start a sequence: the steps added after it belong to it. id: letters, digits, '-' and '_' only
 // (an HTML id); title and intro are text as for html_page_note (intro may be NULL).
 void html_page_sequence(HtmlPage *p, const char *id, const char *title, const char *intro);
@@ -75,10 +77,11 @@ int html_page_n_steps(const HtmlPage *p);
 
 // A (rows, cols) matrix of zeros in the step, drawn at `where`; key names its numbers in the
 // program's JSON output ("t3.scores"); name is shown above it ("S = Q K^T"). The step owns it.
-HtmlMatrix *html_step_matrix(HtmlStep *s, int where, const char *key, const char *name, int rows, int cols);
+HtmlMatrix *html_step_matrix(HtmlStep *s, int where, const char *key, const char *name, int rows,
+                             int cols);
 void html_mat_set(HtmlMatrix *m, int r, int c, double v);
-void html_mat_fill(HtmlMatrix *m, const double *v);     // v is (rows, cols), row-major
-void html_mat_fill_real(HtmlMatrix *m, const real *v);  // the same from `real`
+void html_mat_fill(HtmlMatrix *m, const double *v);               // v is (rows, cols), row-major
+void html_mat_fill_real(HtmlMatrix *m, const real *v);            // the same from `real`
 void html_mat_mark(HtmlMatrix *m, int r, int c, unsigned flags);  // or-ed into the cell's marks
 void html_mat_mark_all(HtmlMatrix *m, unsigned flags);
 // Header labels: what the rows and columns index ("query", "key"); the row header is shown in

@@ -7,7 +7,6 @@
 #include "base/common.h"  // xmalloc
 #include "report/html.h"
 
-
 // Text of one line with **bold**, *italics* and `code` set as HTML. A '*' opens italics only
 // when another follows it on the line; an unclosed '`' or "**" is text.
 static void md_inline(FILE *f, const char *s, size_t n) {
@@ -42,7 +41,8 @@ static void md_inline(FILE *f, const char *s, size_t n) {
             s = close + 1;
         } else if (s + 1 < end && s[1] == '*') {
             int closes = bold;
-            for (const char *q = s + 2; !closes && q + 1 < end; q++) closes = q[0] == '*' && q[1] == '*';
+            for (const char *q = s + 2; !closes && q + 1 < end; q++)
+                closes = q[0] == '*' && q[1] == '*';
             fputs(closes ? (bold ? "</strong>" : "<strong>") : "**", f);
             if (closes) bold = !bold;
             s += 2;
@@ -102,11 +102,15 @@ void html_markdown(FILE *f, const char *md) {
         int blank = n == 0 || strspn(p, " \r") >= n;
         int heading = 0;
         while ((size_t)heading < n && heading < 4 && p[heading] == '#') heading++;
-        if (!(heading >= 1 && heading <= 3 && (size_t)heading < n && p[heading] == ' ')) heading = 0;
+        if (!(heading >= 1 && heading <= 3 && (size_t)heading < n && p[heading] == ' '))
+            heading = 0;
         // close what this line does not continue
-        if ((open == PARA && (blank || fence || table_line || item || heading)) || (open == LIST && !item) ||
-            (open == TABLE && !table_line)) {
-            fputs(open == PARA ? "</p>\n" : open == LIST ? "</ul>\n" : "</tbody></table></div>\n", f);
+        if ((open == PARA && (blank || fence || table_line || item || heading)) ||
+            (open == LIST && !item) || (open == TABLE && !table_line)) {
+            fputs(open == PARA   ? "</p>\n"
+                  : open == LIST ? "</ul>\n"
+                                 : "</tbody></table></div>\n",
+                  f);
             open = NONE;
         }
         if (fence) {
@@ -153,9 +157,12 @@ void html_markdown(FILE *f, const char *md) {
                 const char *al[MD_MAX_COLS];
                 size_t alen[MD_MAX_COLS];
                 const char *nl2 = *next ? strchr(next, '\n') : NULL;
-                int ka = next[0] == '|' ? md_cells(next, nl2 ? (size_t)(nl2 - next) : strlen(next), al, alen, MD_MAX_COLS) : 0;
+                int ka = next[0] == '|' ? md_cells(next, nl2 ? (size_t)(nl2 - next) : strlen(next),
+                                                   al, alen, MD_MAX_COLS)
+                                        : 0;
                 if (ka > 0 && strspn(al[0], ":-") == alen[0])
-                    for (int c = 0; c < ka; c++) left[c] = alen[c] > 0 && al[c][0] == ':' && al[c][alen[c] - 1] != ':';
+                    for (int c = 0; c < ka; c++)
+                        left[c] = alen[c] > 0 && al[c][0] == ':' && al[c][alen[c] - 1] != ':';
                 fputs("<div class=\"scroll\"><table class=\"md\">\n<thead><tr>", f);
                 for (int c = 0; c < k; c++) {
                     fputs(left[c] ? "<th scope=\"col\" class=\"l\">" : "<th scope=\"col\">", f);

@@ -10,10 +10,11 @@
 
 // The scale: each variant against the 1/sqrt(d_k) one (else the first): the outcome, peakedness,
 // the gradient through the softmax, the gradient of Wq.
-void read_scale(Out *o, const CompareLog *log, const Config *cfg, const long *ps, size_t np, long end,
-                int head_dim);
+void read_scale(Out *o, const CompareLog *log, const Config *cfg, const long *ps, size_t np,
+                long end, int head_dim);
 // A leak: the teacher-forced loss against gen_loss, each variant against the correct model.
-void read_leak(Out *o, const CompareLog *log, const Config *cfg, const long *ps, size_t np, long end);
+void read_leak(Out *o, const CompareLog *log, const Config *cfg, const long *ps, size_t np,
+               long end);
 // Any other key: the final losses, who ends ahead and when the gaps opened.
 void read_other(Out *o, const CompareLog *log, long end);
 

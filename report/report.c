@@ -16,7 +16,8 @@ int compare_log_finish(CompareLog *log, const Config *cfg, char *err, size_t err
     compare_log_sort(log);
     char *md = compare_md_text(log, cfg, err, errlen);
     int ok = md && compare_write_csv(log, err, errlen) && compare_write_md(log, md, err, errlen) &&
-             compare_write_svg(log, cfg, err, errlen) && compare_write_html(log, cfg, md, err, errlen);
+             compare_write_svg(log, cfg, err, errlen) &&
+             compare_write_html(log, cfg, md, err, errlen);
     free(md);
     compare_log_discard(log);
     return ok;

@@ -20,15 +20,20 @@
 static const struct {
     const char *key, *value, *what;
 } VALUE_MEANING[] = {
-    {"model.attn_mask", "causal", "sets the scores above the diagonal to -inf, so a position sees only itself and the "
-                                  "past (correct)"},
-    {"model.attn_mask", "zero", "sets the scores above the diagonal to 0 instead of -inf, so the future positions "
-                                "keep weight after the softmax (the mistake)"},
-    {"model.attn_mask", "none", "masks nothing: every position sees the whole window (the mistake)"},
-    {"model.softmax_axis", "keys", "normalises each query's row of weights over the keys, so every row sums to 1 "
-                                   "(correct)"},
-    {"model.softmax_axis", "queries", "normalises each key's column over the queries that see it, after the causal "
-                                      "mask (the mistake)"},
+    {"model.attn_mask", "causal",
+     "sets the scores above the diagonal to -inf, so a position sees only itself and the "
+     "past (correct)"},
+    {"model.attn_mask", "zero",
+     "sets the scores above the diagonal to 0 instead of -inf, so the future positions "
+     "keep weight after the softmax (the mistake)"},
+    {"model.attn_mask", "none",
+     "masks nothing: every position sees the whole window (the mistake)"},
+    {"model.softmax_axis", "keys",
+     "normalises each query's row of weights over the keys, so every row sums to 1 "
+     "(correct)"},
+    {"model.softmax_axis", "queries",
+     "normalises each key's column over the queries that see it, after the causal "
+     "mask (the mistake)"},
 };
 
 static const char *value_meaning(const char *key, const char *value) {
@@ -46,8 +51,10 @@ static const char *const COUNT_TITLE[] = {"No", "One", "Two", "Three", "Four"};
 
 // Format a number into buf, or an em dash when it was not measured.
 static const char *fnum(char *buf, size_t n, const char *fmt, double x) {
-    if (isnan(x)) snprintf(buf, n, "—");
-    else snprintf(buf, n, fmt, x);
+    if (isnan(x))
+        snprintf(buf, n, "—");
+    else
+        snprintf(buf, n, fmt, x);
     return buf;
 }
 
@@ -103,17 +110,23 @@ static const struct {
 };
 #define N_MD_COLS (sizeof MD_COLS / sizeof MD_COLS[0])
 
-static int md_col_shown(const CompareLog *log, size_t c) { return !MD_COLS[c].honest || log->kind != KIND_SCALE; }
+static int md_col_shown(const CompareLog *log, size_t c) {
+    return !MD_COLS[c].honest || log->kind != KIND_SCALE;
+}
 
 // Column c of variant L's row at step s (the whole-split losses at the end; the probe batch's
 // loss as the training loss before any step).
 static double md_value(const VarLog *L, size_t c, long s, long end) {
     const HeadStats *p = probe_at(L, s);
     switch (MD_COLS[c].src) {
-    case MD_VAL: return s == end && L->has_final && isfinite(L->final_val) ? L->final_val : val_upto(L, s);
-    case MD_GEN: return s == end && L->has_final && isfinite(L->final_gen) ? L->final_gen : gen_upto(L, s);
-    case MD_TRAIN: return steps_upto(L, s) == 0 && p ? p->loss : train_avg_upto(L, s);
-    case MD_PROBE: return MD_COLS[c].mult * stat_or_nan(p, MD_COLS[c].off);
+    case MD_VAL:
+        return s == end && L->has_final && isfinite(L->final_val) ? L->final_val : val_upto(L, s);
+    case MD_GEN:
+        return s == end && L->has_final && isfinite(L->final_gen) ? L->final_gen : gen_upto(L, s);
+    case MD_TRAIN:
+        return steps_upto(L, s) == 0 && p ? p->loss : train_avg_upto(L, s);
+    case MD_PROBE:
+        return MD_COLS[c].mult * stat_or_nan(p, MD_COLS[c].off);
     }
     return NAN;
 }
@@ -164,18 +177,30 @@ static void md_table(Out *o, const CompareLog *log, const long *ps, size_t np, l
         }
         out(o, "\n");
     }
-    out(o, "\nval loss: the last evaluation at or before the step; at the end, the whole validation split. "
-           "train loss: mean of the last %d training losses up to the step (at step 0, the loss of the fixed "
-           "probe batch before any update). Attention columns are averages over all layers and heads on the "
-           "fixed probe batch; — = not measured at that step. entropy_norm: row entropy / ln(visible keys), "
-           "1 = uniform, 0 = one-hot. ‖dS‖/‖dP‖: the fraction of the gradient reaching the weights P that "
-           "survives the softmax into the scores S, over whole heads; row gain: the same per row, median over "
-           "rows. ‖dWq‖: the norm of the gradient of the whole query matrix.", TRAIN_AVG_WINDOW);
+    out(o,
+        "\nval loss: the last evaluation at or before the step; at the end, the whole validation "
+        "split. "
+        "train loss: mean of the last %d training losses up to the step (at step 0, the loss of "
+        "the fixed "
+        "probe batch before any update). Attention columns are averages over all layers and heads "
+        "on the "
+        "fixed probe batch; — = not measured at that step. entropy_norm: row entropy / ln(visible "
+        "keys), "
+        "1 = uniform, 0 = one-hot. ‖dS‖/‖dP‖: the fraction of the gradient reaching the weights P "
+        "that "
+        "survives the softmax into the scores S, over whole heads; row gain: the same per row, "
+        "median over "
+        "rows. ‖dWq‖: the norm of the gradient of the whole query matrix.",
+        TRAIN_AVG_WINDOW);
     if (log->kind != KIND_SCALE)
-        out(o, " gen loss: the honest loss on the fixed generation windows, each character predicted from the "
-               "characters before it only, as in generation (val loss and train loss are teacher-forced: every "
-               "position is computed with the whole window in view); the last evaluation at or before the step, "
-               "at the end the final one. future mass: the mean weight a row puts on positions after its own (0 "
+        out(o, " gen loss: the honest loss on the fixed generation windows, each character "
+               "predicted from the "
+               "characters before it only, as in generation (val loss and train loss are "
+               "teacher-forced: every "
+               "position is computed with the whole window in view); the last evaluation at or "
+               "before the step, "
+               "at the end the final one. future mass: the mean weight a row puts on positions "
+               "after its own (0 "
                "for a causal model).");
     out(o, "\n\n");
 }
@@ -186,13 +211,17 @@ static void md_variant_meaning(Out *o, const CompareLog *log, int i, int head_di
     const char *what = value_meaning(log->key, v->value);
     out(o, "**%s** ", v->name);
     int scale = log->kind == KIND_SCALE;
-    if (what) out(o, "%s", what);
+    if (what)
+        out(o, "%s", what);
     else if (scale && strcmp(v->value, "sqrt") == 0)
         out(o, "multiplies the attention scores Q·Kᵀ by 1/sqrt(d_k) = 1/sqrt(%d) = %.4g", head_dim,
             config_scale_factor(v->value, head_dim));
-    else if (scale && strcmp(v->value, "none") == 0) out(o, "does not scale the attention scores");
-    else if (scale) out(o, "multiplies the attention scores by %s", v->value);
-    else out(o, "has `%s` = %s", log->key, v->value);
+    else if (scale && strcmp(v->value, "none") == 0)
+        out(o, "does not scale the attention scores");
+    else if (scale)
+        out(o, "multiplies the attention scores by %s", v->value);
+    else
+        out(o, "has `%s` = %s", log->key, v->value);
 }
 
 static void variant_value(Out *o, const void *ctx, int i) {
@@ -204,17 +233,26 @@ static void md_intro(Out *o, const CompareLog *log, const Config *cfg, int head_
     const char *run = cfg->name[0] ? cfg->name : "comparison";
     if (is_textbook_scale(log)) {
         out(o, "# Attention scale: 1/sqrt(d_k) vs none — %s\n\n", run);
-        out(o, "Two models trained side by side from identical initial weights on identical batches. The only "
-               "difference: **scaled** multiplies the attention scores Q·Kᵀ by 1/sqrt(d_k) = 1/sqrt(%d) = %.4g; "
-               "**unscaled** does not.\n\n", head_dim, config_scale_factor("sqrt", head_dim));
+        out(o,
+            "Two models trained side by side from identical initial weights on identical batches. "
+            "The only "
+            "difference: **scaled** multiplies the attention scores Q·Kᵀ by 1/sqrt(d_k) = "
+            "1/sqrt(%d) = %.4g; "
+            "**unscaled** does not.\n\n",
+            head_dim, config_scale_factor("sqrt", head_dim));
         return;
     }
-    if (log->title) out(o, "# %s: ", log->title);
-    else out(o, "# `%s`: ", log->key);
+    if (log->title)
+        out(o, "# %s: ", log->title);
+    else
+        out(o, "# `%s`: ", log->key);
     for (int i = 0; i < log->n; i++) out(o, "%s%s", i ? " vs " : "", log->v[i].value);
     out(o, " — %s\n\n", run);
-    out(o, "%s models trained side by side from identical initial weights on identical batches. The only "
-           "difference is `%s`: ", COUNT_TITLE[log->n], log->key);
+    out(o,
+        "%s models trained side by side from identical initial weights on identical batches. The "
+        "only "
+        "difference is `%s`: ",
+        COUNT_TITLE[log->n], log->key);
     if (log->kind == KIND_OTHER) {
         join(o, log->n, variant_value, log);
     } else {
@@ -225,7 +263,10 @@ static void md_intro(Out *o, const CompareLog *log, const Config *cfg, int head_
     }
     out(o, ".");
     // the attention settings the variants share
-    static const struct { const char *key; size_t off; } SHARED[] = {
+    static const struct {
+        const char *key;
+        size_t off;
+    } SHARED[] = {
         {"model.attn_scale", offsetof(Config, attn_scale_str)},
         {"model.attn_mask", offsetof(Config, attn_mask)},
         {"model.softmax_axis", offsetof(Config, softmax_axis)},
@@ -233,7 +274,8 @@ static void md_intro(Out *o, const CompareLog *log, const Config *cfg, int head_
     int first = 1;
     for (size_t k = 0; k < sizeof SHARED / sizeof SHARED[0]; k++) {
         if (strcmp(SHARED[k].key, log->key) == 0) continue;
-        out(o, "%s`%s` = %s", first ? " Shared by all: " : ", ", SHARED[k].key, (const char *)cfg + SHARED[k].off);
+        out(o, "%s`%s` = %s", first ? " Shared by all: " : ", ", SHARED[k].key,
+            (const char *)cfg + SHARED[k].off);
         first = 0;
     }
     out(o, "%s\n\n", first ? "" : ".");
@@ -245,12 +287,14 @@ static void md_config(Out *o, const CompareLog *log, const Config *cfg, int head
     snprintf(lr_shared, sizeof lr_shared, "%g", cfg->lr);
     compare_key_value(lr, sizeof lr, log, "train.lr", lr_shared);
     out(o, "## Configuration\n\n");
-    out(o, "| n_layer | n_head | n_embd | head_dim | block_size | batch_size | max_steps | init | lr | seed |\n");
+    out(o, "| n_layer | n_head | n_embd | head_dim | block_size | batch_size | max_steps | init | "
+           "lr | seed |\n");
     out(o, "|---:|---:|---:|---:|---:|---:|---:|:---|---:|---:|\n");
-    out(o, "| %d | %d | %d | %d | %d | %d | %d | %s | %s | %d |\n\n", cfg->n_layer, cfg->n_head, cfg->n_embd,
-        head_dim, cfg->block_size, cfg->batch_size, cfg->max_steps, cfg->init, lr, cfg->seed);
-    out(o, "Data: `%s`. Attention probed every %d steps, validation every %d steps.\n\n", cfg->data_path,
-        cfg->attn_interval, cfg->eval_interval);
+    out(o, "| %d | %d | %d | %d | %d | %d | %d | %s | %s | %d |\n\n", cfg->n_layer, cfg->n_head,
+        cfg->n_embd, head_dim, cfg->block_size, cfg->batch_size, cfg->max_steps, cfg->init, lr,
+        cfg->seed);
+    out(o, "Data: `%s`. Attention probed every %d steps, validation every %d steps.\n\n",
+        cfg->data_path, cfg->attn_interval, cfg->eval_interval);
 }
 
 // A fence of backticks longer than any run of backticks in the text, so the text needs no escaping.
@@ -267,7 +311,8 @@ static void md_samples(Out *o, const CompareLog *log) {
     int any = 0;
     for (int i = 0; i < log->n; i++) any |= log->v[i].sample != NULL;
     if (!any) return;
-    out(o, "\n## Samples\n\nThe text each variant generated at the end of training, as the run printed it.\n");
+    out(o, "\n## Samples\n\nThe text each variant generated at the end of training, as the run "
+           "printed it.\n");
     for (int i = 0; i < log->n; i++) {
         const char *s = log->v[i].sample;
         out(o, "\n**%s**:\n\n", log->v[i].name);
@@ -302,14 +347,17 @@ static void panel_summary(Out *o, const void *ctx, int k) {
 
 static void md_files(Out *o, const CompareLog *log) {
     char all[32];
-    if (log->n == 2) snprintf(all, sizeof all, "both variants");
-    else snprintf(all, sizeof all, "all %s variants", COUNT_WORD[log->n]);
+    if (log->n == 2)
+        snprintf(all, sizeof all, "both variants");
+    else
+        snprintf(all, sizeof all, "all %s variants", COUNT_WORD[log->n]);
     int np = 0;
     for (size_t i = 0; i < N_PANELS; i++) np += panel_shown(log, i);
     out(o, "\n## Files\n\n- `%s`: ", compare_svg_name(log));
     join(o, np, panel_summary, log);
     out(o, " over training, %s overlaid.\n", all);
-    out(o, "- `compare.csv`: every step of %s (losses, and the attention averages where probed).\n", all);
+    out(o, "- `compare.csv`: every step of %s (losses, and the attention averages where probed).\n",
+        all);
     VariantFile attention = {log, "attention.csv"}, metrics = {log, "metrics.csv"};
     out(o, "- ");
     join(o, log->n, variant_file, &attention);
@@ -328,9 +376,12 @@ static void md_document(Out *o, const CompareLog *log, const Config *cfg) {
     md_config(o, log, cfg, head_dim);
     md_table(o, log, ps, np, end);
     out(o, "## What the numbers show\n\n");
-    if (log->kind == KIND_SCALE) read_scale(o, log, cfg, ps, np, end, head_dim);
-    else if (log->kind == KIND_LEAK) read_leak(o, log, cfg, ps, np, end);
-    else read_other(o, log, end);
+    if (log->kind == KIND_SCALE)
+        read_scale(o, log, cfg, ps, np, end, head_dim);
+    else if (log->kind == KIND_LEAK)
+        read_leak(o, log, cfg, ps, np, end);
+    else
+        read_other(o, log, end);
     free(ps);
     if (log->kind != KIND_SCALE) md_samples(o, log);
     md_files(o, log);
@@ -343,13 +394,15 @@ char *compare_md_text(const CompareLog *log, const Config *cfg, char *err, size_
     size_t len = 0;
     Out o = {open_memstream(&text, &len), 1, 0};
     if (!o.f) {
-        snprintf(err, errlen, "cannot build report.md in memory: %s", strerror(errno ? errno : ENOMEM));
+        snprintf(err, errlen, "cannot build report.md in memory: %s",
+                 strerror(errno ? errno : ENOMEM));
         return NULL;
     }
     md_document(&o, log, cfg);
     int ok = o.ok && !ferror(o.f);
     if (fclose(o.f) != 0 || !ok) {
-        snprintf(err, errlen, "cannot build report.md in memory: %s", strerror(o.err_no ? o.err_no : ENOMEM));
+        snprintf(err, errlen, "cannot build report.md in memory: %s",
+                 strerror(o.err_no ? o.err_no : ENOMEM));
         free(text);
         return NULL;
     }

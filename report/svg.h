@@ -10,11 +10,11 @@
 
 // The SVG's width, the plot area's left and right edges, and the k-th panel's plot area: its top
 // at PANEL_TOP + k * PANEL_PITCH, PANEL_H high (pixels).
-#define SVG_W 900
-#define PLOT_X0 82.0
-#define PLOT_X1 872.0
-#define PANEL_TOP 118.0
-#define PANEL_H 168.0
+#define SVG_W       900
+#define PLOT_X0     82.0
+#define PLOT_X1     872.0
+#define PANEL_TOP   118.0
+#define PANEL_H     168.0
 #define PANEL_PITCH 220.0
 
 // Variant v's line: its colour and its dash pattern (NULL: solid).
@@ -24,13 +24,19 @@ extern const char *const VARIANT_DASH[COMPARE_MAX_VARIANTS];
 // The SVG's panels, top to bottom; the leak's two only in a leak comparison, the output logits'
 // only when the log has them (compare_log_logits).
 typedef enum {
-    PANEL_LOSS, PANEL_ENTROPY, PANEL_MAX_LOGIT, PANEL_MAX_WEIGHT, PANEL_GRADIENT, PANEL_OUTPUT_LOGITS, PANEL_GEN_LOSS,
+    PANEL_LOSS,
+    PANEL_ENTROPY,
+    PANEL_MAX_LOGIT,
+    PANEL_MAX_WEIGHT,
+    PANEL_GRADIENT,
+    PANEL_OUTPUT_LOGITS,
+    PANEL_GEN_LOSS,
     PANEL_FUTURE_MASS
 } PanelKind;
 
 typedef struct {
     PanelKind kind;
-    const char *title;    // after its letter: "(a) "
+    const char *title;  // after its letter: "(a) "
     const char *ylabel;
     const char *summary;  // in report.md's list of files
     int leak_only;

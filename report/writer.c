@@ -16,11 +16,14 @@ void out(Out *o, const char *fmt, ...) {
     errno = 0;
     int r = vfprintf(o->f, fmt, ap);
     va_end(ap);
-    if (r < 0) { o->ok = 0; o->err_no = errno; }
+    if (r < 0) {
+        o->ok = 0;
+        o->err_no = errno;
+    }
 }
 
-int out_open(Out *o, const char *dir, const char *name, char *path, size_t pathlen,
-             char *err, size_t errlen) {
+int out_open(Out *o, const char *dir, const char *name, char *path, size_t pathlen, char *err,
+             size_t errlen) {
     int n = snprintf(path, pathlen, "%s/%s", dir, name);
     if (n < 0 || (size_t)n >= pathlen) {
         snprintf(err, errlen, "cannot write %s in '%s': path too long", name, dir);
@@ -33,7 +36,10 @@ int out_open(Out *o, const char *dir, const char *name, char *path, size_t pathl
 }
 
 int out_close(Out *o, const char *path, char *err, size_t errlen) {
-    if (o->ok && ferror(o->f)) { o->ok = 0; o->err_no = EIO; }
+    if (o->ok && ferror(o->f)) {
+        o->ok = 0;
+        o->err_no = EIO;
+    }
     FILE *f = o->f;
     o->f = NULL;
     if (!o->ok) {

@@ -20,7 +20,8 @@ void out(Out *o, const char *fmt, ...)
     ;
 // Begin writing dir/name (its path into path) through the one writer (base/outfile.h: a regular
 // file only, replaced whole at out_close); 0 with a one-line message in err when it cannot be.
-int out_open(Out *o, const char *dir, const char *name, char *path, size_t pathlen, char *err, size_t errlen);
+int out_open(Out *o, const char *dir, const char *name, char *path, size_t pathlen, char *err,
+             size_t errlen);
 // Finish the file: renamed over dir/name when every write succeeded, else removed (the earlier
 // file stays); 0 with a one-line message naming path when any write or the close failed.
 int out_close(Out *o, const char *path, char *err, size_t errlen);

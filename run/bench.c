@@ -9,14 +9,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/common.h"       // now_seconds, thread_max, xmalloc
-#include "base/dist.h"         // the ranks: their sums, barrier and rank
-#include "base/rng.h"          // the batches' random tokens
-#include "kernels/matmul.h"    // gemm_clock_*, gemm_ledger_*: the products' own seconds; matmul_simd_path
-#include "kernels/peak.h"      // the sustained FMA peak behind MFU
-#include "kernels/model_engine.h"  // the attention's clock; epi_gelu, epi_times, epi_residual by name
-#include "run/flops.h"         // the FLOPs of a step and of its phases
-#include "run/generate.h"      // the sampling speed
+#include "base/common.h"     // now_seconds, thread_max, xmalloc
+#include "base/dist.h"       // the ranks: their sums, barrier and rank
+#include "base/rng.h"        // the batches' random tokens
+#include "kernels/matmul.h"  // gemm_clock_*, gemm_ledger_*: the products' seconds; matmul_simd_path
+#include "kernels/peak.h"    // the sustained FMA peak behind MFU
+#include "kernels/model_engine.h"  // the attention's clock; epi_gelu, epi_times, epi_residual
+#include "run/flops.h"             // the FLOPs of a step and of its phases
+#include "run/generate.h"          // the sampling speed
 
 // ---------------------------------------------------------------------------------------------
 // the benchmark
@@ -24,8 +24,16 @@
 // The phases of a step: the products of the forward and of the backward (the GEMM's clock), the
 // attention (the engine's clock), the rest of the forward and backward, and the update (the step
 // splits them: forward, backward, update).
-enum { PHASE_MATMUL_FWD, PHASE_MATMUL_BWD, PHASE_ATTENTION, PHASE_OTHER, PHASE_OPTIMIZER, PHASE_COUNT };
-static const char *const phase_names[PHASE_COUNT] = {"matmul_fwd", "matmul_bwd", "attention", "other", "optimizer"};
+enum {
+    PHASE_MATMUL_FWD,
+    PHASE_MATMUL_BWD,
+    PHASE_ATTENTION,
+    PHASE_OTHER,
+    PHASE_OPTIMIZER,
+    PHASE_COUNT
+};
+static const char *const phase_names[PHASE_COUNT] = {"matmul_fwd", "matmul_bwd", "attention",
+                                                     "other", "optimizer"};
 
 // CPU seconds used by the whole process (every thread); on a shared machine the timed steps' wall
 // time also counts the moments the threads waited for a core, their CPU time does not.
@@ -38,7 +46,8 @@ static double process_cpu_seconds(void) {
 // One step on (x, y), its phases' seconds added to phase: the products and attention are the
 // calling thread's (worker 0's when the batch is split), "other" is the rest of the forward and
 // backward (the other layers, combining the workers' gradients, waiting for the other threads).
-static void timed_step(Run *r, const int *x, const int *y, long step, double *phase, double *mm_cpu) {
+static void timed_step(Run *r, const int *x, const int *y, long step, double *phase,
+                       double *mm_cpu) {
     gemm_clock_start();
     engine_attention_clock_start();
     double t0 = now_seconds();
@@ -64,8 +73,11 @@ static void timed_step(Run *r, const int *x, const int *y, long step, double *ph
 
 // What follows a product, by its epilogue (model.c's)
 static const char *epilogue_name(void (*fn)(const void *, real *, size_t, int)) {
-    return !fn ? "" : fn == epi_gelu ? ", then GELU and GELU'" : fn == epi_times ? ", then times GELU'"
-                  : fn == epi_residual ? ", then + the residual" : ", then an epilogue";
+    return !fn                  ? ""
+           : fn == epi_gelu     ? ", then GELU and GELU'"
+           : fn == epi_times    ? ", then times GELU'"
+           : fn == epi_residual ? ", then + the residual"
+                                : ", then an epilogue";
 }
 
 // The step's products one by one: each kind's calls, time and rate per timed step, on the thread
@@ -79,9 +91,11 @@ static void print_products(int steps) {
     for (int i = 0; i < n; i++) {
         const GemmLedgerLine *l = &lines[i];
         char what[96];
-        snprintf(what, sizeof what, "%s %4d x %4d, K %4d%s", l->layout, l->M, l->N, l->K, epilogue_name(l->epilogue));
+        snprintf(what, sizeof what, "%s %4d x %4d, K %4d%s", l->layout, l->M, l->N, l->K,
+                 epilogue_name(l->epilogue));
         printf("  %-10s %-46s %3ld a step %7.3f ms %6.1f GFLOP/s\n", phase_names[l->phase], what,
-               l->calls / steps, 1000.0 * l->seconds / steps, l->seconds > 0 ? l->flops / l->seconds / 1e9 : 0.0);
+               l->calls / steps, 1000.0 * l->seconds / steps,
+               l->seconds > 0 ? l->flops / l->seconds / 1e9 : 0.0);
     }
     if (unlisted) printf("  (and %ld calls of further kinds)\n", unlisted / steps);
 }
@@ -90,13 +104,16 @@ static void print_products(int steps) {
 // the context): the default path (the KV cache, the crop past block_size), --context restart, or
 // the whole window recomputed for each character
 enum { GEN_DEFAULT, GEN_RESTART, GEN_RECOMPUTE };
-static double sampling_rate(GPT *m, const Vocab *vocab, const int *prompt, int n_prompt, int n, int path) {
+static double sampling_rate(GPT *m, const Vocab *vocab, const int *prompt, int n_prompt, int n,
+                            int path) {
     Rng rng;
     rng_seed(&rng, 7);
     double t0 = now_seconds();
-    if (path == GEN_RECOMPUTE) generate_full_window(m, vocab, prompt, n_prompt, n, 1.0, 0, &rng, NULL);
-    else generate_until(m, vocab, prompt, n_prompt, n, 1.0, 0, path == GEN_DEFAULT ? CONTEXT_CROP : CONTEXT_RESTART,
-                        &rng, NULL, NULL);
+    if (path == GEN_RECOMPUTE)
+        generate_full_window(m, vocab, prompt, n_prompt, n, 1.0, 0, &rng, NULL);
+    else
+        generate_until(m, vocab, prompt, n_prompt, n, 1.0, 0,
+                       path == GEN_DEFAULT ? CONTEXT_CROP : CONTEXT_RESTART, &rng, NULL, NULL);
     return n / (now_seconds() - t0);
 }
 
@@ -120,11 +137,15 @@ static void print_sampling(Run *r) {
     double window = sampling_rate(m, &vocab, prompt, T, 50, GEN_RECOMPUTE);
     double restart = sampling_rate(m, &vocab, prompt, T, 50, GEN_RESTART);
     double whole = sampling_rate(m, &vocab, prompt, 1, 500, GEN_DEFAULT);
-    printf("sampling (block_size %d), tokens/s: 50 characters within the window: %.0f with the KV cache (the default), "
-           "%.0f recomputing the prefix for each; 50 past it: %.0f with the crop (the default), %.0f recomputing the "
-           "window for each, %.0f with --context restart; 500 characters from a 1-character prompt: %.0f (the default)\n",
+    printf("sampling (block_size %d), tokens/s: 50 characters within the window: %.0f with the KV "
+           "cache (the default), "
+           "%.0f recomputing the prefix for each; 50 past it: %.0f with the crop (the default), "
+           "%.0f recomputing the "
+           "window for each, %.0f with --context restart; 500 characters from a 1-character "
+           "prompt: %.0f (the default)\n",
            T, cache, prefix, crop, window, restart, whole);
-    printf("sampling %s: cache=%.0f prefix=%.0f crop=%.0f window=%.0f restart=%.0f default_500=%.0f tokens_per_s\n",
+    printf("sampling %s: cache=%.0f prefix=%.0f crop=%.0f window=%.0f restart=%.0f "
+           "default_500=%.0f tokens_per_s\n",
            r->cfg.name, cache, prefix, crop, window, restart, whole);
     free(prompt);
     free(vocab.chars);
@@ -140,13 +161,17 @@ void run_bench(Run *r, int steps) {
     int warmup = 3;
     double *ms = xmalloc(sizeof(double) * (size_t)steps, "timings");
     double phase[PHASE_COUNT] = {0}, warm[PHASE_COUNT] = {0};
-    double mm_cpu[2] = {0, 0}, warm_cpu[2] = {0, 0};  // the products' thread CPU seconds, forward and backward
+    double mm_cpu[2] = {0, 0},
+           warm_cpu[2] = {0, 0};  // the products' thread CPU seconds, forward and backward
     // The peak is probed before and after the steps: on a shared machine the two disagree when
     // it was too busy to measure, and then no MFU is printed (fma_peak_mfu).
     FmaPeak peak_before = fma_peak_measure();
     double cpu_start = 0;
     for (int i = 0; i < warmup + steps; i++) {
-        for (size_t j = 0; j < local; j++) { x[j] = (int)rng_below(&rng, (uint64_t)V); y[j] = (int)rng_below(&rng, (uint64_t)V); }
+        for (size_t j = 0; j < local; j++) {
+            x[j] = (int)rng_below(&rng, (uint64_t)V);
+            y[j] = (int)rng_below(&rng, (uint64_t)V);
+        }
         if (i == warmup) {  // account the timed steps only
             r->comm_seconds = 0;
             gemm_ledger_clear();
@@ -160,22 +185,28 @@ void run_bench(Run *r, int steps) {
     for (int i = 1; i < steps; i++) {
         double v = ms[i];
         int j = i - 1;
-        while (j >= 0 && ms[j] > v) { ms[j + 1] = ms[j]; j--; }
+        while (j >= 0 && ms[j] > v) {
+            ms[j + 1] = ms[j];
+            j--;
+        }
         ms[j + 1] = v;
     }
     double median = steps % 2 ? ms[steps / 2] : 0.5 * (ms[steps / 2 - 1] + ms[steps / 2]);
     double flops = gpt_flops_per_step(&r->model, B, T);
     double gflops = flops / (median / 1000.0) / 1e9;
     FmaPeak peak_after = fma_peak_measure();
-    dist_sum_double(&peak_before.gflops, 1);  // with MPI, the ranks' cores together (each measures its own at once)
+    dist_sum_double(&peak_before.gflops,
+                    1);  // with MPI, the ranks' cores together (each measures its own at once)
     dist_sum_double(&peak_after.gflops, 1);
     char peak_text[256];
     double mfu = fma_peak_mfu(gflops, &peak_before, &peak_after, peak_text, sizeof peak_text);
     double total = 0;
     for (int p = 0; p < PHASE_COUNT; p++) total += phase[p];
     char workers[64];
-    if (dist_size() > 1) snprintf(workers, sizeof workers, "%d ranks x %d threads", dist_size(), thread_max());
-    else snprintf(workers, sizeof workers, "%d threads", thread_max());
+    if (dist_size() > 1)
+        snprintf(workers, sizeof workers, "%d ranks x %d threads", dist_size(), thread_max());
+    else
+        snprintf(workers, sizeof workers, "%d threads", thread_max());
     printf("%s: %zu params, B=%d T=%d, %.2f GFLOP/step, %s, GEMM: %s\n%s\n", c->name,
            r->model.n_params, B, T, flops / 1e9, workers, matmul_simd_path(), peak_text);
     printf("phases (ms/step):");
@@ -194,7 +225,8 @@ void run_bench(Run *r, int steps) {
         double rows0 = split ? (double)(r->rows / n) : r->rows;
         double mat = gpt_product_flops(&r->model, rows0, T);
         double att = gpt_attention_flops(&r->model, rows0, T);
-        double per_thread_peak = peak_before.gflops > peak_after.gflops ? peak_before.gflops : peak_after.gflops;
+        double per_thread_peak =
+            peak_before.gflops > peak_after.gflops ? peak_before.gflops : peak_after.gflops;
         per_thread_peak /= (split ? n : 1) * dist_size();
         double fs[3] = {mat, 2 * mat, att};
         printf("per thread (GFLOP/s):");
@@ -208,7 +240,8 @@ void run_bench(Run *r, int steps) {
         // the same products over their thread CPU time: on a shared machine, without the moments
         // worker 0 waited for a core (tools/bench_gemm's `cpu` clock)
         printf("per thread, CPU time (GFLOP/s): matmul_fwd %.1f matmul_bwd %.1f\n",
-               mm_cpu[0] > 0 ? mat * steps / mm_cpu[0] / 1e9 : 0, mm_cpu[1] > 0 ? 2 * mat * steps / mm_cpu[1] / 1e9 : 0);
+               mm_cpu[0] > 0 ? mat * steps / mm_cpu[0] / 1e9 : 0,
+               mm_cpu[1] > 0 ? 2 * mat * steps / mm_cpu[1] / 1e9 : 0);
     }
     print_products(steps);
     if (dist_size() > 1) {
@@ -225,15 +258,20 @@ void run_bench(Run *r, int steps) {
             if (t < best) best = t;
         }
         double mb = r->model.n_params * sizeof(real) / 1e6;
-        printf("data-parallel: %d ranks x %d rows, %d threads each; gradient allreduce of %zu floats (%.1f MB): "
-               "%.2f ms/step in training, %.2f ms alone (%.2f GB/s of buffer)\n", dist_size(), r->rows, thread_max(),
-               r->model.n_params, mb, 1000.0 * r->comm_seconds / steps, 1000.0 * best, mb / 1000.0 / best);
+        printf("data-parallel: %d ranks x %d rows, %d threads each; gradient allreduce of %zu "
+               "floats (%.1f MB): "
+               "%.2f ms/step in training, %.2f ms alone (%.2f GB/s of buffer)\n",
+               dist_size(), r->rows, thread_max(), r->model.n_params, mb,
+               1000.0 * r->comm_seconds / steps, 1000.0 * best, mb / 1000.0 / best);
     }
     if (dist_is_root()) print_sampling(r);
     char mfu_text[16] = "n/a";  // the machine too busy to measure the peak
     if (mfu >= 0) snprintf(mfu_text, sizeof mfu_text, "%.3f", mfu);
-    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s cpu_ms_per_step=%.2f\n",
-           c->name, median, ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, mfu_text, cpu_ms);
-    free(ms); free(x); free(y);
+    printf("bench %s: ms_per_step=%.2f min=%.2f max=%.2f tokens_per_s=%.0f gflops=%.1f mfu=%s "
+           "cpu_ms_per_step=%.2f\n",
+           c->name, median, ms[0], ms[steps - 1], (double)BT / (median / 1000.0), gflops, mfu_text,
+           cpu_ms);
+    free(ms);
+    free(x);
+    free(y);
 }
-

@@ -22,8 +22,8 @@ typedef struct {
     int dtype;
     int ndim;
     uint32_t shape[8];
-    size_t count;        // elements
-    const void *data;    // points into the file buffer (little endian, possibly unaligned)
+    size_t count;      // elements
+    const void *data;  // points into the file buffer (little endian, possibly unaligned)
 } TRecord;
 
 typedef struct {
@@ -51,7 +51,8 @@ void tfile_free(TFile *f);
 // checkpoint_remove_stale_temps removes at the next start.
 typedef struct TWriter TWriter;
 TWriter *tw_open(const char *path, const char *magic, char *err, size_t errlen);
-int tw_record(TWriter *w, const char *name, int dtype, int ndim, const uint32_t *shape, const void *data);
+int tw_record(TWriter *w, const char *name, int dtype, int ndim, const uint32_t *shape,
+              const void *data);
 int tw_commit(TWriter *w, char *err, size_t errlen);
 void tw_abort(TWriter *w);
 
@@ -82,7 +83,7 @@ int checkpoint_save(const char *path, const GPT *m, const char *config_json, con
 // model, then checkpoint_restore copies the tensors into it.
 typedef struct {
     TFile file;
-    char *config_json;     // malloc'd, NUL-terminated
+    char *config_json;  // malloc'd, NUL-terminated
     Vocab vocab;
     ModelDims dims;
     TrainState state;
@@ -99,7 +100,8 @@ typedef struct {
 int checkpoint_open(Checkpoint *ck, const char *path, char *err, size_t errlen);
 // The memory check ./train applies to a configuration (memory_fits), for building ck's model
 // with activations for a batch (B,T): returns 0 with a message when it cannot fit.
-int checkpoint_check_memory(const Checkpoint *ck, int B, int T, const char *path, char *err, size_t errlen);
+int checkpoint_check_memory(const Checkpoint *ck, int B, int T, const char *path, char *err,
+                            size_t errlen);
 // Copy parameters (and AdamW moments when present) into m, whose dims must match. Checks every
 // tensor's name and shape, that all values are finite, and that the forward pass is finite on
 // one sequence of every token (finite values can still overflow in it: then the message names

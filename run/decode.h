@@ -12,10 +12,10 @@
 // p in slot p mod W) written twice, at slot and slot + W, so that the window's keys always lie in
 // W consecutive slots, oldest first, for the attention's decode step.
 typedef struct {
-    int len;                 // positions cached
-    int ring;                // slots of the ring: W, or T_max (no wrap) without a window
-    int slots;               // slots per layer: 2 W with a window, else T_max
-    real *k, *v;             // (L, slots, C) each
+    int len;      // positions cached
+    int ring;     // slots of the ring: W, or T_max (no wrap) without a window
+    int slots;    // slots per layer: 2 W with a window, else T_max
+    real *k, *v;  // (L, slots, C) each
     real *x, *ln, *q, *atty, *tmp, *h, *h_gelu, *scores, *stat;  // one position's scratch
     real *qk_stat;  // QK-norm's mean and rstd of each head row (2 NH)
 } KVCache;
@@ -45,6 +45,7 @@ int gpt_attention_is_causal(const GPT *m);
 // model that sees the future (a masking or softmax-axis mistake) runs one forward per prefix,
 // taking its last position. *teacher_forced (may be NULL) receives the usual loss over the same
 // windows, in which every position sees the whole window. Needs T <= block_size and m->T >= T.
-double gpt_generation_loss(GPT *m, const int *x, const int *y, int n, int T, double *teacher_forced);
+double gpt_generation_loss(GPT *m, const int *x, const int *y, int n, int T,
+                           double *teacher_forced);
 
 #endif

@@ -17,6 +17,6 @@ double gpt_product_flops(const GPT *m, double B, int T) {
 }
 
 double gpt_flops_per_step(const GPT *m, int B, int T) {
-    return 3.0 * gpt_product_flops(m, B, T) + gpt_attention_flops(m, B, T);  // forward 2, backward 4
+    return 3.0 * gpt_product_flops(m, B, T) +
+           gpt_attention_flops(m, B, T);  // forward 2, backward 4
 }
-

@@ -9,7 +9,10 @@
 // The vocabulary in a compact form for a message: whole classes named ("lowercase letters",
 // "digits"), the other characters in quotes, a newline and a tab by name; a long rest is cut.
 static void describe_vocab(const Vocab *v, char *out, size_t len) {
-    static const struct { uint32_t lo, hi; const char *name; } classes[] = {
+    static const struct {
+        uint32_t lo, hi;
+        const char *name;
+    } classes[] = {
         {'a', 'z', "lowercase letters"}, {'A', 'Z', "uppercase letters"}, {'0', '9', "digits"}};
     int whole[3] = {0, 0, 0};
     size_t n = 0;
@@ -17,9 +20,11 @@ static void describe_vocab(const Vocab *v, char *out, size_t len) {
     int parts = 0;
     for (int c = 0; c < 3; c++) {
         int all = 1;
-        for (uint32_t cp = classes[c].lo; cp <= classes[c].hi && all; cp++) all = vocab_lookup(v, cp) >= 0;
+        for (uint32_t cp = classes[c].lo; cp <= classes[c].hi && all; cp++)
+            all = vocab_lookup(v, cp) >= 0;
         whole[c] = all;
-        if (all && n < len) n += (size_t)snprintf(out + n, len - n, "%s %s", parts++ ? "," : "", classes[c].name);
+        if (all && n < len)
+            n += (size_t)snprintf(out + n, len - n, "%s %s", parts++ ? "," : "", classes[c].name);
     }
     char rest[256] = "";
     size_t nr = 0;
@@ -27,18 +32,30 @@ static void describe_vocab(const Vocab *v, char *out, size_t len) {
     for (int i = 0; i < v->vocab_size; i++) {
         uint32_t cp = v->chars[i];
         int in_class = 0;
-        for (int c = 0; c < 3; c++) in_class |= whole[c] && cp >= classes[c].lo && cp <= classes[c].hi;
+        for (int c = 0; c < 3; c++)
+            in_class |= whole[c] && cp >= classes[c].lo && cp <= classes[c].hi;
         if (in_class) continue;
-        if (cp == '\n') { newline = 1; continue; }
-        if (cp == '\t') { tab = 1; continue; }
-        if (cp < 0x20 || nr + 5 >= 64) { cut++; continue; }
+        if (cp == '\n') {
+            newline = 1;
+            continue;
+        }
+        if (cp == '\t') {
+            tab = 1;
+            continue;
+        }
+        if (cp < 0x20 || nr + 5 >= 64) {
+            cut++;
+            continue;
+        }
         char buf[5] = {0};
         utf8_encode(cp, buf);
         nr += (size_t)snprintf(rest + nr, sizeof rest - nr, "%s", buf);
     }
-    if (nr && n < len) n += (size_t)snprintf(out + n, len - n, "%s '%s'", parts++ ? " and" : "", rest);
+    if (nr && n < len)
+        n += (size_t)snprintf(out + n, len - n, "%s '%s'", parts++ ? " and" : "", rest);
     if (cut && n < len) n += (size_t)snprintf(out + n, len - n, " and %d more", cut);
-    if (newline && n < len) n += (size_t)snprintf(out + n, len - n, "%s newline", parts++ ? " and" : "");
+    if (newline && n < len)
+        n += (size_t)snprintf(out + n, len - n, "%s newline", parts++ ? " and" : "");
     if (tab && n < len) n += (size_t)snprintf(out + n, len - n, "%s tab", parts++ ? " and" : "");
 }
 
@@ -56,7 +73,8 @@ int encode_prompt(const Vocab *v, const char *prompt, int *tokens, char *err, si
             utf8_encode(cps[i], buf);
             char known[512];
             describe_vocab(v, known, sizeof known);
-            snprintf(err, errlen, "the prompt's character '%s' (U+%04X) is not in the model's vocabulary: %s",
+            snprintf(err, errlen,
+                     "the prompt's character '%s' (U+%04X) is not in the model's vocabulary: %s",
                      cps[i] < 0x20 ? "?" : buf, (unsigned)cps[i], known);
             free(cps);
             return -1;
@@ -69,7 +87,8 @@ int encode_prompt(const Vocab *v, const char *prompt, int *tokens, char *err, si
 
 // Draw from softmax(logits / temperature) restricted to the top_k largest logits; temperature 0
 // is the limit, greedy decoding: the most likely token (the first of equals), no random draw.
-static int sample_logits(const real *logits, int V, double temperature, int top_k, Rng *rng, double *work) {
+static int sample_logits(const real *logits, int V, double temperature, int top_k, Rng *rng,
+                         double *work) {
     double maxv = -INFINITY;
     int argmax = 0;
     for (int i = 0; i < V; i++)
@@ -84,8 +103,11 @@ static int sample_logits(const real *logits, int V, double temperature, int top_
         for (int i = 0; i < V; i++) work[i] = logits[i];
         for (int k = 0; k < top_k; k++) {
             int best = k;
-            for (int i = k + 1; i < V; i++) if (work[i] > work[best]) best = i;
-            double t = work[k]; work[k] = work[best]; work[best] = t;
+            for (int i = k + 1; i < V; i++)
+                if (work[i] > work[best]) best = i;
+            double t = work[k];
+            work[k] = work[best];
+            work[best] = t;
         }
         threshold = work[top_k - 1];
     }
@@ -99,7 +121,8 @@ static int sample_logits(const real *logits, int V, double temperature, int top_
         acc += work[i];
         if (r < acc) return i;
     }
-    for (int i = V - 1; i >= 0; i--) if (work[i] > 0) return i;
+    for (int i = V - 1; i >= 0; i--)
+        if (work[i] > 0) return i;
     return 0;
 }
 
@@ -113,19 +136,25 @@ static int sample_logits(const real *logits, int V, double temperature, int top_
 // on the configured count or on one thread, whichever its pace measured faster (base/common.h).
 #define TOKEN_PAR_WORK 1e9
 
-static int token_is_small(const GPT *m, int rows) { return 2.0 * (double)m->n_params * rows < TOKEN_PAR_WORK; }
+static int token_is_small(const GPT *m, int rows) {
+    return 2.0 * (double)m->n_params * rows < TOKEN_PAR_WORK;
+}
 
 // Before a token's forward over `rows` positions: set its thread count; returns the clock.
 static double token_begin(const GPT *m, ThreadPace *pace, int rows) {
-    if (token_is_small(m, rows)) thread_set_max(1);
-    else pace_begin(pace);
+    if (token_is_small(m, rows))
+        thread_set_max(1);
+    else
+        pace_begin(pace);
     return now_seconds();
 }
 
 // After it: the pace learns its time; the configured count is set again.
 static void token_end(const GPT *m, ThreadPace *pace, int rows, double t0) {
-    if (token_is_small(m, rows)) thread_set_max(pace->max);
-    else pace_end(pace, now_seconds() - t0);
+    if (token_is_small(m, rows))
+        thread_set_max(pace->max);
+    else
+        pace_end(pace, now_seconds() - t0);
 }
 
 // Emit one token as UTF-8.
@@ -148,19 +177,23 @@ static int *start_context(const int *prompt, int n_prompt, int n_tokens, int *n)
 
 void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
               double temperature, int top_k, Rng *rng, FILE *out) {
-    generate_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, CONTEXT_CROP, rng, out, NULL);
+    generate_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, CONTEXT_CROP, rng, out,
+                   NULL);
 }
 
 // generate_full_window's loop, stopping early once *stop is non-zero; returns the tokens written.
-static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens, double temperature,
-                             int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop);
+static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+                             double temperature, int top_k, Rng *rng, FILE *out,
+                             const volatile sig_atomic_t *stop);
 
-int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens, double temperature,
-                   int top_k, ContextPolicy policy, Rng *rng, FILE *out, const volatile sig_atomic_t *stop) {
+int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+                   double temperature, int top_k, ContextPolicy policy, Rng *rng, FILE *out,
+                   const volatile sig_atomic_t *stop) {
     // a model that sees the future (an attention mistake) has no valid cache: every position's
     // keys would change with the tokens after it. Recompute the window, as gen_loss does.
     if (!gpt_attention_is_causal(m))
-        return full_window_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, stop);
+        return full_window_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out,
+                                 stop);
     int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
     int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
@@ -179,7 +212,7 @@ int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int 
         ctx[n++] = next;
         put_token(v, next, out);
         if (++written == n_tokens) break;
-        int stepping = cache.len < Tmax, keep = Tmax / 2 > 0 ? Tmax / 2 : 1;
+        int stepping = cache.len<Tmax, keep = Tmax / 2> 0 ? Tmax / 2 : 1;
         int rows = stepping ? 1 : policy == CONTEXT_CROP ? Tmax : keep;
         t0 = token_begin(m, &pace, rows);
         if (stepping) {
@@ -209,8 +242,9 @@ void generate_full_window(GPT *m, const Vocab *v, const int *prompt, int n_promp
     full_window_until(m, v, prompt, n_prompt, n_tokens, temperature, top_k, rng, out, NULL);
 }
 
-static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens, double temperature,
-                             int top_k, Rng *rng, FILE *out, const volatile sig_atomic_t *stop) {
+static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+                             double temperature, int top_k, Rng *rng, FILE *out,
+                             const volatile sig_atomic_t *stop) {
     int Tmax = m->dims.block_size, V = m->dims.vocab_size, n;
     int *ctx = start_context(prompt, n_prompt, n_tokens, &n);
     double *work = xmalloc(sizeof(double) * (size_t)V, "sampling buffer");
@@ -222,7 +256,8 @@ static int full_window_until(GPT *m, const Vocab *v, const int *prompt, int n_pr
         double t0 = token_begin(m, &pace, T);
         gpt_forward(m, ctx + (n - T), NULL, 1, T);  // the whole window, every token
         token_end(m, &pace, T, t0);
-        int next = sample_logits(m->acts.logits + (size_t)(T - 1) * V, V, temperature, top_k, rng, work);
+        int next =
+            sample_logits(m->acts.logits + (size_t)(T - 1) * V, V, temperature, top_k, rng, work);
         ctx[n++] = next;
         put_token(v, next, out);
     }

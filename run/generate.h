@@ -32,8 +32,9 @@ void generate(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tok
               double temperature, int top_k, Rng *rng, FILE *out);
 // The same with the given context policy, stopping early once *stop (may be NULL) is non-zero
 // (checked before every token; a signal handler sets it). Returns the number of tokens written.
-int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens, double temperature,
-                   int top_k, ContextPolicy policy, Rng *rng, FILE *out, const volatile sig_atomic_t *stop);
+int generate_until(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,
+                   double temperature, int top_k, ContextPolicy policy, Rng *rng, FILE *out,
+                   const volatile sig_atomic_t *stop);
 // The same without a cache: a full forward pass over the last block_size tokens for every new
 // token (the reference for the tests and the benchmark). The model needs T capacity block_size.
 void generate_full_window(GPT *m, const Vocab *v, const int *prompt, int n_prompt, int n_tokens,

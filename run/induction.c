@@ -28,7 +28,8 @@ int induction_alphabet(const Vocab *v, int *ids) {
     return v->vocab_size;
 }
 
-void induction_make_probe(int *x, int *y, int B, int T, const int *alphabet, int n_alphabet, uint64_t seed) {
+void induction_make_probe(int *x, int *y, int B, int T, const int *alphabet, int n_alphabet,
+                          uint64_t seed) {
     int L = T / 2;
     Rng rng;
     rng_seed(&rng, seed);
@@ -71,13 +72,15 @@ void induction_free(Induction *ind) {
     free(ind);
 }
 
-void induction_scores(Induction *ind, const real *const *att, const real *losses, int n_layer, int n_head) {
+void induction_scores(Induction *ind, const real *const *att, const real *losses, int n_layer,
+                      int n_head) {
     int B = ind->B, T = ind->T, L = ind->L;
     for (int l = 0; l < n_layer; l++)
         for (int h = 0; h < n_head; h++) {
             double prev = 0.0, induct = 0.0;
             for (int b = 0; b < B; b++) {
-                const real *P = att[l] + ((size_t)b * n_head + h) * T * T;  // (T,T) of row b, head h
+                const real *P =
+                    att[l] + ((size_t)b * n_head + h) * T * T;  // (T,T) of row b, head h
                 for (int t = 1; t < T; t++) prev += P[(size_t)t * T + t - 1];
                 for (int t = L; t < 2 * L; t++) induct += P[(size_t)t * T + t - L + 1];
             }

@@ -12,14 +12,14 @@
 
 // The probe and the last measurement on it.
 typedef struct {
-    int B, T, L;                 // rows, positions, the copy's length L = T / 2
-    int *x, *y;                  // (B,T) inputs x[t] = r[t mod L] and targets y[t] = r[(t+1) mod L]
-    int n_heads;                 // layers x heads
-    long step;                   // updates done when the scores below were measured (-1: none yet)
-    double *prev_token;          // (L*NH) mean P[t][t-1] over t in [1, T)
-    double *induction;           // (L*NH) mean P[t][t-L+1] over t in [L, 2L)
-    double first_copy_loss;      // mean loss of the predictions t in [0, L-1): r[1..L-1] seen once
-    double second_copy_loss;     // mean loss of the predictions t in [L, 2L-1): r[1..L-1] seen before
+    int B, T, L;              // rows, positions, the copy's length L = T / 2
+    int *x, *y;               // (B,T) inputs x[t] = r[t mod L] and targets y[t] = r[(t+1) mod L]
+    int n_heads;              // layers x heads
+    long step;                // updates done when the scores below were measured (-1: none yet)
+    double *prev_token;       // (L*NH) mean P[t][t-1] over t in [1, T)
+    double *induction;        // (L*NH) mean P[t][t-L+1] over t in [L, 2L)
+    double first_copy_loss;   // mean loss of the predictions t in [0, L-1): r[1..L-1] seen once
+    double second_copy_loss;  // mean loss of the predictions t in [L, 2L-1): r[1..L-1] seen before
 } Induction;
 
 // The probe's alphabet: the vocabulary's ids of the letters a-z, in vocabulary order, or every id
@@ -30,7 +30,8 @@ int induction_alphabet(const Vocab *v, int *ids);
 
 // B rows of a random sequence r of L = T / 2 characters of the alphabet, each drawn uniformly
 // (rng_below), row after row, repeated: x[b][t] = r_b[t mod L], y[b][t] = r_b[(t+1) mod L].
-void induction_make_probe(int *x, int *y, int B, int T, const int *alphabet, int n_alphabet, uint64_t seed);
+void induction_make_probe(int *x, int *y, int B, int T, const int *alphabet, int n_alphabet,
+                          uint64_t seed);
 
 // The probe of a run with this seed (the stream rng_seed(seed * 7919 + 103)), B rows of T; NULL
 // when T < 4 (no second copy to measure).
@@ -39,7 +40,8 @@ void induction_free(Induction *ind);
 
 // The scores from a forward's weights P (B,NH,T,T) of each layer and its per-position losses
 // (B,T), by their definitions: no model needed (the tests re-derive them from here).
-void induction_scores(Induction *ind, const real *const *att, const real *losses, int n_layer, int n_head);
+void induction_scores(Induction *ind, const real *const *att, const real *losses, int n_layer,
+                      int n_head);
 
 // A forward of the model on the probe (keeping the weights P), then induction_scores; marks the
 // scores as those after `step` updates. The model's parameters and gradients are untouched.

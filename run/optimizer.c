@@ -17,11 +17,12 @@ double gpt_grad_norm(const GPT *m) {
     double partial[256];
     for (long base = 0; base < n_chunks; base += 256) {
         long cnt = n_chunks - base < 256 ? n_chunks - base : 256;
-#pragma omp parallel for schedule(static) if(par_worth((double)n_chunks * GRAD_NORM_CHUNK))
+#pragma omp parallel for schedule(static) if (par_worth((double)n_chunks * GRAD_NORM_CHUNK))
         for (long c = 0; c < cnt; c++) {
             size_t lo = (size_t)(base + c) * GRAD_NORM_CHUNK;
             size_t hi = lo + GRAD_NORM_CHUNK < n ? lo + GRAD_NORM_CHUNK : n;
-            // squares (deviations from 0) in LayerNorm's fixed lanes, not one chain of dependent adds
+            // squares (deviations from 0) in LayerNorm's fixed lanes, not one chain of dependent
+            // adds
             partial[c] = row_sum_sq_dev(m->grads + lo, 0.0, (int)(hi - lo));
         }
         for (long c = 0; c < cnt; c++) total += partial[c];
@@ -32,7 +33,7 @@ double gpt_grad_norm(const GPT *m) {
 void gpt_scale_grads(GPT *m, real factor) {
     real *g = m->grads;
     size_t n = m->n_params;
-#pragma omp parallel for schedule(static) if(par_worth((double)n * 2))
+#pragma omp parallel for schedule(static) if (par_worth((double)n * 2))
     for (size_t i = 0; i < n; i++) g[i] *= factor;
 }
 
@@ -41,7 +42,7 @@ void gpt_adamw_update(GPT *m, double lr, double beta1, double beta2, double eps,
     real b1 = (real)beta1, b2 = (real)beta2;
     real bc1 = (real)(1.0 - pow(beta1, (double)t)), bc2 = (real)(1.0 - pow(beta2, (double)t));
     real lr_r = (real)lr, eps_r = (real)eps;
-#pragma omp parallel if(par_worth((double)m->n_params * 8))
+#pragma omp parallel if (par_worth((double)m->n_params * 8))
     for (int ti = 0; ti < m->n_tensors; ti++) {
         const TensorInfo *ten = &m->tensors[ti];
         // decoupled weight decay on matrices only; LayerNorm gains and biases are not decayed
@@ -80,7 +81,9 @@ double lr_schedule(double lr, double min_lr, long warmup, long decay, long step)
     return min_lr + coeff * (lr - min_lr);
 }
 
-long train_decay_horizon(const Config *c) { return c->lr_decay_steps > 0 ? c->lr_decay_steps : c->max_steps; }
+long train_decay_horizon(const Config *c) {
+    return c->lr_decay_steps > 0 ? c->lr_decay_steps : c->max_steps;
+}
 
 void train_fix_decay_horizon(Config *c) { c->lr_decay_steps = (int)train_decay_horizon(c); }
 
@@ -88,14 +91,16 @@ double train_lr(const Config *c, long step) {
     return lr_schedule(c->lr, c->min_lr, c->warmup_steps, train_decay_horizon(c), step);
 }
 
-const char *train_update(GPT *m, const Config *c, double loss, double lr, long updates, int spike, double *grad_norm) {
+const char *train_update(GPT *m, const Config *c, double loss, double lr, long updates, int spike,
+                         double *grad_norm) {
     *grad_norm = NAN;
     if (!isfinite(loss)) return "non-finite loss";
     *grad_norm = gpt_grad_norm(m);
     if (!isfinite(*grad_norm)) return "non-finite gradient";
     if (spike) return "loss spike";
     // clipping: the gradients scaled down to norm train.grad_clip when their norm is above it
-    if (c->grad_clip > 0 && *grad_norm > c->grad_clip) gpt_scale_grads(m, (real)(c->grad_clip / *grad_norm));
+    if (c->grad_clip > 0 && *grad_norm > c->grad_clip)
+        gpt_scale_grads(m, (real)(c->grad_clip / *grad_norm));
     gpt_adamw_update(m, lr, c->beta1, c->beta2, c->eps, c->weight_decay, updates);
     return NULL;
 }

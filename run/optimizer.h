@@ -16,9 +16,10 @@ void gpt_adamw_update(GPT *m, double lr, double beta1, double beta2, double eps,
 double lr_schedule(double lr, double min_lr, long warmup, long decay, long step);
 // The decay horizon of c's schedule: train.lr_decay_steps, or train.max_steps when that is 0.
 long train_decay_horizon(const Config *c);
-// The horizon fixed when a run starts (./train, the page, each run of a sweep): train.lr_decay_steps
-// 0 becomes the number, which the checkpoint's config keeps, so a resume that extends max_steps
-// keeps the schedule (beyond the horizon lr stays at min_lr) unless it sets lr_decay_steps itself.
+// The horizon fixed when a run starts (./train, the page, each run of a sweep):
+// train.lr_decay_steps 0 becomes the number, which the checkpoint's config keeps, so a resume that
+// extends max_steps keeps the schedule (beyond the horizon lr stays at min_lr) unless it sets
+// lr_decay_steps itself.
 void train_fix_decay_horizon(Config *c);
 // The learning rate of step (0-based) under c's schedule (lr_schedule with c's rates, warmup and
 // decay horizon).
@@ -30,7 +31,8 @@ double train_lr(const Config *c, long step);
 // parameters at rate lr with c's betas, eps and weight decay, its step count `updates` (the
 // updates made so far, this one included). Returns NULL, or why the update was skipped;
 // *grad_norm receives the gradients' norm before clipping (NaN when the loss is not finite).
-const char *train_update(GPT *m, const Config *c, double loss, double lr, long updates, int spike, double *grad_norm);
+const char *train_update(GPT *m, const Config *c, double loss, double lr, long updates, int spike,
+                         double *grad_norm);
 // True when every parameter and moment is finite.
 int gpt_all_finite(const GPT *m);
 

@@ -20,14 +20,15 @@
 int ensure_dir(const char *path, char *err, size_t errlen) {
     char buf[2048];
     snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; ; p++) {
+    for (char *p = buf + 1;; p++) {
         if (*p == '/' || *p == 0) {
             char saved = *p;
             *p = 0;
             struct stat st;
             if (stat(buf, &st) != 0) {
                 if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-                    snprintf(err, errlen, "cannot create output directory '%.900s': %s", buf, strerror(errno));
+                    snprintf(err, errlen, "cannot create output directory '%.900s': %s", buf,
+                             strerror(errno));
                     return 0;
                 }
             } else if (!S_ISDIR(st.st_mode)) {
@@ -63,25 +64,34 @@ int outdir_lock(const char *dir, char *err, size_t errlen) {
     int e = errno;
     close(fd);
     if (e == EWOULDBLOCK) {
-        snprintf(err, errlen, "output directory '%s' is in use by another trainer: wait for it to finish, or give this run"
-                 " another --train.out_dir (or --name)", dir);
+        snprintf(err, errlen,
+                 "output directory '%s' is in use by another trainer: wait for it to finish, or "
+                 "give this run"
+                 " another --train.out_dir (or --name)",
+                 dir);
         return 0;
     }
     static int warned = 0;
-    if (!warned) fprintf(stderr, "train: warning: cannot lock '%s' (%s): nothing stops a second trainer writing there\n",
-                         dir, strerror(e));
+    if (!warned)
+        fprintf(
+            stderr,
+            "train: warning: cannot lock '%s' (%s): nothing stops a second trainer writing there\n",
+            dir, strerror(e));
     warned = 1;
     return 1;
 }
 
 // The files a run writes, besides checkpoint_<step>.bin.
-static const char *const RUN_FILES[] = {"checkpoint.bin", "best.bin", "metrics.csv", "attention.csv", "summary.json",
-                                        "compare.csv", "report.md", "scaling.svg", "compare.svg", "report.html", NULL};
+static const char *const RUN_FILES[] = {
+    "checkpoint.bin", "best.bin",    "metrics.csv", "attention.csv",
+    "summary.json",   "compare.csv", "report.md",   "scaling.svg",
+    "compare.svg",    "report.html", NULL};
 
 // "checkpoint_<step>.bin" of length n, as the trainer writes it ("%ld": no sign, no leading zero):
 // its step, else -1.
 static long step_checkpoint(const char *name, size_t n) {
-    if (n < 16 || strncmp(name, "checkpoint_", 11) != 0 || strncmp(name + n - 4, ".bin", 4) != 0) return -1;
+    if (n < 16 || strncmp(name, "checkpoint_", 11) != 0 || strncmp(name + n - 4, ".bin", 4) != 0)
+        return -1;
     if (name[11] == '0' && n > 16) return -1;
     long step = 0;
     for (size_t i = 11; i < n - 4; i++) {
@@ -101,8 +111,8 @@ static int is_run_file(const char *name) { return is_run_file_n(name, strlen(nam
 static int is_step_checkpoint(const char *name) { return step_checkpoint(name, strlen(name)) >= 0; }
 
 // Call f(dir, name, arg) for every entry of dir that keep(name) accepts.
-static void for_each_entry(const char *dir, int (*keep)(const char *), void (*f)(const char *, const char *, void *),
-                           void *arg) {
+static void for_each_entry(const char *dir, int (*keep)(const char *),
+                           void (*f)(const char *, const char *, void *), void *arg) {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
@@ -147,23 +157,31 @@ static void remove_entry(const char *dir, const char *name, void *arg) {
     snprintf(path, sizeof path, "%s/%s", dir, name);
     struct stat st;
     if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return;  // only regular files are removed
-    if (unlink(path) != 0 && errno != ENOENT) die(EXIT_RUNTIME, "cannot remove '%s': %s", path, strerror(errno));
+    if (unlink(path) != 0 && errno != ENOENT)
+        die(EXIT_RUNTIME, "cannot remove '%s': %s", path, strerror(errno));
 }
 
 int outdir_clear_run(const char *dir, char *err, size_t errlen) {
     struct stat st;
     if (lstat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "'%s' %s: --train.overwrite=true replaces the files of a run's own"
-                 " directory only (remove it yourself or choose another train.out_dir)", dir,
-                 S_ISLNK(st.st_mode) ? "is a symbolic link, not a directory" : "is not a directory");
+        snprintf(err, errlen,
+                 "'%s' %s: --train.overwrite=true replaces the files of a run's own"
+                 " directory only (remove it yourself or choose another train.out_dir)",
+                 dir,
+                 S_ISLNK(st.st_mode) ? "is a symbolic link, not a directory"
+                                     : "is not a directory");
         return 0;
     }
     char odd[300] = "";
     for_each_entry(dir, is_run_file, first_odd, odd);
     if (odd[0]) {
-        snprintf(err, errlen, "'%s/%s' is not a regular file this program wrote (a symbolic link, a directory or a"
-                 " device): --train.overwrite=true removes nothing else; remove it yourself or choose another"
-                 " train.out_dir", dir, odd);
+        snprintf(
+            err, errlen,
+            "'%s/%s' is not a regular file this program wrote (a symbolic link, a directory or a"
+            " device): --train.overwrite=true removes nothing else; remove it yourself or choose "
+            "another"
+            " train.out_dir",
+            dir, odd);
         return 0;
     }
     for_each_entry(dir, is_run_file, remove_entry, NULL);
@@ -183,12 +201,14 @@ static int is_run_file_len(const char *name, size_t n) { return is_run_file_n(na
 
 void outdir_remove_stale_temps(const char *dir) {
     char err[1200];
-    if (out_remove_stale_temps(dir, is_run_file_len, err, sizeof err) < 0) die(EXIT_RUNTIME, "%s", err);
+    if (out_remove_stale_temps(dir, is_run_file_len, err, sizeof err) < 0)
+        die(EXIT_RUNTIME, "%s", err);
 }
 
 int outdir_same_dir(const char *a, const char *b) {
     struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISDIR(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISDIR(sa.st_mode) &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 // A resumed run continues its logs without repeating rows written after the last checkpoint.
@@ -209,8 +229,11 @@ void truncate_csv(const char *path, long max_step, const char *header) {
     ssize_t len;
     while ((len = getline(&line, &cap, in)) > 0) {
         size_t n = strcspn(line, "\r\n");
-        if (first && n > 0 && n < strlen(header) && strncmp(line, header, n) == 0 && header[n] == ',') fputs(header, out);
-        else if (first || strtol(line, NULL, 10) <= max_step) fwrite(line, 1, (size_t)len, out);
+        if (first && n > 0 && n < strlen(header) && strncmp(line, header, n) == 0 &&
+            header[n] == ',')
+            fputs(header, out);
+        else if (first || strtol(line, NULL, 10) <= max_step)
+            fwrite(line, 1, (size_t)len, out);
         first = 0;
     }
     free(line);
@@ -221,7 +244,11 @@ void truncate_csv(const char *path, long max_step, const char *header) {
 // ---------------------------------------------------------------------------------------------
 // pruning checkpoints
 
-typedef struct { long *steps; size_t n, cap; long upto; } StepList;
+typedef struct {
+    long *steps;
+    size_t n, cap;
+    long upto;
+} StepList;
 
 static void collect_step(const char *dir, const char *name, void *arg) {
     (void)dir;

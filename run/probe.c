@@ -25,15 +25,20 @@ static double slice_norm(const real *g, size_t n) {
 // The per-head statistics averaged over all layers and heads (score_absmax and max_logit: the
 // max over them)
 static const size_t HEAD_MEAN_FIELDS[] = {
-    offsetof(HeadStats, entropy),     offsetof(HeadStats, entropy_norm), offsetof(HeadStats, max_weight),
-    offsetof(HeadStats, frac_gt_090), offsetof(HeadStats, frac_gt_099),  offsetof(HeadStats, future_mass),
-    offsetof(HeadStats, score_std),   offsetof(HeadStats, gnorm_wq),     offsetof(HeadStats, gnorm_wk),
-    offsetof(HeadStats, gnorm_wv),    offsetof(HeadStats, gnorm_wo),     offsetof(HeadStats, ds_over_dp),
+    offsetof(HeadStats, entropy),         offsetof(HeadStats, entropy_norm),
+    offsetof(HeadStats, max_weight),      offsetof(HeadStats, frac_gt_090),
+    offsetof(HeadStats, frac_gt_099),     offsetof(HeadStats, future_mass),
+    offsetof(HeadStats, score_std),       offsetof(HeadStats, gnorm_wq),
+    offsetof(HeadStats, gnorm_wk),        offsetof(HeadStats, gnorm_wv),
+    offsetof(HeadStats, gnorm_wo),        offsetof(HeadStats, ds_over_dp),
     offsetof(HeadStats, row_gain_median), offsetof(HeadStats, mean_max_logit),
 };
-static double *head_field(HeadStats *h, size_t offset) { return (double *)(void *)((char *)h + offset); }
+static double *head_field(HeadStats *h, size_t offset) {
+    return (double *)(void *)((char *)h + offset);
+}
 
-void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats *per_head, HeadStats *mean) {
+void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats *per_head,
+                     HeadStats *mean) {
     int L = m->dims.n_layer, NH = m->dims.n_head, C = m->dims.n_embd;
     size_t N = (size_t)B * T, CC = (size_t)C * C;
     m->collect_stats = 1;
@@ -48,7 +53,8 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
     sum.max_logit = -INFINITY;
     for (int l = 0; l < L; l++) {
         const LayerParams *g = &m->g.layers[l];
-        double gq = slice_norm(g->wq, CC), gk = slice_norm(g->wk, CC), gv = slice_norm(g->wv, CC), go = slice_norm(g->wo, CC);
+        double gq = slice_norm(g->wq, CC), gk = slice_norm(g->wk, CC), gv = slice_norm(g->wv, CC),
+               go = slice_norm(g->wo, CC);
         for (int h = 0; h < NH; h++) {
             const AttnStats *s = &m->attn_stats[l * NH + h];
             HeadStats hs;
@@ -77,7 +83,9 @@ void attention_probe(GPT *m, const int *x, const int *y, int B, int T, HeadStats
                     if (attention_visible_keys(&m->attn, t, T) >= 2)
                         gains[n++] = m->row_gain[(size_t)l * N * NH + ((size_t)b * NH + h) * T + t];
             qsort(gains, n, sizeof(real), cmp_real);
-            hs.row_gain_median = n == 0 ? NAN : n % 2 ? gains[n / 2] : 0.5 * ((double)gains[n / 2 - 1] + gains[n / 2]);
+            hs.row_gain_median = n == 0  ? NAN
+                                 : n % 2 ? gains[n / 2]
+                                         : 0.5 * ((double)gains[n / 2 - 1] + gains[n / 2]);
             hs.loss = loss;
             if (per_head) per_head[l * NH + h] = hs;
             for (size_t f = 0; f < sizeof HEAD_MEAN_FIELDS / sizeof HEAD_MEAN_FIELDS[0]; f++)

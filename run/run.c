@@ -23,7 +23,8 @@
 // ---------------------------------------------------------------------------------------------
 // set up and tear down
 
-void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDims *dims, int rows) {
+void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDims *dims,
+               int rows) {
     char err[RUN_ERRLEN];
     memset(r, 0, sizeof *r);
     r->cfg = *base;
@@ -32,7 +33,8 @@ void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDi
     if (variant) {
         r->variant = variant->name;
         for (int k = 0; k < MAX_VARIANT_OVERRIDES && variant->overrides[k]; k++)
-            if (!config_apply_override(&r->cfg, variant->overrides[k], err, sizeof err)) die(EXIT_USAGE, "%s", err);
+            if (!config_apply_override(&r->cfg, variant->overrides[k], err, sizeof err))
+                die(EXIT_USAGE, "%s", err);
         if (!config_finalize(&r->cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
         // the variant's directory is its out_dir: its checkpoint resumes there
         join_path(r->cfg.out_dir, sizeof r->cfg.out_dir, base->out_dir, variant->name);
@@ -51,7 +53,8 @@ void run_setup(Run *r, const Config *base, const Variant *variant, const ModelDi
     r->st.best_val_loss = INFINITY;
     r->last_finite_loss = NAN;
     r->saved_step = -1;
-    if (r->cfg.spike_zscore > 0) spike_window_init(&r->spikes, r->cfg.spike_window, r->cfg.spike_zscore);
+    if (r->cfg.spike_zscore > 0)
+        spike_window_init(&r->spikes, r->cfg.spike_window, r->cfg.spike_zscore);
 }
 
 void run_release(Run *r) {
@@ -78,11 +81,13 @@ static FILE *open_log(const char *path, int *fresh) {
 }
 
 // The logs' headers; columns are added at the end, so a reader of the leading ones still works.
-static const char METRICS_HEADER[] = "step,loss,lr,grad_norm,ms,val_loss,gen_loss,lse_mean,max_logit,"
-                                     "first_copy_loss,second_copy_loss,in_context\n";
-static const char ATTENTION_HEADER[] = "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,"
-                                       "score_std,score_absmax,gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,"
-                                       "row_gain_median,future_mass,max_logit,mean_max_logit,prev_token,induction\n";
+static const char METRICS_HEADER[] =
+    "step,loss,lr,grad_norm,ms,val_loss,gen_loss,lse_mean,max_logit,"
+    "first_copy_loss,second_copy_loss,in_context\n";
+static const char ATTENTION_HEADER[] =
+    "step,layer,head,entropy,entropy_norm,max_weight,frac_gt_0.9,frac_gt_0.99,"
+    "score_std,score_absmax,gnorm_wq,gnorm_wk,gnorm_wv,gnorm_wo,ds_over_dp,"
+    "row_gain_median,future_mass,max_logit,mean_max_logit,prev_token,induction\n";
 
 void run_open_logs(Run *r, int resuming) {
     if (!dist_is_root()) return;  // metrics and attn_csv stay NULL on the other ranks
@@ -99,8 +104,10 @@ void run_open_logs(Run *r, int resuming) {
 }
 
 void run_close_logs(Run *r) {
-    if (r->metrics && fclose(r->metrics) != 0) die(EXIT_RUNTIME, "cannot write metrics.csv in '%s'", r->dir);
-    if (r->attn_csv && fclose(r->attn_csv) != 0) die(EXIT_RUNTIME, "cannot write attention.csv in '%s'", r->dir);
+    if (r->metrics && fclose(r->metrics) != 0)
+        die(EXIT_RUNTIME, "cannot write metrics.csv in '%s'", r->dir);
+    if (r->attn_csv && fclose(r->attn_csv) != 0)
+        die(EXIT_RUNTIME, "cannot write attention.csv in '%s'", r->dir);
     r->metrics = r->attn_csv = NULL;
 }
 
@@ -116,7 +123,8 @@ static void inject_faults(Run *r, long step) {
     static long fault_from = -1, fault_count = 0, spike_step = -1;
     if (!read) {
         const char *v = getenv("TGPT_TEST_NONFINITE");
-        if (v && sscanf(v, "%ld:%ld", &fault_from, &fault_count) != 2) fault_from = -1, fault_count = 0;
+        if (v && sscanf(v, "%ld:%ld", &fault_from, &fault_count) != 2)
+            fault_from = -1, fault_count = 0;
         v = getenv("TGPT_TEST_SPIKE");
         if (v && sscanf(v, "%ld", &spike_step) != 1) spike_step = -1;
         read = 1;
@@ -125,7 +133,10 @@ static void inject_faults(Run *r, long step) {
     if (step == spike_step) r->loss += 100;
 }
 #else
-static void inject_faults(Run *r, long step) { (void)r; (void)step; }
+static void inject_faults(Run *r, long step) {
+    (void)r;
+    (void)step;
+}
 #endif
 
 // ---- the loss-spike detector: z-score of a loss against the last good steps' losses ----
@@ -178,7 +189,8 @@ void run_forward(Run *r, const int *x, const int *y, long step) {
         dist_sum_double(&r->loss, 1);
         r->loss /= dist_size();
         // the output logits' statistics of the whole batch: the mean of the ranks' equal shares'
-        // mean log Z, and the largest of their largest logits (each rank's in its own slot of a sum)
+        // mean log Z, and the largest of their largest logits (each rank's in its own slot of a
+        // sum)
         int n = dist_size();
         double *buf = xcalloc((size_t)n + 1, sizeof(double), "the output logits' statistics");
         buf[0] = r->lse_mean;
@@ -215,7 +227,8 @@ void run_update(Run *r, long step) {
     if (finite) allreduce_gradients(r);
     int spike = finite && spike_detected(&r->spikes, r->loss);
     // AdamW's step count: the updates made so far, this one included
-    r->skip_reason = train_update(&r->model, c, r->loss, r->lr, step + 1 - r->st.skipped_steps, spike, &r->grad_norm);
+    r->skip_reason = train_update(&r->model, c, r->loss, r->lr, step + 1 - r->st.skipped_steps,
+                                  spike, &r->grad_norm);
     r->skipped = r->skip_reason != NULL;
     if (r->skipped) {
         r->st.skipped_steps++;
@@ -235,7 +248,8 @@ void run_update(Run *r, long step) {
 void run_keep_probe_weights(Run *r) {
     const ModelDims *d = &r->model.dims;
     size_t n;
-    if (!mul_size((size_t)d->n_layer * d->n_head, (size_t)r->cfg.block_size * r->cfg.block_size, &n) ||
+    if (!mul_size((size_t)d->n_layer * d->n_head, (size_t)r->cfg.block_size * r->cfg.block_size,
+                  &n) ||
         !mul_size(n, sizeof(real), &n))
         die(EXIT_RUNTIME, "size overflow keeping the probe's attention weights");
     if (!r->probe_P) r->probe_P = xmalloc(n, "the probe's attention weights");
@@ -250,9 +264,11 @@ void run_probe(Run *r, const int *px, const int *py, long step, int log) {
     HeadStats *hs = xcalloc((size_t)L * NH, sizeof(HeadStats), "attention probe");
     attention_probe(m, px, py, c->batch_size, c->block_size, hs, &r->probe);
     r->have_probe = 1;
-    if (r->probe_P) {  // the first sequence's: the first NH*T*T weights of each layer's att (B,NH,T,T)
+    if (r->probe_P) {  // the first sequence's: the first NH*T*T weights of each layer's att
+                       // (B,NH,T,T)
         size_t head = (size_t)NH * c->block_size * c->block_size;
-        for (int l = 0; l < L; l++) memcpy(r->probe_P + l * head, m->acts.layers[l].att, head * sizeof(real));
+        for (int l = 0; l < L; l++)
+            memcpy(r->probe_P + l * head, m->acts.layers[l].att, head * sizeof(real));
     }
     // the induction scores after `step` updates: measured with the metrics row of `step` unless
     // this probe is the first after a start or a resume
@@ -261,12 +277,16 @@ void run_probe(Run *r, const int *px, const int *py, long step, int log) {
         for (int l = 0; l < L; l++)
             for (int h = 0; h < NH; h++) {
                 const HeadStats *s = &hs[l * NH + h];
-                fprintf(r->attn_csv, "%ld,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6f,%.6f,%.6f",
-                        step, l, h, s->entropy, s->entropy_norm, s->max_weight, s->frac_gt_090, s->frac_gt_099,
-                        s->score_std, s->score_absmax, s->gnorm_wq, s->gnorm_wk, s->gnorm_wv, s->gnorm_wo,
-                        s->ds_over_dp, s->row_gain_median, s->future_mass, s->max_logit, s->mean_max_logit);
+                fprintf(r->attn_csv,
+                        "%ld,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6g,%.6g,%.6g,%.6g,%.6g,%."
+                        "6g,%.6f,%.6f,%.6f",
+                        step, l, h, s->entropy, s->entropy_norm, s->max_weight, s->frac_gt_090,
+                        s->frac_gt_099, s->score_std, s->score_absmax, s->gnorm_wq, s->gnorm_wk,
+                        s->gnorm_wv, s->gnorm_wo, s->ds_over_dp, s->row_gain_median, s->future_mass,
+                        s->max_logit, s->mean_max_logit);
                 if (r->induction)
-                    fprintf(r->attn_csv, ",%.6f,%.6f", r->induction->prev_token[l * NH + h], r->induction->induction[l * NH + h]);
+                    fprintf(r->attn_csv, ",%.6f,%.6f", r->induction->prev_token[l * NH + h],
+                            r->induction->induction[l * NH + h]);
                 else
                     fputs(",,", r->attn_csv);
                 fputc('\n', r->attn_csv);
@@ -344,7 +364,8 @@ static int gen_loss(Run *r, const Dataset *ds, double *gen, double *tf, int *win
     *gen = *tf = NAN;
     *windows = (int)n;
     if (n == 0) return 1;
-    int *x = xmalloc((size_t)T * sizeof(int), "gen_loss window"), *y = xmalloc((size_t)T * sizeof(int), "gen_loss window");
+    int *x = xmalloc((size_t)T * sizeof(int), "gen_loss window"),
+        *y = xmalloc((size_t)T * sizeof(int), "gen_loss window");
     double sum_gen = 0, sum_tf = 0;
     size_t w = 0;
     for (; w < n && !stop_agreed(); w++) {
@@ -370,10 +391,12 @@ static void run_save(Run *r, const Vocab *vocab, const char *file) {
     if (!dist_is_root()) return;
     char path[2200], err[RUN_ERRLEN];
     join_path(path, sizeof path, r->dir, file);
-    if (!checkpoint_save(path, &r->model, r->cfg_json, vocab, &r->st, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    if (!checkpoint_save(path, &r->model, r->cfg_json, vocab, &r->st, err, sizeof err))
+        die(EXIT_RUNTIME, "%s", err);
 }
 
-void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long done, int do_eval) {
+void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, long done,
+                          int do_eval) {
     if (do_eval) stop_test_point("eval");
     // on the threads the steps run on now (the results do not depend on their number)
     thread_set_max(pace_threads(&r->pace));
@@ -390,8 +413,10 @@ void run_evaluate_and_log(Run *r, const Dataset *ds, Batches *b, const Vocab *vo
     }
     if (r->metrics) {
         fprintf(r->metrics, "%ld,%.6f,%.6e,%.6f,%.3f,", done, r->loss, r->lr, r->grad_norm, r->ms);
-        if (r->evaluated) fprintf(r->metrics, "%.6f,", r->eval_val);
-        else fprintf(r->metrics, ",");
+        if (r->evaluated)
+            fprintf(r->metrics, "%.6f,", r->eval_val);
+        else
+            fprintf(r->metrics, ",");
         if (r->evaluated && isfinite(r->eval_gen)) fprintf(r->metrics, "%.6f", r->eval_gen);
         fprintf(r->metrics, ",%.6f,%.6f", r->lse_mean, r->max_logit);
         // the in-context score after `done` updates, on the rows of the probe steps
@@ -426,7 +451,9 @@ CkptResult run_checkpoint(Run *r, const Vocab *vocab) {
     // every rank took the same AdamW steps from the same summed gradients, so they hold the same
     // bytes; check it (cheaply, at checkpoints only) rather than trust it
     if (!dist_same_bytes(r->model.params, r->model.n_params * sizeof(real)))
-        die(EXIT_RUNTIME, "the ranks' parameters differ at step %ld (the MPI sum was not identical on every rank)",
+        die(EXIT_RUNTIME,
+            "the ranks' parameters differ at step %ld (the MPI sum was not identical on every "
+            "rank)",
             r->st.step);
     stop_test_point("checkpoint");
     r->ckpt_pending = 0;
@@ -449,14 +476,17 @@ CkptResult run_checkpoint(Run *r, const Vocab *vocab) {
 // A JSON number, or null for NaN and infinities (which JSON cannot hold).
 static void json_number(FILE *f, const char *key, double v, const char *fmt, int last) {
     fprintf(f, "  \"%s\": ", key);
-    if (isfinite(v)) fprintf(f, fmt, v);
-    else fputs("null", f);
+    if (isfinite(v))
+        fprintf(f, fmt, v);
+    else
+        fputs("null", f);
     fputs(last ? "\n" : ",\n", f);
 }
 
 // summary.json, replaced whole: the final losses, counts, speed, time and the resolved config
 // (config_to_json's text: valid JSON, with every string escaped).
-static void write_summary(const Run *r, const char *path, const FinalLosses *fl, double segment_wall) {
+static void write_summary(const Run *r, const char *path, const FinalLosses *fl,
+                          double segment_wall) {
     FILE *f = out_begin_or_die(path, 0);
     double tps = r->train_seconds > 0 ? (double)r->tokens_trained / r->train_seconds : 0;
     fputs("{\n", f);
@@ -467,11 +497,13 @@ static void write_summary(const Run *r, const char *path, const FinalLosses *fl,
     json_number(f, "gen_loss_teacher_forced", fl->gen_loss_tf, "%.6f", 0);
     fprintf(f, "  \"gen_windows\": %d,\n", fl->gen_windows);  // the windows of those two
     json_number(f, "best_val_loss", r->st.best_val_loss, "%.6f", 0);
-    fprintf(f, "  \"steps\": %ld,\n  \"skipped_steps\": %ld,\n  \"params\": %zu,\n", r->st.step, r->st.skipped_steps,
-            r->model.n_params);
-    json_number(f, "tokens_per_s", tps, "%.1f", 0);        // of this segment
-    json_number(f, "wall_s", r->elapsed_before + segment_wall, "%.2f", 0);  // every segment of the run
-    json_number(f, "segment_wall_s", segment_wall, "%.2f", 0);  // since this process's training began
+    fprintf(f, "  \"steps\": %ld,\n  \"skipped_steps\": %ld,\n  \"params\": %zu,\n", r->st.step,
+            r->st.skipped_steps, r->model.n_params);
+    json_number(f, "tokens_per_s", tps, "%.1f", 0);  // of this segment
+    json_number(f, "wall_s", r->elapsed_before + segment_wall, "%.2f",
+                0);  // every segment of the run
+    json_number(f, "segment_wall_s", segment_wall, "%.2f",
+                0);  // since this process's training began
     fputs("  \"config\": ", f);
     // indent the config object by two spaces to nest it
     for (const char *p = r->cfg_json; *p; p++) {
@@ -482,7 +514,8 @@ static void write_summary(const Run *r, const char *path, const FinalLosses *fl,
     out_end_or_die(f);
 }
 
-int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double wall0, FinalLosses *f) {
+int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double wall0,
+               FinalLosses *f) {
     stop_test_point("final-eval");
     f->train_loss = NAN;
     if (r->cfg.eval_steps > 0 && !estimate_loss(r, ds, 0, b->ex, b->ey, &f->train_loss)) return 0;
@@ -514,19 +547,22 @@ int run_sample(Run *r, const Vocab *vocab, char **text) {
     } else {
         Rng srng;
         rng_seed(&srng, (uint64_t)c->seed + 99);
-        printf("---- sample%s%s (%d characters, temperature %.2f, top_k %d) ----\n%s", r->variant ? " from " : "",
-               r->variant ? r->variant : "", c->sample_tokens, c->sample_temperature, c->sample_top_k, c->sample_prompt);
+        printf("---- sample%s%s (%d characters, temperature %.2f, top_k %d) ----\n%s",
+               r->variant ? " from " : "", r->variant ? r->variant : "", c->sample_tokens,
+               c->sample_temperature, c->sample_top_k, c->sample_prompt);
         // into memory too when asked for (the comparison's report shows every variant's sample)
         char *buf = NULL;
         size_t len = 0;
         FILE *out = text ? open_memstream(&buf, &len) : NULL;
-        int n = generate_until(&r->model, vocab, prompt, n_prompt, c->sample_tokens, c->sample_temperature,
-                               c->sample_top_k, CONTEXT_CROP, &srng, out ? out : stdout, &g_stop_signal);
+        int n = generate_until(&r->model, vocab, prompt, n_prompt, c->sample_tokens,
+                               c->sample_temperature, c->sample_top_k, CONTEXT_CROP, &srng,
+                               out ? out : stdout, &g_stop_signal);
         if (out) {
             fclose(out);
             fputs(buf, stdout);
             if (text) {
-                size_t plen = strlen(c->sample_prompt);  // the report shows the prompt as the sample began
+                size_t plen =
+                    strlen(c->sample_prompt);  // the report shows the prompt as the sample began
                 *text = xmalloc(plen + len + 1, "sample text");
                 memcpy(*text, c->sample_prompt, plen);
                 memcpy(*text + plen, buf, len + 1);
@@ -547,8 +583,8 @@ void run_print_final(const Run *r, FinalLosses f) {
     // val_loss is the whole validation split, gen_loss a few windows of it: beside gen_loss, the
     // teacher-forced loss on the same windows, the figure it is to be compared with
     if (isfinite(f.gen_loss))
-        printf(" (teacher-forced on the same %d window%s: %.4f)", f.gen_windows, f.gen_windows == 1 ? "" : "s",
-               f.gen_loss_tf);
+        printf(" (teacher-forced on the same %d window%s: %.4f)", f.gen_windows,
+               f.gen_windows == 1 ? "" : "s", f.gen_loss_tf);
     printf(" tokens_per_s=%.0f\n", tps);
 }
 
@@ -576,7 +612,9 @@ void run_dump_state(Run *r, const Dataset *ds, const char *path) {
     int rdt = sizeof(real) == 4 ? DT_F32 : DT_F64;
     uint32_t shape[3] = {(uint32_t)strlen(r->cfg_json), 0, 0};
     tw_record(w, "config", DT_U8, 1, shape, r->cfg_json);
-    shape[0] = (uint32_t)B; shape[1] = (uint32_t)T; shape[2] = (uint32_t)V;
+    shape[0] = (uint32_t)B;
+    shape[1] = (uint32_t)T;
+    shape[2] = (uint32_t)V;
     tw_record(w, "inputs", DT_I32, 2, shape, x);
     tw_record(w, "targets", DT_I32, 2, shape, y);
     tw_record(w, "logits", rdt, 3, shape, logits);
@@ -584,7 +622,8 @@ void run_dump_state(Run *r, const Dataset *ds, const char *path) {
     tw_record(w, "dlogits", rdt, 3, shape, m->gacts.logits);
     shape[0] = 1;
     tw_record(w, "loss", DT_F64, 1, shape, &loss);
-    // the objective the gradients are of: loss + z_loss * mean(log(Z)^2) (the loss alone without z-loss)
+    // the objective the gradients are of: loss + z_loss * mean(log(Z)^2) (the loss alone without
+    // z-loss)
     double objective = loss + m->z_loss * m->lse_sq_mean;
     tw_record(w, "objective", DT_F64, 1, shape, &objective);
     for (int i = 0; i < m->n_tensors; i++) {
@@ -598,11 +637,18 @@ void run_dump_state(Run *r, const Dataset *ds, const char *path) {
     }
     if (!tw_commit(w, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
     // with "-" the dump is standard output and the line goes to stderr
-    // the batch is the one the next step draws: step 1's in a new run, step N+1's after a checkpoint of step N
+    // the batch is the one the next step draws: step 1's in a new run, step N+1's after a
+    // checkpoint of step N
     char which[64];
-    if (r->st.step > 0) snprintf(which, sizeof which, "the next training batch (step %ld's)", (long)r->st.step + 1);
-    else snprintf(which, sizeof which, "the first training batch");
-    fprintf(strcmp(path, "-") == 0 ? stderr : stdout, "wrote %s: loss %.6f on %s (%d x %d), %d tensors\n",
-            strcmp(path, "-") == 0 ? "the dump to standard output" : path, loss, which, B, T, m->n_tensors);
-    free(x); free(y); free(logits);
+    if (r->st.step > 0)
+        snprintf(which, sizeof which, "the next training batch (step %ld's)", (long)r->st.step + 1);
+    else
+        snprintf(which, sizeof which, "the first training batch");
+    fprintf(strcmp(path, "-") == 0 ? stderr : stdout,
+            "wrote %s: loss %.6f on %s (%d x %d), %d tensors\n",
+            strcmp(path, "-") == 0 ? "the dump to standard output" : path, loss, which, B, T,
+            m->n_tensors);
+    free(x);
+    free(y);
+    free(logits);
 }

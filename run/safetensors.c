@@ -24,7 +24,7 @@ typedef struct {
     const char *ours;    // the model's tensor name (in a layer: after "layerN.")
     const char *theirs;  // nanoGPT's (in a layer: after "transformer.h.N.")
     Layout layout;
-    int part;            // QKV_ROWS: 0 query, 1 key, 2 value
+    int part;  // QKV_ROWS: 0 query, 1 key, 2 value
 } NameRow;
 static const NameRow HEAD_NAMES[] = {
     {"wte", "transformer.wte.weight", AS_IS, 0},
@@ -53,17 +53,20 @@ static const NameRow TAIL_NAMES[] = {
 };
 #define N_ROWS(t) (int)(sizeof(t) / sizeof(t[0]))
 // nanoGPT's Linear biases (bias=True) and its causal-mask buffer: no weights of this architecture
-static const char *const LINEAR_BIASES[] = {"attn.c_attn.bias", "attn.c_proj.bias", "mlp.c_fc.bias", "mlp.c_proj.bias"};
+static const char *const LINEAR_BIASES[] = {"attn.c_attn.bias", "attn.c_proj.bias", "mlp.c_fc.bias",
+                                            "mlp.c_proj.bias"};
 #define MASK_BUFFER "attn.bias"
-#define LM_HEAD "lm_head.weight"
+#define LM_HEAD     "lm_head.weight"
 // The reference implementation's bound on the header (100 MB).
 #define HEADER_MAX 100000000ull
 // The most tensors a file of this architecture holds: per layer ln_1 and ln_2 (weight, bias),
 // c_attn, attn.c_proj, c_fc, mlp.c_proj and their four Linear biases, QK-norm's q_norm and k_norm
 // (weight, bias) (16), at most 64 layers; wte, wpe, lm_head and ln_f's weight and bias (5).
-#define MAX_LAYERS 64
+#define MAX_LAYERS  64
 #define MAX_TENSORS (16 * MAX_LAYERS + 5)
-static int is_qk_norm(const char *theirs) { return strncmp(theirs, "attn.q_norm.", 12) == 0 || strncmp(theirs, "attn.k_norm.", 12) == 0; }
+static int is_qk_norm(const char *theirs) {
+    return strncmp(theirs, "attn.q_norm.", 12) == 0 || strncmp(theirs, "attn.k_norm.", 12) == 0;
+}
 
 // The row of one of the model's tensor names ("wte", "layer3.wq"), and its layer (-1 outside one).
 static const NameRow *row_of(const char *ours, int *layer) {
@@ -83,11 +86,15 @@ static const NameRow *row_of(const char *ours, int *layer) {
 }
 
 static void their_name(char *buf, size_t n, const NameRow *r, int layer) {
-    if (layer >= 0) snprintf(buf, n, "transformer.h.%d.%s", layer, r->theirs);
-    else snprintf(buf, n, "%s", r->theirs);
+    if (layer >= 0)
+        snprintf(buf, n, "transformer.h.%d.%s", layer, r->theirs);
+    else
+        snprintf(buf, n, "%s", r->theirs);
 }
 
-static int is_layernorm_bias(const NameRow *r) { return strcmp(r->theirs + strlen(r->theirs) - 5, ".bias") == 0; }
+static int is_layernorm_bias(const NameRow *r) {
+    return strcmp(r->theirs + strlen(r->theirs) - 5, ".bias") == 0;
+}
 
 // ---- export ----
 
@@ -104,16 +111,20 @@ typedef struct {
 static float out_value(const GPT *m, const OutTensor *t, size_t r, size_t c) {
     const real *p = m->params;
     switch (t->layout) {
-    case TRANSPOSED: return (float)p[t->src[0]->offset + c * t->shape[0] + r];
+    case TRANSPOSED:
+        return (float)p[t->src[0]->offset + c * t->shape[0] + r];
     case QKV_ROWS: {
         size_t C = t->shape[1], part = r / C, o = r % C;
         return (float)p[t->src[part]->offset + c * C + o];
     }
-    default: return (float)p[t->src[0]->offset + r * (t->ndim == 2 ? t->shape[1] : 1) + c];
+    default:
+        return (float)p[t->src[0]->offset + r * (t->ndim == 2 ? t->shape[1] : 1) + c];
     }
 }
 
-static size_t out_count(const OutTensor *t) { return t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1); }
+static size_t out_count(const OutTensor *t) {
+    return t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);
+}
 
 // Whether every LayerNorm bias of the model is zero (then the file is nanoGPT's bias=False as is).
 static int layernorm_biases_zero(const GPT *m) {
@@ -134,7 +145,9 @@ static int list_out_tensors(const GPT *m, int with_ln_bias, OutTensor *out) {
         const TensorInfo *ti = &m->tensors[i];
         int l;
         const NameRow *r = row_of(ti->name, &l);
-        if (!r || (is_layernorm_bias(r) && !with_ln_bias) || (r->layout == QKV_ROWS && r->part != 0)) continue;
+        if (!r || (is_layernorm_bias(r) && !with_ln_bias) ||
+            (r->layout == QKV_ROWS && r->part != 0))
+            continue;
         OutTensor *t = &out[n++];
         memset(t, 0, sizeof *t);
         their_name(t->name, sizeof t->name, r, l);
@@ -144,7 +157,10 @@ static int list_out_tensors(const GPT *m, int with_ln_bias, OutTensor *out) {
         size_t d0 = (size_t)ti->shape[0], d1 = ti->ndim == 2 ? (size_t)ti->shape[1] : 1;
         t->shape[0] = d0;
         t->shape[1] = d1;
-        if (r->layout == TRANSPOSED) { t->shape[0] = d1; t->shape[1] = d0; }
+        if (r->layout == TRANSPOSED) {
+            t->shape[0] = d1;
+            t->shape[1] = d0;
+        }
         if (r->layout == QKV_ROWS) {  // wq, wk, wv follow each other in the model's table
             t->src[1] = ti + 1;
             t->src[2] = ti + 2;
@@ -159,8 +175,9 @@ static int list_out_tensors(const GPT *m, int with_ln_bias, OutTensor *out) {
 }
 
 int safetensors_attention_is_nanogpts(const GPT *m) {
-    return m->attn.scale == (real)(1.0 / sqrt((double)m->head_dim)) && m->attn.mask == ATTN_MASK_CAUSAL &&
-           m->attn.axis == SOFTMAX_OVER_KEYS && m->attn.window == 0 && m->dims.qk_norm == QK_NORM_NONE;
+    return m->attn.scale == (real)(1.0 / sqrt((double)m->head_dim)) &&
+           m->attn.mask == ATTN_MASK_CAUSAL && m->attn.axis == SOFTMAX_OVER_KEYS &&
+           m->attn.window == 0 && m->dims.qk_norm == QK_NORM_NONE;
 }
 
 static void add_meta_int(cJSON *meta, const char *key, long v) {
@@ -169,8 +186,8 @@ static void add_meta_int(cJSON *meta, const char *key, long v) {
     cJSON_AddStringToObject(meta, key, buf);
 }
 
-int safetensors_export(const char *path, const GPT *m, const char *config_json, const Vocab *vocab, char *err,
-                       size_t errlen) {
+int safetensors_export(const char *path, const GPT *m, const char *config_json, const Vocab *vocab,
+                       char *err, size_t errlen) {
     int with_ln_bias = !layernorm_biases_zero(m);
     OutTensor *t = xcalloc((size_t)m->n_tensors + 1, sizeof *t, "export table");
     int n = list_out_tensors(m, with_ln_bias, t);
@@ -178,7 +195,8 @@ int safetensors_export(const char *path, const GPT *m, const char *config_json, 
     cJSON_AddStringToObject(meta, "format", "pt");
     cJSON_AddStringToObject(meta, "architecture", "nanoGPT GPT, bias=False");
     cJSON_AddStringToObject(meta, "layernorm_bias", with_ln_bias ? "true" : "false");
-    cJSON_AddStringToObject(meta, "attention_as_nanogpt", safetensors_attention_is_nanogpts(m) ? "true" : "false");
+    cJSON_AddStringToObject(meta, "attention_as_nanogpt",
+                            safetensors_attention_is_nanogpts(m) ? "true" : "false");
     if (m->dims.qk_norm)  // only then: a file without QK-norm keeps the metadata it always had
         cJSON_AddStringToObject(meta, "qk_norm", gpt_qk_norm_name(m->dims.qk_norm));
     add_meta_int(meta, "vocab_size", m->dims.vocab_size);
@@ -188,7 +206,8 @@ int safetensors_export(const char *path, const GPT *m, const char *config_json, 
     add_meta_int(meta, "n_embd", m->dims.n_embd);
     char *chars = xmalloc((size_t)vocab->vocab_size * 4 + 1, "vocabulary text");
     size_t len = 0;
-    for (int i = 0; i < vocab->vocab_size; i++) len += (size_t)utf8_encode(vocab->chars[i], chars + len);
+    for (int i = 0; i < vocab->vocab_size; i++)
+        len += (size_t)utf8_encode(vocab->chars[i], chars + len);
     chars[len] = 0;
     cJSON_AddStringToObject(meta, "vocab", chars);
     free(chars);
@@ -197,8 +216,10 @@ int safetensors_export(const char *path, const GPT *m, const char *config_json, 
     for (int i = 0; i < n; i++) {
         cJSON *e = cJSON_AddObjectToObject(head, t[i].name);
         cJSON_AddStringToObject(e, "dtype", "F32");
-        cJSON *shape = cJSON_AddArrayToObject(e, "shape"), *offs = cJSON_AddArrayToObject(e, "data_offsets");
-        for (int d = 0; d < t[i].ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].shape[d]));
+        cJSON *shape = cJSON_AddArrayToObject(e, "shape"),
+              *offs = cJSON_AddArrayToObject(e, "data_offsets");
+        for (int d = 0; d < t[i].ndim; d++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].shape[d]));
         size_t bytes = 4 * out_count(&t[i]);
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(offset + bytes)));
@@ -240,7 +261,10 @@ int safetensors_export(const char *path, const GPT *m, const char *config_json, 
 // ---- import ----
 
 typedef enum { ST_F32, ST_F16, ST_BF16, ST_F64 } StDtype;
-static const struct { const char *name; int bytes; } ST_DTYPES[] = {{"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}};
+static const struct {
+    const char *name;
+    int bytes;
+} ST_DTYPES[] = {{"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}};
 
 typedef struct {
     const char *name;
@@ -250,7 +274,6 @@ typedef struct {
     uint64_t count, begin, end;  // element count, byte range in the data
     int used;
 } Entry;
-
 
 // A JSON number that is a whole number in [0, 2^53].
 static int whole_number(const cJSON *j, uint64_t *out) {
@@ -262,38 +285,52 @@ static int whole_number(const cJSON *j, uint64_t *out) {
 }
 
 // Parse and check one tensor entry of the header.
-static int parse_entry(const cJSON *j, Entry *e, uint64_t data_len, const char *path, char *err, size_t errlen) {
+static int parse_entry(const cJSON *j, Entry *e, uint64_t data_len, const char *path, char *err,
+                       size_t errlen) {
     memset(e, 0, sizeof *e);
     e->name = j->string;
-    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "dtype"), *sh = cJSON_GetObjectItemCaseSensitive(j, "shape"),
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "dtype"),
+                *sh = cJSON_GetObjectItemCaseSensitive(j, "shape"),
                 *of = cJSON_GetObjectItemCaseSensitive(j, "data_offsets");
     if (!cJSON_IsObject(j) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(of))
-        return refuse(err, errlen, "'%s': tensor '%s' in its header lacks a dtype, shape or data_offsets", path, e->name);
+        return refuse(err, errlen,
+                      "'%s': tensor '%s' in its header lacks a dtype, shape or data_offsets", path,
+                      e->name);
     e->dtype = -1;
     for (int i = 0; i < (int)(sizeof ST_DTYPES / sizeof ST_DTYPES[0]); i++)
         if (strcmp(dt->valuestring, ST_DTYPES[i].name) == 0) e->dtype = i;
     if (e->dtype < 0)
-        return refuse(err, errlen, "'%s': tensor '%s' has dtype %s; expected F32 (F16, BF16 and F64 are converted)",
-                      path, e->name, dt->valuestring);
+        return refuse(
+            err, errlen,
+            "'%s': tensor '%s' has dtype %s; expected F32 (F16, BF16 and F64 are converted)", path,
+            e->name, dt->valuestring);
     e->ndim = cJSON_GetArraySize(sh);
-    if (e->ndim > 8) return refuse(err, errlen, "'%s': tensor '%s' has %d dimensions (at most 8)", path, e->name, e->ndim);
+    if (e->ndim > 8)
+        return refuse(err, errlen, "'%s': tensor '%s' has %d dimensions (at most 8)", path, e->name,
+                      e->ndim);
     e->count = 1;
     for (int d = 0; d < e->ndim; d++) {
         if (!whole_number(cJSON_GetArrayItem(sh, d), &e->shape[d]) || e->shape[d] > 0xFFFFFFFFull)
-            return refuse(err, errlen, "'%s': tensor '%s' has a shape that is not a list of sizes", path, e->name);
+            return refuse(err, errlen, "'%s': tensor '%s' has a shape that is not a list of sizes",
+                          path, e->name);
         if (e->shape[d] && e->count > UINT64_MAX / 8 / e->shape[d])
             return refuse(err, errlen, "'%s': tensor '%s' is too large", path, e->name);
         e->count *= e->shape[d];
     }
     if (cJSON_GetArraySize(of) != 2 || !whole_number(cJSON_GetArrayItem(of, 0), &e->begin) ||
         !whole_number(cJSON_GetArrayItem(of, 1), &e->end) || e->begin > e->end)
-        return refuse(err, errlen, "'%s': tensor '%s' has data_offsets that are not [begin, end]", path, e->name);
+        return refuse(err, errlen, "'%s': tensor '%s' has data_offsets that are not [begin, end]",
+                      path, e->name);
     if (e->end > data_len)
-        return refuse(err, errlen, "'%s': tensor '%s' ends at data offset %llu, beyond the %llu bytes of data in the file",
-                      path, e->name, (unsigned long long)e->end, (unsigned long long)data_len);
+        return refuse(
+            err, errlen,
+            "'%s': tensor '%s' ends at data offset %llu, beyond the %llu bytes of data in the file",
+            path, e->name, (unsigned long long)e->end, (unsigned long long)data_len);
     uint64_t bytes = e->count * (uint64_t)ST_DTYPES[e->dtype].bytes;
     if (e->end - e->begin != bytes)
-        return refuse(err, errlen, "'%s': tensor '%s' of shape and dtype %s takes %llu bytes but its data_offsets span %llu",
+        return refuse(err, errlen,
+                      "'%s': tensor '%s' of shape and dtype %s takes %llu bytes but its "
+                      "data_offsets span %llu",
                       path, e->name, ST_DTYPES[e->dtype].name, (unsigned long long)bytes,
                       (unsigned long long)(e->end - e->begin));
     return 1;
@@ -301,28 +338,35 @@ static int parse_entry(const cJSON *j, Entry *e, uint64_t data_len, const char *
 
 static int by_begin(const void *a, const void *b) {
     const Entry *x = a, *y = b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
+    return x->begin < y->begin   ? -1
+           : x->begin > y->begin ? 1
+                                 : (x->end > y->end) - (x->end < y->end);
 }
 
 // The tensors cover the data exactly: no overlap, no hole, nothing after the last.
-static int check_coverage(Entry *e, int n, uint64_t data_len, const char *path, char *err, size_t errlen) {
+static int check_coverage(Entry *e, int n, uint64_t data_len, const char *path, char *err,
+                          size_t errlen) {
     qsort(e, (size_t)n, sizeof *e, by_begin);
     uint64_t at = 0;
     for (int i = 0; i < n; i++) {
         if (e[i].begin < at)
-            return refuse(err, errlen, "'%s': tensors '%s' and '%s' overlap in the data", path, e[i - 1].name, e[i].name);
+            return refuse(err, errlen, "'%s': tensors '%s' and '%s' overlap in the data", path,
+                          e[i - 1].name, e[i].name);
         if (e[i].begin > at)
-            return refuse(err, errlen, "'%s': the data bytes %llu to %llu belong to no tensor", path,
-                          (unsigned long long)at, (unsigned long long)e[i].begin);
+            return refuse(err, errlen, "'%s': the data bytes %llu to %llu belong to no tensor",
+                          path, (unsigned long long)at, (unsigned long long)e[i].begin);
         at = e[i].end;
     }
     if (at != data_len)
-        return refuse(err, errlen, "'%s': %llu bytes of data after the last tensor belong to no tensor", path,
+        return refuse(err, errlen,
+                      "'%s': %llu bytes of data after the last tensor belong to no tensor", path,
                       (unsigned long long)(data_len - at));
     return 1;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(((const Entry *)a)->name, ((const Entry *)b)->name); }
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const Entry *)a)->name, ((const Entry *)b)->name);
+}
 
 // The entries sorted by name (find_entry searches them by halves).
 static const Entry *find_entry(Entry *e, int n, const char *name) {
@@ -334,7 +378,9 @@ static const Entry *find_entry(Entry *e, int n, const char *name) {
 }
 
 // The first name that an object's members repeat (the members sorted by name: O(n log n)), or NULL.
-static int by_string(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+static int by_string(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 static const char *repeated_name(const cJSON *obj) {
     size_t n = 0;
     for (const cJSON *j = obj->child; j; j = j->next) n++;
@@ -353,8 +399,16 @@ static const char *repeated_name(const cJSON *obj) {
 static double entry_value(const Entry *e, const unsigned char *data, uint64_t j) {
     const unsigned char *p = data + e->begin + j * (uint64_t)ST_DTYPES[e->dtype].bytes;
     switch (e->dtype) {
-    case ST_F32: { float x; memcpy(&x, p, 4); return x; }
-    case ST_F64: { double x; memcpy(&x, p, 8); return x; }
+    case ST_F32: {
+        float x;
+        memcpy(&x, p, 4);
+        return x;
+    }
+    case ST_F64: {
+        double x;
+        memcpy(&x, p, 8);
+        return x;
+    }
     case ST_BF16: {
         uint32_t bits = (uint32_t)(p[0] | p[1] << 8) << 16;
         float x;
@@ -363,7 +417,9 @@ static double entry_value(const Entry *e, const unsigned char *data, uint64_t j)
     }
     default: {  // F16: sign, 5 exponent bits (bias 15), 10 fraction bits
         unsigned h = p[0] | p[1] << 8, ex = (h >> 10) & 31, fr = h & 1023;
-        double v = ex == 0 ? ldexp(fr, -24) : ex == 31 ? (fr ? NAN : INFINITY) : ldexp(fr + 1024, (int)ex - 25);
+        double v = ex == 0    ? ldexp(fr, -24)
+                   : ex == 31 ? (fr ? NAN : INFINITY)
+                              : ldexp(fr + 1024, (int)ex - 25);
         return (h & 0x8000) ? -v : v;
     }
     }
@@ -371,21 +427,38 @@ static double entry_value(const Entry *e, const unsigned char *data, uint64_t j)
 
 // The shape the model expects of a tensor, or 0 when it must be refused by its name. `layer` is
 // the layer of a "transformer.h.N." name (suffix after it), -1 otherwise.
-static int expected_shape(const char *suffix, int layer, const ModelDims *d, uint64_t shape[2], int *ndim) {
+static int expected_shape(const char *suffix, int layer, const ModelDims *d, uint64_t shape[2],
+                          int *ndim) {
     uint64_t V = (uint64_t)d->vocab_size, T = (uint64_t)d->block_size, C = (uint64_t)d->n_embd;
-    static const char *const names[] = {"transformer.wte.weight", "transformer.wpe.weight", LM_HEAD,
-                                        "ln_1.weight", "ln_1.bias", "ln_2.weight", "ln_2.bias",
-                                        "transformer.ln_f.weight", "transformer.ln_f.bias",
-                                        "attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight",
-                                        "attn.c_attn.bias", "attn.c_proj.bias", "mlp.c_fc.bias", "mlp.c_proj.bias"};
-    const uint64_t shapes[][2] = {{V, C}, {T, C}, {V, C}, {C, 0}, {C, 0}, {C, 0}, {C, 0}, {C, 0}, {C, 0},
-                                  {3 * C, C}, {C, C}, {4 * C, C}, {C, 4 * C}, {3 * C, 0}, {C, 0}, {4 * C, 0}, {C, 0}};
+    static const char *const names[] = {"transformer.wte.weight",
+                                        "transformer.wpe.weight",
+                                        LM_HEAD,
+                                        "ln_1.weight",
+                                        "ln_1.bias",
+                                        "ln_2.weight",
+                                        "ln_2.bias",
+                                        "transformer.ln_f.weight",
+                                        "transformer.ln_f.bias",
+                                        "attn.c_attn.weight",
+                                        "attn.c_proj.weight",
+                                        "mlp.c_fc.weight",
+                                        "mlp.c_proj.weight",
+                                        "attn.c_attn.bias",
+                                        "attn.c_proj.bias",
+                                        "mlp.c_fc.bias",
+                                        "mlp.c_proj.bias"};
+    const uint64_t shapes[][2] = {{V, C},     {T, C},     {V, C}, {C, 0},     {C, 0}, {C, 0},
+                                  {C, 0},     {C, 0},     {C, 0}, {3 * C, C}, {C, C}, {4 * C, C},
+                                  {C, 4 * C}, {3 * C, 0}, {C, 0}, {4 * C, 0}, {C, 0}};
     const int in_layer_from = 3, in_layer_to = 7, layer_from = 9;
     // QK-norm's tensors (hd) in a layer: the weights under either norm, the biases under LayerNorm;
     // with d's sizes 0 (the check of names alone, before the dimensions are known) any of them
-    if (layer >= 0 && is_qk_norm(suffix) && (!strcmp(suffix + 12, "weight") || !strcmp(suffix + 12, "bias"))) {
+    if (layer >= 0 && is_qk_norm(suffix) &&
+        (!strcmp(suffix + 12, "weight") || !strcmp(suffix + 12, "bias"))) {
         int bias = !strcmp(suffix + 12, "bias");
-        if (d->n_head > 0 && (d->qk_norm == QK_NORM_NONE || (bias && d->qk_norm != QK_NORM_LAYERNORM))) return 0;
+        if (d->n_head > 0 &&
+            (d->qk_norm == QK_NORM_NONE || (bias && d->qk_norm != QK_NORM_LAYERNORM)))
+            return 0;
         shape[0] = d->n_head > 0 ? (uint64_t)(d->n_embd / d->n_head) : 0;
         shape[1] = 0;
         *ndim = 1;
@@ -423,22 +496,29 @@ static const char *meta_string(const cJSON *meta, const char *key) {
 
 // The vocabulary: the metadata's "vocab" (the characters in order), else the distinct characters
 // of vocab_text.
-static int read_vocab(Vocab *v, const cJSON *meta, const char *vocab_text, int V, const char *path, char *err,
-                      size_t errlen) {
+static int read_vocab(Vocab *v, const cJSON *meta, const char *vocab_text, int V, const char *path,
+                      char *err, size_t errlen) {
     const char *chars = meta_string(meta, "vocab");
     if (chars && vocab_text)
-        return refuse(err, errlen, "'%s' has its own vocabulary in its metadata: --vocab-from '%s' is for a file without one;"
-                      " drop it", path, vocab_text);
+        return refuse(err, errlen,
+                      "'%s' has its own vocabulary in its metadata: --vocab-from '%s' is for a "
+                      "file without one;"
+                      " drop it",
+                      path, vocab_text);
     uint32_t *cps = NULL;
     size_t n = 0, bad = 0;
     if (chars) {
         if (!utf8_decode((const unsigned char *)chars, strlen(chars), &cps, &n, &bad))
-            return refuse(err, errlen, "'%s': its metadata's vocab is not valid UTF-8 (byte %zu)", path, bad);
+            return refuse(err, errlen, "'%s': its metadata's vocab is not valid UTF-8 (byte %zu)",
+                          path, bad);
         for (size_t i = 0; i < n; i++)
             if (cps[i] == 0 || (i > 0 && cps[i] <= cps[i - 1])) {
                 free(cps);
-                return refuse(err, errlen, "'%s': its metadata's vocab is not the distinct characters in ascending order "
-                              "(character %zu)", path, i);
+                return refuse(
+                    err, errlen,
+                    "'%s': its metadata's vocab is not the distinct characters in ascending order "
+                    "(character %zu)",
+                    path, i);
             }
         v->chars = cps;
         v->vocab_size = (int)n;
@@ -448,45 +528,63 @@ static int read_vocab(Vocab *v, const cJSON *meta, const char *vocab_text, int V
         FILE *f = fopen_regular(vocab_text, &size, &why);
         if (!f) return refuse(err, errlen, "cannot read '%s': %s", vocab_text, why);
         char msg[64];
-        if (!memory_fits((double)size * 5, "the vocabulary's text", msg, sizeof msg)) { fclose(f); return refuse(err, errlen, "'%s': too large", vocab_text); }
+        if (!memory_fits((double)size * 5, "the vocabulary's text", msg, sizeof msg)) {
+            fclose(f);
+            return refuse(err, errlen, "'%s': too large", vocab_text);
+        }
         unsigned char *bytes = xmalloc(size + 1, "vocabulary text");
         size_t got = fread(bytes, 1, size, f);
         fclose(f);
-        if (got != size) { free(bytes); return refuse(err, errlen, "cannot read '%s': short read", vocab_text); }
+        if (got != size) {
+            free(bytes);
+            return refuse(err, errlen, "cannot read '%s': short read", vocab_text);
+        }
         int ok = utf8_decode(bytes, size, &cps, &n, &bad);
         free(bytes);
         if (!ok) return refuse(err, errlen, "'%s' is not valid UTF-8 (byte %zu)", vocab_text, bad);
         vocab_build(v, cps, n);
         free(cps);
     } else {
-        return refuse(err, errlen, "'%s' has no vocabulary in its metadata: name the text the model was built from "
-                      "with --vocab-from TEXT", path);
+        return refuse(
+            err, errlen,
+            "'%s' has no vocabulary in its metadata: name the text the model was built from "
+            "with --vocab-from TEXT",
+            path);
     }
     if (v->vocab_size != V) {
         int got = v->vocab_size;
         vocab_free(v);
-        return refuse(err, errlen, "'%s': its vocabulary (%s) has %d characters but transformer.wte.weight has %d rows",
-                      path, chars ? "metadata" : vocab_text, got, V);
+        return refuse(
+            err, errlen,
+            "'%s': its vocabulary (%s) has %d characters but transformer.wte.weight has %d rows",
+            path, chars ? "metadata" : vocab_text, got, V);
     }
     return 1;
 }
 
 // The configuration: the metadata's "config" (a file this program wrote), else the defaults with
 // the file's dimensions. Either must agree with the tensors.
-static char *read_config(const cJSON *meta, const ModelDims *d, const char *path, char *err, size_t errlen) {
+static char *read_config(const cJSON *meta, const ModelDims *d, const char *path, char *err,
+                         size_t errlen) {
     Config c;
     char cerr[512];
     config_defaults(&c);
     const char *json = meta_string(meta, "config");
     if (json) {
-        if (!config_load_json(&c, json, strlen(json), path, cerr, sizeof cerr) || !config_finalize(&c, cerr, sizeof cerr)) {
-            refuse(err, errlen, "'%s': its metadata's config is not a valid configuration: %s", path, cerr);
+        if (!config_load_json(&c, json, strlen(json), path, cerr, sizeof cerr) ||
+            !config_finalize(&c, cerr, sizeof cerr)) {
+            refuse(err, errlen, "'%s': its metadata's config is not a valid configuration: %s",
+                   path, cerr);
             return NULL;
         }
-        if (c.n_layer != d->n_layer || c.n_head != d->n_head || c.n_embd != d->n_embd || c.block_size != d->block_size) {
-            refuse(err, errlen, "'%s' is inconsistent: its metadata's config (n_layer %d, n_head %d, n_embd %d, block_size %d) "
-                   "disagrees with its tensors (%d, %d, %d, %d)", path, c.n_layer, c.n_head, c.n_embd, c.block_size,
-                   d->n_layer, d->n_head, d->n_embd, d->block_size);
+        if (c.n_layer != d->n_layer || c.n_head != d->n_head || c.n_embd != d->n_embd ||
+            c.block_size != d->block_size) {
+            refuse(err, errlen,
+                   "'%s' is inconsistent: its metadata's config (n_layer %d, n_head %d, n_embd %d, "
+                   "block_size %d) "
+                   "disagrees with its tensors (%d, %d, %d, %d)",
+                   path, c.n_layer, c.n_head, c.n_embd, c.block_size, d->n_layer, d->n_head,
+                   d->n_embd, d->block_size);
             return NULL;
         }
     } else {
@@ -496,7 +594,8 @@ static char *read_config(const cJSON *meta, const ModelDims *d, const char *path
         c.n_embd = d->n_embd;
         c.block_size = d->block_size;
         if (!config_finalize(&c, cerr, sizeof cerr)) {
-            refuse(err, errlen, "'%s': its dimensions are not a valid configuration: %s", path, cerr);
+            refuse(err, errlen, "'%s': its dimensions are not a valid configuration: %s", path,
+                   cerr);
             return NULL;
         }
     }
@@ -504,13 +603,19 @@ static char *read_config(const cJSON *meta, const ModelDims *d, const char *path
 }
 
 // The model's dimensions from the tensors and the metadata's n_head.
-static int read_dims(ModelDims *d, Entry *e, int n, const cJSON *meta, const char *path, char *err, size_t errlen) {
-    const Entry *wte = find_entry(e, n, "transformer.wte.weight"), *wpe = find_entry(e, n, "transformer.wpe.weight");
+static int read_dims(ModelDims *d, Entry *e, int n, const cJSON *meta, const char *path, char *err,
+                     size_t errlen) {
+    const Entry *wte = find_entry(e, n, "transformer.wte.weight"),
+                *wpe = find_entry(e, n, "transformer.wpe.weight");
     if (!wte || !wpe)
-        return refuse(err, errlen, "'%s' has no tensor '%s'", path, !wte ? "transformer.wte.weight" : "transformer.wpe.weight");
+        return refuse(err, errlen, "'%s' has no tensor '%s'", path,
+                      !wte ? "transformer.wte.weight" : "transformer.wpe.weight");
     if (wte->ndim != 2 || wpe->ndim != 2 || wte->shape[1] != wpe->shape[1])
-        return refuse(err, errlen, "'%s': transformer.wte.weight and transformer.wpe.weight must be matrices of the same "
-                      "width", path);
+        return refuse(
+            err, errlen,
+            "'%s': transformer.wte.weight and transformer.wpe.weight must be matrices of the same "
+            "width",
+            path);
     int n_layer = 0;
     for (int i = 0; i < n; i++) {
         int l;
@@ -520,18 +625,23 @@ static int read_dims(ModelDims *d, Entry *e, int n, const cJSON *meta, const cha
     const char *nh = meta_string(meta, "n_head");
     long long heads = 0;
     if (!nh)
-        return refuse(err, errlen, "'%s' has no n_head in its metadata (the head count cannot be read from the shapes)",
-                      path);
+        return refuse(
+            err, errlen,
+            "'%s' has no n_head in its metadata (the head count cannot be read from the shapes)",
+            path);
     if (!parse_integer_text(nh, &heads) || heads < 1 || heads > 256)
-        return refuse(err, errlen, "'%s': its metadata's n_head is '%s'; expected an integer from 1 to 256", path, nh);
+        return refuse(err, errlen,
+                      "'%s': its metadata's n_head is '%s'; expected an integer from 1 to 256",
+                      path, nh);
     // the limits of the configuration keys and of checkpoint_open
     static const uint64_t lim[5] = {0x110000, 65536, 64, 256, 8192};
-    uint64_t dv[5] = {wte->shape[0], wpe->shape[0], (uint64_t)n_layer, (uint64_t)heads, wte->shape[1]};
+    uint64_t dv[5] = {wte->shape[0], wpe->shape[0], (uint64_t)n_layer, (uint64_t)heads,
+                      wte->shape[1]};
     static const char *const what[5] = {"vocab_size", "block_size", "n_layer", "n_head", "n_embd"};
     for (int i = 0; i < 5; i++)
         if (dv[i] < 1 || dv[i] > lim[i])
-            return refuse(err, errlen, "'%s' has an invalid %s (%llu; allowed 1..%llu)", path, what[i],
-                          (unsigned long long)dv[i], (unsigned long long)lim[i]);
+            return refuse(err, errlen, "'%s' has an invalid %s (%llu; allowed 1..%llu)", path,
+                          what[i], (unsigned long long)dv[i], (unsigned long long)lim[i]);
     *d = (ModelDims){(int)dv[0], (int)dv[1], (int)dv[2], (int)dv[3], (int)dv[4], QK_NORM_NONE};
     // the metadata's other dimensions, when it states them, are the tensors' own
     for (int i = 0; i < 5; i++) {
@@ -539,27 +649,33 @@ static int read_dims(ModelDims *d, Entry *e, int n, const cJSON *meta, const cha
         long long x;
         if (i == 3 || !v) continue;
         if (!parse_integer_text(v, &x) || x != (long long)dv[i])
-            return refuse(err, errlen, "'%s': its metadata's %s is '%s' but its tensors give %llu", path, what[i], v,
-                          (unsigned long long)dv[i]);
+            return refuse(err, errlen, "'%s': its metadata's %s is '%s' but its tensors give %llu",
+                          path, what[i], v, (unsigned long long)dv[i]);
     }
     if (d->n_embd % d->n_head)
-        return refuse(err, errlen, "'%s': n_embd %d is not a multiple of n_head %d", path, d->n_embd, d->n_head);
+        return refuse(err, errlen, "'%s': n_embd %d is not a multiple of n_head %d", path,
+                      d->n_embd, d->n_head);
     return 1;
 }
 
 // The model's QK-norm: the metadata config's model.qk_norm (none without a config, as nanoGPT's
 // files are); a qk_norm entry of the metadata must agree with it.
-static int read_qk_norm(ModelDims *d, const cJSON *meta, const char *path, char *err, size_t errlen) {
+static int read_qk_norm(ModelDims *d, const cJSON *meta, const char *path, char *err,
+                        size_t errlen) {
     Config c;
     char cerr[512];
     config_defaults(&c);
     const char *json = meta_string(meta, "config"), *stated = meta_string(meta, "qk_norm");
     if (json && !config_load_json(&c, json, strlen(json), path, cerr, sizeof cerr))
-        return refuse(err, errlen, "'%s': its metadata's config is not a valid configuration: %s", path, cerr);
+        return refuse(err, errlen, "'%s': its metadata's config is not a valid configuration: %s",
+                      path, cerr);
     d->qk_norm = gpt_qk_norm_kind(c.qk_norm);
     if (stated && strcmp(stated, gpt_qk_norm_name(d->qk_norm)) != 0)
-        return refuse(err, errlen, "'%s' is inconsistent: its metadata's qk_norm is '%s' but its config's model.qk_norm is "
-                      "'%s'", path, stated, gpt_qk_norm_name(d->qk_norm));
+        return refuse(err, errlen,
+                      "'%s' is inconsistent: its metadata's qk_norm is '%s' but its config's "
+                      "model.qk_norm is "
+                      "'%s'",
+                      path, stated, gpt_qk_norm_name(d->qk_norm));
     return 1;
 }
 
@@ -572,56 +688,72 @@ static void shape_text(char *buf, size_t n, const uint64_t *shape, int ndim) {
 }
 
 // Every entry has a name and shape the model knows; the Linear biases are all zero.
-static int check_entries(Entry *e, int n, const ModelDims *d, const unsigned char *data, const char *path, char *err,
-                         size_t errlen) {
+static int check_entries(Entry *e, int n, const ModelDims *d, const unsigned char *data,
+                         const char *path, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         int l = -1;
         const char *rest = e[i].name;
         if (layer_name(e[i].name, &l, &rest) && l >= d->n_layer) l = -1;
         if (l >= 0 && strcmp(rest, MASK_BUFFER) == 0)
-            return refuse(err, errlen, "'%s': tensor '%s' is nanoGPT's causal-mask buffer, not a weight: leave it out "
-                          "(tools/nanogpt_to_safetensors.py does)", path, e[i].name);
+            return refuse(
+                err, errlen,
+                "'%s': tensor '%s' is nanoGPT's causal-mask buffer, not a weight: leave it out "
+                "(tools/nanogpt_to_safetensors.py does)",
+                path, e[i].name);
         uint64_t shape[2];
         int ndim;
         if (!expected_shape(rest, l, d, shape, &ndim)) {
             if (l >= 0 && is_qk_norm(rest))
-                return refuse(err, errlen, "'%s' has a tensor '%s' that its model.qk_norm '%s' does not have (the norms "
-                              "must match the config)", path, e[i].name, gpt_qk_norm_name(d->qk_norm));
-            return refuse(err, errlen, "'%s' has an extra tensor '%s' (not a weight of nanoGPT's GPT)", path, e[i].name);
+                return refuse(
+                    err, errlen,
+                    "'%s' has a tensor '%s' that its model.qk_norm '%s' does not have (the norms "
+                    "must match the config)",
+                    path, e[i].name, gpt_qk_norm_name(d->qk_norm));
+            return refuse(err, errlen,
+                          "'%s' has an extra tensor '%s' (not a weight of nanoGPT's GPT)", path,
+                          e[i].name);
         }
-        if (e[i].ndim != ndim || e[i].shape[0] != shape[0] || (ndim == 2 && e[i].shape[1] != shape[1])) {
+        if (e[i].ndim != ndim || e[i].shape[0] != shape[0] ||
+            (ndim == 2 && e[i].shape[1] != shape[1])) {
             char has[200], wants[64];
             shape_text(has, sizeof has, e[i].shape, e[i].ndim);
             shape_text(wants, sizeof wants, shape, ndim);
-            return refuse(err, errlen, "'%s': tensor '%s' has %d dimension(s) %s; the model (n_embd %d, vocab %d, "
-                          "block_size %d) expects %s", path, e[i].name, e[i].ndim, has, d->n_embd, d->vocab_size,
-                          d->block_size, wants);
+            return refuse(
+                err, errlen,
+                "'%s': tensor '%s' has %d dimension(s) %s; the model (n_embd %d, vocab %d, "
+                "block_size %d) expects %s",
+                path, e[i].name, e[i].ndim, has, d->n_embd, d->vocab_size, d->block_size, wants);
         }
         for (int b = 0; l >= 0 && b < (int)(sizeof LINEAR_BIASES / sizeof LINEAR_BIASES[0]); b++) {
             if (strcmp(rest, LINEAR_BIASES[b]) != 0) continue;
             for (uint64_t j = 0; j < e[i].count; j++)
                 if (entry_value(&e[i], data, j) != 0)
-                    return refuse(err, errlen, "'%s': tensor '%s' is a Linear bias (nanoGPT's bias=True) with a value "
-                                  "other than 0 (%g at index %llu); this architecture has no Linear biases", path,
-                                  e[i].name, entry_value(&e[i], data, j), (unsigned long long)j);
+                    return refuse(
+                        err, errlen,
+                        "'%s': tensor '%s' is a Linear bias (nanoGPT's bias=True) with a value "
+                        "other than 0 (%g at index %llu); this architecture has no Linear biases",
+                        path, e[i].name, entry_value(&e[i], data, j), (unsigned long long)j);
             e[i].used = 1;
         }
         for (uint64_t j = 0; j < e[i].count; j++) {
             double x = entry_value(&e[i], data, j);
             if (!isfinite(x) || fabs(x) > 3.4028234663852886e38)
-                return refuse(err, errlen, "'%s': tensor '%s' holds a value float32 cannot hold (%g at index %llu)", path,
-                              e[i].name, x, (unsigned long long)j);
+                return refuse(
+                    err, errlen,
+                    "'%s': tensor '%s' holds a value float32 cannot hold (%g at index %llu)", path,
+                    e[i].name, x, (unsigned long long)j);
         }
     }
     return 1;
 }
 
 // The model's tensors, converted: ck->file gets one float32 record per tensor of the model.
-static int convert_tensors(Checkpoint *ck, Entry *e, int n, const unsigned char *data, const char *path, char *err,
-                           size_t errlen) {
+static int convert_tensors(Checkpoint *ck, Entry *e, int n, const unsigned char *data,
+                           const char *path, char *err, size_t errlen) {
     TensorInfo *ti = NULL;
     int nt = gpt_tensor_table(&ck->dims, &ti);
-    if (nt == 0) return refuse(err, errlen, "'%s': its dimensions overflow the address space", path);
+    if (nt == 0)
+        return refuse(err, errlen, "'%s': its dimensions overflow the address space", path);
     size_t total = 0;
     for (int i = 0; i < nt; i++) total += ti[i].size;
     TFile *f = &ck->file;
@@ -639,7 +771,8 @@ static int convert_tensors(Checkpoint *ck, Entry *e, int n, const unsigned char 
         const NameRow *r = row_of(ti[i].name, &l);
         char theirs[96];
         their_name(theirs, sizeof theirs, r, l);
-        if (is_layernorm_bias(r) && find_entry(e, n, theirs)) ln_biases = find_entry(e, n, theirs)->name;
+        if (is_layernorm_bias(r) && find_entry(e, n, theirs))
+            ln_biases = find_entry(e, n, theirs)->name;
     }
     for (int i = 0; i < nt && ok; i++) {
         int l;
@@ -650,20 +783,28 @@ static int convert_tensors(Checkpoint *ck, Entry *e, int n, const unsigned char 
         float *dst = out + ti[i].offset;
         size_t d0 = (size_t)ti[i].shape[0], d1 = ti[i].ndim == 2 ? (size_t)ti[i].shape[1] : 1;
         if (!src && is_layernorm_bias(r) && ln_biases) {
-            ok = refuse(err, errlen, "'%s' has no tensor '%s' but has other LayerNorm biases (%s): a file holds every"
-                        " LayerNorm bias or none (nanoGPT's bias=False)", path, theirs, ln_biases);
+            ok = refuse(
+                err, errlen,
+                "'%s' has no tensor '%s' but has other LayerNorm biases (%s): a file holds every"
+                " LayerNorm bias or none (nanoGPT's bias=False)",
+                path, theirs, ln_biases);
         } else if (!src && is_layernorm_bias(r)) {
-            memset(dst, 0, ti[i].size * sizeof(float));  // nanoGPT's bias=False: no LayerNorm bias is a zero one
+            memset(dst, 0,
+                   ti[i].size *
+                       sizeof(float));  // nanoGPT's bias=False: no LayerNorm bias is a zero one
         } else if (!src && is_qk_norm(r->theirs)) {
-            ok = refuse(err, errlen, "'%s' has no tensor '%s', which its model.qk_norm '%s' needs (the norms must match "
-                        "the config)", path, theirs, gpt_qk_norm_name(ck->dims.qk_norm));
+            ok = refuse(
+                err, errlen,
+                "'%s' has no tensor '%s', which its model.qk_norm '%s' needs (the norms must match "
+                "the config)",
+                path, theirs, gpt_qk_norm_name(ck->dims.qk_norm));
         } else if (!src) {
             ok = refuse(err, errlen, "'%s' has no tensor '%s'", path, theirs);
         } else {
             for (size_t a = 0; a < d0; a++)
                 for (size_t b = 0; b < d1; b++) {
                     uint64_t j = r->layout == TRANSPOSED ? b * d0 + a
-                               : r->layout == QKV_ROWS   ? ((uint64_t)r->part * d1 + b) * d0 + a
+                                 : r->layout == QKV_ROWS ? ((uint64_t)r->part * d1 + b) * d0 + a
                                                          : a * d1 + b;
                     dst[a * d1 + b] = (float)entry_value(src, data, j);
                 }
@@ -678,37 +819,49 @@ static int convert_tensors(Checkpoint *ck, Entry *e, int n, const unsigned char 
         rec->data = dst;
     }
     // the LM head, when the file has one, is the embedding (tied)
-    const Entry *head = ok ? find_entry(e, n, LM_HEAD) : NULL, *wte = find_entry(e, n, "transformer.wte.weight");
+    const Entry *head = ok ? find_entry(e, n, LM_HEAD) : NULL,
+                *wte = find_entry(e, n, "transformer.wte.weight");
     for (uint64_t j = 0; head && j < head->count; j++)
         if ((float)entry_value(head, data, j) != (float)entry_value(wte, data, j)) {
-            ok = refuse(err, errlen, "'%s': its lm_head.weight differs from transformer.wte.weight (index %llu); this "
-                        "architecture ties them", path, (unsigned long long)j);
+            ok = refuse(
+                err, errlen,
+                "'%s': its lm_head.weight differs from transformer.wte.weight (index %llu); this "
+                "architecture ties them",
+                path, (unsigned long long)j);
             break;
         }
     free(ti);
     return ok;
 }
 
-int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, char *err, size_t errlen) {
+int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, char *err,
+                     size_t errlen) {
     memset(ck, 0, sizeof *ck);
     uint64_t size;
     const char *why;
     const uint16_t one = 1;
-    if (*(const unsigned char *)&one != 1) return refuse(err, errlen, "'%s': big-endian hosts are not supported", path);
+    if (*(const unsigned char *)&one != 1)
+        return refuse(err, errlen, "'%s': big-endian hosts are not supported", path);
     FILE *f = fopen_regular(path, &size, &why);
     if (!f) return refuse(err, errlen, "cannot read '%s': %s", path, why);
     unsigned char len8[8];
     uint64_t hlen = 0;
     if (size < 8 || fread(len8, 1, 8, f) != 8) {
         fclose(f);
-        return refuse(err, errlen, "'%s' is too short for a safetensors file (%llu bytes; it starts with an 8-byte header "
-                      "length)", path, (unsigned long long)size);
+        return refuse(
+            err, errlen,
+            "'%s' is too short for a safetensors file (%llu bytes; it starts with an 8-byte header "
+            "length)",
+            path, (unsigned long long)size);
     }
     for (int b = 0; b < 8; b++) hlen |= (uint64_t)len8[b] << (8 * b);
     if (hlen < 2 || hlen > HEADER_MAX || hlen > size - 8) {
         fclose(f);
-        return refuse(err, errlen, "'%s' has a header length of %llu bytes, but %llu follow it (a safetensors header holds "
-                      "2 to %llu bytes of JSON)", path, (unsigned long long)hlen, (unsigned long long)(size - 8),
+        return refuse(err, errlen,
+                      "'%s' has a header length of %llu bytes, but %llu follow it (a safetensors "
+                      "header holds "
+                      "2 to %llu bytes of JSON)",
+                      path, (unsigned long long)hlen, (unsigned long long)(size - 8),
                       (unsigned long long)HEADER_MAX);
     }
     char msg[256];
@@ -720,9 +873,13 @@ int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, c
     memcpy(buf, len8, 8);
     size_t got = fread(buf + 8, 1, size - 8, f);
     fclose(f);
-    if (got != size - 8) { free(buf); return refuse(err, errlen, "cannot read '%s': short read", path); }
+    if (got != size - 8) {
+        free(buf);
+        return refuse(err, errlen, "cannot read '%s': short read", path);
+    }
     const char *hdr = (const char *)buf + 8;
-    if (hdr[0] != '{' || utf8_invalid_offset((const unsigned char *)hdr, hlen) != hlen || memchr(hdr, 0, hlen)) {
+    if (hdr[0] != '{' || utf8_invalid_offset((const unsigned char *)hdr, hlen) != hlen ||
+        memchr(hdr, 0, hlen)) {
         free(buf);
         return refuse(err, errlen, "'%s': its header is not a UTF-8 JSON object", path);
     }
@@ -739,8 +896,11 @@ int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, c
     if (extra < hlen) {
         cJSON_Delete(root);
         free(buf);
-        return refuse(err, errlen, "'%s': its header has %llu more bytes after its JSON object (from header byte %zu); only "
-                      "spaces may follow the object", path, (unsigned long long)(hlen - after), after);
+        return refuse(err, errlen,
+                      "'%s': its header has %llu more bytes after its JSON object (from header "
+                      "byte %zu); only "
+                      "spaces may follow the object",
+                      path, (unsigned long long)(hlen - after), after);
     }
     uint64_t data_len = size - 8 - hlen;
     const unsigned char *data = buf + 8 + hlen;
@@ -748,9 +908,13 @@ int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, c
     const cJSON *meta = NULL;
     for (const cJSON *j = root->child; j; j = j->next) n++;
     const char *twice = repeated_name(root);
-    if (twice) ok = refuse(err, errlen, "'%s' names '%s' twice in its header; each name is given once", path, twice);
+    if (twice)
+        ok = refuse(err, errlen, "'%s' names '%s' twice in its header; each name is given once",
+                    path, twice);
     else if (n > MAX_TENSORS + 1)
-        ok = refuse(err, errlen, "'%s' has %d entries in its header; a model of at most %d layers has at most %d tensors",
+        ok = refuse(err, errlen,
+                    "'%s' has %d entries in its header; a model of at most %d layers has at most "
+                    "%d tensors",
                     path, n, MAX_LAYERS, MAX_TENSORS);
     Entry *e = xcalloc((size_t)n + 1, sizeof *e, "safetensors header");
     n = 0;
@@ -758,13 +922,18 @@ int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, c
         if (strcmp(j->string, "__metadata__") == 0) {
             meta = j;
             if (!cJSON_IsObject(j)) {
-                ok = refuse(err, errlen, "'%s': its __metadata__ is not an object of strings", path);
+                ok =
+                    refuse(err, errlen, "'%s': its __metadata__ is not an object of strings", path);
                 break;
             }
             for (const cJSON *m = j->child; m && ok; m = m->next)
-                if (!cJSON_IsString(m)) ok = refuse(err, errlen, "'%s': its metadata's '%s' is not a string", path, m->string);
+                if (!cJSON_IsString(m))
+                    ok = refuse(err, errlen, "'%s': its metadata's '%s' is not a string", path,
+                                m->string);
             if (ok && (twice = repeated_name(j)))
-                ok = refuse(err, errlen, "'%s': its metadata names '%s' twice; each key is given once", path, twice);
+                ok = refuse(err, errlen,
+                            "'%s': its metadata names '%s' twice; each key is given once", path,
+                            twice);
             continue;
         }
         // a name the model does not have is refused before its entry is read
@@ -774,13 +943,19 @@ int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, c
         int ndim;
         const ModelDims none = {0, 0, 0, 0, 0, QK_NORM_NONE};
         if (layer_name(j->string, &l, &rest) && l >= MAX_LAYERS)
-            ok = refuse(err, errlen, "'%s' has an extra tensor '%s' (a model has at most %d layers)", path, j->string,
-                        MAX_LAYERS);
+            ok =
+                refuse(err, errlen, "'%s' has an extra tensor '%s' (a model has at most %d layers)",
+                       path, j->string, MAX_LAYERS);
         else if (l >= 0 && strcmp(rest, MASK_BUFFER) == 0)
-            ok = refuse(err, errlen, "'%s': tensor '%s' is nanoGPT's causal-mask buffer, not a weight: leave it out "
-                        "(tools/nanogpt_to_safetensors.py does)", path, j->string);
+            ok = refuse(
+                err, errlen,
+                "'%s': tensor '%s' is nanoGPT's causal-mask buffer, not a weight: leave it out "
+                "(tools/nanogpt_to_safetensors.py does)",
+                path, j->string);
         else if (!expected_shape(rest, l, &none, shape, &ndim))
-            ok = refuse(err, errlen, "'%s' has an extra tensor '%s' (not a weight of nanoGPT's GPT)", path, j->string);
+            ok =
+                refuse(err, errlen, "'%s' has an extra tensor '%s' (not a weight of nanoGPT's GPT)",
+                       path, j->string);
         if (ok) ok = parse_entry(j, &e[n++], data_len, path, err, errlen);
     }
     if (ok) ok = check_coverage(e, n, data_len, path, err, errlen);
@@ -791,7 +966,9 @@ int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, c
     if (ok) {
         size_t n_params = 0, bytes = gpt_memory_bytes(&ck->dims, 1, 1, &n_params);
         ok = bytes ? memory_fits((double)bytes, "the model", msg, sizeof msg) : 0;
-        if (!ok) refuse(err, errlen, "'%s': %s", path, bytes ? msg : "its dimensions overflow the address space");
+        if (!ok)
+            refuse(err, errlen, "'%s': %s", path,
+                   bytes ? msg : "its dimensions overflow the address space");
     }
     if (ok) ok = convert_tensors(ck, e, n, data, path, err, errlen);
     for (int i = 0; i < n && ok; i++)
@@ -806,7 +983,8 @@ int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, c
     return ok;
 }
 
-int model_file_open(Checkpoint *ck, const char *path, const char *vocab_text, char *err, size_t errlen) {
+int model_file_open(Checkpoint *ck, const char *path, const char *vocab_text, char *err,
+                    size_t errlen) {
     uint64_t size;
     const char *why;
     char magic[8] = {0};
@@ -817,12 +995,19 @@ int model_file_open(Checkpoint *ck, const char *path, const char *vocab_text, ch
     }
     // ./train --dump-state's file is in the checkpoints' format but holds no model
     if (f && memcmp(magic, "TGPTDUMP", 8) == 0)
-        return refuse(err, errlen, "'%s' is a debug dump of ./train --dump-state (TGPTDUMP), not a model: expected a "
-                      "checkpoint (TGPTCKPT) or a safetensors file", path);
-    if (f && memcmp(magic, "TGPTCKPT", 8) != 0 && size >= 9) return safetensors_open(ck, path, vocab_text, err, errlen);
+        return refuse(
+            err, errlen,
+            "'%s' is a debug dump of ./train --dump-state (TGPTDUMP), not a model: expected a "
+            "checkpoint (TGPTCKPT) or a safetensors file",
+            path);
+    if (f && memcmp(magic, "TGPTCKPT", 8) != 0 && size >= 9)
+        return safetensors_open(ck, path, vocab_text, err, errlen);
     // a checkpoint holds its vocabulary: a --vocab-from TEXT would be left unread
     if (vocab_text)
-        return refuse(err, errlen, "'%s' is a checkpoint, which holds its own vocabulary: --vocab-from '%s' is for a safetensors"
-                      " file without one; drop it", path, vocab_text);
+        return refuse(err, errlen,
+                      "'%s' is a checkpoint, which holds its own vocabulary: --vocab-from '%s' is "
+                      "for a safetensors"
+                      " file without one; drop it",
+                      path, vocab_text);
     return checkpoint_open(ck, path, err, errlen);
 }

@@ -17,8 +17,8 @@
 
 // Write m's parameters to path (replaced whole) with the resolved configuration and the
 // vocabulary in the metadata. Returns the number of tensors written, or 0 with one line in err.
-int safetensors_export(const char *path, const GPT *m, const char *config_json, const Vocab *vocab, char *err,
-                       size_t errlen);
+int safetensors_export(const char *path, const GPT *m, const char *config_json, const Vocab *vocab,
+                       char *err, size_t errlen);
 
 // Whether m computes attention as nanoGPT does (scale 1/sqrt(head_dim), the causal mask, the
 // softmax over the keys, every earlier key): then PyTorch computes the same function.
@@ -30,10 +30,12 @@ int safetensors_attention_is_nanogpts(const GPT *m);
 // vocabulary comes from the metadata, or, when the file has none, from vocab_text (a UTF-8 text
 // whose distinct characters it was built from; NULL: such a file is refused). Returns 0 with one
 // line naming the file on any problem.
-int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, char *err, size_t errlen);
+int safetensors_open(Checkpoint *ck, const char *path, const char *vocab_text, char *err,
+                     size_t errlen);
 
 // Open a model file of either kind, by its content: a checkpoint (checkpoint_open) or a
 // safetensors file (safetensors_open).
-int model_file_open(Checkpoint *ck, const char *path, const char *vocab_text, char *err, size_t errlen);
+int model_file_open(Checkpoint *ck, const char *path, const char *vocab_text, char *err,
+                    size_t errlen);
 
 #endif

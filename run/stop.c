@@ -45,17 +45,23 @@ void stop_note_latest(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    snprintf(g_latest[next], sizeof g_latest[next], "\ntrain: stopped by a second Ctrl-C without saving; %s\n", what);
+    snprintf(g_latest[next], sizeof g_latest[next],
+             "\ntrain: stopped by a second Ctrl-C without saving; %s\n", what);
     g_latest_buf = next;
 }
 
 const char *stop_reason(int sig) {
     switch (sig) {
-    case SIGINT: return "interrupted";
-    case SIGTERM: return "terminated";
-    case SIGHUP: return "hung up (SIGHUP)";
-    case SIGPIPE: return "output closed (SIGPIPE)";
-    default: return "stopped";
+    case SIGINT:
+        return "interrupted";
+    case SIGTERM:
+        return "terminated";
+    case SIGHUP:
+        return "hung up (SIGHUP)";
+    case SIGPIPE:
+        return "output closed (SIGPIPE)";
+    default:
+        return "stopped";
     }
 }
 
@@ -64,11 +70,16 @@ void stop_test_point(const char *phase) {
     const char *spec = getenv("TGPT_TEST_SIGNAL");
     char name[8], at[32];
     int n = 0, times = 1;
-    if (!spec || sscanf(spec, "%7[A-Z]:%31[a-z-]:%d:%d", name, at, &n, &times) < 3 || strcmp(at, phase) != 0) return;
+    if (!spec || sscanf(spec, "%7[A-Z]:%31[a-z-]:%d:%d", name, at, &n, &times) < 3 ||
+        strcmp(at, phase) != 0)
+        return;
     static int seen = 0;  // entries into the named phase so far
     if (++seen != n) return;
-    int sig = strcmp(name, "INT") == 0 ? SIGINT : strcmp(name, "TERM") == 0 ? SIGTERM
-            : strcmp(name, "HUP") == 0 ? SIGHUP : strcmp(name, "PIPE") == 0 ? SIGPIPE : 0;
+    int sig = strcmp(name, "INT") == 0    ? SIGINT
+              : strcmp(name, "TERM") == 0 ? SIGTERM
+              : strcmp(name, "HUP") == 0  ? SIGHUP
+              : strcmp(name, "PIPE") == 0 ? SIGPIPE
+                                          : 0;
     for (int i = 0; sig && i < times; i++) raise(sig);
 }
 #endif

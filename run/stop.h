@@ -1,4 +1,5 @@
-// run/stop.h: stopping ./train on a signal. SIGINT, SIGTERM, SIGHUP and SIGPIPE (stdout closed, as in
+// run/stop.h: stopping ./train on a signal. SIGINT, SIGTERM, SIGHUP and SIGPIPE (stdout closed, as
+// in
 // `./train | head`) ask it to stop at the next consistent point: the end of a step, an
 // evaluation batch, a sampled character. It saves what is consistent and exits with 128 + the
 // signal (130, 143, 129, 141). A second SIGINT stops at once without saving, printing one line

@@ -5,7 +5,7 @@
 // The sweep's state is its directory: sweep.json (the grid and the runs' command line), and each
 // run's summary.json (finished), sweep_diverged.txt (diverged) or checkpoint.bin (stopped in it).
 #define _POSIX_C_SOURCE 200809L
-#define _XOPEN_SOURCE 700  // realpath
+#define _XOPEN_SOURCE   700  // realpath
 #include "run/sweep.h"
 #include "run/sweep_runs.h"  // Sweep, SweepRun; reading runs back, writing the outputs
 
@@ -39,7 +39,6 @@
 // ---------------------------------------------------------------------------------------------
 // the sweep's state
 
-
 int sweep_dir_is_sweep(const char *path) {
     struct stat st;
     char p[PATH_MAX + 32];
@@ -47,7 +46,6 @@ int sweep_dir_is_sweep(const char *path) {
     snprintf(p, sizeof p, "%s/sweep.json", path);
     return stat(p, &st) == 0;
 }
-
 
 // The shortest of %.15g .. %.17g that reads back as x (0.3, not 0.29999999999999999).
 static void fmt_exact(char *buf, size_t n, const char *prefix, double x) {
@@ -58,8 +56,8 @@ static void fmt_exact(char *buf, size_t n, const char *prefix, double x) {
 }
 
 // The arguments of run r's ./train after the sweep's common ones (run_child starts it with them).
-static int run_own_args(const Sweep *s, const SweepRun *r, char lr[64], char min_lr[64], char out_dir[1400], char ov[340],
-                        const char **argv) {
+static int run_own_args(const Sweep *s, const SweepRun *r, char lr[64], char min_lr[64],
+                        char out_dir[1400], char ov[340], const char **argv) {
     int n = 0;
     fmt_exact(lr, 64, "--train.lr=", r->lr);
     fmt_exact(min_lr, 64, "--train.min_lr=", r->lr * s->min_lr_ratio);
@@ -89,11 +87,13 @@ static void run_config(const Sweep *s, SweepRun *r) {
         if (s->base_args[i][0] != '-') file = s->base_args[i];
     int ok = config_load_file(&cfg, file, err, sizeof err);
     for (int i = 0; ok && i < s->n_base; i++)
-        if (s->base_args[i][0] == '-') ok = config_apply_override(&cfg, s->base_args[i] + 2, err, sizeof err);
+        if (s->base_args[i][0] == '-')
+            ok = config_apply_override(&cfg, s->base_args[i] + 2, err, sizeof err);
     int n = ok ? run_own_args(s, r, lr, min_lr, out_dir, ov, own) : 0;
     for (int i = 0; ok && i < n; i++) ok = config_apply_override(&cfg, own[i] + 2, err, sizeof err);
     if (!ok || !config_finalize(&cfg, err, sizeof err))
-        die(EXIT_USAGE, "the sweep's run in '%s' (%s, lr %g): %s", r->dir, s->v[r->variant].name, r->lr, err);
+        die(EXIT_USAGE, "the sweep's run in '%s' (%s, lr %g): %s", r->dir, s->v[r->variant].name,
+            r->lr, err);
     train_fix_decay_horizon(&cfg);  // as ./train fixes it when a run starts
     free(r->config_json);
     r->config_json = config_to_json(&cfg);
@@ -113,7 +113,8 @@ static void set_runs(Sweep *s) {
             r->lr = sweep_lr(&s->grid, i);
             char dir[sizeof r->dir];
             int w = snprintf(dir, sizeof dir, "%s/%s_lr%d", s->dir, s->v[v].name, i);
-            if (w < 0 || (size_t)w >= sizeof dir) die(EXIT_USAGE, "the sweep's directory '%s' is too long", s->dir);
+            if (w < 0 || (size_t)w >= sizeof dir)
+                die(EXIT_USAGE, "the sweep's directory '%s' is too long", s->dir);
             memcpy(r->dir, dir, sizeof dir);
             r->loss0 = r->train_loss = r->val_loss = r->max_logit = r->min_entropy = NAN;
             run_config(s, r);
@@ -138,12 +139,14 @@ static void write_state(const Sweep *s) {
         cJSON_AddItemToArray(vs, o);
     }
     cJSON *args = cJSON_AddArrayToObject(root, "args");
-    for (int i = 0; i < s->n_base; i++) cJSON_AddItemToArray(args, cJSON_CreateString(s->base_args[i]));
+    for (int i = 0; i < s->n_base; i++)
+        cJSON_AddItemToArray(args, cJSON_CreateString(s->base_args[i]));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     char path[1200], err[1024];
     Out o;
-    if (!out_open(&o, s->dir, "sweep.json", path, sizeof path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+    if (!out_open(&o, s->dir, "sweep.json", path, sizeof path, err, sizeof err))
+        die(EXIT_RUNTIME, "%s", err);
     out(&o, "%s\n", text);
     free(text);
     if (!out_close(&o, path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
@@ -221,7 +224,8 @@ static void log_last_line(const char *log_path, char *buf, size_t n) {
     buf[0] = 0;
     if (!text) return;
     size_t len = strlen(text);
-    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ')) len--;
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
+        len--;
     size_t start = len;
     while (start > 0 && text[start - 1] != '\n') start--;
     snprintf(buf, n, "%.*s", (int)(len - start), text + start);
@@ -231,22 +235,34 @@ static void log_last_line(const char *log_path, char *buf, size_t n) {
 // The run's log, opened by the sweep before the run starts: a regular file, never through a
 // symbolic link; anything else there is refused (exit 2) and left as it is.
 static int open_run_log(const char *log_path, int resume) {
-    int fd = open(log_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (resume ? O_APPEND : 0), 0666);
+    int fd = open(log_path,
+                  O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+                      (resume ? O_APPEND : 0),
+                  0666);
     struct stat st;
     if (fd < 0 && (errno == ELOOP || errno == EISDIR || errno == ENXIO)) {
-        const char *what = errno == ELOOP ? "a symbolic link" : errno == EISDIR ? "a directory" : "a FIFO without a reader";
-        die(EXIT_USAGE, "cannot write the run's log '%s': it is %s, not a regular file (remove it; the sweep writes the"
-            " run's output there)", log_path, what);
+        const char *what = errno == ELOOP    ? "a symbolic link"
+                           : errno == EISDIR ? "a directory"
+                                             : "a FIFO without a reader";
+        die(EXIT_USAGE,
+            "cannot write the run's log '%s': it is %s, not a regular file (remove it; the sweep "
+            "writes the"
+            " run's output there)",
+            log_path, what);
     }
     if (fd < 0) die(EXIT_RUNTIME, "cannot write the run's log '%s': %s", log_path, strerror(errno));
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        die(EXIT_USAGE, "cannot write the run's log '%s': it is not a regular file (remove it; the sweep writes the run's"
-            " output there)", log_path);
+        die(EXIT_USAGE,
+            "cannot write the run's log '%s': it is not a regular file (remove it; the sweep "
+            "writes the run's"
+            " output there)",
+            log_path);
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    if (!resume && ftruncate(fd, 0) != 0) die(EXIT_RUNTIME, "cannot write the run's log '%s': %s", log_path, strerror(errno));
+    if (!resume && ftruncate(fd, 0) != 0)
+        die(EXIT_RUNTIME, "cannot write the run's log '%s': %s", log_path, strerror(errno));
     return fd;
 }
 
@@ -290,7 +306,10 @@ static int run_child(const Sweep *s, int k, int resume, const char *exe) {
         // TGPT_TEST_SWEEP_RUN=K: the fault injection of the environment (TGPT_TEST_SIGNAL,
         // TGPT_TEST_NONFINITE) reaches run K (1-based) only
         const char *only = getenv("TGPT_TEST_SWEEP_RUN");
-        if (only && atoi(only) != k + 1) { unsetenv("TGPT_TEST_SIGNAL"); unsetenv("TGPT_TEST_NONFINITE"); }
+        if (only && atoi(only) != k + 1) {
+            unsetenv("TGPT_TEST_SIGNAL");
+            unsetenv("TGPT_TEST_NONFINITE");
+        }
 #endif
         dup2(log_fd, STDOUT_FILENO);
         dup2(log_fd, STDERR_FILENO);
@@ -304,39 +323,50 @@ static int run_child(const Sweep *s, int k, int resume, const char *exe) {
     if (g_sweep_signal) kill(pid, g_sweep_signal);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) die(EXIT_RUNTIME, "waiting for the run in '%s': %s", r->dir, strerror(errno));
+        if (errno != EINTR)
+            die(EXIT_RUNTIME, "waiting for the run in '%s': %s", r->dir, strerror(errno));
     g_child = 0;
     free(argv);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    if (WEXITSTATUS(status) == 127) die(EXIT_RUNTIME, "cannot run '%s' for the run in '%s' (see %s)", exe, r->dir, log_path);
+    if (WEXITSTATUS(status) == 127)
+        die(EXIT_RUNTIME, "cannot run '%s' for the run in '%s' (see %s)", exe, r->dir, log_path);
     return WEXITSTATUS(status);
 }
 
 static void fmt_time(char *buf, size_t n, double seconds) {
-    if (!(seconds >= 0)) { snprintf(buf, n, "?"); return; }
+    if (!(seconds >= 0)) {
+        snprintf(buf, n, "?");
+        return;
+    }
     long t = (long)(seconds + 0.5);
-    if (t >= 60) snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
-    else snprintf(buf, n, "%lds", t);
+    if (t >= 60)
+        snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else
+        snprintf(buf, n, "%lds", t);
 }
 
 static int run_sweep(Sweep *s, int resuming) {
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) die(EXIT_RUNTIME, "cannot find this program's own path (/proc/self/exe) to start the sweep's runs");
+    if (len <= 0)
+        die(EXIT_RUNTIME,
+            "cannot find this program's own path (/proc/self/exe) to start the sweep's runs");
     exe[len] = 0;
     install_signals();
-    printf("sweep: %d runs (%d learning rates from %g to %g%s%s) in %s\n", s->n_runs, s->grid.n, s->grid.lo, s->grid.hi,
-           s->nv > 1 ? " x " : "", s->nv > 1 ? s->compare_key : "", s->dir);
+    printf("sweep: %d runs (%d learning rates from %g to %g%s%s) in %s\n", s->n_runs, s->grid.n,
+           s->grid.lo, s->grid.hi, s->nv > 1 ? " x " : "", s->nv > 1 ? s->compare_key : "", s->dir);
     double spent = 0;
     int timed = 0;
     for (int k = 0; k < s->n_runs; k++) {
         SweepRun *r = &s->runs[k];
         if (resuming) sweep_read_run(s, k);
         if (r->done) {
-            printf("run %d/%d | %s lr %.3g | kept (finished before)\n", k + 1, s->n_runs, s->v[r->variant].name, r->lr);
+            printf("run %d/%d | %s lr %.3g | kept (finished before)\n", k + 1, s->n_runs,
+                   s->v[r->variant].name, r->lr);
             continue;
         }
-        int resume = resuming && sweep_path_exists(r->dir, "checkpoint.bin") && !sweep_path_exists(r->dir, "summary.json");
+        int resume = resuming && sweep_path_exists(r->dir, "checkpoint.bin") &&
+                     !sweep_path_exists(r->dir, "summary.json");
         if (resume) {
             char ckpt[1400];
             snprintf(ckpt, sizeof ckpt, "%s/checkpoint.bin", r->dir);
@@ -349,41 +379,52 @@ static int run_sweep(Sweep *s, int resuming) {
         snprintf(log_path, sizeof log_path, "%s/run.log", r->dir);
         if (code > 128 || g_sweep_signal) {
             sweep_write_outputs(s);
-            fprintf(stderr, "\nsweep stopped in run %d of %d (%s, lr %.3g): the finished runs are kept. Resume with:\n"
-                    "  ./train --resume %s\n", k + 1, s->n_runs, s->v[r->variant].name, r->lr, s->dir);
+            fprintf(stderr,
+                    "\nsweep stopped in run %d of %d (%s, lr %.3g): the finished runs are kept. "
+                    "Resume with:\n"
+                    "  ./train --resume %s\n",
+                    k + 1, s->n_runs, s->v[r->variant].name, r->lr, s->dir);
             return code > 128 ? code : 128 + g_sweep_signal;
         }
         if (code != 0) {
             long step = diverged_at(log_path);
             char last[400];
             log_last_line(log_path, last, sizeof last);
-            if (step < 0) die(EXIT_RUNTIME, "run %d/%d (%s, lr %g) failed with exit code %d: %s%s(see %s)", k + 1, s->n_runs,
-                              s->v[r->variant].name, r->lr, code, last[0] ? last : "", last[0] ? " " : "", log_path);
+            if (step < 0)
+                die(EXIT_RUNTIME, "run %d/%d (%s, lr %g) failed with exit code %d: %s%s(see %s)",
+                    k + 1, s->n_runs, s->v[r->variant].name, r->lr, code, last[0] ? last : "",
+                    last[0] ? " " : "", log_path);
             char path[1400], err[1600];
             Out o;
-            if (!out_open(&o, r->dir, "sweep_diverged.txt", path, sizeof path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
+            if (!out_open(&o, r->dir, "sweep_diverged.txt", path, sizeof path, err, sizeof err))
+                die(EXIT_RUNTIME, "%s", err);
             out(&o, "%ld\n", step);
             if (!out_close(&o, path, err, sizeof err)) die(EXIT_RUNTIME, "%s", err);
         }
         sweep_read_run(s, k);
-        if (!r->done) die(EXIT_RUNTIME, "run %d/%d (%s, lr %g) left no summary.json: see %s", k + 1, s->n_runs,
-                          s->v[r->variant].name, r->lr, log_path);
+        if (!r->done)
+            die(EXIT_RUNTIME, "run %d/%d (%s, lr %g) left no summary.json: see %s", k + 1,
+                s->n_runs, s->v[r->variant].name, r->lr, log_path);
         spent += dt;
         timed++;
         char eta[32], el[32];
         fmt_time(eta, sizeof eta, spent / timed * (s->n_runs - k - 1));
         fmt_time(el, sizeof el, dt);
         if (r->diverged)
-            printf("run %d/%d | %s lr %.3g | diverged at step %ld | max logit %.2f | %s | eta %s\n", k + 1, s->n_runs,
-                   s->v[r->variant].name, r->lr, r->diverged_step, r->max_logit, el, eta);
+            printf("run %d/%d | %s lr %.3g | diverged at step %ld | max logit %.2f | %s | eta %s\n",
+                   k + 1, s->n_runs, s->v[r->variant].name, r->lr, r->diverged_step, r->max_logit,
+                   el, eta);
         else
-            printf("run %d/%d | %s lr %.3g | val loss %.4f | max logit %.2f | min H %.3f | %s | eta %s\n", k + 1,
-                   s->n_runs, s->v[r->variant].name, r->lr, r->val_loss, r->max_logit, r->min_entropy, el, eta);
+            printf("run %d/%d | %s lr %.3g | val loss %.4f | max logit %.2f | min H %.3f | %s | "
+                   "eta %s\n",
+                   k + 1, s->n_runs, s->v[r->variant].name, r->lr, r->val_loss, r->max_logit,
+                   r->min_entropy, el, eta);
         fflush(stdout);
         sweep_write_outputs(s);
     }
     sweep_write_outputs(s);
-    for (int v = 0; v < s->nv; v++) printf("sensitivity %s: %.4f\n", s->v[v].name, sweep_variant_sensitivity(s, v));
+    for (int v = 0; v < s->nv; v++)
+        printf("sensitivity %s: %.4f\n", s->v[v].name, sweep_variant_sensitivity(s, v));
     printf("wrote %s/sweep.csv, %s/sweep.svg and %s/report.md\n", s->dir, s->dir, s->dir);
     return 0;
 }
@@ -450,7 +491,8 @@ static void start_fresh(Sweep *s, const Args *a, int argc, char **argv) {
     config_defaults(&cfg);
     if (!config_load_file(&cfg, a->config_path, err, sizeof err)) die(EXIT_USAGE, "%s", err);
     for (int i = 0; i < a->n_overrides; i++)
-        if (!config_apply_override(&cfg, a->overrides[i], err, sizeof err)) die(EXIT_USAGE, "%s", err);
+        if (!config_apply_override(&cfg, a->overrides[i], err, sizeof err))
+            die(EXIT_USAGE, "%s", err);
     if (!config_finalize(&cfg, err, sizeof err)) die(EXIT_USAGE, "%s", err);
     if (!sweep_parse(a->sweep_spec, &s->grid, err, sizeof err)) die(EXIT_USAGE, "%s", err);
     s->min_lr_ratio = cfg.lr > 0 ? cfg.min_lr / cfg.lr : 0.1;
@@ -469,24 +511,36 @@ static void start_fresh(Sweep *s, const Args *a, int argc, char **argv) {
             double x = e ? s->grid.hi : s->grid.lo;
             snprintf(lr, sizeof lr, "train.lr=%.17g", x);
             snprintf(mlr, sizeof mlr, "train.min_lr=%.17g", x * s->min_lr_ratio);
-            if ((s->v[v].override[0] && !config_apply_override(&rc, s->v[v].override, err, sizeof err)) ||
-                !config_apply_override(&rc, lr, err, sizeof err) || !config_apply_override(&rc, mlr, err, sizeof err) ||
+            if ((s->v[v].override[0] &&
+                 !config_apply_override(&rc, s->v[v].override, err, sizeof err)) ||
+                !config_apply_override(&rc, lr, err, sizeof err) ||
+                !config_apply_override(&rc, mlr, err, sizeof err) ||
                 !config_finalize(&rc, err, sizeof err))
-                die(EXIT_USAGE, "--sweep %s: the run of %s at lr %g: %s", a->sweep_spec, s->v[v].name, x, err);
+                die(EXIT_USAGE, "--sweep %s: the run of %s at lr %g: %s", a->sweep_spec,
+                    s->v[v].name, x, err);
         }
     snprintf(s->dir, sizeof s->dir, "%s", cfg.out_dir);
     if (sweep_dir_is_sweep(s->dir) && strcmp(cfg.overwrite, "true") != 0)
-        die(EXIT_USAGE, "'%s' holds a sweep: resume it with ./train --resume %s, or replace it with --train.overwrite=true"
-            " (or give this sweep another --train.out_dir)", s->dir, s->dir);
+        die(EXIT_USAGE,
+            "'%s' holds a sweep: resume it with ./train --resume %s, or replace it with "
+            "--train.overwrite=true"
+            " (or give this sweep another --train.out_dir)",
+            s->dir, s->dir);
     char buf[1200];
     if (outdir_run_file(s->dir, buf, sizeof buf) && strcmp(cfg.overwrite, "true") != 0)
-        die(EXIT_USAGE, "'%s' holds another run's files (%s): give the sweep another --train.out_dir, or"
-            " --train.overwrite=true", s->dir, buf);
-    if (!getcwd(s->cwd, sizeof s->cwd)) die(EXIT_RUNTIME, "cannot read the current directory: %s", strerror(errno));
+        die(EXIT_USAGE,
+            "'%s' holds another run's files (%s): give the sweep another --train.out_dir, or"
+            " --train.overwrite=true",
+            s->dir, buf);
+    if (!getcwd(s->cwd, sizeof s->cwd))
+        die(EXIT_RUNTIME, "cannot read the current directory: %s", strerror(errno));
     s->base_args = xcalloc((size_t)argc + 1, sizeof(char *), "the sweep's arguments");
     for (int i = 1; i < argc; i++) {
         int skip;
-        if (sweep_owned(argc, argv, i, &skip)) { i += skip; continue; }
+        if (sweep_owned(argc, argv, i, &skip)) {
+            i += skip;
+            continue;
+        }
         s->base_args[s->n_base++] = xstrdup(argv[i], "an argument");
     }
     snprintf(s->command, sizeof s->command, "%s", a->command);
@@ -500,19 +554,31 @@ static void start_fresh(Sweep *s, const Args *a, int argc, char **argv) {
 static void start_resume(Sweep *s, const Args *a) {
     char err[1024], dir[PATH_MAX];
     if (a->n_overrides > 0)
-        die(EXIT_USAGE, "a sweep resumes as it was started: --resume %s takes no overrides (got --%s)", a->resume_path,
-            a->overrides[0]);
-    if (a->comparison) die(EXIT_USAGE, "a sweep resumes as it was started: --resume %s takes no --compare", a->resume_path);
+        die(EXIT_USAGE,
+            "a sweep resumes as it was started: --resume %s takes no overrides (got --%s)",
+            a->resume_path, a->overrides[0]);
+    if (a->comparison)
+        die(EXIT_USAGE, "a sweep resumes as it was started: --resume %s takes no --compare",
+            a->resume_path);
     if (a->bench_steps || a->dump_path || a->rewind || a->init_path || a->vocab_text)
-        die(EXIT_USAGE, "a sweep resumes as it was started: --resume %s takes no %s", a->resume_path,
-            a->bench_steps ? "--bench" : a->dump_path ? "--dump-state" : a->rewind ? "--rewind (each run resumes from its"
-            " latest checkpoint)" : a->init_path ? "--init-from" : "--vocab-from");
-    if (!realpath(a->resume_path, dir)) die(EXIT_RUNTIME, "cannot resolve '%s': %s", a->resume_path, strerror(errno));
+        die(EXIT_USAGE, "a sweep resumes as it was started: --resume %s takes no %s",
+            a->resume_path,
+            a->bench_steps ? "--bench"
+            : a->dump_path ? "--dump-state"
+            : a->rewind    ? "--rewind (each run resumes from its"
+                             " latest checkpoint)"
+            : a->init_path ? "--init-from"
+                           : "--vocab-from");
+    if (!realpath(a->resume_path, dir))
+        die(EXIT_RUNTIME, "cannot resolve '%s': %s", a->resume_path, strerror(errno));
     read_state(s, dir);
-    if (strlen(dir) >= sizeof s->dir) die(EXIT_USAGE, "the sweep's directory '%s' is too long", dir);
+    if (strlen(dir) >= sizeof s->dir)
+        die(EXIT_USAGE, "the sweep's directory '%s' is too long", dir);
     memcpy(s->dir, dir, strlen(dir) + 1);
     // the runs' config and data paths are the sweep's start directory's
-    if (chdir(s->cwd) != 0) die(EXIT_RUNTIME, "cannot enter '%s', where the sweep started: %s", s->cwd, strerror(errno));
+    if (chdir(s->cwd) != 0)
+        die(EXIT_RUNTIME, "cannot enter '%s', where the sweep started: %s", s->cwd,
+            strerror(errno));
     set_runs(s);
     if (!outdir_lock(s->dir, err, sizeof err)) die(EXIT_USAGE, "%s", err);
 }
@@ -521,10 +587,16 @@ int sweep_main(const Args *a, int argc, char **argv) {
     static Sweep s;
     memset(&s, 0, sizeof s);
     int resuming = a->sweep_spec == NULL;
-    if (resuming) start_resume(&s, a);
-    else start_fresh(&s, a, argc, argv);
+    if (resuming)
+        start_resume(&s, a);
+    else
+        start_fresh(&s, a, argc, argv);
     int code = run_sweep(&s, resuming);
-    for (int k = 0; k < s.n_runs; k++) { free(s.runs[k].steps); free(s.runs[k].logit); free(s.runs[k].config_json); }
+    for (int k = 0; k < s.n_runs; k++) {
+        free(s.runs[k].steps);
+        free(s.runs[k].logit);
+        free(s.runs[k].config_json);
+    }
     for (int i = 0; i < s.n_base; i++) free(s.base_args[i]);
     free(s.base_args);
     return code;

@@ -7,10 +7,10 @@
 
 #include <stddef.h>
 
-#define SWEEP_MAX_RUNS 16
-#define SWEEP_MAX_VARIANTS 4  // --compare's (run/run.h MAX_VARIANTS)
+#define SWEEP_MAX_RUNS        16
+#define SWEEP_MAX_VARIANTS    4          // --compare's (run/run.h MAX_VARIANTS)
 #define SWEEP_STATE_MAX_BYTES (1 << 20)  // sweep.json as a sweep writes it is a few kilobytes
-#define SWEEP_MAX_ARGS 256              // the runs' common command line, in sweep.json
+#define SWEEP_MAX_ARGS        256        // the runs' common command line, in sweep.json
 
 // The grid of --sweep KEY=A..B/N: lr[i] = A * (B/A)^(i/(N-1)), i = 0..N-1.
 typedef struct {
@@ -34,13 +34,13 @@ typedef struct {
 
 // sweep.json: the grid and the runs' command line, as ./train --sweep writes it.
 typedef struct {
-    char cwd[4096];          // where the sweep started (its runs' relative paths are from there)
+    char cwd[4096];  // where the sweep started (its runs' relative paths are from there)
     SweepGrid grid;
-    char compare_key[64];    // "" without a comparison
+    char compare_key[64];  // "" without a comparison
     SweepVariant v[SWEEP_MAX_VARIANTS];
     int nv;
-    double min_lr_ratio;     // each run's min_lr = its lr * min_lr_ratio
-    char **args;             // the runs' common arguments: a config file and --KEY=VALUE overrides
+    double min_lr_ratio;  // each run's min_lr = its lr * min_lr_ratio
+    char **args;          // the runs' common arguments: a config file and --KEY=VALUE overrides
     int n_args;
     char command[2048];
 } SweepState;
@@ -50,7 +50,8 @@ typedef struct {
 // config key with names that are directory names, at most SWEEP_MAX_RUNS runs, and arguments
 // that are only a config file and config overrides (no key the sweep sets for each run itself).
 // 0 with one line naming the key and what was expected; sweep_state_free frees st either way.
-int sweep_state_parse(const char *text, size_t len, const char *origin, SweepState *st, char *err, size_t errlen);
+int sweep_state_parse(const char *text, size_t len, const char *origin, SweepState *st, char *err,
+                      size_t errlen);
 void sweep_state_free(SweepState *st);
 // The keys --compare KEY=V1,V2[,V3,V4] may vary (run/args.c), and so the keys a sweep's variants
 // can differ in (NULL-terminated): those that change neither a tensor's shape nor anything the

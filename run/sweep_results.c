@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "base/common.h"      // die, fopen_regular, parse_integer_text
-#include "run/checkpoint.h"   // a stopped run's config
+#include "base/common.h"     // die, fopen_regular, parse_integer_text
+#include "run/checkpoint.h"  // a stopped run's config
 
 // A file of the sweep's read back whole: a regular file only (a FIFO would block, /dev/zero never
 // ends) of at most max bytes. NULL with *why set when it cannot be: errno's text, what the file
@@ -23,7 +23,10 @@ char *sweep_read_bounded(const char *path, size_t max, size_t *len, char *why, s
     uint64_t size;
     const char *reason;
     FILE *f = fopen_regular(path, &size, &reason);
-    if (!f) { snprintf(why, whylen, "%s", reason); return NULL; }
+    if (!f) {
+        snprintf(why, whylen, "%s", reason);
+        return NULL;
+    }
     char *buf = size <= max ? malloc((size_t)size + 2) : NULL;
     size_t n = buf ? fread(buf, 1, (size_t)size + 1, f) : 0;  // one byte more: a file that grew
     fclose(f);
@@ -69,7 +72,10 @@ static int csv_col(const char *header, const char *name) {
 
 static double csv_field(const char *line, int col) {
     const char *p = line;
-    for (int c = 0; c < col && p; c++) { p = strchr(p, ','); if (p) p++; }
+    for (int c = 0; c < col && p; c++) {
+        p = strchr(p, ',');
+        if (p) p++;
+    }
     if (!p || *p == ',' || *p == '\n' || *p == 0) return NAN;
     return strtod(p, NULL);
 }
@@ -93,8 +99,11 @@ static long csv_step(const char *line, const char *path, long lineno, long max_s
     errno = 0;
     long step = strtol(line, &end, 10);
     if (end == line || *end != ',' || errno == ERANGE || step < 0 || step > max_steps)
-        die(EXIT_USAGE, "'%s' line %ld: the step '%.20s' is not an integer from 0 to %ld, as the run writes it: a damaged"
-            " log (remove the run's directory to train the run again)", path, lineno, line, max_steps);
+        die(EXIT_USAGE,
+            "'%s' line %ld: the step '%.20s' is not an integer from 0 to %ld, as the run writes "
+            "it: a damaged"
+            " log (remove the run's directory to train the run again)",
+            path, lineno, line, max_steps);
     return step;
 }
 
@@ -177,8 +186,8 @@ static int config_matches(const cJSON *want, const cJSON *got, char *what, size_
             const cJSON *g = object ? cJSON_GetObjectItemCaseSensitive(gsec, item->string) : gsec;
             if (g && cJSON_Compare(item, g, 1)) continue;
             char *ws = cJSON_PrintUnformatted(item), *gs = g ? cJSON_PrintUnformatted(g) : NULL;
-            snprintf(what, n, "%s%s%s is %.60s, expected %.60s", sec->string, object ? "." : "", object ? item->string : "",
-                     gs ? gs : "missing", ws ? ws : "?");
+            snprintf(what, n, "%s%s%s is %.60s, expected %.60s", sec->string, object ? "." : "",
+                     object ? item->string : "", gs ? gs : "missing", ws ? ws : "?");
             free(ws);
             free(gs);
             return 0;
@@ -190,8 +199,11 @@ static int config_matches(const cJSON *want, const cJSON *got, char *what, size_
 // Refuse a file in run r's directory that is another run's: "'PATH' is not run K/N's (...)".
 static _Noreturn void foreign_run(const Sweep *s, int k, const char *path, const char *what) {
     const SweepRun *r = &s->runs[k];
-    die(EXIT_USAGE, "'%s' is not run %d/%d's (%s, lr %g): %s; it is another sweep's or run's (remove '%s' to train this"
-        " run again)", path, k + 1, s->n_runs, s->v[r->variant].name, r->lr, what, r->dir);
+    die(EXIT_USAGE,
+        "'%s' is not run %d/%d's (%s, lr %g): %s; it is another sweep's or run's (remove '%s' to "
+        "train this"
+        " run again)",
+        path, k + 1, s->n_runs, s->v[r->variant].name, r->lr, what, r->dir);
 }
 
 // A run's config text (a summary's "config", a checkpoint's record) against the run's.
@@ -227,8 +239,12 @@ void sweep_read_run(const Sweep *s, int k) {
         text[strcspn(text, "\n")] = 0;
         int ok = parse_integer_text(text, &step) && step >= 0 && step <= r->max_steps;
         free(text);
-        if (!ok) die(EXIT_USAGE, "'%s' is not the step at which run %d/%d diverged (an integer from 0 to %ld, as the sweep"
-                     " writes it)", path, k + 1, s->n_runs, r->max_steps);
+        if (!ok)
+            die(EXIT_USAGE,
+                "'%s' is not the step at which run %d/%d diverged (an integer from 0 to %ld, as "
+                "the sweep"
+                " writes it)",
+                path, k + 1, s->n_runs, r->max_steps);
         r->done = r->diverged = 1;
         r->diverged_step = (long)step;
         r->train_loss = r->val_loss = NAN;
@@ -241,7 +257,9 @@ void sweep_read_run(const Sweep *s, int k) {
     if (!text) die(EXIT_USAGE, "cannot read the sweep's file '%s': %s", path, why);
     cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
-    if (!cJSON_IsObject(root)) die(EXIT_USAGE, "'%s' is not a run's summary (expected the JSON object ./train writes)", path);
+    if (!cJSON_IsObject(root))
+        die(EXIT_USAGE, "'%s' is not a run's summary (expected the JSON object ./train writes)",
+            path);
     // the run it stands for: its config, its steps, its losses
     check_run_config(s, k, path, cJSON_GetObjectItemCaseSensitive(root, "config"));
     const cJSON *steps = cJSON_GetObjectItemCaseSensitive(root, "steps");
@@ -249,14 +267,18 @@ void sweep_read_run(const Sweep *s, int k) {
     r->val_loss = json_num(root, "val_loss");
     r->seconds = json_num(root, "wall_s");
     char what[160];
-    if (!cJSON_IsNumber(steps) || steps->valuedouble != floor(steps->valuedouble) || steps->valuedouble < 0 ||
-        steps->valuedouble > r->max_steps || (isfinite(r->val_loss) && steps->valuedouble != r->max_steps)) {
-        snprintf(what, sizeof what, "its \"steps\" is %.20g, expected %ld", cJSON_IsNumber(steps) ? steps->valuedouble : NAN,
-                 r->max_steps);
+    if (!cJSON_IsNumber(steps) || steps->valuedouble != floor(steps->valuedouble) ||
+        steps->valuedouble < 0 || steps->valuedouble > r->max_steps ||
+        (isfinite(r->val_loss) && steps->valuedouble != r->max_steps)) {
+        snprintf(what, sizeof what, "its \"steps\" is %.20g, expected %ld",
+                 cJSON_IsNumber(steps) ? steps->valuedouble : NAN, r->max_steps);
         cJSON_Delete(root);
         foreign_run(s, k, path, what);
     }
     r->done = 1;
-    if (!isfinite(r->val_loss)) { r->diverged = 1; r->diverged_step = (long)steps->valuedouble; }
+    if (!isfinite(r->val_loss)) {
+        r->diverged = 1;
+        r->diverged_step = (long)steps->valuedouble;
+    }
     cJSON_Delete(root);
 }

@@ -13,27 +13,27 @@ typedef struct {
     int variant, point;
     double lr;
     char dir[1300];
-    char *config_json;    // the run's resolved config (config_to_json), what its files must hold
+    char *config_json;  // the run's resolved config (config_to_json), what its files must hold
     long max_steps;
     // results
     int done, diverged;
     long diverged_step;
     double loss0, train_loss, val_loss, max_logit, min_entropy;
-    long *steps;          // the probes' steps and the max attention logit at each
+    long *steps;  // the probes' steps and the max attention logit at each
     double *logit;
     int n_probes;
     double seconds;
 } SweepRun;
 
 typedef struct {
-    char dir[1100];              // out_dir
+    char dir[1100];  // out_dir
     char cwd[PATH_MAX];
     SweepGrid grid;
     char compare_key[64];
     SweepVariant v[SWEEP_MAX_VARIANTS];
     int nv;
-    double min_lr_ratio;         // each run's min_lr = lr * the config's min_lr / lr
-    char **base_args;            // the runs' common command line (config and overrides)
+    double min_lr_ratio;  // each run's min_lr = lr * the config's min_lr / lr
+    char **base_args;     // the runs' common command line (config and overrides)
     int n_base;
     SweepRun runs[SWEEP_MAX_RUNS];
     int n_runs;

@@ -60,11 +60,13 @@ double gpt_batch_forward(GPT *m, const int *x, const int *y, int B, int T) {
 #pragma omp parallel num_threads(share_threads(n))
     for (int k; (k = take_next(&next)) < n;) {
         int r0 = share_start(B, n, k), r1 = share_start(B, n, k + 1);
-        share_loss[k] = gpt_forward(&m->workers[k], x + (size_t)r0 * T, y + (size_t)r0 * T, r1 - r0, T);
+        share_loss[k] =
+            gpt_forward(&m->workers[k], x + (size_t)r0 * T, y + (size_t)r0 * T, r1 - r0, T);
     }
     // loss = sum over shares of (rows / B) * share loss, in share order
     double loss = 0.0;
-    for (int k = 0; k < n; k++) loss += share_loss[k] * (share_start(B, n, k + 1) - share_start(B, n, k)) / B;
+    for (int k = 0; k < n; k++)
+        loss += share_loss[k] * (share_start(B, n, k + 1) - share_start(B, n, k)) / B;
     // the logits' statistics likewise, and the largest logit of all
     m->lse_mean = m->lse_sq_mean = 0.0;
     m->max_logit = -INFINITY;
@@ -90,17 +92,20 @@ void gpt_batch_backward(GPT *m) {
     size_t P = m->n_params;
     int chunks = (int)((P + COMBINE_CHUNK - 1) / COMBINE_CHUNK), next_share = 0, next_chunk = 0;
     real f[MAX_BATCH_SHARES];
-    for (int k = 0; k < n; k++) f[k] = (real)((double)(share_start(B, n, k + 1) - share_start(B, n, k)) / B);
+    for (int k = 0; k < n; k++)
+        f[k] = (real)((double)(share_start(B, n, k + 1) - share_start(B, n, k)) / B);
 #pragma omp parallel num_threads(share_threads(n))
     {
         for (int k; (k = take_next(&next_share)) < n;) gpt_backward(&m->workers[k]);
 #ifdef _OPENMP
 #pragma omp barrier
 #endif
-        // grads = sum over shares of (rows / B) * share grads, summed in share order, chunk by chunk
+        // grads = sum over shares of (rows / B) * share grads, summed in share order, chunk by
+        // chunk
         real *restrict g = m->grads;
         for (int c; (c = take_next(&next_chunk)) < chunks;) {
-            size_t lo = (size_t)c * COMBINE_CHUNK, hi = lo + COMBINE_CHUNK < P ? lo + COMBINE_CHUNK : P;
+            size_t lo = (size_t)c * COMBINE_CHUNK,
+                   hi = lo + COMBINE_CHUNK < P ? lo + COMBINE_CHUNK : P;
             for (int k = 0; k < n; k++) {
                 const real *restrict wg = m->workers[k].grads;
                 real fk = f[k];

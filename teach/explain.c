@@ -15,8 +15,8 @@
 
 // The log p(targets) of nv variants (inputs and targets (nv, T)), m->B at a time; knock is NULL
 // or (nv, L, NH, T) per variant, rearranged to the (L, B, NH, T) of each forward. logp: (nv, T).
-static void run_variants(GPT *m, const int *inputs, const int *targets, const int *knock, int nv, int T,
-                         double *logp) {
+static void run_variants(GPT *m, const int *inputs, const int *targets, const int *knock, int nv,
+                         int T, double *logp) {
     int L = m->dims.n_layer, NH = m->dims.n_head;
     int *kb = knock ? xmalloc((size_t)L * m->B * NH * T * sizeof(int), "knockout") : NULL;
     for (int b0 = 0; b0 < nv; b0 += m->B) {
@@ -24,13 +24,15 @@ static void run_variants(GPT *m, const int *inputs, const int *targets, const in
         if (knock) {
             for (int b = 0; b < nb; b++)
                 for (int l = 0; l < L; l++)
-                    memcpy(kb + (((size_t)l * nb + b) * NH) * T, knock + (((size_t)(b0 + b) * L + l) * NH) * T,
+                    memcpy(kb + (((size_t)l * nb + b) * NH) * T,
+                           knock + (((size_t)(b0 + b) * L + l) * NH) * T,
                            (size_t)NH * T * sizeof(int));
         }
         m->attn_knockout = kb;
         gpt_forward(m, inputs + (size_t)b0 * T, targets + (size_t)b0 * T, nb, T);
         m->attn_knockout = NULL;
-        for (size_t i = 0; i < (size_t)nb * T; i++) logp[(size_t)b0 * T + i] = -(double)m->acts.losses[i];
+        for (size_t i = 0; i < (size_t)nb * T; i++)
+            logp[(size_t)b0 * T + i] = -(double)m->acts.losses[i];
     }
     free(kb);
 }
@@ -45,13 +47,15 @@ static void rollout(const double *W, int L, int n, double *R) {
     double *tmp = xcalloc(nn, sizeof(double), "explain");
     memset(R, 0, nn * sizeof(double));
     for (int t = 0; t < n; t++)
-        for (int j = 0; j <= t; j++) R[(size_t)t * n + j] = 0.5 * W[(size_t)t * n + j] + 0.5 * (t == j);
+        for (int j = 0; j <= t; j++)
+            R[(size_t)t * n + j] = 0.5 * W[(size_t)t * n + j] + 0.5 * (t == j);
     for (int l = 1; l < L; l++) {
         const double *Am = W + (size_t)l * nn;
         for (int t = 0; t < n; t++)
             for (int j = 0; j <= t; j++) {
                 double s = 0;
-                for (int u = j; u <= t; u++) s += (0.5 * Am[(size_t)t * n + u] + 0.5 * (t == u)) * R[(size_t)u * n + j];
+                for (int u = j; u <= t; u++)
+                    s += (0.5 * Am[(size_t)t * n + u] + 0.5 * (t == u)) * R[(size_t)u * n + j];
                 tmp[(size_t)t * n + j] = s;
             }
         memcpy(R, tmp, nn * sizeof(double));
@@ -59,10 +63,11 @@ static void rollout(const double *W, int L, int n, double *R) {
     free(tmp);
 }
 
-void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsigned char *rows, int per_head,
-                     Explain *e) {
+void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsigned char *rows,
+                     int per_head, Explain *e) {
     int L = m->dims.n_layer, NH = m->dims.n_head, C = m->dims.n_embd, hd = C / NH;
-    if (n < 1 || n > m->T || n > m->dims.block_size) die(EXIT_RUNTIME, "internal: explain over %d positions", n);
+    if (n < 1 || n > m->T || n > m->dims.block_size)
+        die(EXIT_RUNTIME, "internal: explain over %d positions", n);
     memset(e, 0, sizeof *e);
     e->n = n, e->L = L, e->NH = NH, e->baseline = baseline;
     size_t nn = (size_t)n * n;
@@ -86,7 +91,8 @@ void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsig
 
     // the sequence itself: log p, the weights, the norms, then gradient x input row by row
     const int *x = tokens, *y = tokens + 1;
-    m->keep_weights = 1;  // the weights P in acts.layers[l].att: the definition's (the engine keeps 2 numbers a row)
+    m->keep_weights = 1;  // the weights P in acts.layers[l].att: the definition's (the engine keeps
+                          // 2 numbers a row)
     gpt_forward(m, x, y, 1, n);
     m->keep_weights = 0;
     int V = m->dims.vocab_size;
@@ -94,7 +100,8 @@ void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsig
         e->logp[t] = -(double)m->acts.losses[t];
         const real *p = m->acts.logits + (size_t)t * V;  // probabilities after the loss
         int best = 0;
-        for (int i = 1; i < V; i++) if (p[i] > p[best]) best = i;
+        for (int i = 1; i < V; i++)
+            if (p[i] > p[best]) best = i;
         e->argmax[t] = best;
     }
     double *f = xmalloc((size_t)NH * n * C * sizeof(double), "explain");  // f[h][j] = v_j^h Wo^h
@@ -138,7 +145,8 @@ void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsig
                 for (int o = 0; o < C; o++) sum[o] += f[((size_t)h * n + j) * C + o];
             double s2 = 0;
             for (int o = 0; o < C; o++) s2 += sum[o] * sum[o];
-            for (int t = j; t < n; t++) e->uniform_norm[((size_t)l * n + t) * n + j] = sqrt(s2) / (t + 1);
+            for (int t = j; t < n; t++)
+                e->uniform_norm[((size_t)l * n + t) * n + j] = sqrt(s2) / (t + 1);
         }
     }
     free(f);
@@ -146,7 +154,8 @@ void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsig
     for (int t = 0; t < n; t++)
         for (int j = 0; j <= t; j++) e->uniform[(size_t)t * n + j] = 1.0 / (t + 1);
     rollout(e->attn_mean, L, n, e->rollout);
-    double *u = xmalloc((size_t)L * nn * sizeof(double), "explain");  // every layer's weights uniform
+    double *u =
+        xmalloc((size_t)L * nn * sizeof(double), "explain");  // every layer's weights uniform
     for (int l = 0; l < L; l++) memcpy(u + (size_t)l * nn, e->uniform, nn * sizeof(double));
     rollout(u, L, n, e->uniform_rollout);
     free(u);
@@ -157,7 +166,8 @@ void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsig
         gpt_backward_row(m, t);
         for (int j = 0; j <= t; j++) {
             double d = 0;
-            for (int c = 0; c < C; c++) d += (double)m->gacts.residual[(size_t)j * C + c] * enc[(size_t)j * C + c];
+            for (int c = 0; c < C; c++)
+                d += (double)m->gacts.residual[(size_t)j * C + c] * enc[(size_t)j * C + c];
             e->gxi[(size_t)t * n + j] = -d;
         }
     }
@@ -208,8 +218,10 @@ void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsig
                     for (int r = t < 0 ? j : t; r < T; r++) {
                         if (!e->row[r]) continue;
                         double d = e->logp[r] - lp[(size_t)nv * T + r];
-                        if (g == 0) e->knock[((size_t)l * n + r) * n + j] = d;
-                        else e->knock_head[(((size_t)l * NH + g - 1) * n + r) * n + j] = d;
+                        if (g == 0)
+                            e->knock[((size_t)l * n + r) * n + j] = d;
+                        else
+                            e->knock_head[(((size_t)l * NH + g - 1) * n + r) * n + j] = d;
                     }
     }
     free(kn);
@@ -248,16 +260,21 @@ const double *explain_row(const Explain *e, const char *name, int t) {
     if (!strcmp(name, "gxi")) return e->gxi + t * n;
     const char *rest = NULL;
     const double *base = NULL, *base_head = NULL;
-    if (!strncmp(name, "attn_l", 6)) rest = name + 6, base = e->attn_mean, base_head = e->attn;
-    else if (!strncmp(name, "norm_l", 6)) rest = name + 6, base = e->norm;
-    else if (!strncmp(name, "uniform_norm_l", 14)) rest = name + 14, base = e->uniform_norm;
-    else if (!strncmp(name, "knock_l", 7)) rest = name + 7, base = e->knock, base_head = e->knock_head;
+    if (!strncmp(name, "attn_l", 6))
+        rest = name + 6, base = e->attn_mean, base_head = e->attn;
+    else if (!strncmp(name, "norm_l", 6))
+        rest = name + 6, base = e->norm;
+    else if (!strncmp(name, "uniform_norm_l", 14))
+        rest = name + 14, base = e->uniform_norm;
+    else if (!strncmp(name, "knock_l", 7))
+        rest = name + 7, base = e->knock, base_head = e->knock_head;
     if (!rest) return NULL;
     if (sscanf(rest, "%dh%d%n", &l, &h, &used) == 2 && rest[used] == 0) {
         if (!base_head || l < 0 || l >= e->L || h < 0 || h >= e->NH) return NULL;
         return base_head + ((size_t)l * e->NH + h) * nn + t * n;
     }
-    if (sscanf(rest, "%d%n", &l, &used) == 1 && rest[used] == 0 && l >= 0 && l < e->L) return base + (size_t)l * nn + t * n;
+    if (sscanf(rest, "%d%n", &l, &used) == 1 && rest[used] == 0 && l >= 0 && l < e->L)
+        return base + (size_t)l * nn + t * n;
     return NULL;
 }
 
@@ -268,9 +285,11 @@ int explain_attention_names(int L, int NH, int per_head, char names[][EXPLAIN_NA
     for (int l = 0; l < L && k < max; l++) snprintf(names[k++], EXPLAIN_NAME, "norm_l%d", l);
     if (k < max) snprintf(names[k++], EXPLAIN_NAME, "uniform");
     if (k < max) snprintf(names[k++], EXPLAIN_NAME, "uniform_rollout");
-    for (int l = 0; l < L && k < max; l++) snprintf(names[k++], EXPLAIN_NAME, "uniform_norm_l%d", l);
+    for (int l = 0; l < L && k < max; l++)
+        snprintf(names[k++], EXPLAIN_NAME, "uniform_norm_l%d", l);
     for (int l = 0; per_head && l < L; l++)
-        for (int h = 0; h < NH && k < max; h++) snprintf(names[k++], EXPLAIN_NAME, "attn_l%dh%d", l, h);
+        for (int h = 0; h < NH && k < max; h++)
+            snprintf(names[k++], EXPLAIN_NAME, "attn_l%dh%d", l, h);
     return k;
 }
 
@@ -280,7 +299,8 @@ int explain_effect_names(int L, int NH, int per_head, char names[][EXPLAIN_NAME]
     for (int l = 0; l < L && k < max; l++) snprintf(names[k++], EXPLAIN_NAME, "knock_l%d", l);
     if (k < max) snprintf(names[k++], EXPLAIN_NAME, "gxi");
     for (int l = 0; per_head && l < L; l++)
-        for (int h = 0; h < NH && k < max; h++) snprintf(names[k++], EXPLAIN_NAME, "knock_l%dh%d", l, h);
+        for (int h = 0; h < NH && k < max; h++)
+            snprintf(names[k++], EXPLAIN_NAME, "knock_l%dh%d", l, h);
     return k;
 }
 
@@ -317,7 +337,8 @@ double kendall_tau_b(const double *x, const double *y, int n) {
 // is under 10% of the largest.
 void agreement_add(Agreement *g, const double *a, const double *e, int n_keys) {
     if (n_keys < 2) return;
-    double ae[64], *abs_e = n_keys <= 64 ? ae : xmalloc((size_t)n_keys * sizeof(double), "agreement");
+    double ae[64],
+        *abs_e = n_keys <= 64 ? ae : xmalloc((size_t)n_keys * sizeof(double), "agreement");
     for (int j = 0; j < n_keys; j++) abs_e[j] = fabs(e[j]);
     double amax = a[explain_argmax(a, n_keys, 0)], emax = abs_e[explain_argmax(abs_e, n_keys, 0)];
     int na = 0, ne = 0, both = 0, low = 0;
@@ -354,12 +375,18 @@ static double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
 // A token as printable text: the character, or \n, \t, \\ and \" spelled out.
 static void token_text(const Vocab *v, int tok, char *buf) {
     uint32_t cp = v->chars[tok];
-    if (cp == '\n') strcpy(buf, "\\n");
-    else if (cp == '\t') strcpy(buf, "\\t");
-    else if (cp == '\\') strcpy(buf, "\\\\");
-    else if (cp == '"') strcpy(buf, "\\\"");
-    else if (cp < 0x20 || cp == 0x7f) snprintf(buf, 12, "\\u%04x", (unsigned)cp);
-    else buf[utf8_encode(cp, buf)] = 0;
+    if (cp == '\n')
+        strcpy(buf, "\\n");
+    else if (cp == '\t')
+        strcpy(buf, "\\t");
+    else if (cp == '\\')
+        strcpy(buf, "\\\\");
+    else if (cp == '"')
+        strcpy(buf, "\\\"");
+    else if (cp < 0x20 || cp == 0x7f)
+        snprintf(buf, 12, "\\u%04x", (unsigned)cp);
+    else
+        buf[utf8_encode(cp, buf)] = 0;
 }
 
 #define MAX_NAMES 160
@@ -375,10 +402,15 @@ int explain_learned(const Explain *e, double *mean_p) {
 
 void explain_learned_line(const Explain *e, char *buf, size_t len) {
     double mean;
-    if (explain_learned(e, &mean)) { buf[0] = 0; return; }
+    if (explain_learned(e, &mean)) {
+        buf[0] = 0;
+        return;
+    }
     int k = e->n < EXPLAIN_LEARNED_ROWS ? e->n : EXPLAIN_LEARNED_ROWS;
-    snprintf(buf, len, EXPLAIN_NOT_LEARNED " (mean p(next) %.3f over the prompt's last %d characters, under %g)", mean,
-             k, EXPLAIN_LEARNED_P);
+    snprintf(buf, len,
+             EXPLAIN_NOT_LEARNED
+             " (mean p(next) %.3f over the prompt's last %d characters, under %g)",
+             mean, k, EXPLAIN_LEARNED_P);
 }
 
 void explain_print(FILE *f, const Explain *e, const Vocab *v) {
@@ -391,13 +423,19 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
     char warn[256];
     explain_learned_line(e, warn, sizeof warn);
     if (warn[0]) fprintf(f, "%s\n\n", warn);
-    fprintf(f, "Each row t predicts the character after it. Attention: layer %d's weights (mean over heads),\n"
-               "the rollout through all layers, layer %d's norm-weighted attention. Effects on log p(next):\n"
-               "leave-one-out (the character replaced by '%s'), knockout (the layer and key whose removal\n"
-               "costs most) and gradient x input. Each cell: the position j, its character, the value.\n\n",
+    fprintf(f,
+            "Each row t predicts the character after it. Attention: layer %d's weights (mean over "
+            "heads),\n"
+            "the rollout through all layers, layer %d's norm-weighted attention. Effects on log "
+            "p(next):\n"
+            "leave-one-out (the character replaced by '%s'), knockout (the layer and key whose "
+            "removal\n"
+            "costs most) and gradient x input. Each cell: the position j, its character, the "
+            "value.\n\n",
             L - 1, L - 1, bl);
-    fprintf(f, "%3s %-6s %-6s %7s %-9s | %-16s %-16s %-16s | %-16s %-19s %-16s\n", "t", "char", "next", "p(next)",
-            "predicted", top_attn, "rollout", top_norm, "leave-one-out", "knockout", "grad x input");
+    fprintf(f, "%3s %-6s %-6s %7s %-9s | %-16s %-16s %-16s | %-16s %-19s %-16s\n", "t", "char",
+            "next", "p(next)", "predicted", top_attn, "rollout", top_norm, "leave-one-out",
+            "knockout", "grad x input");
     for (int t = 0; t < n; t++) {
         char q1[24], q2[24], q3[24];
         token_text(v, e->tokens[t], ch);
@@ -429,10 +467,13 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
             int bl_ = 0, bj = 0;
             for (int l = 0; l < L; l++)
                 for (int j = 0; j <= t; j++)
-                    if (fabs(e->knock[((size_t)l * n + t) * n + j]) > fabs(e->knock[((size_t)bl_ * n + t) * n + bj])) bl_ = l, bj = j;
+                    if (fabs(e->knock[((size_t)l * n + t) * n + j]) >
+                        fabs(e->knock[((size_t)bl_ * n + t) * n + bj]))
+                        bl_ = l, bj = j;
             char c[16], cell[48];
             token_text(v, e->tokens[bj], c);
-            snprintf(cell, sizeof cell, "%d'%s' %+.3f l%d", bj, c, e->knock[((size_t)bl_ * n + t) * n + bj], bl_);
+            snprintf(cell, sizeof cell, "%d'%s' %+.3f l%d", bj, c,
+                     e->knock[((size_t)bl_ * n + t) * n + bj], bl_);
             fprintf(f, " %-19s", cell);
             const double *r = e->gxi + (size_t)t * n;
             int j = explain_argmax(r, t + 1, 1);
@@ -453,7 +494,8 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
         if (!e->row[t]) continue;
         for (int b = 0; b < ne; b++) {
             const double *er = explain_row(e, en[b], t);
-            for (int a = 0; a < na; a++) agreement_add(&g[a * ne + b], explain_row(e, an[a], t), er, t + 1);
+            for (int a = 0; a < na; a++)
+                agreement_add(&g[a * ne + b], explain_row(e, an[a], t), er, t + 1);
             for (int a = 0; a < ne; a++) {
                 const double *ar = explain_row(e, en[a], t);
                 for (int j = 0; j <= t; j++) abs_a[j] = fabs(ar[j]);
@@ -461,10 +503,15 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
             }
         }
     }
-    fprintf(f, "\nAgreement over the %d rows with at least two positions: top-1 (the most attended position is\n"
-               "the one with the largest |effect|) / Kendall tau-b with |effect| / misattribution (the most\n"
-               "attended position has under %.0f%% of the largest |effect|); ties are an even draw. The uniform\n"
-               "rows put 1/(t+1) on every visible key in place of the weights (tau: n/a, a constant ranking).\n",
+    fprintf(f,
+            "\nAgreement over the %d rows with at least two positions: top-1 (the most attended "
+            "position is\n"
+            "the one with the largest |effect|) / Kendall tau-b with |effect| / misattribution "
+            "(the most\n"
+            "attended position has under %.0f%% of the largest |effect|); ties are an even draw. "
+            "The uniform\n"
+            "rows put 1/(t+1) on every visible key in place of the weights (tau: n/a, a constant "
+            "ranking).\n",
             (int)g[0].rows, 100 * EXPLAIN_MISATTRIBUTION);
     fprintf(f, "%-16s", "");
     for (int b = 0; b < ne; b++) fprintf(f, " %-17s", en[b]);
@@ -476,14 +523,18 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
             char cell[40];
             double tau = ratio(x->tau_sum, x->tau_rows);
             char tc[16];
-            if (tau == tau) snprintf(tc, sizeof tc, "%+.2f", tau);
-            else snprintf(tc, sizeof tc, "n/a");
-            snprintf(cell, sizeof cell, "%.2f/%s/%.2f", ratio(x->top1, x->rows), tc, ratio(x->mis, x->mis_rows));
+            if (tau == tau)
+                snprintf(tc, sizeof tc, "%+.2f", tau);
+            else
+                snprintf(tc, sizeof tc, "n/a");
+            snprintf(cell, sizeof cell, "%.2f/%s/%.2f", ratio(x->top1, x->rows), tc,
+                     ratio(x->mis, x->mis_rows));
             fprintf(f, " %-17s", cell);
         }
         fputc('\n', f);
     }
-    fprintf(f, "\nThe ceiling: how far the effects agree with each other (top-1 / tau-b of |a| with |b|).\n");
+    fprintf(f, "\nThe ceiling: how far the effects agree with each other (top-1 / tau-b of |a| "
+               "with |b|).\n");
     fprintf(f, "%-16s", "");
     for (int b = 0; b < ne; b++) fprintf(f, " %-12s", en[b]);
     fputc('\n', f);
@@ -492,7 +543,8 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
         for (int b = 0; b < ne; b++) {
             const Agreement *x = &c[a * ne + b];
             char cell[40];
-            snprintf(cell, sizeof cell, "%.2f/%+.2f", ratio(x->top1, x->rows), ratio(x->tau_sum, x->tau_rows));
+            snprintf(cell, sizeof cell, "%.2f/%+.2f", ratio(x->top1, x->rows),
+                     ratio(x->tau_sum, x->tau_rows));
             fprintf(f, " %-12s", a == b ? "-" : cell);
         }
         fputc('\n', f);
@@ -504,8 +556,10 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
 
 // One JSON number (%.9g; null when not finite).
 static void jnum(FILE *f, double x) {
-    if (isfinite(x)) fprintf(f, "%.9g", x);
-    else fputs("null", f);
+    if (isfinite(x))
+        fprintf(f, "%.9g", x);
+    else
+        fputs("null", f);
 }
 
 static void jrow(FILE *f, const double *r, int n) {
@@ -520,11 +574,16 @@ static void jrow(FILE *f, const double *r, int n) {
 static void jstr(FILE *f, const char *s) {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p == '\t') fputs("\\t", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
     }
     fputc('"', f);
 }
@@ -546,8 +605,8 @@ void explain_json(FILE *f, const Explain *e, const Vocab *v, const char *checkpo
     int learned = explain_learned(e, &mean_p);
     fprintf(f, ",\"learned\":%s,\"learned_mean_p\":", learned ? "true" : "false");
     jnum(f, mean_p);
-    fprintf(f, ",\"learned_threshold\":%g,\"misattribution_threshold\":%g,\"tokens\":[", EXPLAIN_LEARNED_P,
-            EXPLAIN_MISATTRIBUTION);
+    fprintf(f, ",\"learned_threshold\":%g,\"misattribution_threshold\":%g,\"tokens\":[",
+            EXPLAIN_LEARNED_P, EXPLAIN_MISATTRIBUTION);
     for (int i = 0; i <= n; i++) {
         if (i) fputc(',', f);
         jtok(f, v, e->tokens[i]);
@@ -565,7 +624,8 @@ void explain_json(FILE *f, const Explain *e, const Vocab *v, const char *checkpo
         jnum(f, e->logp[t]);
         fprintf(f, ",\"p\":");
         jnum(f, exp(e->logp[t]));
-        fprintf(f, ",\"effects_computed\":%s,\n \"attention\":{\"heads\":[", e->row[t] ? "true" : "false");
+        fprintf(f, ",\"effects_computed\":%s,\n \"attention\":{\"heads\":[",
+                e->row[t] ? "true" : "false");
         for (int l = 0; l < L; l++) {
             fprintf(f, "%s[", l ? "," : "");
             for (int h = 0; h < NH; h++) {
@@ -620,7 +680,8 @@ void explain_json(FILE *f, const Explain *e, const Vocab *v, const char *checkpo
     int first = 1;
     for (int a = 0; a < na + ne; a++)
         for (int b = 0; b < ne; b++) {
-            // attention measures (the uniform baseline's among them) against every effect, then effect against effect
+            // attention measures (the uniform baseline's among them) against every effect, then
+            // effect against effect
             const char *name = a < na ? an[a] : en[a - na];
             if (a >= na && a - na == b) continue;
             Agreement g = {0};
@@ -628,14 +689,19 @@ void explain_json(FILE *f, const Explain *e, const Vocab *v, const char *checkpo
                 if (!e->row[t]) continue;
                 const double *er = explain_row(e, en[b], t);
                 const double *ar = explain_row(e, name, t);
-                if (a < na) { agreement_add(&g, ar, er, t + 1); continue; }
+                if (a < na) {
+                    agreement_add(&g, ar, er, t + 1);
+                    continue;
+                }
                 double *abs_a = xmalloc((size_t)(t + 1) * sizeof(double), "agreement");
                 for (int j = 0; j <= t; j++) abs_a[j] = fabs(ar[j]);
                 agreement_add(&g, abs_a, er, t + 1);
                 free(abs_a);
             }
-            fprintf(f, "%s\n{\"measure\":\"%s\",\"kind\":\"%s\",\"effect\":\"%s\",\"rows\":%g,\"top1\":", first ? "" : ",",
-                    name, a < na ? "attention" : "effect", en[b], g.rows);
+            fprintf(
+                f,
+                "%s\n{\"measure\":\"%s\",\"kind\":\"%s\",\"effect\":\"%s\",\"rows\":%g,\"top1\":",
+                first ? "" : ",", name, a < na ? "attention" : "effect", en[b], g.rows);
             first = 0;
             jnum(f, ratio(g.top1, g.rows));
             fprintf(f, ",\"tau\":");
@@ -660,7 +726,9 @@ int explain_line_sources(const char *s, int len, int *src) {
         int a = 6, k = 0;
         while (a + k < len && is_lower(s[a + k])) k++;
         int b = a + k + 3;
-        if (k < 1 || b + k != len || strncmp(s + a + k, " | ", 3) || strncmp(s + a, s + b, (size_t)k)) return -1;
+        if (k < 1 || b + k != len || strncmp(s + a + k, " | ", 3) ||
+            strncmp(s + a, s + b, (size_t)k))
+            return -1;
         for (int i = 0; i < k; i++) src[b + i] = a + i;
         return KIND_COPY;
     }
@@ -676,7 +744,8 @@ int explain_line_sources(const char *s, int len, int *src) {
         return KIND_REV;
     }
     if (len == 23 && !strncmp(s, "find: ", 6)) {  // find: LLLLLLLL q=X -> D
-        if (strncmp(s + 14, " q=", 3) || strncmp(s + 18, " -> ", 4) || s[22] < '0' || s[22] > '7') return -1;
+        if (strncmp(s + 14, " q=", 3) || strncmp(s + 18, " -> ", 4) || s[22] < '0' || s[22] > '7')
+            return -1;
         int d = s[22] - '0';
         if (s[6 + d] != s[17]) return -1;
         src[22] = 6 + d;
@@ -684,7 +753,9 @@ int explain_line_sources(const char *s, int len, int *src) {
     }
     if (len > 4 && !strncmp(s, "kv: ", 4)) {  // kv: k=v k=v ... ; K? V
         int p = 4, found = -1;
-        if (len < 10 || s[len - 2] != ' ' || s[len - 3] != '?' || s[len - 5] != ' ' || s[len - 6] != ';') return -1;
+        if (len < 10 || s[len - 2] != ' ' || s[len - 3] != '?' || s[len - 5] != ' ' ||
+            s[len - 6] != ';')
+            return -1;
         char key = s[len - 4];
         while (p + 3 < len - 6 && s[p + 1] == '=') {
             if (s[p] == key) found = p + 2;
@@ -694,7 +765,8 @@ int explain_line_sources(const char *s, int len, int *src) {
         src[len - 1] = found;
         return KIND_KV;
     }
-    if (len > 0 && (s[0] == '(' || s[0] == '[' || s[0] == '{')) {  // brackets: closers match openers
+    if (len > 0 &&
+        (s[0] == '(' || s[0] == '[' || s[0] == '{')) {  // brackets: closers match openers
         int stack[64], top = 0;
         for (int i = 0; i < len; i++) {
             char c = s[i];
@@ -704,7 +776,8 @@ int explain_line_sources(const char *s, int len, int *src) {
             } else if (c == ')' || c == ']' || c == '}') {
                 if (!top) return -1;
                 char o = s[stack[top - 1]];
-                if ((c == ')' && o != '(') || (c == ']' && o != '[') || (c == '}' && o != '{')) return -1;
+                if ((c == ')' && o != '(') || (c == ']' && o != '[') || (c == '}' && o != '{'))
+                    return -1;
                 src[i] = stack[--top];
             }
         }
@@ -714,23 +787,25 @@ int explain_line_sources(const char *s, int len, int *src) {
 }
 
 typedef struct {
-    Agreement *g;     // (nrow, ncol): the measures against the effects and the true source
-    double *where;    // (nrow, 4): where each measure's top position lies: first, self, delimiter, source
+    Agreement *g;  // (nrow, ncol): the measures against the effects and the true source
+    double *
+        where;  // (nrow, 4): where each measure's top position lies: first, self, delimiter, source
     long predictions, correct;
 } KindStats;
 
 // A delimiter of the corpus's lines: neither a letter, a digit nor a bracket (the space, ':',
 // '|', '>', '=', ';', '?', '-', and the newline before each line).
 static int is_delimiter(int c) {
-    return !(is_lower(c) || (c >= '0' && c <= '9') || c == '(' || c == ')' || c == '[' || c == ']' || c == '{' ||
-             c == '}');
+    return !(is_lower(c) || (c >= '0' && c <= '9') || c == '(' || c == ')' || c == '[' ||
+             c == ']' || c == '{' || c == '}');
 }
 
-int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int per_kind, int baseline, char *err,
-                       size_t errlen) {
+int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int per_kind,
+                       int baseline, char *err, size_t errlen) {
     uint64_t size;
     const char *why;
-    FILE *in = fopen_regular(path, &size, &why);  // a regular file only: a FIFO or /dev/zero never blocks or loops
+    FILE *in = fopen_regular(
+        path, &size, &why);  // a regular file only: a FIFO or /dev/zero never blocks or loops
     if (!in) {
         snprintf(err, errlen, "cannot read the lines to measure '%s': %s", path, why);
         return 0;
@@ -756,7 +831,9 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
     long lineno = 0;
     int newline = vocab_lookup(v, '\n');
     if (newline < 0) {
-        snprintf(err, errlen, "the model's vocabulary has no newline, which the experiment puts before each line");
+        snprintf(
+            err, errlen,
+            "the model's vocabulary has no newline, which the experiment puts before each line");
         fclose(in);
         return 0;
     }
@@ -764,7 +841,10 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
     while (fgets(line, sizeof line, in)) {
         lineno++;
         int len = (int)strcspn(line, "\n");
-        int c = line[len] ? '\n' : getc(in);  // a line longer than the buffer (4095 bytes): none of it is measured
+        int c =
+            line[len]
+                ? '\n'
+                : getc(in);  // a line longer than the buffer (4095 bytes): none of it is measured
         if (c != '\n' && c != EOF) {
             while ((c = getc(in)) != EOF && c != '\n') {}
             too_long++;
@@ -776,7 +856,8 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
         int done = 1;
         for (int k = 0; k < KIND_COUNT; k++) done &= ks[k].predictions >= per_kind;
         if (done) break;
-        // tokens: "\n" + line; row t = i predicts line[i] (position i + 1), its source at src[i] + 1
+        // tokens: "\n" + line; row t = i predicts line[i] (position i + 1), its source at src[i] +
+        // 1
         if (len + 1 > Tmax + 1) continue;
         tok[0] = newline;
         int bad = 0;
@@ -785,7 +866,9 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
             bad |= tok[i + 1] < 0;
         }
         if (bad) {
-            snprintf(err, errlen, "'%s' line %ld: a character that is not in the model's vocabulary", path, lineno);
+            snprintf(err, errlen,
+                     "'%s' line %ld: a character that is not in the model's vocabulary", path,
+                     lineno);
             fclose(in);
             return 0;
         }
@@ -811,7 +894,8 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
             }
             for (int a = 0; a < nrow; a++) {
                 // the measure: an attention row, or an effect's |effect| (the ceiling)
-                const double *ar = a < na ? explain_row(&e, an[a], t) : explain_row(&e, en[a - na], t);
+                const double *ar =
+                    a < na ? explain_row(&e, an[a], t) : explain_row(&e, en[a - na], t);
                 for (int j = 0; j < keys; j++) ab[j] = a < na ? ar[j] : fabs(ar[j]);
                 // where its top position lies (ties an even draw): position 0 (the newline), t
                 // itself, a delimiter of the line, the true source
@@ -842,46 +926,65 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
     free(tok);
     free(rows);
     if (too_long)
-        fprintf(stderr, "note: '%s': %ld line(s) over %d bytes not measured (no line of the measured kinds is that long)\n",
+        fprintf(stderr,
+                "note: '%s': %ld line(s) over %d bytes not measured (no line of the measured kinds "
+                "is that long)\n",
                 path, too_long, (int)sizeof line - 1);
     if (ks[KIND_COUNT].predictions == 0) {
         for (int k = 0; k <= KIND_COUNT; k++) free(ks[k].g), free(ks[k].where);
-        snprintf(err, errlen, "'%s' has no copy, rev, find, kv or bracket line of at most block_size (%d) characters: "
-                 "nothing to measure", path, Tmax);
+        snprintf(err, errlen,
+                 "'%s' has no copy, rev, find, kv or bracket line of at most block_size (%d) "
+                 "characters: "
+                 "nothing to measure",
+                 path, Tmax);
         return 0;
     }
 
-    fprintf(f, "# attention against effects on held-out lines of %s (one row per answer character)\n", path);
-    fprintf(f, "# predictions per kind, then accuracy (the most likely character is the right one)\n");
+    fprintf(f,
+            "# attention against effects on held-out lines of %s (one row per answer character)\n",
+            path);
+    fprintf(f,
+            "# predictions per kind, then accuracy (the most likely character is the right one)\n");
     for (int k = 0; k <= KIND_COUNT; k++) {
         const char *kn = k < KIND_COUNT ? EXPLAIN_KIND_NAMES[k] : "all";
         fprintf(f, "%s predictions: %ld\n%s accuracy: %.4f\n", kn, ks[k].predictions, kn,
                 ratio((double)ks[k].correct, (double)ks[k].predictions));
     }
     // one figure a line, "KIND STAT MEASURE EFFECT: value" (a doc can name each one)
-    fprintf(f, "# where each measure's top position lies, the share of rows: the first position (the newline\n"
-               "# before the line), the predicting position itself, a delimiter, the true source\n");
+    fprintf(f,
+            "# where each measure's top position lies, the share of rows: the first position (the "
+            "newline\n"
+            "# before the line), the predicting position itself, a delimiter, the true source\n");
     for (int k = 0; k <= KIND_COUNT; k++) {
         const char *kn = k < KIND_COUNT ? EXPLAIN_KIND_NAMES[k] : "all";
         for (int a = 0; a < nrow; a++) {
             fprintf(f, "%s top %s:", kn, a < na ? an[a] : en[a - na]);
-            for (int q = 0; q < 4; q++) fprintf(f, " %.4f", ratio(ks[k].where[a * 4 + q], (double)ks[k].predictions));
+            for (int q = 0; q < 4; q++)
+                fprintf(f, " %.4f", ratio(ks[k].where[a * 4 + q], (double)ks[k].predictions));
             fputc('\n', f);
         }
     }
     const char *stat_names[3] = {"top1", "tau", "mis"};
     for (int k = KIND_COUNT; k >= 0; k--) {
         const char *kn = k < KIND_COUNT ? EXPLAIN_KIND_NAMES[k] : "all";
-        fprintf(f, "# %s: each measure against each effect and the true source: top-1, tau-b, misattribution\n", kn);
+        fprintf(f,
+                "# %s: each measure against each effect and the true source: top-1, tau-b, "
+                "misattribution\n",
+                kn);
         for (int st = 0; st < 3; st++)
             for (int a = 0; a < nrow; a++)
                 for (int b = 0; b < ncol; b++) {
                     if (a >= na && a - na == b) continue;  // an effect against itself
                     const Agreement *g = &ks[k].g[a * ncol + b];
-                    double val = st == 0 ? ratio(g->top1, g->rows) : st == 1 ? ratio(g->tau_sum, g->tau_rows) : ratio(g->mis, g->mis_rows);
-                    fprintf(f, "%s %s %s %s: ", kn, stat_names[st], a < na ? an[a] : en[a - na], b < ne ? en[b] : "truth");
-                    if (val == val) fprintf(f, "%.4f\n", val);
-                    else fprintf(f, "n/a\n");  // tau of a constant ranking (uniform weights)
+                    double val = st == 0   ? ratio(g->top1, g->rows)
+                                 : st == 1 ? ratio(g->tau_sum, g->tau_rows)
+                                           : ratio(g->mis, g->mis_rows);
+                    fprintf(f, "%s %s %s %s: ", kn, stat_names[st], a < na ? an[a] : en[a - na],
+                            b < ne ? en[b] : "truth");
+                    if (val == val)
+                        fprintf(f, "%.4f\n", val);
+                    else
+                        fprintf(f, "n/a\n");  // tau of a constant ranking (uniform weights)
                 }
     }
     for (int k = 0; k <= KIND_COUNT; k++) free(ks[k].g), free(ks[k].where);

@@ -31,37 +31,37 @@
 #include "base/data.h"
 #include "model.h"
 
-#define EXPLAIN_NAME 40            // room for a measure's name, e.g. "knock_l3h7"
+#define EXPLAIN_NAME           40   // room for a measure's name, e.g. "knock_l3h7"
 #define EXPLAIN_MISATTRIBUTION 0.1  // a top-attended position with |effect| < 10% of the largest
 
 // The measures of one sequence. Matrices (n, n) are indexed [t*n + j] and hold 0 for j > t.
 typedef struct {
-    int n;              // predicted positions: t = 0 .. n-1 (tokens 0..n: n+1 of them)
+    int n;  // predicted positions: t = 0 .. n-1 (tokens 0..n: n+1 of them)
     int L, NH;
-    int *tokens;        // (n + 1)
-    int baseline;       // the token leave-one-out puts at position j
-    unsigned char *row; // (n) 1 where the row's effects were computed (knockout, gradient x input)
-    double *logp;       // (n) log p(token t+1 | tokens 0..t)
-    int *argmax;        // (n) the model's most likely next token at t
-    double *attn;       // (L, NH, n, n) P of each layer and head
-    double *attn_mean;  // (L, n, n) mean over heads
-    double *rollout;    // (n, n)
-    double *norm;       // (L, n, n) ||sum_h P_h[t][j] v_j^h Wo^h||
-    double *uniform;    // (n, n) 1/(t+1): uniform weights
+    int *tokens;         // (n + 1)
+    int baseline;        // the token leave-one-out puts at position j
+    unsigned char *row;  // (n) 1 where the row's effects were computed (knockout, gradient x input)
+    double *logp;        // (n) log p(token t+1 | tokens 0..t)
+    int *argmax;         // (n) the model's most likely next token at t
+    double *attn;        // (L, NH, n, n) P of each layer and head
+    double *attn_mean;   // (L, n, n) mean over heads
+    double *rollout;     // (n, n)
+    double *norm;        // (L, n, n) ||sum_h P_h[t][j] v_j^h Wo^h||
+    double *uniform;     // (n, n) 1/(t+1): uniform weights
     double *uniform_rollout;  // (n, n) the rollout of uniform weights
     double *uniform_norm;     // (L, n, n) ||sum_h v_j^h Wo^h|| / (t+1)
-    double *loo;        // (n, n) leave-one-out
-    double *knock;      // (L, n, n) knockout in layer l, all heads
-    double *knock_head; // (L, NH, n, n) knockout of one head; NULL unless asked for
-    double *gxi;        // (n, n) gradient x input
+    double *loo;              // (n, n) leave-one-out
+    double *knock;            // (L, n, n) knockout in layer l, all heads
+    double *knock_head;       // (L, NH, n, n) knockout of one head; NULL unless asked for
+    double *gxi;              // (n, n) gradient x input
 } Explain;
 
 // Measure tokens[0..n] (n >= 1, n <= block_size) on a causal model built with a batch capacity
 // m->B >= 1 and m->T >= n (the variants of one row run m->B at a time). rows (n, may be NULL =
 // all) selects the rows whose knockout and gradient x input are computed; leave-one-out and the
 // attention measures are computed for every row. per_head: also knockout of each head.
-void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsigned char *rows, int per_head,
-                     Explain *e);
+void explain_compute(GPT *m, const int *tokens, int n, int baseline, const unsigned char *rows,
+                     int per_head, Explain *e);
 void explain_free(Explain *e);
 
 // A measure's row t (n entries, 0 beyond t), by name: "attn_lL" (mean over heads of layer L),
@@ -84,18 +84,21 @@ double kendall_tau_b(const double *x, const double *y, int n);
 int explain_argmax(const double *x, int n, int abs);
 
 // The names of the attention measures (the uniform baseline's among them) and of the effects of
-// a model with L layers and NH heads (per_head: the per-head ones too), written into names (each at most EXPLAIN_NAME - 1 chars). Returns the count.
+// a model with L layers and NH heads (per_head: the per-head ones too), written into names (each at
+// most EXPLAIN_NAME - 1 chars). Returns the count.
 int explain_attention_names(int L, int NH, int per_head, char names[][EXPLAIN_NAME], int max);
 int explain_effect_names(int L, int NH, int per_head, char names[][EXPLAIN_NAME], int max);
 
 // Whether the model has learned the prompt: the mean of p(next) over the prompt's last
 // EXPLAIN_LEARNED_ROWS characters (each predicted from what comes before it; fewer in a shorter
 // prompt) is at least EXPLAIN_LEARNED_P. *mean_p (may be NULL) receives that mean. Below it the
-// explanation is of the model's mistakes, which every output says in one line (EXPLAIN_NOT_LEARNED).
+// explanation is of the model's mistakes, which every output says in one line
+// (EXPLAIN_NOT_LEARNED).
 #define EXPLAIN_LEARNED_ROWS 3
-#define EXPLAIN_LEARNED_P 0.5
+#define EXPLAIN_LEARNED_P    0.5
 int explain_learned(const Explain *e, double *mean_p);
-#define EXPLAIN_NOT_LEARNED "this model has not learned this prompt; the explanation is of its mistakes"
+#define EXPLAIN_NOT_LEARNED                                                                        \
+    "this model has not learned this prompt; the explanation is of its mistakes"
 // That line with its figures, e.g. "... mistakes (mean p(next) 0.06 over the last 3 characters,
 // under 0.5)", or "" when the model has learned the prompt. buf holds at least 160 bytes.
 void explain_learned_line(const Explain *e, char *buf, size_t len);
@@ -120,7 +123,7 @@ int explain_line_sources(const char *line, int len, int *source);
 // print the per-kind accuracy, where each measure's top position lies (the first position, the
 // predicting one, a delimiter, the source) and the agreement tables, as "label: numbers" lines,
 // to f. Returns 0 with a one-line reason in err.
-int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int per_kind, int baseline, char *err,
-                       size_t errlen);
+int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int per_kind,
+                       int baseline, char *err, size_t errlen);
 
 #endif

@@ -1,6 +1,6 @@
-// teach/lab_core.c: the computations behind ./lab (see teach/lab_core.h). Softmax and attention themselves
-// are never re-implemented here: every weight comes from attention.c, but for the online softmax,
-// the other way of computing them that ./lab online-softmax compares with attention.c's.
+// teach/lab_core.c: the computations behind ./lab (see teach/lab_core.h). Softmax and attention
+// themselves are never re-implemented here: every weight comes from attention.c, but for the online
+// softmax, the other way of computing them that ./lab online-softmax compares with attention.c's.
 #include "teach/lab_core.h"
 
 #include <math.h>
@@ -26,10 +26,12 @@ int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq,
             scores[(size_t)t * Tk + u] = (real)s;
         }
     if (causal) {
-        // the model's attention, as defined in attention.c: B = 1 sequence, NH = 1 head of width C = dk
+        // the model's attention, as defined in attention.c: B = 1 sequence, NH = 1 head of width C
+        // = dk
         real *scratch = xmalloc(attention_scratch_size(Tq, dk) * sizeof(real), "attention scratch");
         AttnSpec spec = {scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL};
-        attention_forward(out, weights, scratch, (AttnQKV){Q, K, V}, (AttnShape){1, Tq, dk, 1}, &spec, NULL);
+        attention_forward(out, weights, scratch, (AttnQKV){Q, K, V}, (AttnShape){1, Tq, dk, 1},
+                          &spec, NULL);
         free(scratch);
         return 1;
     }
@@ -47,15 +49,16 @@ int lab_attention(real *out, real *weights, real *scores, const real *Q, int Tq,
     return 1;
 }
 
-void lab_attention_backward(LabBackward *g, const real *dout, const real *P, const real *Q, const real *K,
-                            const real *V, int T, int dk, real scale, int causal) {
+void lab_attention_backward(LabBackward *g, const real *dout, const real *P, const real *Q,
+                            const real *K, const real *V, int T, int dk, real scale, int causal) {
     real *dP = g->dP, *dS = g->dS;
     double *rowsum = g->rowsum;
     // dP = dO V^T, for display (attention_backward forms only the entries a row sees)
     for (int t = 0; t < T; t++)
         for (int u = 0; u < T; u++) {
             double s = 0.0;
-            for (int i = 0; i < dk; i++) s += (double)dout[(size_t)t * dk + i] * V[(size_t)u * dk + i];
+            for (int i = 0; i < dk; i++)
+                s += (double)dout[(size_t)t * dk + i] * V[(size_t)u * dk + i];
             dP[(size_t)t * T + u] = (real)s;
         }
     // dS = P * (dP - rowsum(dP * P)) row by row over the visible keys: attention.c's softmax VJP
@@ -72,8 +75,8 @@ void lab_attention_backward(LabBackward *g, const real *dout, const real *P, con
     // dQ, dK, dV: the model's attention, as defined in attention.c (B = 1, NH = 1, C = dk)
     real *scratch = xmalloc(attention_scratch_size(T, dk) * sizeof(real), "attention scratch");
     AttnSpec spec = {scale, causal ? ATTN_MASK_CAUSAL : ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0, NULL};
-    attention_backward((AttnGradQKV){g->dQ, g->dK, g->dV}, scratch, dout, NULL, P, (AttnQKV){Q, K, V},
-                       (AttnShape){1, T, dk, 1}, &spec, NULL, NULL, GRAD_STORE);
+    attention_backward((AttnGradQKV){g->dQ, g->dK, g->dV}, scratch, dout, NULL, P,
+                       (AttnQKV){Q, K, V}, (AttnShape){1, T, dk, 1}, &spec, NULL, NULL, GRAD_STORE);
     free(scratch);
 }
 
@@ -106,27 +109,70 @@ const real LAB_T3_V[6] = {10, 0, 0, 10, 5, 5};
 void lab_mistakes(LabMistake cases[LAB_MISTAKES]) {
     real s = (real)(1.0 / sqrt(2.0));
     const LabMistake setup[LAB_MISTAKES] = {
-        {"correct", "scaled by 1/sqrt(d_k), -inf above the diagonal, softmax over each row (keys)",
-         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
-        {"no scale", "the scores are not divided by sqrt(d_k)", {1, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
-        {"mask with 0", "scores above the diagonal set to 0 instead of -inf", {s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS, 0, NULL},
-         {0}, {0}, {0}, {0}, {0}, {0}, {0}},
-        {"softmax over queries", "each column (key) normalised over the queries instead of each row over the keys",
-         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES, 0, NULL}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
-        {"no mask", "every query sees every key, the ones after it included",
-         {s, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0, NULL}, {0}, {0}, {0}, {0}, {0}, {0}, {0}},
+        {"correct",
+         "scaled by 1/sqrt(d_k), -inf above the diagonal, softmax over each row (keys)",
+         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0}},
+        {"no scale",
+         "the scores are not divided by sqrt(d_k)",
+         {1, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0}},
+        {"mask with 0",
+         "scores above the diagonal set to 0 instead of -inf",
+         {s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS, 0, NULL},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0}},
+        {"softmax over queries",
+         "each column (key) normalised over the queries instead of each row over the keys",
+         {s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES, 0, NULL},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0}},
+        {"no mask",
+         "every query sees every key, the ones after it included",
+         {s, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0, NULL},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0},
+         {0}},
     };
     real scratch[2 * 9 + 2];  // attention_scratch_size(3, 2) for the definition
     for (int c = 0; c < LAB_MISTAKES; c++) {
         LabMistake *m = &cases[c];
         *m = setup[c];
-        attention_forward(m->out, m->weights, scratch, (AttnQKV){LAB_T3_Q, LAB_T3_Q, LAB_T3_V}, (AttnShape){1, 3, 2, 1},
-                          &m->spec, NULL);
-        memcpy(m->scores, scratch, sizeof m->scores);  // the definition's scratch holds the last head's S
+        attention_forward(m->out, m->weights, scratch, (AttnQKV){LAB_T3_Q, LAB_T3_Q, LAB_T3_V},
+                          (AttnShape){1, 3, 2, 1}, &m->spec, NULL);
+        memcpy(m->scores, scratch,
+               sizeof m->scores);     // the definition's scratch holds the last head's S
         AttnSpec unmasked = m->spec;  // the same scores with no mask: what the mask replaced
         unmasked.mask = ATTN_MASK_NONE;
         real w[9], o[6];
-        attention_forward(o, w, scratch, (AttnQKV){LAB_T3_Q, LAB_T3_Q, LAB_T3_V}, (AttnShape){1, 3, 2, 1}, &unmasked, NULL);
+        attention_forward(o, w, scratch, (AttnQKV){LAB_T3_Q, LAB_T3_Q, LAB_T3_V},
+                          (AttnShape){1, 3, 2, 1}, &unmasked, NULL);
         memcpy(m->scores_unmasked, scratch, sizeof m->scores_unmasked);
         for (int t = 0; t < 3; t++) {
             m->row_sums[t] = m->col_sums[t] = m->future_weight[t] = 0;
@@ -147,8 +193,8 @@ void lab_randn(real *out, size_t n, NumpyRng *r) {
 }
 
 // Row statistics of a (T,T) weight matrix; row t sees t+1 keys under the mask, T without.
-static void row_stats(const real *w, int T, int causal, double *rowmax, double *entropy, double *mean_max,
-                      double *mean_ent, int *rows) {
+static void row_stats(const real *w, int T, int causal, double *rowmax, double *entropy,
+                      double *mean_max, double *mean_ent, int *rows) {
     double sm = 0.0, se = 0.0;
     int n = 0;
     for (int t = 0; t < T; t++) {
@@ -196,19 +242,20 @@ int lab_exercise_run(LabExercise *e, uint32_t seed, int T, int dk, int causal) {
     lab_randn(e->dout, td, &r);
 
     real scale = (real)(1.0 / sqrt((double)dk));
-    lab_attention(e->out_scaled, e->weights_scaled, e->scores, e->Q, T, e->K, e->V, T, dk, scale, e->causal);
-    lab_attention(e->out_unscaled, e->weights_unscaled, e->scores, e->Q, T, e->K, e->V, T, dk, 1, e->causal);
+    lab_attention(e->out_scaled, e->weights_scaled, e->scores, e->Q, T, e->K, e->V, T, dk, scale,
+                  e->causal);
+    lab_attention(e->out_unscaled, e->weights_unscaled, e->scores, e->Q, T, e->K, e->V, T, dk, 1,
+                  e->causal);
     lab_backward_alloc(&e->grad_scaled, T, dk);
     lab_backward_alloc(&e->grad_unscaled, T, dk);
     LabBackward *gs = &e->grad_scaled, *gu = &e->grad_unscaled;
-    lab_attention_backward(gs, e->dout, e->weights_scaled, e->Q, e->K,
-                           e->V, T, dk, scale, e->causal);
-    lab_attention_backward(gu, e->dout, e->weights_unscaled, e->Q,
-                           e->K, e->V, T, dk, 1, e->causal);
-    row_stats(e->weights_scaled, T, e->causal, e->rowmax_scaled, e->entropy_scaled, &e->mean_max_scaled,
-              &e->mean_entropy_scaled, &e->stat_rows);
-    row_stats(e->weights_unscaled, T, e->causal, e->rowmax_unscaled, e->entropy_unscaled, &e->mean_max_unscaled,
-              &e->mean_entropy_unscaled, &e->stat_rows);
+    lab_attention_backward(gs, e->dout, e->weights_scaled, e->Q, e->K, e->V, T, dk, scale,
+                           e->causal);
+    lab_attention_backward(gu, e->dout, e->weights_unscaled, e->Q, e->K, e->V, T, dk, 1, e->causal);
+    row_stats(e->weights_scaled, T, e->causal, e->rowmax_scaled, e->entropy_scaled,
+              &e->mean_max_scaled, &e->mean_entropy_scaled, &e->stat_rows);
+    row_stats(e->weights_unscaled, T, e->causal, e->rowmax_unscaled, e->entropy_unscaled,
+              &e->mean_max_unscaled, &e->mean_entropy_unscaled, &e->stat_rows);
     return 1;
 }
 
@@ -246,8 +293,8 @@ static double max_abs_diff(const real *a, const real *b, int n) {
     return d;
 }
 
-int lab_online_softmax(LabOnline *o, const char *group, const real *Q, const real *K, const real *V, int T, int dk,
-                       real scale, int block) {
+int lab_online_softmax(LabOnline *o, const char *group, const real *Q, const real *K, const real *V,
+                       int T, int dk, real scale, int block) {
     memset(o, 0, sizeof *o);
     if (T < 1 || T > LAB_ONLINE_MAX_T || dk < 1 || dk > LAB_ONLINE_MAX_DK || block < 1) return 0;
     o->group = group;
@@ -262,7 +309,8 @@ int lab_online_softmax(LabOnline *o, const char *group, const real *Q, const rea
     // the softmax to reach: attention.c's, whose scratch keeps the scores S it computed
     real scratch[2 * LAB_ONLINE_MAX_T * LAB_ONLINE_MAX_T + LAB_ONLINE_MAX_DK];
     AttnSpec spec = {scale, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS, 0, NULL};
-    attention_forward(o->O, o->P, scratch, (AttnQKV){Q, K, V}, (AttnShape){1, T, dk, 1}, &spec, NULL);
+    attention_forward(o->O, o->P, scratch, (AttnQKV){Q, K, V}, (AttnShape){1, T, dk, 1}, &spec,
+                      NULL);
     memcpy(o->S, scratch, (size_t)T * T * sizeof(real));
 
     for (int t = 0; t < T; t++) {
@@ -321,11 +369,13 @@ int lab_online_softmax(LabOnline *o, const char *group, const real *Q, const rea
 }
 
 int lab_online_lesson(LabOnline out[LAB_ONLINE_PROBLEMS], int block) {
-    if (!lab_online_softmax(&out[0], "t3", LAB_T3_Q, LAB_T3_Q, LAB_T3_V, 3, 2, (real)(1.0 / sqrt(2.0)), block))
+    if (!lab_online_softmax(&out[0], "t3", LAB_T3_Q, LAB_T3_Q, LAB_T3_V, 3, 2,
+                            (real)(1.0 / sqrt(2.0)), block))
         return 0;
     LabExercise e;  // `./lab exercise`'s default draw
     if (!lab_exercise_run(&e, 0, 5, 8, 0)) return 0;
-    int ok = lab_online_softmax(&out[1], "exercise", e.Q, e.K, e.V, 5, 8, (real)(1.0 / sqrt(8.0)), block);
+    int ok = lab_online_softmax(&out[1], "exercise", e.Q, e.K, e.V, 5, 8, (real)(1.0 / sqrt(8.0)),
+                                block);
     lab_exercise_free(&e);
     return ok;
 }
@@ -371,7 +421,8 @@ void lab_softmax_vjp_fd(double *ds, const real *s, const real *upstream, int n, 
 
 double lab_softmax_fd_step(void) { return sizeof(real) == 8 ? 1e-6 : 1e-3; }
 
-void lab_softmax_scale_row(LabSoftmaxScale *row, const real *s, const real *upstream, int n, double factor) {
+void lab_softmax_scale_row(LabSoftmaxScale *row, const real *s, const real *upstream, int n,
+                           double factor) {
     real *x = xmalloc((size_t)n * sizeof(real), "softmax scale row");
     real *p = xmalloc((size_t)n * sizeof(real), "softmax scale row");
     real *ds = xmalloc((size_t)n * sizeof(real), "softmax scale row");
@@ -433,7 +484,10 @@ static size_t pick_elements(size_t *idx, size_t n, int k, Rng *r) {
         size_t t = (size_t)rng_below(r, (uint64_t)j + 1);
         int seen = 0;
         for (size_t i = 0; i < m; i++)
-            if (idx[i] == t) { seen = 1; break; }
+            if (idx[i] == t) {
+                seen = 1;
+                break;
+            }
         idx[m++] = seen ? j : t;
     }
     for (size_t i = 1; i < m; i++)  // insertion sort: m <= k is small
@@ -449,7 +503,8 @@ static size_t pick_elements(size_t *idx, size_t n, int k, Rng *r) {
 //   (45 (L(+h) - L(-h)) - 9 (L(+2h) - L(-2h)) + (L(+3h) - L(-3h))) / (60 h),
 // whose truncation error is O(h^6): it allows a step large enough that round-off in the loss
 // (about one ulp of L, divided by h) stays far below even the small gradients of wq and wk.
-static double numeric_grad(GPT *m, const int *x, const int *y, int B, int T, real *param, double h) {
+static double numeric_grad(GPT *m, const int *x, const int *y, int B, int T, real *param,
+                           double h) {
     real orig = *param;
     double l[6];
     for (int i = 0; i < 6; i++) {
@@ -466,9 +521,10 @@ static double numeric_grad(GPT *m, const int *x, const int *y, int B, int T, rea
 // The broken backward is the definition's plus what the dropped term takes away. That term is
 // r_t = rowsum(dP * P)[t] = sum_u (dO[t] . V[u]) P[t][u] = dO[t] . O[t], so with E = P * r
 // (E[t][u] = P[t][u] r_t):  dQ_broken = dQ + scale * E K,  dK_broken = dK + scale * E^T Q.
-static void broken_attention_backward(AttnGradQKV grad, real *scratch, const real *dout, const real *out,
-                                      const real *att, AttnQKV in, AttnShape shape, const AttnSpec *spec,
-                                      AttnStats *stats, real *row_gain, GradWrite write) {
+static void broken_attention_backward(AttnGradQKV grad, real *scratch, const real *dout,
+                                      const real *out, const real *att, AttnQKV in, AttnShape shape,
+                                      const AttnSpec *spec, AttnStats *stats, real *row_gain,
+                                      GradWrite write) {
     attention_backward(grad, scratch, dout, out, att, in, shape, spec, stats, row_gain, write);
     int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, hd = C / NH;
     const real *q = in.q, *k = in.k, *v = in.v;
@@ -499,14 +555,23 @@ static void broken_attention_backward(AttnGradQKV grad, real *scratch, const rea
         }
 }
 
-static int broken_supports(const AttnSpec *spec) { return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS; }
+static int broken_supports(const AttnSpec *spec) {
+    return spec->mask == ATTN_MASK_CAUSAL && spec->axis == SOFTMAX_OVER_KEYS;
+}
 
-const AttentionImpl lab_broken_attention = {"broken (no rowsum term)", attention_forward, broken_attention_backward,
-                                            broken_supports, 1, attention_decode, attention_definition_saved_reals,
-                                            attention_definition_scratch_reals, qk_norm_forward, qk_norm_backward};
+const AttentionImpl lab_broken_attention = {"broken (no rowsum term)",
+                                            attention_forward,
+                                            broken_attention_backward,
+                                            broken_supports,
+                                            1,
+                                            attention_decode,
+                                            attention_definition_saved_reals,
+                                            attention_definition_scratch_reals,
+                                            qk_norm_forward,
+                                            qk_norm_backward};
 
-int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_per_tensor, uint64_t seed,
-                    GradcheckRow *rows) {
+int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_per_tensor,
+                    uint64_t seed, GradcheckRow *rows) {
 #ifdef _OPENMP
     // A tiny model spends its time in OpenMP barriers: run the thousands of forwards on one
     // thread (the kernels give the same bits for any thread count) and restore afterwards.
@@ -525,7 +590,8 @@ int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_pe
     size_t max_size = 1;
     for (int ti = 0; ti < m->n_tensors; ti++)
         if (m->tensors[ti].size > max_size) max_size = m->tensors[ti].size;
-    size_t cap = max_per_tensor > 0 && (size_t)max_per_tensor < max_size ? (size_t)max_per_tensor : max_size;
+    size_t cap =
+        max_per_tensor > 0 && (size_t)max_per_tensor < max_size ? (size_t)max_per_tensor : max_size;
     size_t *idx = xmalloc(cap * sizeof(size_t), "gradient check indices");
 
     int failed = 0;
@@ -544,16 +610,22 @@ int gradcheck_model(GPT *m, const int *x, const int *y, int B, int T, int max_pe
             double a = g[idx[j]];
             double n = numeric_grad(m, x, y, B, T, p + idx[j], h);
             double d = fabs(a - n);
-            if (isnan(d) || isnan(row->max_abs_err)) row->max_abs_err = NAN;  // a NaN anywhere fails
-            else if (d > row->max_abs_err) row->max_abs_err = d;
+            if (isnan(d) || isnan(row->max_abs_err))
+                row->max_abs_err = NAN;  // a NaN anywhere fails
+            else if (d > row->max_abs_err)
+                row->max_abs_err = d;
             if (fabs(a) > row->max_grad) row->max_grad = fabs(a);
             scale = fmax(scale, fmax(fabs(a), fabs(n)));
         }
-        row->rel_err = scale > 0 ? row->max_abs_err / scale : (row->max_abs_err > 0 ? INFINITY : 0.0);
+        row->rel_err =
+            scale > 0 ? row->max_abs_err / scale : (row->max_abs_err > 0 ? INFINITY : 0.0);
         if (isnan(row->max_abs_err)) row->rel_err = NAN;
-        if (row->rel_err <= tol) row->status = GRADCHECK_PASS;
-        else if (scale < GRADCHECK_RESOLUTION * noise && !isnan(row->rel_err)) row->status = GRADCHECK_TOO_SMALL;
-        else row->status = GRADCHECK_FAIL;
+        if (row->rel_err <= tol)
+            row->status = GRADCHECK_PASS;
+        else if (scale < GRADCHECK_RESOLUTION * noise && !isnan(row->rel_err))
+            row->status = GRADCHECK_TOO_SMALL;
+        else
+            row->status = GRADCHECK_FAIL;
         if (row->status == GRADCHECK_FAIL) failed++;
     }
     // leave the activations of the unperturbed parameters (m->grads was never touched above)
@@ -570,23 +642,31 @@ int gradcheck_print(FILE *f, const GradcheckRow *rows, int n) {
     for (int i = 0; i < n; i++)
         if ((int)strlen(rows[i].name) > w) w = (int)strlen(rows[i].name);
     double tol = gradcheck_tolerance();
-    fprintf(f, "%-*s  %7s  %7s  %10s  %11s  %11s  %s\n", w, "tensor", "size", "checked", "max|grad|", "max abs err",
-            "rel err", "result");
+    fprintf(f, "%-*s  %7s  %7s  %10s  %11s  %11s  %s\n", w, "tensor", "size", "checked",
+            "max|grad|", "max abs err", "rel err", "result");
     for (int i = 0; i < n; i++) {
         const GradcheckRow *r = &rows[i];
-        const char *res = r->status == GRADCHECK_PASS ? "pass" : r->status == GRADCHECK_FAIL ? "FAIL" : "too small";
-        fprintf(f, "%-*s  %7zu  %7zu  %10.3e  %11.3e  %11.3e  %s\n", w, r->name, r->size, r->checked, r->max_grad,
-                r->max_abs_err, r->rel_err, res);
+        const char *res = r->status == GRADCHECK_PASS   ? "pass"
+                          : r->status == GRADCHECK_FAIL ? "FAIL"
+                                                        : "too small";
+        fprintf(f, "%-*s  %7zu  %7zu  %10.3e  %11.3e  %11.3e  %s\n", w, r->name, r->size,
+                r->checked, r->max_grad, r->max_abs_err, r->rel_err, res);
         if (r->status == GRADCHECK_FAIL) failed++;
         if (r->status == GRADCHECK_TOO_SMALL) small++;
     }
-    fprintf(f, "rel err = max |analytic - numeric| / max(|analytic|, |numeric|) over the tensor; pass if <= %g\n", tol);
+    fprintf(f,
+            "rel err = max |analytic - numeric| / max(|analytic|, |numeric|) over the tensor; pass "
+            "if <= %g\n",
+            tol);
     if (small)
-        fprintf(f, "too small: the tensor's gradient is below %g x the finite-difference noise (%.1e) of %s; "
-                   "check it with the float64 build\n", GRADCHECK_RESOLUTION, n > 0 ? rows[0].noise : 0.0, REAL_NAME);
+        fprintf(f,
+                "too small: the tensor's gradient is below %g x the finite-difference noise (%.1e) "
+                "of %s; "
+                "check it with the float64 build\n",
+                GRADCHECK_RESOLUTION, n > 0 ? rows[0].noise : 0.0, REAL_NAME);
     if (failed == 0)
-        fprintf(f, "verdict: PASS: %d of %d tensors agree with finite differences%s\n", n - small, n,
-                small ? " (the rest too small to check)" : "");
+        fprintf(f, "verdict: PASS: %d of %d tensors agree with finite differences%s\n", n - small,
+                n, small ? " (the rest too small to check)" : "");
     else
         fprintf(f, "verdict: FAIL: %d of %d tensors disagree with finite differences\n", failed, n);
     return failed;

@@ -1,6 +1,7 @@
-// teach/lab_pages.h: the step-through pages of `./lab examples --html FILE` and `./lab exercise --html
-// FILE` (written with report/html.c), and the table of named numbers they are drawn from, which `--json`
-// prints: one table, so the page and the JSON always hold the same numbers under the same keys.
+// teach/lab_pages.h: the step-through pages of `./lab examples --html FILE` and `./lab exercise
+// --html FILE` (written with report/html.c), and the table of named numbers they are drawn from,
+// which `--json` prints: one table, so the page and the JSON always hold the same numbers under the
+// same keys.
 #ifndef LAB_PAGES_H
 #define LAB_PAGES_H
 
@@ -43,7 +44,7 @@ void lab_examples_arrays(LabArrays *s);
 void lab_exercise_arrays(LabArrays *s, const LabExercise *e);
 
 // Largest exercise `--html` draws (every matrix is on the page).
-#define LAB_HTML_MAX_T 32
+#define LAB_HTML_MAX_T  32
 #define LAB_HTML_MAX_DK 64
 
 // The pages. command is the command line that wrote the page (shown on it).
@@ -57,10 +58,12 @@ void lab_exercise_verdict(char *buf, size_t n, const LabExercise *e);
 // "group.name" (or "name" without a group), in a small rotating buffer.
 const char *lab_key_of(const char *group, const char *name);
 // The array group.name as a matrix of step st at `where`, titled `title`, with axis labels.
-HtmlMatrix *lab_put(HtmlStep *st, const LabArrays *s, int where, const char *group, const char *name,
-                    const char *title, const char *row_axis, const char *col_axis);
+HtmlMatrix *lab_put(HtmlStep *st, const LabArrays *s, int where, const char *group,
+                    const char *name, const char *title, const char *row_axis,
+                    const char *col_axis);
 // The array group.name as the extra column `label` of m.
-void lab_put_extra(HtmlMatrix *m, const LabArrays *s, const char *group, const char *name, const char *label);
+void lab_put_extra(HtmlMatrix *m, const LabArrays *s, const char *group, const char *name,
+                   const char *label);
 // x with %.17g, or null when it is not finite (the mask's -inf).
 void lab_json_number(FILE *f, double x);
 
@@ -77,13 +80,13 @@ void lab_mistakes_json(FILE *f, const LabMistake c[LAB_MISTAKES]);
 // `./lab mistakes --html FILE`: one step per case, the correct case beside each mistake.
 HtmlPage *lab_mistakes_page(const LabMistake c[LAB_MISTAKES], const char *command);
 
-// ---- `./lab online-softmax`: the online softmax on the lesson's two problems (lab_online_lesson) ----
-// The numbers of each problem under its group (o->group: "t3", "exercise"): Q, K, V, scores (S,
-// scaled), then for each block J = 1, 2, ...: blockJ (T rows of m_old, block max, m_new,
+// ---- `./lab online-softmax`: the online softmax on the lesson's two problems (lab_online_lesson)
+// ---- The numbers of each problem under its group (o->group: "t3", "exercise"): Q, K, V, scores
+// (S, scaled), then for each block J = 1, 2, ...: blockJ (T rows of m_old, block max, m_new,
 // exp(m_old - m_new), l_old, block sum, l_new; -inf as null) and oJ (o after the block, T x d_k),
 // then L (m + ln l), P_online, P (attention_forward's), P_diff (per row, max |P_online - P|),
-// O_online, O, O_diff; and without the rescaling: plainJ (T rows of l_old, block sum, l_new), o_plainJ,
-// P_plain, plain_rowsum, O_plain, O_plain_diff.
+// O_online, O, O_diff; and without the rescaling: plainJ (T rows of l_old, block sum, l_new),
+// o_plainJ, P_plain, plain_rowsum, O_plain, O_plain_diff.
 void lab_online_arrays(LabArrays *s, const LabOnline o[LAB_ONLINE_PROBLEMS]);
 // The columns of a blockJ table, as the terminal and the page name them.
 extern const char *const LAB_ONLINE_BLOCK_COLUMNS[7];
@@ -92,10 +95,12 @@ extern const char *const LAB_ONLINE_BLOCK_COLUMNS[7];
 void lab_online_block_reading(char *buf, size_t n, const LabOnline *o, int j);
 // The end of a problem: the online result against attention.c's (one line, no final newline).
 void lab_online_result_reading(char *buf, size_t n, const LabOnline *o);
-// The same computed without the rescaling (the mistake): what goes wrong (one line, lower-case start).
+// The same computed without the rescaling (the mistake): what goes wrong (one line, lower-case
+// start).
 void lab_online_plain_reading(char *buf, size_t n, const LabOnline *o);
 // `./lab online-softmax --html FILE`: per problem a sequence: the scores, one step per block, the
 // normalisation; the switch shows the same without the rescaling.
-HtmlPage *lab_online_page(const LabArrays *s, const LabOnline o[LAB_ONLINE_PROBLEMS], const char *command);
+HtmlPage *lab_online_page(const LabArrays *s, const LabOnline o[LAB_ONLINE_PROBLEMS],
+                          const char *command);
 
 #endif

@@ -1,8 +1,8 @@
 // tests/chaos.c: `make test-chaos`. Signals at random moments in every phase of ./train (start-up,
 // steps, checkpoint writes, evaluation, the final evaluation, sampling, compare mode): SIGKILL,
-// SIGTERM and SIGINT, six rounds per phase (two of each signal): 42; then two trainers on one out_dir,
-// and a real divergence. Between each kill and its resume, the run's directory stays, is moved
-// (mv) or is copied (cp -a), a third of the rounds each. After each: every checkpoint present
+// SIGTERM and SIGINT, six rounds per phase (two of each signal): 42; then two trainers on one
+// out_dir, and a real divergence. Between each kill and its resume, the run's directory stays, is
+// moved (mv) or is copied (cp -a), a third of the rounds each. After each: every checkpoint present
 // loads in ./sample, --resume continues where the checkpoint is now (a moved run's old directory
 // is not re-created, a copied run's original does not change), no temporary file is left
 // (after a SIGKILL: once the next run in that directory has started), and no finished run's
@@ -67,43 +67,56 @@ static int sh(const char *fmt, ...) {
 // ---- the configurations: each makes one phase take most of a run's time ----
 typedef struct {
     const char *phase;
-    const char *model;       // the "model" object
-    const char *train;       // extra "train" members
-    const char *log;         // the "log" object
+    const char *model;  // the "model" object
+    const char *train;  // extra "train" members
+    const char *log;    // the "log" object
     int sample_tokens;
     double val_fraction;
-    const char *args;        // extra command-line arguments
-    const char *marker;      // stdout text after which the phase runs ("" = from the start)
-    int max_delay_ms;        // the signal comes 0..max_delay_ms after the marker
+    const char *args;    // extra command-line arguments
+    const char *marker;  // stdout text after which the phase runs ("" = from the start)
+    int max_delay_ms;    // the signal comes 0..max_delay_ms after the marker
 } Phase;
 
 #define TINY "{\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 16, \"block_size\": 16}"
 static const Phase PHASES[] = {
     {"start-up", TINY, "\"max_steps\": 200, \"ckpt_interval\": 50",
-     "{\"log_interval\": 50, \"eval_interval\": 100, \"eval_steps\": 2, \"attn_interval\": 50}", 0, 0.05, "", "", 60},
+     "{\"log_interval\": 50, \"eval_interval\": 100, \"eval_steps\": 2, \"attn_interval\": 50}", 0,
+     0.05, "", "", 60},
     {"steps", TINY, "\"max_steps\": 3000, \"ckpt_interval\": 100",
-     "{\"log_interval\": 100, \"eval_interval\": 1000, \"eval_steps\": 2, \"attn_interval\": 100}", 0, 0.05, "", "writing to", 600},
+     "{\"log_interval\": 100, \"eval_interval\": 1000, \"eval_steps\": 2, \"attn_interval\": 100}",
+     0, 0.05, "", "writing to", 600},
     {"checkpoint writes", "{\"n_layer\": 4, \"n_head\": 4, \"n_embd\": 128, \"block_size\": 16}",
      "\"max_steps\": 3000, \"ckpt_interval\": 1, \"keep_checkpoints\": 2",
-     "{\"log_interval\": 100, \"eval_interval\": 1000, \"eval_steps\": 2, \"attn_interval\": 0}", 0, 0.05, "", "writing to", 800},
+     "{\"log_interval\": 100, \"eval_interval\": 1000, \"eval_steps\": 2, \"attn_interval\": 0}", 0,
+     0.05, "", "writing to", 800},
     {"evaluation", TINY, "\"max_steps\": 3000, \"ckpt_interval\": 7",
-     "{\"log_interval\": 100, \"eval_interval\": 1, \"eval_steps\": 40, \"attn_interval\": 10}", 0, 0.05, "", "writing to", 800},
-    {"final evaluation", "{\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 64, \"block_size\": 64}", "\"max_steps\": 2, \"ckpt_interval\": 1",
-     "{\"log_interval\": 1, \"eval_interval\": 100, \"eval_steps\": 2, \"attn_interval\": 0}", 0, 0.9, "", "step     2/2", 600},
+     "{\"log_interval\": 100, \"eval_interval\": 1, \"eval_steps\": 40, \"attn_interval\": 10}", 0,
+     0.05, "", "writing to", 800},
+    {"final evaluation", "{\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 64, \"block_size\": 64}",
+     "\"max_steps\": 2, \"ckpt_interval\": 1",
+     "{\"log_interval\": 1, \"eval_interval\": 100, \"eval_steps\": 2, \"attn_interval\": 0}", 0,
+     0.9, "", "step     2/2", 600},
     {"sampling", TINY, "\"max_steps\": 3, \"ckpt_interval\": 1",
-     "{\"log_interval\": 1, \"eval_interval\": 100, \"eval_steps\": 2, \"attn_interval\": 0}", 400000, 0.05, "", "---- sample", 500},
+     "{\"log_interval\": 1, \"eval_interval\": 100, \"eval_steps\": 2, \"attn_interval\": 0}",
+     400000, 0.05, "", "---- sample", 500},
     {"compare mode", TINY, "\"max_steps\": 3000, \"ckpt_interval\": 25",
-     "{\"log_interval\": 100, \"eval_interval\": 50, \"eval_steps\": 2, \"attn_interval\": 25}", 20, 0.05, "--compare-scaling",
-     "writing to", 800},
+     "{\"log_interval\": 100, \"eval_interval\": 50, \"eval_steps\": 2, \"attn_interval\": 25}", 20,
+     0.05, "--compare-scaling", "writing to", 800},
 };
 #define N_PHASES ((int)(sizeof PHASES / sizeof PHASES[0]))
 
 static void write_config(const char *path, const Phase *p, const char *out_dir) {
     FILE *f = fopen(path, "w");
-    if (!f) { perror(path); exit(1); }
-    fprintf(f, "{\"name\": \"chaos\", \"model\": %s,\n \"data\": {\"path\": \"data/default.txt\", \"val_fraction\": %g},\n"
-               " \"train\": {\"batch_size\": 4, \"warmup_steps\": 5, \"seed\": 5, \"threads\": 1, \"out_dir\": \"%s\", %s},\n"
-               " \"log\": %s,\n \"sample\": {\"tokens\": %d}}\n",
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fprintf(f,
+            "{\"name\": \"chaos\", \"model\": %s,\n \"data\": {\"path\": \"data/default.txt\", "
+            "\"val_fraction\": %g},\n"
+            " \"train\": {\"batch_size\": 4, \"warmup_steps\": 5, \"seed\": 5, \"threads\": 1, "
+            "\"out_dir\": \"%s\", %s},\n"
+            " \"log\": %s,\n \"sample\": {\"tokens\": %d}}\n",
             p->model, p->val_fraction, out_dir, p->train, p->log, p->sample_tokens);
     fclose(f);
 }
@@ -113,7 +126,10 @@ static pid_t spawn(const char *cmd, const char *log) {
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
-    if (pid < 0) { perror("fork"); exit(1); }
+    if (pid < 0) {
+        perror("fork");
+        exit(1);
+    }
     if (pid == 0) {
         if (!freopen(log, "w", stdout) || !freopen(log, "a", stderr)) _exit(99);
         setvbuf(stderr, NULL, _IONBF, 0);
@@ -132,7 +148,8 @@ static int wait_marker(const char *log, const char *marker, pid_t pid) {
     while (now_s() - t0 < 60) {
         slurp(log, buf, sizeof buf);
         if (strstr(buf, marker)) return 1;
-        if (waitpid(pid, NULL, WNOHANG) == pid) return 0;  // (never happens before the marker in these configs)
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return 0;  // (never happens before the marker in these configs)
         sleep_ms(5);
     }
     return 0;
@@ -155,7 +172,7 @@ static int temporaries(const char *dir) {
 }
 
 // The finished runs (directories under g_dir) and the md5 of every file in them, in name order.
-static char g_finished[1 << 14];       // their names, space-separated
+static char g_finished[1 << 14];  // their names, space-separated
 static char g_finished_md5[1 << 18];
 
 static void fingerprint(char *buf, size_t n) {
@@ -178,7 +195,8 @@ static void add_finished(const char *name) {
 static void check_finished_unchanged(const char *when) {
     static char now[1 << 18];
     fingerprint(now, sizeof now);
-    CHECK_MSG(strcmp(now, g_finished_md5) == 0, "%s: a finished run changed:\nbefore:\n%s\nafter:\n%s", when, g_finished_md5, now);
+    CHECK_MSG(strcmp(now, g_finished_md5) == 0,
+              "%s: a finished run changed:\nbefore:\n%s\nafter:\n%s", when, g_finished_md5, now);
 }
 
 // Every checkpoint file under dir loads in ./sample. Returns how many there were.
@@ -212,10 +230,13 @@ static int resume_runs(const char *dir, const char *when) {
         }
         long step = ck.state.step;
         checkpoint_close(&ck);
-        int code = sh("./train --resume '%s' --train.max_steps=%ld --sample.tokens=0 --log.eval_steps=1 --data.val_fraction=0.05",
+        int code = sh("./train --resume '%s' --train.max_steps=%ld --sample.tokens=0 "
+                      "--log.eval_steps=1 --data.val_fraction=0.05",
                       ckpt, step + 2);
-        CHECK_MSG(code == 0 && strstr(g_out, "final"), "%s: resuming %s at step %ld: exit %d: %s", when, ckpt, step, code, g_out);
-        CHECK_MSG(temporaries(run_dir) == 0, "%s: temporary files after resuming %s: %s", when, run_dir, g_out);
+        CHECK_MSG(code == 0 && strstr(g_out, "final"), "%s: resuming %s at step %ld: exit %d: %s",
+                  when, ckpt, step, code, g_out);
+        CHECK_MSG(temporaries(run_dir) == 0, "%s: temporary files after resuming %s: %s", when,
+                  run_dir, g_out);
         resumed++;
     }
     return resumed;
@@ -240,8 +261,9 @@ static void dir_md5(const char *dir, char *buf, size_t n) {
 }
 
 static const char *phase_said(const char *log) {
-    static const char *const kinds[] = {"during start-up", "during the final evaluation", "during sampling", "second Ctrl-C",
-                                        "at step", NULL};
+    static const char *const kinds[] = {"during start-up", "during the final evaluation",
+                                        "during sampling", "second Ctrl-C",
+                                        "at step",         NULL};
     static char buf[1 << 16];
     slurp(log, buf, sizeof buf);
     for (int i = 0; kinds[i]; i++)
@@ -250,11 +272,15 @@ static const char *phase_said(const char *log) {
 }
 
 int main(int argc, char **argv) {
-    unsigned seed = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    unsigned seed =
+        argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : (unsigned)time(NULL) ^ (unsigned)getpid();
     srand(seed);
     printf("chaos: seed %u (repeat with tests/chaos %u)\n", seed, seed);
     snprintf(g_dir, sizeof g_dir, "/tmp/tgpt_chaos_XXXXXX");
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(g_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     double t_start = now_s();
 
     // a finished run, which nothing below may change
@@ -296,9 +322,11 @@ int main(int argc, char **argv) {
             // came before the handlers were installed) the signal's default action; 0 when the
             // run had already finished
             int handled = sigs[si] == SIGTERM ? 143 : 130;
-            CHECK_MSG(r->code == -sigs[si] || r->code == handled || r->code == 0, "%s: exit %d", when, r->code);
+            CHECK_MSG(r->code == -sigs[si] || r->code == handled || r->code == 0, "%s: exit %d",
+                      when, r->code);
             if (sigs[si] != SIGKILL && r->code >= 0)
-                CHECK_MSG(temporaries(dir) == 0, "%s: temporary files left after the stop: %s", when, g_out);
+                CHECK_MSG(temporaries(dir) == 0, "%s: temporary files left after the stop: %s",
+                          when, g_out);
             r->ckpts = check_checkpoints_load(dir, when);
             // the directory stays, is moved or is copied before the resume
             int how = access(dir, F_OK) == 0 ? rand() % 3 : 0;
@@ -306,8 +334,12 @@ int main(int argc, char **argv) {
             r->where = wheres[how];
             char target[340];
             static char original_md5[2][1 << 18];
-            snprintf(target, sizeof target, "%s%s", dir, how == 1 ? "_moved" : how == 2 ? "_copy" : "");
-            if (how == 1) CHECK_MSG(sh("mv '%s' '%s'", dir, target) == 0, "%s: mv: %s", when, g_out);
+            snprintf(target, sizeof target, "%s%s", dir,
+                     how == 1   ? "_moved"
+                     : how == 2 ? "_copy"
+                                : "");
+            if (how == 1)
+                CHECK_MSG(sh("mv '%s' '%s'", dir, target) == 0, "%s: mv: %s", when, g_out);
             if (how == 2) {
                 CHECK_MSG(sh("cp -a '%s' '%s'", dir, target) == 0, "%s: cp -a: %s", when, g_out);
                 dir_md5(dir, original_md5[0], sizeof original_md5[0]);
@@ -315,24 +347,31 @@ int main(int argc, char **argv) {
             if (!resume_runs(target, when)) {
                 // nothing to resume: the next start in that directory clears a killed writer's
                 // temporary files and trains
-                int code = sh("./train '%s' %s --train.overwrite=true --train.max_steps=2 --sample.tokens=0"
-                              " --train.out_dir='%s'", cfg, p->args, target);
-                CHECK_MSG(code == 0, "%s: a new run in the directory: exit %d: %s", when, code, g_out);
-                CHECK_MSG(temporaries(target) == 0, "%s: temporary files after a new start: %s", when, g_out);
+                int code = sh(
+                    "./train '%s' %s --train.overwrite=true --train.max_steps=2 --sample.tokens=0"
+                    " --train.out_dir='%s'",
+                    cfg, p->args, target);
+                CHECK_MSG(code == 0, "%s: a new run in the directory: exit %d: %s", when, code,
+                          g_out);
+                CHECK_MSG(temporaries(target) == 0, "%s: temporary files after a new start: %s",
+                          when, g_out);
             }
-            if (how == 1) CHECK_MSG(access(dir, F_OK) != 0, "%s: the resume re-created the directory the run was moved from", when);
+            if (how == 1)
+                CHECK_MSG(access(dir, F_OK) != 0,
+                          "%s: the resume re-created the directory the run was moved from", when);
             if (how == 2) {
                 dir_md5(dir, original_md5[1], sizeof original_md5[1]);
-                CHECK_MSG(strcmp(original_md5[0], original_md5[1]) == 0, "%s: resuming the copy changed the original:\n%s\n%s",
-                          when, original_md5[0], original_md5[1]);
+                CHECK_MSG(strcmp(original_md5[0], original_md5[1]) == 0,
+                          "%s: resuming the copy changed the original:\n%s\n%s", when,
+                          original_md5[0], original_md5[1]);
             }
             check_finished_unchanged(when);
             // a new run over a finished run is refused and changes nothing
             if (n_rounds % 6 == 0) {
                 snprintf(cfg, sizeof cfg, "%s/finished.json", g_dir);
                 int code = sh("./train '%s'", cfg);
-                CHECK_MSG(code == 2 && strstr(g_out, "already holds a run"), "%s: a new run over the finished run: exit %d: %s",
-                          when, code, g_out);
+                CHECK_MSG(code == 2 && strstr(g_out, "already holds a run"),
+                          "%s: a new run over the finished run: exit %d: %s", when, code, g_out);
                 check_finished_unchanged(when);
             }
             char name[32];
@@ -358,8 +397,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 3; i++) {
         // a new run, one that asks to overwrite, and a resume of another run writing there
         int code = i < 2 ? sh("./train '%s' %s", cfg, i ? "--train.overwrite=true" : "")
-                         : sh("./train --resume '%s/finished/checkpoint.bin' --train.out_dir='%s'", g_dir, dir);
-        CHECK_MSG(code == 2 && strstr(g_out, "in use by another trainer"), "second trainer %d: exit %d: %s", i, code, g_out);
+                         : sh("./train --resume '%s/finished/checkpoint.bin' --train.out_dir='%s'",
+                              g_dir, dir);
+        CHECK_MSG(code == 2 && strstr(g_out, "in use by another trainer"),
+                  "second trainer %d: exit %d: %s", i, code, g_out);
     }
     kill(first, SIGTERM);
     int code = wait_code(first);
@@ -378,31 +419,43 @@ int main(int argc, char **argv) {
     static char ckpt_md5[2][1 << 16];
     sh("cd '%s' && md5sum best.bin checkpoint.bin", dir);
     snprintf(ckpt_md5[0], sizeof ckpt_md5[0], "%s", g_out);
-    code = sh("./train --resume '%s/checkpoint.bin' --train.max_steps=400 --train.lr=0.01 --train.min_lr=0.01 --train.grad_clip=0 "
-              "--train.beta2=0 --train.eps=1e-30 --train.ckpt_interval=1000 --log.eval_interval=1000 2>&1 >/dev/null", dir);
-    CHECK_MSG(code == 1 && strstr(g_out, "The diverged state is not saved"), "divergence: exit %d: %s", code, g_out);
+    code = sh("./train --resume '%s/checkpoint.bin' --train.max_steps=400 --train.lr=0.01 "
+              "--train.min_lr=0.01 --train.grad_clip=0 "
+              "--train.beta2=0 --train.eps=1e-30 --train.ckpt_interval=1000 "
+              "--log.eval_interval=1000 2>&1 >/dev/null",
+              dir);
+    CHECK_MSG(code == 1 && strstr(g_out, "The diverged state is not saved"),
+              "divergence: exit %d: %s", code, g_out);
     CHECK_MSG(temporaries(dir) == 0, "temporary files after the divergence: %s", g_out);
     sh("cd '%s' && md5sum best.bin checkpoint.bin", dir);
     snprintf(ckpt_md5[1], sizeof ckpt_md5[1], "%s", g_out);
-    CHECK_MSG(strcmp(ckpt_md5[0], ckpt_md5[1]) == 0, "the divergence changed a checkpoint:\n%s\n%s", ckpt_md5[0], ckpt_md5[1]);
-    CHECK_MSG(check_checkpoints_load(dir, "divergence") == 2, "the checkpoints do not load after the divergence");
+    CHECK_MSG(strcmp(ckpt_md5[0], ckpt_md5[1]) == 0, "the divergence changed a checkpoint:\n%s\n%s",
+              ckpt_md5[0], ckpt_md5[1]);
+    CHECK_MSG(check_checkpoints_load(dir, "divergence") == 2,
+              "the checkpoints do not load after the divergence");
     code = sh("./train --resume '%s/checkpoint.bin' --train.max_steps=30 --sample.tokens=0", dir);
     CHECK_MSG(code == 0, "resuming after the divergence: exit %d: %s", code, g_out);
     CHECK_MSG(temporaries(dir) == 0, "temporary files after the divergence: %s", g_out);
     check_finished_unchanged("divergence");
 
-    printf("%-18s %-5s %6s %6s %-28s %-9s %s\n", "phase", "sig", "delay", "exit", "stop reported", "resumed", "checkpoints");
+    printf("%-18s %-5s %6s %6s %-28s %-9s %s\n", "phase", "sig", "delay", "exit", "stop reported",
+           "resumed", "checkpoints");
     int moved = 0, copied = 0;
     for (int i = 0; i < n_rounds; i++) {
-        printf("%-18s %-5s %4dms %6d %-28s %-9s %d%s\n", rounds[i].phase, rounds[i].sig_name, rounds[i].delay_ms, rounds[i].code,
-               rounds[i].said, rounds[i].where, rounds[i].ckpts, rounds[i].marker ? "" : " (marker not seen)");
+        printf("%-18s %-5s %4dms %6d %-28s %-9s %d%s\n", rounds[i].phase, rounds[i].sig_name,
+               rounds[i].delay_ms, rounds[i].code, rounds[i].said, rounds[i].where, rounds[i].ckpts,
+               rounds[i].marker ? "" : " (marker not seen)");
         moved += strcmp(rounds[i].where, "moved") == 0;
         copied += strcmp(rounds[i].where, "copied") == 0;
     }
-    printf("chaos: %d deliveries in %d phases (%d runs moved and %d copied before their resume), two trainers on one"
-           " out_dir, a real divergence; %d finished runs unchanged; %.0f s; %s\n", n_rounds, N_PHASES, moved, copied,
-           n_finished(), now_s() - t_start, g_test_failed ? "FAILED" : "all held");
-    if (!g_test_failed) sh("rm -rf '%s'", g_dir);
-    else printf("chaos: the files are kept in %s\n", g_dir);
+    printf("chaos: %d deliveries in %d phases (%d runs moved and %d copied before their resume), "
+           "two trainers on one"
+           " out_dir, a real divergence; %d finished runs unchanged; %.0f s; %s\n",
+           n_rounds, N_PHASES, moved, copied, n_finished(), now_s() - t_start,
+           g_test_failed ? "FAILED" : "all held");
+    if (!g_test_failed)
+        sh("rm -rf '%s'", g_dir);
+    else
+        printf("chaos: the files are kept in %s\n", g_dir);
     return g_test_failed ? 1 : 0;
 }

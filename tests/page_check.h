@@ -1,5 +1,5 @@
-// tests/page_check.h: reads a step-through page (the HTML file report/html.c writes, or Chromium's DOM
-// of it after the script ran) back into steps, tables and cells, and checks them against the
+// tests/page_check.h: reads a step-through page (the HTML file report/html.c writes, or Chromium's
+// DOM of it after the script ran) back into steps, tables and cells, and checks them against the
 // lab's JSON output and a table of what each step must show. Used by tests/test_html.c (the file
 // as written, every step visible) and tests/browser_test.c (one step shown per #step=N).
 #ifndef PAGE_CHECK_H
@@ -13,8 +13,8 @@
 
 typedef struct {
     char key[64];
-    int where;          // 0 shared, 1 main panel, 2 alt panel (report/html.h's HTML_SHARED, _MAIN, _ALT)
-    int hidden;         // inside a panel with the hidden attribute
+    int where;   // 0 shared, 1 main panel, 2 alt panel (report/html.h's HTML_SHARED, _MAIN, _ALT)
+    int hidden;  // inside a panel with the hidden attribute
     int rows, cols;     // data-rows, data-cols
     int n_cells;        // cells read (rows * cols when well formed)
     char (*cells)[32];  // their text, row by row
@@ -27,10 +27,10 @@ typedef struct {
 } PcTable;
 
 typedef struct {
-    int number;         // data-step
-    int hidden;         // the section, or its sequence, has the hidden attribute
+    int number;  // data-step
+    int hidden;  // the section, or its sequence, has the hidden attribute
     char title[128];
-    char caption[2048]; // text, tags dropped, entities decoded
+    char caption[2048];  // text, tags dropped, entities decoded
     PcTable *tables;
     int n_tables;
 } PcStep;
@@ -38,12 +38,12 @@ typedef struct {
 typedef struct {
     PcStep *steps;
     int n_steps;
-    char csp[512];         // the Content-Security-Policy meta's content
-    int controls_hidden;   // the Previous/Next bar has the hidden attribute
+    char csp[512];        // the Content-Security-Policy meta's content
+    int controls_hidden;  // the Previous/Next bar has the hidden attribute
     int prev_disabled, next_disabled;
     int has_switch, switch_hidden, switch_pressed;
-    char status[256];      // the live status line's text
-    char command[512];     // the command the page says wrote it
+    char status[256];   // the live status line's text
+    char command[512];  // the command the page says wrote it
 } PcPage;
 
 // Parse html into page. Returns 1, or 0 with a reason in err.
@@ -79,7 +79,8 @@ int pc_online_expect(const PcExpect **out);
 // Check one step against its expectation and the JSON: title, phrase, tables (place, key, extra
 // keys, shape) and every cell's text equal to the JSON number printed with "%.6f". Returns the
 // number of problems, the first described in err.
-int pc_check_step(const PcStep *step, const PcExpect *want, const cJSON *json, char *err, size_t errlen);
+int pc_check_step(const PcStep *step, const PcExpect *want, const cJSON *json, char *err,
+                  size_t errlen);
 
 // The marks of the mistakes page, derived from the JSON's numbers: in S (cases.K.scores) the
 // entries above the diagonal masked when -inf (null), wrong otherwise; in P (cases.K.weights)

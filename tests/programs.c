@@ -13,7 +13,10 @@ char g_out[65536], g_err[65536];
 
 void tmpdir(const char *tag) {
     snprintf(g_dir, sizeof g_dir, "/tmp/tgpt_%s_XXXXXX", tag);
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); exit(1); }
+    if (!mkdtemp(g_dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
 }
 
 void cleanup(void) {
@@ -63,8 +66,11 @@ int run(const char *fmt, ...) {
 void expand_at(char *out, size_t n, const char *tmpl, const char *dir) {
     size_t o = 0, dl = strlen(dir);
     for (const char *p = tmpl; *p && o + dl + 1 < n; p++) {
-        if (*p == '@') { memcpy(out + o, dir, dl); o += dl; }
-        else out[o++] = *p;
+        if (*p == '@') {
+            memcpy(out + o, dir, dl);
+            o += dl;
+        } else
+            out[o++] = *p;
     }
     out[o] = 0;
 }

@@ -31,7 +31,8 @@ int test_names_repeated(const TestCase *const *tables, size_t n_tables, int repo
             for (size_t u = 0; u <= t && !earlier; u++)
                 for (const TestCase *e = tables[u]; e->name && e != tc && !earlier; e++)
                     earlier = strcmp(e->name, tc->name) == 0;
-            if (earlier && report) fprintf(stderr, "test %s is registered more than once\n", tc->name);
+            if (earlier && report)
+                fprintf(stderr, "test %s is registered more than once\n", tc->name);
             repeated += earlier;
         }
     return repeated;
@@ -49,12 +50,18 @@ int main(int argc, char **argv) {
     const char *only = NULL, *skip[32];
     int n_skip = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
-        else if (strcmp(argv[i], "--skip") == 0 && i + 1 < argc && n_skip < 32) skip[n_skip++] = argv[++i];
-        else { fprintf(stderr, "usage: run_tests [--only SUBSTRING] [--skip PREFIX ...]\n"); return 2; }
+        if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--skip") == 0 && i + 1 < argc && n_skip < 32)
+            skip[n_skip++] = argv[++i];
+        else {
+            fprintf(stderr, "usage: run_tests [--only SUBSTRING] [--skip PREFIX ...]\n");
+            return 2;
+        }
     }
     const TestCase *const tables[] = {TEST_TABLES(TABLE)};
-    int passed = 0, failed = test_names_repeated(tables, sizeof tables / sizeof tables[0], 1), skipped = 0;
+    int passed = 0, failed = test_names_repeated(tables, sizeof tables / sizeof tables[0], 1),
+        skipped = 0;
     printf("running the %s test suite\n", REAL_NAME);
     for (const TestStart *ts = test_starts; ts->name; ts++)
         if (selected(ts->name, only, skip, n_skip)) ts->start();
@@ -70,15 +77,22 @@ int main(int argc, char **argv) {
             double took = now_seconds() - t0;
             fflush(stderr);
             const char *verdict = g_test_failed ? "FAIL" : g_test_skipped ? "skip" : "ok  ";
-            if (g_test_failed) failed++;
-            else if (g_test_skipped) skipped++;
-            else passed++;
-            if (took >= 1.0) printf("%s %s (%.0f s)\n", verdict, tc->name, took);
-            else printf("%s %s\n", verdict, tc->name);
+            if (g_test_failed)
+                failed++;
+            else if (g_test_skipped)
+                skipped++;
+            else
+                passed++;
+            if (took >= 1.0)
+                printf("%s %s (%.0f s)\n", verdict, tc->name, took);
+            else
+                printf("%s %s\n", verdict, tc->name);
             fflush(stdout);
         }
     }
-    if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-    else printf("%d passed, %d failed\n", passed, failed);
+    if (skipped)
+        printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else
+        printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

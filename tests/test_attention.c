@@ -1,7 +1,8 @@
 // tests/test_attention.c: attention, both implementations.
 //   - The definition (attention.c) against central finite differences (every mask and axis),
 //     hand-computed examples, and its formulas evaluated independently in double.
-//   - The engine (kernels/attention_engine.c) proven equal to the definition: forward and backward at many
+//   - The engine (kernels/attention_engine.c) proven equal to the definition: forward and backward
+//   at many
 //     shapes (T not a multiple of any tile, T = 1, head widths 1, 5, 64, 100), scales, batch
 //     sizes and thread counts, with a stated relative bound per quantity; and bit-identical
 //     results across thread counts.
@@ -54,8 +55,8 @@ typedef struct {
 
 static double att_loss(void *vc) {
     AttCtx *c = vc;
-    c->impl->forward(c->out, c->att, c->scratch, (AttnQKV){c->q, c->k, c->v}, (AttnShape){c->B, c->T, c->C, c->NH},
-                     &c->spec, NULL);
+    c->impl->forward(c->out, c->att, c->scratch, (AttnQKV){c->q, c->k, c->v},
+                     (AttnShape){c->B, c->T, c->C, c->NH}, &c->spec, NULL);
     return dot_r(c->out, c->R, (size_t)c->B * c->T * c->C);
 }
 
@@ -64,13 +65,18 @@ static void attention_gradcheck(const AttentionImpl *impl, AttnSpec spec, const 
     rng_seed(&rng, 6);
     AttCtx c = {impl, spec, 2, 5, 6, 2, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t n = (size_t)c.B * c.T * c.C;
-    c.q = randn_array(n, &rng, 1); c.k = randn_array(n, &rng, 1); c.v = randn_array(n, &rng, 1);
-    c.att = zeros((size_t)c.B * c.NH * c.T * c.T); c.out = zeros(n); c.R = randn_array(n, &rng, 1);
+    c.q = randn_array(n, &rng, 1);
+    c.k = randn_array(n, &rng, 1);
+    c.v = randn_array(n, &rng, 1);
+    c.att = zeros((size_t)c.B * c.NH * c.T * c.T);
+    c.out = zeros(n);
+    c.R = randn_array(n, &rng, 1);
     c.scratch = attn_scratch(c.T, c.C / c.NH);
     real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
     att_loss(&c);
-    impl->backward((AttnGradQKV){dq, dk, dv}, c.scratch, c.R, c.out, c.att, (AttnQKV){c.q, c.k, c.v},
-                   (AttnShape){c.B, c.T, c.C, c.NH}, &c.spec, NULL, NULL, GRAD_ADD);
+    impl->backward((AttnGradQKV){dq, dk, dv}, c.scratch, c.R, c.out, c.att,
+                   (AttnQKV){c.q, c.k, c.v}, (AttnShape){c.B, c.T, c.C, c.NH}, &c.spec, NULL, NULL,
+                   GRAD_ADD);
     char name[128];
     snprintf(name, sizeof name, "%s %s dq", impl->name, what);
     check_grad(att_loss, &c, c.q, dq, n, name);
@@ -78,7 +84,16 @@ static void attention_gradcheck(const AttentionImpl *impl, AttnSpec spec, const 
     check_grad(att_loss, &c, c.k, dk, n, name);
     snprintf(name, sizeof name, "%s %s dv", impl->name, what);
     check_grad(att_loss, &c, c.v, dv, n, name);
-    free(c.q); free(c.k); free(c.v); free(c.att); free(c.out); free(c.R); free(c.scratch); free(dq); free(dk); free(dv);
+    free(c.q);
+    free(c.k);
+    free(c.v);
+    free(c.att);
+    free(c.out);
+    free(c.R);
+    free(c.scratch);
+    free(dq);
+    free(dk);
+    free(dv);
 }
 
 static void gradcheck_attention_definition(void) {
@@ -86,16 +101,22 @@ static void gradcheck_attention_definition(void) {
     attention_gradcheck(&attention_definition, causal(s), "scaled");
     attention_gradcheck(&attention_definition, causal(1), "unscaled");
     // the mistakes have hand-written backward passes too
-    attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS), "mask zero");
-    attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS), "no mask");
-    attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES), "softmax over queries");
-    attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_QUERIES), "mask zero, over queries");
+    attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS),
+                        "mask zero");
+    attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_NONE, SOFTMAX_OVER_KEYS),
+                        "no mask");
+    attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES),
+                        "softmax over queries");
+    attention_gradcheck(&attention_definition, spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_QUERIES),
+                        "mask zero, over queries");
     // sliding windows (T = 5): one key, two, four, and as many as T (every earlier key, as 0)
     attention_gradcheck(&attention_definition, windowed(s, 1, SOFTMAX_OVER_KEYS), "window 1");
     attention_gradcheck(&attention_definition, windowed(s, 2, SOFTMAX_OVER_KEYS), "window 2");
-    attention_gradcheck(&attention_definition, windowed(1, 4, SOFTMAX_OVER_KEYS), "window 4, unscaled");
+    attention_gradcheck(&attention_definition, windowed(1, 4, SOFTMAX_OVER_KEYS),
+                        "window 4, unscaled");
     attention_gradcheck(&attention_definition, windowed(s, 5, SOFTMAX_OVER_KEYS), "window 5");
-    attention_gradcheck(&attention_definition, windowed(s, 2, SOFTMAX_OVER_QUERIES), "window 2, over queries");
+    attention_gradcheck(&attention_definition, windowed(s, 2, SOFTMAX_OVER_QUERIES),
+                        "window 2, over queries");
 }
 
 static void gradcheck_attention_engine(void) {
@@ -111,14 +132,32 @@ static void gradcheck_attention_engine(void) {
 static void gradcheck_attention_catches_broken_backward(void) {
     Rng rng;
     rng_seed(&rng, 7);
-    AttCtx c = {&lab_broken_attention, causal((real)0.5), 1, 4, 4, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    AttCtx c = {&lab_broken_attention,
+                causal((real)0.5),
+                1,
+                4,
+                4,
+                1,
+                NULL,
+                NULL,
+                NULL,
+                NULL,
+                NULL,
+                NULL,
+                NULL};
     size_t n = 16;
-    c.q = randn_array(n, &rng, 1); c.k = randn_array(n, &rng, 1); c.v = randn_array(n, &rng, 1);
-    c.att = zeros(16); c.out = zeros(n); c.R = randn_array(n, &rng, 1); c.scratch = attn_scratch(4, 4);
+    c.q = randn_array(n, &rng, 1);
+    c.k = randn_array(n, &rng, 1);
+    c.v = randn_array(n, &rng, 1);
+    c.att = zeros(16);
+    c.out = zeros(n);
+    c.R = randn_array(n, &rng, 1);
+    c.scratch = attn_scratch(4, 4);
     real *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
     att_loss(&c);
-    c.impl->backward((AttnGradQKV){dq, dk, dv}, c.scratch, c.R, c.out, c.att, (AttnQKV){c.q, c.k, c.v},
-                     (AttnShape){1, 4, 4, 1}, &c.spec, NULL, NULL, GRAD_ADD);
+    c.impl->backward((AttnGradQKV){dq, dk, dv}, c.scratch, c.R, c.out, c.att,
+                     (AttnQKV){c.q, c.k, c.v}, (AttnShape){1, 4, 4, 1}, &c.spec, NULL, NULL,
+                     GRAD_ADD);
     double *num = malloc(n * sizeof(double));
     numeric_grad(att_loss, &c, c.q, n, num);
     CHECK(grad_error(dq, num, n) > 10 * FD_TOL);
@@ -127,12 +166,22 @@ static void gradcheck_attention_catches_broken_backward(void) {
     numeric_grad(att_loss, &c, c.v, n, num);
     CHECK(grad_error(dv, num, n) < FD_TOL);
     free(num);
-    free(c.q); free(c.k); free(c.v); free(c.att); free(c.out); free(c.R); free(c.scratch); free(dq); free(dk); free(dv);
+    free(c.q);
+    free(c.k);
+    free(c.v);
+    free(c.att);
+    free(c.out);
+    free(c.R);
+    free(c.scratch);
+    free(dq);
+    free(dk);
+    free(dv);
 }
 
 // softmax_backward is the VJP of softmax: compare with the full Jacobian J = diag(p) - p p^T.
 static void gradcheck_softmax_vjp_matches_jacobian(void) {
-    real s[5] = {2, 1, (real)0.1, -1, (real)0.5}, p[5], dp[5] = {(real)0.3, -1, 2, (real)0.7, 0}, ds[5];
+    real s[5] = {2, 1, (real)0.1, -1, (real)0.5}, p[5], dp[5] = {(real)0.3, -1, 2, (real)0.7, 0},
+         ds[5];
     softmax_forward(p, s, 5);
     softmax_backward(ds, dp, p, 5);
     for (int i = 0; i < 5; i++) {
@@ -154,8 +203,8 @@ static void test_attention_hand_computed_example(void) {
     real *scratch = attn_scratch(2, 2);
     AttnSpec spec = causal((real)(1.0 / sqrt(2.0)));
     attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){1, 2, 2, 1}, &spec, NULL);
-    attention_backward((AttnGradQKV){dq, dk, dv}, scratch, dout, out, att, (AttnQKV){q, k, v}, (AttnShape){1, 2, 2, 1},
-                       &spec, NULL, NULL, GRAD_STORE);
+    attention_backward((AttnGradQKV){dq, dk, dv}, scratch, dout, out, att, (AttnQKV){q, k, v},
+                       (AttnShape){1, 2, 2, 1}, &spec, NULL, NULL, GRAD_STORE);
     free(scratch);
     double tol = IS_F64 ? 1e-6 : 2e-6;
     CHECK_NEAR(att[2], 0.669762, tol);
@@ -187,7 +236,8 @@ static void test_attention_t3_example(void) {
     double expect[6] = {6.016681, 3.983319, 3.983319, 6.016681, 5, 5};
     for (int i = 0; i < 6; i++) CHECK_NEAR(out[i], expect[i], 10 * tol);
     AttnSpec masked = causal(none.scale);
-    attention_forward(out, att, scratch, (AttnQKV){Q, Q, V}, (AttnShape){1, 3, 2, 1}, &masked, NULL);
+    attention_forward(out, att, scratch, (AttnQKV){Q, Q, V}, (AttnShape){1, 3, 2, 1}, &masked,
+                      NULL);
     for (int t = 0; t < 3; t++) {
         double sum = 0;
         for (int u = 0; u < 3; u++) {
@@ -204,7 +254,8 @@ static void test_attention_t3_example(void) {
 // The mistakes on the same example: "zero" leaves weight on the future (row 0 sees keys 1 and 2
 // through their score 0), "queries" makes columns, not rows, sum to 1.
 static void test_attention_mistakes_t3(void) {
-    real Q[6] = {1, 0, 0, 1, 1, 1}, V[6] = {10, 0, 0, 10, 5, 5}, att[9], out[6], *scratch = attn_scratch(3, 2);
+    real Q[6] = {1, 0, 0, 1, 1, 1}, V[6] = {10, 0, 0, 10, 5, 5}, att[9], out[6],
+         *scratch = attn_scratch(3, 2);
     real s = (real)(1.0 / sqrt(2.0));
     AttnSpec zero = spec_of(s, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS);
     attention_forward(out, att, scratch, (AttnQKV){Q, Q, V}, (AttnShape){1, 3, 2, 1}, &zero, NULL);
@@ -269,7 +320,12 @@ static void test_attention_stats_uniform_and_row0(void) {
     CHECK_NEAR(st.future_mass, expect_future, 1e-6);
     CHECK_NEAR(st.score_n, T * T, 0);
     CHECK_NEAR(st.entropy, T * log((double)T), 1e-6);  // every row uniform over all T keys
-    free(q); free(k); free(v); free(att); free(out); free(scratch);
+    free(q);
+    free(k);
+    free(v);
+    free(att);
+    free(out);
+    free(scratch);
 }
 
 // Large scores saturate rows: with keys aligned to queries scaled by 50, every row t >= 1
@@ -278,8 +334,10 @@ static void test_attention_stats_peaked(void) {
     int T = 5, C = 2;
     real q[10], k[10], v[10] = {0};
     for (int t = 0; t < T; t++) {
-        q[2 * t] = 50; q[2 * t + 1] = 0;
-        k[2 * t] = (real)(t == 0 ? 1 : 0); k[2 * t + 1] = 0;  // only key 0 matches
+        q[2 * t] = 50;
+        q[2 * t + 1] = 0;
+        k[2 * t] = (real)(t == 0 ? 1 : 0);
+        k[2 * t + 1] = 0;  // only key 0 matches
     }
     real att[25], out[10], *scratch = attn_scratch(T, C);
     AttnStats st;
@@ -307,7 +365,8 @@ static void test_attention_stats_max_logit(void) {
     size_t n = (size_t)B * T * C;
     Rng rng;
     rng_seed(&rng, 11);
-    real *q = randn_array(n, &rng, 1.5), *k = randn_array(n, &rng, 1.5), *v = randn_array(n, &rng, 1);
+    real *q = randn_array(n, &rng, 1.5), *k = randn_array(n, &rng, 1.5),
+         *v = randn_array(n, &rng, 1);
     real *att = zeros((size_t)B * NH * T * T), *out = zeros(n), *scratch = attn_scratch(T, hd);
     const AttnSpec specs[4] = {causal((real)0.7), windowed((real)0.7, 3, SOFTMAX_OVER_KEYS),
                                spec_of((real)0.7, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS),
@@ -315,7 +374,8 @@ static void test_attention_stats_max_logit(void) {
     for (int sp = 0; sp < 4; sp++) {
         AttnStats st[2];
         memset(st, 0, sizeof st);
-        attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &specs[sp], st);
+        attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH},
+                          &specs[sp], st);
         for (int h = 0; h < NH; h++) {
             double best = -INFINITY, row_sum = 0;
             for (int b = 0; b < B; b++)
@@ -325,7 +385,8 @@ static void test_attention_stats_max_logit(void) {
                         if (attention_masked(&specs[sp], t, u)) continue;
                         double dot = 0;
                         for (int i = 0; i < hd; i++)
-                            dot += (double)q[((size_t)b * T + t) * C + h * hd + i] * k[((size_t)b * T + u) * C + h * hd + i];
+                            dot += (double)q[((size_t)b * T + t) * C + h * hd + i] *
+                                   k[((size_t)b * T + u) * C + h * hd + i];
                         if (dot * 0.7 > row_max) row_max = dot * 0.7;
                     }
                     if (row_max > best) best = row_max;
@@ -337,14 +398,21 @@ static void test_attention_stats_max_logit(void) {
             CHECK(st[h].score_max <= st[h].score_absmax);
         }
     }
-    free(q); free(k); free(v); free(att); free(out); free(scratch);
-    // one head, C = 1: q = 1 and key u = -(u + 1), so S[t][u] = -(u + 1) and every row's largest is -1
+    free(q);
+    free(k);
+    free(v);
+    free(att);
+    free(out);
+    free(scratch);
+    // one head, C = 1: q = 1 and key u = -(u + 1), so S[t][u] = -(u + 1) and every row's largest is
+    // -1
     real q1[4] = {1, 1, 1, 1}, k1[4] = {-1, -2, -3, -4}, v1[4] = {0}, att1[16], out1[4];
     scratch = attn_scratch(4, 1);
     AttnStats st;
     memset(&st, 0, sizeof st);
     AttnSpec spec = causal(1);
-    attention_forward(out1, att1, scratch, (AttnQKV){q1, k1, v1}, (AttnShape){1, 4, 1, 1}, &spec, &st);
+    attention_forward(out1, att1, scratch, (AttnQKV){q1, k1, v1}, (AttnShape){1, 4, 1, 1}, &spec,
+                      &st);
     free(scratch);
     CHECK_NEAR(st.score_max, -1, 1e-6);
     CHECK_NEAR(st.score_rowmax_sum / st.score_rows, -1, 1e-6);
@@ -360,7 +428,8 @@ static void test_attention_definition_matches_formulas_in_double(void) {
     rng_seed(&rng, 21);
     size_t n = (size_t)B * T * C;
     real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
-    real *dout = randn_array(n, &rng, 1), *dq = randn_array(n, &rng, 1), *dk = zeros(n), *dv = zeros(n);
+    real *dout = randn_array(n, &rng, 1), *dq = randn_array(n, &rng, 1), *dk = zeros(n),
+         *dv = zeros(n);
     real *dq0 = malloc(n * sizeof(real));
     memcpy(dq0, dq, n * sizeof(real));  // GRAD_ADD adds to what is there
     real *att = zeros((size_t)B * NH * T * T), *out = zeros(n), *scratch = attn_scratch(T, hd);
@@ -370,15 +439,17 @@ static void test_attention_definition_matches_formulas_in_double(void) {
     AttnStats st[2];
     memset(st, 0, sizeof st);
     attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL);
-    attention_backward((AttnGradQKV){dq, dk, dv}, scratch, dout, out, att, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH},
-                       &spec, st, row_gain, GRAD_ADD);
-    double tol = IS_F64 ? 1e-12 : 2e-5, worst = 0, ds_sumsq[2] = {0, 0}, dp_sumsq[2] = {0, 0}, gain_err = 0;
+    attention_backward((AttnGradQKV){dq, dk, dv}, scratch, dout, out, att, (AttnQKV){q, k, v},
+                       (AttnShape){B, T, C, NH}, &spec, st, row_gain, GRAD_ADD);
+    double tol = IS_F64 ? 1e-12 : 2e-5, worst = 0, ds_sumsq[2] = {0, 0}, dp_sumsq[2] = {0, 0},
+           gain_err = 0;
     int masked_zero = 1;
-    double *P = malloc((size_t)T * T * sizeof(double)), *dS = malloc((size_t)T * T * sizeof(double));
+    double *P = malloc((size_t)T * T * sizeof(double)),
+           *dS = malloc((size_t)T * T * sizeof(double));
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             size_t off = (size_t)b * T * C + (size_t)h * hd;
-#define AT(x, t, i) ((double)(x)[off + (size_t)(t) * C + (i)])
+#define AT(x, t, i) ((double)(x)[off + (size_t)(t)*C + (i)])
             const real *ph = att + ((size_t)b * NH + h) * T * T;
             for (int t = 0; t < T; t++) {
                 double mx = -1e300, sum = 0, rowsum = 0, ds2 = 0, dp2 = 0, dp[64];
@@ -393,9 +464,13 @@ static void test_attention_definition_matches_formulas_in_double(void) {
                     sum += P[t * T + u];
                 }
                 for (int u = 0; u <= t; u++) P[t * T + u] /= sum;
-                // not fmax: Debian 12's gcc 12.2 for ARM64 crashes vectorising an fmax reduction over
-                // floats widened to double (internal compiler error in vect_transform_reduction)
-                for (int u = 0; u <= t; u++) { double e = fabs(P[t * T + u] - ph[t * T + u]); worst = e > worst ? e : worst; }
+                // not fmax: Debian 12's gcc 12.2 for ARM64 crashes vectorising an fmax reduction
+                // over floats widened to double (internal compiler error in
+                // vect_transform_reduction)
+                for (int u = 0; u <= t; u++) {
+                    double e = fabs(P[t * T + u] - ph[t * T + u]);
+                    worst = e > worst ? e : worst;
+                }
                 for (int u = t + 1; u < T; u++) masked_zero &= ph[t * T + u] == 0;
                 for (int i = 0; i < hd; i++) {
                     double o = 0;
@@ -414,7 +489,9 @@ static void test_attention_definition_matches_formulas_in_double(void) {
                 }
                 ds_sumsq[h] += ds2;
                 dp_sumsq[h] += dp2;
-                if (t >= 1) gain_err = fmax(gain_err, fabs(sqrt(ds2 / dp2) - row_gain[((size_t)b * NH + h) * T + t]));
+                if (t >= 1)
+                    gain_err = fmax(gain_err,
+                                    fabs(sqrt(ds2 / dp2) - row_gain[((size_t)b * NH + h) * T + t]));
             }
             for (int t = 0; t < T; t++)
                 for (int i = 0; i < hd; i++) {
@@ -433,12 +510,26 @@ static void test_attention_definition_matches_formulas_in_double(void) {
     CHECK_MSG(worst <= tol, "largest difference from the formulas %g (tol %g)", worst, tol);
     CHECK(masked_zero);
     for (int h = 0; h < 2; h++) {
-        CHECK_NEAR(st[h].ds_sumsq, ds_sumsq[h], (IS_F64 ? 1e-12 : 1e-6) * ds_sumsq[h]);  // seen: 2e-16, 8e-8
+        CHECK_NEAR(st[h].ds_sumsq, ds_sumsq[h],
+                   (IS_F64 ? 1e-12 : 1e-6) * ds_sumsq[h]);  // seen: 2e-16, 8e-8
         CHECK_NEAR(st[h].dp_sumsq, dp_sumsq[h], (IS_F64 ? 1e-12 : 1e-6) * dp_sumsq[h]);
     }
-    CHECK_MSG(gain_err <= (IS_F64 ? 1e-14 : 1e-6), "row gain off by %g", gain_err);  // seen: 6e-17, 4e-8
-    free(q); free(k); free(v); free(dout); free(dq); free(dk); free(dv); free(dq0); free(att); free(out);
-    free(scratch); free(row_gain); free(P); free(dS);
+    CHECK_MSG(gain_err <= (IS_F64 ? 1e-14 : 1e-6), "row gain off by %g",
+              gain_err);  // seen: 6e-17, 4e-8
+    free(q);
+    free(k);
+    free(v);
+    free(dout);
+    free(dq);
+    free(dk);
+    free(dv);
+    free(dq0);
+    free(att);
+    free(out);
+    free(scratch);
+    free(row_gain);
+    free(P);
+    free(dS);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -473,22 +564,27 @@ static double max_abs(const double *b, size_t n) {
 // The correct model's attention in float64 from its formulas (causal mask, a window of W keys
 // when W > 0, softmax over keys), independent of both implementations: O, each row's log-sum-exp
 // L = m + log l as its parts {m, 1 / l}, and the gradients given dO, added onto g0 (GRAD_ADD).
-typedef struct { double *O, *L, *dQ, *dK, *dV; } Exact;  // L (B,NH,T,2): {m, 1 / l} per row
+typedef struct {
+    double *O, *L, *dQ, *dK, *dV;
+} Exact;  // L (B,NH,T,2): {m, 1 / l} per row
 
-static void exact_attention(Exact *e, AttnQKV in, const real *dout, const real *g0, int B, int T, int C, int NH,
-                            double scale, int W) {
+static void exact_attention(Exact *e, AttnQKV in, const real *dout, const real *g0, int B, int T,
+                            int C, int NH, double scale, int W) {
     const real *q = in.q, *k = in.k, *v = in.v;
     int hd = C / NH;
     size_t n = (size_t)B * T * C;
-    e->O = calloc(n, sizeof(double)); e->dQ = calloc(n, sizeof(double));
-    e->dK = calloc(n, sizeof(double)); e->dV = calloc(n, sizeof(double));
+    e->O = calloc(n, sizeof(double));
+    e->dQ = calloc(n, sizeof(double));
+    e->dK = calloc(n, sizeof(double));
+    e->dV = calloc(n, sizeof(double));
     e->L = calloc(2 * (size_t)B * NH * T, sizeof(double));
-    double *P = malloc((size_t)T * T * sizeof(double)), *dS = malloc((size_t)T * T * sizeof(double));
+    double *P = malloc((size_t)T * T * sizeof(double)),
+           *dS = malloc((size_t)T * T * sizeof(double));
     double *dp = malloc((size_t)T * sizeof(double));
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             size_t off = (size_t)b * T * C + (size_t)h * hd;
-#define AT(x, t, i) ((double)(x)[off + (size_t)(t) * C + (i)])
+#define AT(x, t, i) ((double)(x)[off + (size_t)(t)*C + (i)])
             for (int t = 0; t < T; t++) {
                 int lo = W > 0 && t - W + 1 > 0 ? t - W + 1 : 0;
                 double mx = -INFINITY, sum = 0, rowsum = 0;
@@ -530,20 +626,28 @@ static void exact_attention(Exact *e, AttnQKV in, const real *dout, const real *
                 }
 #undef AT
         }
-    free(P); free(dS); free(dp);
+    free(P);
+    free(dS);
+    free(dp);
 }
 
-static void exact_free(Exact *e) { free(e->O); free(e->L); free(e->dQ); free(e->dK); free(e->dV); }
+static void exact_free(Exact *e) {
+    free(e->O);
+    free(e->L);
+    free(e->dQ);
+    free(e->dK);
+    free(e->dV);
+}
 
 // The bound on rel_max_err of each quantity, engine against the definition (and, for each row's
-// {m, 1 / l}, against float64). Every entry is a sum of about T or hd rounded terms, summed in a different order by
-// each (and in float32 exp is a polynomial in the engine, libm's in the definition): rounding
-// errors that grow as the square root of the terms' count, sqrt(T + hd) units of eps (2^-23 in
-// float32, 2^-52 in float64). Forward (L, O): 4 eps sqrt(T + hd). Backward (dQ, dK, dV):
-// 8 eps sqrt(T + hd), as it chains two such sums (dP, then dS K and dS^T Q) through
-// dS = P * (dP - D). The test prints its worst each run.
-// And FlashAttention's own rule, in the float32 build: the engine's largest error against float64
-// is at most twice the plain float32 definition's plus 4 eps times the quantity's largest size.
+// {m, 1 / l}, against float64). Every entry is a sum of about T or hd rounded terms, summed in a
+// different order by each (and in float32 exp is a polynomial in the engine, libm's in the
+// definition): rounding errors that grow as the square root of the terms' count, sqrt(T + hd) units
+// of eps (2^-23 in float32, 2^-52 in float64). Forward (L, O): 4 eps sqrt(T + hd). Backward (dQ,
+// dK, dV): 8 eps sqrt(T + hd), as it chains two such sums (dP, then dS K and dS^T Q) through dS = P
+// * (dP - D). The test prints its worst each run. And FlashAttention's own rule, in the float32
+// build: the engine's largest error against float64 is at most twice the plain float32 definition's
+// plus 4 eps times the quantity's largest size.
 #define EPS_REAL (IS_F64 ? 2.220446049250313e-16 : 1.1920928955078125e-7)
 
 typedef struct {
@@ -568,14 +672,11 @@ static const TestShape SHAPES[] = {
     {1, 256, 64, 1, 1, 0},    // long T unscaled: one forward block
     {1, 300, 40, 2, 0, 0},    // past one forward block
     {4, 64, 128, 2, 0, 0},    // more (batch, head) tasks than threads: the threads share the work
-    {2, 45, 96, 3, 0, 0},
-    {1, 1000, 64, 1, 0, 0},
-    {1, 2048, 32, 1, 0, 0},
-    {1, 65, 10, 2, 0, 1},     // a window of 1: each row sees itself only
-    {2, 200, 64, 2, 0, 37},   // windows across the blocks' edges
-    {1, 300, 40, 2, 1, 64},
-    {2, 64, 20, 4, 0, 64},    // a window as long as T: the causal mask
-    {1, 600, 64, 1, 0, 300},  // a window longer than a forward block
+    {2, 45, 96, 3, 0, 0},     {1, 1000, 64, 1, 0, 0},
+    {1, 2048, 32, 1, 0, 0},   {1, 65, 10, 2, 0, 1},   // a window of 1: each row sees itself only
+    {2, 200, 64, 2, 0, 37},                           // windows across the blocks' edges
+    {1, 300, 40, 2, 1, 64},   {2, 64, 20, 4, 0, 64},  // a window as long as T: the causal mask
+    {1, 600, 64, 1, 0, 300},                          // a window longer than a forward block
     {1, 1000, 64, 1, 0, 100},
 };
 
@@ -595,10 +696,12 @@ static void test_attention_engine_equals_definition(void) {
         Rng rng;
         rng_seed(&rng, 100 + s);
         size_t n = (size_t)B * T * C, nl = 2 * (size_t)B * NH * T;
-        real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
+        real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1),
+             *v = randn_array(n, &rng, 1);
         real *dout = randn_array(n, &rng, 1), *dq_start = randn_array(n, &rng, 1);
         Exact ex;
-        exact_attention(&ex, (AttnQKV){q, k, v}, dout, dq_start, B, T, C, NH, spec.scale, spec.window);
+        exact_attention(&ex, (AttnQKV){q, k, v}, dout, dq_start, B, T, C, NH, spec.scale,
+                        spec.window);
         const double *exact[5] = {ex.L, ex.O, ex.dQ, ex.dK, ex.dV};
         real *scratch = zeros(attention_scratch_size(T, hd) * 4);
         // the definition: forward, then the gradients added onto dq_start (GRAD_ADD)
@@ -606,10 +709,15 @@ static void test_attention_engine_equals_definition(void) {
         {
             real *att_r = zeros((size_t)B * NH * T * T);
             out_r = zeros(n);
-            attention_forward(out_r, att_r, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL);
-            for (int i = 0; i < 3; i++) { g_r[i] = zeros(n); memcpy(g_r[i], dq_start, n * sizeof(real)); }
-            attention_backward((AttnGradQKV){g_r[0], g_r[1], g_r[2]}, scratch, dout, out_r, att_r, (AttnQKV){q, k, v},
-                               (AttnShape){B, T, C, NH}, &spec, NULL, NULL, GRAD_ADD);
+            attention_forward(out_r, att_r, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH},
+                              &spec, NULL);
+            for (int i = 0; i < 3; i++) {
+                g_r[i] = zeros(n);
+                memcpy(g_r[i], dq_start, n * sizeof(real));
+            }
+            attention_backward((AttnGradQKV){g_r[0], g_r[1], g_r[2]}, scratch, dout, out_r, att_r,
+                               (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL, NULL,
+                               GRAD_ADD);
             free(att_r);
         }
         const real *defn[5] = {NULL, out_r, g_r[0], g_r[1], g_r[2]};
@@ -619,7 +727,8 @@ static void test_attention_engine_equals_definition(void) {
         for (int pass = 0; pass < 7; pass++) {
             int threads = pass == 0 ? 1 : 2 + (pass - 1) % 2;
 #ifdef _OPENMP
-            if (threads > omp_get_thread_limit()) break;  // OMP_THREAD_LIMIT (the ARM64 run under QEMU)
+            if (threads > omp_get_thread_limit())
+                break;  // OMP_THREAD_LIMIT (the ARM64 run under QEMU)
             omp_set_num_threads(threads);
 #else
             if (threads > 1) break;  // a single-threaded build: the thread-count check cannot run
@@ -627,68 +736,101 @@ static void test_attention_engine_equals_definition(void) {
             real *stat = zeros(nl), *out = zeros(n), *g[3] = {zeros(n), zeros(n), zeros(n)};
             for (size_t i = 0; i < nl; i++) stat[i] = NAN;  // every entry must be written
             for (size_t i = 0; i < n; i++) out[i] = NAN;
-            attention_engine_forward(out, stat, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL);
+            attention_engine_forward(out, stat, scratch, (AttnQKV){q, k, v},
+                                     (AttnShape){B, T, C, NH}, &spec, NULL);
             for (int i = 0; i < 3; i++) memcpy(g[i], dq_start, n * sizeof(real));
-            attention_engine_backward((AttnGradQKV){g[0], g[1], g[2]}, scratch, dout, out, stat, (AttnQKV){q, k, v},
-                                      (AttnShape){B, T, C, NH}, &spec, NULL, NULL, GRAD_ADD);
+            attention_engine_backward((AttnGradQKV){g[0], g[1], g[2]}, scratch, dout, out, stat,
+                                      (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL,
+                                      NULL, GRAD_ADD);
             const real *got[5] = {stat, out, g[0], g[1], g[2]};
             for (int i = 0; i < 5; i++) {
                 size_t len = i == 0 ? nl : n;
                 double bound = (i < 2 ? 4 : 8) * EPS_REAL * sqrt((double)T + hd);
-                // against the definition where it computes the spec, else (and for {m, 1/l}) float64
+                // against the definition where it computes the spec, else (and for {m, 1/l})
+                // float64
                 double scale_i = max_abs(exact[i], len), e;
                 if (!defn[i]) {
-                    e = scale_i > 0 ? max_abs_err(got[i], exact[i], len) / scale_i : max_abs_err(got[i], exact[i], len);
+                    e = scale_i > 0 ? max_abs_err(got[i], exact[i], len) / scale_i
+                                    : max_abs_err(got[i], exact[i], len);
                 } else {
                     e = rel_max_err(got[i], defn[i], len);
                     // (in the float64 build the reference is no more exact than either)
-                    double mine = max_abs_err(got[i], exact[i], len), theirs = max_abs_err(defn[i], exact[i], len);
+                    double mine = max_abs_err(got[i], exact[i], len),
+                           theirs = max_abs_err(defn[i], exact[i], len);
                     double allowed = 2 * theirs + 4 * EPS_REAL * scale_i;
-                    CHECK_MSG(IS_F64 || mine <= allowed, "B %d T %d C %d NH %d W %d, %d threads: %s's error %.3g "
-                              "against float64, the definition's %.3g", B, T, C, NH, spec.window, threads, names[i],
-                              mine, theirs);
+                    CHECK_MSG(IS_F64 || mine <= allowed,
+                              "B %d T %d C %d NH %d W %d, %d threads: %s's error %.3g "
+                              "against float64, the definition's %.3g",
+                              B, T, C, NH, spec.window, threads, names[i], mine, theirs);
                     if (!IS_F64) worst_ratio[i - 1] = fmax(worst_ratio[i - 1], mine / allowed);
                 }
-                CHECK_MSG(e <= bound, "B %d T %d C %d NH %d scale %g W %d, %d threads: %s differs by %.3g (bound %.1g)",
-                          B, T, C, NH, (double)spec.scale, spec.window, threads, names[i], e, bound);
+                CHECK_MSG(e <= bound,
+                          "B %d T %d C %d NH %d scale %g W %d, %d threads: %s differs by %.3g "
+                          "(bound %.1g)",
+                          B, T, C, NH, (double)spec.scale, spec.window, threads, names[i], e,
+                          bound);
                 worst[i] = fmax(worst[i], e / (EPS_REAL * sqrt((double)T + hd)));
             }
             if (threads == 1) {
-                stat_1 = stat; out_1 = out;
+                stat_1 = stat;
+                out_1 = out;
                 for (int i = 0; i < 3; i++) g_1[i] = g[i];
                 continue;
             }
             // the engine gives the same bits for any thread count
-            int same = memcmp(stat, stat_1, nl * sizeof(real)) == 0 && memcmp(out, out_1, n * sizeof(real)) == 0;
+            int same = memcmp(stat, stat_1, nl * sizeof(real)) == 0 &&
+                       memcmp(out, out_1, n * sizeof(real)) == 0;
             for (int i = 0; i < 3; i++) same &= memcmp(g[i], g_1[i], n * sizeof(real)) == 0;
-            CHECK_MSG(same, "B %d T %d C %d NH %d W %d: %d threads differ from one", B, T, C, NH, spec.window, threads);
-            free(stat); free(out);
+            CHECK_MSG(same, "B %d T %d C %d NH %d W %d: %d threads differ from one", B, T, C, NH,
+                      spec.window, threads);
+            free(stat);
+            free(out);
             for (int i = 0; i < 3; i++) free(g[i]);
         }
-        free(stat_1); free(out_1); free(out_r);
-        for (int i = 0; i < 3; i++) { free(g_1[i]); free(g_r[i]); }
-        free(q); free(k); free(v); free(dout); free(dq_start); free(scratch);
+        free(stat_1);
+        free(out_1);
+        free(out_r);
+        for (int i = 0; i < 3; i++) {
+            free(g_1[i]);
+            free(g_r[i]);
+        }
+        free(q);
+        free(k);
+        free(v);
+        free(dout);
+        free(dq_start);
+        free(scratch);
         exact_free(&ex);
     }
 #ifdef _OPENMP
     omp_set_num_threads(threads_before);
     if (omp_get_thread_limit() < 3)
-        fprintf(stderr, "  note: OMP_THREAD_LIMIT=%d: the engine's results across thread counts compared up to it\n",
+        fprintf(stderr,
+                "  note: OMP_THREAD_LIMIT=%d: the engine's results across thread counts compared "
+                "up to it\n",
                 omp_get_thread_limit());
 #else
-    fprintf(stderr, "  note: built without OpenMP: the engine's results across thread counts are not compared\n");
+    fprintf(stderr, "  note: built without OpenMP: the engine's results across thread counts are "
+                    "not compared\n");
 #endif
-    fprintf(stderr, "  engine vs definition (%s), worst difference in units of eps sqrt(T + hd): {m, 1/l} %.2f, O %.2f, "
-                    "dQ %.2f, dK %.2f, dV %.2f\n",
+    fprintf(stderr,
+            "  engine vs definition (%s), worst difference in units of eps sqrt(T + hd): {m, 1/l} "
+            "%.2f, O %.2f, "
+            "dQ %.2f, dK %.2f, dV %.2f\n",
             REAL_NAME, worst[0], worst[1], worst[2], worst[3], worst[4]);
     if (!IS_F64)
-        fprintf(stderr, "  engine's error against float64 over the allowed (2x the float32 definition's): O %.2f, dQ %.2f, "
-                        "dK %.2f, dV %.2f\n", worst_ratio[0], worst_ratio[1], worst_ratio[2], worst_ratio[3]);
+        fprintf(stderr,
+                "  engine's error against float64 over the allowed (2x the float32 definition's): "
+                "O %.2f, dQ %.2f, "
+                "dK %.2f, dV %.2f\n",
+                worst_ratio[0], worst_ratio[1], worst_ratio[2], worst_ratio[3]);
 }
 
 // GRAD_STORE overwrites what the gradient buffers held (NaN here, which any read would carry)
 // with exactly what GRAD_ADD adds onto zeros, in both implementations.
-static void fill(real *x, size_t n, real v) { for (size_t i = 0; i < n; i++) x[i] = v; }
+static void fill(real *x, size_t n, real v) {
+    for (size_t i = 0; i < n; i++) x[i] = v;
+}
 static void test_attention_store_overwrites(void) {
     const AttentionImpl *impls[2] = {&attention_definition, &attention_engine};
     Rng rng;
@@ -700,47 +842,74 @@ static void test_attention_store_overwrites(void) {
     real *scratch = attn_scratch(T, C / NH);
     AttnSpec spec = causal((real)(1.0 / sqrt(C / NH)));
     for (int m = 0; m < 2; m++) {
-        impls[m]->forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL);
+        impls[m]->forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec,
+                          NULL);
         real *g_add[3], *g_set[3];
-        for (int i = 0; i < 3; i++) { g_add[i] = zeros(n); g_set[i] = zeros(n); fill(g_set[i], n, NAN); }
-        impls[m]->backward((AttnGradQKV){g_add[0], g_add[1], g_add[2]}, scratch, dout, out, att, (AttnQKV){q, k, v},
-                           (AttnShape){B, T, C, NH}, &spec, NULL, NULL, GRAD_ADD);
-        impls[m]->backward((AttnGradQKV){g_set[0], g_set[1], g_set[2]}, scratch, dout, out, att, (AttnQKV){q, k, v},
-                           (AttnShape){B, T, C, NH}, &spec, NULL, NULL, GRAD_STORE);
         for (int i = 0; i < 3; i++) {
-            CHECK_MSG(memcmp(g_add[i], g_set[i], n * sizeof(real)) == 0, "%s: gradient %d", impls[m]->name, i);
-            free(g_add[i]); free(g_set[i]);
+            g_add[i] = zeros(n);
+            g_set[i] = zeros(n);
+            fill(g_set[i], n, NAN);
+        }
+        impls[m]->backward((AttnGradQKV){g_add[0], g_add[1], g_add[2]}, scratch, dout, out, att,
+                           (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL, NULL,
+                           GRAD_ADD);
+        impls[m]->backward((AttnGradQKV){g_set[0], g_set[1], g_set[2]}, scratch, dout, out, att,
+                           (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL, NULL,
+                           GRAD_STORE);
+        for (int i = 0; i < 3; i++) {
+            CHECK_MSG(memcmp(g_add[i], g_set[i], n * sizeof(real)) == 0, "%s: gradient %d",
+                      impls[m]->name, i);
+            free(g_add[i]);
+            free(g_set[i]);
         }
     }
-    free(q); free(k); free(v); free(dout); free(att); free(out); free(scratch);
+    free(q);
+    free(k);
+    free(v);
+    free(dout);
+    free(att);
+    free(out);
+    free(scratch);
 }
 
 // Decoding one position must give row `pos` of the engine's forward bit for bit (KV-cache
 // generation relies on it), whatever the head width, however the rows fall into tiles and the
 // keys into blocks, and under a window from the window's keys alone (as a ring cache holds them).
 static void test_attention_decode_matches_engine_rows(void) {
-    int shapes[][4] = {{37, 40, 2, 0}, {19, 96, 3, 0}, {8, 3, 1, 0}, {70, 128, 2, 0}, {300, 64, 2, 0},
-                       {600, 32, 1, 0}, {300, 40, 2, 64}, {600, 32, 1, 300}, {40, 20, 2, 1}, {90, 24, 3, 7}};  // T, C, NH, W
+    int shapes[][4] = {{37, 40, 2, 0},  {19, 96, 3, 0},  {8, 3, 1, 0},     {70, 128, 2, 0},
+                       {300, 64, 2, 0}, {600, 32, 1, 0}, {300, 40, 2, 64}, {600, 32, 1, 300},
+                       {40, 20, 2, 1},  {90, 24, 3, 7}};  // T, C, NH, W
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int T = shapes[s][0], C = shapes[s][1], NH = shapes[s][2], W = shapes[s][3];
         Rng rng;
         rng_seed(&rng, 11 + (uint64_t)s);
         size_t n = (size_t)T * C;
-        real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
+        real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1),
+             *v = randn_array(n, &rng, 1);
         real *stat = zeros(2 * (size_t)NH * T), *out = zeros(n), *scratch = attn_scratch(T, C / NH);
         real *row = zeros((size_t)C), *scores = zeros(attention_decode_scratch_reals(T));
         AttnSpec spec = causal((real)(1.0 / sqrt((double)C / NH)));
         spec.window = W;
-        attention_engine_forward(out, stat, scratch, (AttnQKV){q, k, v}, (AttnShape){1, T, C, NH}, &spec, NULL);
+        attention_engine_forward(out, stat, scratch, (AttnQKV){q, k, v}, (AttnShape){1, T, C, NH},
+                                 &spec, NULL);
         int rows_equal = 0;
         for (int pos = 0; pos < T; pos++) {
-            int first = W > 0 && pos - W + 1 > 0 ? pos - W + 1 : 0;  // the keys it sees, first .. pos
-            attention_decode_step(row, scores, q + (size_t)pos * C, k + (size_t)first * C, v + (size_t)first * C,
-                                  pos - first, C, NH, &spec);
+            int first =
+                W > 0 && pos - W + 1 > 0 ? pos - W + 1 : 0;  // the keys it sees, first .. pos
+            attention_decode_step(row, scores, q + (size_t)pos * C, k + (size_t)first * C,
+                                  v + (size_t)first * C, pos - first, C, NH, &spec);
             rows_equal += memcmp(row, out + (size_t)pos * C, (size_t)C * sizeof(real)) == 0;
         }
-        CHECK_MSG(rows_equal == T, "T %d C %d NH %d W %d: %d/%d output rows equal", T, C, NH, W, rows_equal, T);
-        free(q); free(k); free(v); free(stat); free(out); free(scratch); free(row); free(scores);
+        CHECK_MSG(rows_equal == T, "T %d C %d NH %d W %d: %d/%d output rows equal", T, C, NH, W,
+                  rows_equal, T);
+        free(q);
+        free(k);
+        free(v);
+        free(stat);
+        free(out);
+        free(scratch);
+        free(row);
+        free(scores);
     }
 }
 
@@ -758,10 +927,12 @@ static void test_attention_window_definition(void) {
     real *att_full = zeros((size_t)B * NH * T * T), *out_full = zeros(n);
     real scale = (real)(1.0 / sqrt(3.0));
     AttnSpec full = causal(scale);
-    attention_forward(out_full, att_full, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &full, NULL);
+    attention_forward(out_full, att_full, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH},
+                      &full, NULL);
     for (int W = 1; W <= T + 2; W++) {
         AttnSpec spec = windowed(scale, W, SOFTMAX_OVER_KEYS);
-        attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, NULL);
+        attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec,
+                          NULL);
         int rows_ok = 0, vis_ok = 1;
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++)
@@ -771,7 +942,8 @@ static void test_attention_window_definition(void) {
                     for (int u = first; u <= t; u++) {
                         real dot = 0;
                         for (int i = 0; i < hd; i++)
-                            dot += q[((size_t)b * T + t) * C + h * hd + i] * k[((size_t)b * T + u) * C + h * hd + i];
+                            dot += q[((size_t)b * T + t) * C + h * hd + i] *
+                                   k[((size_t)b * T + u) * C + h * hd + i];
                         srow[u - first] = dot * scale;
                     }
                     softmax_forward(prow, srow, keys);
@@ -782,19 +954,24 @@ static void test_attention_window_definition(void) {
                         ok &= inside ? fabs((double)P[u] - prow[u - first]) <= 2e-6 : P[u] == 0;
                         vis_ok &= attention_visible(&spec, t, u) == inside;
                     }
-                    vis_ok &= attention_visible_keys(&spec, t, T) == keys && attention_first_key(&spec, t) == first;
+                    vis_ok &= attention_visible_keys(&spec, t, T) == keys &&
+                              attention_first_key(&spec, t) == first;
                     rows_ok += ok;
                 }
-        CHECK_MSG(rows_ok == B * NH * T, "window %d: %d of %d rows are the softmax over the window", W, rows_ok,
-                  B * NH * T);
-        CHECK_MSG(vis_ok, "window %d: attention_visible / _visible_keys / _first_key disagree with the mask", W);
+        CHECK_MSG(rows_ok == B * NH * T, "window %d: %d of %d rows are the softmax over the window",
+                  W, rows_ok, B * NH * T);
+        CHECK_MSG(
+            vis_ok,
+            "window %d: attention_visible / _visible_keys / _first_key disagree with the mask", W);
         if (W >= T)
             CHECK_MSG(memcmp(att, att_full, (size_t)B * NH * T * T * sizeof(real)) == 0 &&
-                      memcmp(out, out_full, n * sizeof(real)) == 0, "window %d >= T differs from the causal mask", W);
+                          memcmp(out, out_full, n * sizeof(real)) == 0,
+                      "window %d >= T differs from the causal mask", W);
         // the statistics count the window's keys: a row sees min(t + 1, W) of them
         AttnStats st[2];
         memset(st, 0, sizeof st);
-        attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec, st);
+        attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){B, T, C, NH}, &spec,
+                          st);
         double scores = 0, rows = 0;
         for (int t = 0; t < T; t++) {
             int keys = t + 1 < W ? t + 1 : W;
@@ -802,25 +979,39 @@ static void test_attention_window_definition(void) {
             rows += keys >= 2;
         }
         CHECK_MSG(st[0].score_n == B * scores && st[0].rows == B * rows && st[0].future_mass == 0,
-                  "window %d: %g scores and %g rows counted, expected %g and %g", W, st[0].score_n, st[0].rows,
-                  B * scores, B * rows);
+                  "window %d: %g scores and %g rows counted, expected %g and %g", W, st[0].score_n,
+                  st[0].rows, B * scores, B * rows);
     }
     // the backward: a key outside every window gets no gradient from the rows that do not see it
     AttnSpec spec = windowed(scale, 2, SOFTMAX_OVER_KEYS);
     attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){1, T, C, NH}, &spec, NULL);
     real *dout = zeros(n), *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
-    for (int i = 0; i < C; i++) dout[(size_t)(T - 1) * C + i] = 1;  // only the last row's output matters
+    for (int i = 0; i < C; i++)
+        dout[(size_t)(T - 1) * C + i] = 1;  // only the last row's output matters
     attention_backward((AttnGradQKV){dq, dk, dv}, scratch, dout, out, att, (AttnQKV){q, k, v},
                        (AttnShape){1, T, C, NH}, &spec, NULL, NULL, GRAD_STORE);
     int outside_zero = 1, inside_nonzero = 0;
     for (int u = 0; u < T; u++)
         for (int i = 0; i < C; i++) {
-            if (u < T - 2) outside_zero &= dk[(size_t)u * C + i] == 0 && dv[(size_t)u * C + i] == 0;
-            else inside_nonzero += dv[(size_t)u * C + i] != 0;
+            if (u < T - 2)
+                outside_zero &= dk[(size_t)u * C + i] == 0 && dv[(size_t)u * C + i] == 0;
+            else
+                inside_nonzero += dv[(size_t)u * C + i] != 0;
         }
-    CHECK_MSG(outside_zero && inside_nonzero == 2 * C, "the last row's window of 2 keys: gradient outside it");
-    free(q); free(k); free(v); free(att); free(out); free(scratch); free(att_full); free(out_full);
-    free(dout); free(dq); free(dk); free(dv);
+    CHECK_MSG(outside_zero && inside_nonzero == 2 * C,
+              "the last row's window of 2 keys: gradient outside it");
+    free(q);
+    free(k);
+    free(v);
+    free(att);
+    free(out);
+    free(scratch);
+    free(att_full);
+    free(out_full);
+    free(dout);
+    free(dq);
+    free(dk);
+    free(dv);
 }
 
 // The engine computes windows (skipping the blocks outside them): its supports() says so, and a
@@ -828,7 +1019,8 @@ static void test_attention_window_definition(void) {
 static void test_attention_window_runs_the_engine(void) {
     AttnSpec spec = windowed((real)0.5, 4, SOFTMAX_OVER_KEYS), full = causal((real)0.5);
     CHECK(attention_engine.supports(&spec) && attention_engine.supports(&full));
-    CHECK(!attention_engine.supports(&(AttnSpec){(real)0.5, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS, 0, NULL}));
+    CHECK(!attention_engine.supports(
+        &(AttnSpec){(real)0.5, ATTN_MASK_ZERO, SOFTMAX_OVER_KEYS, 0, NULL}));
     CHECK(attention_definition.supports(&spec));
     ModelDims d = {9, 8, 2, 2, 8, QK_NORM_NONE};
     GPT m;
@@ -837,7 +1029,8 @@ static void test_attention_window_runs_the_engine(void) {
     Config cfg;
     char err[256];
     config_defaults(&cfg);
-    CHECK(config_apply_override(&cfg, "model.attn_window=4", err, sizeof err) && config_finalize(&cfg, err, sizeof err));
+    CHECK(config_apply_override(&cfg, "model.attn_window=4", err, sizeof err) &&
+          config_finalize(&cfg, err, sizeof err));
     set_attention(&m, attention_setup(&cfg));
     CHECK(m.attn.window == 4 && m.attn_impl == &attention_engine && !gpt_attention_falls_back(&m));
     config_defaults(&cfg);
@@ -850,29 +1043,43 @@ static void test_attention_window_runs_the_engine(void) {
 // The definition's decode step is row `pos` of its forward bit for bit, with and without a
 // window (the keys given: those the row sees, oldest first).
 static void test_attention_decode_matches_definition_rows(void) {
-    int shapes[][4] = {{37, 40, 2, 0}, {37, 40, 2, 5}, {19, 96, 3, 1}, {8, 3, 1, 3}, {70, 128, 2, 16}};  // T, C, NH, W
+    int shapes[][4] = {{37, 40, 2, 0},
+                       {37, 40, 2, 5},
+                       {19, 96, 3, 1},
+                       {8, 3, 1, 3},
+                       {70, 128, 2, 16}};  // T, C, NH, W
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int T = shapes[s][0], C = shapes[s][1], NH = shapes[s][2], W = shapes[s][3];
         Rng rng;
         rng_seed(&rng, 31 + (uint64_t)s);
         size_t n = (size_t)T * C;
-        real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1), *v = randn_array(n, &rng, 1);
+        real *q = randn_array(n, &rng, 1), *k = randn_array(n, &rng, 1),
+             *v = randn_array(n, &rng, 1);
         real *att = zeros((size_t)NH * T * T), *out = zeros(n), *scratch = attn_scratch(T, C / NH);
         real *row = zeros((size_t)C), *scores = zeros((size_t)T);
         AttnSpec spec = windowed((real)(1.0 / sqrt((double)C / NH)), W, SOFTMAX_OVER_KEYS);
-        attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){1, T, C, NH}, &spec, NULL);
+        attention_forward(out, att, scratch, (AttnQKV){q, k, v}, (AttnShape){1, T, C, NH}, &spec,
+                          NULL);
         int rows_equal = 0, p_equal = 0;
         for (int pos = 0; pos < T; pos++) {
             int first = attention_first_key(&spec, pos);
-            attention_definition.decode(row, scores, q + (size_t)pos * C, k + (size_t)first * C, v + (size_t)first * C,
-                                        pos - first, C, NH, &spec);
+            attention_definition.decode(row, scores, q + (size_t)pos * C, k + (size_t)first * C,
+                                        v + (size_t)first * C, pos - first, C, NH, &spec);
             rows_equal += memcmp(row, out + (size_t)pos * C, (size_t)C * sizeof(real)) == 0;
             p_equal += memcmp(scores, att + ((size_t)(NH - 1) * T + pos) * T + first,
                               (size_t)(pos - first + 1) * sizeof(real)) == 0;
         }
-        CHECK_MSG(rows_equal == T && p_equal == T, "T %d C %d NH %d W %d: %d/%d output rows and %d/%d weight rows equal",
-                  T, C, NH, W, rows_equal, T, p_equal, T);
-        free(q); free(k); free(v); free(att); free(out); free(scratch); free(row); free(scores);
+        CHECK_MSG(rows_equal == T && p_equal == T,
+                  "T %d C %d NH %d W %d: %d/%d output rows and %d/%d weight rows equal", T, C, NH,
+                  W, rows_equal, T, p_equal, T);
+        free(q);
+        free(k);
+        free(v);
+        free(att);
+        free(out);
+        free(scratch);
+        free(row);
+        free(scores);
     }
 }
 
@@ -893,7 +1100,10 @@ static void test_probe_statistics_come_from_the_definition(void) {
     set_attention(&b, (AttnSetup){a.attn, &attention_definition, MODEL_ENGINE});
     CHECK(a.attn_impl == &attention_engine);
     int x[16], y[16];
-    for (int i = 0; i < 16; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
+    for (int i = 0; i < 16; i++) {
+        x[i] = (i * 7) % 9;
+        y[i] = (i * 5 + 1) % 9;
+    }
     HeadStats ha[4], hb[4], ma, mb;
     attention_probe(&a, x, y, 2, 8, ha, &ma);
     attention_probe(&b, x, y, 2, 8, hb, &mb);
@@ -909,9 +1119,14 @@ static void test_probe_statistics_come_from_the_definition(void) {
         real gains[14];
         int n = 0, l = k / 2, h = k % 2;
         for (int bb = 0; bb < 2; bb++)
-            for (int t = 1; t < 8; t++) gains[n++] = a.row_gain[(size_t)l * 16 * 2 + ((size_t)bb * 2 + h) * 8 + t];
+            for (int t = 1; t < 8; t++)
+                gains[n++] = a.row_gain[(size_t)l * 16 * 2 + ((size_t)bb * 2 + h) * 8 + t];
         for (int i = 1; i < n; i++)  // insertion sort, then the median of 14
-            for (int j = i; j > 0 && gains[j - 1] > gains[j]; j--) { real t = gains[j]; gains[j] = gains[j - 1]; gains[j - 1] = t; }
+            for (int j = i; j > 0 && gains[j - 1] > gains[j]; j--) {
+                real t = gains[j];
+                gains[j] = gains[j - 1];
+                gains[j - 1] = t;
+            }
         CHECK_NEAR(ha[k].row_gain_median, 0.5 * ((double)gains[6] + gains[7]), 1e-12);
     }
     double mean_gq = 0;
@@ -934,7 +1149,8 @@ static void test_probe_statistics_come_from_the_definition(void) {
     CHECK_NEAR(ma.max_weight, harmonic / 7, 1e-6);
     CHECK(ma.frac_gt_090 == 0 && ma.frac_gt_099 == 0 && ma.future_mass == 0);
     CHECK(ma.score_std == 0 && ma.score_absmax == 0 && ma.gnorm_wq == 0 && ma.gnorm_wk == 0);
-    CHECK(ma.max_logit == 0 && ma.mean_max_logit == 0);  // every score 0: the largest is 0, not -inf
+    CHECK(ma.max_logit == 0 &&
+          ma.mean_max_logit == 0);  // every score 0: the largest is 0, not -inf
     gpt_free(&a);
     gpt_free(&b);
 }
@@ -951,7 +1167,8 @@ const TestCase tests_attention[] = {
     {"attention_stats_uniform_and_row0", test_attention_stats_uniform_and_row0},
     {"attention_stats_peaked", test_attention_stats_peaked},
     {"attention_stats_max_logit", test_attention_stats_max_logit},
-    {"attention_definition_matches_formulas_in_double", test_attention_definition_matches_formulas_in_double},
+    {"attention_definition_matches_formulas_in_double",
+     test_attention_definition_matches_formulas_in_double},
     {"attention_engine_equals_definition", test_attention_engine_equals_definition},
     {"attention_store_overwrites", test_attention_store_overwrites},
     {"attention_decode_matches_engine_rows", test_attention_decode_matches_engine_rows},

@@ -24,21 +24,26 @@
 static uint32_t g_chars[] = {'\n', ' ', '"', '&', '<', '>', 'a', 'b', 'c', 'x', 0xe9};
 #define N_CHARS (int)(sizeof g_chars / sizeof g_chars[0])
 #define N_LAYER 2
-#define BLOCK 24
+#define BLOCK   24
 
 typedef struct {
     GPT m;
     Vocab vocab;
     int tokens[BLOCK];
     int T;
-    char *svg;   // the map, read back
+    char *svg;  // the map, read back
 } Map;
 
 // The map of `prompt` (code points of g_chars) for a model of NH heads with the given mask and
 // softmax axis. Wq is scaled up so that the weights spread over [0, 1].
-static int map_build(Map *mp, int NH, AttnMask mask, SoftmaxAxis axis, const uint32_t *prompt, int T) {
+static int map_build(Map *mp, int NH, AttnMask mask, SoftmaxAxis axis, const uint32_t *prompt,
+                     int T) {
     ModelDims d = {N_CHARS, BLOCK, N_LAYER, NH, 12, QK_NORM_NONE};
-    gpt_build(&mp->m, &d, (AttnSetup){{(real)(1.0 / sqrt(12.0 / NH)), mask, axis, 0, NULL}, &attention_definition, MODEL_ENGINE}, 1, BLOCK);
+    gpt_build(&mp->m, &d,
+              (AttnSetup){{(real)(1.0 / sqrt(12.0 / NH)), mask, axis, 0, NULL},
+                          &attention_definition,
+                          MODEL_ENGINE},
+              1, BLOCK);
     Rng rng;
     rng_seed(&rng, 7);
     gpt_init(&mp->m, INIT_GPT2, &rng);
@@ -108,7 +113,8 @@ static int entity_ok(const char *p) {
 }
 
 static int is_name_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == ':';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == ':';
 }
 
 static int xml_well_formed(const char *s, char *why, size_t whylen) {
@@ -132,7 +138,10 @@ static int xml_well_formed(const char *s, char *why, size_t whylen) {
         if (*p == '<') {
             if (strncmp(p, "<!--", 4) == 0) {
                 const char *e = strstr(p, "-->");
-                if (!e) { snprintf(why, whylen, "unterminated comment"); return 0; }
+                if (!e) {
+                    snprintf(why, whylen, "unterminated comment");
+                    return 0;
+                }
                 p = e + 3;
                 continue;
             }
@@ -140,9 +149,13 @@ static int xml_well_formed(const char *s, char *why, size_t whylen) {
             const char *q = p + 1 + closing, *name = q;
             while (is_name_char(*q)) q++;
             size_t len = (size_t)(q - name);
-            if (len == 0 || len >= 32) { snprintf(why, whylen, "bad tag at byte %td", p - s); return 0; }
+            if (len == 0 || len >= 32) {
+                snprintf(why, whylen, "bad tag at byte %td", p - s);
+                return 0;
+            }
             if (closing) {
-                if (*q != '>' || depth == 0 || strlen(stack[depth - 1]) != len || strncmp(stack[depth - 1], name, len)) {
+                if (*q != '>' || depth == 0 || strlen(stack[depth - 1]) != len ||
+                    strncmp(stack[depth - 1], name, len)) {
                     snprintf(why, whylen, "unbalanced </%.*s> at byte %td", (int)len, name, p - s);
                     return 0;
                 }
@@ -162,15 +175,25 @@ static int xml_well_formed(const char *s, char *why, size_t whylen) {
                 char quote = q[1];
                 for (q += 2; *q && *q != quote; q++)
                     if (*q == '<' || (*q == '&' && !entity_ok(q))) {
-                        snprintf(why, whylen, "unescaped '%c' in an attribute at byte %td", *q, q - s);
+                        snprintf(why, whylen, "unescaped '%c' in an attribute at byte %td", *q,
+                                 q - s);
                         return 0;
                     }
-                if (!*q) { snprintf(why, whylen, "unterminated attribute"); return 0; }
+                if (!*q) {
+                    snprintf(why, whylen, "unterminated attribute");
+                    return 0;
+                }
                 q++;
             }
-            if (depth == 0 && ++roots > 1) { snprintf(why, whylen, "a second root element"); return 0; }
+            if (depth == 0 && ++roots > 1) {
+                snprintf(why, whylen, "a second root element");
+                return 0;
+            }
             if (*q == '>') {
-                if (depth == 64) { snprintf(why, whylen, "nested too deep"); return 0; }
+                if (depth == 64) {
+                    snprintf(why, whylen, "nested too deep");
+                    return 0;
+                }
                 memcpy(stack[depth], name, len);
                 stack[depth++][len] = 0;
                 p = q + 1;
@@ -179,11 +202,20 @@ static int xml_well_formed(const char *s, char *why, size_t whylen) {
             }
             continue;
         }
-        if (depth == 0 && *p != ' ' && *p != '\n') { snprintf(why, whylen, "text outside the root at byte %td", p - s); return 0; }
-        if (*p == '&' && !entity_ok(p)) { snprintf(why, whylen, "unescaped '&' at byte %td", p - s); return 0; }
+        if (depth == 0 && *p != ' ' && *p != '\n') {
+            snprintf(why, whylen, "text outside the root at byte %td", p - s);
+            return 0;
+        }
+        if (*p == '&' && !entity_ok(p)) {
+            snprintf(why, whylen, "unescaped '&' at byte %td", p - s);
+            return 0;
+        }
         p++;
     }
-    if (depth != 0 || roots != 1) { snprintf(why, whylen, "%d elements left open, %d roots", depth, roots); return 0; }
+    if (depth != 0 || roots != 1) {
+        snprintf(why, whylen, "%d elements left open, %d roots", depth, roots);
+        return 0;
+    }
     return 1;
 }
 
@@ -205,7 +237,10 @@ static void attr(const char *tag, const char *name, char *out, size_t n) {
     if (*p != ' ') return;
     p += key_len;
     size_t i = 0;
-    while (p[i] && p[i] != '"' && i + 1 < n) { out[i] = p[i]; i++; }
+    while (p[i] && p[i] != '"' && i + 1 < n) {
+        out[i] = p[i];
+        i++;
+    }
     out[i] = 0;
 }
 
@@ -220,7 +255,8 @@ static void group_scan_start(GroupScan *s, const char *svg) {
     s->next = strstr(svg, "<g class=");
 }
 
-// The <g class=...> that directly holds the element at p (p not before the previous call's), or NULL.
+// The <g class=...> that directly holds the element at p (p not before the previous call's), or
+// NULL.
 static const char *enclosing_group(GroupScan *s, const char *p) {
     while (s->next && s->next < p) {
         s->last = s->next;
@@ -250,7 +286,8 @@ static int texts_of(const char *svg, const char *cls, TextEl *out, int max) {
         const char *g = enclosing_group(&groups, p);
         if (g && !e.cls[0]) attr(g, "class", e.cls, sizeof e.cls);
         int match = 0;
-        for (char *w = strtok(strcpy(buf, e.cls), " "); w; w = strtok(NULL, " ")) match |= strcmp(w, cls) == 0;
+        for (char *w = strtok(strcpy(buf, e.cls), " "); w; w = strtok(NULL, " "))
+            match |= strcmp(w, cls) == 0;
         if (!match) continue;
         attr(p, "x", buf, sizeof buf);
         e.x = atof(buf);
@@ -264,7 +301,10 @@ static int texts_of(const char *svg, const char *cls, TextEl *out, int max) {
         e.rotated = buf[0] != 0;
         const char *c = strchr(p, '>') + 1;
         size_t i = 0;
-        while (c[i] && c[i] != '<' && i + 1 < sizeof e.content) { e.content[i] = c[i]; i++; }
+        while (c[i] && c[i] != '<' && i + 1 < sizeof e.content) {
+            e.content[i] = c[i];
+            i++;
+        }
         e.content[i] = 0;
         if (n < max) out[n] = e;
         n++;
@@ -301,7 +341,9 @@ static int shown_chars(const char *s) {
 // Mono, Liberation Mono, Courier).
 static void text_extent(const TextEl *e, double *left, double *right) {
     double w = shown_chars(e->content) * 0.6 * e->font_size;
-    *left = strcmp(e->anchor, "middle") == 0 ? e->x - w / 2 : strcmp(e->anchor, "end") == 0 ? e->x - w : e->x;
+    *left = strcmp(e->anchor, "middle") == 0 ? e->x - w / 2
+            : strcmp(e->anchor, "end") == 0  ? e->x - w
+                                             : e->x;
     *right = *left + w;
 }
 
@@ -320,13 +362,20 @@ static int count(const char *s, const char *sub) {
 // The label a map must show for character c: itself escaped, or the stand-in of whitespace.
 static const char *expected_label(uint32_t c) {
     switch (c) {
-    case ' ': return "\xe2\x90\xa3";   // U+2423
-    case '\n': return "\xe2\x86\xb5";  // U+21B5
-    case '<': return "&lt;";
-    case '>': return "&gt;";
-    case '&': return "&amp;";
-    case '"': return "&quot;";
-    case 0xe9: return "\xc3\xa9";
+    case ' ':
+        return "\xe2\x90\xa3";  // U+2423
+    case '\n':
+        return "\xe2\x86\xb5";  // U+21B5
+    case '<':
+        return "&lt;";
+    case '>':
+        return "&gt;";
+    case '&':
+        return "&amp;";
+    case '"':
+        return "&quot;";
+    case 0xe9:
+        return "\xc3\xa9";
     default: {
         static char one[2];
         one[0] = (char)c;
@@ -364,12 +413,15 @@ static void test_amap_well_formed_with_prompt_labels(void) {
     CHECK_MSG(xml_well_formed(mp.svg, why, sizeof why), "%s", why);
     CHECK(strncmp(mp.svg, "<svg", 4) == 0);
     static TextEl keys[N_LAYER * 2 * BLOCK], queries[N_LAYER * 2 * BLOCK];
-    int nk = texts_of(mp.svg, "keys", keys, N_LAYER * 2 * BLOCK), nq = texts_of(mp.svg, "queries", queries, N_LAYER * 2 * BLOCK);
+    int nk = texts_of(mp.svg, "keys", keys, N_LAYER * 2 * BLOCK),
+        nq = texts_of(mp.svg, "queries", queries, N_LAYER * 2 * BLOCK);
     CHECK(nk == N_LAYER * 2 * T && nq == N_LAYER * 2 * T);
     for (int i = 0; i < nk && i < N_LAYER * 2 * T; i++) {
         int t = i % T;
-        CHECK_MSG(strcmp(keys[i].content, expected_label(prompt[t])) == 0, "key label %d is '%s'", i, keys[i].content);
-        CHECK_MSG(strcmp(queries[i].content, expected_label(prompt[t])) == 0, "query label %d is '%s'", i, queries[i].content);
+        CHECK_MSG(strcmp(keys[i].content, expected_label(prompt[t])) == 0, "key label %d is '%s'",
+                  i, keys[i].content);
+        CHECK_MSG(strcmp(queries[i].content, expected_label(prompt[t])) == 0,
+                  "query label %d is '%s'", i, queries[i].content);
         // keys spread across (same baseline, x growing), queries down (same x, y growing)
         if (t > 0) {
             CHECK(keys[i].y == keys[i - 1].y && keys[i].x > keys[i - 1].x);
@@ -395,22 +447,29 @@ static void test_amap_colour_bar_gives_cell_colours(void) {
     int stop_rgb[32][3], n_stops = 0;
     const char *g = strstr(mp.svg, "<linearGradient id=\"weight-scale\"");
     CHECK(g != NULL);
-    if (!g) { map_free(&mp); return; }
+    if (!g) {
+        map_free(&mp);
+        return;
+    }
     const char *g_end = strstr(g, "</linearGradient>");
-    for (const char *p = strstr(g, "<stop "); p && p < g_end && n_stops < 32; p = strstr(p + 1, "<stop ")) {
+    for (const char *p = strstr(g, "<stop "); p && p < g_end && n_stops < 32;
+         p = strstr(p + 1, "<stop ")) {
         char buf[32];
         attr(p, "offset", buf, sizeof buf);
         stop_at[n_stops] = atof(buf);
         attr(p, "stop-color", buf, sizeof buf);
-        CHECK(sscanf(buf, "#%2x%2x%2x", (unsigned *)&stop_rgb[n_stops][0], (unsigned *)&stop_rgb[n_stops][1],
-                     (unsigned *)&stop_rgb[n_stops][2]) == 3);
+        CHECK(sscanf(buf, "#%2x%2x%2x", (unsigned *)&stop_rgb[n_stops][0],
+                     (unsigned *)&stop_rgb[n_stops][1], (unsigned *)&stop_rgb[n_stops][2]) == 3);
         n_stops++;
     }
     CHECK(n_stops >= 2 && stop_at[0] == 0 && stop_at[n_stops - 1] == 1);
     // the bar drawn with it, and its range labelled at its two ends
     const char *bar = strstr(mp.svg, "fill=\"url(#weight-scale)\"");
     CHECK(bar != NULL);
-    if (!bar) { map_free(&mp); return; }
+    if (!bar) {
+        map_free(&mp);
+        return;
+    }
     while (strncmp(bar, "<rect", 5) != 0) bar--;
     double bar_x = svg_number(bar, "x"), bar_w = svg_number(bar, "width");
     TextEl ticks[16];
@@ -418,7 +477,8 @@ static void test_amap_colour_bar_gives_cell_colours(void) {
     CHECK(n_ticks >= 2 && n_ticks <= 16);
     if (n_ticks >= 2 && n_ticks <= 16) {
         CHECK(strcmp(ticks[0].content, "0") == 0 && fabs(ticks[0].x - bar_x) < 0.5);
-        CHECK(strcmp(ticks[n_ticks - 1].content, "1") == 0 && fabs(ticks[n_ticks - 1].x - (bar_x + bar_w)) < 0.5);
+        CHECK(strcmp(ticks[n_ticks - 1].content, "1") == 0 &&
+              fabs(ticks[n_ticks - 1].x - (bar_x + bar_w)) < 0.5);
         for (int i = 0; i < n_ticks; i++)  // each tick where its value is on the bar
             CHECK_NEAR(ticks[i].x, bar_x + atof(ticks[i].content) * bar_w, 0.5);
     }
@@ -447,7 +507,8 @@ static void test_amap_colour_bar_gives_cell_colours(void) {
         cells++;
     }
     CHECK(cells == N_LAYER * 3 * T * (T + 1) / 2);
-    CHECK_MSG(checked_low > 0 && checked_high > 0, "weights span the scale: %d below 0.1, %d above 0.9", checked_low, checked_high);
+    CHECK_MSG(checked_low > 0 && checked_high > 0,
+              "weights span the scale: %d below 0.1, %d above 0.9", checked_low, checked_high);
     map_free(&mp);
 }
 
@@ -474,9 +535,16 @@ static void test_amap_values_in_cells_for_short_prompts(void) {
                     char want[16];
                     double p = weight(&mp, l, h, t, u);
                     snprintf(want, sizeof want, "%.2f", p);
-                    CHECK_MSG(strcmp(values[i].content, want) == 0, "value %d: '%s', want '%s'", i, values[i].content, want);
-                    if (p > 0.9) { CHECK(strcmp(values[i].fill, "#fff") == 0); dark++; }
-                    if (p < 0.3) { CHECK(strcmp(values[i].fill, "#000") == 0); light++; }
+                    CHECK_MSG(strcmp(values[i].content, want) == 0, "value %d: '%s', want '%s'", i,
+                              values[i].content, want);
+                    if (p > 0.9) {
+                        CHECK(strcmp(values[i].fill, "#fff") == 0);
+                        dark++;
+                    }
+                    if (p < 0.3) {
+                        CHECK(strcmp(values[i].fill, "#000") == 0);
+                        light++;
+                    }
                     double left, right;
                     text_extent(&values[i], &left, &right);
                     CHECK(right - left < cell);
@@ -491,7 +559,9 @@ static void test_amap_values_in_cells_for_short_prompts(void) {
     CHECK(texts_of(mp.svg, "values", NULL, 0) == 0);
     CHECK(count(mp.svg, "<title>P[") == N_LAYER * 2 * T * (T + 1) / 2);  // the cells are all there
     char *notes = joined_text(mp.svg, "note");
-    CHECK_MSG(strstr(notes, "Hover over a cell for its weight") && !strstr(notes, "numbers in the cells"), "%s", notes);
+    CHECK_MSG(strstr(notes, "Hover over a cell for its weight") &&
+                  !strstr(notes, "numbers in the cells"),
+              "%s", notes);
     free(notes);
     map_free(&mp);
 }
@@ -500,15 +570,16 @@ static void test_amap_values_in_cells_for_short_prompts(void) {
 // title read in full, and panel headers never overlap, for 1 to 6 heads and 1 to 20 characters.
 static void test_amap_text_fits_the_canvas(void) {
     static const int heads[] = {1, 2, 3, 6}, lengths[] = {1, 2, 9, 20};
-    static const char *const classes[] = {"title", "note", "tick", "header", "caption", "keys", "queries", "sums"};
+    static const char *const classes[] = {"title",   "note", "tick",    "header",
+                                          "caption", "keys", "queries", "sums"};
     for (size_t a = 0; a < sizeof heads / sizeof heads[0]; a++)
         for (size_t b = 0; b < sizeof lengths / sizeof lengths[0]; b++) {
             uint32_t prompt[BLOCK];
             int T = ascii_prompt(prompt, "ab cax&<b>\nabcabxcab ab");
             T = lengths[b];
             Map mp;
-            CHECK(map_build(&mp, heads[a], b % 2 ? ATTN_MASK_NONE : ATTN_MASK_CAUSAL, b % 2 ? SOFTMAX_OVER_QUERIES : SOFTMAX_OVER_KEYS,
-                            prompt, T));
+            CHECK(map_build(&mp, heads[a], b % 2 ? ATTN_MASK_NONE : ATTN_MASK_CAUSAL,
+                            b % 2 ? SOFTMAX_OVER_QUERIES : SOFTMAX_OVER_KEYS, prompt, T));
             if (!mp.svg) continue;
             double W = svg_number(mp.svg, "width"), H = svg_number(mp.svg, "height");
             for (size_t c = 0; c < sizeof classes / sizeof classes[0]; c++) {
@@ -520,8 +591,9 @@ static void test_amap_text_fits_the_canvas(void) {
                     double left, right;
                     text_extent(&e[i], &left, &right);
                     CHECK_MSG(left >= 0 && right <= W && e[i].y > 0 && e[i].y <= H,
-                              "%d heads, T %d: %s text '%s' spans [%.0f, %.0f] at y %.0f, canvas %.0f x %.0f", heads[a], T,
-                              classes[c], e[i].content, left, right, e[i].y, W, H);
+                              "%d heads, T %d: %s text '%s' spans [%.0f, %.0f] at y %.0f, canvas "
+                              "%.0f x %.0f",
+                              heads[a], T, classes[c], e[i].content, left, right, e[i].y, W, H);
                 }
                 if (strcmp(classes[c], "header") == 0)  // headers of one row of panels stay apart
                     for (int i = 1; i < n; i++)
@@ -537,7 +609,8 @@ static void test_amap_text_fits_the_canvas(void) {
                         strcat(title, i ? " " : "");
                         strncat(title, e[i].content, sizeof title - strlen(title) - 1);
                     }
-                    snprintf(want, sizeof want, "Attention weights P: %d layers x %d head%s, prompt of %d character%s",
+                    snprintf(want, sizeof want,
+                             "Attention weights P: %d layers x %d head%s, prompt of %d character%s",
                              N_LAYER, heads[a], heads[a] == 1 ? "" : "s", T, T == 1 ? "" : "s");
                     CHECK_MSG(strcmp(title, want) == 0, "title '%s'", title);
                 }
@@ -579,12 +652,17 @@ static void test_amap_names_the_attention_mistakes(void) {
     CHECK(map_build(&mp, 2, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, prompt, T));
     if (!mp.svg) return;
     CHECK(count(mp.svg, "<title>P[") == N_LAYER * 2 * T * (T + 1) / 2);
-    CHECK(count(mp.svg, "fill=\"url(#masked)\"") == N_LAYER * 2 + 1);  // each matrix, and its legend
+    CHECK(count(mp.svg, "fill=\"url(#masked)\"") ==
+          N_LAYER * 2 + 1);  // each matrix, and its legend
     char *notes = joined_text(mp.svg, "note");
-    CHECK_MSG(strstr(notes, "This model: causal mask") && strstr(notes, "softmax over keys: each row sums to 1"), "%s", notes);
-    CHECK_MSG(strstr(notes, "attn_scale 0.4082 = 1/sqrt(6)"), "%s", notes);  // as configured: "sqrt", head_dim 12 / 2
+    CHECK_MSG(strstr(notes, "This model: causal mask") &&
+                  strstr(notes, "softmax over keys: each row sums to 1"),
+              "%s", notes);
+    CHECK_MSG(strstr(notes, "attn_scale 0.4082 = 1/sqrt(6)"), "%s",
+              notes);  // as configured: "sqrt", head_dim 12 / 2
     free(notes);
-    CHECK(!strstr(mp.svg, "MISTAKE") && !strstr(mp.svg, "class=\"boundary\"") && texts_of(mp.svg, "sums", NULL, 0) == 0);
+    CHECK(!strstr(mp.svg, "MISTAKE") && !strstr(mp.svg, "class=\"boundary\"") &&
+          texts_of(mp.svg, "sums", NULL, 0) == 0);
     map_free(&mp);
 
     static const char *const masks[] = {"none", "zero"};
@@ -612,7 +690,9 @@ static void test_amap_names_the_attention_mistakes(void) {
     CHECK(map_build(&mp, 2, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES, prompt, T));
     if (!mp.svg) return;
     notes = joined_text(mp.svg, "mistake");
-    CHECK_MSG(strstr(notes, "This model: causal mask") && strstr(notes, "softmax over queries, A MISTAKE"), "%s", notes);
+    CHECK_MSG(strstr(notes, "This model: causal mask") &&
+                  strstr(notes, "softmax over queries, A MISTAKE"),
+              "%s", notes);
     free(notes);
     TextEl sums[N_LAYER * 2 * BLOCK];
     int n = texts_of(mp.svg, "sums", sums, N_LAYER * 2 * BLOCK);
@@ -624,7 +704,8 @@ static void test_amap_names_the_attention_mistakes(void) {
         for (int u = 0; u < T; u++) row += weight(&mp, l, h, t, u);
         char want[16];
         snprintf(want, sizeof want, "%.2f", row);
-        CHECK_MSG(strcmp(sums[i].content, want) == 0, "row sum %d: '%s', want '%s'", i, sums[i].content, want);
+        CHECK_MSG(strcmp(sums[i].content, want) == 0, "row sum %d: '%s', want '%s'", i,
+                  sums[i].content, want);
         not_one += strcmp(want, "1.00") != 0;
     }
     CHECK(not_one > 0);
@@ -635,7 +716,8 @@ const TestCase tests_attention_map[] = {
     {"attention_map_xml_checker_rejects_broken_svg", test_amap_xml_checker_rejects_broken_svg},
     {"attention_map_well_formed_with_prompt_labels", test_amap_well_formed_with_prompt_labels},
     {"attention_map_colour_bar_gives_cell_colours", test_amap_colour_bar_gives_cell_colours},
-    {"attention_map_values_in_cells_for_short_prompts", test_amap_values_in_cells_for_short_prompts},
+    {"attention_map_values_in_cells_for_short_prompts",
+     test_amap_values_in_cells_for_short_prompts},
     {"attention_map_text_fits_the_canvas", test_amap_text_fits_the_canvas},
     {"attention_map_one_panel_per_layer_and_head", test_amap_one_panel_per_layer_and_head},
     {"attention_map_names_the_attention_mistakes", test_amap_names_the_attention_mistakes},

@@ -21,7 +21,8 @@ static int clean_rows(Row *full, Row *win) {
     return n;
 }
 
-static int flagged(const Row *full, const Row *win, int n, const Options *o, char *buf, size_t len) {
+static int flagged(const Row *full, const Row *win, int n, const Options *o, char *buf,
+                   size_t len) {
     FILE *f = tmpfile();
     int k = write_noise(f, full, win, n, o);
     rewind(f);
@@ -36,14 +37,17 @@ static void test_bench_context_noise_flagged(void) {
     Options o = {"./train", "configs/bench_context.json", "x", 10, 4096, 64, 512, 128};
     int n = clean_rows(full, win);
     char buf[4096];
-    CHECK_MSG(flagged(full, win, n, &o, buf, sizeof buf) == 0 && buf[0] == 0, "a clean run flagged: %s", buf);
+    CHECK_MSG(flagged(full, win, n, &o, buf, sizeof buf) == 0 && buf[0] == 0,
+              "a clean run flagged: %s", buf);
     win[3].ms = full[3].ms * 1.2;  // T = 512: the window slower than full attention
-    CHECK_MSG(flagged(full, win, n, &o, buf, sizeof buf) == 1 && strstr(buf, "noisy: T=512: the window of 128 keys"),
+    CHECK_MSG(flagged(full, win, n, &o, buf, sizeof buf) == 1 &&
+                  strstr(buf, "noisy: T=512: the window of 128 keys"),
               "%s", buf);
     win[3].ms = full[3].ms * 0.6;
     full[2].ms = full[1].ms * 0.9;  // T = 256 faster than T = 128: a negative exponent
     int k = flagged(full, win, n, &o, buf, sizeof buf);
-    CHECK_MSG(k >= 1 && strstr(buf, "noisy: T=256, full: growth exponent -") && strstr(buf, "rerun with more --steps"),
+    CHECK_MSG(k >= 1 && strstr(buf, "noisy: T=256, full: growth exponent -") &&
+                  strstr(buf, "rerun with more --steps"),
               "%d flagged: %s", k, buf);
 }
 
@@ -64,15 +68,19 @@ static void test_bench_context_titles_fit(void) {
     CHECK(sscanf(strstr(svg, "width=\""), "width=\"%lf\"", &width) == 1);
     panel_w = width / 2;
     int titles = 0;
-    for (const char *p = strstr(svg, "<text class=\"title\""); p; p = strstr(p + 1, "<text class=\"title\"")) {
+    for (const char *p = strstr(svg, "<text class=\"title\""); p;
+         p = strstr(p + 1, "<text class=\"title\"")) {
         double x, y, fs;
         const char *gt = strchr(p, '>'), *end = gt ? strstr(gt, "</text>") : NULL;
-        CHECK(gt && end && sscanf(p, "<text class=\"title\" x=\"%lf\" y=\"%lf\" font-size=\"%lf\"", &x, &y, &fs) == 3);
+        CHECK(gt && end &&
+              sscanf(p, "<text class=\"title\" x=\"%lf\" y=\"%lf\" font-size=\"%lf\"", &x, &y,
+                     &fs) == 3);
         if (!gt || !end) break;
         int chars = (int)(end - gt - 1), panel = (int)(x / panel_w);
         double right = x + 0.6 * fs * chars;
-        CHECK_MSG(right <= (panel + 1) * panel_w - 4, "title '%.*s' (panel %d) reaches x = %.0f, the panel ends at %.0f",
-                  chars, gt + 1, panel, right, (panel + 1) * panel_w);
+        CHECK_MSG(right <= (panel + 1) * panel_w - 4,
+                  "title '%.*s' (panel %d) reaches x = %.0f, the panel ends at %.0f", chars, gt + 1,
+                  panel, right, (panel + 1) * panel_w);
         titles++;
     }
     CHECK_MSG(titles == 4, "%d title lines, expected 2 per panel", titles);

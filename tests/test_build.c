@@ -11,7 +11,7 @@
 
 #include "test.h"
 
-#define MAX_OBJS 256
+#define MAX_OBJS   256
 #define PATH_CHARS 256
 
 typedef struct {
@@ -20,8 +20,8 @@ typedef struct {
 } Compiles;
 
 // The compilations a make command would run ("... -c SRC -o OBJ" lines of its dry run). make
-// inherits MAKEFLAGS from `make test`, so it looks at the objects of the same build (CC, NO_OMP...).
-// Its stamp of the build's flags goes to a file of its own: a dry run changes nothing.
+// inherits MAKEFLAGS from `make test`, so it looks at the objects of the same build (CC,
+// NO_OMP...). Its stamp of the build's flags goes to a file of its own: a dry run changes nothing.
 static int dry_run(const char *make_args, Compiles *c) {
     char cmd[512], stamp[64];
     snprintf(stamp, sizeof stamp, "/tmp/test_build_stamp_%ld", (long)getpid());
@@ -33,8 +33,8 @@ static int dry_run(const char *make_args, Compiles *c) {
     while (fgets(line, sizeof line, p)) {
         const char *s = strstr(line, " -c "), *o = strstr(line, " -o ");
         if (!s || !o || o < s || c->n == MAX_OBJS) continue;
-        if (sscanf(s + 4, "%255s", c->src[c->n]) == 1 && sscanf(o + 4, "%255s", c->obj[c->n]) == 1 &&
-            strstr(c->obj[c->n], ".o"))
+        if (sscanf(s + 4, "%255s", c->src[c->n]) == 1 &&
+            sscanf(o + 4, "%255s", c->obj[c->n]) == 1 && strstr(c->obj[c->n], ".o"))
             c->n++;
     }
     int ok = pclose(p) == 0;
@@ -78,8 +78,8 @@ static void test_build_header_change_rebuilds_dependents(void) {
     if (every.n < 10) SKIP("make -n -B all listed %d compilations: no make here?", every.n);
     if (pending.n == every.n) SKIP("nothing is built yet: run `make all` first");
     // a header of each floor below the top, included directly and through other headers
-    static const char *const headers[] = {"base/common.h", "kernels/vec.h", "kernels/matmul.h", "attention.h",
-                                          "report/html.h", "teach/lab_core.h"};
+    static const char *const headers[] = {"base/common.h", "kernels/vec.h", "kernels/matmul.h",
+                                          "attention.h",   "report/html.h", "teach/lab_core.h"};
     for (size_t h = 0; h < sizeof headers / sizeof headers[0]; h++) {
         char args[PATH_CHARS + 8];
         snprintf(args, sizeof args, "-W %s", headers[h]);
@@ -90,12 +90,14 @@ static void test_build_header_change_rebuilds_dependents(void) {
             int want = includes(every.src[i], headers[h], 0), got = has_obj(&after, every.obj[i]);
             expected += want;
             spared += !want;
-            CHECK_MSG(want == got, "%s changed: %s %s rebuilt, but %s %s it", headers[h], every.obj[i],
-                      got ? "is" : "is not", every.src[i], want ? "includes" : "does not include");
+            CHECK_MSG(want == got, "%s changed: %s %s rebuilt, but %s %s it", headers[h],
+                      every.obj[i], got ? "is" : "is not", every.src[i],
+                      want ? "includes" : "does not include");
         }
         // the check means something: the header has users, and not every object is one
         CHECK_MSG(expected > 0, "no source includes %s", headers[h]);
-        if (strcmp(headers[h], "base/common.h") != 0) CHECK_MSG(spared > 0, "every object includes %s", headers[h]);
+        if (strcmp(headers[h], "base/common.h") != 0)
+            CHECK_MSG(spared > 0, "every object includes %s", headers[h]);
     }
 }
 

@@ -97,7 +97,8 @@ static void test_defaults(void) {
     CHECK(c.seed == 1337 && c.threads == 0 && c.ckpt_interval == 500 && c.keep_checkpoints == 0);
     CHECK(c.max_bad_steps == 5 && c.spike_zscore == 0 && c.spike_window == 50);
     CHECK(strcmp(c.out_dir, "") == 0);
-    CHECK(c.log_interval == 10 && c.eval_interval == 250 && c.eval_steps == 20 && c.attn_interval == 50);
+    CHECK(c.log_interval == 10 && c.eval_interval == 250 && c.eval_steps == 20 &&
+          c.attn_interval == 50);
     CHECK(c.sample_tokens == 300 && c.sample_temperature == 0.8 && c.sample_top_k == 40);
     CHECK(strcmp(c.sample_prompt, "\n") == 0);
 
@@ -117,26 +118,30 @@ static void test_defaults(void) {
 
 static void test_valid_file(void) {
     if (!tmp_setup()) SKIP("mkdtemp failed");
-    const char *path = tmp_file("tiny.json",
-        "{\n"
-        "  \"model\": {\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 64, \"attn_scale\": \"none\", \"init\": \"fan_in\"},\n"
-        "  \"data\": {\"path\": \"data/tiny.txt\", \"val_fraction\": 0.05},\n"
-        "  \"train\": {\"lr\": 3e-4, \"min_lr\": 0, \"max_steps\": 10, \"seed\": 7, \"spike_zscore\": 4.5},\n"
-        "  \"log\": {},\n"
-        "  \"sample\": {\"tokens\": 0, \"temperature\": 1.0, \"top_k\": 0, \"prompt\": \"ROMEO:\"}\n"
-        "}\n");
+    const char *path =
+        tmp_file("tiny.json", "{\n"
+                              "  \"model\": {\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 64, "
+                              "\"attn_scale\": \"none\", \"init\": \"fan_in\"},\n"
+                              "  \"data\": {\"path\": \"data/tiny.txt\", \"val_fraction\": 0.05},\n"
+                              "  \"train\": {\"lr\": 3e-4, \"min_lr\": 0, \"max_steps\": 10, "
+                              "\"seed\": 7, \"spike_zscore\": 4.5},\n"
+                              "  \"log\": {},\n"
+                              "  \"sample\": {\"tokens\": 0, \"temperature\": 1.0, \"top_k\": 0, "
+                              "\"prompt\": \"ROMEO:\"}\n"
+                              "}\n");
     CHECK(path != NULL);
     Config c;
     config_defaults(&c);
     char err[512] = "";
     int ok = config_load_file(&c, path, err, sizeof(err));
     CHECK_MSG(ok, "%s", err);
-    CHECK(strcmp(c.name, "tiny") == 0); // no "name": the file's base name
+    CHECK(strcmp(c.name, "tiny") == 0);  // no "name": the file's base name
     CHECK(c.n_layer == 2 && c.n_head == 2 && c.n_embd == 64);
-    CHECK(c.block_size == 64);          // untouched keys keep their defaults
+    CHECK(c.block_size == 64);  // untouched keys keep their defaults
     CHECK(strcmp(c.init, "fan_in") == 0);
     CHECK(strcmp(c.data_path, "data/tiny.txt") == 0 && c.val_fraction == 0.05);
-    CHECK(c.lr == 3e-4 && c.min_lr == 0 && c.max_steps == 10 && c.seed == 7 && c.spike_zscore == 4.5);
+    CHECK(c.lr == 3e-4 && c.min_lr == 0 && c.max_steps == 10 && c.seed == 7 &&
+          c.spike_zscore == 4.5);
     CHECK(c.sample_tokens == 0 && c.sample_temperature == 1.0 && c.sample_top_k == 0);
     CHECK(strcmp(c.sample_prompt, "ROMEO:") == 0);
     CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);
@@ -177,10 +182,12 @@ static void test_round_trip(void) {
     round_trip(&c);
 
     config_defaults(&c);
-    load_ok(&c, "{\"name\": \"rt\", \"model\": {\"attn_scale\": 0.125, \"n_embd\": 96, \"n_head\": 3},"
-                " \"train\": {\"lr\": 0.0003, \"min_lr\": 1.2345678901234567e-05, \"eps\": 1e-12, \"seed\": 2147483647},"
-                " \"data\": {\"val_fraction\": 0.30000000000000004},"
-                " \"sample\": {\"prompt\": \"a \\\"quoted\\\" \\\\ line\\n\\ttab \\u00e9 \\u0001\"}}");
+    load_ok(&c,
+            "{\"name\": \"rt\", \"model\": {\"attn_scale\": 0.125, \"n_embd\": 96, \"n_head\": 3},"
+            " \"train\": {\"lr\": 0.0003, \"min_lr\": 1.2345678901234567e-05, \"eps\": 1e-12, "
+            "\"seed\": 2147483647},"
+            " \"data\": {\"val_fraction\": 0.30000000000000004},"
+            " \"sample\": {\"prompt\": \"a \\\"quoted\\\" \\\\ line\\n\\ttab \\u00e9 \\u0001\"}}");
     CHECK(config_apply_override(&c, "train.grad_clip=0.1", err, sizeof(err)));
     CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);
     CHECK(c.attn_scale == 0.125);
@@ -198,7 +205,8 @@ static void test_round_trip(void) {
 
     // The resolved JSON has the section structure and attn_scale as a string or a number.
     char *json = config_to_json(&c);
-    CHECK(strstr(json, "\"model\": {") && strstr(json, "\"sample\": {") && strstr(json, "\"attn_scale\": \"none\""));
+    CHECK(strstr(json, "\"model\": {") && strstr(json, "\"sample\": {") &&
+          strstr(json, "\"attn_scale\": \"none\""));
     free(json);
 }
 
@@ -210,12 +218,14 @@ static void test_overrides(void) {
     CHECK_MSG(config_apply_override(&c, "train.lr=2e-3", err, sizeof(err)), "%s", err);
     CHECK_MSG(config_apply_override(&c, "train.seed=-0", err, sizeof(err)), "%s", err);
     CHECK_MSG(config_apply_override(&c, "model.init=fan_in", err, sizeof(err)), "%s", err);
-    CHECK_MSG(config_apply_override(&c, "data.path=a=b.txt", err, sizeof(err)), "%s", err); // value may hold '='
+    CHECK_MSG(config_apply_override(&c, "data.path=a=b.txt", err, sizeof(err)), "%s",
+              err);  // value may hold '='
     CHECK_MSG(config_apply_override(&c, "name=exp1", err, sizeof(err)), "%s", err);
     CHECK_MSG(config_apply_override(&c, "train.out_dir=", err, sizeof(err)), "%s", err);
     CHECK_MSG(config_apply_override(&c, "model.attn_scale=0.125", err, sizeof(err)), "%s", err);
     CHECK(c.n_layer == 8 && c.lr == 2e-3 && c.seed == 0);
-    CHECK(strcmp(c.init, "fan_in") == 0 && strcmp(c.data_path, "a=b.txt") == 0 && strcmp(c.name, "exp1") == 0);
+    CHECK(strcmp(c.init, "fan_in") == 0 && strcmp(c.data_path, "a=b.txt") == 0 &&
+          strcmp(c.name, "exp1") == 0);
     CHECK(strcmp(c.attn_scale_str, "0.125") == 0);
     CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);
     CHECK(c.attn_scale == 0.125);
@@ -225,15 +235,18 @@ static void test_overrides(void) {
     CHECK(strcmp(c.out_dir, "out/exp1") == 0);
     CHECK(c.attn_scale == 1.0 / sqrt(128.0 / 4.0));
     // model.attn_impl: the two names, and the older ones read as them
-    static const char *const impl_names[][2] = {
-        {"engine", "engine"}, {"definition", "definition"}, {"fast", "engine"}, {"reference", "definition"}};
+    static const char *const impl_names[][2] = {{"engine", "engine"},
+                                                {"definition", "definition"},
+                                                {"fast", "engine"},
+                                                {"reference", "definition"}};
     for (int i = 0; i < 4; i++) {
         char arg[64];
         snprintf(arg, sizeof arg, "model.attn_impl=%s", impl_names[i][0]);
         CHECK_MSG(config_apply_override(&c, arg, err, sizeof(err)), "%s", err);
         CHECK_MSG(strcmp(c.attn_impl, impl_names[i][1]) == 0, "%s gave %s", arg, c.attn_impl);
     }
-    CHECK(!config_apply_override(&c, "model.attn_impl=slow", err, sizeof(err)) && strstr(err, "engine, definition"));
+    CHECK(!config_apply_override(&c, "model.attn_impl=slow", err, sizeof(err)) &&
+          strstr(err, "engine, definition"));
     Config old;  // an older configuration, as a checkpoint holds it
     config_defaults(&old);
     load_ok(&old, "{\"model\": {\"attn_impl\": \"reference\"}}");
@@ -241,14 +254,15 @@ static void test_overrides(void) {
 }
 
 static void test_invalid_json(void) {
-    expect_json_error("{\n  \"model\": {\n    \"n_layer\": 4\n  \"x\": 1}}", "t.json:4:3: invalid JSON", NULL);
+    expect_json_error("{\n  \"model\": {\n    \"n_layer\": 4\n  \"x\": 1}}",
+                      "t.json:4:3: invalid JSON", NULL);
     expect_json_error("{\"a\": 1} trailing", "t.json:1:10: invalid JSON", NULL);
     expect_json_error("", "t.json:1:1: invalid JSON", NULL);
     expect_json_error("{\"train\": {\"lr\": NaN}}", "t.json:1:18: invalid JSON", NULL);
     expect_json_error("{\"train\": {\"lr\": Infinity}}", "invalid JSON", NULL);
     expect_json_error("{\"x\\u0000y\": 1}", "t.json:1:4: invalid JSON", "u0000");
     {
-        const char text[] = "{}\0{\"model\": 1}"; // an embedded NUL byte inside the given length
+        const char text[] = "{}\0{\"model\": 1}";  // an embedded NUL byte inside the given length
         Config c;
         config_defaults(&c);
         char err[256] = "";
@@ -271,62 +285,85 @@ static void test_invalid_json(void) {
 }
 
 static void test_unknown_key(void) {
-    expect_json_error("{\"model\": {\"n_embed\": 64}}", "unknown key 'model.n_embed'", "did you mean 'model.n_embd'?");
+    expect_json_error("{\"model\": {\"n_embed\": 64}}", "unknown key 'model.n_embed'",
+                      "did you mean 'model.n_embd'?");
     expect_json_error("{\"modle\": {}}", "unknown key 'modle'", "did you mean 'model'?");
-    expect_json_error("{\"model\": {\"lr\": 1}}", "unknown key 'model.lr'", "did you mean 'train.lr'?");
+    expect_json_error("{\"model\": {\"lr\": 1}}", "unknown key 'model.lr'",
+                      "did you mean 'train.lr'?");
     expect_json_error("{\"lr\": 1}", "unknown key 'lr'", "did you mean 'train.lr'?");
     expect_json_error("{\"model.n_layer\": 1}", "'model.n_layer'", "nest it");
     expect_json_error("{\"completely_different\": 1}", "unknown key 'completely_different'", NULL);
-    expect_json_error("{\"sample\": {\"tokens\": 5, \"max_tokens\": 5}}", "unknown key 'sample.max_tokens'", "did you mean");
+    expect_json_error("{\"sample\": {\"tokens\": 5, \"max_tokens\": 5}}",
+                      "unknown key 'sample.max_tokens'", "did you mean");
 }
 
 static void test_duplicate_key(void) {
-    expect_json_error("{\"model\": {\"n_layer\": 2, \"n_layer\": 3}}", "duplicate key 'model.n_layer'", NULL);
-    expect_json_error("{\"model\": {\"n_layer\": 2}, \"model\": {\"n_head\": 2}}", "duplicate key 'model'", NULL);
+    expect_json_error("{\"model\": {\"n_layer\": 2, \"n_layer\": 3}}",
+                      "duplicate key 'model.n_layer'", NULL);
+    expect_json_error("{\"model\": {\"n_layer\": 2}, \"model\": {\"n_head\": 2}}",
+                      "duplicate key 'model'", NULL);
     expect_json_error("{\"name\": \"a\", \"name\": \"b\"}", "duplicate key 'name'", NULL);
 }
 
 static void test_case_variant_key(void) {
-    expect_json_error("{\"model\": {\"N_Layer\": 2}}", "unknown key 'model.N_Layer'", "did you mean 'model.n_layer'?");
-    expect_json_error("{\"Model\": {\"n_layer\": 2}}", "unknown key 'Model'", "did you mean 'model'?");
+    expect_json_error("{\"model\": {\"N_Layer\": 2}}", "unknown key 'model.N_Layer'",
+                      "did you mean 'model.n_layer'?");
+    expect_json_error("{\"Model\": {\"n_layer\": 2}}", "unknown key 'Model'",
+                      "did you mean 'model'?");
     expect_json_error("{\"NAME\": \"x\"}", "unknown key 'NAME'", "did you mean 'name'?");
     // Not silently the same key as its lower-case twin either.
-    expect_json_error("{\"train\": {\"lr\": 0.01, \"LR\": 0.02}}", "unknown key 'train.LR'", "case-sensitive");
+    expect_json_error("{\"train\": {\"lr\": 0.01, \"LR\": 0.02}}", "unknown key 'train.LR'",
+                      "case-sensitive");
 }
 
 static void test_wrong_type(void) {
-    expect_json_error("{\"train\": {\"lr\": \"0.1\"}}", "'train.lr' must be a number, got string", NULL);
-    expect_json_error("{\"model\": {\"n_layer\": true}}", "'model.n_layer' must be an integer, got boolean", NULL);
-    expect_json_error("{\"data\": {\"path\": 5}}", "'data.path' must be a string, got number", NULL);
+    expect_json_error("{\"train\": {\"lr\": \"0.1\"}}", "'train.lr' must be a number, got string",
+                      NULL);
+    expect_json_error("{\"model\": {\"n_layer\": true}}",
+                      "'model.n_layer' must be an integer, got boolean", NULL);
+    expect_json_error("{\"data\": {\"path\": 5}}", "'data.path' must be a string, got number",
+                      NULL);
     expect_json_error("{\"name\": null}", "'name' must be a string, got null", NULL);
     expect_json_error("{\"model\": 4}", "'model' must be an object, got number", NULL);
-    expect_json_error("{\"model\": {\"n_layer\": {\"deeper\": 1}}}", "'model.n_layer'", "got object");
+    expect_json_error("{\"model\": {\"n_layer\": {\"deeper\": 1}}}", "'model.n_layer'",
+                      "got object");
     expect_json_error("{\"model\": {\"attn_scale\": [1]}}", "'model.attn_scale'", "got array");
-    expect_json_error("{\"model\": {\"attn_scale\": \"0.5\"}}", "'model.attn_scale'", "\"sqrt\", \"none\"");
-    expect_json_error("{\"model\": {\"init\": \"xavier\"}}", "'model.init' must be one of gpt2, fan_in", "xavier");
+    expect_json_error("{\"model\": {\"attn_scale\": \"0.5\"}}", "'model.attn_scale'",
+                      "\"sqrt\", \"none\"");
+    expect_json_error("{\"model\": {\"init\": \"xavier\"}}",
+                      "'model.init' must be one of gpt2, fan_in", "xavier");
 }
 
 static void test_out_of_range(void) {
-    expect_json_error("{\"model\": {\"n_layer\": 0}}", "'model.n_layer' = 0 is out of range 1..64", NULL);
+    expect_json_error("{\"model\": {\"n_layer\": 0}}", "'model.n_layer' = 0 is out of range 1..64",
+                      NULL);
     expect_json_error("{\"train\": {\"lr\": 20}}", "'train.lr' = 20 is out of range (0, 10]", NULL);
     expect_json_error("{\"train\": {\"lr\": 0}}", "'train.lr' = 0 is out of range (0, 10]", NULL);
-    expect_json_error("{\"train\": {\"beta2\": 1}}", "'train.beta2' = 1 is out of range [0, 1)", NULL);
+    expect_json_error("{\"train\": {\"beta2\": 1}}", "'train.beta2' = 1 is out of range [0, 1)",
+                      NULL);
     expect_json_error("{\"data\": {\"val_fraction\": 1}}", "'data.val_fraction'", "(0, 1)");
     expect_json_error("{\"train\": {\"threads\": -1}}", "'train.threads' = -1", "0..1024");
-    expect_json_error("{\"sample\": {\"temperature\": -0.5}}", "'sample.temperature' = -0.5", "[0, ");  // 0 is greedy
-    expect_json_error("{\"model\": {\"attn_scale\": -0.5}}", "'model.attn_scale' = -0.5 is out of range", NULL);
+    expect_json_error("{\"sample\": {\"temperature\": -0.5}}", "'sample.temperature' = -0.5",
+                      "[0, ");  // 0 is greedy
+    expect_json_error("{\"model\": {\"attn_scale\": -0.5}}",
+                      "'model.attn_scale' = -0.5 is out of range", NULL);
     expect_json_error("{\"train\": {\"lr\": 1e999}}", "'train.lr' must be a finite number", NULL);
     expect_json_error("{\"data\": {\"path\": \"\"}}", "'data.path' must not be empty", NULL);
 }
 
 static void test_non_integer(void) {
-    expect_json_error("{\"model\": {\"n_layer\": 3.5}}", "'model.n_layer' must be an integer, got 3.5", NULL);
-    expect_json_error("{\"model\": {\"n_layer\": 1e300}}", "'model.n_layer' = 1e+300 is out of range", NULL);
-    expect_json_error("{\"train\": {\"seed\": 4294967297}}", "'train.seed' = 4294967297 is out of range", NULL);
+    expect_json_error("{\"model\": {\"n_layer\": 3.5}}",
+                      "'model.n_layer' must be an integer, got 3.5", NULL);
+    expect_json_error("{\"model\": {\"n_layer\": 1e300}}",
+                      "'model.n_layer' = 1e+300 is out of range", NULL);
+    expect_json_error("{\"train\": {\"seed\": 4294967297}}",
+                      "'train.seed' = 4294967297 is out of range", NULL);
     expect_json_error("{\"train\": {\"seed\": -2147483649}}", "'train.seed'", "out of range");
     Config c;
     config_defaults(&c);
-    load_ok(&c, "{\"model\": {\"n_layer\": 8.0}, \"train\": {\"max_steps\": 1e3}}"); // integral values are integers
+    load_ok(&c,
+            "{\"model\": {\"n_layer\": 8.0}, \"train\": {\"max_steps\": 1e3}}");  // integral values
+                                                                                  // are integers
     CHECK(c.n_layer == 8 && c.max_steps == 1000);
 }
 
@@ -354,18 +391,24 @@ static void test_attn_window(void) {
     CHECK_MSG(strstr(json, "\"attn_window\": 64"), "%s", json);
     Config d;
     config_defaults(&d);
-    CHECK_MSG(config_load_json(&d, json, strlen(json), "resolved", err, sizeof(err)) && config_finalize(&d, err, sizeof(err)), "%s", err);
+    CHECK_MSG(config_load_json(&d, json, strlen(json), "resolved", err, sizeof(err)) &&
+                  config_finalize(&d, err, sizeof(err)),
+              "%s", err);
     CHECK(d.attn_window == 64);
     free(json);
 
     config_defaults(&c);
     CHECK(!config_apply_override(&c, "model.attn_window=-1", err, sizeof(err)));
-    CHECK_MSG(strstr(err, "'model.attn_window' = -1 is out of range 0..65536") && !strchr(err, '\n'), "%s", err);
+    CHECK_MSG(strstr(err, "'model.attn_window' = -1 is out of range 0..65536") &&
+                  !strchr(err, '\n'),
+              "%s", err);
 
     config_defaults(&c);
     CHECK(config_apply_override(&c, "model.attn_window=65", err, sizeof(err)));
     CHECK(!config_finalize(&c, err, sizeof(err)));
-    CHECK_MSG(strstr(err, "'model.attn_window' (65)") && strstr(err, "'model.block_size' (64)") && !strchr(err, '\n'), "%s", err);
+    CHECK_MSG(strstr(err, "'model.attn_window' (65)") && strstr(err, "'model.block_size' (64)") &&
+                  !strchr(err, '\n'),
+              "%s", err);
 
     const char *mistakes[] = {"zero", "none"};
     for (int i = 0; i < 2; i++) {
@@ -373,10 +416,12 @@ static void test_attn_window(void) {
         char arg[64];
         snprintf(arg, sizeof arg, "model.attn_mask=%s", mistakes[i]);
         CHECK(config_apply_override(&c, arg, err, sizeof(err)));
-        CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s", err);  // no window: the mistake alone is allowed
+        CHECK_MSG(config_finalize(&c, err, sizeof(err)), "%s",
+                  err);  // no window: the mistake alone is allowed
         CHECK(config_apply_override(&c, "model.attn_window=8", err, sizeof(err)));
         CHECK(!config_finalize(&c, err, sizeof(err)));
-        CHECK_MSG(strstr(err, "'model.attn_window' (8)") && strstr(err, "'model.attn_mask' causal") && strstr(err, mistakes[i]),
+        CHECK_MSG(strstr(err, "'model.attn_window' (8)") &&
+                      strstr(err, "'model.attn_mask' causal") && strstr(err, mistakes[i]),
                   "%s", err);
     }
 
@@ -424,15 +469,18 @@ static void test_finalize_checks(void) {
 }
 
 static void test_bad_override(void) {
-    expect_override_error("model.n_embed=64", "unknown key 'model.n_embed'", "did you mean 'model.n_embd'?");
+    expect_override_error("model.n_embed=64", "unknown key 'model.n_embed'",
+                          "did you mean 'model.n_embd'?");
     expect_override_error("Train.LR=0.1", "unknown key 'Train.LR'", "did you mean 'train.lr'?");
     expect_override_error("model.n_layer", "'--model.n_layer' needs a value", NULL);
     expect_override_error("model=3", "'--model' is a section", NULL);
-    expect_override_error("model.n_layer=abc", "'model.n_layer' must be an integer, got 'abc'", NULL);
+    expect_override_error("model.n_layer=abc", "'model.n_layer' must be an integer, got 'abc'",
+                          NULL);
     expect_override_error("model.n_layer=3.5", "'model.n_layer' must be an integer", NULL);
     expect_override_error("model.n_layer= 4", "'model.n_layer' must be an integer", NULL);
     expect_override_error("model.n_layer=", "'model.n_layer' must be an integer", NULL);
-    expect_override_error("model.n_layer=99999999999999999999", "'model.n_layer'", "out of range 1..64");
+    expect_override_error("model.n_layer=99999999999999999999", "'model.n_layer'",
+                          "out of range 1..64");
     expect_override_error("model.n_layer=65", "'model.n_layer' = 65 is out of range 1..64", NULL);
     expect_override_error("train.lr=abc", "'train.lr' must be a number, got 'abc'", NULL);
     expect_override_error("train.lr=0x10", "'train.lr' must be a number", NULL);
@@ -464,7 +512,8 @@ static void test_deep_nesting(void) {
     expect_json_error(deep, "t.json:1:", "invalid JSON");
     free(deep);
     // Within cJSON's limit but deeper than a section: an ordinary type error.
-    expect_json_error("{\"train\": {\"lr\": [[[[1]]]]}}", "'train.lr' must be a number, got array", NULL);
+    expect_json_error("{\"train\": {\"lr\": [[[[1]]]]}}", "'train.lr' must be a number, got array",
+                      NULL);
 }
 
 static void test_file_errors(void) {
@@ -472,10 +521,12 @@ static void test_file_errors(void) {
     config_defaults(&c);
     char err[512] = "";
     CHECK(!config_load_file(&c, "/nonexistent/dir/x.json", err, sizeof(err)));
-    CHECK_MSG(strstr(err, "cannot read config '/nonexistent/dir/x.json'") && strstr(err, "No such file"), "%s", err);
+    CHECK_MSG(strstr(err, "cannot read config '/nonexistent/dir/x.json'") &&
+                  strstr(err, "No such file"),
+              "%s", err);
 
     if (!tmp_setup()) SKIP("mkdtemp failed");
-    CHECK(!config_load_file(&c, g_dir, err, sizeof(err))); // a directory
+    CHECK(!config_load_file(&c, g_dir, err, sizeof(err)));  // a directory
     CHECK_MSG(strstr(err, "cannot read config"), "%s", err);
 
     // Over 16 MB: a sparse file, so the test writes almost nothing.
@@ -491,7 +542,8 @@ static void test_file_errors(void) {
     // A value error from a file names the file and the key.
     const char *path = tmp_file("range.json", "{\"train\": {\"batch_size\": 0}}");
     CHECK(!config_load_file(&c, path, err, sizeof(err)));
-    CHECK_MSG(strncmp(err, path, strlen(path)) == 0 && strstr(err, "'train.batch_size' = 0"), "%s", err);
+    CHECK_MSG(strncmp(err, path, strlen(path)) == 0 && strstr(err, "'train.batch_size' = 0"), "%s",
+              err);
 
     // Error buffers are never overrun; a tiny one gets a cut but terminated message.
     char small[8];
@@ -523,12 +575,17 @@ static void test_reference(void) {
         CHECK(root != NULL);
         int n_keys = 0;
         for (cJSON *sec = root ? root->child : NULL; sec; sec = sec->next) {
-            for (cJSON *k = cJSON_IsObject(sec) ? sec->child : sec; k; k = cJSON_IsObject(sec) ? k->next : NULL) {
+            for (cJSON *k = cJSON_IsObject(sec) ? sec->child : sec; k;
+                 k = cJSON_IsObject(sec) ? k->next : NULL) {
                 char path[160], a[176];
-                if (cJSON_IsObject(sec)) snprintf(path, sizeof path, "%s.%s", sec->string, k->string);
-                else snprintf(path, sizeof path, "%s", sec->string);
-                snprintf(a, sizeof a, markdown ? "| `%s` |" : "\n  %s ", path);  // a row of the table
-                CHECK_MSG(strstr(text, a) != NULL, "%s missing from the %s reference", path, markdown ? "markdown" : "plain");
+                if (cJSON_IsObject(sec))
+                    snprintf(path, sizeof path, "%s.%s", sec->string, k->string);
+                else
+                    snprintf(path, sizeof path, "%s", sec->string);
+                snprintf(a, sizeof a, markdown ? "| `%s` |" : "\n  %s ",
+                         path);  // a row of the table
+                CHECK_MSG(strstr(text, a) != NULL, "%s missing from the %s reference", path,
+                          markdown ? "markdown" : "plain");
                 n_keys++;
             }
         }

@@ -20,7 +20,10 @@ static char g_cdir[64];
 
 static void crash_tmpdir(void) {
     snprintf(g_cdir, sizeof g_cdir, "/tmp/tgpt_crash_XXXXXX");
-    if (!mkdtemp(g_cdir)) { perror("mkdtemp"); exit(1); }
+    if (!mkdtemp(g_cdir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
 }
 
 static void crash_cleanup(void) {
@@ -37,7 +40,10 @@ static void sleep_ms(long ms) {
 // Start ./train with the given arguments, stdout/stderr to files in the test directory.
 static pid_t spawn_train(char *const argv[], const char *log_name) {
     pid_t pid = fork();
-    if (pid < 0) { perror("fork"); exit(1); }
+    if (pid < 0) {
+        perror("fork");
+        exit(1);
+    }
     if (pid == 0) {
         char path[256];
         snprintf(path, sizeof path, "%s/%s", g_cdir, log_name);
@@ -64,28 +70,33 @@ static void wait_started(const char *log_name) {
         }
         sleep_ms(10);
     }
-    fprintf(stderr, "  note: the trainer writing %s did not start its loop within 20 s\n", log_name);
+    fprintf(stderr, "  note: the trainer writing %s did not start its loop within 20 s\n",
+            log_name);
 }
 
 static int wait_exit(pid_t pid) {
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -(WIFSIGNALED(st) ? WTERMSIG(st) : 1000);  // killed: -signal
+    return WIFEXITED(st) ? WEXITSTATUS(st)
+                         : -(WIFSIGNALED(st) ? WTERMSIG(st) : 1000);  // killed: -signal
 }
 
 static void write_config(const char *name, int n_embd) {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", g_cdir, name);
     FILE *f = fopen(path, "w");
-    fprintf(f,
-            "{\"name\": \"crash\",\n"
-            " \"model\": {\"n_layer\": 2, \"n_head\": 2, \"n_embd\": %d, \"block_size\": 16},\n"
-            " \"data\": {\"path\": \"data/default.txt\", \"val_fraction\": 0.02},\n"
-            " \"train\": {\"batch_size\": 4, \"max_steps\": 400, \"lr_decay_steps\": 400, \"warmup_steps\": 5,\n"
-            "           \"ckpt_interval\": 1, \"out_dir\": \"%s/out\", \"seed\": 3, \"threads\": 1},\n"
-            " \"log\": {\"log_interval\": 50, \"eval_interval\": 100, \"eval_steps\": 2, \"attn_interval\": 50},\n"
-            " \"sample\": {\"tokens\": 0}}\n",
-            n_embd, g_cdir);
+    fprintf(
+        f,
+        "{\"name\": \"crash\",\n"
+        " \"model\": {\"n_layer\": 2, \"n_head\": 2, \"n_embd\": %d, \"block_size\": 16},\n"
+        " \"data\": {\"path\": \"data/default.txt\", \"val_fraction\": 0.02},\n"
+        " \"train\": {\"batch_size\": 4, \"max_steps\": 400, \"lr_decay_steps\": 400, "
+        "\"warmup_steps\": 5,\n"
+        "           \"ckpt_interval\": 1, \"out_dir\": \"%s/out\", \"seed\": 3, \"threads\": 1},\n"
+        " \"log\": {\"log_interval\": 50, \"eval_interval\": 100, \"eval_steps\": 2, "
+        "\"attn_interval\": 50},\n"
+        " \"sample\": {\"tokens\": 0}}\n",
+        n_embd, g_cdir);
     fclose(f);
 }
 
@@ -109,7 +120,6 @@ static void slurp_file(const char *name, char *buf, size_t n) {
     buf[got] = 0;
     fclose(f);
 }
-
 
 static int count_lines(const char *s) {
     int n = 0;
@@ -140,13 +150,16 @@ static void test_sigkill_never_leaves_a_broken_checkpoint(void) {
         sleep_ms(rand() % 300);
         kill(pid, SIGKILL);
         int code = wait_exit(pid);
-        kills += code == -SIGKILL;  // killed while running (not exited before the signal)
+        kills += code == -SIGKILL;           // killed while running (not exited before the signal)
         if (stat(ckpt, &st) != 0) continue;  // killed before the first checkpoint
         Checkpoint ck;
         char err[512];
         int ok = checkpoint_open(&ck, ckpt, err, sizeof err);
         CHECK_MSG(ok, "after kill %d (seed %u, exit %d): %s", i, seed, code, err);
-        if (ok) { loaded++; checkpoint_close(&ck); }
+        if (ok) {
+            loaded++;
+            checkpoint_close(&ck);
+        }
     }
     CHECK_MSG(kills >= 20, "only %d of 24 trainers were killed while running", kills);
     CHECK_MSG(loaded >= 10, "only %d of the kills left a checkpoint to check", loaded);
@@ -161,7 +174,8 @@ static void test_sigkill_never_leaves_a_broken_checkpoint(void) {
     int code = wait_exit(spawn_train(resume_argv, "final.txt"));
     slurp_file("final.txt", log, sizeof log);
     snprintf(want, sizeof want, "final: step=%ld ", step + 10);
-    CHECK_MSG(code == 0 && strstr(log, want), "final resume from step %ld exited %d: %s", step, code, log);
+    CHECK_MSG(code == 0 && strstr(log, want), "final resume from step %ld exited %d: %s", step,
+              code, log);
     crash_cleanup();
 }
 
@@ -199,7 +213,8 @@ static void test_sigint_saves_and_resume_is_exact(void) {
 
     snprintf(path, sizeof path, "%s/metrics.csv", out);
     remove(path);  // so the wait below sees the new run's rows
-    char *again_argv[] = {"./train", cfg, "--train.ckpt_interval=50", "--train.overwrite=true", NULL};
+    char *again_argv[] = {"./train", cfg, "--train.ckpt_interval=50", "--train.overwrite=true",
+                          NULL};
     pid_t pid = spawn_train(again_argv, "interrupted.txt");
     for (int i = 0; i < 4000 && count_file_lines(path) < 60; i++) sleep_ms(2);
     kill(pid, SIGINT);
@@ -207,7 +222,11 @@ static void test_sigint_saves_and_resume_is_exact(void) {
     char logp[300], log[8192] = {0};
     snprintf(logp, sizeof logp, "%s/interrupted.txt", g_cdir);
     FILE *lf = fopen(logp, "r");
-    if (lf) { size_t n = fread(log, 1, sizeof log - 1, lf); log[n] = 0; fclose(lf); }
+    if (lf) {
+        size_t n = fread(log, 1, sizeof log - 1, lf);
+        log[n] = 0;
+        fclose(lf);
+    }
     if (code == 0) {
         SKIP("the run finished before the signal arrived (machine too fast for this test)");
     }
@@ -222,12 +241,14 @@ static void test_sigint_saves_and_resume_is_exact(void) {
     CHECK_MSG(strcmp(straight, resumed) == 0, "losses differ after a SIGINT and resume");
     Checkpoint a, b;
     char err[512];
-    CHECK(checkpoint_open(&a, saved, err, sizeof err) && checkpoint_open(&b, path, err, sizeof err));
+    CHECK(checkpoint_open(&a, saved, err, sizeof err) &&
+          checkpoint_open(&b, path, err, sizeof err));
     const TRecord *ra = tfile_find(&a.file, "layer1.wq"), *rb = tfile_find(&b.file, "layer1.wq");
     CHECK(ra && rb && ra->count == rb->count && memcmp(ra->data, rb->data, ra->count * 4) == 0);
     const TRecord *ma = tfile_find(&a.file, "adam_v.wte"), *mb = tfile_find(&b.file, "adam_v.wte");
     CHECK(ma && mb && memcmp(ma->data, mb->data, ma->count * 4) == 0);
-    CHECK(a.state.step == b.state.step && memcmp(a.state.rng.s, b.state.rng.s, sizeof a.state.rng.s) == 0);
+    CHECK(a.state.step == b.state.step &&
+          memcmp(a.state.rng.s, b.state.rng.s, sizeof a.state.rng.s) == 0);
     checkpoint_close(&a);
     checkpoint_close(&b);
     crash_cleanup();
@@ -239,8 +260,11 @@ static void test_divergence_guard(void) {
     crash_tmpdir();
     write_config("cfg.json", 16);
     char cmd[1024], path[300], log[8192];
-    snprintf(cmd, sizeof cmd, "TGPT_TEST_NONFINITE=5:2 build/train-test %s/cfg.json --train.max_steps=20 --train.ckpt_interval=10 "
-             "--log.log_interval=1 > %s/log.txt 2>&1", g_cdir, g_cdir);
+    snprintf(cmd, sizeof cmd,
+             "TGPT_TEST_NONFINITE=5:2 build/train-test %s/cfg.json --train.max_steps=20 "
+             "--train.ckpt_interval=10 "
+             "--log.log_interval=1 > %s/log.txt 2>&1",
+             g_cdir, g_cdir);
     int st = system(cmd);
     CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "two bad steps must not stop the run");
     snprintf(path, sizeof path, "%s/log.txt", g_cdir);
@@ -248,7 +272,8 @@ static void test_divergence_guard(void) {
     size_t n = f ? fread(log, 1, sizeof log - 1, f) : 0;
     log[n] = 0;
     if (f) fclose(f);
-    CHECK_MSG(strstr(log, "SKIPPED (non-finite loss)") != NULL, "the progress line must say a step was skipped");
+    CHECK_MSG(strstr(log, "SKIPPED (non-finite loss)") != NULL,
+              "the progress line must say a step was skipped");
     snprintf(path, sizeof path, "%s/out/summary.json", g_cdir);
     f = fopen(path, "r");
     n = f ? fread(log, 1, sizeof log - 1, f) : 0;
@@ -264,29 +289,40 @@ static void test_divergence_guard(void) {
     // five in a row (train.max_bad_steps): stop with exit 1, one line naming the step, the last
     // checkpoint from finite steps (step 10, kept: the skipped steps' state is not written over
     // it) and the command that resumes it
-    snprintf(cmd, sizeof cmd, "TGPT_TEST_NONFINITE=12:100 build/train-test %s/cfg.json --train.max_steps=40 --train.ckpt_interval=10 "
-             "--train.overwrite=true > %s/out.txt 2> %s/err.txt", g_cdir, g_cdir, g_cdir);
+    snprintf(cmd, sizeof cmd,
+             "TGPT_TEST_NONFINITE=12:100 build/train-test %s/cfg.json --train.max_steps=40 "
+             "--train.ckpt_interval=10 "
+             "--train.overwrite=true > %s/out.txt 2> %s/err.txt",
+             g_cdir, g_cdir, g_cdir);
     st = system(cmd);
-    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d",
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     slurp_file("err.txt", log, sizeof log);
     char want[512];
     snprintf(want, sizeof want, "%s/out/checkpoint.bin (step 10)", g_cdir);
-    CHECK_MSG(strstr(log, "stopping at step 17") && strstr(log, "last finite loss") && strstr(log, want) &&
-              strstr(log, "./train --resume ") && strstr(log, "--train.lr=") && count_lines(log) == 1, "%s", log);
+    CHECK_MSG(strstr(log, "stopping at step 17") && strstr(log, "last finite loss") &&
+                  strstr(log, want) && strstr(log, "./train --resume ") &&
+                  strstr(log, "--train.lr=") && count_lines(log) == 1,
+              "%s", log);
     snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_cdir);
     CHECK_MSG(checkpoint_open(&ck, path, err, sizeof err), "%s", err);
-    CHECK_MSG(ck.state.step == 10 && ck.state.skipped_steps == 0, "checkpoint at step %ld, %ld skipped", ck.state.step,
-              ck.state.skipped_steps);
+    CHECK_MSG(ck.state.step == 10 && ck.state.skipped_steps == 0,
+              "checkpoint at step %ld, %ld skipped", ck.state.step, ck.state.skipped_steps);
     checkpoint_close(&ck);
     snprintf(path, sizeof path, "%s/out/summary.json", g_cdir);
     CHECK_MSG(access(path, F_OK) != 0, "a diverged run wrote summary.json");
     // diverging before the first checkpoint writes none, and says so
-    snprintf(cmd, sizeof cmd, "TGPT_TEST_NONFINITE=3:100 build/train-test %s/cfg.json --train.max_steps=40 --train.ckpt_interval=10 "
-             "--train.overwrite=true > %s/out.txt 2> %s/err.txt", g_cdir, g_cdir, g_cdir);
+    snprintf(cmd, sizeof cmd,
+             "TGPT_TEST_NONFINITE=3:100 build/train-test %s/cfg.json --train.max_steps=40 "
+             "--train.ckpt_interval=10 "
+             "--train.overwrite=true > %s/out.txt 2> %s/err.txt",
+             g_cdir, g_cdir, g_cdir);
     st = system(cmd);
-    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d",
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     slurp_file("err.txt", log, sizeof log);
-    CHECK_MSG(strstr(log, "stopping at step 8") && strstr(log, "No checkpoint was written"), "%s", log);
+    CHECK_MSG(strstr(log, "stopping at step 8") && strstr(log, "No checkpoint was written"), "%s",
+              log);
     snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_cdir);
     CHECK_MSG(access(path, F_OK) != 0, "a checkpoint was written during the divergence");
     crash_cleanup();
@@ -303,37 +339,49 @@ static void test_real_divergence(void) {
     crash_tmpdir();
     write_config("cfg.json", 16);
     char path[300], log[16384], cmd[2048];
-    snprintf(cmd, sizeof cmd, "./train %s/cfg.json --train.max_steps=10 --train.ckpt_interval=5 --log.eval_interval=5 > %s/out.txt 2>&1",
+    snprintf(cmd, sizeof cmd,
+             "./train %s/cfg.json --train.max_steps=10 --train.ckpt_interval=5 "
+             "--log.eval_interval=5 > %s/out.txt 2>&1",
              g_cdir, g_cdir);
     CHECK(system(cmd) == 0);
     unsigned char *before = NULL, *after = NULL;
     size_t nb = 0, na = 0;
     snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_cdir);
     CHECK(file_bytes(path, &before, &nb));
-    snprintf(cmd, sizeof cmd, "./train --resume %s/out/checkpoint.bin --train.max_steps=400 --train.lr=0.01 --train.min_lr=0.01 "
-             "--train.grad_clip=0 --train.beta2=0 --train.eps=1e-30 --train.ckpt_interval=1000 --log.log_interval=1 "
-             "--log.eval_interval=5 > %s/out.txt 2> %s/err.txt", g_cdir, g_cdir, g_cdir);
+    snprintf(cmd, sizeof cmd,
+             "./train --resume %s/out/checkpoint.bin --train.max_steps=400 --train.lr=0.01 "
+             "--train.min_lr=0.01 "
+             "--train.grad_clip=0 --train.beta2=0 --train.eps=1e-30 --train.ckpt_interval=1000 "
+             "--log.log_interval=1 "
+             "--log.eval_interval=5 > %s/out.txt 2> %s/err.txt",
+             g_cdir, g_cdir, g_cdir);
     int st = system(cmd);
     slurp_file("err.txt", log, sizeof log);
-    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d: %s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, log);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d: %s",
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1, log);
     char want[512];
     snprintf(want, sizeof want, "%s/out/checkpoint.bin (step 10)", g_cdir);
-    CHECK_MSG(strstr(log, "stopping at step") && strstr(log, "The diverged state is not saved") && strstr(log, want) &&
-              strstr(log, "./train --resume ") && count_lines(log) == 1, "%s", log);
+    CHECK_MSG(strstr(log, "stopping at step") && strstr(log, "The diverged state is not saved") &&
+                  strstr(log, want) && strstr(log, "./train --resume ") && count_lines(log) == 1,
+              "%s", log);
     slurp_file("out.txt", log, sizeof log);
     CHECK_MSG(strstr(log, "SKIPPED (non-finite"), "no step was non-finite:\n%.3000s", log);
     CHECK(file_bytes(path, &after, &na));
-    CHECK_MSG(na == nb && nb > 0 && memcmp(before, after, nb) == 0, "the divergence changed checkpoint.bin");
+    CHECK_MSG(na == nb && nb > 0 && memcmp(before, after, nb) == 0,
+              "the divergence changed checkpoint.bin");
     free(before);
     free(after);
     Checkpoint ck;
     char err[512];
     snprintf(path, sizeof path, "%s/out/best.bin", g_cdir);
     CHECK_MSG(checkpoint_open(&ck, path, err, sizeof err), "%s", err);
-    CHECK_MSG(ck.file.buf && isfinite(ck.state.best_val_loss), "best.bin's best_val_loss is %g", ck.state.best_val_loss);
+    CHECK_MSG(ck.file.buf && isfinite(ck.state.best_val_loss), "best.bin's best_val_loss is %g",
+              ck.state.best_val_loss);
     checkpoint_close(&ck);
     // the surviving checkpoint samples text (not only newlines) ...
-    snprintf(cmd, sizeof cmd, "./sample %s/out/checkpoint.bin --tokens 60 --seed 1 > %s/sample.txt 2>&1", g_cdir, g_cdir);
+    snprintf(cmd, sizeof cmd,
+             "./sample %s/out/checkpoint.bin --tokens 60 --seed 1 > %s/sample.txt 2>&1", g_cdir,
+             g_cdir);
     st = system(cmd);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     slurp_file("sample.txt", log, sizeof log);
@@ -341,11 +389,14 @@ static void test_real_divergence(void) {
     for (const char *p = log; *p; p++) visible += *p != '\n';
     CHECK_MSG(visible >= 20, "the sample is %d visible characters: %s", visible, log);
     // ... and resumes with the run's own settings to the end, every loss finite
-    snprintf(cmd, sizeof cmd, "./train --resume %s/out/checkpoint.bin --train.max_steps=30 --log.log_interval=1 > %s/out.txt 2> %s/err.txt",
+    snprintf(cmd, sizeof cmd,
+             "./train --resume %s/out/checkpoint.bin --train.max_steps=30 --log.log_interval=1 > "
+             "%s/out.txt 2> %s/err.txt",
              g_cdir, g_cdir, g_cdir);
     st = system(cmd);
     slurp_file("err.txt", log, sizeof log);
-    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "resume: exit %d: %s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, log);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "resume: exit %d: %s",
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1, log);
     slurp_file("out.txt", log, sizeof log);
     CHECK_MSG(strstr(log, "SKIPPED") == NULL && strstr(log, "final: step=30"), "%.3000s", log);
     crash_cleanup();
@@ -357,9 +408,11 @@ static void test_spike_guard(void) {
     write_config("cfg.json", 16);
     char cmd[1024], path[300], log[8192];
     for (int guard = 0; guard < 2; guard++) {
-        snprintf(cmd, sizeof cmd, "TGPT_TEST_SPIKE=30 build/train-test %s/cfg.json --train.max_steps=40 --train.ckpt_interval=100 "
-                 "--log.log_interval=1 --train.overwrite=true %s > %s/log.txt 2>&1", g_cdir, guard ? "--train.spike_zscore=6 --train.spike_window=20" : "",
-                 g_cdir);
+        snprintf(cmd, sizeof cmd,
+                 "TGPT_TEST_SPIKE=30 build/train-test %s/cfg.json --train.max_steps=40 "
+                 "--train.ckpt_interval=100 "
+                 "--log.log_interval=1 --train.overwrite=true %s > %s/log.txt 2>&1",
+                 g_cdir, guard ? "--train.spike_zscore=6 --train.spike_window=20" : "", g_cdir);
         int st = system(cmd);
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
         snprintf(path, sizeof path, "%s/log.txt", g_cdir);
@@ -367,8 +420,11 @@ static void test_spike_guard(void) {
         size_t n = f ? fread(log, 1, sizeof log - 1, f) : 0;
         log[n] = 0;
         if (f) fclose(f);
-        if (guard) CHECK_MSG(strstr(log, "SKIPPED (loss spike)") != NULL, "the spike at step 31 was not skipped");
-        else CHECK_MSG(strstr(log, "SKIPPED") == NULL, "the guard is off by default");
+        if (guard)
+            CHECK_MSG(strstr(log, "SKIPPED (loss spike)") != NULL,
+                      "the spike at step 31 was not skipped");
+        else
+            CHECK_MSG(strstr(log, "SKIPPED") == NULL, "the guard is off by default");
     }
     crash_cleanup();
 }
@@ -390,10 +446,13 @@ static void test_shipped_train_has_no_test_hooks(void) {
     CHECK_MSG(len > 0 && !found, "./train contains the string TGPT_TEST (%zu bytes read)", len);
     write_config("cfg.json", 16);
     char cmd[1024], path[300], log[8192];
-    snprintf(cmd, sizeof cmd, "TGPT_TEST_NONFINITE=0:100 TGPT_TEST_SPIKE=3 ./train %s/cfg.json --train.max_steps=10 "
-             "--log.log_interval=1 > %s/log.txt 2>&1", g_cdir, g_cdir);
+    snprintf(cmd, sizeof cmd,
+             "TGPT_TEST_NONFINITE=0:100 TGPT_TEST_SPIKE=3 ./train %s/cfg.json --train.max_steps=10 "
+             "--log.log_interval=1 > %s/log.txt 2>&1",
+             g_cdir, g_cdir);
     int st = system(cmd);
-    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d",
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     snprintf(path, sizeof path, "%s/log.txt", g_cdir);
     f = fopen(path, "r");
     n = f ? fread(log, 1, sizeof log - 1, f) : 0;
@@ -428,12 +487,19 @@ static const PhaseStop PHASE_STOPS[] = {
     {"start-up", "TERM:startup:1", "", 143, "terminated during start-up: nothing trained", -1, 0},
     {"a step", "HUP:step:7", "", 129, "hung up (SIGHUP) at step 7: checkpoint saved", 7, 0},
     {"an evaluation", "TERM:eval:2", "", 143, "terminated at step 10: checkpoint saved", 10, 0},
-    {"a checkpoint write", "INT:checkpoint:2", "", 130, "interrupted at step 10: checkpoint saved", 10, 0},
-    {"the final evaluation", "TERM:final-eval:1", "", 143, "during the final evaluation: the checkpoint at step 20 is saved; summary.json is not written", 20, 0},
-    {"sampling", "TERM:sample:1", "--sample.tokens=100000", 143, "during sampling: the checkpoint at step 20 is saved; the run is complete", 20, 1},
-    {"comparison steps", "INT:step:4", "--compare-scaling", 130, "scaled: checkpoint saved; unscaled: checkpoint saved", -1, 0},
+    {"a checkpoint write", "INT:checkpoint:2", "", 130, "interrupted at step 10: checkpoint saved",
+     10, 0},
+    {"the final evaluation", "TERM:final-eval:1", "", 143,
+     "during the final evaluation: the checkpoint at step 20 is saved; summary.json is not written",
+     20, 0},
+    {"sampling", "TERM:sample:1", "--sample.tokens=100000", 143,
+     "during sampling: the checkpoint at step 20 is saved; the run is complete", 20, 1},
+    {"comparison steps", "INT:step:4", "--compare-scaling", 130,
+     "scaled: checkpoint saved; unscaled: checkpoint saved", -1, 0},
     {"comparison report", "TERM:report:1", "--compare-scaling", 143, "during the report", -1, 0},
-    {"a second Ctrl-C", "INT:step:13:2", "", 130, "second Ctrl-C without saving; the latest checkpoint is @/out/checkpoint.bin (step 10)", 10, 0},
+    {"a second Ctrl-C", "INT:step:13:2", "", 130,
+     "second Ctrl-C without saving; the latest checkpoint is @/out/checkpoint.bin (step 10)", 10,
+     0},
 };
 
 static void test_stop_in_every_phase(void) {
@@ -442,36 +508,46 @@ static void test_stop_in_every_phase(void) {
     char cmd[2048], log[16384], path[300];
     for (size_t i = 0; i < sizeof PHASE_STOPS / sizeof PHASE_STOPS[0]; i++) {
         const PhaseStop *p = &PHASE_STOPS[i];
-        snprintf(cmd, sizeof cmd, "rm -rf %s/out; TGPT_TEST_SIGNAL=%s build/train-test %s/cfg.json --train.max_steps=20 "
-                 "--train.ckpt_interval=5 --log.eval_interval=5 %s > %s/out.txt 2> %s/err.txt", g_cdir, p->signal, g_cdir,
-                 p->extra, g_cdir, g_cdir);
+        snprintf(
+            cmd, sizeof cmd,
+            "rm -rf %s/out; TGPT_TEST_SIGNAL=%s build/train-test %s/cfg.json --train.max_steps=20 "
+            "--train.ckpt_interval=5 --log.eval_interval=5 %s > %s/out.txt 2> %s/err.txt",
+            g_cdir, p->signal, g_cdir, p->extra, g_cdir, g_cdir);
         int st = system(cmd), code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
         slurp_file("err.txt", log, sizeof log);
         char want[512];  // the message with '@' standing for the test directory
         expand_at(want, sizeof want, p->message, g_cdir);
-        CHECK_MSG(code == p->code && strstr(log, want), "%s: exit %d (expected %d), stderr: %s", p->name, code, p->code, log);
+        CHECK_MSG(code == p->code && strstr(log, want), "%s: exit %d (expected %d), stderr: %s",
+                  p->name, code, p->code, log);
         Checkpoint ck;
         char err[512];
         snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_cdir);
         if (p->ckpt_step >= 0) {
             CHECK_MSG(checkpoint_open(&ck, path, err, sizeof err), "%s: %s", p->name, err);
-            if (ck.file.buf) CHECK_MSG(ck.state.step == p->ckpt_step, "%s: checkpoint at step %ld", p->name, ck.state.step);
+            if (ck.file.buf)
+                CHECK_MSG(ck.state.step == p->ckpt_step, "%s: checkpoint at step %ld", p->name,
+                          ck.state.step);
             checkpoint_close(&ck);
         } else if (!strstr(p->extra, "compare")) {
             CHECK_MSG(access(path, F_OK) != 0, "%s: a checkpoint was written", p->name);
         }
         snprintf(path, sizeof path, "%s/out/summary.json", g_cdir);
-        CHECK_MSG((access(path, F_OK) == 0) == p->summary, "%s: summary.json %s", p->name, p->summary ? "missing" : "written");
+        CHECK_MSG((access(path, F_OK) == 0) == p->summary, "%s: summary.json %s", p->name,
+                  p->summary ? "missing" : "written");
         snprintf(path, sizeof path, "%s/out", g_cdir);
         char temps[4096];
-        CHECK_MSG(temp_files(path, temps, sizeof temps) == 0, "%s: temporary files left: %s", p->name, temps);
+        CHECK_MSG(temp_files(path, temps, sizeof temps) == 0, "%s: temporary files left: %s",
+                  p->name, temps);
         if (p->ckpt_step < 0) continue;
         // and the run resumes to its end
-        snprintf(cmd, sizeof cmd, "./train --resume %s/out/checkpoint.bin --sample.tokens=0 > %s/out.txt 2> %s/err.txt", g_cdir,
-                 g_cdir, g_cdir);
+        snprintf(
+            cmd, sizeof cmd,
+            "./train --resume %s/out/checkpoint.bin --sample.tokens=0 > %s/out.txt 2> %s/err.txt",
+            g_cdir, g_cdir, g_cdir);
         st = system(cmd);
         slurp_file("err.txt", log, sizeof log);
-        CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: resume exit %d: %s", p->name, WIFEXITED(st) ? WEXITSTATUS(st) : -1, log);
+        CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: resume exit %d: %s", p->name,
+                  WIFEXITED(st) ? WEXITSTATUS(st) : -1, log);
         slurp_file("out.txt", log, sizeof log);
         CHECK_MSG(strstr(log, "final: step=20"), "%s: resume: %.2000s", p->name, log);
     }
@@ -484,13 +560,17 @@ static void test_sigpipe_saves(void) {
     crash_tmpdir();
     write_config("cfg.json", 16);
     char cmd[1024], log[8192], path[300];
-    snprintf(cmd, sizeof cmd, "(./train %s/cfg.json --train.max_steps=100000 --log.log_interval=1 2> %s/err.txt; echo $? > %s/rc.txt)"
-             " | head -n 3 > /dev/null", g_cdir, g_cdir, g_cdir);
+    snprintf(cmd, sizeof cmd,
+             "(./train %s/cfg.json --train.max_steps=100000 --log.log_interval=1 2> %s/err.txt; "
+             "echo $? > %s/rc.txt)"
+             " | head -n 3 > /dev/null",
+             g_cdir, g_cdir, g_cdir);
     CHECK(system(cmd) == 0);
     slurp_file("rc.txt", log, sizeof log);
     CHECK_MSG(atoi(log) == 141, "exit %s", log);
     slurp_file("err.txt", log, sizeof log);
-    CHECK_MSG(strstr(log, "output closed (SIGPIPE) at step") && strstr(log, "checkpoint saved"), "%s", log);
+    CHECK_MSG(strstr(log, "output closed (SIGPIPE) at step") && strstr(log, "checkpoint saved"),
+              "%s", log);
     Checkpoint ck;
     char err[512];
     snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_cdir);
@@ -509,13 +589,16 @@ static void test_second_trainer_refused(void) {
     char *argv[] = {"./train", cfg, "--train.max_steps=100000", "--train.ckpt_interval=1000", NULL};
     pid_t pid = spawn_train(argv, "first.txt");
     wait_started("first.txt");
-    snprintf(cmd, sizeof cmd, "./train %s/cfg.json --train.max_steps=30 > %s/second.txt 2>&1", g_cdir, g_cdir);
+    snprintf(cmd, sizeof cmd, "./train %s/cfg.json --train.max_steps=30 > %s/second.txt 2>&1",
+             g_cdir, g_cdir);
     int st = system(cmd);
     slurp_file("second.txt", log, sizeof log);
-    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(log, "in use by another trainer") && count_lines(log) == 1,
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(log, "in use by another trainer") &&
+                  count_lines(log) == 1,
               "exit %d: %s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, log);
     // also when the second asks to overwrite, and when it resumes there
-    snprintf(cmd, sizeof cmd, "./train %s/cfg.json --train.overwrite=true > %s/second.txt 2>&1", g_cdir, g_cdir);
+    snprintf(cmd, sizeof cmd, "./train %s/cfg.json --train.overwrite=true > %s/second.txt 2>&1",
+             g_cdir, g_cdir);
     st = system(cmd);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
     kill(pid, SIGTERM);
@@ -528,11 +611,13 @@ static void test_second_trainer_refused(void) {
     char err[512];
     snprintf(path, sizeof path, "%s/out/checkpoint.bin", g_cdir);
     CHECK_MSG(checkpoint_open(&ck, path, err, sizeof err), "%s", err);
-    CHECK_MSG(ck.file.buf && ck.state.step == rows, "checkpoint step %ld, %d metrics rows", ck.state.step, rows);
+    CHECK_MSG(ck.file.buf && ck.state.step == rows, "checkpoint step %ld, %d metrics rows",
+              ck.state.step, rows);
     checkpoint_close(&ck);
     // with the first one gone, the directory is free again (for its own resume)
-    snprintf(cmd, sizeof cmd, "./train --resume %s/out/checkpoint.bin --train.max_steps=%d > %s/third.txt 2>&1", g_cdir,
-             rows + 2, g_cdir);
+    snprintf(cmd, sizeof cmd,
+             "./train --resume %s/out/checkpoint.bin --train.max_steps=%d > %s/third.txt 2>&1",
+             g_cdir, rows + 2, g_cdir);
     CHECK(system(cmd) == 0);
     crash_cleanup();
 }
@@ -568,7 +653,8 @@ const TestCase tests_crash[] = {
     {"crash_stop_in_every_phase", test_stop_in_every_phase},
     {"crash_sigpipe_saves", test_sigpipe_saves},
     {"crash_second_trainer_refused", test_second_trainer_refused},
-    {"crash_sigkill_never_leaves_a_broken_checkpoint", test_sigkill_never_leaves_a_broken_checkpoint},
+    {"crash_sigkill_never_leaves_a_broken_checkpoint",
+     test_sigkill_never_leaves_a_broken_checkpoint},
     {"crash_sigint_saves_and_resume_is_exact", test_sigint_saves_and_resume_is_exact},
     {NULL, NULL},
 };

@@ -87,9 +87,12 @@ static void test_utf8_roundtrip(void) {
     }
     free(cps);
 
-    static const struct { uint32_t cp; int len; } cases[] = {
-        {0x00, 1}, {0x7F, 1}, {0x80, 2}, {0x7FF, 2}, {0x800, 3}, {0xD7FF, 3}, {0xE000, 3},
-        {0xFFFD, 3}, {0xFFFF, 3}, {0x10000, 4}, {0x10FFFF, 4},
+    static const struct {
+        uint32_t cp;
+        int len;
+    } cases[] = {
+        {0x00, 1},   {0x7F, 1},   {0x80, 2},   {0x7FF, 2},   {0x800, 3},    {0xD7FF, 3},
+        {0xE000, 3}, {0xFFFD, 3}, {0xFFFF, 3}, {0x10000, 4}, {0x10FFFF, 4},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char buf[4];
@@ -98,7 +101,8 @@ static void test_utf8_roundtrip(void) {
         uint32_t *out = NULL;
         size_t m = 0;
         int ok = utf8_decode((const unsigned char *)buf, (size_t)len, &out, &m, NULL);
-        CHECK_MSG(ok && m == 1 && out[0] == cases[i].cp, "U+%04lX does not round-trip", (unsigned long)cases[i].cp);
+        CHECK_MSG(ok && m == 1 && out[0] == cases[i].cp, "U+%04lX does not round-trip",
+                  (unsigned long)cases[i].cp);
         free(out);
     }
 
@@ -119,7 +123,12 @@ static void test_utf8_accepts_nul(void) {
 }
 
 static void test_utf8_invalid(void) {
-    static const struct { const char *what; const char *bytes; size_t len; size_t offset; } cases[] = {
+    static const struct {
+        const char *what;
+        const char *bytes;
+        size_t len;
+        size_t offset;
+    } cases[] = {
         {"stray continuation", "ab\x80", 3, 2},
         {"stray continuation after 2-byte", "\xC3\xA9\xA9", 3, 2},
         {"overlong 2-byte C0", "x\xC0\xAF", 3, 1},
@@ -147,7 +156,8 @@ static void test_utf8_invalid(void) {
         size_t n = 99, bad = 9999;
         int ok = utf8_decode((const unsigned char *)cases[i].bytes, cases[i].len, &out, &n, &bad);
         CHECK_MSG(ok == 0, "%s: accepted", cases[i].what);
-        CHECK_MSG(bad == cases[i].offset, "%s: offset %zu, expected %zu", cases[i].what, bad, cases[i].offset);
+        CHECK_MSG(bad == cases[i].offset, "%s: offset %zu, expected %zu", cases[i].what, bad,
+                  cases[i].offset);
         CHECK_MSG(out == NULL && n == 0, "%s: outputs not reset", cases[i].what);
         if (ok) free(out);
     }
@@ -165,7 +175,8 @@ static void test_utf8_encode_invalid(void) {
 
 static void test_vocab_sorted_lookup(void) {
     // "hello wörld 😀€" as code points
-    const uint32_t text[] = {'h', 'e', 'l', 'l', 'o', ' ', 'w', 0xF6, 'r', 'l', 'd', ' ', 0x1F600, 0x20AC, 'h'};
+    const uint32_t text[] = {'h', 'e', 'l', 'l', 'o',     ' ',    'w', 0xF6,
+                             'r', 'l', 'd', ' ', 0x1F600, 0x20AC, 'h'};
     size_t n = sizeof text / sizeof text[0];
     Vocab v;
     vocab_build(&v, text, n);
@@ -213,7 +224,8 @@ static void test_dataset_split(void) {
     CHECK(ds.vocab.chars[0] == '\n' && ds.vocab.chars[1] == 'a' && ds.vocab.chars[10] == 'j');
     int tokens_ok = 1;
     for (size_t i = 0; i < ds.n_tokens; i++)
-        if (ds.tokens[i] != vocab_lookup(&ds.vocab, (uint32_t)(unsigned char)text[i])) tokens_ok = 0;
+        if (ds.tokens[i] != vocab_lookup(&ds.vocab, (uint32_t)(unsigned char)text[i]))
+            tokens_ok = 0;
     CHECK(tokens_ok);
     dataset_free(&ds);
     CHECK(ds.tokens == NULL && ds.vocab.chars == NULL && ds.n_tokens == 0);
@@ -261,19 +273,24 @@ static void test_dataset_short_text(void) {
 
     CHECK(dataset_load(&ds, p, 0.1, 65, err, sizeof err) == 0);
     snprintf(want, sizeof want,
-             "data file '%s' has 120 characters: the validation split (12) is shorter than 65 characters, the least a window of block_size needs; "
-             "use a longer text or a larger data.val_fraction", p);
+             "data file '%s' has 120 characters: the validation split (12) is shorter than 65 "
+             "characters, the least a window of block_size needs; "
+             "use a longer text or a larger data.val_fraction",
+             p);
     CHECK_MSG(strcmp(err, want) == 0, "got \"%s\"", err);
     CHECK(ds.tokens == NULL && ds.vocab.chars == NULL);
     dataset_free(&ds);  // harmless after a failed load
 
     CHECK(dataset_load(&ds, p, 0.875, 65, err, sizeof err) == 0);
-    CHECK_MSG(strstr(err, "the training split (15) is shorter than 65 characters, the least a window of block_size needs") != NULL, "got \"%s\"", err);
+    CHECK_MSG(strstr(err, "the training split (15) is shorter than 65 characters, the least a "
+                          "window of block_size needs") != NULL,
+              "got \"%s\"", err);
     CHECK_MSG(strstr(err, "smaller data.val_fraction") != NULL, "got \"%s\"", err);
 
     CHECK(dataset_load(&ds, p, 0.5, 65, err, sizeof err) == 0);
-    CHECK_MSG(strstr(err, "the training split (60) and the validation split (60) are shorter than 65 characters, the least a window of block_size needs")
-              != NULL, "got \"%s\"", err);
+    CHECK_MSG(strstr(err, "the training split (60) and the validation split (60) are shorter than "
+                          "65 characters, the least a window of block_size needs") != NULL,
+              "got \"%s\"", err);
 
     // val_fraction 0 leaves no validation data.
     CHECK(dataset_load(&ds, p, 0.0, 2, err, sizeof err) == 0);
@@ -415,7 +432,9 @@ static void test_dataset_with_vocab(void) {
     dataset_free(&b);
 
     // An unknown character is named with its byte offset.
-    const char *pc = tmp_write_str(&t, "c.txt", "abc \xE2\x82\xAC" "ab \xC3\xA9 abc abc abc");
+    const char *pc = tmp_write_str(&t, "c.txt",
+                                   "abc \xE2\x82\xAC"
+                                   "ab \xC3\xA9 abc abc abc");
     CHECK(dataset_load_with_vocab(&b, pc, 0.1, 2, &a.vocab, err, sizeof err) == 0);
     CHECK_MSG(strstr(err, "U+20AC '\xE2\x82\xAC'") != NULL, "got \"%s\"", err);
     CHECK_MSG(strstr(err, "byte offset 4") != NULL, "got \"%s\"", err);
@@ -423,7 +442,8 @@ static void test_dataset_with_vocab(void) {
 
     const char *pd = tmp_write_str(&t, "d.txt", "ab \xF0\x9F\x98\x80\xC3\xA9 abc");
     CHECK(dataset_load_with_vocab(&b, pd, 0.1, 2, &a.vocab, err, sizeof err) == 0);
-    CHECK_MSG(strstr(err, "U+1F600 '\xF0\x9F\x98\x80'") != NULL && strstr(err, "byte offset 3") != NULL,
+    CHECK_MSG(strstr(err, "U+1F600 '\xF0\x9F\x98\x80'") != NULL &&
+                  strstr(err, "byte offset 3") != NULL,
               "got \"%s\"", err);
 
     // A control character is named by code point only (the message stays on one line).
@@ -434,7 +454,9 @@ static void test_dataset_with_vocab(void) {
 
     // Splits are still checked.
     CHECK(dataset_load_with_vocab(&b, pb, 0.1, 5, &a.vocab, err, sizeof err) == 0);
-    CHECK_MSG(strstr(err, "the validation split (2) is shorter than 5 characters, the least a window of block_size needs") != NULL, "got \"%s\"", err);
+    CHECK_MSG(strstr(err, "the validation split (2) is shorter than 5 characters, the least a "
+                          "window of block_size needs") != NULL,
+              "got \"%s\"", err);
     dataset_free(&a);
     tmp_close(&t);
 }
@@ -489,11 +511,14 @@ static void test_rng_below(void) {
     const int N = 70000;
     for (int i = 0; i < N; i++) {
         uint64_t x = rng_below(&r, 7);
-        if (x >= 7) in_range = 0;
-        else counts[x]++;
+        if (x >= 7)
+            in_range = 0;
+        else
+            counts[x]++;
     }
     CHECK(in_range);
-    for (int k = 0; k < 7; k++) CHECK_MSG(abs(counts[k] - N / 7) < 500, "count[%d] = %d", k, counts[k]);
+    for (int k = 0; k < 7; k++)
+        CHECK_MSG(abs(counts[k] - N / 7) < 500, "count[%d] = %d", k, counts[k]);
 
     // Large n where modulo bias would show: with n = 3 * 2^62, a plain x % n would put half of
     // all draws below 2^62 instead of a third.
@@ -574,9 +599,10 @@ static void test_numpy_random_sample(void) {
 static void test_numpy_randn(void) {
     NumpyRng r;
     // np.random.seed(0); np.random.randn(12)
-    const double want0[12] = {1.764052345967664, 0.4001572083672233, 0.9787379841057392, 2.240893199201458,
-                              1.8675579901499675, -0.977277879876411, 0.9500884175255894, -0.1513572082976979,
-                              -0.10321885179355784, 0.41059850193837233, 0.144043571160878, 1.454273506962975};
+    const double want0[12] = {1.764052345967664,   0.4001572083672233,  0.9787379841057392,
+                              2.240893199201458,   1.8675579901499675,  -0.977277879876411,
+                              0.9500884175255894,  -0.1513572082976979, -0.10321885179355784,
+                              0.41059850193837233, 0.144043571160878,   1.454273506962975};
     numpy_seed(&r, 0);
     for (int i = 0; i < 12; i++) CHECK_NEAR(numpy_randn(&r), want0[i], 1e-12);
     // np.random.seed(0); x = np.random.randn(1000); x[623], x[999]
@@ -590,8 +616,8 @@ static void test_numpy_randn(void) {
     CHECK_NEAR(x623, -0.30224973045507003, 1e-12);
     CHECK_NEAR(x999, -0.35811407547985674, 1e-12);
     // np.random.seed(42); np.random.randn(5)
-    const double want42[5] = {0.4967141530112327, -0.13826430117118466, 0.6476885381006925, 1.5230298564080254,
-                              -0.23415337472333597};
+    const double want42[5] = {0.4967141530112327, -0.13826430117118466, 0.6476885381006925,
+                              1.5230298564080254, -0.23415337472333597};
     numpy_seed(&r, 42);
     for (int i = 0; i < 5; i++) CHECK_NEAR(numpy_randn(&r), want42[i], 1e-12);
     // The cached gauss survives an interleaved random_sample:

@@ -25,7 +25,8 @@ static int g_quiet = 0;  // the self-test below expects a wrong line: do not pri
 static char *trim(char *s) {
     while (*s == ' ' || *s == '\t') s++;
     size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = 0;
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+        s[--n] = 0;
     return s;
 }
 
@@ -135,8 +136,11 @@ static int check_stretch(const char *doc, const char *source, Stretch *st) {
         free(lines);
         if (!found) {
             if (!g_quiet)
-                fprintf(stderr, "  %s:%d: the %d quoted lines from \"%s\" on are not consecutive lines of %s (mark a gap "
-                                "with a line \"...\")\n", doc, st->lineno, st->n, st->line[0], source);
+                fprintf(stderr,
+                        "  %s:%d: the %d quoted lines from \"%s\" on are not consecutive lines of "
+                        "%s (mark a gap "
+                        "with a line \"...\")\n",
+                        doc, st->lineno, st->n, st->line[0], source);
             wrong = 1;
         }
     }
@@ -171,7 +175,8 @@ static int check_doc(const char *doc, int *checked) {
                 if (s) {
                     fclose(s);
                 } else {
-                    fprintf(stderr, "  %s:%d quotes %s, which does not exist\n", doc, r.lineno, source);
+                    fprintf(stderr, "  %s:%d quotes %s, which does not exist\n", doc, r.lineno,
+                            source);
                     wrong++;
                     source[0] = 0;
                 }
@@ -186,7 +191,9 @@ static int check_doc(const char *doc, int *checked) {
         }
         if (st.n < MAX_STRETCH) st.line[st.n++] = strdup(l);
         if (file_has_line(source, l) != 1) {
-            if (!g_quiet) fprintf(stderr, "  %s:%d quotes a line that %s does not have: %s\n", doc, r.lineno, source, l);
+            if (!g_quiet)
+                fprintf(stderr, "  %s:%d quotes a line that %s does not have: %s\n", doc, r.lineno,
+                        source, l);
             wrong++;
         }
         (*checked)++;
@@ -200,7 +207,8 @@ static void test_docs_quote_the_code_verbatim(void) {
     // the note on backprop through softmax quotes attention.c's loops; a doc that quoted nothing
     // would pass vacuously
     CHECK_MSG(checked >= 20, "only %d quoted lines found in the docs", checked);
-    CHECK_MSG(wrong == 0, "%d of the %d quoted lines are not in the files they name", wrong, checked);
+    CHECK_MSG(wrong == 0, "%d of the %d quoted lines are not in the files they name", wrong,
+              checked);
 }
 
 // check(doc, checked) on a document doc.md holding text, in a temporary directory, quietly:
@@ -226,20 +234,26 @@ static int check_text(int (*check)(const char *doc, int *checked), const char *t
 // The check itself must catch a line that is not in the file.
 static void test_docs_check_catches_a_missing_line(void) {
     int checked = 0;
-    int wrong = check_text(check_doc, "```c\n// attention.c\n// S = Q K^T * scale\nthis line is in no source file;\n```\n",
-                           &checked);
-    CHECK_MSG(checked == 2 && wrong == 2, "%d lines checked, %d wrong: expected 2 and 2 (the line, the stretch)",
-              checked, wrong);
+    int wrong = check_text(
+        check_doc,
+        "```c\n// attention.c\n// S = Q K^T * scale\nthis line is in no source file;\n```\n",
+        &checked);
+    CHECK_MSG(checked == 2 && wrong == 2,
+              "%d lines checked, %d wrong: expected 2 and 2 (the line, the stretch)", checked,
+              wrong);
     // two lines of the file, each there, but from different loops: the stretch is refused; with
     // "..." between them it is not; a whole stretch is not
     checked = 0;
-    wrong = check_text(check_doc,
-                       "```c\n// attention.c\n// S = Q K^T * scale\nfor (int i = 0; i < n; i++) ds[i] = p[i] * (dp[i] - dot);\n"
-                       "```\ntext\n```c\n// attention.c\n// S = Q K^T * scale\n...\n"
-                       "for (int i = 0; i < n; i++) ds[i] = p[i] * (dp[i] - dot);\n```\n"
-                       "```c\n// attention.c\n// S = Q K^T * scale\nfor (int t = 0; t < T; t++)\n```\n",
-                       &checked);
-    CHECK_MSG(checked == 6 && wrong == 1, "%d lines checked, %d wrong: expected 6 and 1", checked, wrong);
+    wrong =
+        check_text(check_doc,
+                   "```c\n// attention.c\n// S = Q K^T * scale\nfor (int i = 0; i < n; i++) ds[i] "
+                   "= p[i] * (dp[i] - dot);\n"
+                   "```\ntext\n```c\n// attention.c\n// S = Q K^T * scale\n...\n"
+                   "for (int i = 0; i < n; i++) ds[i] = p[i] * (dp[i] - dot);\n```\n"
+                   "```c\n// attention.c\n// S = Q K^T * scale\nfor (int t = 0; t < T; t++)\n```\n",
+                   &checked);
+    CHECK_MSG(checked == 6 && wrong == 1, "%d lines checked, %d wrong: expected 6 and 1", checked,
+              wrong);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,15 +269,17 @@ static void test_docs_check_catches_a_missing_line(void) {
 // page or picture name as in `--html steps.html`), what `make` builds or fetches (made_by_make),
 // absolute paths, URLs, and the files of other projects in ELSEWHERE.
 
-static const char *const PATH_EXT[] = {".c", ".h", ".md", ".json", ".txt", ".py", ".sh", ".svg", ".html", ".csv"};
+static const char *const PATH_EXT[] = {".c",  ".h",  ".md",  ".json", ".txt",
+                                       ".py", ".sh", ".svg", ".html", ".csv"};
 // the files a run writes in its out_dir and in each variant's directory
-static const char *const RUN_OUTPUTS[] = {"metrics.csv", "attention.csv", "compare.csv", "report.md", "report.html",
-                                          "scaling.svg", "compare.svg", "summary.json", "checkpoint.bin", "sweep.csv",
-                                          "sweep.svg", "sweep.json", "sweep_diverged.txt", "run.log"};
+static const char *const RUN_OUTPUTS[] = {
+    "metrics.csv", "attention.csv", "compare.csv",        "report.md",      "report.html",
+    "scaling.svg", "compare.svg",   "summary.json",       "checkpoint.bin", "sweep.csv",
+    "sweep.svg",   "sweep.json",    "sweep_diverged.txt", "run.log"};
 // the files of other projects that the docs cite by name
 static const char *const ELSEWHERE[] = {
-    "model.py",      // nanoGPT's model, which loads an exported safetensors file (README)
-    "prepare.py",    // nanoGPT's data preparation, whose vocabulary docs/FORMAT.md cites
+    "model.py",    // nanoGPT's model, which loads an exported safetensors file (README)
+    "prepare.py",  // nanoGPT's data preparation, whose vocabulary docs/FORMAT.md cites
 };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -293,7 +309,10 @@ static int made_by_make(const char *path) {
     size_t n = strlen(path);
     int made = 0, in_clean = 0;
     while (!made && fgets(buf, sizeof buf, f)) {
-        if (strncmp(buf, "clean:", 6) == 0) { in_clean = 1; continue; }
+        if (strncmp(buf, "clean:", 6) == 0) {
+            in_clean = 1;
+            continue;
+        }
         if (buf[0] != '\t') in_clean = 0;
         if (strncmp(buf, path, n) == 0 && buf[n] == ':') made = 1;
         for (char *hit = strstr(buf, path); hit && !made; hit = strstr(hit + 1, path)) {
@@ -318,7 +337,9 @@ static int names_missing_path(const char *word, const char *dir, int is_link) {
         char *anchor = strchr(t, '#');
         if (anchor) *anchor = 0;
     } else {
-        if (t[0] == '-' || strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-") != strlen(t))
+        if (t[0] == '-' ||
+            strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-") !=
+                strlen(t))
             return 0;
     }
     char *p = t;
@@ -330,14 +351,17 @@ static int names_missing_path(const char *word, const char *dir, int is_link) {
     for (size_t i = 0; i < N_OF(PATH_EXT); i++)
         has_ext |= ends_with(base, PATH_EXT[i]) && strlen(base) > strlen(PATH_EXT[i]);
     if (!is_link && !slash && !has_ext) return 0;
-    if (!is_link && !has_ext) {  // a folder or a built program: only under a folder of the repository
+    if (!is_link &&
+        !has_ext) {  // a folder or a built program: only under a folder of the repository
         char top[512];
         snprintf(top, sizeof top, "%.*s", (int)(slash - p), p);
         struct stat st;
         if (stat(top, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
     }
-    if (strncmp(p, "out/", 4) == 0 || strncmp(p, "build/", 6) == 0 || strcmp(p, "out") == 0) return 0;
-    if (in_list(base, RUN_OUTPUTS, N_OF(RUN_OUTPUTS)) || in_list(p, ELSEWHERE, N_OF(ELSEWHERE))) return 0;
+    if (strncmp(p, "out/", 4) == 0 || strncmp(p, "build/", 6) == 0 || strcmp(p, "out") == 0)
+        return 0;
+    if (in_list(base, RUN_OUTPUTS, N_OF(RUN_OUTPUTS)) || in_list(p, ELSEWHERE, N_OF(ELSEWHERE)))
+        return 0;
     if (!slash && (ends_with(p, ".svg") || ends_with(p, ".html") || ends_with(p, ".png"))) return 0;
     char rel[1100];
     snprintf(rel, sizeof rel, "%s/%s", dir, p);
@@ -347,14 +371,17 @@ static int names_missing_path(const char *word, const char *dir, int is_link) {
 
 // The words of a code span or a line of a fenced block, each checked; returns how many name a
 // missing path (each reported on stderr) and adds the words to *checked.
-static int check_words(const char *doc, int lineno, const char *text, size_t len, const char *dir, int *checked) {
+static int check_words(const char *doc, int lineno, const char *text, size_t len, const char *dir,
+                       int *checked) {
     char buf[MAX_LINE];
     snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), text);
     int wrong = 0;
-    for (char *save = NULL, *w = strtok_r(buf, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+    for (char *save = NULL, *w = strtok_r(buf, " \t\n", &save); w;
+         w = strtok_r(NULL, " \t\n", &save)) {
         (*checked)++;
         if (names_missing_path(w, dir, 0)) {
-            if (!g_quiet) fprintf(stderr, "  %s:%d names %s, which does not exist\n", doc, lineno, w);
+            if (!g_quiet)
+                fprintf(stderr, "  %s:%d names %s, which does not exist\n", doc, lineno, w);
             wrong++;
         }
     }
@@ -369,8 +396,10 @@ static int doc_paths(const char *doc, int *checked) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s", doc);
     char *cut = strrchr(dir, '/');
-    if (cut) *cut = 0;
-    else snprintf(dir, sizeof dir, ".");
+    if (cut)
+        *cut = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
     int quote = 0, wrong = 0;
     for (char *l; (l = doc_next(&r));) {
         if (r.in_block) {
@@ -391,7 +420,9 @@ static int doc_paths(const char *doc, int *checked) {
             snprintf(target, sizeof target, "%.*s", (int)(e - c - 2), c + 2);
             (*checked)++;
             if (names_missing_path(target, dir, 1)) {
-                if (!g_quiet) fprintf(stderr, "  %s:%d links to %s, which does not exist\n", doc, r.lineno, target);
+                if (!g_quiet)
+                    fprintf(stderr, "  %s:%d links to %s, which does not exist\n", doc, r.lineno,
+                            target);
                 wrong++;
             }
         }
@@ -410,14 +441,17 @@ static void test_docs_name_files_that_exist(void) {
 // link's target, and let through what exists and what a run or make writes.
 static void test_docs_path_check_catches_a_missing_path(void) {
     int checked = 0;
-    int wrong = check_text(doc_paths,
-                           "The engine is `kernels/attention_engine.c`, the report `report/no_such_file.c`.\n"
-                           "```\n./train configs/no_such_config.json --train.out_dir=out/x\n```\n"
-                           "See [the format](no_such_doc.md) and [the README](doc.md#top).\n"
-                           "It writes `out/default/metrics.csv`, `scaled/attention.csv`, `steps.html` and `tests/chaos`;\n"
-                           "`model.attn_scale`, `1/sqrt(d_k)` and `configs/bench_w<N>.json` are not paths.\n",
-                           &checked);
-    CHECK_MSG(wrong == 3, "%d missing paths found, expected 3 (the report file, the config, the link)", wrong);
+    int wrong = check_text(
+        doc_paths,
+        "The engine is `kernels/attention_engine.c`, the report `report/no_such_file.c`.\n"
+        "```\n./train configs/no_such_config.json --train.out_dir=out/x\n```\n"
+        "See [the format](no_such_doc.md) and [the README](doc.md#top).\n"
+        "It writes `out/default/metrics.csv`, `scaled/attention.csv`, `steps.html` and "
+        "`tests/chaos`;\n"
+        "`model.attn_scale`, `1/sqrt(d_k)` and `configs/bench_w<N>.json` are not paths.\n",
+        &checked);
+    CHECK_MSG(wrong == 3,
+              "%d missing paths found, expected 3 (the report file, the config, the link)", wrong);
     CHECK(checked > 10);
 }
 
@@ -434,32 +468,43 @@ static int is_config_section(const char *s, size_t n) {
     return 0;
 }
 
-static int check_config_names(const char *doc, const char *line, int lineno, int in_span_only, int *checked) {
+static int check_config_names(const char *doc, const char *line, int lineno, int in_span_only,
+                              int *checked) {
     int wrong = 0, in_span = 0;
     for (const char *p = line; *p; p++) {
-        if (*p == '`') { in_span = !in_span; continue; }
+        if (*p == '`') {
+            in_span = !in_span;
+            continue;
+        }
         if (in_span_only && !in_span) continue;
-        if (p > line && (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '.' || p[-1] == '/')) continue;
+        if (p > line &&
+            (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '.' || p[-1] == '/'))
+            continue;
         size_t sec = 0;
         while (islower((unsigned char)p[sec])) sec++;
         if (p[sec] != '.' || !is_config_section(p, sec)) continue;
         size_t end = sec + 1;
-        while (islower((unsigned char)p[end]) || isdigit((unsigned char)p[end]) || p[end] == '_') end++;
+        while (islower((unsigned char)p[end]) || isdigit((unsigned char)p[end]) || p[end] == '_')
+            end++;
         if (end == sec + 1) continue;
         char key[128], value[256] = "";
         snprintf(key, sizeof key, "%.*s", (int)end, p);
-        static const char *const files[] = {"c", "h", "py", "safetensors", "json", "txt", "bin", "md", NULL};
+        static const char *const files[] = {"c",   "h",   "py", "safetensors", "json",
+                                            "txt", "bin", "md", NULL};
         int file = 0;
         for (int i = 0; files[i]; i++) file |= strcmp(key + sec + 1, files[i]) == 0;
-        if (file || isalnum((unsigned char)p[end]) || (p[end] == '.' && isalpha((unsigned char)p[end + 1]))) continue;
+        if (file || isalnum((unsigned char)p[end]) ||
+            (p[end] == '.' && isalpha((unsigned char)p[end + 1])))
+            continue;
         int has_value = p[end] == '=';
         if (has_value) {
             size_t v = end + 1, n = 0;
-            while (p[v + n] && p[v + n] != '`' && p[v + n] != ' ' && p[v + n] != ',' && p[v + n] != ')' &&
-                   p[v + n] != ';' && p[v + n] != '|' && n + 1 < sizeof value)
+            while (p[v + n] && p[v + n] != '`' && p[v + n] != ' ' && p[v + n] != ',' &&
+                   p[v + n] != ')' && p[v + n] != ';' && p[v + n] != '|' && n + 1 < sizeof value)
                 n++;
             snprintf(value, sizeof value, "%.*s", (int)n, p + v);
-            int placeholder = 0;  // S, N, DIR, 4096/T: no value of the table has an upper-case letter
+            int placeholder =
+                0;  // S, N, DIR, 4096/T: no value of the table has an upper-case letter
             for (size_t i = 0; i < n; i++) placeholder |= isupper((unsigned char)value[i]);
             if (placeholder || n == 0) has_value = 0;
         }
@@ -467,8 +512,8 @@ static int check_config_names(const char *doc, const char *line, int lineno, int
         if (!config_names_value(key, has_value ? value : NULL)) {
             wrong++;
             if (!g_quiet)
-                fprintf(stderr, "  %s:%d names %s%s%s, which the configuration does not have\n", doc, lineno, key,
-                        has_value ? "=" : "", value);
+                fprintf(stderr, "  %s:%d names %s%s%s, which the configuration does not have\n",
+                        doc, lineno, key, has_value ? "=" : "", value);
         }
         p += end - 1;
     }
@@ -480,7 +525,8 @@ static int check_doc_config(const char *doc, int *checked) {
     if (!doc_open(&r, doc)) return 1;
     int wrong = 0;
     for (char *l; (l = doc_next(&r));) {
-        int command = r.in_block && (strstr(l, "./train") || strstr(l, "./sample") || strstr(l, "./lab"));
+        int command =
+            r.in_block && (strstr(l, "./train") || strstr(l, "./sample") || strstr(l, "./lab"));
         if (r.in_block && !command) continue;
         wrong += check_config_names(doc, l, r.lineno, !command, checked);
     }
@@ -490,13 +536,15 @@ static int check_doc_config(const char *doc, int *checked) {
 static void test_docs_name_config_values_that_exist(void) {
     int checked = 0, wrong = each_doc(check_doc_config, &checked);
     CHECK_MSG(checked > 50, "only %d configuration names found in the docs", checked);
-    CHECK_MSG(wrong == 0, "%d of the %d configuration names in the docs do not exist", wrong, checked);
+    CHECK_MSG(wrong == 0, "%d of the %d configuration names in the docs do not exist", wrong,
+              checked);
     // the check itself: a stale value and an unknown key are caught, a placeholder is not
     g_quiet = 1;
     int n = 0;
     CHECK(check_config_names("x", "`model.attn_impl=reference`", 1, 1, &n) == 1);
     CHECK(check_config_names("x", "`train.no_such_key`", 1, 1, &n) == 1);
-    CHECK(check_config_names("x", "`train.seed=S` `model.c` `model.attn_window=16`", 1, 1, &n) == 0);
+    CHECK(check_config_names("x", "`train.seed=S` `model.c` `model.attn_window=16`", 1, 1, &n) ==
+          0);
     g_quiet = 0;
 }
 

@@ -63,7 +63,8 @@ static void test_loo_brute_force(void) {
             worst = d > worst ? d : worst;
             if (tok[j] == baseline) CHECK(e.loo[t * n + j] == 0);
         }
-    CHECK_MSG(worst <= (IS_F64 ? 1e-12 : 2e-5), "leave-one-out differs from two forward passes by %g", worst);
+    CHECK_MSG(worst <= (IS_F64 ? 1e-12 : 2e-5),
+              "leave-one-out differs from two forward passes by %g", worst);
     // nothing after t moves the prediction at t (causality): the matrix is 0 above the diagonal
     for (int t = 0; t < n; t++)
         for (int j = t + 1; j < n; j++) CHECK(e.loo[t * n + j] == 0);
@@ -86,7 +87,8 @@ static void test_gxi_finite_differences(void) {
     for (int t = 0; t < n; t++)
         for (int j = 0; j <= t; j++) {
             real *wpe = m.p.wpe + (size_t)j * C;
-            for (int c = 0; c < C; c++) keep[c] = wpe[c], x[c] = m.p.wte[(size_t)tok[j] * C + c] + wpe[c];
+            for (int c = 0; c < C; c++)
+                keep[c] = wpe[c], x[c] = m.p.wte[(size_t)tok[j] * C + c] + wpe[c];
             for (int c = 0; c < C; c++) wpe[c] = keep[c] + (real)h * x[c];
             double up = logp_of(&m, tok, n, t);
             for (int c = 0; c < C; c++) wpe[c] = keep[c] - (real)h * x[c];
@@ -96,9 +98,12 @@ static void test_gxi_finite_differences(void) {
             worst = d > worst ? d : worst;
             scale = fabs(fd) > scale ? fabs(fd) : scale;
         }
-    CHECK_MSG(scale > 1e-3, "the test model's gradients are too small to test anything (%g)", scale);
-    CHECK_MSG(worst <= (IS_F64 ? 1e-6 : 3e-2) * (1 + scale), "gradient x input differs from central differences by %g "
-              "(largest %g)", worst, scale);
+    CHECK_MSG(scale > 1e-3, "the test model's gradients are too small to test anything (%g)",
+              scale);
+    CHECK_MSG(worst <= (IS_F64 ? 1e-6 : 3e-2) * (1 + scale),
+              "gradient x input differs from central differences by %g "
+              "(largest %g)",
+              worst, scale);
     free(x);
     free(keep);
     explain_free(&e);
@@ -139,15 +144,19 @@ static void test_copy_head_names_j(void) {
     int n = CT;
     Explain e;
     explain_compute(&m, tok, n, 0, NULL, 1, &e);
-    const char *names[] = {"attn_l0", "attn_l0h0", "rollout", "norm_l0", "loo", "knock_l0", "knock_l0h0", "gxi"};
+    const char *names[] = {"attn_l0", "attn_l0h0", "rollout",    "norm_l0",
+                           "loo",     "knock_l0",  "knock_l0h0", "gxi"};
     for (int t = CJ + 1; t < n; t++) {
         for (int j = 0; j <= t; j++)
-            if (j != CJ) CHECK_MSG(e.attn[t * n + j] == 0, "P[%d][%d] = %g, expected exactly 0", t, j, e.attn[t * n + j]);
+            if (j != CJ)
+                CHECK_MSG(e.attn[t * n + j] == 0, "P[%d][%d] = %g, expected exactly 0", t, j,
+                          e.attn[t * n + j]);
         for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
             const double *r = explain_row(&e, names[k], t);
             CHECK(r != NULL);
             if (!r) continue;
-            // rollout gives J and t itself 0.5 each ((P + I) / 2 with P one-hot): the first of equals is J
+            // rollout gives J and t itself 0.5 each ((P + I) / 2 with P one-hot): the first of
+            // equals is J
             int j = explain_argmax(r, t + 1, 1);
             CHECK_MSG(j == CJ, "row %d: %s names position %d, not %d", t, names[k], j, CJ);
         }
@@ -176,7 +185,8 @@ static void test_learned_line(void) {
     logp[4] = log(0.01);
     CHECK(!explain_learned(&e, &mean));
     explain_learned_line(&e, line, sizeof line);
-    CHECK_MSG(strstr(line, EXPLAIN_NOT_LEARNED) == line && strstr(line, "last 3 characters"), "the line: '%s'", line);
+    CHECK_MSG(strstr(line, EXPLAIN_NOT_LEARNED) == line && strstr(line, "last 3 characters"),
+              "the line: '%s'", line);
     e.n = 1;  // a shorter prompt: its rows alone
     logp[0] = log(0.9);
     CHECK(explain_learned(&e, &mean) && fabs(mean - 0.9) < 1e-12);
@@ -221,10 +231,11 @@ static void test_line_sources(void) {
     const char *br = "[ { c h } ( d ) ]";
     CHECK(explain_line_sources(br, (int)strlen(br), src) == KIND_BRACKETS);
     CHECK(src[8] == 2 && src[14] == 10 && src[16] == 0 && src[4] == -1);
-    const char *bad[] = {"the old dog sleeps.", "copy: abc | abd", "rev: abc > abc", "find: hpefyklb q=f -> 4",
-                         "kv: l=9 n=1 ; n? 9", "[ { c h ) ]"};
+    const char *bad[] = {"the old dog sleeps.",     "copy: abc | abd",    "rev: abc > abc",
+                         "find: hpefyklb q=f -> 4", "kv: l=9 n=1 ; n? 9", "[ { c h ) ]"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECK_MSG(explain_line_sources(bad[i], (int)strlen(bad[i]), src) < 0, "'%s' parsed", bad[i]);
+        CHECK_MSG(explain_line_sources(bad[i], (int)strlen(bad[i]), src) < 0, "'%s' parsed",
+                  bad[i]);
 }
 
 static void test_kendall_tau(void) {
@@ -259,7 +270,8 @@ static void test_agreement_ties(void) {
     CHECK_NEAR(k.top1, 1.5, 1e-15);
     double zero[3] = {0, 0, 0};
     Agreement z = {0};
-    agreement_add(&z, one, zero, 3);  // no effect anywhere: every position ties, no misattribution row
+    agreement_add(&z, one, zero,
+                  3);  // no effect anywhere: every position ties, no misattribution row
     CHECK_NEAR(z.top1, 1.0 / 3, 1e-15);
     CHECK(z.mis_rows == 0);
 }
@@ -288,7 +300,8 @@ static void test_uniform_baseline_is_the_measures_of_uniform_weights(void) {
         CHECK_NEAR(sum, 1, 1e-12);
         for (int j = 0; j <= t; j++) {
             CHECK(explain_row(&e, "uniform", t)[j] == 1.0 / (t + 1));
-            double d = fabs(explain_row(&e, "uniform_rollout", t)[j] - explain_row(&e, "rollout", t)[j]);
+            double d =
+                fabs(explain_row(&e, "uniform_rollout", t)[j] - explain_row(&e, "rollout", t)[j]);
             worst = d > worst ? d : worst;
             for (int l = 0; l < L; l++) {
                 snprintf(name, sizeof name, "attn_l%d", l);
@@ -303,7 +316,8 @@ static void test_uniform_baseline_is_the_measures_of_uniform_weights(void) {
             }
         }
     }
-    CHECK_MSG(worst <= tol, "the uniform baseline differs from the measures of uniform weights by %g", worst);
+    CHECK_MSG(worst <= tol,
+              "the uniform baseline differs from the measures of uniform weights by %g", worst);
     // the rollout of uniform weights is not uniform: t keeps the residual's share, and an earlier
     // position is reached by more paths through the layers, so the shares fall with j before t
     const double *r = explain_row(&e, "uniform_rollout", n - 1);
@@ -352,12 +366,18 @@ static int argmax_json(const cJSON *row, int use_abs, double *val) {
 
 static void test_cli_explain_json_matches_terminal(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/tgpt_explain_XXXXXX");
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); return; }
+    if (!mkdtemp(g_dir)) {
+        perror("mkdtemp");
+        return;
+    }
     char ck[128], path[256];
     snprintf(ck, sizeof ck, "%s/run/checkpoint.bin", g_dir);
-    CHECK(sh("./train configs/default.json --model.n_layer=2 --model.n_head=2 --model.n_embd=16 --model.block_size=16 "
-             "--data.val_fraction=0.02 --train.batch_size=4 --train.max_steps=30 --log.eval_interval=30 "
-             "--log.eval_steps=2 --sample.tokens=0 --train.out_dir=%s/run%s > /dev/null 2>&1", g_dir, "") == 0);
+    CHECK(sh("./train configs/default.json --model.n_layer=2 --model.n_head=2 --model.n_embd=16 "
+             "--model.block_size=16 "
+             "--data.val_fraction=0.02 --train.batch_size=4 --train.max_steps=30 "
+             "--log.eval_interval=30 "
+             "--log.eval_steps=2 --sample.tokens=0 --train.out_dir=%s/run%s > /dev/null 2>&1",
+             g_dir, "") == 0);
     const char *prompt = "kv: a=1 b=2 ; a";
     char cmd[512];
     snprintf(cmd, sizeof cmd, "./sample %s --explain --prompt '%s'", ck, prompt);
@@ -369,11 +389,16 @@ static void test_cli_explain_json_matches_terminal(void) {
     char *json = slurp_file(path);
     cJSON *root = json ? cJSON_Parse(json) : NULL;
     CHECK_MSG(root != NULL, "--json is not JSON");
-    if (!root || !table) { free(table); free(json); return; }
+    if (!root || !table) {
+        free(table);
+        free(json);
+        return;
+    }
     CHECK(!strcmp(cJSON_GetObjectItem(root, "loo_baseline_char")->valuestring, " "));
     // a model of 30 steps has not learned the prompt: the table says so first, the JSON too
     const cJSON *learned = cJSON_GetObjectItem(root, "learned");
-    CHECK_MSG(cJSON_IsFalse(learned) && strncmp(table, EXPLAIN_NOT_LEARNED, strlen(EXPLAIN_NOT_LEARNED)) == 0,
+    CHECK_MSG(cJSON_IsFalse(learned) &&
+                  strncmp(table, EXPLAIN_NOT_LEARNED, strlen(EXPLAIN_NOT_LEARNED)) == 0,
               "the 30-step model's table does not open with the line: '%.120s'", table);
     const cJSON *pos = cJSON_GetObjectItem(root, "positions");
     int n = cJSON_GetArraySize(pos), rows = 0;
@@ -384,7 +409,8 @@ static void test_cli_explain_json_matches_terminal(void) {
     for (int t = 0; t < n && line; t++) {
         line++;
         const cJSON *p = cJSON_GetArrayItem(pos, t);
-        const cJSON *att = cJSON_GetObjectItem(p, "attention"), *eff = cJSON_GetObjectItem(p, "effects");
+        const cJSON *att = cJSON_GetObjectItem(p, "attention"),
+                    *eff = cJSON_GetObjectItem(p, "effects");
         double pn = cJSON_GetObjectItem(p, "p")->valuedouble;
         int tt;
         char rest[512];
@@ -395,22 +421,28 @@ static void test_cli_explain_json_matches_terminal(void) {
         // p(next) is the 4th column: "t 'char' 'next' p"
         char pbuf[32];
         snprintf(pbuf, sizeof pbuf, " %.4f ", pn);
-        CHECK_MSG(strstr(line, pbuf) && strstr(line, pbuf) < bar, "row %d: p(next) %s not in the table", t, pbuf);
-        // the attention cells: layer 1 mean, rollout, norm layer 1; the effects: leave-one-out, ..., gxi
-        const cJSON *cells[4] = {cJSON_GetArrayItem(cJSON_GetObjectItem(att, "mean"), 1), cJSON_GetObjectItem(att, "rollout"),
-                                 cJSON_GetArrayItem(cJSON_GetObjectItem(att, "norm"), 1), cJSON_GetObjectItem(eff, "loo")};
+        CHECK_MSG(strstr(line, pbuf) && strstr(line, pbuf) < bar,
+                  "row %d: p(next) %s not in the table", t, pbuf);
+        // the attention cells: layer 1 mean, rollout, norm layer 1; the effects: leave-one-out,
+        // ..., gxi
+        const cJSON *cells[4] = {cJSON_GetArrayItem(cJSON_GetObjectItem(att, "mean"), 1),
+                                 cJSON_GetObjectItem(att, "rollout"),
+                                 cJSON_GetArrayItem(cJSON_GetObjectItem(att, "norm"), 1),
+                                 cJSON_GetObjectItem(eff, "loo")};
         snprintf(rest, sizeof rest, "%s", bar);
         char *c = rest;
         for (int k = 0; k < 4; k++) {
             double v;
             int j = argmax_json(cells[k], k == 3, &v), jt = -1;
             while (*c == ' ' || *c == '|') c++;
-            CHECK_MSG(sscanf(c, "%d", &jt) == 1 && jt == j, "row %d cell %d: the table names %d, the JSON %d", t, k, jt, j);
+            CHECK_MSG(sscanf(c, "%d", &jt) == 1 && jt == j,
+                      "row %d cell %d: the table names %d, the JSON %d", t, k, jt, j);
             char vb[32];
             snprintf(vb, sizeof vb, k == 3 ? "%+.3f" : "%.3f", v);
             char *sp = strchr(c, '\'');
             sp = sp ? strchr(sp + 1, '\'') : NULL;
-            CHECK_MSG(sp && !strncmp(sp + 2, vb, strlen(vb)), "row %d cell %d: the value %s is not the table's", t, k, vb);
+            CHECK_MSG(sp && !strncmp(sp + 2, vb, strlen(vb)),
+                      "row %d cell %d: the value %s is not the table's", t, k, vb);
             c = sp ? strchr(sp + 2, ' ') : c + strlen(c);
             if (!c) break;
         }
@@ -424,8 +456,10 @@ static void test_cli_explain_json_matches_terminal(void) {
         if (!strcmp(cJSON_GetObjectItem(a, "measure")->valuestring, "attn_l0") &&
             !strcmp(cJSON_GetObjectItem(a, "effect")->valuestring, "loo")) {
             char want[64];
-            snprintf(want, sizeof want, "%-16s %.2f/%+.2f/%.2f", "attn_l0", cJSON_GetObjectItem(a, "top1")->valuedouble,
-                     cJSON_GetObjectItem(a, "tau")->valuedouble, cJSON_GetObjectItem(a, "misattribution")->valuedouble);
+            snprintf(want, sizeof want, "%-16s %.2f/%+.2f/%.2f", "attn_l0",
+                     cJSON_GetObjectItem(a, "top1")->valuedouble,
+                     cJSON_GetObjectItem(a, "tau")->valuedouble,
+                     cJSON_GetObjectItem(a, "misattribution")->valuedouble);
             CHECK_MSG(strstr(table, want) != NULL, "the table has no '%s'", want);
         }
     cJSON_Delete(root);
@@ -439,15 +473,16 @@ static void test_cli_explain_json_matches_terminal(void) {
     snprintf(last_pos, sizeof last_pos, "data-key=\"positions[%d]\"", n - 1);
     snprintf(last_step, sizeof last_step, "id=\"step-%d\"", n);
     snprintf(past, sizeof past, "id=\"step-%d\"", n + 1);
-    CHECK(page && strstr(page, last_pos) && strstr(page, "data-key=\"effects.loo\"") && strstr(page, last_step) &&
-          !strstr(page, past));
+    CHECK(page && strstr(page, last_pos) && strstr(page, "data-key=\"effects.loo\"") &&
+          strstr(page, last_step) && !strstr(page, past));
     free(page);
     // refusals: one line, exit 2
-    const char *bad[][2] = {{"--explain --prompt ''", "at least 2"},
-                            {"--explain --prompt 'copy: abcdefghij | abcdefghij'", "block_size + 1"},
-                            {"--explain --prompt 'ab~c'", "vocabulary"},
-                            {"--explain --prompt a", "at least 2"},
-                            {"--json --prompt ab", "--explain"}};
+    const char *bad[][2] = {
+        {"--explain --prompt ''", "at least 2"},
+        {"--explain --prompt 'copy: abcdefghij | abcdefghij'", "block_size + 1"},
+        {"--explain --prompt 'ab~c'", "vocabulary"},
+        {"--explain --prompt a", "at least 2"},
+        {"--json --prompt ab", "--explain"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(path, sizeof path, "%s/err.txt", g_dir);
         char full[600];
@@ -456,29 +491,37 @@ static void test_cli_explain_json_matches_terminal(void) {
         char *err = slurp_file(path);
         int lines = 0;
         for (char *q = err; q && *q; q++) lines += *q == '\n';
-        CHECK_MSG(rc == 2 && lines == 1 && err && strstr(err, bad[i][1]), "'%s': exit %d, stderr: %s", full, rc, err ? err : "");
+        CHECK_MSG(rc == 2 && lines == 1 && err && strstr(err, bad[i][1]),
+                  "'%s': exit %d, stderr: %s", full, rc, err ? err : "");
         free(err);
     }
     // a model that sees the future is refused, saying why
-    CHECK(sh("./train configs/default.json --model.n_layer=1 --model.n_head=2 --model.n_embd=16 --model.block_size=16 "
-             "--model.attn_mask=none --data.val_fraction=0.02 --train.batch_size=4 --train.max_steps=2 "
-             "--log.eval_interval=2 --log.eval_steps=1 --sample.tokens=0 --train.out_dir=%s/leak%s > /dev/null 2>&1",
+    CHECK(sh("./train configs/default.json --model.n_layer=1 --model.n_head=2 --model.n_embd=16 "
+             "--model.block_size=16 "
+             "--model.attn_mask=none --data.val_fraction=0.02 --train.batch_size=4 "
+             "--train.max_steps=2 "
+             "--log.eval_interval=2 --log.eval_steps=1 --sample.tokens=0 --train.out_dir=%s/leak%s "
+             "> /dev/null 2>&1",
              g_dir, "") == 0);
-    CHECK(sh("./sample %s/leak/checkpoint.bin --explain --prompt 'ab' 2> %s/err.txt > /dev/null", g_dir, g_dir) == 2);
+    CHECK(sh("./sample %s/leak/checkpoint.bin --explain --prompt 'ab' 2> %s/err.txt > /dev/null",
+             g_dir, g_dir) == 2);
     snprintf(path, sizeof path, "%s/err.txt", g_dir);
     char *err = slurp_file(path);
-    CHECK_MSG(err && strstr(err, "sees the future") && strstr(err, "attn_mask=none"), "%s", err ? err : "");
+    CHECK_MSG(err && strstr(err, "sees the future") && strstr(err, "attn_mask=none"), "%s",
+              err ? err : "");
     free(err);
     (void)g_out;
     sh("rm -rf '%s'%s", g_dir, "");
 }
 
-// ./sample MODEL ARGS with stdout and stderr in *out and *err (the caller frees them); the exit code.
+// ./sample MODEL ARGS with stdout and stderr in *out and *err (the caller frees them); the exit
+// code.
 static int sample_run(const char *model, const char *args, char **out, char **err) {
     char cmd[4096], po[128], pe[128];
     snprintf(po, sizeof po, "%s/out.txt", g_dir);
     snprintf(pe, sizeof pe, "%s/err.txt", g_dir);
-    snprintf(cmd, sizeof cmd, "timeout 60 ./sample %s %s > %s 2> %s < /dev/null", model, args, po, pe);
+    snprintf(cmd, sizeof cmd, "timeout 60 ./sample %s %s > %s 2> %s < /dev/null", model, args, po,
+             pe);
     int rc = sh("%s%s", cmd, "");
     *out = slurp_file(po);
     *err = slurp_file(pe);
@@ -495,22 +538,30 @@ static int line_count(const char *s) {
 // at most once; --per-kind belongs to --lines.
 static void test_cli_explain_lines_rules(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/tgpt_explain_XXXXXX");
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); return; }
+    if (!mkdtemp(g_dir)) {
+        perror("mkdtemp");
+        return;
+    }
     char ck[128], args[512], path[256];
     snprintf(ck, sizeof ck, "%s/run/checkpoint.bin", g_dir);
-    CHECK(sh("./train configs/default.json --model.n_layer=1 --model.n_head=2 --model.n_embd=16 --model.block_size=16 "
-             "--data.val_fraction=0.02 --train.batch_size=4 --train.max_steps=2 --log.eval_interval=2 "
-             "--log.eval_steps=1 --sample.tokens=0 --train.out_dir=%s/run%s > /dev/null 2>&1", g_dir, "") == 0);
+    CHECK(sh("./train configs/default.json --model.n_layer=1 --model.n_head=2 --model.n_embd=16 "
+             "--model.block_size=16 "
+             "--data.val_fraction=0.02 --train.batch_size=4 --train.max_steps=2 "
+             "--log.eval_interval=2 "
+             "--log.eval_steps=1 --sample.tokens=0 --train.out_dir=%s/run%s > /dev/null 2>&1",
+             g_dir, "") == 0);
     char *out, *err;
     // a directory, a FIFO, /dev/zero: refused at once with one line (timeout 60 ends a hang: 124)
     snprintf(path, sizeof path, "%s/fifo", g_dir);
     CHECK(sh("mkfifo %s%s", path, "") == 0);
-    const char *nonfiles[3][2] = {{g_dir, "directory"}, {path, "FIFO"}, {"/dev/zero", "character device"}};
+    const char *nonfiles[3][2] = {
+        {g_dir, "directory"}, {path, "FIFO"}, {"/dev/zero", "character device"}};
     for (int i = 0; i < 3; i++) {
         snprintf(args, sizeof args, "--explain --lines %s", nonfiles[i][0]);
         int rc = sample_run(ck, args, &out, &err);
-        CHECK_MSG(rc == 1 && line_count(err) == 1 && strstr(err, nonfiles[i][0]) && strstr(err, nonfiles[i][1]) &&
-                  !strstr(out, "accuracy"), "--lines %s: exit %d, stderr: %s", nonfiles[i][0], rc, err ? err : "");
+        CHECK_MSG(rc == 1 && line_count(err) == 1 && strstr(err, nonfiles[i][0]) &&
+                      strstr(err, nonfiles[i][1]) && !strstr(out, "accuracy"),
+                  "--lines %s: exit %d, stderr: %s", nonfiles[i][0], rc, err ? err : "");
         free(out), free(err);
     }
     // a line of 4095 + 13 bytes whose end would read as "copy: ab | ab" were it cut at 4095: not
@@ -522,7 +573,8 @@ static void test_cli_explain_lines_rules(void) {
     fclose(f);
     snprintf(args, sizeof args, "--explain --lines %s", path);
     int rc = sample_run(ck, args, &out, &err);
-    CHECK_MSG(rc == 0 && out && strstr(out, "copy predictions: 2\n") && strstr(err, "1 line(s) over 4095 bytes"),
+    CHECK_MSG(rc == 0 && out && strstr(out, "copy predictions: 2\n") &&
+                  strstr(err, "1 line(s) over 4095 bytes"),
               "exit %d: %.300s / %s", rc, out ? out : "", err ? err : "");
     free(out), free(err);
     // a file with no line to measure: nothing to report, said in one line (no "accuracy: nan")
@@ -532,41 +584,48 @@ static void test_cli_explain_lines_rules(void) {
     fclose(f);
     snprintf(args, sizeof args, "--explain --lines %s", path);
     rc = sample_run(ck, args, &out, &err);
-    CHECK_MSG(rc == 1 && line_count(err) == 1 && strstr(err, "nothing to measure") && !strstr(out, "nan"),
+    CHECK_MSG(rc == 1 && line_count(err) == 1 && strstr(err, "nothing to measure") &&
+                  !strstr(out, "nan"),
               "exit %d: %.300s / %s", rc, out ? out : "", err ? err : "");
     free(out), free(err);
     // each switch once; --per-kind only with --explain --lines
-    const char *bad[][2] = {{"--explain --prompt ab --json --json", "--json is given twice"},
-                            {"--explain --explain --prompt ab", "--explain is given twice"},
-                            {"--per-kind 5", "--per-kind belongs to --explain --lines"},
-                            {"--explain --prompt ab --per-kind 5", "--per-kind belongs to --explain --lines"}};
+    const char *bad[][2] = {
+        {"--explain --prompt ab --json --json", "--json is given twice"},
+        {"--explain --explain --prompt ab", "--explain is given twice"},
+        {"--per-kind 5", "--per-kind belongs to --explain --lines"},
+        {"--explain --prompt ab --per-kind 5", "--per-kind belongs to --explain --lines"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rc = sample_run(ck, bad[i][0], &out, &err);
-        CHECK_MSG(rc == 2 && line_count(err) == 1 && strstr(err, bad[i][1]), "'%s': exit %d, stderr: %s", bad[i][0], rc,
-                  err ? err : "");
+        CHECK_MSG(rc == 2 && line_count(err) == 1 && strstr(err, bad[i][1]),
+                  "'%s': exit %d, stderr: %s", bad[i][0], rc, err ? err : "");
         free(out), free(err);
     }
     sh("rm -rf '%s'%s", g_dir, "");
 }
 
-// One row of the page's step (the section from `step` to `end`): the cells of <tr ... data-key=KEY>,
-// their marks (k: the row's largest |value|, w: leave-one-out disagrees, g: knockout agrees) and
-// the alpha of their shading. Returns the number of cells, -1 when the row is not there.
-static int page_row(const char *step, const char *end, const char *key, char marks[][4], double *alpha, int max) {
+// One row of the page's step (the section from `step` to `end`): the cells of <tr ...
+// data-key=KEY>, their marks (k: the row's largest |value|, w: leave-one-out disagrees, g: knockout
+// agrees) and the alpha of their shading. Returns the number of cells, -1 when the row is not
+// there.
+static int page_row(const char *step, const char *end, const char *key, char marks[][4],
+                    double *alpha, int max) {
     char want[96];
     snprintf(want, sizeof want, " data-key=\"%s\">", key);
     const char *r = strstr(step, want);
     if (!r || r > end) return -1;
     const char *row_end = strstr(r, "</tr>");
     int k = 0;
-    for (const char *c = strstr(r, "<td class=\"v"); c && c < row_end && k < max; c = strstr(c + 1, "<td class=\"v")) {
+    for (const char *c = strstr(r, "<td class=\"v"); c && c < row_end && k < max;
+         c = strstr(c + 1, "<td class=\"v")) {
         const char *q = strchr(c + 12, '"');
         int m = 0;
-        for (const char *x = c + 12; x < q && m < 3; x++) if (*x != ' ') marks[k][m++] = *x;
+        for (const char *x = c + 12; x < q && m < 3; x++)
+            if (*x != ' ') marks[k][m++] = *x;
         marks[k][m] = 0;
         const char *a = strstr(c, "rgba(");
         int r0, g0, b0;
-        alpha[k] = a && sscanf(a, "rgba(%d,%d,%d,%lf)", &r0, &g0, &b0, &alpha[k]) == 4 ? alpha[k] : -1;
+        alpha[k] =
+            a && sscanf(a, "rgba(%d,%d,%d,%lf)", &r0, &g0, &b0, &alpha[k]) == 4 ? alpha[k] : -1;
         k++;
     }
     return k;
@@ -608,47 +667,70 @@ static void check_page_marks(GPT *m, const int *tok, int n, const char *label) {
         for (int r = 0; r < 2 * L + 1 + L + 2; r++) {
             const double *x;
             int attention = r < 2 * L + 1, ja = -1;
-            if (r < L) snprintf(key, sizeof key, "attention.mean[%d]", r), x = e.attn_mean + ((size_t)r * n + t) * n;
-            else if (r == L) snprintf(key, sizeof key, "attention.rollout"), x = e.rollout + (size_t)t * n;
+            if (r < L)
+                snprintf(key, sizeof key, "attention.mean[%d]", r),
+                    x = e.attn_mean + ((size_t)r * n + t) * n;
+            else if (r == L)
+                snprintf(key, sizeof key, "attention.rollout"), x = e.rollout + (size_t)t * n;
             else if (r < 2 * L + 1)
-                snprintf(key, sizeof key, "attention.norm[%d]", r - L - 1), x = e.norm + ((size_t)(r - L - 1) * n + t) * n;
+                snprintf(key, sizeof key, "attention.norm[%d]", r - L - 1),
+                    x = e.norm + ((size_t)(r - L - 1) * n + t) * n;
             else if (r < 3 * L + 1) {
                 int l = r - 2 * L - 1;
                 snprintf(key, sizeof key, "effects.knockout[%d]", l);
                 x = e.knock + ((size_t)l * n + t) * n;
                 ja = explain_argmax(e.attn_mean + ((size_t)l * n + t) * n, k, 0);
-            } else if (r == 3 * L + 1) snprintf(key, sizeof key, "effects.loo"), x = e.loo + (size_t)t * n;
-            else snprintf(key, sizeof key, "effects.grad_x_input"), x = e.gxi + (size_t)t * n;
+            } else if (r == 3 * L + 1)
+                snprintf(key, sizeof key, "effects.loo"), x = e.loo + (size_t)t * n;
+            else
+                snprintf(key, sizeof key, "effects.grad_x_input"), x = e.gxi + (size_t)t * n;
             int got = page_row(step, end, key, marks, alpha, 64);
-            if (got != k) { bad++; CHECK_MSG(0, "%s step %d: row %s has %d cells, expected %d", label, t + 1, key, got, k); continue; }
-            int top = explain_argmax(x, k, !attention), ta = attention ? explain_argmax(x, k, 0) : -1;
+            if (got != k) {
+                bad++;
+                CHECK_MSG(0, "%s step %d: row %s has %d cells, expected %d", label, t + 1, key, got,
+                          k);
+                continue;
+            }
+            int top = explain_argmax(x, k, !attention),
+                ta = attention ? explain_argmax(x, k, 0) : -1;
             int jk = explain_argmax(x, k, 1);
             for (int j = 0; j < k; j++) {
                 int is_k = strchr(marks[j], 'k') != NULL, is_w = strchr(marks[j], 'w') != NULL;
                 int is_g = strchr(marks[j], 'g') != NULL;
-                int want_w = attention && j == ta && ta != jl, want_g = ja >= 0 && j == ja && ja == jk;
-                boxed += is_k, wrong += is_w, agree += is_g, want_wrong += want_w, want_agree += want_g;
+                int want_w = attention && j == ta && ta != jl,
+                    want_g = ja >= 0 && j == ja && ja == jk;
+                boxed += is_k, wrong += is_w, agree += is_g, want_wrong += want_w,
+                    want_agree += want_g;
                 if (is_k != (j == top) || is_w != want_w || is_g != want_g) {
                     bad++;
-                    CHECK_MSG(0, "%s step %d, %s, position %d: marks '%s', expected%s%s%s", label, t + 1, key, j, marks[j],
-                              j == top ? " k" : "", want_w ? " w" : "", want_g ? " g" : "");
+                    CHECK_MSG(0, "%s step %d, %s, position %d: marks '%s', expected%s%s%s", label,
+                              t + 1, key, j, marks[j], j == top ? " k" : "", want_w ? " w" : "",
+                              want_g ? " g" : "");
                 }
             }
-            if (r == 3 * L + 2)  // gradient x input: its own row's largest |value| at the full shade
-                CHECK_MSG(fabs(alpha[jk] - 0.6) < 1e-9 || x[jk] == 0, "%s step %d: gradient x input's largest |value| "
-                          "shaded %.3f, not 0.600 (its own scale)", label, t + 1, alpha[jk]);
+            if (r ==
+                3 * L + 2)  // gradient x input: its own row's largest |value| at the full shade
+                CHECK_MSG(fabs(alpha[jk] - 0.6) < 1e-9 || x[jk] == 0,
+                          "%s step %d: gradient x input's largest |value| "
+                          "shaded %.3f, not 0.600 (its own scale)",
+                          label, t + 1, alpha[jk]);
         }
         const char *note = strstr(step, "class=\"note gxi-note\"");
-        CHECK_MSG(note && note < end && strstr(note, "first-order estimate") && strstr(note, "own row"),
+        CHECK_MSG(note && note < end && strstr(note, "first-order estimate") &&
+                      strstr(note, "own row"),
                   "%s step %d: no note on gradient x input's scale", label, t + 1);
     }
-    CHECK_MSG(bad == 0 && boxed > 0 && wrong == want_wrong && agree == want_agree && want_wrong > 0 && want_agree > 0,
-              "%s: %d cells boxed, %d marked disagreeing (expected %d), %d agreeing (expected %d; both must occur "
-              "or the marks are not tested)", label, boxed,
-              wrong, want_wrong, agree, want_agree);
+    CHECK_MSG(bad == 0 && boxed > 0 && wrong == want_wrong && agree == want_agree &&
+                  want_wrong > 0 && want_agree > 0,
+              "%s: %d cells boxed, %d marked disagreeing (expected %d), %d agreeing (expected %d; "
+              "both must occur "
+              "or the marks are not tested)",
+              label, boxed, wrong, want_wrong, agree, want_agree);
     int learned = explain_learned(&e, NULL);
-    CHECK_MSG((strstr(page, "id=\"not-learned\"") == NULL) == learned, "%s: the model has %slearned the prompt, and the page %s "
-              "the not-learned line", label, learned ? "" : "not ", learned ? "has" : "lacks");
+    CHECK_MSG((strstr(page, "id=\"not-learned\"") == NULL) == learned,
+              "%s: the model has %slearned the prompt, and the page %s "
+              "the not-learned line",
+              label, learned ? "" : "not ", learned ? "has" : "lacks");
     // the takeaway: the best top-1 against leave-one-out over the non-uniform attention measures
     char an[64][EXPLAIN_NAME], best_name[EXPLAIN_NAME] = "";
     int na = explain_attention_names(e.L, e.NH, 0, an, 64);
@@ -657,11 +739,14 @@ static void check_page_marks(GPT *m, const int *tok, int n, const char *label) {
         if (!strncmp(an[a], "uniform", 7)) continue;
         Agreement g;
         memset(&g, 0, sizeof g);
-        for (int t = 1; t < n; t++) agreement_add(&g, explain_row(&e, an[a], t), explain_row(&e, "loo", t), t + 1);
-        if (g.top1 / g.rows > best) best = g.top1 / g.rows, memcpy(best_name, an[a], sizeof best_name);
+        for (int t = 1; t < n; t++)
+            agreement_add(&g, explain_row(&e, an[a], t), explain_row(&e, "loo", t), t + 1);
+        if (g.top1 / g.rows > best)
+            best = g.top1 / g.rows, memcpy(best_name, an[a], sizeof best_name);
     }
     char want[128];
-    snprintf(want, sizeof want, "class=\"takeaway\" data-best=\"%s\" data-best-top1=\"%.4f\"", best_name, best);
+    snprintf(want, sizeof want, "class=\"takeaway\" data-best=\"%s\" data-best-top1=\"%.4f\"",
+             best_name, best);
     CHECK_MSG(strstr(page, want) != NULL, "%s: the page has no '%s'", label, want);
     free(page);
     explain_free(&e);

@@ -44,7 +44,8 @@ static void replay(const char *target, int (*fn)(const uint8_t *, size_t)) {
     CHECK_MSG(seeds > 0, "no seed inputs in %s", dir);
     snprintf(dir, sizeof dir, "tests/fuzz/regressions/%s", target);
     int regressions = replay_dir(dir, fn);
-    fprintf(stderr, "  replayed %d seed and %d regression inputs for %s\n", seeds, regressions < 0 ? 0 : regressions, target);
+    fprintf(stderr, "  replayed %d seed and %d regression inputs for %s\n", seeds,
+            regressions < 0 ? 0 : regressions, target);
 }
 
 static void test_fuzz_replay_config(void) { replay("config", fuzz_config_one); }

@@ -1,8 +1,9 @@
-// tests/test_html.c: the HTML writer (report/html.c: structure, escaping, numbers, self-containment),
-// the lab's pages (teach/lab_pages.c: every step shows the numbers of the lab's JSON under the right
-// key, in the right place), the backward the pages show (lab_attention_backward against finite
-// differences), and `./lab examples|exercise --html FILE` from the command line. The same pages
-// in a real browser are `make test-browser` (tests/browser_test.c).
+// tests/test_html.c: the HTML writer (report/html.c: structure, escaping, numbers,
+// self-containment), the lab's pages (teach/lab_pages.c: every step shows the numbers of the lab's
+// JSON under the right key, in the right place), the backward the pages show
+// (lab_attention_backward against finite differences), and `./lab examples|exercise --html FILE`
+// from the command line. The same pages in a real browser are `make test-browser`
+// (tests/browser_test.c).
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
 #include "page_check.h"
@@ -94,7 +95,10 @@ static int run(const char *fmt, ...) {
 
 static void tmpdir(void) {
     snprintf(g_hdir, sizeof g_hdir, "/tmp/tgpt_html_XXXXXX");
-    if (!mkdtemp(g_hdir)) { perror("mkdtemp"); exit(1); }
+    if (!mkdtemp(g_hdir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
 }
 
 static void cleanup(void) {
@@ -113,7 +117,8 @@ static void html_escapes_text_and_code(void) {
     FILE *f = tmpfile();
     html_text(f, "a<b & 'c' \"d\" `x<y` end`");
     char *s = stream_text(f);
-    CHECK_MSG(strcmp(s, "a&lt;b &amp; &#39;c&#39; &quot;d&quot; <code>x&lt;y</code> end`") == 0, "got %s", s);
+    CHECK_MSG(strcmp(s, "a&lt;b &amp; &#39;c&#39; &quot;d&quot; <code>x&lt;y</code> end`") == 0,
+              "got %s", s);
     free(s);
     f = tmpfile();
     html_escape(f, "<script>alert('x')</script>");
@@ -124,7 +129,8 @@ static void html_escapes_text_and_code(void) {
     f = tmpfile();
     html_text(f, "to -inf, `x = -inf` and -inf");
     s = stream_text(f);
-    CHECK_MSG(strcmp(s, "to <span class=\"nb\">-inf</span>, <code>x = -inf</code> and <span class=\"nb\">-inf</span>") == 0,
+    CHECK_MSG(strcmp(s, "to <span class=\"nb\">-inf</span>, <code>x = -inf</code> and <span "
+                        "class=\"nb\">-inf</span>") == 0,
               "got %s", s);
     free(s);
 }
@@ -133,18 +139,28 @@ static void html_escapes_text_and_code(void) {
 // fenced code (verbatim, its fence as long as needed), bold, italics and code within a line.
 static void html_markdown_subset(void) {
     FILE *f = tmpfile();
-    html_markdown(f, "# Title — x\n\nA paragraph with **bold `code`** and *italics*\nits second line, 2*3 < 4.\n\n"
+    html_markdown(f, "# Title — x\n\nA paragraph with **bold `code`** and *italics*\nits second "
+                     "line, 2*3 < 4.\n\n"
                      "## Table\n\n| step | a |\n|:---|---:|\n| 0 (init) | 1.5 / 2 |\n| 10 | — |\n\n"
                      "- **One.** first\n- two\n\n````\n```\n<b>&\n\n````\n### After\ntext\n");
     char *s = stream_text(f);
     CHECK_MSG(strstr(s, "<h1>Title — x</h1>\n") != NULL, "%s", s);
-    CHECK(strstr(s, "<p>A paragraph with <strong>bold <code>code</code></strong> and <em>italics</em>\nits second "
+    CHECK(strstr(s, "<p>A paragraph with <strong>bold <code>code</code></strong> and "
+                    "<em>italics</em>\nits second "
                     "line, 2*3 &lt; 4.</p>\n") != NULL);
-    CHECK(strstr(s, "<h2>Table</h2>\n<div class=\"scroll\"><table class=\"md\">\n<thead><tr><th scope=\"col\" class=\"l\">"
-                    "step</th><th scope=\"col\">a</th></tr></thead>\n<tbody>\n<tr><td class=\"l\">0 (init)</td><td>1.5 / 2"
-                    "</td></tr>\n<tr><td class=\"l\">10</td><td>—</td></tr>\n</tbody></table></div>\n") != NULL);
+    CHECK(strstr(
+              s,
+              "<h2>Table</h2>\n<div class=\"scroll\"><table class=\"md\">\n<thead><tr><th "
+              "scope=\"col\" class=\"l\">"
+              "step</th><th scope=\"col\">a</th></tr></thead>\n<tbody>\n<tr><td class=\"l\">0 "
+              "(init)</td><td>1.5 / 2"
+              "</td></tr>\n<tr><td class=\"l\">10</td><td>—</td></tr>\n</tbody></table></div>\n") !=
+          NULL);
     CHECK(strstr(s, "<ul>\n<li><strong>One.</strong> first</li>\n<li>two</li>\n</ul>\n") != NULL);
-    CHECK_MSG(strstr(s, "<pre><code>```\n&lt;b&gt;&amp;\n</code></pre>\n<h3>After</h3>\n<p>text</p>\n") != NULL, "%s", s);
+    CHECK_MSG(
+        strstr(s, "<pre><code>```\n&lt;b&gt;&amp;\n</code></pre>\n<h3>After</h3>\n<p>text</p>\n") !=
+            NULL,
+        "%s", s);
     CHECK(count(s, "<p>") == count(s, "</p>") && count(s, "<strong>") == count(s, "</strong>"));
     free(s);
 }
@@ -206,10 +222,12 @@ static void html_page_structure(void) {
     if (pg.n_steps == 3) {
         const PcStep *s = &pg.steps[0];
         CHECK(strcmp(s->title, "One") == 0);
-        CHECK_MSG(strcmp(s->caption, "Caption with S = Q K^T and <b>bold</b> & more.") == 0, "%s", s->caption);
+        CHECK_MSG(strcmp(s->caption, "Caption with S = Q K^T and <b>bold</b> & more.") == 0, "%s",
+                  s->caption);
         CHECK(s->n_tables == 1);
         const PcTable *t = &s->tables[0];
-        CHECK(strcmp(t->key, "g.a") == 0 && t->where == 0 && t->rows == 2 && t->cols == 2 && t->n_cells == 4);
+        CHECK(strcmp(t->key, "g.a") == 0 && t->where == 0 && t->rows == 2 && t->cols == 2 &&
+              t->n_cells == 4);
         static const char *const want[4] = {"1.000000", "-2.500000", "-inf", "0.123457"};
         static const char *const marks[4] = {"c", "", "cm", "k"};
         for (int i = 0; i < 4 && t->n_cells == 4; i++) {
@@ -296,14 +314,18 @@ static void html_checker_catches_mistakes(void) {
         snprintf(st->tables[0].cells[3], 32, "0.330239");  // one digit off
         CHECK(pc_check_step(st, &want[5], j, err, sizeof err) > 0);
         CHECK(strstr(err, "0.330239") != NULL);
-        CHECK(pc_check_step(&pg.steps[4], &want[5], j, err, sizeof err) > 0);  // the Mask step is not Softmax
-        CHECK(pc_check_step(&pg.steps[2], &want[5], j, err, sizeof err) > 0);  // nor the one without the mask
-        st->tables[1].where = 1;                                               // alt drawn as main
+        CHECK(pc_check_step(&pg.steps[4], &want[5], j, err, sizeof err) >
+              0);  // the Mask step is not Softmax
+        CHECK(pc_check_step(&pg.steps[2], &want[5], j, err, sizeof err) >
+              0);                 // nor the one without the mask
+        st->tables[1].where = 1;  // alt drawn as main
         CHECK(pc_check_step(st, &want[5], j, err, sizeof err) > 0);
     }
-    const char *bad = "<html><head><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\">"
-                      "</head><body><section class=\"step\" data-step=\"1\"><img src=\"https://example.com/a.png\">"
-                      "</section></body></html>";
+    const char *bad =
+        "<html><head><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\">"
+        "</head><body><section class=\"step\" data-step=\"1\"><img "
+        "src=\"https://example.com/a.png\">"
+        "</section></body></html>";
     PcPage pb;
     CHECK(pc_parse(&pb, bad, err, sizeof err));
     CHECK(pc_check_offline(&pb, bad, err, sizeof err) > 0);
@@ -349,13 +371,18 @@ static void html_examples_page_matches_json(void) {
     // the numbers themselves, against the worked example (test_lab.c has the forward ones): the
     // lesson's T = 3 example without a mask first, then with the causal mask
     char buf[64];
-    pc_format(buf, sizeof buf, cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.weights_nomask_scaled"), 0), 1));
+    pc_format(
+        buf, sizeof buf,
+        cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.weights_nomask_scaled"), 0), 1));
     CHECK(strcmp(buf, "0.197776") == 0);
-    pc_format(buf, sizeof buf, cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.out_nomask_scaled"), 0), 0));
+    pc_format(buf, sizeof buf,
+              cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.out_nomask_scaled"), 0), 0));
     CHECK(strcmp(buf, "6.016681") == 0);
-    pc_format(buf, sizeof buf, cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.weights_scaled"), 1), 0));
+    pc_format(buf, sizeof buf,
+              cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.weights_scaled"), 1), 0));
     CHECK(strcmp(buf, "0.330238") == 0);
-    pc_format(buf, sizeof buf, cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.masked_scaled"), 0), 1));
+    pc_format(buf, sizeof buf,
+              cJSON_GetArrayItem(cJSON_GetArrayItem(pc_json_get(j, "t3.masked_scaled"), 0), 1));
     CHECK(strcmp(buf, "-inf") == 0);
     cJSON_Delete(j);
     lab_arrays_free(&s);
@@ -375,10 +402,19 @@ static void html_exercise_page_matches_json(void) {
         check_page(p, j, want, n);
         html_page_free(p);
         // the exercise's original JSON keys come first, in their order
-        static const char *const first[] = {"Q", "K", "V", "scores", "weights_scaled", "weights_unscaled",
-                                            "rowmax_scaled", "rowmax_unscaled", "entropy_scaled", "entropy_unscaled"};
+        static const char *const first[] = {"Q",
+                                            "K",
+                                            "V",
+                                            "scores",
+                                            "weights_scaled",
+                                            "weights_unscaled",
+                                            "rowmax_scaled",
+                                            "rowmax_unscaled",
+                                            "entropy_scaled",
+                                            "entropy_unscaled"};
         const cJSON *it = j->child;
-        for (int k = 0; k < 10; k++, it = it ? it->next : NULL) CHECK(it && strcmp(it->string, first[k]) == 0);
+        for (int k = 0; k < 10; k++, it = it ? it->next : NULL)
+            CHECK(it && strcmp(it->string, first[k]) == 0);
         cJSON_Delete(j);
         lab_arrays_free(&s);
         lab_exercise_free(&e);
@@ -390,8 +426,8 @@ static void html_exercise_page_matches_json(void) {
 
 // L = sum(dO * O) with O = lab_attention(Q, K, V): the loss whose gradient lab_attention_backward
 // computes for upstream dO.
-static double loss_of(const real *Q, const real *K, const real *V, const real *dout, int T, int dk, real scale,
-                      int causal) {
+static double loss_of(const real *Q, const real *K, const real *V, const real *dout, int T, int dk,
+                      real scale, int causal) {
     real out[64], w[64], sc[64];
     lab_attention(out, w, sc, Q, T, K, V, T, dk, scale, causal);
     double L = 0.0;
@@ -399,8 +435,8 @@ static double loss_of(const real *Q, const real *K, const real *V, const real *d
     return L;
 }
 
-static void check_backward(const real *Q0, const real *K0, const real *V0, const real *dout, int T, int dk, real scale,
-                           int causal) {
+static void check_backward(const real *Q0, const real *K0, const real *V0, const real *dout, int T,
+                           int dk, real scale, int causal) {
     real Q[64], K[64], V[64], out[64], P[64], sc[64];
     memcpy(Q, Q0, sizeof(real) * T * dk);
     memcpy(K, K0, sizeof(real) * T * dk);
@@ -421,8 +457,9 @@ static void check_backward(const real *Q0, const real *K0, const real *V0, const
             double lm = loss_of(Q, K, V, dout, T, dk, scale, causal);
             mats[m][i] = orig;
             double fd = (lp - lm) / (2 * h);
-            CHECK_MSG(fabs(fd - grads[m][i]) <= tol * fmax(1.0, fabs(fd)), "%c[%d]: backward %.9g, differences %.9g",
-                      "QKV"[m], i, (double)grads[m][i], fd);
+            CHECK_MSG(fabs(fd - grads[m][i]) <= tol * fmax(1.0, fabs(fd)),
+                      "%c[%d]: backward %.9g, differences %.9g", "QKV"[m], i, (double)grads[m][i],
+                      fd);
         }
     // the page's dS and the kernel's dQ tell one story: dQ = scale * dS K; each row of dS sums to 0
     for (int t = 0; t < T; t++) {
@@ -441,7 +478,8 @@ static void check_backward(const real *Q0, const real *K0, const real *V0, const
 }
 
 static void lab_backward_matches_finite_differences(void) {
-    static const real Q3[] = {1, 0, 0, 1, 1, 1}, V3[] = {10, 0, 0, 10, 5, 5}, dO3[] = {1, -1, 1, -1, 1, -1};
+    static const real Q3[] = {1, 0, 0, 1, 1, 1}, V3[] = {10, 0, 0, 10, 5, 5},
+                      dO3[] = {1, -1, 1, -1, 1, -1};
     for (int causal = 0; causal <= 1; causal++) {
         check_backward(Q3, Q3, V3, dO3, 3, 2, (real)(1.0 / sqrt(2.0)), causal);
         check_backward(Q3, Q3, V3, dO3, 3, 2, 1, causal);
@@ -454,15 +492,15 @@ static void lab_backward_matches_finite_differences(void) {
     lab_randn(K, 12, &r);
     lab_randn(V, 12, &r);
     lab_randn(dO, 12, &r);
-    for (int causal = 0; causal <= 1; causal++) check_backward(Q, K, V, dO, 4, 3, (real)(1.0 / sqrt(3.0)), causal);
+    for (int causal = 0; causal <= 1; causal++)
+        check_backward(Q, K, V, dO, 4, 3, (real)(1.0 / sqrt(3.0)), causal);
     // the exercise stores the same backward for dO drawn after V
     LabExercise e;
     CHECK(lab_exercise_run(&e, 5, 4, 3, 1));
     for (int i = 0; i < 12; i++) CHECK(e.dout[i] == dO[i] && e.Q[i] == Q[i]);
     LabBackward g;
     lab_backward_alloc(&g, 4, 3);
-    lab_attention_backward(&g, dO, e.weights_scaled, Q, K, V, 4, 3,
-                           (real)(1.0 / sqrt(3.0)), 1);
+    lab_attention_backward(&g, dO, e.weights_scaled, Q, K, V, 4, 3, (real)(1.0 / sqrt(3.0)), 1);
     CHECK(memcmp(g.dQ, e.grad_scaled.dQ, sizeof(real) * 12) == 0);
     CHECK(memcmp(g.dS, e.grad_scaled.dS, sizeof(real) * 16) == 0);
     lab_backward_free(&g);
@@ -483,7 +521,8 @@ static void rows_in_terminal(const cJSON *j, const char *key, const char *text) 
         size_t n = 0;
         for (const cJSON *x = row->child; x; x = x->next)
             n += (size_t)snprintf(line + n, sizeof line - n, " %10.6f", x->valuedouble);
-        CHECK_MSG(strstr(text, line) != NULL, "%s: row \"%s\" is not in the terminal output", key, line);
+        CHECK_MSG(strstr(text, line) != NULL, "%s: row \"%s\" is not in the terminal output", key,
+                  line);
     }
 }
 
@@ -495,13 +534,23 @@ static void lab_pages_same_digits_as_terminal(void) {
     cJSON *j = cJSON_Parse(g_hout);
     CHECK(j != NULL);
     if (j) {
-        static const char *const keys[] = {"t3.Q", "t3.V", "t3.scores", "t3.weights_scaled", "t3.weights_unscaled",
-                                           "t3.out_scaled", "t3.out_unscaled", "t3.weights_nomask_scaled",
-                                           "t3.weights_nomask_unscaled", "t3.out_nomask_scaled",
-                                           "t3.out_nomask_unscaled", "one_query.weights_scaled",
-                                           "one_query.weights_unscaled", "one_query.out_scaled",
+        static const char *const keys[] = {"t3.Q",
+                                           "t3.V",
+                                           "t3.scores",
+                                           "t3.weights_scaled",
+                                           "t3.weights_unscaled",
+                                           "t3.out_scaled",
+                                           "t3.out_unscaled",
+                                           "t3.weights_nomask_scaled",
+                                           "t3.weights_nomask_unscaled",
+                                           "t3.out_nomask_scaled",
+                                           "t3.out_nomask_unscaled",
+                                           "one_query.weights_scaled",
+                                           "one_query.weights_unscaled",
+                                           "one_query.out_scaled",
                                            "one_query.out_unscaled"};
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) rows_in_terminal(j, keys[k], text);
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            rows_in_terminal(j, keys[k], text);
     }
     cJSON_Delete(j);
     free(text);
@@ -511,15 +560,19 @@ static void lab_pages_same_digits_as_terminal(void) {
     j = cJSON_Parse(g_hout);
     CHECK(j != NULL);
     if (j) {
-        static const char *const keys[] = {"Q", "K", "V", "scores", "weights_scaled", "weights_unscaled"};
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) rows_in_terminal(j, keys[k], text);
+        static const char *const keys[] = {
+            "Q", "K", "V", "scores", "weights_scaled", "weights_unscaled"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            rows_in_terminal(j, keys[k], text);
         // the row table: max and entropy, scaled and unscaled
         const cJSON *ms = pc_json_get(j, "rowmax_scaled"), *mu = pc_json_get(j, "rowmax_unscaled");
-        const cJSON *hs = pc_json_get(j, "entropy_scaled"), *hu = pc_json_get(j, "entropy_unscaled");
+        const cJSON *hs = pc_json_get(j, "entropy_scaled"),
+                    *hu = pc_json_get(j, "entropy_unscaled");
         for (int t = 0; t < cJSON_GetArraySize(ms); t++) {
             char line[256];
-            snprintf(line, sizeof line, "%-5d  %12.6f  %12.6f  %14.6f  %14.6f", t, cJSON_GetArrayItem(ms, t)->valuedouble,
-                     cJSON_GetArrayItem(mu, t)->valuedouble, cJSON_GetArrayItem(hs, t)->valuedouble,
+            snprintf(line, sizeof line, "%-5d  %12.6f  %12.6f  %14.6f  %14.6f", t,
+                     cJSON_GetArrayItem(ms, t)->valuedouble, cJSON_GetArrayItem(mu, t)->valuedouble,
+                     cJSON_GetArrayItem(hs, t)->valuedouble,
                      cJSON_GetArrayItem(hu, t)->valuedouble);
             CHECK_MSG(strstr(text, line) != NULL, "row \"%s\" is not in the terminal output", line);
         }
@@ -531,7 +584,8 @@ static void lab_pages_same_digits_as_terminal(void) {
 
 // `./lab CMD --html DIR/NAME` writes the page (saying "wrote ... STEPS") and leaves the terminal
 // output exactly as `./lab CMD` prints it; returns the page's text (path receives its path).
-static char *page_beside_terminal(const char *cmd, const char *name, const char *steps, char *path, size_t pathlen) {
+static char *page_beside_terminal(const char *cmd, const char *name, const char *steps, char *path,
+                                  size_t pathlen) {
     CHECK(run("./lab %s", cmd) == 0);
     char *plain = strdup(g_hout);
     CHECK(run("./lab %s --html %s/%s", cmd, g_hdir, name) == 0);
@@ -567,8 +621,10 @@ static void lab_html_command_line(void) {
     }
     free(html);
     // usage errors: exit 2, one line naming the option; a file that cannot be written: exit 1
-    CHECK(run("./lab examples --html") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--html"));
-    CHECK(run("./lab examples --html=") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--html"));
+    CHECK(run("./lab examples --html") == 2 && count(g_herr, "\n") == 1 &&
+          strstr(g_herr, "--html"));
+    CHECK(run("./lab examples --html=") == 2 && count(g_herr, "\n") == 1 &&
+          strstr(g_herr, "--html"));
     CHECK(run("./lab exercise --T 40 --html %s/big.html", g_hdir) == 2 && strstr(g_herr, "--T"));
     CHECK(access(path, F_OK) == 0);
     snprintf(path, sizeof path, "%s/big.html", g_hdir);
@@ -616,34 +672,40 @@ static void html_mistakes_page_matches_json(void) {
             *q = ' ';
             memmove(q + 1, q + 3, strlen(q + 3) + 1);
         }
-        CHECK_MSG(strstr(pg.steps[i].caption, reading) != NULL, "step %d lacks \"%s\": %s", i + 1, reading,
-                  pg.steps[i].caption);
+        CHECK_MSG(strstr(pg.steps[i].caption, reading) != NULL, "step %d lacks \"%s\": %s", i + 1,
+                  reading, pg.steps[i].caption);
     }
     if (pg.n_steps == LAB_MISTAKES) {
         // mask with 0: S before the mask beside S after it, so that what the mask replaced shows:
         // S[0][2] was 0.707107 and became 0, S[0][1] was 0 already; three weights on the future
         // wrong (their rows still sum to 1); S's zeros wrong
-        const PcTable *S0 = &pg.steps[2].tables[0], *S = &pg.steps[2].tables[1], *P = &pg.steps[2].tables[2];
-        CHECK(strcmp(S0->key, "cases.2.scores_unmasked") == 0 && strcmp(S0->cells[2], "0.707107") == 0 &&
-              strcmp(S0->cells[1], "0.000000") == 0);
-        CHECK(strcmp(S->key, "cases.2.scores") == 0 && strcmp(S->cells[1], "0.000000") == 0 && strchr(S->marks[1], 'w') &&
-              strcmp(S->cells[2], "0.000000") == 0);
+        const PcTable *S0 = &pg.steps[2].tables[0], *S = &pg.steps[2].tables[1],
+                      *P = &pg.steps[2].tables[2];
+        CHECK(strcmp(S0->key, "cases.2.scores_unmasked") == 0 &&
+              strcmp(S0->cells[2], "0.707107") == 0 && strcmp(S0->cells[1], "0.000000") == 0);
+        CHECK(strcmp(S->key, "cases.2.scores") == 0 && strcmp(S->cells[1], "0.000000") == 0 &&
+              strchr(S->marks[1], 'w') && strcmp(S->cells[2], "0.000000") == 0);
         int wrong = 0;
         for (int i = 0; i < P->n_cells; i++) wrong += strchr(P->marks[i], 'w') != NULL;
         CHECK(wrong == 3 && P->n_extra == 1 && !strchr(P->extra_marks[0], 'w'));
-        // softmax over queries: every row sum wrong, no weight on the future; the correct one: -inf greyed
+        // softmax over queries: every row sum wrong, no weight on the future; the correct one: -inf
+        // greyed
         P = &pg.steps[3].tables[2];
-        CHECK(strchr(P->extra_marks[0], 'w') && strchr(P->extra_marks[1], 'w') && strchr(P->extra_marks[2], 'w'));
-        CHECK(strcmp(pg.steps[0].tables[1].cells[1], "-inf") == 0 && strchr(pg.steps[0].tables[1].marks[1], 'm'));
+        CHECK(strchr(P->extra_marks[0], 'w') && strchr(P->extra_marks[1], 'w') &&
+              strchr(P->extra_marks[2], 'w'));
+        CHECK(strcmp(pg.steps[0].tables[1].cells[1], "-inf") == 0 &&
+              strchr(pg.steps[0].tables[1].marks[1], 'm'));
         // no mask: the lesson's first example, its weights on the future wrong
         P = &pg.steps[4].tables[2];
-        CHECK(strcmp(P->key, "cases.4.weights") == 0 && strcmp(P->cells[0], "0.401112") == 0 && strchr(P->marks[1], 'w'));
+        CHECK(strcmp(P->key, "cases.4.weights") == 0 && strcmp(P->cells[0], "0.401112") == 0 &&
+              strchr(P->marks[1], 'w'));
         // the column sums, a vector drawn as one row
         const PcTable *cs = &pg.steps[3].tables[3];
         CHECK(cs->rows == 1 && cs->cols == 3 && strcmp(cs->cells[2], "1.000000") == 0);
         // the checker notices a mark taken away
         pg.steps[2].tables[2].marks[1][0] = 0;
-        CHECK(pc_check_mistake_marks(&pg.steps[2], j, err, sizeof err) > 0 && strstr(err, "cases.2.weights[0][1]"));
+        CHECK(pc_check_mistake_marks(&pg.steps[2], j, err, sizeof err) > 0 &&
+              strstr(err, "cases.2.weights[0][1]"));
     }
     pc_free(&pg);
     free(html);
@@ -663,7 +725,8 @@ static void lab_mistakes_html_command_line(void) {
         pc_free(&pg);
     }
     free(html);
-    CHECK(run("./lab mistakes --html") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--html"));
+    CHECK(run("./lab mistakes --html") == 2 && count(g_herr, "\n") == 1 &&
+          strstr(g_herr, "--html"));
     cleanup();
 }
 
@@ -693,17 +756,19 @@ static void html_online_page_matches_json(void) {
         step++;  // the scores
         for (int b = 0; b < o[k].n_blocks; b++, step++) {
             lab_online_block_reading(reading, sizeof reading, &o[k], b);
-            CHECK_MSG(strstr(pg.steps[step].caption, reading) != NULL, "step %d lacks \"%s\"", step + 1, reading);
+            CHECK_MSG(strstr(pg.steps[step].caption, reading) != NULL, "step %d lacks \"%s\"",
+                      step + 1, reading);
             // the block's own columns of S are the ones highlighted
             const PcTable *S = &pg.steps[step].tables[0];
             for (int i = 0; i < S->n_cells; i++) {
                 int u = i % S->cols, in = u >= b * o[k].block && u < (b + 1) * o[k].block;
-                CHECK_MSG((strchr(S->marks[i], 'c') != NULL) == in, "step %d: S cell %d marked '%s'", step + 1, i,
-                          S->marks[i]);
+                CHECK_MSG((strchr(S->marks[i], 'c') != NULL) == in,
+                          "step %d: S cell %d marked '%s'", step + 1, i, S->marks[i]);
             }
         }
         lab_online_result_reading(reading, sizeof reading, &o[k]);
-        CHECK_MSG(strstr(pg.steps[step].caption, reading) != NULL, "step %d lacks \"%s\"", step + 1, reading);
+        CHECK_MSG(strstr(pg.steps[step].caption, reading) != NULL, "step %d lacks \"%s\"", step + 1,
+                  reading);
         step++;
     }
     // the first block starts from m = -inf (null in the JSON, "-inf" on the page)
@@ -713,8 +778,8 @@ static void html_online_page_matches_json(void) {
           strcmp(pg.steps[1].tables[2].cells[0], "-inf") == 0);
     // the switch: the sums without the rescaling, whose wrong row sums are marked
     const PcTable *wrong = pg.n_steps == n ? &pg.steps[3].tables[4] : NULL;
-    CHECK(wrong && strcmp(wrong->key, "t3.P_plain") == 0 && wrong->where == 2 && strchr(wrong->extra_marks[2], 'w') &&
-          !strchr(wrong->extra_marks[0], 'w'));
+    CHECK(wrong && strcmp(wrong->key, "t3.P_plain") == 0 && wrong->where == 2 &&
+          strchr(wrong->extra_marks[2], 'w') && !strchr(wrong->extra_marks[0], 'w'));
     pc_free(&pg);
     free(html);
     cJSON_Delete(j);
@@ -741,22 +806,29 @@ static void lab_online_html_command_line(void) {
     cJSON *j = cJSON_Parse(g_hout);
     CHECK(j != NULL);
     if (j) {
-        static const char *const keys[] = {"t3.scores", "t3.o1", "t3.o2", "t3.P_online", "t3.P", "t3.O_online",
-                                           "exercise.scores", "exercise.o3", "exercise.P_online", "exercise.O"};
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) rows_in_terminal(j, keys[k], text);
+        static const char *const keys[] = {
+            "t3.scores",   "t3.o1",           "t3.o2",       "t3.P_online",       "t3.P",
+            "t3.O_online", "exercise.scores", "exercise.o3", "exercise.P_online", "exercise.O"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            rows_in_terminal(j, keys[k], text);
         CHECK(pc_json_get(j, "exercise.block3") && !pc_json_get(j, "exercise.block4"));
     }
     cJSON_Delete(j);
     free(text);
-    CHECK(run("./lab online-softmax --block 1 --html %s/o1.html", g_hdir) == 0 && strstr(g_herr, "12 steps"));
+    CHECK(run("./lab online-softmax --block 1 --html %s/o1.html", g_hdir) == 0 &&
+          strstr(g_herr, "12 steps"));
     CHECK(run("./lab online-softmax --block 8 --json") == 0);
     j = cJSON_Parse(g_hout);
     CHECK(j && pc_json_get(j, "t3.block1") && !pc_json_get(j, "t3.block2"));
     cJSON_Delete(j);
-    CHECK(run("./lab online-softmax --block 0") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--block"));
-    CHECK(run("./lab online-softmax --block 9") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--block"));
-    CHECK(run("./lab online-softmax --html") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--html"));
-    CHECK(run("./lab online-softmax --causal") == 2 && count(g_herr, "\n") == 1 && strstr(g_herr, "--causal"));
+    CHECK(run("./lab online-softmax --block 0") == 2 && count(g_herr, "\n") == 1 &&
+          strstr(g_herr, "--block"));
+    CHECK(run("./lab online-softmax --block 9") == 2 && count(g_herr, "\n") == 1 &&
+          strstr(g_herr, "--block"));
+    CHECK(run("./lab online-softmax --html") == 2 && count(g_herr, "\n") == 1 &&
+          strstr(g_herr, "--html"));
+    CHECK(run("./lab online-softmax --causal") == 2 && count(g_herr, "\n") == 1 &&
+          strstr(g_herr, "--causal"));
     // the command list names it, with and without a command
     CHECK(run("./lab --help") == 0 && strstr(g_hout, "online-softmax"));
     // without a command: the menu on stdout, a line for it, nothing on stderr, exit 2 (no command)

@@ -35,14 +35,18 @@ static void test_induction_probe_is_a_sequence_twice(void) {
             int x = ind->x[b * 20 + t];
             letters_only &= v.chars[x] >= 'a' && v.chars[x] <= 'z';
             if (t >= 10) twice &= x == ind->x[b * 20 + t - 10];
-            if (t < 19) shifted &= ind->y[b * 20 + t] == ind->x[b * 20 + t + 1];
-            else shifted &= ind->y[b * 20 + t] == ind->x[b * 20];  // r[(t + 1) mod L] = r[0]
+            if (t < 19)
+                shifted &= ind->y[b * 20 + t] == ind->x[b * 20 + t + 1];
+            else
+                shifted &= ind->y[b * 20 + t] == ind->x[b * 20];  // r[(t + 1) mod L] = r[0]
             if (b > 0) rows_differ |= x != ind->x[t];
         }
     CHECK(letters_only && twice && shifted && rows_differ);
     // the same seed, the same probe; another seed, another
-    Induction *same = induction_new(&v, 1337, 3, 20, 2, 2), *other = induction_new(&v, 1338, 3, 20, 2, 2);
-    CHECK(memcmp(same->x, ind->x, 60 * sizeof(int)) == 0 && memcmp(same->y, ind->y, 60 * sizeof(int)) == 0);
+    Induction *same = induction_new(&v, 1337, 3, 20, 2, 2),
+              *other = induction_new(&v, 1338, 3, 20, 2, 2);
+    CHECK(memcmp(same->x, ind->x, 60 * sizeof(int)) == 0 &&
+          memcmp(same->y, ind->y, 60 * sizeof(int)) == 0);
     CHECK(memcmp(other->x, ind->x, 60 * sizeof(int)) != 0);
     induction_free(ind);
     induction_free(same);
@@ -70,7 +74,8 @@ static void test_induction_scores_of_known_heads(void) {
     real *att = calloc((size_t)B * NH * T * T, sizeof(real)), losses[B * T];
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
-            real *p0 = att + ((size_t)(b * NH + 0) * T + t) * T, *p1 = att + ((size_t)(b * NH + 1) * T + t) * T,
+            real *p0 = att + ((size_t)(b * NH + 0) * T + t) * T,
+                 *p1 = att + ((size_t)(b * NH + 1) * T + t) * T,
                  *p2 = att + ((size_t)(b * NH + 2) * T + t) * T;
             p0[t > 0 ? t - 1 : 0] = 1;
             for (int u = 0; u <= t; u++) p1[u] = t >= L ? (u == t - L + 1) : (real)(1.0 / (t + 1));
@@ -147,7 +152,9 @@ static void test_induction_measure_on_a_model(void) {
     // the two copies' losses average to about the forward's loss (the rows of r[0] aside)
     double first = 0, second = 0;
     for (int b = 0; b < 3; b++)
-        for (int t = 0; t < 5; t++) first += m.acts.losses[b * 12 + t] / 15.0, second += m.acts.losses[b * 12 + 6 + t] / 15.0;
+        for (int t = 0; t < 5; t++)
+            first += m.acts.losses[b * 12 + t] / 15.0,
+                second += m.acts.losses[b * 12 + 6 + t] / 15.0;
     CHECK_NEAR(ind->first_copy_loss, first, 1e-12);
     CHECK_NEAR(ind->second_copy_loss, second, 1e-12);
     CHECK(fabs(loss - 0.5 * (first + second)) < 0.5);
@@ -171,7 +178,8 @@ static void write_text(const char *dir, const char *name, const char *text) {
 }
 
 static void test_induction_report_reads_the_logs(void) {
-    if (access("tools/induction_report", X_OK) != 0) SKIP("tools/induction_report is not built (make test builds it)");
+    if (access("tools/induction_report", X_OK) != 0)
+        SKIP("tools/induction_report is not built (make test builds it)");
     char dir[] = "/tmp/tgpt_induction_XXXXXX", cmd[1024], out[4096] = "";
     CHECK(mkdtemp(dir) != NULL);
     snprintf(cmd, sizeof cmd, "mkdir -p %s/scale/sqrt %s/scale/none %s/onelayer", dir, dir, dir);
@@ -184,41 +192,63 @@ static void test_induction_report_reads_the_logs(void) {
     snprintf(path, sizeof path, "%s/scale/sqrt", dir);
     write_text(path, "metrics.csv", metrics);
     // the leading columns left out, as docs/induction/ keeps them; layer 0's 0.9 is not counted
-    write_text(path, "attention.csv", "step,layer,head,prev_token,induction\n"
-                                      "10,0,0,0.5,0.9\n10,0,1,0.1,0.0\n10,1,0,0.1,0.1\n10,1,1,0.1,0.3\n"
-                                      "20,0,0,0.6,0.0\n20,0,1,0.1,0.0\n20,1,0,0.1,0.1\n20,1,1,0.1,0.45\n"
-                                      "30,0,0,0.7,0.0\n30,0,1,0.1,0.0\n30,1,0,0.1,0.1\n30,1,1,0.1,0.8\n");
+    write_text(path, "attention.csv",
+               "step,layer,head,prev_token,induction\n"
+               "10,0,0,0.5,0.9\n10,0,1,0.1,0.0\n10,1,0,0.1,0.1\n10,1,1,0.1,0.3\n"
+               "20,0,0,0.6,0.0\n20,0,1,0.1,0.0\n20,1,0,0.1,0.1\n20,1,1,0.1,0.45\n"
+               "30,0,0,0.7,0.0\n30,0,1,0.1,0.0\n30,1,0,0.1,0.1\n30,1,1,0.1,0.8\n");
     snprintf(path, sizeof path, "%s/scale/none", dir);
     write_text(path, "metrics.csv", flat);
-    write_text(path, "attention.csv", "step,layer,head,prev_token,induction\n"
-                                      "10,0,0,0.2,0\n10,1,0,0.1,0.2\n20,0,0,0.3,0\n20,1,0,0.1,0.35\n30,0,0,0.4,0\n30,1,0,0.1,0.1\n");
+    write_text(path, "attention.csv",
+               "step,layer,head,prev_token,induction\n"
+               "10,0,0,0.2,0\n10,1,0,0.1,0.2\n20,0,0,0.3,0\n20,1,0,0.1,0.35\n30,0,0,0.4,0\n30,1,0,"
+               "0.1,0.1\n");
     snprintf(path, sizeof path, "%s/onelayer", dir);
     write_text(path, "metrics.csv", flat);
-    write_text(path, "attention.csv", "step,layer,head,prev_token,induction\n10,0,0,0.3,0.05\n20,0,0,0.4,0.5\n30,0,0,0.4,0.2\n");
+    write_text(
+        path, "attention.csv",
+        "step,layer,head,prev_token,induction\n10,0,0,0.3,0.05\n20,0,0,0.4,0.5\n30,0,0,0.4,0.2\n");
     snprintf(cmd, sizeof cmd, "./tools/induction_report %s 2>&1", dir);
     FILE *p = popen(cmd, "r");
     size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
     out[n] = 0;
     CHECK(p && pclose(p) == 0);
     static const char *const want[] = {
-        "threshold: 0.40\n", "sqrt passed: 1\n", "sqrt first step: 20\n", "sqrt final induction: 0.800 (layer 1 head 1, step 30)\n",
-        "sqrt final prev token: 0.700\n", "sqrt final second copy loss: 0.500\n", "sqrt final in context: -3.000 (step 30)\n",
-        "sqrt largest induction: 0.800\n", "sqrt lowest in context: -3.000\n", "none passed: 0\n", "none largest induction: 0.350\n",
-        "none lowest in context: -0.050\n", "onelayer passed: 1\n", "onelayer first step: 20\n", "onelayer final induction: 0.200 (layer 0",
+        "threshold: 0.40\n",
+        "sqrt passed: 1\n",
+        "sqrt first step: 20\n",
+        "sqrt final induction: 0.800 (layer 1 head 1, step 30)\n",
+        "sqrt final prev token: 0.700\n",
+        "sqrt final second copy loss: 0.500\n",
+        "sqrt final in context: -3.000 (step 30)\n",
+        "sqrt largest induction: 0.800\n",
+        "sqrt lowest in context: -3.000\n",
+        "none passed: 0\n",
+        "none largest induction: 0.350\n",
+        "none lowest in context: -0.050\n",
+        "onelayer passed: 1\n",
+        "onelayer first step: 20\n",
+        "onelayer final induction: 0.200 (layer 0",
     };
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) CHECK_MSG(strstr(out, want[i]), "no '%s' in:\n%s", want[i], out);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        CHECK_MSG(strstr(out, want[i]), "no '%s' in:\n%s", want[i], out);
     CHECK_MSG(!strstr(out, "none first step"), "%s", out);
     // --phase-step: the scaled run's first step; --threshold moves it
-    snprintf(cmd, sizeof cmd, "./tools/induction_report --phase-step %s/scale/sqrt && "
-                              "./tools/induction_report --threshold 0.25 --phase-step %s/scale/sqrt && "
-                              "./tools/induction_report --phase-step %s/scale/none", dir, dir, dir);
+    snprintf(cmd, sizeof cmd,
+             "./tools/induction_report --phase-step %s/scale/sqrt && "
+             "./tools/induction_report --threshold 0.25 --phase-step %s/scale/sqrt && "
+             "./tools/induction_report --phase-step %s/scale/none",
+             dir, dir, dir);
     p = popen(cmd, "r");
     n = p ? fread(out, 1, sizeof out - 1, p) : 0;
     out[n] = 0;
     CHECK(p && pclose(p) == 0);
     CHECK_MSG(strcmp(out, "20\n10\nnone\n") == 0, "%s", out);
     // the page: written, with the table's rows
-    snprintf(cmd, sizeof cmd, "./tools/induction_report --html %s/r.html %s > /dev/null && grep -c '<tr><td>' %s/r.html", dir, dir, dir);
+    snprintf(
+        cmd, sizeof cmd,
+        "./tools/induction_report --html %s/r.html %s > /dev/null && grep -c '<tr><td>' %s/r.html",
+        dir, dir, dir);
     p = popen(cmd, "r");
     n = p ? fread(out, 1, sizeof out - 1, p) : 0;
     out[n] = 0;
@@ -235,12 +265,14 @@ static void test_induction_mix_text(void) {
     const char *text = "the cat sat.\ncopy: abc | abc\nrev: ab > ba\n(a b)\n";
     char big[4000];
     size_t nb = 0;
-    for (int i = 0; i < 60; i++) nb += (size_t)snprintf(big + nb, sizeof big - nb, "line %d here\n", i);
+    for (int i = 0; i < 60; i++)
+        nb += (size_t)snprintf(big + nb, sizeof big - nb, "line %d here\n", i);
     size_t n = 0;
     char *same = induction_mix_text(text, strlen(text), 0, 7, &n);
     CHECK(n == strlen(text) && strcmp(same, text) == 0);
     free(same);
-    char *mix = induction_mix_text(big, nb, 50, 7, &n), *again = induction_mix_text(big, nb, 50, 7, &n);
+    char *mix = induction_mix_text(big, nb, 50, 7, &n),
+         *again = induction_mix_text(big, nb, 50, 7, &n);
     size_t n2 = 0;
     char *other = induction_mix_text(big, nb, 50, 8, &n2);
     CHECK(strcmp(mix, again) == 0 && strlen(mix) == n && strcmp(mix, other) != 0);
@@ -252,17 +284,21 @@ static void test_induction_mix_text(void) {
         int len = (int)(end - line);
         char want[32];
         snprintf(want, sizeof want, "line %d here", next);
-        if (len == (int)strlen(want) && strncmp(line, want, (size_t)len) == 0) next++;
+        if (len == (int)strlen(want) && strncmp(line, want, (size_t)len) == 0)
+            next++;
         else {
-            int ok = len % 2 == 0 && len >= 12 && len <= 32 && strncmp(line, line + len / 2, (size_t)len / 2) == 0;
+            int ok = len % 2 == 0 && len >= 12 && len <= 32 &&
+                     strncmp(line, line + len / 2, (size_t)len / 2) == 0;
             for (int i = 0; i < len; i++) ok &= line[i] >= 'a' && line[i] <= 'z';
             repeated += ok;
             bad += !ok;
         }
         line = end + 1;
     }
-    CHECK_MSG(next == 60 && bad == 0, "%d of 60 lines of the text in order, %d lines neither", next, bad);
-    CHECK_MSG(repeated >= 35 && repeated <= 95, "%d repeated lines beside 60 (about 60 expected)", repeated);
+    CHECK_MSG(next == 60 && bad == 0, "%d of 60 lines of the text in order, %d lines neither", next,
+              bad);
+    CHECK_MSG(repeated >= 35 && repeated <= 95, "%d repeated lines beside 60 (about 60 expected)",
+              repeated);
     free(mix), free(again), free(other);
 }
 

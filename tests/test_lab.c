@@ -1,5 +1,5 @@
-// tests/test_lab.c: the computations behind ./lab (teach/lab_core.c): the course's worked examples, the
-// causal mask, the NumPy-seeded exercise, the softmax VJP against its Jacobian and finite
+// tests/test_lab.c: the computations behind ./lab (teach/lab_core.c): the course's worked examples,
+// the causal mask, the NumPy-seeded exercise, the softmax VJP against its Jacobian and finite
 // differences, and the whole-model gradient check (gradcheck_model), which must pass in float64
 // for both attention scales and both inits and must fail when the softmax backward is broken.
 // Tolerances: 1e-6 on printed numbers in float64, 1e-5 in float32. The gradcheck_* tests are the
@@ -46,7 +46,8 @@ static void lab_example_t3_unscaled_more_peaked(void) {
     lab_attention(out, ws, s, EX_Q, 3, EX_Q, EX_V, 3, 2, (real)(1.0 / sqrt(2.0)), 0);
     lab_attention(out, wu, s, EX_Q, 3, EX_Q, EX_V, 3, 2, 1, 0);
     CHECK_NEAR(wu[0], exp(1.0) / (2 * exp(1.0) + 1), TOL);
-    CHECK_NEAR(out[0], 10 * exp(1.0) / (2 * exp(1.0) + 1) + 5 * exp(1.0) / (2 * exp(1.0) + 1), 1e-4);
+    CHECK_NEAR(out[0], 10 * exp(1.0) / (2 * exp(1.0) + 1) + 5 * exp(1.0) / (2 * exp(1.0) + 1),
+               1e-4);
     for (int t = 0; t < 3; t++) {
         double mu = 0, ms = 0;
         for (int u = 0; u < 3; u++) {
@@ -154,7 +155,8 @@ static void lab_exercise_causal(void) {
     for (int t = 0; t < 5; t++) {
         double ss = 0, su = 0;
         for (int u = 0; u < 5; u++) {
-            if (u > t) CHECK(e.weights_scaled[t * 5 + u] == 0 && e.weights_unscaled[t * 5 + u] == 0);
+            if (u > t)
+                CHECK(e.weights_scaled[t * 5 + u] == 0 && e.weights_unscaled[t * 5 + u] == 0);
             ss += e.weights_scaled[t * 5 + u];
             su += e.weights_unscaled[t * 5 + u];
         }
@@ -239,7 +241,7 @@ static void lab_softmax_saturation(void) {
         CHECK(r.vjp_norm < prev.vjp_norm);
         prev = r;
     }
-    CHECK(prev.vjp_norm < 1e-6);   // saturated at factor 32: the gradient has vanished
+    CHECK(prev.vjp_norm < 1e-6);  // saturated at factor 32: the gradient has vanished
     CHECK(prev.jac_frob < 1e-6);
 }
 
@@ -260,18 +262,20 @@ static void tiny_model(GPT *m, int init, int sqrt_scale, int *x, int *y) {
 }
 
 // Run the check and require every tensor to pass (none too small) below tol.
-static void expect_pass_with(int init, int sqrt_scale, double tol, AttnMask mask, SoftmaxAxis axis, int window) {
+static void expect_pass_with(int init, int sqrt_scale, double tol, AttnMask mask, SoftmaxAxis axis,
+                             int window) {
     GPT m;
     int x[64], y[64];
     tiny_model(&m, init, sqrt_scale, x, y);
-    set_attention(&m, (AttnSetup){{m.attn.scale, mask, axis, window, NULL}, &attention_engine, MODEL_ENGINE});
+    set_attention(
+        &m, (AttnSetup){{m.attn.scale, mask, axis, window, NULL}, &attention_engine, MODEL_ENGINE});
     GradcheckRow *rows = calloc((size_t)m.n_tensors, sizeof *rows);
     int failed = gradcheck_model(&m, x, y, GRADCHECK_TINY_BATCH, m.dims.block_size, 0, 1, rows);
     CHECK(failed == 0);
     CHECK(m.n_tensors == 2 + 10 * m.dims.n_layer + 2);
     for (int i = 0; i < m.n_tensors; i++) {
-        CHECK_MSG(rows[i].status == GRADCHECK_PASS && rows[i].rel_err < tol, "%s: rel err %.3e, status %d",
-                  rows[i].name, rows[i].rel_err, rows[i].status);
+        CHECK_MSG(rows[i].status == GRADCHECK_PASS && rows[i].rel_err < tol,
+                  "%s: rel err %.3e, status %d", rows[i].name, rows[i].rel_err, rows[i].status);
         CHECK(rows[i].checked == rows[i].size);
         CHECK(rows[i].max_grad > 0);
     }
@@ -279,7 +283,9 @@ static void expect_pass_with(int init, int sqrt_scale, double tol, AttnMask mask
     gpt_free(&m);
 }
 
-static void expect_pass(int init, int sqrt_scale, double tol) { expect_pass_with(init, sqrt_scale, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0); }
+static void expect_pass(int init, int sqrt_scale, double tol) {
+    expect_pass_with(init, sqrt_scale, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0);
+}
 
 // The mistakes' hand-written backward passes, through the whole model (the definition trains them).
 static void gradcheck_model_mistakes(void) {
@@ -296,7 +302,8 @@ static void gradcheck_model_window(void) {
     expect_pass_with(INIT_FAN_IN, 1, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 2);
     expect_pass_with(INIT_FAN_IN, 0, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 3);
     expect_pass_with(INIT_FAN_IN, 1, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_QUERIES, 2);
-    if (sizeof(real) == 8) expect_pass_with(INIT_GPT2, 1, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 2);
+    if (sizeof(real) == 8)
+        expect_pass_with(INIT_GPT2, 1, tol, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 2);
 }
 
 // QK-norm (LayerNorm and RMSNorm of each head's q and k, with their gains and biases) through
@@ -310,9 +317,11 @@ static void expect_qk_pass(int init, QkNorm kind, const AttentionImpl *impl, dou
     gradcheck_tiny_dims(&d);
     d.qk_norm = kind;
     int x[64], y[64];
-    gpt_build(&m, &d, attention_causal((real)(1.0 / sqrt((double)(d.n_embd / d.n_head)))), GRADCHECK_TINY_BATCH,
-              d.block_size);
-    set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL}, impl, MODEL_ENGINE});
+    gpt_build(&m, &d, attention_causal((real)(1.0 / sqrt((double)(d.n_embd / d.n_head)))),
+              GRADCHECK_TINY_BATCH, d.block_size);
+    set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, 0, NULL},
+                                  impl,
+                                  MODEL_ENGINE});
     Rng r;
     rng_seed(&r, 1337);
     gpt_init(&m, init, &r);
@@ -321,8 +330,12 @@ static void expect_qk_pass(int init, QkNorm kind, const AttentionImpl *impl, dou
         LayerParams *P = &m.p.layers[l];
         int hd = d.n_embd / d.n_head;
         for (int i = 0; i < hd; i++) {
-            P->q_norm_w[i] = (real)(1 + 0.1 * i); P->k_norm_w[i] = (real)(1 - 0.05 * i);
-            if (P->q_norm_b) { P->q_norm_b[i] = (real)(0.02 * i); P->k_norm_b[i] = (real)(-0.03 * i); }
+            P->q_norm_w[i] = (real)(1 + 0.1 * i);
+            P->k_norm_w[i] = (real)(1 - 0.05 * i);
+            if (P->q_norm_b) {
+                P->q_norm_b[i] = (real)(0.02 * i);
+                P->k_norm_b[i] = (real)(-0.03 * i);
+            }
         }
     }
     gradcheck_tokens(x, y, GRADCHECK_TINY_BATCH, d.block_size, d.vocab_size, 42);
@@ -336,13 +349,16 @@ static void expect_qk_pass(int init, QkNorm kind, const AttentionImpl *impl, dou
         if (strstr(rows[i].name, "k_norm_b")) {
             // The keys' bias adds q . b to every score of a row, which the softmax cancels: its
             // gradient is exactly 0, so finite differences measure only rounding.
-            CHECK_MSG(rows[i].status != GRADCHECK_FAIL && rows[i].max_grad < (sizeof(real) == 8 ? 1e-12 : 1e-5),
-                      "%s: gradient %.3e, status %d (should vanish)", rows[i].name, rows[i].max_grad, rows[i].status);
+            CHECK_MSG(rows[i].status != GRADCHECK_FAIL &&
+                          rows[i].max_grad < (sizeof(real) == 8 ? 1e-12 : 1e-5),
+                      "%s: gradient %.3e, status %d (should vanish)", rows[i].name,
+                      rows[i].max_grad, rows[i].status);
             norms++;
             continue;
         }
-        CHECK_MSG(rows[i].status == GRADCHECK_PASS && rows[i].rel_err < tol, "%s (qk_norm %d, %s): rel err %.3e, status %d",
-                  rows[i].name, kind, impl->name, rows[i].rel_err, rows[i].status);
+        CHECK_MSG(rows[i].status == GRADCHECK_PASS && rows[i].rel_err < tol,
+                  "%s (qk_norm %d, %s): rel err %.3e, status %d", rows[i].name, kind, impl->name,
+                  rows[i].rel_err, rows[i].status);
         norms += strstr(rows[i].name, "_norm_") != NULL;
     }
     CHECK(norms == (kind == QK_NORM_LAYERNORM ? 4 : 2) * m.dims.n_layer);
@@ -365,8 +381,12 @@ static void gradcheck_model_gpt2_none(void) {
     if (sizeof(real) != 8) SKIP("the gpt2 init's wq/wk gradients (~1e-5) need the float64 build");
     expect_pass(INIT_GPT2, 0, 1e-6);
 }
-static void gradcheck_model_fan_in_sqrt(void) { expect_pass(INIT_FAN_IN, 1, sizeof(real) == 8 ? 1e-6 : 5e-2); }
-static void gradcheck_model_fan_in_none(void) { expect_pass(INIT_FAN_IN, 0, sizeof(real) == 8 ? 1e-6 : 5e-2); }
+static void gradcheck_model_fan_in_sqrt(void) {
+    expect_pass(INIT_FAN_IN, 1, sizeof(real) == 8 ? 1e-6 : 5e-2);
+}
+static void gradcheck_model_fan_in_none(void) {
+    expect_pass(INIT_FAN_IN, 0, sizeof(real) == 8 ? 1e-6 : 5e-2);
+}
 
 // With the "- rowsum(dP * P)" term dropped, wq and wk of every layer must fail clearly.
 static void expect_broken_caught(int init) {
@@ -385,8 +405,8 @@ static void expect_broken_caught(int init) {
             int ti = gpt_find_tensor(&m, name);
             CHECK(ti >= 0);
             if (ti < 0) continue;
-            CHECK_MSG(rows[ti].status == GRADCHECK_FAIL && rows[ti].rel_err > 0.2, "%s: rel err %.3e, status %d",
-                      name, rows[ti].rel_err, rows[ti].status);
+            CHECK_MSG(rows[ti].status == GRADCHECK_FAIL && rows[ti].rel_err > 0.2,
+                      "%s: rel err %.3e, status %d", name, rows[ti].rel_err, rows[ti].status);
         }
     }
     // the value path does not go through the softmax backward: the last layer's wv is still right
@@ -447,14 +467,18 @@ static void lab_mistakes_match_formulas(void) {
         double scale = c[k].spec.scale, S[9], P[9];
         for (int t = 0; t < 3; t++)
             for (int u = 0; u < 3; u++) {
-                double dot = LAB_T3_Q[t * 2] * LAB_T3_Q[u * 2] + LAB_T3_Q[t * 2 + 1] * LAB_T3_Q[u * 2 + 1];
-                S[t * 3 + u] = u > t && c[k].spec.mask != ATTN_MASK_NONE ? (c[k].spec.mask == ATTN_MASK_ZERO ? 0 : -INFINITY)
-                                                                         : scale * dot;
-                CHECK_NEAR(c[k].scores_unmasked[t * 3 + u], scale * dot, 1e-6);  // what the mask replaced
+                double dot =
+                    LAB_T3_Q[t * 2] * LAB_T3_Q[u * 2] + LAB_T3_Q[t * 2 + 1] * LAB_T3_Q[u * 2 + 1];
+                S[t * 3 + u] = u > t && c[k].spec.mask != ATTN_MASK_NONE
+                                   ? (c[k].spec.mask == ATTN_MASK_ZERO ? 0 : -INFINITY)
+                                   : scale * dot;
+                CHECK_NEAR(c[k].scores_unmasked[t * 3 + u], scale * dot,
+                           1e-6);  // what the mask replaced
             }
         for (int a = 0; a < 3; a++) {  // a row (softmax over keys) or a column (over queries)
             double z = 0;
-            for (int b = 0; b < 3; b++) z += exp(c[k].spec.axis == SOFTMAX_OVER_KEYS ? S[a * 3 + b] : S[b * 3 + a]);
+            for (int b = 0; b < 3; b++)
+                z += exp(c[k].spec.axis == SOFTMAX_OVER_KEYS ? S[a * 3 + b] : S[b * 3 + a]);
             for (int b = 0; b < 3; b++) {
                 int idx = c[k].spec.axis == SOFTMAX_OVER_KEYS ? a * 3 + b : b * 3 + a;
                 P[idx] = exp(S[idx]) / z;
@@ -471,17 +495,21 @@ static void lab_mistakes_match_formulas(void) {
     // the symptoms the command marks: only "mask with 0" and "no mask" put weight on the future
     // (no mask: the lesson's unmasked example, row 0 = 0.401112 0.197776 0.401112); only the
     // softmax over queries leaves rows that do not sum to 1 (its columns do)
-    CHECK(!strcmp(c[2].name, "mask with 0") && c[2].future_weight[0] > 0.49 && c[2].future_weight[2] == 0);
-    CHECK(!strcmp(c[4].name, "no mask") && c[4].future_weight[0] > c[2].future_weight[0] && c[4].future_weight[2] == 0);
+    CHECK(!strcmp(c[2].name, "mask with 0") && c[2].future_weight[0] > 0.49 &&
+          c[2].future_weight[2] == 0);
+    CHECK(!strcmp(c[4].name, "no mask") && c[4].future_weight[0] > c[2].future_weight[0] &&
+          c[4].future_weight[2] == 0);
     CHECK_NEAR(c[4].weights[1], 0.197776, 1e-6);
     CHECK(c[0].future_weight[0] == 0 && c[1].future_weight[0] == 0 && c[3].future_weight[0] == 0);
     CHECK(fabs(c[3].row_sums[2] - 1) > 0.5 && fabs(c[3].col_sums[0] - 1) < 1e-6);
-    for (int k = 0; k < 3; k++) CHECK(fabs(c[k].row_sums[0] - 1) < 1e-6 && fabs(c[k].row_sums[2] - 1) < 1e-6);
+    for (int k = 0; k < 3; k++)
+        CHECK(fabs(c[k].row_sums[0] - 1) < 1e-6 && fabs(c[k].row_sums[2] - 1) < 1e-6);
 }
 
 // `lab mistakes --json` is valid JSON with the same numbers, so it can be checked against numpy.
 static void lab_mistakes_json(void) {
-    FILE *p = popen(sizeof(real) == 8 ? "./lab64 mistakes --json" : "./lab mistakes --json", "r");  // this build's numbers
+    FILE *p = popen(sizeof(real) == 8 ? "./lab64 mistakes --json" : "./lab mistakes --json",
+                    "r");  // this build's numbers
     CHECK(p != NULL);
     if (!p) return;
     static char buf[16384];
@@ -496,11 +524,13 @@ static void lab_mistakes_json(void) {
     LabMistake c[LAB_MISTAKES];
     lab_mistakes(c);
     for (int k = 0; k < LAB_MISTAKES && cJSON_IsArray(cases); k++) {
-        cJSON *item = cJSON_GetArrayItem(cases, k), *w = cJSON_GetObjectItemCaseSensitive(item, "weights");
+        cJSON *item = cJSON_GetArrayItem(cases, k),
+              *w = cJSON_GetObjectItemCaseSensitive(item, "weights");
         CHECK(cJSON_IsArray(w) && cJSON_GetArraySize(w) == 3);
         for (int t = 0; t < 3 && cJSON_IsArray(w); t++)
             for (int u = 0; u < 3; u++)
-                CHECK(cJSON_GetArrayItem(cJSON_GetArrayItem(w, t), u)->valuedouble == (double)c[k].weights[t * 3 + u]);
+                CHECK(cJSON_GetArrayItem(cJSON_GetArrayItem(w, t), u)->valuedouble ==
+                      (double)c[k].weights[t * 3 + u]);
     }
     cJSON_Delete(root);
 }
@@ -528,17 +558,20 @@ static void check_online(const LabOnline *o) {
                 for (int i = 0; i < d; i++) acc[i] += e * o->V[(size_t)u * d + i];
             }
             CHECK(o->m_new[j][t] == (real)m);  // a maximum is exact
-            CHECK(j == 0 ? isinf(o->m_old[j][t]) && o->m_old[j][t] < 0 : o->m_old[j][t] == o->m_new[j - 1][t]);
+            CHECK(j == 0 ? isinf(o->m_old[j][t]) && o->m_old[j][t] < 0
+                         : o->m_old[j][t] == o->m_new[j - 1][t]);
             CHECK(o->l_old[j][t] == (j ? o->l_new[j - 1][t] : 0));
             CHECK_NEAR(o->rescale[j][t], j ? exp((double)o->m_old[j][t] - m) : 0.0, tol);
             CHECK_NEAR(o->l_new[j][t], l, tol * l);
-            for (int i = 0; i < d; i++) CHECK_NEAR(o->o[j][(size_t)t * d + i], acc[i], tol * (1 + fabs(acc[i])) * 4);
+            for (int i = 0; i < d; i++)
+                CHECK_NEAR(o->o[j][(size_t)t * d + i], acc[i], tol * (1 + fabs(acc[i])) * 4);
         }
         double m = -INFINITY, l = 0.0;
         for (int u = 0; u < T; u++) m = s[u] > m ? s[u] : m;
         for (int u = 0; u < T; u++) l += exp((double)s[u] - m);
         CHECK_NEAR(o->L[t], m + log(l), tol * 4);
-        for (int u = 0; u < T; u++) CHECK_NEAR(o->P_online[(size_t)t * T + u], exp((double)s[u] - m) / l, tol);
+        for (int u = 0; u < T; u++)
+            CHECK_NEAR(o->P_online[(size_t)t * T + u], exp((double)s[u] - m) / l, tol);
         for (int i = 0; i < d; i++) {
             double x = 0.0;
             for (int u = 0; u < T; u++) x += exp((double)s[u] - m) / l * o->V[(size_t)u * d + i];
@@ -565,9 +598,10 @@ static void lab_online_softmax_blocks(void) {
     CHECK_NEAR(o[0].l_new[0][2], 2.0, TOL);
     CHECK_NEAR(o[0].rescale[1][2], exp(-1.0 / sqrt(2.0)), TOL);
     CHECK_NEAR(o[0].l_new[1][2], 2.0 * exp(-1.0 / sqrt(2.0)) + 1.0, TOL);
-    CHECK(o[0].rescale[1][0] == 1 && o[0].rescale[1][1] == 1);  // rows 0 and 1 already saw their maximum
-    // without the rescaling row 2 keeps l = 2 + 1: its weights sum to (2 exp(-1/sqrt(2)) + 1) / 3, the
-    // rows whose maximum never grew stay right
+    CHECK(o[0].rescale[1][0] == 1 &&
+          o[0].rescale[1][1] == 1);  // rows 0 and 1 already saw their maximum
+    // without the rescaling row 2 keeps l = 2 + 1: its weights sum to (2 exp(-1/sqrt(2)) + 1) / 3,
+    // the rows whose maximum never grew stay right
     CHECK_NEAR(o[0].l_plain[1][2], 3.0, TOL);
     CHECK_NEAR(o[0].plain_rowsum[2], (2.0 * exp(-1.0 / sqrt(2.0)) + 1.0) / 3.0, TOL);
     CHECK_NEAR(o[0].plain_rowsum[0], 1.0, TOL);
@@ -575,7 +609,8 @@ static void lab_online_softmax_blocks(void) {
     // the exercise's draw is `./lab exercise`'s
     LabExercise e;
     CHECK(lab_exercise_run(&e, 0, 5, 8, 0));
-    CHECK(memcmp(e.Q, o[1].Q, 40 * sizeof(real)) == 0 && memcmp(e.V, o[1].V, 40 * sizeof(real)) == 0);
+    CHECK(memcmp(e.Q, o[1].Q, 40 * sizeof(real)) == 0 &&
+          memcmp(e.V, o[1].V, 40 * sizeof(real)) == 0);
     for (int i = 0; i < 25; i++) CHECK_NEAR(o[1].P[i], e.weights_scaled[i], TOL);
     lab_exercise_free(&e);
     // sizes out of range are refused

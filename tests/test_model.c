@@ -38,7 +38,10 @@ static double train_pass(GPT *m, const int *x, const int *y, int B, int T) {
 }
 
 // ---- matmul ----
-typedef struct { int N, C, OC; real *inp, *w, *out, *R; } MatmulCtx;
+typedef struct {
+    int N, C, OC;
+    real *inp, *w, *out, *R;
+} MatmulCtx;
 static double matmul_loss(void *vc) {
     MatmulCtx *c = vc;
     matmul_forward(c->out, c->inp, c->w, c->N, c->C, c->OC);
@@ -48,17 +51,28 @@ static void gradcheck_matmul(void) {
     Rng rng;
     rng_seed(&rng, 1);
     MatmulCtx c = {7, 5, 9, NULL, NULL, NULL, NULL};
-    c.inp = randn_array(35, &rng, 1); c.w = randn_array(45, &rng, 1); c.out = zeros(63); c.R = randn_array(63, &rng, 1);
+    c.inp = randn_array(35, &rng, 1);
+    c.w = randn_array(45, &rng, 1);
+    c.out = zeros(63);
+    c.R = randn_array(63, &rng, 1);
     real *dinp = zeros(35), *dw = zeros(45);
     matmul_loss(&c);
     matmul_backward(dinp, dw, c.R, c.inp, c.w, c.N, c.C, c.OC);
     check_grad(matmul_loss, &c, c.inp, dinp, 35, "matmul dinp");
     check_grad(matmul_loss, &c, c.w, dw, 45, "matmul dweight");
-    free(c.inp); free(c.w); free(c.out); free(c.R); free(dinp); free(dw);
+    free(c.inp);
+    free(c.w);
+    free(c.out);
+    free(c.R);
+    free(dinp);
+    free(dw);
 }
 
 // ---- layernorm ----
-typedef struct { int N, C; real *inp, *w, *b, *out, *mean, *rstd, *R; } LnCtx;
+typedef struct {
+    int N, C;
+    real *inp, *w, *b, *out, *mean, *rstd, *R;
+} LnCtx;
 static double ln_loss(void *vc) {
     LnCtx *c = vc;
     layernorm_forward(c->out, c->mean, c->rstd, c->inp, c->w, c->b, c->N, c->C);
@@ -69,23 +83,43 @@ static void gradcheck_layernorm(void) {
     rng_seed(&rng, 2);
     LnCtx c = {4, 6, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t n = 24;
-    c.inp = randn_array(n, &rng, 1); c.w = randn_array(6, &rng, 1); c.b = randn_array(6, &rng, 1);
-    c.out = zeros(n); c.mean = zeros(4); c.rstd = zeros(4); c.R = randn_array(n, &rng, 1);
+    c.inp = randn_array(n, &rng, 1);
+    c.w = randn_array(6, &rng, 1);
+    c.b = randn_array(6, &rng, 1);
+    c.out = zeros(n);
+    c.mean = zeros(4);
+    c.rstd = zeros(4);
+    c.R = randn_array(n, &rng, 1);
     real *dinp = zeros(n), *dw = zeros(6), *db = zeros(6);
     ln_loss(&c);
     layernorm_backward(dinp, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
     check_grad(ln_loss, &c, c.inp, dinp, n, "layernorm dinp");
     check_grad(ln_loss, &c, c.w, dw, 6, "layernorm dweight");
     check_grad(ln_loss, &c, c.b, db, 6, "layernorm dbias");
-    free(c.inp); free(c.w); free(c.b); free(c.out); free(c.mean); free(c.rstd); free(c.R);
-    free(dinp); free(dw); free(db);
+    free(c.inp);
+    free(c.w);
+    free(c.b);
+    free(c.out);
+    free(c.mean);
+    free(c.rstd);
+    free(c.R);
+    free(dinp);
+    free(dw);
+    free(db);
 }
 
-// ---- QK-norm: each head's row of q (or k) normalised over its hd columns, one gain (and bias) ----
-typedef struct { int N, C, NH; QkNorm kind; const AttentionImpl *impl; real *x, *w, *b, *out, *mean, *rstd, *R; } QkCtx;
+// ---- QK-norm: each head's row of q (or k) normalised over its hd columns, one gain (and bias)
+// ----
+typedef struct {
+    int N, C, NH;
+    QkNorm kind;
+    const AttentionImpl *impl;
+    real *x, *w, *b, *out, *mean, *rstd, *R;
+} QkCtx;
 static double qk_loss(void *vc) {
     QkCtx *c = vc;
-    c->impl->qk_norm_forward(c->out, c->mean, c->rstd, c->x, c->w, c->b, (QkNormShape){c->N, c->C, c->NH, c->kind});
+    c->impl->qk_norm_forward(c->out, c->mean, c->rstd, c->x, c->w, c->b,
+                             (QkNormShape){c->N, c->C, c->NH, c->kind});
     return dot_r(c->out, c->R, (size_t)c->N * c->C);
 }
 // The largest |a_i - b_i| relative to the largest |b_i|.
@@ -109,16 +143,24 @@ static void gradcheck_qk_norm(void) {
             Rng rng;
             rng_seed(&rng, 17);
             QkCtx c = {N, C, NH, kinds[k], impls[i], NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-            c.x = randn_array(N * C, &rng, 2); c.w = randn_array(HD, &rng, 1); c.b = randn_array(HD, &rng, 1);
+            c.x = randn_array(N * C, &rng, 2);
+            c.w = randn_array(HD, &rng, 1);
+            c.b = randn_array(HD, &rng, 1);
             for (int j = 0; j < N * C; j++) c.x[j] += (real)0.5;  // a mean for LayerNorm to remove
-            c.out = zeros(N * C); c.mean = zeros(N * NH); c.rstd = zeros(N * NH); c.R = randn_array(N * C, &rng, 1);
+            c.out = zeros(N * C);
+            c.mean = zeros(N * NH);
+            c.rstd = zeros(N * NH);
+            c.R = randn_array(N * C, &rng, 1);
             real *dx = zeros(N * C), *dw = zeros(HD), *db = zeros(HD);
             qk_loss(&c);
-            impls[i]->qk_norm_backward(dx, dw, db, c.R, c.x, c.w, c.mean, c.rstd, (QkNormShape){N, C, NH, kinds[k]});
+            impls[i]->qk_norm_backward(dx, dw, db, c.R, c.x, c.w, c.mean, c.rstd,
+                                       (QkNormShape){N, C, NH, kinds[k]});
             char what[96];
-            snprintf(what, sizeof what, "%s qk_norm %s dx", impls[i]->name, k ? "rmsnorm" : "layernorm");
+            snprintf(what, sizeof what, "%s qk_norm %s dx", impls[i]->name,
+                     k ? "rmsnorm" : "layernorm");
             check_grad(qk_loss, &c, c.x, dx, N * C, what);
-            snprintf(what, sizeof what, "%s qk_norm %s dgain", impls[i]->name, k ? "rmsnorm" : "layernorm");
+            snprintf(what, sizeof what, "%s qk_norm %s dgain", impls[i]->name,
+                     k ? "rmsnorm" : "layernorm");
             check_grad(qk_loss, &c, c.w, dw, HD, what);
             if (kinds[k] == QK_NORM_LAYERNORM) {
                 snprintf(what, sizeof what, "%s qk_norm layernorm dbias", impls[i]->name);
@@ -130,18 +172,39 @@ static void gradcheck_qk_norm(void) {
             real *inplace = zeros(N * C);
             memcpy(inplace, c.R, sizeof(real) * N * C);
             real *dw2 = zeros(HD), *db2 = zeros(HD);
-            impls[i]->qk_norm_backward(inplace, dw2, db2, inplace, c.x, c.w, c.mean, c.rstd, (QkNormShape){N, C, NH, kinds[k]});
-            CHECK_MSG(memcmp(inplace, dx, sizeof(real) * N * C) == 0, "%s: dx in place differs", impls[i]->name);
-            outs[k][i] = c.out; dxs[k][i] = dx; dws[k][i] = dw; dbs[k][i] = db;
-            free(inplace); free(dw2); free(db2);
-            free(c.x); free(c.w); free(c.b); free(c.mean); free(c.rstd); free(c.R);
+            impls[i]->qk_norm_backward(inplace, dw2, db2, inplace, c.x, c.w, c.mean, c.rstd,
+                                       (QkNormShape){N, C, NH, kinds[k]});
+            CHECK_MSG(memcmp(inplace, dx, sizeof(real) * N * C) == 0, "%s: dx in place differs",
+                      impls[i]->name);
+            outs[k][i] = c.out;
+            dxs[k][i] = dx;
+            dws[k][i] = dw;
+            dbs[k][i] = db;
+            free(inplace);
+            free(dw2);
+            free(db2);
+            free(c.x);
+            free(c.w);
+            free(c.b);
+            free(c.mean);
+            free(c.rstd);
+            free(c.R);
         }
     for (int k = 0; k < 2; k++) {
-        CHECK_MSG(max_rel_diff(outs[k][0], outs[k][1], N * C) < 1e-5, "qk_norm %d: the engine's output differs", k);
-        CHECK_MSG(max_rel_diff(dxs[k][0], dxs[k][1], N * C) < 1e-5, "qk_norm %d: the engine's dx differs", k);
-        CHECK_MSG(max_rel_diff(dws[k][0], dws[k][1], HD) < 1e-5, "qk_norm %d: the engine's dgain differs", k);
-        CHECK_MSG(max_rel_diff(dbs[k][0], dbs[k][1], HD) < 1e-5, "qk_norm %d: the engine's dbias differs", k);
-        for (int i = 0; i < 2; i++) { free(outs[k][i]); free(dxs[k][i]); free(dws[k][i]); free(dbs[k][i]); }
+        CHECK_MSG(max_rel_diff(outs[k][0], outs[k][1], N * C) < 1e-5,
+                  "qk_norm %d: the engine's output differs", k);
+        CHECK_MSG(max_rel_diff(dxs[k][0], dxs[k][1], N * C) < 1e-5,
+                  "qk_norm %d: the engine's dx differs", k);
+        CHECK_MSG(max_rel_diff(dws[k][0], dws[k][1], HD) < 1e-5,
+                  "qk_norm %d: the engine's dgain differs", k);
+        CHECK_MSG(max_rel_diff(dbs[k][0], dbs[k][1], HD) < 1e-5,
+                  "qk_norm %d: the engine's dbias differs", k);
+        for (int i = 0; i < 2; i++) {
+            free(outs[k][i]);
+            free(dxs[k][i]);
+            free(dws[k][i]);
+            free(dbs[k][i]);
+        }
     }
 }
 
@@ -157,50 +220,90 @@ static void qk_norm_engine_matches_definition_on_wide_rows(void) {
             size_t n = (size_t)N * C;
             Rng rng;
             rng_seed(&rng, 23 + (unsigned)s);
-            real *x = randn_array(n, &rng, 2), *w = randn_array(hd, &rng, 1), *b = randn_array(hd, &rng, 1);
+            real *x = randn_array(n, &rng, 2), *w = randn_array(hd, &rng, 1),
+                 *b = randn_array(hd, &rng, 1);
             real *dy = randn_array(n, &rng, 1);
             for (size_t j = 0; j < n; j++) x[j] += (real)(j % 3 == 0 ? 30 : 3);  // means of 3 to 30
-            real *out[2], *dx[2], *dw[2], *db[2], *mean = zeros((size_t)N * NH), *rstd = zeros((size_t)N * NH);
+            real *out[2], *dx[2], *dw[2], *db[2], *mean = zeros((size_t)N * NH),
+                                                  *rstd = zeros((size_t)N * NH);
             const AttentionImpl *impls[2] = {&attention_definition, &attention_engine};
             for (int i = 0; i < 2; i++) {
-                out[i] = zeros(n); dx[i] = zeros(n); dw[i] = zeros(hd); db[i] = zeros(hd);
-                impls[i]->qk_norm_forward(out[i], mean, rstd, x, w, b, (QkNormShape){N, C, NH, kinds[k]});
-                impls[i]->qk_norm_backward(dx[i], dw[i], db[i], dy, x, w, mean, rstd, (QkNormShape){N, C, NH, kinds[k]});
+                out[i] = zeros(n);
+                dx[i] = zeros(n);
+                dw[i] = zeros(hd);
+                db[i] = zeros(hd);
+                impls[i]->qk_norm_forward(out[i], mean, rstd, x, w, b,
+                                          (QkNormShape){N, C, NH, kinds[k]});
+                impls[i]->qk_norm_backward(dx[i], dw[i], db[i], dy, x, w, mean, rstd,
+                                           (QkNormShape){N, C, NH, kinds[k]});
             }
             const char *kind = k ? "rmsnorm" : "layernorm";
-            CHECK_MSG(max_rel_diff(out[1], out[0], n) < 1e-5, "N %d C %d NH %d %s: the engine's output differs by %.3g",
-                      N, C, NH, kind, max_rel_diff(out[1], out[0], n));
-            CHECK_MSG(max_rel_diff(dx[1], dx[0], n) < 1e-5, "N %d C %d NH %d %s: the engine's dx differs by %.3g", N, C,
-                      NH, kind, max_rel_diff(dx[1], dx[0], n));
-            CHECK_MSG(max_rel_diff(dw[1], dw[0], hd) < 1e-5, "N %d C %d NH %d %s: the engine's dgain differs", N, C, NH,
-                      kind);
-            CHECK_MSG(max_rel_diff(db[1], db[0], hd) < 1e-5, "N %d C %d NH %d %s: the engine's dbias differs", N, C, NH,
-                      kind);
+            CHECK_MSG(max_rel_diff(out[1], out[0], n) < 1e-5,
+                      "N %d C %d NH %d %s: the engine's output differs by %.3g", N, C, NH, kind,
+                      max_rel_diff(out[1], out[0], n));
+            CHECK_MSG(max_rel_diff(dx[1], dx[0], n) < 1e-5,
+                      "N %d C %d NH %d %s: the engine's dx differs by %.3g", N, C, NH, kind,
+                      max_rel_diff(dx[1], dx[0], n));
+            CHECK_MSG(max_rel_diff(dw[1], dw[0], hd) < 1e-5,
+                      "N %d C %d NH %d %s: the engine's dgain differs", N, C, NH, kind);
+            CHECK_MSG(max_rel_diff(db[1], db[0], hd) < 1e-5,
+                      "N %d C %d NH %d %s: the engine's dbias differs", N, C, NH, kind);
 #ifdef _OPENMP
             int threads_before = omp_get_max_threads();
             real *out2 = zeros(n), *dx2 = zeros(n), *dw2 = zeros(hd), *db2 = zeros(hd);
-            real *mean2 = zeros((size_t)N * NH), *rstd2 = zeros((size_t)N * NH), *mean1 = zeros((size_t)N * NH);
+            real *mean2 = zeros((size_t)N * NH), *rstd2 = zeros((size_t)N * NH),
+                 *mean1 = zeros((size_t)N * NH);
             real *rstd1 = zeros((size_t)N * NH);
             omp_set_num_threads(1);
-            attention_engine.qk_norm_forward(out[1], mean1, rstd1, x, w, b, (QkNormShape){N, C, NH, kinds[k]});
-            memset(dw[1], 0, sizeof(real) * hd); memset(db[1], 0, sizeof(real) * hd);
-            attention_engine.qk_norm_backward(dx[1], dw[1], db[1], dy, x, w, mean1, rstd1, (QkNormShape){N, C, NH, kinds[k]});
+            attention_engine.qk_norm_forward(out[1], mean1, rstd1, x, w, b,
+                                             (QkNormShape){N, C, NH, kinds[k]});
+            memset(dw[1], 0, sizeof(real) * hd);
+            memset(db[1], 0, sizeof(real) * hd);
+            attention_engine.qk_norm_backward(dx[1], dw[1], db[1], dy, x, w, mean1, rstd1,
+                                              (QkNormShape){N, C, NH, kinds[k]});
             omp_set_num_threads(2);
-            attention_engine.qk_norm_forward(out2, mean2, rstd2, x, w, b, (QkNormShape){N, C, NH, kinds[k]});
-            attention_engine.qk_norm_backward(dx2, dw2, db2, dy, x, w, mean2, rstd2, (QkNormShape){N, C, NH, kinds[k]});
+            attention_engine.qk_norm_forward(out2, mean2, rstd2, x, w, b,
+                                             (QkNormShape){N, C, NH, kinds[k]});
+            attention_engine.qk_norm_backward(dx2, dw2, db2, dy, x, w, mean2, rstd2,
+                                              (QkNormShape){N, C, NH, kinds[k]});
             omp_set_num_threads(threads_before);
-            CHECK_MSG(memcmp(out2, out[1], sizeof(real) * n) == 0 && memcmp(dx2, dx[1], sizeof(real) * n) == 0 &&
-                      memcmp(dw2, dw[1], sizeof(real) * hd) == 0 && memcmp(db2, db[1], sizeof(real) * hd) == 0,
-                      "N %d C %d NH %d %s: the engine's QK-norm differs between one and two threads", N, C, NH, kind);
-            free(out2); free(dx2); free(dw2); free(db2); free(mean2); free(rstd2); free(mean1); free(rstd1);
+            CHECK_MSG(
+                memcmp(out2, out[1], sizeof(real) * n) == 0 &&
+                    memcmp(dx2, dx[1], sizeof(real) * n) == 0 &&
+                    memcmp(dw2, dw[1], sizeof(real) * hd) == 0 &&
+                    memcmp(db2, db[1], sizeof(real) * hd) == 0,
+                "N %d C %d NH %d %s: the engine's QK-norm differs between one and two threads", N,
+                C, NH, kind);
+            free(out2);
+            free(dx2);
+            free(dw2);
+            free(db2);
+            free(mean2);
+            free(rstd2);
+            free(mean1);
+            free(rstd1);
 #endif
-            for (int i = 0; i < 2; i++) { free(out[i]); free(dx[i]); free(dw[i]); free(db[i]); }
-            free(x); free(w); free(b); free(dy); free(mean); free(rstd);
+            for (int i = 0; i < 2; i++) {
+                free(out[i]);
+                free(dx[i]);
+                free(dw[i]);
+                free(db[i]);
+            }
+            free(x);
+            free(w);
+            free(b);
+            free(dy);
+            free(mean);
+            free(rstd);
         }
 }
 
 // ---- z-loss: the objective is the mean cross-entropy + z * mean((log Z)^2) ----
-typedef struct { GPT *m; const int *x, *y; int B, T; } ZCtx;
+typedef struct {
+    GPT *m;
+    const int *x, *y;
+    int B, T;
+} ZCtx;
 static double z_objective(void *vc) {
     ZCtx *c = vc;
     double ce = gpt_forward(c->m, c->x, c->y, c->B, c->T);
@@ -214,7 +317,10 @@ static void gradcheck_z_loss(void) {
     rng_seed(&rng, 5);
     gpt_init(&m, INIT_FAN_IN, &rng);
     int x[12], y[12];
-    for (int i = 0; i < 12; i++) { x[i] = (int)rng_below(&rng, 7); y[i] = (int)rng_below(&rng, 7); }
+    for (int i = 0; i < 12; i++) {
+        x[i] = (int)rng_below(&rng, 7);
+        y[i] = (int)rng_below(&rng, 7);
+    }
     gpt_set_z_loss(&m, 0.5);  // large, so the term is not lost beside the cross-entropy
     ZCtx c = {&m, x, y, 2, 6};
     gpt_zero_grad(&m);
@@ -227,7 +333,10 @@ static void gradcheck_z_loss(void) {
 }
 
 // ---- gelu ----
-typedef struct { size_t n; real *inp, *out, *dgelu, *R; } GeluCtx;
+typedef struct {
+    size_t n;
+    real *inp, *out, *dgelu, *R;
+} GeluCtx;
 static double gelu_loss(void *vc) {
     GeluCtx *c = vc;
     gelu_forward(c->out, c->inp, c->n);
@@ -237,12 +346,19 @@ static void gradcheck_gelu(void) {
     Rng rng;
     rng_seed(&rng, 3);
     GeluCtx c = {40, NULL, NULL, NULL, NULL};
-    c.inp = randn_array(40, &rng, 2); c.out = zeros(40); c.dgelu = zeros(40); c.R = randn_array(40, &rng, 1);
+    c.inp = randn_array(40, &rng, 2);
+    c.out = zeros(40);
+    c.dgelu = zeros(40);
+    c.R = randn_array(40, &rng, 1);
     real *dinp = zeros(40);
     gelu_forward(c.out, c.inp, 40);
     gelu_backward(dinp, c.inp, c.R, 40);
     check_grad(gelu_loss, &c, c.inp, dinp, 40, "gelu dinp");
-    free(c.inp); free(c.out); free(c.dgelu); free(c.R); free(dinp);
+    free(c.inp);
+    free(c.out);
+    free(c.dgelu);
+    free(c.R);
+    free(dinp);
 }
 
 // The engine saves GELU' over GELU's own input (dgelu == inp): the same values as into a separate
@@ -251,7 +367,8 @@ static void test_gelu_derivative_in_place(void) {
     Rng rng;
     rng_seed(&rng, 5);
     size_t n = 1003;
-    real *x = randn_array(n, &rng, 3), *x_copy = zeros(n), *out = zeros(n), *out2 = zeros(n), *dg = zeros(n);
+    real *x = randn_array(n, &rng, 3), *x_copy = zeros(n), *out = zeros(n), *out2 = zeros(n),
+         *dg = zeros(n);
     memcpy(x_copy, x, n * sizeof(real));
     gelu_engine_forward(out, dg, x, n);
     gelu_engine_forward(out2, x_copy, x_copy, n);
@@ -262,7 +379,11 @@ static void test_gelu_derivative_in_place(void) {
     real one = 1, o, d;
     gelu_engine_forward(&o, &d, &one, 1);
     CHECK_MSG(fabs(d - 1.0833155) < 1e-5, "GELU'(1) = %g, expected 1.0833155", (double)d);
-    free(x); free(x_copy); free(out); free(out2); free(dg);
+    free(x);
+    free(x_copy);
+    free(out);
+    free(out2);
+    free(dg);
 }
 
 // The engine's GELU and GELU' (fast exp and erf in float, one exponential shared) against libm
@@ -274,18 +395,26 @@ static void test_gelu_matches_libm(void) {
     gelu_engine_forward(out, dg, x, n);
     double worst_out = 0, worst_dg = 0;
     for (size_t i = 0; i < n; i++) {
-        double xi = x[i], phi = 0.5 * (1 + erf(xi / sqrt(2.0))), pdf = exp(-0.5 * xi * xi) / 2.5066282746310002;  // sqrt(2 pi)
-        double e_out = fabs(out[i] - xi * phi) / (1 + fabs(xi)), e_dg = fabs(dg[i] - (phi + xi * pdf));
+        double xi = x[i], phi = 0.5 * (1 + erf(xi / sqrt(2.0))),
+               pdf = exp(-0.5 * xi * xi) / 2.5066282746310002;  // sqrt(2 pi)
+        double e_out = fabs(out[i] - xi * phi) / (1 + fabs(xi)),
+               e_dg = fabs(dg[i] - (phi + xi * pdf));
         if (e_out > worst_out) worst_out = e_out;
         if (e_dg > worst_dg) worst_dg = e_dg;
     }
     CHECK_MSG(worst_out < 1e-6, "GELU off by %.3g (relative to 1 + |x|)", worst_out);
     CHECK_MSG(worst_dg < 1e-6, "GELU' off by %.3g", worst_dg);
-    free(x); free(out); free(dg);
+    free(x);
+    free(out);
+    free(dg);
 }
 
 // ---- cross-entropy: mean over rows of logsumexp(logits) - logits[target] ----
-typedef struct { int N, V; real *logits, *work, *losses; int *targets; } CeCtx;
+typedef struct {
+    int N, V;
+    real *logits, *work, *losses;
+    int *targets;
+} CeCtx;
 static double ce_loss(void *vc) {
     CeCtx *c = vc;
     memcpy(c->work, c->logits, sizeof(real) * (size_t)c->N * c->V);
@@ -299,7 +428,9 @@ static void gradcheck_crossentropy(void) {
     rng_seed(&rng, 4);
     int targets[5] = {0, 3, 6, 2, 2};
     CeCtx c = {5, 7, NULL, NULL, NULL, targets};
-    c.logits = randn_array(35, &rng, 2); c.work = zeros(35); c.losses = zeros(5);
+    c.logits = randn_array(35, &rng, 2);
+    c.work = zeros(35);
+    c.losses = zeros(5);
     ce_loss(&c);
     real *dlogits = zeros(35);
     crossentropy_backward(dlogits, c.work, targets, 5, 7);
@@ -307,11 +438,18 @@ static void gradcheck_crossentropy(void) {
     // stability: huge logits must not overflow
     for (int i = 0; i < 35; i++) c.logits[i] = (real)(1e4 * (i % 3));
     CHECK(isfinite(ce_loss(&c)));
-    free(c.logits); free(c.work); free(c.losses); free(dlogits);
+    free(c.logits);
+    free(c.work);
+    free(c.losses);
+    free(dlogits);
 }
 
 // ---- encoder ----
-typedef struct { int B, T, C, V; int *inp; real *wte, *wpe, *out, *R; } EncCtx;
+typedef struct {
+    int B, T, C, V;
+    int *inp;
+    real *wte, *wpe, *out, *R;
+} EncCtx;
 static double enc_loss(void *vc) {
     EncCtx *c = vc;
     encoder_forward(c->out, c->inp, c->wte, c->wpe, c->B, c->T, c->C);
@@ -322,12 +460,20 @@ static void gradcheck_encoder(void) {
     rng_seed(&rng, 5);
     int inp[6] = {1, 1, 3, 0, 1, 2};  // repeated tokens accumulate
     EncCtx c = {2, 3, 4, 5, inp, NULL, NULL, NULL, NULL};
-    c.wte = randn_array(20, &rng, 1); c.wpe = randn_array(12, &rng, 1); c.out = zeros(24); c.R = randn_array(24, &rng, 1);
+    c.wte = randn_array(20, &rng, 1);
+    c.wpe = randn_array(12, &rng, 1);
+    c.out = zeros(24);
+    c.R = randn_array(24, &rng, 1);
     real *dwte = zeros(20), *dwpe = zeros(12);
     encoder_backward(dwte, dwpe, c.R, inp, 2, 3, 4);
     check_grad(enc_loss, &c, c.wte, dwte, 20, "encoder dwte");
     check_grad(enc_loss, &c, c.wpe, dwpe, 12, "encoder dwpe");
-    free(c.wte); free(c.wpe); free(c.out); free(c.R); free(dwte); free(dwpe);
+    free(c.wte);
+    free(c.wpe);
+    free(c.out);
+    free(c.R);
+    free(dwte);
+    free(dwpe);
 }
 
 // ---- the whole model ----
@@ -347,7 +493,10 @@ static void test_overfit_one_batch(void) {
     int x[16], y[16];
     Rng rng;
     rng_seed(&rng, 9);
-    for (int i = 0; i < 16; i++) { x[i] = (int)rng_below(&rng, V); y[i] = (int)rng_below(&rng, V); }
+    for (int i = 0; i < 16; i++) {
+        x[i] = (int)rng_below(&rng, V);
+        y[i] = (int)rng_below(&rng, V);
+    }
     double first = 0, loss = 0;
     for (int step = 0; step < 300; step++) {
         gpt_zero_grad(&m);
@@ -368,7 +517,10 @@ static void test_model_determinism(void) {
         GPT m;
         build_tiny(&m, INIT_FAN_IN, (real)1.0, 9);
         int x[16], y[16];
-        for (int i = 0; i < 16; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
+        for (int i = 0; i < 16; i++) {
+            x[i] = (i * 7) % 9;
+            y[i] = (i * 5 + 1) % 9;
+        }
         for (int step = 0; step < 5; step++) {
             gpt_zero_grad(&m);
             gpt_forward(&m, x, y, 2, 8);
@@ -391,7 +543,8 @@ static void test_model_determinism(void) {
 // twice in a row (a buffer cleared for the wrong extent would leave stale values behind).
 // Two small models (V 9, T 8, 2 layers) with the same initial parameters and batch capacities
 // cap_a and cap_b; x and y get n tokens of a fixed pattern.
-static void build_twins(GPT *a, int cap_a, GPT *b, int cap_b, uint64_t seed, int *x, int *y, int n) {
+static void build_twins(GPT *a, int cap_a, GPT *b, int cap_b, uint64_t seed, int *x, int *y,
+                        int n) {
     ModelDims d = {9, 8, 2, 2, 8, QK_NORM_NONE};
     gpt_build(a, &d, attention_causal((real)0.5), cap_a, 8);
     gpt_build(b, &d, attention_causal((real)0.5), cap_b, 8);
@@ -399,7 +552,10 @@ static void build_twins(GPT *a, int cap_a, GPT *b, int cap_b, uint64_t seed, int
     rng_seed(&rng, seed);
     gpt_init(a, INIT_GPT2, &rng);
     memcpy(b->params, a->params, a->n_params * sizeof(real));
-    for (int i = 0; i < n; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
+    for (int i = 0; i < n; i++) {
+        x[i] = (i * 7) % 9;
+        y[i] = (i * 5 + 1) % 9;
+    }
 }
 
 static void test_partial_batch_matches_exact_capacity(void) {
@@ -427,7 +583,8 @@ static void test_partial_batch_matches_exact_capacity(void) {
 // Batch-parallel training: two threads, each running the whole network on half of the rows,
 // give the one-thread loss and gradients up to float rounding, and the same bits every time.
 static void test_batch_threads_match_one_thread(void) {
-    if (thread_max() < 2) SKIP("needs 2 OpenMP threads (this build or OMP_NUM_THREADS has %d)", thread_max());
+    if (thread_max() < 2)
+        SKIP("needs 2 OpenMP threads (this build or OMP_NUM_THREADS has %d)", thread_max());
     GPT one, split;
     int x[24], y[24];
     build_twins(&one, 4, &split, 4, 9, x, y, 24);
@@ -442,7 +599,8 @@ static void test_batch_threads_match_one_thread(void) {
         num += e * e;
         den += (double)one.grads[i] * one.grads[i];
     }
-    CHECK_MSG(den > 0 && sqrt(num / den) < 1e-5, "gradients differ by relative %.3g", sqrt(num / den));
+    CHECK_MSG(den > 0 && sqrt(num / den) < 1e-5, "gradients differ by relative %.3g",
+              sqrt(num / den));
     real *first = malloc(split.n_params * sizeof(real));
     memcpy(first, split.grads, split.n_params * sizeof(real));
     double l3 = train_pass(&split, x, y, 3, 8);
@@ -458,7 +616,8 @@ static void test_batch_threads_match_one_thread(void) {
 // shares or two share them (the trainer may change the count between steps). Three shares of a
 // batch of 5 rows; the model has over 16384 parameters, so the combine runs in several chunks.
 static void test_batch_shares_same_bits_for_any_thread_count(void) {
-    if (thread_max() < 2) SKIP("needs 2 OpenMP threads (this build or OMP_NUM_THREADS has %d)", thread_max());
+    if (thread_max() < 2)
+        SKIP("needs 2 OpenMP threads (this build or OMP_NUM_THREADS has %d)", thread_max());
     ModelDims d = {9, 8, 2, 2, 32, QK_NORM_NONE};
     GPT m;
     gpt_build(&m, &d, attention_causal((real)0.5), 5, 8);
@@ -468,7 +627,10 @@ static void test_batch_shares_same_bits_for_any_thread_count(void) {
     gpt_enable_batch_threads(&m, 3, 5, 8);
     CHECK(m.n_workers == 3 && m.n_params > 16384);
     int x[40], y[40];
-    for (int i = 0; i < 40; i++) { x[i] = (i * 7) % 9; y[i] = (i * 5 + 1) % 9; }
+    for (int i = 0; i < 40; i++) {
+        x[i] = (i * 7) % 9;
+        y[i] = (i * 5 + 1) % 9;
+    }
     int threads_before = thread_max();
     real *grads[2];
     double loss[2], lse[2];
@@ -480,8 +642,10 @@ static void test_batch_shares_same_bits_for_any_thread_count(void) {
         memcpy(grads[run], m.grads, m.n_params * sizeof(real));
     }
     thread_set_max(threads_before);
-    CHECK_MSG(loss[0] == loss[1] && lse[0] == lse[1], "loss %.9g on one thread, %.9g on two", loss[0], loss[1]);
-    CHECK_MSG(memcmp(grads[0], grads[1], m.n_params * sizeof(real)) == 0, "the gradients differ between one and two threads");
+    CHECK_MSG(loss[0] == loss[1] && lse[0] == lse[1], "loss %.9g on one thread, %.9g on two",
+              loss[0], loss[1]);
+    CHECK_MSG(memcmp(grads[0], grads[1], m.n_params * sizeof(real)) == 0,
+              "the gradients differ between one and two threads");
     free(grads[0]);
     free(grads[1]);
     gpt_free(&m);
@@ -504,7 +668,8 @@ static void test_pace_chooses_the_faster_thread_count(void) {
         if (n == 1) {
             ones++;
             over += 2.0;
-            if (last_probe >= 0 && u - 1 != last_probe) {  // a new probe: its distance from the last
+            if (last_probe >= 0 &&
+                u - 1 != last_probe) {  // a new probe: its distance from the last
                 if (u - last_probe < last_gap) gaps_grew = 0;
                 last_gap = u - last_probe;
             }
@@ -513,7 +678,8 @@ static void test_pace_chooses_the_faster_thread_count(void) {
         spent += t;
         pace_end(&p, t);
     }
-    CHECK_MSG(ones >= 2 && ones <= 12, "%d units of 600 ran on one thread while it was 3 times slower", ones);
+    CHECK_MSG(ones >= 2 && ones <= 12,
+              "%d units of 600 ran on one thread while it was 3 times slower", ones);
     CHECK_MSG(gaps_grew, "the probes did not space out");
     CHECK_MSG(over <= 0.05 * spent + 2.0, "probes cost %.1f s of %.1f", over, spent);
     int chosen_one = 0;
@@ -522,7 +688,9 @@ static void test_pace_chooses_the_faster_thread_count(void) {
         pace_end(&p, n == 2 ? 4.0 : 2.0);
         if (u >= 300) chosen_one += n == 1;
     }
-    CHECK_MSG(chosen_one >= 95, "once one thread is the faster, only %d of the last 100 units ran on one", chosen_one);
+    CHECK_MSG(chosen_one >= 95,
+              "once one thread is the faster, only %d of the last 100 units ran on one",
+              chosen_one);
 #ifdef _OPENMP
     CHECK(thread_max() == 2);  // the configured count is set again after each unit
 #endif
@@ -542,25 +710,34 @@ static void test_gemm_matches_reference(void) {
     for (int op = 0; op < 3; op++) {
         for (int add = 0; add < 2; add++) {
             // A(i,k) and B(k,j) as each product reads its operands
-            long a_rs = op == 2 ? 1 : K, a_cs = op == 2 ? M : 1, b_rs = op == 1 ? 1 : N, b_cs = op == 1 ? K : 1;
+            long a_rs = op == 2 ? 1 : K, a_cs = op == 2 ? M : 1, b_rs = op == 1 ? 1 : N,
+                 b_cs = op == 1 ? K : 1;
             memcpy(C, C0, (size_t)M * N * sizeof(real));
             MatWrite w = add ? MM_ADD : MM_SET;
-            if (op == 0) gemm_nn(C, A, B, M, N, K, w);
-            else if (op == 1) gemm_nt(C, A, B, M, N, K, w);
-            else gemm_tn(C, A, B, M, N, K, w);
+            if (op == 0)
+                gemm_nn(C, A, B, M, N, K, w);
+            else if (op == 1)
+                gemm_nt(C, A, B, M, N, K, w);
+            else
+                gemm_tn(C, A, B, M, N, K, w);
             double maxerr = 0;
             for (int i = 0; i < M; i++)
                 for (int j = 0; j < N; j++) {
                     double s = add ? C0[i * N + j] : 0.0;
-                    for (int k = 0; k < K; k++) s += (double)A[i * a_rs + k * a_cs] * B[k * b_rs + j * b_cs];
+                    for (int k = 0; k < K; k++)
+                        s += (double)A[i * a_rs + k * a_cs] * B[k * b_rs + j * b_cs];
                     double e = fabs(s - C[i * N + j]);
                     if (e > maxerr) maxerr = e;
                 }
             // seen: 7e-14 and 4e-5 over sums of 300 products of unit normals
-            CHECK_MSG(maxerr < (IS_F64 ? 1e-12 : 2e-4), "%s (%s): max error %g", names[op], add ? "add" : "set", maxerr);
+            CHECK_MSG(maxerr < (IS_F64 ? 1e-12 : 2e-4), "%s (%s): max error %g", names[op],
+                      add ? "add" : "set", maxerr);
         }
     }
-    free(A); free(B); free(C0); free(C);
+    free(A);
+    free(B);
+    free(C0);
+    free(C);
 }
 
 // The FLOP count's attention term follows the pairs of a query and a key that the engine computes:
@@ -580,8 +757,8 @@ static void test_attention_flops_count_the_pairs_computed(void) {
             for (int t = 0; t < T; t++) pairs += W > 0 && W < t + 1 ? W : t + 1;
             double counted = 12.0 * C * L * B * pairs, flops = gpt_attention_flops(&m, B, T);
             int seen = W > 0 && W < T ? W : T;
-            CHECK_MSG(fabs(flops / counted - 1) <= 1.0 / seen, "T %d W %d: %.6g FLOPs for %.6g pairs' %.6g", T, W,
-                      flops, pairs, counted);
+            CHECK_MSG(fabs(flops / counted - 1) <= 1.0 / seen,
+                      "T %d W %d: %.6g FLOPs for %.6g pairs' %.6g", T, W, flops, pairs, counted);
             if (W >= T) {
                 m.attn.window = 0;
                 CHECK(gpt_attention_flops(&m, B, T) == flops);
@@ -619,10 +796,12 @@ static void test_memory_estimate_overflow(void) {
     size_t n_params = 0;
     size_t bytes = gpt_memory_bytes(&huge, 65536, 65536, &n_params);
     if (sizeof(real) == 4)
-        CHECK_MSG(bytes == (size_t)145952326019317760u && n_params == (size_t)52079124480u, "%zu bytes, %zu params",
-                  bytes, n_params);
+        CHECK_MSG(bytes == (size_t)145952326019317760u && n_params == (size_t)52079124480u,
+                  "%zu bytes, %zu params", bytes, n_params);
     CHECK(n_params == (size_t)52079124480u);
-    ModelDims over = {65, 65536, 64, 64, 1 << 20, QK_NORM_NONE};  // beyond the configuration: 2^52 reals per activation
+    ModelDims over = {
+        65, 65536,   64,
+        64, 1 << 20, QK_NORM_NONE};  // beyond the configuration: 2^52 reals per activation
     CHECK(gpt_memory_bytes(&over, 65536, 65536, NULL) == 0);
 }
 
@@ -643,7 +822,8 @@ static void float64_suite_start(void) {
         dup2(fd, 1);
         dup2(fd, 2);
         close(fd);
-        execl("./tests/run_tests64", "run_tests64", "--skip", "cli_", "--skip", "crash_", "--skip", "mpi_", (char *)NULL);
+        execl("./tests/run_tests64", "run_tests64", "--skip", "cli_", "--skip", "crash_", "--skip",
+              "mpi_", (char *)NULL);
         _exit(127);
     }
     g_float64_pid = pid;
@@ -670,7 +850,8 @@ static void test_float64_build_passes(void) {
     }
     if (f) fclose(f);
     fprintf(stderr, "  float64 suite: %s", last);
-    CHECK_MSG(rc == 0 && strstr(last, " 0 failed"), "the float64 suite failed (see " FLOAT64_LOG ")");
+    CHECK_MSG(rc == 0 && strstr(last, " 0 failed"),
+              "the float64 suite failed (see " FLOAT64_LOG ")");
 }
 
 static void read_back(FILE *f, char *buf, size_t n) {
@@ -684,7 +865,8 @@ static void read_back(FILE *f, char *buf, size_t n) {
 // context: with the crop the last block_size (8) tokens; with the restart a context that grows
 // to 8 and then restarts from the last 4. Each character must be the argmax after its context.
 // Returns the characters generated (in out) for comparisons between the policies.
-static void check_greedy_context(GPT *m, ContextPolicy policy, int n_tokens, const char *label, char *out) {
+static void check_greedy_context(GPT *m, ContextPolicy policy, int n_tokens, const char *label,
+                                 char *out) {
     int V = m->dims.vocab_size, Tmax = m->dims.block_size;
     Vocab vocab;
     uint32_t chars[64];
@@ -705,13 +887,16 @@ static void check_greedy_context(GPT *m, ContextPolicy policy, int n_tokens, con
         gpt_forward(m, ctx + n - len, NULL, 1, len);
         const real *l = m->acts.logits + (size_t)(len - 1) * V;
         int best = 0;
-        for (int j = 1; j < V; j++) if (l[j] > l[best]) best = j;
+        for (int j = 1; j < V; j++)
+            if (l[j] > l[best]) best = j;
         ok = a[i] == 'a' + best;
-        CHECK_MSG(ok, "%s: character %d is '%c', the argmax after its context of %d is '%c'", label, i, a[i], len,
-                  'a' + best);
+        CHECK_MSG(ok, "%s: character %d is '%c', the argmax after its context of %d is '%c'", label,
+                  i, a[i], len, 'a' + best);
         ctx[n++] = best;
-        if (policy == CONTEXT_CROP) len = n < Tmax ? n : Tmax;
-        else len = len < Tmax ? len + 1 : Tmax / 2;
+        if (policy == CONTEXT_CROP)
+            len = n < Tmax ? n : Tmax;
+        else
+            len = len < Tmax ? len + 1 : Tmax / 2;
     }
     memcpy(out, a, (size_t)n_tokens + 1);
 }
@@ -734,7 +919,7 @@ static void test_kv_cache_generation_matches_full_recompute(void) {
     Rng ra, rb;
     rng_seed(&ra, 5);
     rng_seed(&rb, 5);
-    generate(&m, &vocab, prompt, 3, 5, 1.0, 0, &ra, fa);               // 3 + 5 = block_size
+    generate(&m, &vocab, prompt, 3, 5, 1.0, 0, &ra, fa);  // 3 + 5 = block_size
     generate_full_window(&m, &vocab, prompt, 3, 5, 1.0, 0, &rb, fb);
     read_back(fa, a, sizeof a);
     read_back(fb, b, sizeof b);
@@ -754,10 +939,12 @@ static void test_kv_cache_generation_matches_full_recompute(void) {
     real logits2[9];
     gpt_prefill(&m, &c2, seq, 6, logits2);
     CHECK(c2.len == 6 && memcmp(logits, logits2, sizeof logits) == 0);
-    size_t TC = (size_t)m.dims.block_size * m.dims.n_embd, row6 = 6 * (size_t)m.dims.n_embd * sizeof(real);
+    size_t TC = (size_t)m.dims.block_size * m.dims.n_embd,
+           row6 = 6 * (size_t)m.dims.n_embd * sizeof(real);
     int same = 1;
     for (int l = 0; l < m.dims.n_layer; l++)
-        same &= memcmp(c.k + l * TC, c2.k + l * TC, row6) == 0 && memcmp(c.v + l * TC, c2.v + l * TC, row6) == 0;
+        same &= memcmp(c.k + l * TC, c2.k + l * TC, row6) == 0 &&
+                memcmp(c.v + l * TC, c2.v + l * TC, row6) == 0;
     CHECK_MSG(same, "the prefill's keys or values differ from the decode steps'");
     kv_cache_free(&c2);
     kv_cache_free(&c);
@@ -767,7 +954,8 @@ static void test_kv_cache_generation_matches_full_recompute(void) {
     char crop[64], restart[64];
     check_greedy_context(&m, CONTEXT_CROP, 40, "crop", crop);
     check_greedy_context(&m, CONTEXT_RESTART, 40, "restart", restart);
-    CHECK_MSG(strncmp(crop, restart, 5) == 0, "the policies differ within block_size: '%s' vs '%s'", crop, restart);
+    CHECK_MSG(strncmp(crop, restart, 5) == 0, "the policies differ within block_size: '%s' vs '%s'",
+              crop, restart);
     rewind(fa);
     rng_seed(&ra, 1);
     generate(&m, &vocab, prompt, 3, 40, 0.0, 0, &ra, fa);
@@ -783,11 +971,14 @@ static void test_kv_cache_generation_matches_full_recompute(void) {
     generate_full_window(&m, &vocab, prompt, 3, 40, 1.0, 0, &rb, fd);
     read_back(fc, a, sizeof a);
     read_back(fd, b, sizeof b);
-    CHECK_MSG(strlen(a) == 40 && strcmp(a, b) == 0, "past block_size: cached '%s' vs recomputed '%s'", a, b);
+    CHECK_MSG(strlen(a) == 40 && strcmp(a, b) == 0,
+              "past block_size: cached '%s' vs recomputed '%s'", a, b);
     fclose(fc);
     fclose(fd);
-    CHECK_MSG(strcmp(crop, restart) != 0, "the crop and the restart agree on 40 characters ('%s'): the test "
-              "does not tell them apart", crop);
+    CHECK_MSG(strcmp(crop, restart) != 0,
+              "the crop and the restart agree on 40 characters ('%s'): the test "
+              "does not tell them apart",
+              crop);
     fclose(fa);
     fclose(fb);
     gpt_free(&m);
@@ -797,8 +988,8 @@ static void test_kv_cache_generation_matches_full_recompute(void) {
 // ring of W slots wraps) and of 8 (no ring): every decode step's logits equal the last row of a
 // full forward over the same tokens bit for bit, past the window, after a prefill too; greedy
 // generation past block_size, with the crop and with the restart, gives at each character the
-// argmax of the full forward over the context that policy documents; gen_loss is the windowed model's
-// teacher-forced loss on the same windows up to rounding. The window changes the logits.
+// argmax of the full forward over the context that policy documents; gen_loss is the windowed
+// model's teacher-forced loss on the same windows up to rounding. The window changes the logits.
 static void test_kv_cache_window_matches_full_forward(void) {
     int V = 9;
     static const int windows[] = {1, 3, 5, 8};
@@ -813,19 +1004,27 @@ static void test_kv_cache_window_matches_full_forward(void) {
     kv_cache_free(&c);
     for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
         int W = windows[wi];
-        set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, W, NULL}, &attention_engine, MODEL_ENGINE});
+        set_attention(&m, (AttnSetup){{m.attn.scale, ATTN_MASK_CAUSAL, SOFTMAX_OVER_KEYS, W, NULL},
+                                      &attention_engine,
+                                      MODEL_ENGINE});
         kv_cache_init(&c, &m);
-        CHECK_MSG(c.ring == W && c.slots == (W < 8 ? 2 * W : 8), "window %d: ring %d, %d slots", W, c.ring, c.slots);
+        CHECK_MSG(c.ring == W && c.slots == (W < 8 ? 2 * W : 8), "window %d: ring %d, %d slots", W,
+                  c.ring, c.slots);
         int same = 0;
         for (int t = 0; t < 8; t++) {
             gpt_decode_step(&m, &c, seq[t], logits);
             gpt_forward(&m, seq, NULL, 1, t + 1);
             same += memcmp(logits, m.acts.logits + (size_t)t * V, sizeof logits) == 0;
         }
-        CHECK_MSG(same == 8, "window %d: %d of 8 decode steps equal the full forward's last row", W, same);
-        if (W < 7) CHECK_MSG(memcmp(logits, logits0, sizeof logits) != 0, "window %d: the logits are the unwindowed ones", W);
-        if (W == 8)  // a window of block_size sees every key: the unwindowed logits (by the engine) up to rounding
-            for (int i = 0; i < V; i++) CHECK_NEAR(logits[i], logits0[i], 1e-5 * (1 + fabs(logits0[i])));
+        CHECK_MSG(same == 8, "window %d: %d of 8 decode steps equal the full forward's last row", W,
+                  same);
+        if (W < 7)
+            CHECK_MSG(memcmp(logits, logits0, sizeof logits) != 0,
+                      "window %d: the logits are the unwindowed ones", W);
+        if (W == 8)  // a window of block_size sees every key: the unwindowed logits (by the engine)
+                     // up to rounding
+            for (int i = 0; i < V; i++)
+                CHECK_NEAR(logits[i], logits0[i], 1e-5 * (1 + fabs(logits0[i])));
         // a prefill of 6, then two decode steps
         KVCache c2;
         kv_cache_init(&c2, &m);
@@ -837,7 +1036,8 @@ static void test_kv_cache_window_matches_full_forward(void) {
             gpt_forward(&m, seq, NULL, 1, t + 1);
             same += memcmp(logits, m.acts.logits + (size_t)t * V, sizeof logits) == 0;
         }
-        CHECK_MSG(same == 3, "window %d: after a prefill %d of 3 logits equal the full forward's", W, same);
+        CHECK_MSG(same == 3, "window %d: after a prefill %d of 3 logits equal the full forward's",
+                  W, same);
         // past block_size, as generate restarts: the last 4 of 9 tokens prefilled, 4 more decoded
         int longer[12] = {3, 1, 4, 1, 5, 2, 6, 8, 7, 0, 2, 5};
         gpt_prefill(&m, &c2, longer + 5, 4, logits);
@@ -848,7 +1048,8 @@ static void test_kv_cache_window_matches_full_forward(void) {
             gpt_forward(&m, longer + 5, NULL, 1, t - 4);
             same += memcmp(logits, m.acts.logits + (size_t)(t - 5) * V, sizeof logits) == 0;
         }
-        CHECK_MSG(same == 4, "window %d: after the restart %d of 4 logits equal the full forward's", W, same);
+        CHECK_MSG(same == 4, "window %d: after the restart %d of 4 logits equal the full forward's",
+                  W, same);
         kv_cache_free(&c2);
         kv_cache_free(&c);
 
@@ -860,16 +1061,22 @@ static void test_kv_cache_window_matches_full_forward(void) {
         check_greedy_context(&m, CONTEXT_RESTART, 30, label, restart);
         // gen_loss honours the window: it is the windowed model's teacher-forced loss
         int x[3 * 8], y[3 * 8];
-        for (int i = 0; i < 24; i++) { x[i] = (i * 7 + 3) % 9; y[i] = (i * 5 + 1) % 9; }
+        for (int i = 0; i < 24; i++) {
+            x[i] = (i * 7 + 3) % 9;
+            y[i] = (i * 5 + 1) % 9;
+        }
         double tf = 0, gen = gpt_generation_loss(&m, x, y, 3, 8, &tf);
-        CHECK_MSG(fabs(gen - tf) <= 1e-5 * tf, "window %d: gen_loss %.9g, teacher-forced %.9g", W, gen, tf);
+        CHECK_MSG(fabs(gen - tf) <= 1e-5 * tf, "window %d: gen_loss %.9g, teacher-forced %.9g", W,
+                  gen, tf);
     }
     gpt_free(&m);
 }
 
 // GRAD_STORE overwrites what a gradient buffer held (NaN here, which any read would carry into
 // the result) with exactly what GRAD_ADD adds onto zeros; GRAD_ADD adds onto what is there.
-static void fill(real *x, size_t n, real v) { for (size_t i = 0; i < n; i++) x[i] = v; }
+static void fill(real *x, size_t n, real v) {
+    for (size_t i = 0; i < n; i++) x[i] = v;
+}
 static void test_backward_store_overwrites(void) {
     Rng rng;
     rng_seed(&rng, 12);
@@ -879,15 +1086,23 @@ static void test_backward_store_overwrites(void) {
     real *dout = randn_array((size_t)N * OC, &rng, 1);
     real *dinp_add = zeros((size_t)N * C), *dw_add = zeros((size_t)C * OC);
     real *dinp_set = zeros((size_t)N * C), *dw_set = zeros((size_t)C * OC);
-    fill(dinp_set, (size_t)N * C, NAN); fill(dw_set, (size_t)C * OC, NAN);
+    fill(dinp_set, (size_t)N * C, NAN);
+    fill(dw_set, (size_t)C * OC, NAN);
     linear_backward(dinp_add, dw_add, dout, inp, w, N, C, OC, GRAD_ADD, GRAD_ADD);
     linear_backward(dinp_set, dw_set, dout, inp, w, N, C, OC, GRAD_STORE, GRAD_STORE);
     CHECK(memcmp(dinp_add, dinp_set, (size_t)N * C * sizeof(real)) == 0);
     CHECK(memcmp(dw_add, dw_set, (size_t)C * OC * sizeof(real)) == 0);
     // GRAD_ADD really adds: a second pass doubles (up to rounding: the depth is added in blocks)
     linear_backward(dinp_add, NULL, dout, inp, w, N, C, OC, GRAD_ADD, GRAD_ADD);
-    for (int i = 0; i < N * C; i++) CHECK_NEAR(dinp_add[i], 2 * dinp_set[i], 1e-4 * (1 + fabs(dinp_set[i])));
-    free(inp); free(w); free(dout); free(dinp_add); free(dw_add); free(dinp_set); free(dw_set);
+    for (int i = 0; i < N * C; i++)
+        CHECK_NEAR(dinp_add[i], 2 * dinp_set[i], 1e-4 * (1 + fabs(dinp_set[i])));
+    free(inp);
+    free(w);
+    free(dout);
+    free(dinp_add);
+    free(dw_add);
+    free(dinp_set);
+    free(dw_set);
 
     // GELU's backward in place (model.c stores it): the gradient of the output becomes that of
     // the input, as into another buffer full of NaN
@@ -896,14 +1111,19 @@ static void test_backward_store_overwrites(void) {
     gelu_backward(expect, x, d, 40);
     gelu_backward(d, x, d, 40);
     CHECK(memcmp(expect, d, 40 * sizeof(real)) == 0);
-    free(x); free(d); free(expect);
+    free(x);
+    free(d);
+    free(expect);
 
     // the whole model: gpt_backward on gradients and activation gradients full of NaN gives the
     // gradient it gives after gpt_zero_grad
     GPT m;
     build_tiny(&m, INIT_FAN_IN, (real)0.5, 9);
     int xs[16], ys[16];
-    for (int i = 0; i < 16; i++) { xs[i] = (i * 7) % 9; ys[i] = (i * 5 + 1) % 9; }
+    for (int i = 0; i < 16; i++) {
+        xs[i] = (i * 7) % 9;
+        ys[i] = (i * 5 + 1) % 9;
+    }
     gpt_zero_grad(&m);
     gpt_forward(&m, xs, ys, 2, 8);
     gpt_backward(&m);
@@ -912,8 +1132,12 @@ static void test_backward_store_overwrites(void) {
     fill(m.grads, m.n_params, NAN);
     GradActs *G = &m.gacts;
     size_t NC = 16 * 8;
-    fill(G->ln, NC, NAN); fill(G->q, NC, NAN); fill(G->k, NC, NAN); fill(G->v, NC, NAN);
-    fill(G->atty, NC, NAN); fill(G->fch, 4 * NC, NAN);
+    fill(G->ln, NC, NAN);
+    fill(G->q, NC, NAN);
+    fill(G->k, NC, NAN);
+    fill(G->v, NC, NAN);
+    fill(G->atty, NC, NAN);
+    fill(G->fch, 4 * NC, NAN);
     gpt_forward(&m, xs, ys, 2, 8);
     gpt_backward(&m);
     CHECK(memcmp(g, m.grads, m.n_params * sizeof(real)) == 0);
@@ -945,7 +1169,8 @@ static void test_greedy_sampling(void) {
     CHECK_MSG(strlen(a) == 6 && strcmp(a, b) == 0, "seed 1: '%s', seed 2: '%s'", a, b);
     int distinct = 0;
     for (int i = 1; i < 6; i++) distinct += a[i] != a[0];
-    CHECK_MSG(distinct > 0, "'%s': a fixture whose greedy text is one character repeated proves little", a);
+    CHECK_MSG(distinct > 0,
+              "'%s': a fixture whose greedy text is one character repeated proves little", a);
     // the limits that meet greedy decoding: top_k 1, and a tiny temperature
     for (uint64_t seed = 1; seed <= 5; seed++) {
         rng_seed(&rb, seed);
@@ -954,8 +1179,8 @@ static void test_greedy_sampling(void) {
         generate(&m, &vocab, prompt, 2, 6, 1e-3, 0, &rb, fb);
         fflush(fb);
         read_back(fb, b, sizeof b);
-        CHECK_MSG(strncmp(a, b, 6) == 0 && strncmp(a, b + 6, 6) == 0, "seed %d: top_k 1 then T 1e-3 gave '%s', greedy '%s'",
-                  (int)seed, b, a);
+        CHECK_MSG(strncmp(a, b, 6) == 0 && strncmp(a, b + 6, 6) == 0,
+                  "seed %d: top_k 1 then T 1e-3 gave '%s', greedy '%s'", (int)seed, b, a);
     }
     // each character is the argmax after its context
     int ctx[8] = {1, 0};
@@ -963,8 +1188,10 @@ static void test_greedy_sampling(void) {
         gpt_forward(&m, ctx, NULL, 1, 2 + t);
         const real *l = m.acts.logits + (size_t)(1 + t) * V;
         int best = 0;
-        for (int i = 1; i < V; i++) if (l[i] > l[best]) best = i;
-        CHECK_MSG(a[t] == 'a' + best, "character %d is '%c', the argmax is '%c'", t, a[t], 'a' + best);
+        for (int i = 1; i < V; i++)
+            if (l[i] > l[best]) best = i;
+        CHECK_MSG(a[t] == 'a' + best, "character %d is '%c', the argmax is '%c'", t, a[t],
+                  'a' + best);
         ctx[2 + t] = best;
     }
     fclose(fa);
@@ -1018,7 +1245,10 @@ static void test_gen_loss_equals_val_loss_when_causal(void) {
     GPT m;
     build_tiny(&m, INIT_FAN_IN, (real)0.5, 9);
     int x[3 * 8], y[3 * 8];
-    for (int i = 0; i < 24; i++) { x[i] = (i * 7 + 3) % 9; y[i] = (i * 5 + 1) % 9; }
+    for (int i = 0; i < 24; i++) {
+        x[i] = (i * 7 + 3) % 9;
+        y[i] = (i * 5 + 1) % 9;
+    }
     double tf = 0, gen = gpt_generation_loss(&m, x, y, 3, 8, &tf);
     CHECK(isfinite(gen) && gen > 0.5);
     CHECK_MSG(fabs(gen - tf) <= 1e-5 * tf, "gen_loss %.9g, teacher-forced %.9g", gen, tf);
@@ -1066,28 +1296,38 @@ static void test_gen_loss_exposes_a_leak(void) {
     }
     // the correct model, then the mistakes: mask none, mask zero, softmax over queries (whose
     // columns are normalised over queries that come later: the future leaks into the weights)
-    static const AttnMask masks[4] = {ATTN_MASK_CAUSAL, ATTN_MASK_NONE, ATTN_MASK_ZERO, ATTN_MASK_CAUSAL};
-    static const SoftmaxAxis axes[4] = {SOFTMAX_OVER_KEYS, SOFTMAX_OVER_KEYS, SOFTMAX_OVER_KEYS, SOFTMAX_OVER_QUERIES};
+    static const AttnMask masks[4] = {ATTN_MASK_CAUSAL, ATTN_MASK_NONE, ATTN_MASK_ZERO,
+                                      ATTN_MASK_CAUSAL};
+    static const SoftmaxAxis axes[4] = {SOFTMAX_OVER_KEYS, SOFTMAX_OVER_KEYS, SOFTMAX_OVER_KEYS,
+                                        SOFTMAX_OVER_QUERIES};
     static const char *const mask_names[4] = {"causal", "none", "zero", "causal"};
     static const char *const axis_names[4] = {"keys", "keys", "keys", "queries"};
     double lnV = log(9.0);
     for (int k = 0; k < 4; k++) {
         GPT m;
         build_tiny(&m, INIT_FAN_IN, (real)0.5, 9);
-        set_attention(&m, (AttnSetup){{m.attn.scale, masks[k], axes[k], 0, NULL}, &attention_engine, MODEL_ENGINE});
+        set_attention(&m, (AttnSetup){{m.attn.scale, masks[k], axes[k], 0, NULL},
+                                      &attention_engine,
+                                      MODEL_ENGINE});
         train_random(&m, 300);
         double tf = 0, gen = gpt_generation_loss(&m, x, y, 4, 8, &tf);
         if (k == 0) {
-            CHECK_MSG(fabs(gen - tf) < 1e-4 && tf > 0.8 * lnV, "causal: gen %.4f, teacher-forced %.4f", gen, tf);
+            CHECK_MSG(fabs(gen - tf) < 1e-4 && tf > 0.8 * lnV,
+                      "causal: gen %.4f, teacher-forced %.4f", gen, tf);
         } else if (k == 3) {
             // the normaliser of each column is the only channel from the future: the losses differ
             // by more than rounding, but so little information passes that the cheat stays small
-            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n", mask_names[k], axis_names[k], tf, gen);
-            CHECK_MSG(fabs(gen - tf) > 1e-4, "softmax over queries: gen %.6f, teacher-forced %.6f", gen, tf);
+            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n",
+                    mask_names[k], axis_names[k], tf, gen);
+            CHECK_MSG(fabs(gen - tf) > 1e-4, "softmax over queries: gen %.6f, teacher-forced %.6f",
+                      gen, tf);
         } else {
-            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n", mask_names[k], axis_names[k], tf, gen);
-            CHECK_MSG(tf < lnV - 0.5 && gen > lnV, "mask %s, softmax over %s: teacher-forced %.4f should be far below "
-                      "ln 9 = %.4f, gen_loss %.4f above it", mask_names[k], axis_names[k], tf, lnV, gen);
+            fprintf(stderr, "  mask %s, softmax over %s: teacher-forced %.4f, gen_loss %.4f\n",
+                    mask_names[k], axis_names[k], tf, gen);
+            CHECK_MSG(tf < lnV - 0.5 && gen > lnV,
+                      "mask %s, softmax over %s: teacher-forced %.4f should be far below "
+                      "ln 9 = %.4f, gen_loss %.4f above it",
+                      mask_names[k], axis_names[k], tf, lnV, gen);
         }
         gpt_free(&m);
     }
@@ -1100,7 +1340,8 @@ const TestCase tests_model[] = {
     {"gradcheck_matmul", gradcheck_matmul},
     {"gradcheck_layernorm", gradcheck_layernorm},
     {"gradcheck_qk_norm", gradcheck_qk_norm},
-    {"qk_norm_engine_matches_definition_on_wide_rows", qk_norm_engine_matches_definition_on_wide_rows},
+    {"qk_norm_engine_matches_definition_on_wide_rows",
+     qk_norm_engine_matches_definition_on_wide_rows},
     {"gradcheck_z_loss", gradcheck_z_loss},
     {"gradcheck_gelu", gradcheck_gelu},
     {"gelu_derivative_in_place", test_gelu_derivative_in_place},
@@ -1111,7 +1352,8 @@ const TestCase tests_model[] = {
     {"model_determinism", test_model_determinism},
     {"partial_batch_matches_exact_capacity", test_partial_batch_matches_exact_capacity},
     {"batch_threads_match_one_thread", test_batch_threads_match_one_thread},
-    {"batch_shares_same_bits_for_any_thread_count", test_batch_shares_same_bits_for_any_thread_count},
+    {"batch_shares_same_bits_for_any_thread_count",
+     test_batch_shares_same_bits_for_any_thread_count},
     {"pace_chooses_the_faster_thread_count", test_pace_chooses_the_faster_thread_count},
     {"gemm_matches_reference", test_gemm_matches_reference},
     {"backward_store_overwrites", test_backward_store_overwrites},

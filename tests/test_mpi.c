@@ -19,7 +19,9 @@ static double g_elapsed;  // seconds the last run() took
 
 // mpirun refuses to start as root (CI containers) unless told it may. A hung mpirun gets
 // SIGKILL 10 s after timeout's SIGTERM: one stuck after its ranks had exited ignored SIGTERM.
-#define MPIRUN "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 10 300 mpirun --oversubscribe"
+#define MPIRUN                                                                                     \
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 10 300 mpirun "          \
+    "--oversubscribe"
 
 static int run(const char *fmt, ...);
 
@@ -28,18 +30,26 @@ static int run(const char *fmt, ...);
 static int mpi_state(void) {
     static int state = 2;
     if (state != 2) return state;
-    if (access("build/train-mpi", X_OK) != 0 || system("command -v mpirun >/dev/null 2>&1") != 0) return state = 0;
+    if (access("build/train-mpi", X_OK) != 0 || system("command -v mpirun >/dev/null 2>&1") != 0)
+        return state = 0;
     int code = run(MPIRUN " -np 2 build/train-mpi --version");
     return state = code == 0 ? 1 : -1;
 }
-#define NEED_MPI() do { int st_ = mpi_state(); \
-    if (st_ == 0) SKIP("MPI is not installed (no mpirun or build/train-mpi): apt-get install libopenmpi-dev openmpi-bin, then make test"); \
-    if (st_ < 0) SKIP("mpirun cannot start 2 processes on this machine: %.300s", g_err); \
+#define NEED_MPI()                                                                                 \
+    do {                                                                                           \
+        int st_ = mpi_state();                                                                     \
+        if (st_ == 0)                                                                              \
+            SKIP("MPI is not installed (no mpirun or build/train-mpi): apt-get install "           \
+                 "libopenmpi-dev openmpi-bin, then make test");                                    \
+        if (st_ < 0) SKIP("mpirun cannot start 2 processes on this machine: %.300s", g_err);       \
     } while (0)
 
 static void tmpdir(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/tgpt_mpi_XXXXXX");
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); exit(1); }
+    if (!mkdtemp(g_dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
 }
 
 static void cleanup(void) {
@@ -77,13 +87,18 @@ static void write_config(const char *name) {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", g_dir, name);
     FILE *f = fopen(path, "w");
-    if (!f) { perror(path); exit(1); }
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
     fprintf(f, "{\"name\": \"mpi\",\n"
                " \"model\": {\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 32, \"block_size\": 32},\n"
                " \"data\": {\"path\": \"data/default.txt\", \"val_fraction\": 0.02},\n"
-               " \"train\": {\"batch_size\": 8, \"max_steps\": 50, \"lr\": 3e-3, \"lr_decay_steps\": 50, \"warmup_steps\": 5,\n"
+               " \"train\": {\"batch_size\": 8, \"max_steps\": 50, \"lr\": 3e-3, "
+               "\"lr_decay_steps\": 50, \"warmup_steps\": 5,\n"
                "           \"ckpt_interval\": 25, \"seed\": 11, \"threads\": 1},\n"
-               " \"log\": {\"log_interval\": 10, \"eval_interval\": 25, \"eval_steps\": 3, \"attn_interval\": 25},\n"
+               " \"log\": {\"log_interval\": 10, \"eval_interval\": 25, \"eval_steps\": 3, "
+               "\"attn_interval\": 25},\n"
                " \"sample\": {\"tokens\": 0}}\n");
     fclose(f);
 }
@@ -95,7 +110,10 @@ static int read_losses(const char *dir, double *loss, int max) {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
     int n = 0;
-    if (!fgets(line, sizeof line, f)) { fclose(f); return 0; }  // header
+    if (!fgets(line, sizeof line, f)) {
+        fclose(f);
+        return 0;
+    }  // header
     while (n < max && fgets(line, sizeof line, f)) {
         long step;
         if (sscanf(line, "%ld,%lf", &step, &loss[n]) == 2) n++;
@@ -192,8 +210,11 @@ static void test_two_ranks_match_one_process(void) {
     char path[256], cmd[600], listing[4096];
     snprintf(path, sizeof path, "%s/checkpoint.bin", d2);
     CHECK(access(path, R_OK) == 0);
-    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -v -x -e checkpoint.bin -e best.bin -e metrics.csv -e attention.csv "
-             "-e summary.json -e .lock > '%s/stray.txt'", d2, g_dir);
+    snprintf(
+        cmd, sizeof cmd,
+        "ls -A '%s' | grep -v -x -e checkpoint.bin -e best.bin -e metrics.csv -e attention.csv "
+        "-e summary.json -e .lock > '%s/stray.txt'",
+        d2, g_dir);
     CHECK(system(cmd) >= 0);
     snprintf(path, sizeof path, "%s/stray.txt", g_dir);
     FILE *f = fopen(path, "r");
@@ -213,13 +234,16 @@ static void test_checkpoints_cross_rank_counts(void) {
     write_config("cfg.json");
     int code = run("./train %s/cfg.json --train.out_dir=%s/straight", g_dir, g_dir);
     CHECK_MSG(code == 0, "straight: exit %d: %s", code, g_err);
-    code = run(MPIRUN " -np 2 build/train-mpi %s/cfg.json --train.max_steps=25 --train.out_dir=%s/a", g_dir, g_dir);
+    code =
+        run(MPIRUN " -np 2 build/train-mpi %s/cfg.json --train.max_steps=25 --train.out_dir=%s/a",
+            g_dir, g_dir);
     CHECK_MSG(code == 0, "2 ranks to step 25: exit %d: %s", code, g_err);
     code = run("./train --resume %s/a/checkpoint.bin --train.max_steps=50", g_dir);
     CHECK_MSG(code == 0, "1 process resuming: exit %d: %s", code, g_err);
     code = run("./train %s/cfg.json --train.max_steps=25 --train.out_dir=%s/b", g_dir, g_dir);
     CHECK_MSG(code == 0, "1 process to step 25: exit %d: %s", code, g_err);
-    code = run(MPIRUN " -np 2 build/train-mpi --resume %s/b/checkpoint.bin --train.max_steps=50", g_dir);
+    code = run(MPIRUN " -np 2 build/train-mpi --resume %s/b/checkpoint.bin --train.max_steps=50",
+               g_dir);
     CHECK_MSG(code == 0, "2 ranks resuming: exit %d: %s", code, g_err);
     double s[64], a[64], b[64];
     char d[128];
@@ -231,8 +255,10 @@ static void test_checkpoints_cross_rank_counts(void) {
     int nb = read_losses(d, b, 64);
     CHECK_MSG(ns == 50 && na == 50 && nb == 50, "metrics rows %d %d %d, expected 50", ns, na, nb);
     if (ns == 50 && na == 50 && nb == 50) {
-        CHECK_MSG(max_rel_diff(s, a, 50) <= 1e-5, "2 ranks then 1: relative %.3g", max_rel_diff(s, a, 50));
-        CHECK_MSG(max_rel_diff(s, b, 50) <= 1e-5, "1 then 2 ranks: relative %.3g", max_rel_diff(s, b, 50));
+        CHECK_MSG(max_rel_diff(s, a, 50) <= 1e-5, "2 ranks then 1: relative %.3g",
+                  max_rel_diff(s, a, 50));
+        CHECK_MSG(max_rel_diff(s, b, 50) <= 1e-5, "1 then 2 ranks: relative %.3g",
+                  max_rel_diff(s, b, 50));
     }
     cleanup();
 }
@@ -252,22 +278,27 @@ static void test_failures_stop_every_rank(void) {
     CHECK_MSG(code == 2, "batch 8 over 3 ranks: exit %d: %s", code, g_err);
     CHECK_MSG(strstr(g_err, "does not divide over 3 ranks") != NULL, "stderr: %s", g_err);
     // MPMD launch: rank 1 is given a data file that does not exist
-    code = run(MPIRUN " -np 1 build/train-mpi %s/cfg.json --train.out_dir=%s/y : -np 1 build/train-mpi %s/cfg.json "
-               "--train.out_dir=%s/y --data.path=%s/missing.txt", g_dir, g_dir, g_dir, g_dir, g_dir);
+    code = run(MPIRUN " -np 1 build/train-mpi %s/cfg.json --train.out_dir=%s/y : -np 1 "
+                      "build/train-mpi %s/cfg.json "
+                      "--train.out_dir=%s/y --data.path=%s/missing.txt",
+               g_dir, g_dir, g_dir, g_dir, g_dir);
     CHECK_MSG(code != 0 && !hung(code), "rank 1 without data: exit %d: %s", code, g_err);
     CHECK_MSG(strstr(g_err, "(rank 1)") && strstr(g_err, "missing.txt"), "stderr: %s", g_err);
     // rank 1 (told apart by its log_interval, which only rank 0 uses) is killed during training
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             MPIRUN " -np 1 build/train-mpi %s/cfg.json --train.max_steps=100000 --train.out_dir=%s/z : "
-             "-np 1 build/train-mpi %s/cfg.json --train.max_steps=100000 --train.out_dir=%s/z --log.log_interval=97 & "
+             MPIRUN
+             " -np 1 build/train-mpi %s/cfg.json --train.max_steps=100000 --train.out_dir=%s/z : "
+             "-np 1 build/train-mpi %s/cfg.json --train.max_steps=100000 --train.out_dir=%s/z "
+             "--log.log_interval=97 & "
              "pid=$!; for i in $(seq 1 200); do [ -s %s/z/metrics.csv ] && break; sleep 0.1; done; "
              "pkill -KILL -f '^build/train-mpi .*log_interval=97'; wait $pid",
              g_dir, g_dir, g_dir, g_dir, g_dir);
     code = run("%s", cmd);
     CHECK_MSG(code != 0 && !hung(code), "rank 1 killed: exit %d: %s", code, g_err);
     CHECK_MSG(strstr(g_err, "rank 1") != NULL, "stderr does not name rank 1: %s", g_err);
-    if (getenv("TGPT_TEST_VERBOSE")) fprintf(stderr, "  rank 1 killed: exit %d, stderr:\n%s\n", code, g_err);
+    if (getenv("TGPT_TEST_VERBOSE"))
+        fprintf(stderr, "  rank 1 killed: exit %d, stderr:\n%s\n", code, g_err);
     cleanup();
 }
 

@@ -11,9 +11,9 @@
 #include "base/rng.h"
 #include "test.h"
 
-#define IS_F64 (sizeof(real) == 8)
+#define IS_F64  (sizeof(real) == 8)
 #define FD_STEP (IS_F64 ? 1e-6 : 1e-2)
-#define FD_TOL (IS_F64 ? 1e-6 : 3e-2)
+#define FD_TOL  (IS_F64 ? 1e-6 : 3e-2)
 
 static inline real *randn_array(size_t n, Rng *rng, double std) {
     real *a = malloc(n * sizeof(real));
@@ -24,7 +24,9 @@ static inline real *randn_array(size_t n, Rng *rng, double std) {
 static inline real *zeros(size_t n) { return calloc(n, sizeof(real)); }
 
 // what attention_forward and attention_backward need: their scratch for every thread
-static inline real *attn_scratch(int T, int hd) { return zeros(attention_scratch_size(T, hd) * (size_t)thread_max()); }
+static inline real *attn_scratch(int T, int hd) {
+    return zeros(attention_scratch_size(T, hd) * (size_t)thread_max());
+}
 
 static inline double dot_r(const real *a, const real *b, size_t n) {
     double s = 0;
@@ -59,7 +61,8 @@ static inline void numeric_grad(LossFn f, void *ctx, real *x, size_t n, double *
     }
 }
 
-static inline double check_grad(LossFn f, void *ctx, real *x, const real *analytic, size_t n, const char *what) {
+static inline double check_grad(LossFn f, void *ctx, real *x, const real *analytic, size_t n,
+                                const char *what) {
     double *num = malloc(n * sizeof(double));
     numeric_grad(f, ctx, x, n, num);
     double err = grad_error(analytic, num, n);

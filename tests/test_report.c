@@ -26,7 +26,8 @@ static int tmp_setup(void) {
 }
 
 static void tmp_cleanup(void) {
-    static const char *const names[] = {"compare.csv", "report.md", "scaling.svg", "compare.svg", "report.html"};
+    static const char *const names[] = {"compare.csv", "report.md", "scaling.svg", "compare.svg",
+                                        "report.html"};
     char path[128];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof(path), "%s/%s", g_dir, names[i]);
@@ -45,7 +46,11 @@ static char *slurp_path(const char *path) {
         if (!buf) break;
         if (n + 1024 > cap) {
             char *nb = realloc(buf, cap *= 2);
-            if (!nb) { free(buf); buf = NULL; break; }
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
             buf = nb;
         }
         size_t r = fread(buf + n, 1, cap - n - 1, f);
@@ -109,7 +114,9 @@ static int xml_balanced(const char *s) {
         const char *gt = strchr(p, '>');
         if (!gt || len == 0 || len >= sizeof stack[0]) return 0;
         if (closing) {
-            if (depth == 0 || strlen(stack[depth - 1]) != len || strncmp(stack[depth - 1], name, len) != 0) return 0;
+            if (depth == 0 || strlen(stack[depth - 1]) != len ||
+                strncmp(stack[depth - 1], name, len) != 0)
+                return 0;
             depth--;
         } else if (gt[-1] != '/') {
             if (depth == 64) return 0;
@@ -168,9 +175,9 @@ static const char *const SCALE_VALUES[2] = {"sqrt", "none"};
 // T = 6 characters. In variant v at `step`, row t puts a = min(0.3 + 0.06 step + 0.1 v, 0.95)
 // on its own key and spreads the rest evenly over the other keys it sees: those before it, or
 // (leaky) every other key; a row with no other key puts 1 on its own.
-#define MAP_L 2
+#define MAP_L  2
 #define MAP_NH 2
-#define MAP_T 6
+#define MAP_T  6
 static const uint32_t MAP_TEXT[MAP_T] = {'h', 'i', ' ', 'y', 'o', '\n'};
 
 static void synthetic_P(real *P, int T, int v, long step, int leaky) {
@@ -208,9 +215,12 @@ static int run_synthetic(int scaled_wins, char *err, size_t errlen) {
     small_config(&cfg);
     CompareLog *log = compare_log_open(g_dir, N_STEPS, "model.attn_scale", SCALE_VALUES, 2);
     if (!log) return 0;
-    HeadStats p0[2] = {stats(0.95, 0.15, 0.0, 0.3, 0.25, 0.01), stats(0.60, 0.55, 0.125, 0.05, 0.0025, 0.012)};
-    HeadStats p5[2] = {stats(0.80, 0.30, 0.0, 0.2, 0.15, 0.02), stats(0.40, 0.70, 0.25, 0.04, 0.002, 0.03)};
-    HeadStats p10[2] = {stats(0.70, 0.40, 0.0625, 0.15, 0.1, 0.03), stats(0.35, 0.75, 0.375, 0.03, 0.001, 0.05)};
+    HeadStats p0[2] = {stats(0.95, 0.15, 0.0, 0.3, 0.25, 0.01),
+                       stats(0.60, 0.55, 0.125, 0.05, 0.0025, 0.012)};
+    HeadStats p5[2] = {stats(0.80, 0.30, 0.0, 0.2, 0.15, 0.02),
+                       stats(0.40, 0.70, 0.25, 0.04, 0.002, 0.03)};
+    HeadStats p10[2] = {stats(0.70, 0.40, 0.0625, 0.15, 0.1, 0.03),
+                        stats(0.35, 0.75, 0.375, 0.03, 0.001, 0.05)};
     for (long step = 0; step < N_STEPS; step++) {
         if (step % 5 == 0)
             for (int v = 0; v < 2; v++) {
@@ -221,7 +231,9 @@ static int run_synthetic(int scaled_wins, char *err, size_t errlen) {
         double s_loss = 3.0 - 0.1 * (double)done;
         double u_loss = scaled_wins ? 3.1 - 0.05 * (double)done : 2.9 - 0.12 * (double)done;
         double s_val = done == 5 ? 2.55 : done == 10 ? 2.10 : NAN;
-        double u_val = done == 5 ? (scaled_wins ? 2.90 : 2.40) : done == 10 ? (scaled_wins ? 2.65 : 1.85) : NAN;
+        double u_val = done == 5    ? (scaled_wins ? 2.90 : 2.40)
+                       : done == 10 ? (scaled_wins ? 2.65 : 1.85)
+                                    : NAN;
         compare_log_step(log, 0, done, s_loss, s_val, s_val + 0.01);
         compare_log_step(log, 1, done, u_loss, u_val, u_val + 0.01);
     }
@@ -231,7 +243,8 @@ static int run_synthetic(int scaled_wins, char *err, size_t errlen) {
     }
     compare_log_command(log, "./train cfg.json --compare-scaling");
     CompareFinal fs = {2.0, 2.05, 2.06, 2.06, "scaled sample"};
-    CompareFinal fu = {scaled_wins ? 2.6 : 1.75, scaled_wins ? 2.65 : 1.80, 2.7, 2.7, "unscaled sample"};
+    CompareFinal fu = {scaled_wins ? 2.6 : 1.75, scaled_wins ? 2.65 : 1.80, 2.7, 2.7,
+                       "unscaled sample"};
     compare_log_final(log, 0, &fs);
     compare_log_final(log, 1, &fu);
     return compare_log_finish(log, &cfg, err, errlen);
@@ -245,7 +258,8 @@ typedef struct {
     const char *key;
     const char *values[COMPARE_MAX_VARIANTS];
     int n;
-    double val[COMPARE_MAX_VARIANTS], gen[COMPARE_MAX_VARIANTS], tf[COMPARE_MAX_VARIANTS], fm[COMPARE_MAX_VARIANTS];
+    double val[COMPARE_MAX_VARIANTS], gen[COMPARE_MAX_VARIANTS], tf[COMPARE_MAX_VARIANTS],
+        fm[COMPARE_MAX_VARIANTS];
     const char *sample[COMPARE_MAX_VARIANTS];
     const char *softmax_axis;  // the shared configuration's, when not the default
 } Scenario;
@@ -253,7 +267,8 @@ typedef struct {
 static int run_scenario(const Scenario *sc, char *err, size_t errlen) {
     Config cfg;
     small_config(&cfg);
-    if (sc->softmax_axis) snprintf(cfg.softmax_axis, sizeof cfg.softmax_axis, "%s", sc->softmax_axis);
+    if (sc->softmax_axis)
+        snprintf(cfg.softmax_axis, sizeof cfg.softmax_axis, "%s", sc->softmax_axis);
     CompareLog *log = compare_log_open(g_dir, N_STEPS, sc->key, sc->values, sc->n);
     if (!log) {
         snprintf(err, errlen, "compare_log_open refused %d variants of %s", sc->n, sc->key);
@@ -262,18 +277,21 @@ static int run_scenario(const Scenario *sc, char *err, size_t errlen) {
     for (long step = 0; step <= N_STEPS; step++) {
         if (step % 5 == 0)
             for (int v = 0; v < sc->n; v++) {
-                HeadStats h = stats(0.9 - 0.02 * (double)step, 0.2 + 0.03 * (double)step, 0.01, 0.05, 0.04, 0.1);
+                HeadStats h = stats(0.9 - 0.02 * (double)step, 0.2 + 0.03 * (double)step, 0.01,
+                                    0.05, 0.04, 0.1);
                 h.future_mass = sc->fm[v] * (double)step / N_STEPS;
                 compare_log_probe(log, v, step, &h);
-                log_synthetic_P(log, v, step, strcmp(sc->key, "model.attn_mask") == 0 && strcmp(sc->values[v], "causal") != 0);
+                log_synthetic_P(log, v, step,
+                                strcmp(sc->key, "model.attn_mask") == 0 &&
+                                    strcmp(sc->values[v], "causal") != 0);
             }
         if (step == N_STEPS) break;
         long done = step + 1;
         for (int v = 0; v < sc->n; v++) {
             double late = done == 5 ? 0.3 : 0.0;
             int eval = done % 5 == 0;
-            compare_log_step(log, v, done, 3.0 - 0.1 * (double)done + 0.01 * v, eval ? sc->val[v] + late : NAN,
-                             eval ? sc->gen[v] + late : NAN);
+            compare_log_step(log, v, done, 3.0 - 0.1 * (double)done + 0.01 * v,
+                             eval ? sc->val[v] + late : NAN, eval ? sc->gen[v] + late : NAN);
         }
     }
     for (int v = 0; v < sc->n; v++) {
@@ -313,7 +331,10 @@ static void test_csv_layout_and_values(void) {
     CHECK_MSG(run_synthetic(1, err, sizeof(err)), "%s", err);
     char *csv = slurp("compare.csv");
     CHECK(csv != NULL);
-    if (!csv) { tmp_cleanup(); return; }
+    if (!csv) {
+        tmp_cleanup();
+        return;
+    }
     char *save = NULL;
     char *line = strtok_r(csv, "\n", &save);
     CHECK(line && strcmp(line, CSV_HEADER) == 0);
@@ -323,7 +344,10 @@ static void test_csv_layout_and_values(void) {
         char *f[20];
         int nf = split_csv(line, f, 20);
         CHECK_MSG(nf == CSV_FIELDS, "row %d has %d fields", row, nf);
-        if (nf != CSV_FIELDS) { row++; continue; }
+        if (nf != CSV_FIELDS) {
+            row++;
+            continue;
+        }
         long step = strtol(f[0], NULL, 10);
         const char *want_variant = row % 2 == 0 ? "scaled" : "unscaled";
         CHECK_MSG(strcmp(f[1], want_variant) == 0, "row %d: variant %s", row, f[1]);
@@ -332,14 +356,17 @@ static void test_csv_layout_and_values(void) {
         prev_step = step;
         int probed = step % 5 == 0;
         // loss: empty only at step 0
-        if (step == 0) CHECK_MSG(f[2][0] == '\0', "loss at step 0: '%s'", f[2]);
-        else CHECK_MSG(f[2][0] != '\0', "no loss at step %ld", step);
+        if (step == 0)
+            CHECK_MSG(f[2][0] == '\0', "loss at step 0: '%s'", f[2]);
+        else
+            CHECK_MSG(f[2][0] != '\0', "no loss at step %ld", step);
         // val_loss and gen_loss: only at 5 and 10
         int evaluated = step == 5 || step == 10;
         CHECK_MSG((f[3][0] != '\0') == evaluated, "val at step %ld: '%s'", step, f[3]);
         CHECK_MSG((f[15][0] != '\0') == evaluated, "gen_loss at step %ld: '%s'", step, f[15]);
         // attention columns: only where probed
-        for (int i = 4; i < 15; i++) CHECK_MSG((f[i][0] != '\0') == probed, "step %ld column %d: '%s'", step, i, f[i]);
+        for (int i = 4; i < 15; i++)
+            CHECK_MSG((f[i][0] != '\0') == probed, "step %ld column %d: '%s'", step, i, f[i]);
         CHECK_MSG((f[16][0] != '\0') == probed, "future_mass at step %ld: '%s'", step, f[16]);
         // round trips
         if (step == 3 && row % 2 == 0) CHECK_NEAR(strtod(f[2], NULL), 2.7, 1e-6);
@@ -347,16 +374,16 @@ static void test_csv_layout_and_values(void) {
         if (step == 5 && row % 2 == 1) CHECK_NEAR(strtod(f[3], NULL), 2.90, 1e-6);
         if (step == 5 && row % 2 == 1) CHECK_NEAR(strtod(f[15], NULL), 2.91, 1e-6);
         if (step == 0 && row % 2 == 1) {
-            CHECK_NEAR(strtod(f[4], NULL), 0.60, 1e-6);   // entropy_norm
-            CHECK_NEAR(strtod(f[5], NULL), 0.55, 1e-6);   // max_weight
-            CHECK_NEAR(strtod(f[6], NULL), 0.1875, 1e-6); // frac_gt_0.9
-            CHECK_NEAR(strtod(f[7], NULL), 0.125, 1e-6);  // frac_gt_0.99
-            CHECK_NEAR(strtod(f[8], NULL), 1.05, 1e-6);   // score_std
-            CHECK_NEAR(strtod(f[9], NULL), 0.012, 1e-9);  // gnorm_wq
-            CHECK_NEAR(strtod(f[12], NULL), 0.048, 1e-9); // gnorm_wo
-            CHECK_NEAR(strtod(f[13], NULL), 0.05, 1e-9);  // ds_over_dp
-            CHECK_NEAR(strtod(f[14], NULL), 0.0025, 1e-9); // row_gain_median
-            CHECK_NEAR(strtod(f[16], NULL), 0.0, 1e-12);  // future_mass
+            CHECK_NEAR(strtod(f[4], NULL), 0.60, 1e-6);     // entropy_norm
+            CHECK_NEAR(strtod(f[5], NULL), 0.55, 1e-6);     // max_weight
+            CHECK_NEAR(strtod(f[6], NULL), 0.1875, 1e-6);   // frac_gt_0.9
+            CHECK_NEAR(strtod(f[7], NULL), 0.125, 1e-6);    // frac_gt_0.99
+            CHECK_NEAR(strtod(f[8], NULL), 1.05, 1e-6);     // score_std
+            CHECK_NEAR(strtod(f[9], NULL), 0.012, 1e-9);    // gnorm_wq
+            CHECK_NEAR(strtod(f[12], NULL), 0.048, 1e-9);   // gnorm_wo
+            CHECK_NEAR(strtod(f[13], NULL), 0.05, 1e-9);    // ds_over_dp
+            CHECK_NEAR(strtod(f[14], NULL), 0.0025, 1e-9);  // row_gain_median
+            CHECK_NEAR(strtod(f[16], NULL), 0.0, 1e-12);    // future_mass
         }
         if (step == 10 && row % 2 == 0) CHECK_NEAR(strtod(f[14], NULL), 0.1, 1e-9);
         row++;
@@ -373,7 +400,10 @@ static char *first_fields(const char *text, int ncols) {
     for (const char *p = text; *p;) {
         int col = 0;
         for (; *p && *p != '\n'; p++) {
-            if (*p == ',' && ++col >= ncols) { p += strcspn(p, "\n"); break; }
+            if (*p == ',' && ++col >= ncols) {
+                p += strcspn(p, "\n");
+                break;
+            }
             *o++ = *p;
         }
         if (*p == '\n') *o++ = *p++;
@@ -397,11 +427,15 @@ static void test_scale_output_unchanged(void) {
         snprintf(path, sizeof path, "tests/golden/scale_%s_compare.csv", CASES[scaled_wins]);
         char *want_csv = slurp_path(path), *csv = slurp("compare.csv");
         char *csv15 = csv ? first_fields(csv, 15) : NULL;
-        CHECK_MSG(want_md && want_csv, "missing %s (run the tests from the repository's root)", path);
+        CHECK_MSG(want_md && want_csv, "missing %s (run the tests from the repository's root)",
+                  path);
         CHECK(md && csv15);
-        if (want_md && md) CHECK_MSG(strcmp(md, want_md) == 0, "%s: report.md differs from the golden file", CASES[scaled_wins]);
+        if (want_md && md)
+            CHECK_MSG(strcmp(md, want_md) == 0, "%s: report.md differs from the golden file",
+                      CASES[scaled_wins]);
         if (want_csv && csv15)
-            CHECK_MSG(strcmp(csv15, want_csv) == 0, "%s: compare.csv's first 15 columns differ", CASES[scaled_wins]);
+            CHECK_MSG(strcmp(csv15, want_csv) == 0, "%s: compare.csv's first 15 columns differ",
+                      CASES[scaled_wins]);
         free(want_md);
         free(md);
         free(want_csv);
@@ -418,7 +452,7 @@ static void check_common_md(const char *md) {
     CHECK(strstr(md, "| 0 (init) |") != NULL);
     CHECK(strstr(md, "| 5 |") != NULL);
     CHECK(strstr(md, "| 10 (end) |") != NULL);
-    CHECK(strstr(md, "| 2 | 2 | 16 | 8 |") != NULL);   // n_layer, n_head, n_embd, head_dim
+    CHECK(strstr(md, "| 2 | 2 | 16 | 8 |") != NULL);  // n_layer, n_head, n_embd, head_dim
     CHECK(strstr(md, "## What the numbers show") != NULL);
     // step 0 peakedness and gradient survival, from the synthetic numbers
     CHECK(strstr(md, "0.950 scaled vs 0.600 unscaled") != NULL);
@@ -488,12 +522,17 @@ static void check_svg(const char *svg, int n_variants, int n_panels, int curves_
     CHECK(strstr(svg, "nan") == NULL && strstr(svg, "inf") == NULL);
     CHECK(strstr(svg, ">step<") != NULL);
     CHECK(strstr(svg, "synthetic") != NULL);
-    static const char *const LETTERS[9] = {"(a) ", "(b) ", "(c) ", "(d) ", "(e) ", "(f) ", "(g) ", "(h) ", "(i) "};
-    for (int p = 0; p < 9; p++) CHECK_MSG(has(svg, LETTERS[p]) == (p < n_panels), "panel %s", LETTERS[p]);
+    static const char *const LETTERS[9] = {"(a) ", "(b) ", "(c) ", "(d) ", "(e) ",
+                                           "(f) ", "(g) ", "(h) ", "(i) "};
+    for (int p = 0; p < 9; p++)
+        CHECK_MSG(has(svg, LETTERS[p]) == (p < n_panels), "panel %s", LETTERS[p]);
     for (int v = 0; v < 4; v++) {
         int curves = paths_in_colour(svg, COLOURS[v]);
-        if (v < n_variants) CHECK_MSG(curves == curves_per_variant, "variant %d: %d curves", v, curves);
-        else CHECK_MSG(curves == 0 && !has(svg, COLOURS[v]), "colour of a variant %d that does not exist", v);
+        if (v < n_variants)
+            CHECK_MSG(curves == curves_per_variant, "variant %d: %d curves", v, curves);
+        else
+            CHECK_MSG(curves == 0 && !has(svg, COLOURS[v]),
+                      "colour of a variant %d that does not exist", v);
     }
 }
 
@@ -558,8 +597,13 @@ static void test_output_logits_panel(void) {
         CHECK(f && strstr(f, ">10<") && strstr(f, ">12<") && !strstr(f, ">100<"));
         CHECK(f && strstr(f, "mean log Z") && strstr(f, "largest logit"));
     }
-    if (md) CHECK(has(md, "the gradient surviving the softmax and the output logits' mean log Z over training"));
-    if (html) CHECK(count_substr(html, "<svg class=\"chart\"") == 6 && has(html, "aria-label=\"(f) Output logits"));
+    if (md)
+        CHECK(has(
+            md,
+            "the gradient surviving the softmax and the output logits' mean log Z over training"));
+    if (html)
+        CHECK(count_substr(html, "<svg class=\"chart\"") == 6 &&
+              has(html, "aria-label=\"(f) Output logits"));
     free(md);
     free(svg);
     free(html);
@@ -597,7 +641,8 @@ static void test_no_probes(void) {
     }
     if (svg) CHECK(count_substr(svg, "no data") == 4);
     char *html = slurp("report.html");
-    CHECK(html && has(html, "No attention weights were kept") && count_substr(html, "<svg class=\"hm\"") == 0);
+    CHECK(html && has(html, "No attention weights were kept") &&
+          count_substr(html, "<svg class=\"hm\"") == 0);
     free(html);
     free(csv);
     free(md);
@@ -638,7 +683,8 @@ static void test_unordered_input(void) {
 static void test_io_error(void) {
     Config cfg;
     small_config(&cfg);
-    CompareLog *log = compare_log_open("/nonexistent_test_report_dir/sub", 2, "model.attn_scale", SCALE_VALUES, 2);
+    CompareLog *log = compare_log_open("/nonexistent_test_report_dir/sub", 2, "model.attn_scale",
+                                       SCALE_VALUES, 2);
     compare_log_step(log, 0, 1, 2.0, NAN, NAN);
     compare_log_step(log, 1, 1, 2.1, NAN, NAN);
     char err[256] = "";
@@ -684,9 +730,15 @@ static void test_open_and_names(void) {
 // causal's, their gen_loss far above it, weight on the future; causal's gen_loss and
 // teacher-forced loss on the same windows equal up to rounding.
 static const Scenario MASK3 = {
-    "model.attn_mask", {"causal", "zero", "none"}, 3,
-    {1.75, 1.20, 0.90}, {1.7512, 3.40, 4.10}, {1.7507, 1.21, 0.91}, {0, 0.31, 0.48},
-    {"ROMEO:\nWhat light through yonder window breaks?", "ROMEO:\nthe ``` the\n", "none's text"}, NULL,
+    "model.attn_mask",
+    {"causal", "zero", "none"},
+    3,
+    {1.75, 1.20, 0.90},
+    {1.7512, 3.40, 4.10},
+    {1.7507, 1.21, 0.91},
+    {0, 0.31, 0.48},
+    {"ROMEO:\nWhat light through yonder window breaks?", "ROMEO:\nthe ``` the\n", "none's text"},
+    NULL,
 };
 
 static void test_leak_mask_symptoms(void) {
@@ -703,23 +755,28 @@ static void test_leak_mask_symptoms(void) {
         CHECK(has(md, "| 10 (end) | 1.7500 / 1.2000 / 0.9000 | 1.7512 / 3.4000 / 4.1000 |"));
         CHECK(has(md, "| 5 | 2.0500 / 1.5000 / 1.2000 | 2.0512 / 3.7000 / 4.4000 |"));
         char *ref = line_starting(md, "- **`causal` is the correct model**");
-        CHECK_MSG(ref && has(ref, "agree up to rounding: 1.7512 vs 1.7507") && has(ref, "future_mass is 0 at step 10"),
+        CHECK_MSG(ref && has(ref, "agree up to rounding: 1.7512 vs 1.7507") &&
+                      has(ref, "future_mass is 0 at step 10"),
                   "%s", ref ? ref : "no bullet for causal");
         const char *names[2] = {"zero", "none"};
-        const char *numbers[2][3] = {{"1.2000 vs 1.7500 (0.550 lower)", "3.4000 vs 1.7512 (1.649 higher)",
-                                      "2.190 above its teacher-forced loss (3.4000 vs 1.2100)"},
-                                     {"0.9000 vs 1.7500 (0.850 lower)", "4.1000 vs 1.7512 (2.349 higher)",
-                                      "3.190 above its teacher-forced loss (4.1000 vs 0.9100)"}};
-        const char *mass[2] = {"future_mass is 0.31 at step 10: on average 31.0%", "future_mass is 0.48 at step 10: "
-                                                                                   "on average 48.0%"};
+        const char *numbers[2][3] = {
+            {"1.2000 vs 1.7500 (0.550 lower)", "3.4000 vs 1.7512 (1.649 higher)",
+             "2.190 above its teacher-forced loss (3.4000 vs 1.2100)"},
+            {"0.9000 vs 1.7500 (0.850 lower)", "4.1000 vs 1.7512 (2.349 higher)",
+             "3.190 above its teacher-forced loss (4.1000 vs 0.9100)"}};
+        const char *mass[2] = {"future_mass is 0.31 at step 10: on average 31.0%",
+                               "future_mass is 0.48 at step 10: "
+                               "on average 48.0%"};
         for (int i = 0; i < 2; i++) {
             char start[32];
             snprintf(start, sizeof start, "- **`%s`.**", names[i]);
             char *b = line_starting(md, start);
             CHECK_MSG(b != NULL, "no bullet for %s", names[i]);
             if (!b) continue;
-            CHECK_MSG(has(b, "teacher-forced whole-split validation loss is far below `causal`'s") && has(b, numbers[i][0]),
-                      "%s", b);
+            CHECK_MSG(
+                has(b, "teacher-forced whole-split validation loss is far below `causal`'s") &&
+                    has(b, numbers[i][0]),
+                "%s", b);
             CHECK_MSG(has(b, "gen_loss is far above `causal`'s") && has(b, numbers[i][1]), "%s", b);
             CHECK_MSG(has(b, "signature of a leak"), "%s", b);
             CHECK_MSG(has(b, numbers[i][2]) && has(b, "the measured size of the cheat"), "%s", b);
@@ -728,25 +785,30 @@ static void test_leak_mask_symptoms(void) {
         }
         free(ref);
         CHECK(has(md, "lowest first: `none` 0.9000, `zero` 1.2000 and `causal` 1.7500"));
-        CHECK(has(md, "By gen_loss: `causal` 1.7512, `zero` 3.4000 and `none` 4.1000. The orders differ"));
+        CHECK(has(
+            md,
+            "By gen_loss: `causal` 1.7512, `zero` 3.4000 and `none` 4.1000. The orders differ"));
         // the samples, each in a fence longer than any run of backticks in it
-        CHECK(has(md, "**causal**:\n\n```\nROMEO:\nWhat light through yonder window breaks?\n```\n"));
+        CHECK(
+            has(md, "**causal**:\n\n```\nROMEO:\nWhat light through yonder window breaks?\n```\n"));
         CHECK(has(md, "**zero**:\n\n````\nROMEO:\nthe ``` the\n````\n"));
         CHECK(has(md, "**none**:\n\n```\nnone's text\n```\n"));
-        CHECK(has(md, "`compare.svg`: loss, normalised entropy, max attention logit, max weight, the gradient surviving the softmax, "
-                      "gen_loss against the teacher-forced val_loss and future_mass over training, all three variants"));
+        CHECK(has(md, "`compare.svg`: loss, normalised entropy, max attention logit, max weight, "
+                      "the gradient surviving the softmax, "
+                      "gen_loss against the teacher-forced val_loss and future_mass over training, "
+                      "all three variants"));
         CHECK(has(md, "`causal/attention.csv`, `zero/attention.csv` and `none/attention.csv`"));
     }
     if (csv) {
         CHECK(strncmp(csv, CSV_HEADER, strlen(CSV_HEADER)) == 0);
         CHECK(count_substr(csv, "\n") == 1 + 3 * (N_STEPS + 1));
         CHECK(has(csv, "\n10,none,2.02,0.9,"));
-        CHECK(has(csv, ",4.1,0.48\n"));       // none at step 10: gen_loss, future_mass
+        CHECK(has(csv, ",4.1,0.48\n"));  // none at step 10: gen_loss, future_mass
         CHECK(has(csv, "\n5,zero,2.51,1.5,"));
-        CHECK(has(csv, ",3.7,0.155\n"));      // zero at step 5
+        CHECK(has(csv, ",3.7,0.155\n"));                    // zero at step 5
         CHECK(has(csv, "\n3,causal,2.7,,,,,,,,,,,,,,\n"));  // neither evaluated nor probed
-        CHECK(has(csv, "\n0,causal,,,0.9,"));            // probed before any step: no losses
-        CHECK(has(csv, ",0.04,,0\n"));                    // ... its row gain, no gen_loss, future_mass 0
+        CHECK(has(csv, "\n0,causal,,,0.9,"));               // probed before any step: no losses
+        CHECK(has(csv, ",0.04,,0\n"));  // ... its row gain, no gen_loss, future_mass 0
     }
     if (svg) {
         // the four panels (7 curves per variant) and gen vs val (2) and future_mass (1)
@@ -767,7 +829,8 @@ static void test_leak_mask_symptoms(void) {
 static void test_leak_without_symptoms(void) {
     if (!tmp_setup()) SKIP("mkdtemp failed");
     Scenario sc = {"model.attn_mask", {"causal", "zero"}, 2,
-                   {1.75, 1.80}, {1.7505, 1.70}, {1.7505, 1.81}, {0, 0.05}, {NULL, NULL}, NULL};
+                   {1.75, 1.80},      {1.7505, 1.70},     {1.7505, 1.81},
+                   {0, 0.05},         {NULL, NULL},       NULL};
     char err[256] = "";
     CHECK_MSG(run_scenario(&sc, err, sizeof err), "%s", err);
     char *md = slurp("report.md");
@@ -775,15 +838,18 @@ static void test_leak_without_symptoms(void) {
     char *b = md ? line_starting(md, "- **`zero`.**") : NULL;
     CHECK(b != NULL);
     if (b) {
-        CHECK_MSG(has(b, "validation loss is above `causal`'s: 1.8000 vs 1.7500 (0.050 higher)"), "%s", b);
+        CHECK_MSG(has(b, "validation loss is above `causal`'s: 1.8000 vs 1.7500 (0.050 higher)"),
+                  "%s", b);
         CHECK_MSG(has(b, "gen_loss is below `causal`'s: 1.7000 vs 1.7505 (0.050 lower)"), "%s", b);
         CHECK_MSG(has(b, "Neither loss shows the symptom of a leak"), "%s", b);
-        CHECK_MSG(has(b, "0.110 *below* its teacher-forced loss") && has(b, "no cheat measured"), "%s", b);
+        CHECK_MSG(has(b, "0.110 *below* its teacher-forced loss") && has(b, "no cheat measured"),
+                  "%s", b);
         CHECK(!has(b, "signature of a leak") && !has(b, "far ") && !has(b, "size of the cheat"));
         CHECK_MSG(has(b, "future_mass is 0.05 at step 10"), "%s", b);
     }
     if (md) {
-        CHECK(has(md, "lowest first: `causal` 1.7500 and `zero` 1.8000. By gen_loss: `zero` 1.7000 and `causal` "
+        CHECK(has(md, "lowest first: `causal` 1.7500 and `zero` 1.8000. By gen_loss: `zero` 1.7000 "
+                      "and `causal` "
                       "1.7505. The orders differ"));
         CHECK(!has(md, "## Samples"));
     }
@@ -793,16 +859,20 @@ static void test_leak_without_symptoms(void) {
     tmp_cleanup();
     if (!tmp_setup()) SKIP("mkdtemp failed");
     Scenario level = {"model.attn_mask", {"causal", "none"}, 2,
-                      {1.75, 1.20}, {1.7505, 1.755}, {1.7505, 1.21}, {0, 0.4}, {NULL, NULL}, NULL};
+                      {1.75, 1.20},      {1.7505, 1.755},    {1.7505, 1.21},
+                      {0, 0.4},          {NULL, NULL},       NULL};
     CHECK_MSG(run_scenario(&level, err, sizeof err), "%s", err);
     md = slurp("report.md");
     b = md ? line_starting(md, "- **`none`.**") : NULL;
     CHECK(b != NULL);
     if (b) {
-        CHECK_MSG(has(b, "far below `causal`'s") && has(b, "gen_loss is level with `causal`'s: 1.7550 vs 1.7505"), "%s", b);
+        CHECK_MSG(has(b, "far below `causal`'s") &&
+                      has(b, "gen_loss is level with `causal`'s: 1.7550 vs 1.7505"),
+                  "%s", b);
         CHECK_MSG(has(b, "its gen_loss is not above `causal`'s"), "%s", b);
         CHECK(!has(b, "signature of a leak"));
-        CHECK_MSG(has(b, "0.545 above its teacher-forced loss") && has(b, "size of the cheat"), "%s", b);
+        CHECK_MSG(has(b, "0.545 above its teacher-forced loss") && has(b, "size of the cheat"),
+                  "%s", b);
     }
     free(b);
     free(md);
@@ -813,8 +883,15 @@ static void test_leak_without_symptoms(void) {
 // future_mass is 0 and puts the leak in the normalisation, and only because a cheat is measured.
 static void test_leak_softmax_axis(void) {
     if (!tmp_setup()) SKIP("mkdtemp failed");
-    Scenario sc = {"model.softmax_axis", {"keys", "queries"}, 2,
-                   {1.75, 1.10}, {1.7505, 3.9}, {1.7505, 1.11}, {0, 0}, {"a", "b"}, NULL};
+    Scenario sc = {"model.softmax_axis",
+                   {"keys", "queries"},
+                   2,
+                   {1.75, 1.10},
+                   {1.7505, 3.9},
+                   {1.7505, 1.11},
+                   {0, 0},
+                   {"a", "b"},
+                   NULL};
     char err[256] = "";
     CHECK_MSG(run_scenario(&sc, err, sizeof err), "%s", err);
     char *md = slurp("report.md");
@@ -822,9 +899,13 @@ static void test_leak_softmax_axis(void) {
     char *b = md ? line_starting(md, "- **`queries`.**") : NULL;
     CHECK(b != NULL);
     if (b) {
-        CHECK_MSG(has(b, "far below `keys`'s") && has(b, "far above `keys`'s") && has(b, "signature of a leak"), "%s", b);
-        CHECK_MSG(has(b, "future_mass is 0 at step 10: no weight lands on a position after the query's own; the leak "
-                         "is in the normalisation"), "%s", b);
+        CHECK_MSG(has(b, "far below `keys`'s") && has(b, "far above `keys`'s") &&
+                      has(b, "signature of a leak"),
+                  "%s", b);
+        CHECK_MSG(has(b, "future_mass is 0 at step 10: no weight lands on a position after the "
+                         "query's own; the leak "
+                         "is in the normalisation"),
+                  "%s", b);
         CHECK(!has(b, "% of a row's weight"));
     }
     if (md) {
@@ -838,16 +919,26 @@ static void test_leak_softmax_axis(void) {
     tmp_cleanup();
     // no cheat measured (gen_loss equal to the teacher-forced loss): no leak to place anywhere
     if (!tmp_setup()) SKIP("mkdtemp failed");
-    Scenario honest = {"model.softmax_axis", {"keys", "queries"}, 2,
-                       {1.75, 1.755}, {1.7505, 1.7555}, {1.7505, 1.7555}, {0, 0}, {NULL, NULL}, NULL};
+    Scenario honest = {"model.softmax_axis",
+                       {"keys", "queries"},
+                       2,
+                       {1.75, 1.755},
+                       {1.7505, 1.7555},
+                       {1.7505, 1.7555},
+                       {0, 0},
+                       {NULL, NULL},
+                       NULL};
     CHECK_MSG(run_scenario(&honest, err, sizeof err), "%s", err);
     md = slurp("report.md");
     b = md ? line_starting(md, "- **`queries`.**") : NULL;
     CHECK(b != NULL);
     if (b) {
-        CHECK_MSG(has(b, "agree up to rounding: 1.7555 vs 1.7555 (difference 0): no cheat measured"), "%s", b);
+        CHECK_MSG(
+            has(b, "agree up to rounding: 1.7555 vs 1.7555 (difference 0): no cheat measured"),
+            "%s", b);
         CHECK_MSG(has(b, "future_mass is 0 at step 10") && !has(b, "normalisation"), "%s", b);
-        CHECK_MSG(has(b, "is level with `keys`'s: 1.7550 vs 1.7500.") && has(b, "Neither loss shows the symptom of a leak"),
+        CHECK_MSG(has(b, "is level with `keys`'s: 1.7550 vs 1.7500.") &&
+                      has(b, "Neither loss shows the symptom of a leak"),
                   "%s", b);
     }
     free(b);
@@ -857,10 +948,11 @@ static void test_leak_softmax_axis(void) {
 
 // No variant is correct: zero and none, or causal with the softmax over the queries shared.
 static void test_leak_without_correct_model(void) {
-    Scenario a = {"model.attn_mask", {"zero", "none"}, 2, {1.2, 0.9}, {3.4, 4.1}, {1.21, 0.91}, {0.3, 0.5},
-                  {NULL, NULL}, NULL};
-    Scenario b = {"model.attn_mask", {"causal", "none"}, 2, {1.2, 0.9}, {3.4, 4.1}, {1.21, 0.91}, {0.0, 0.5},
-                  {NULL, NULL}, "queries"};
+    Scenario a = {"model.attn_mask", {"zero", "none"}, 2,   {1.2, 0.9}, {3.4, 4.1}, {1.21, 0.91},
+                  {0.3, 0.5},        {NULL, NULL},     NULL};
+    Scenario b = {"model.attn_mask", {"causal", "none"}, 2,
+                  {1.2, 0.9},        {3.4, 4.1},         {1.21, 0.91},
+                  {0.0, 0.5},        {NULL, NULL},       "queries"};
     const Scenario *cases[2] = {&a, &b};
     for (int k = 0; k < 2; k++) {
         if (!tmp_setup()) SKIP("mkdtemp failed");
@@ -872,7 +964,8 @@ static void test_leak_without_correct_model(void) {
             CHECK_MSG(has(md, "- **No variant here is the correct model**"), "case %d", k);
             CHECK(!has(md, "` is the correct model**"));
             CHECK(!has(md, "'s:"));  // nothing compared with a reference
-            CHECK(has(md, "Its teacher-forced whole-split validation loss is 0.9000. Its gen_loss is 4.1000."));
+            CHECK(has(md, "Its teacher-forced whole-split validation loss is 0.9000. Its gen_loss "
+                          "is 4.1000."));
             CHECK(has(md, "3.190 above its teacher-forced loss"));
         }
         free(md);
@@ -885,30 +978,46 @@ static void test_leak_without_correct_model(void) {
 
 static void test_other_key_four_variants(void) {
     if (!tmp_setup()) SKIP("mkdtemp failed");
-    Scenario sc = {"train.lr", {"0.001", "0.003", "0.01", "0.0003"}, 4,
-                   {1.75, 1.60, 1.605, 2.10}, {1.7505, 1.6005, 1.6055, 2.1005}, {1.7505, 1.6005, 1.6055, 2.1005},
-                   {0, 0, 0, 0}, {"s1", NULL, "s3", "s4"}, NULL};
+    Scenario sc = {"train.lr",
+                   {"0.001", "0.003", "0.01", "0.0003"},
+                   4,
+                   {1.75, 1.60, 1.605, 2.10},
+                   {1.7505, 1.6005, 1.6055, 2.1005},
+                   {1.7505, 1.6005, 1.6055, 2.1005},
+                   {0, 0, 0, 0},
+                   {"s1", NULL, "s3", "s4"},
+                   NULL};
     char err[256] = "";
     CHECK_MSG(run_scenario(&sc, err, sizeof err), "%s", err);
     char *md = slurp("report.md"), *svg = slurp("compare.svg"), *csv = slurp("compare.csv");
     CHECK(md && svg && csv);
     if (md) {
         CHECK(has(md, "# `train.lr`: 0.001 vs 0.003 vs 0.01 vs 0.0003 — synthetic"));
-        CHECK(has(md, "The only difference is `train.lr`: **0.001**, **0.003**, **0.01** and **0.0003**."));
+        CHECK(has(
+            md,
+            "The only difference is `train.lr`: **0.001**, **0.003**, **0.01** and **0.0003**."));
         CHECK(has(md, "Each cell: **0.001 / 0.003 / 0.01 / 0.0003**."));
         CHECK(has(md, "| 10 (end) | 1.7500 / 1.6000 / 1.6050 / 2.1000 |"));
-        CHECK(has(md, "lowest first: `0.003` 1.6000, `0.01` 1.6050, `0.001` 1.7500 and `0.0003` 2.1000."));
-        CHECK(has(md, "- **`0.003` ends ahead.** Its final loss is lower than `0.01`'s by only 0.005 (level, within "
-                      "0.01), `0.001`'s by 0.150 (8.6% below it) and `0.0003`'s by 0.500 (23.8% below it)."));
+        CHECK(has(
+            md,
+            "lowest first: `0.003` 1.6000, `0.01` 1.6050, `0.001` 1.7500 and `0.0003` 2.1000."));
+        CHECK(has(
+            md,
+            "- **`0.003` ends ahead.** Its final loss is lower than `0.01`'s by only 0.005 (level, "
+            "within "
+            "0.01), `0.001`'s by 0.150 (8.6% below it) and `0.0003`'s by 0.500 (23.8% below it)."));
         CHECK(has(md, "gap between `0.003` and `0.01` never exceeded 0.05"));
-        CHECK(has(md, "gap between `0.003` and `0.001` first exceeded 0.05 at step 5 (`0.003` ahead by 0.150 there)"));
-        CHECK(has(md, "gap between `0.003` and `0.0003` first exceeded 0.05 at step 5 (`0.003` ahead by 0.500 there)"));
+        CHECK(has(md, "gap between `0.003` and `0.001` first exceeded 0.05 at step 5 (`0.003` "
+                      "ahead by 0.150 there)"));
+        CHECK(has(md, "gap between `0.003` and `0.0003` first exceeded 0.05 at step 5 (`0.003` "
+                      "ahead by 0.500 there)"));
         CHECK(has(md, ": the same order as the whole-split validation loss."));
         CHECK(has(md, "agree up to rounding (largest difference 0): none sees the future."));
         CHECK(!has(md, "leak") && !has(md, "cheat"));
         CHECK(has(md, "**0.003**:\n\n(no sample)\n"));
         CHECK(has(md, "**0.0003**:\n\n```\ns4\n```\n"));
-        CHECK(has(md, "`0.001/metrics.csv`, `0.003/metrics.csv`, `0.01/metrics.csv` and `0.0003/metrics.csv`"));
+        CHECK(has(md, "`0.001/metrics.csv`, `0.003/metrics.csv`, `0.01/metrics.csv` and "
+                      "`0.0003/metrics.csv`"));
         CHECK(has(md, "all four variants overlaid"));
     }
     if (svg) {
@@ -926,19 +1035,31 @@ static void test_other_key_four_variants(void) {
 // same windows (it sees the future), and the variants end level.
 static void test_other_key_level_and_leaking(void) {
     if (!tmp_setup()) SKIP("mkdtemp failed");
-    Scenario sc = {"model.attn_impl", {"engine", "definition"}, 2,
-                   {1.75, 1.755}, {1.7505, 2.5}, {1.7505, 1.76}, {0, 0}, {NULL, NULL}, NULL};
+    Scenario sc = {"model.attn_impl",
+                   {"engine", "definition"},
+                   2,
+                   {1.75, 1.755},
+                   {1.7505, 2.5},
+                   {1.7505, 1.76},
+                   {0, 0},
+                   {NULL, NULL},
+                   NULL};
     char err[256] = "";
     CHECK_MSG(run_scenario(&sc, err, sizeof err), "%s", err);
     char *md = slurp("report.md");
     CHECK(md != NULL);
     if (md) {
-        CHECK(has(md, "- **The variants end level**: every final loss is within 0.01 of `engine`'s 1.7500."));
+        CHECK(has(
+            md,
+            "- **The variants end level**: every final loss is within 0.01 of `engine`'s 1.7500."));
         CHECK(!has(md, "ends ahead"));
-        CHECK(has(md, "- On the same windows `definition`'s gen_loss is 0.740 above its teacher-forced loss (2.5000 vs "
+        CHECK(has(md, "- On the same windows `definition`'s gen_loss is 0.740 above its "
+                      "teacher-forced loss (2.5000 vs "
                       "1.7600): it sees the future"));
         CHECK(!has(md, "none sees the future"));
-        CHECK(has(md, "gen_loss**, lowest first: `engine` 1.7505 and `definition` 2.5000: the same order"));
+        CHECK(has(
+            md,
+            "gen_loss**, lowest first: `engine` 1.7505 and `definition` 2.5000: the same order"));
     }
     free(md);
     tmp_cleanup();
@@ -950,7 +1071,8 @@ static void test_other_key_level_and_leaking(void) {
 static void test_scale_three_variants(void) {
     if (!tmp_setup()) SKIP("mkdtemp failed");
     Scenario sc = {"model.attn_scale", {"none", "sqrt", "0.5"}, 3,
-                   {2.1, 1.75, 1.80}, {2.1, 1.75, 1.80}, {2.1, 1.75, 1.80}, {0, 0, 0}, {"x", "y", "z"}, NULL};
+                   {2.1, 1.75, 1.80},  {2.1, 1.75, 1.80},       {2.1, 1.75, 1.80},
+                   {0, 0, 0},          {"x", "y", "z"},         NULL};
     char err[256] = "";
     CHECK_MSG(run_scenario(&sc, err, sizeof err), "%s", err);
     char *md = slurp("report.md"), *svg = slurp("scaling.svg"), *csv = slurp("compare.csv");
@@ -958,11 +1080,16 @@ static void test_scale_three_variants(void) {
     if (md) {
         CHECK(has(md, "# Attention scale: none vs sqrt vs 0.5 — synthetic"));
         CHECK(has(md, "Each cell: **unscaled / scaled / 0.5**."));
-        CHECK(has(md, "**unscaled** does not scale the attention scores; **scaled** multiplies the attention scores "
-                      "Q·Kᵀ by 1/sqrt(d_k) = 1/sqrt(8) = 0.3536; **0.5** multiplies the attention scores by 0.5."));
-        CHECK(has(md, "### unscaled against scaled\n\n- **Scaled attention ends ahead.** Final whole-split validation "
-                      "loss: 1.7500 scaled vs 2.1000 unscaled; the scaled model is lower by 0.350"));
-        CHECK(has(md, "### `0.5` against scaled\n\n- **Scaled attention ends ahead.** Final whole-split validation "
+        CHECK(has(md, "**unscaled** does not scale the attention scores; **scaled** multiplies the "
+                      "attention scores "
+                      "Q·Kᵀ by 1/sqrt(d_k) = 1/sqrt(8) = 0.3536; **0.5** multiplies the attention "
+                      "scores by 0.5."));
+        CHECK(has(md,
+                  "### unscaled against scaled\n\n- **Scaled attention ends ahead.** Final "
+                  "whole-split validation "
+                  "loss: 1.7500 scaled vs 2.1000 unscaled; the scaled model is lower by 0.350"));
+        CHECK(has(md, "### `0.5` against scaled\n\n- **Scaled attention ends ahead.** Final "
+                      "whole-split validation "
                       "loss: 1.7500 scaled vs 1.8000 `0.5`; the scaled model is lower by 0.050"));
         // the scale's report: no gen_loss column, no samples
         CHECK(!has(md, "gen loss") && !has(md, "## Samples"));
@@ -982,7 +1109,6 @@ static void test_scale_three_variants(void) {
     tmp_cleanup();
 }
 
-
 // ----------------------------------------------------------------------------
 // report.html
 
@@ -1000,9 +1126,12 @@ static int html_balanced(const char *s) {
         const char *gt = strchr(p, '>');
         if (!gt || len == 0 || len >= sizeof stack[0]) return 0;
         int is_void = 0;
-        for (int i = 0; VOID[i]; i++) is_void |= strlen(VOID[i]) == len && strncmp(VOID[i], name, len) == 0;
+        for (int i = 0; VOID[i]; i++)
+            is_void |= strlen(VOID[i]) == len && strncmp(VOID[i], name, len) == 0;
         if (closing) {
-            if (depth == 0 || strlen(stack[depth - 1]) != len || strncmp(stack[depth - 1], name, len) != 0) return 0;
+            if (depth == 0 || strlen(stack[depth - 1]) != len ||
+                strncmp(stack[depth - 1], name, len) != 0)
+                return 0;
             depth--;
         } else if (gt[-1] != '/' && !is_void) {
             if (depth == 256) return 0;
@@ -1024,8 +1153,10 @@ static char *html_plain_text(const char *html) {
     size_t n = strlen(html), k = 0;
     char *out = malloc(n + 1);
     if (!out) return NULL;
-    static const struct { const char *ent; char ch; } ENT[] = {
-        {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&#39;", '\''}};
+    static const struct {
+        const char *ent;
+        char ch;
+    } ENT[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&#39;", '\''}};
     for (const char *p = html; *p;) {
         if (strncmp(p, "<style", 6) == 0) {
             const char *e = strstr(p, "</style>");
@@ -1076,13 +1207,17 @@ static void check_md_text_in_html(const char *md, const char *html) {
     for (const char *p = md; *p;) {
         size_t len = strcspn(p, "\n");
         char plain[4096];
-        if (len >= 3 && strspn(p, "`") == len) in_fence = !in_fence;
+        if (len >= 3 && strspn(p, "`") == len)
+            in_fence = !in_fence;
         else if (in_fence) {
             char esc[1024];  // verbatim, escaped
             size_t k = 0;
             for (size_t i = 0; i < len && k + 8 < sizeof esc; i++)
-                k += (size_t)snprintf(esc + k, sizeof esc - k, "%s", p[i] == '<' ? "&lt;" : p[i] == '>' ? "&gt;"
-                                                                         : p[i] == '&' ? "&amp;" : (char[2]){p[i], 0});
+                k += (size_t)snprintf(esc + k, sizeof esc - k, "%s",
+                                      p[i] == '<'   ? "&lt;"
+                                      : p[i] == '>' ? "&gt;"
+                                      : p[i] == '&' ? "&amp;"
+                                                    : (char[2]){p[i], 0});
             if (!strstr(html, esc)) missing++;
         } else if (len > 0 && p[0] == '|') {
             if (strspn(p, "|:- ") != len)
@@ -1091,7 +1226,10 @@ static void check_md_text_in_html(const char *md, const char *html) {
                     if (c + cl > p + len) cl = (size_t)(p + len - c);
                     const char *a = c;
                     size_t al = cl;
-                    while (al && *a == ' ') { a++; al--; }
+                    while (al && *a == ' ') {
+                        a++;
+                        al--;
+                    }
                     md_plain(plain, sizeof plain, a, al);
                     if (plain[0] && !strstr(text, plain)) {
                         missing++;
@@ -1102,7 +1240,10 @@ static void check_md_text_in_html(const char *md, const char *html) {
         } else if (len > 0) {
             const char *a = p;
             size_t al = len;
-            while (al && (*a == '#' || *a == '-' || *a == ' ')) { a++; al--; }
+            while (al && (*a == '#' || *a == '-' || *a == ' ')) {
+                a++;
+                al--;
+            }
             md_plain(plain, sizeof plain, a, al);
             if (plain[0] && !strstr(text, plain)) {
                 missing++;
@@ -1118,7 +1259,9 @@ static void check_md_text_in_html(const char *md, const char *html) {
 // The map of variant `name` at step s, layer l, head h: the text of its <svg> (malloc'd), or NULL.
 static char *map_svg(const char *html, const char *name, long s, int l, int h) {
     char key[160];
-    snprintf(key, sizeof key, "data-variant=\"%s\" data-step=\"%ld\" data-layer=\"%d\" data-head=\"%d\">", name, s, l, h);
+    snprintf(key, sizeof key,
+             "data-variant=\"%s\" data-step=\"%ld\" data-layer=\"%d\" data-head=\"%d\">", name, s,
+             l, h);
     const char *a = strstr(html, key), *b = a ? strstr(a, "</svg>") : NULL;
     if (!a || !b) return NULL;
     char *m = malloc((size_t)(b - a) + 1);
@@ -1145,8 +1288,9 @@ static int map_draws(const char *m, int t, int u, int len, double w) {
 // What every report.html holds: a well-formed page that needs no other file (the lab pages' CSP,
 // no script), the command that wrote it, report.md's text and tables, one inline <svg> per panel,
 // and the maps of every variant at each kept step, every layer and head.
-static void check_report_html(const char *html, const char *md, int n_panels, const CompareLog *names_of, int n,
-                              const char *const *names, const long *steps, int n_steps) {
+static void check_report_html(const char *html, const char *md, int n_panels,
+                              const CompareLog *names_of, int n, const char *const *names,
+                              const long *steps, int n_steps) {
     (void)names_of;
     size_t len = strlen(html);
     CHECK(strncmp(html, "<!DOCTYPE html>\n", 16) == 0);
@@ -1165,7 +1309,8 @@ static void check_report_html(const char *html, const char *md, int n_panels, co
     CHECK_MSG(pc_check_offline(&page, html, err, sizeof err) == 0, "%s", err);
     CHECK_MSG(count_substr(html, "<svg class=\"chart\"") == n_panels, "%d charts, expected %d",
               count_substr(html, "<svg class=\"chart\""), n_panels);
-    static const char *const LETTERS[9] = {"(a) ", "(b) ", "(c) ", "(d) ", "(e) ", "(f) ", "(g) ", "(h) ", "(i) "};
+    static const char *const LETTERS[9] = {"(a) ", "(b) ", "(c) ", "(d) ", "(e) ",
+                                           "(f) ", "(g) ", "(h) ", "(i) "};
     for (int p = 0; p < n_panels && p < 9; p++) {
         char label[32];
         snprintf(label, sizeof label, "aria-label=\"%s", LETTERS[p]);
@@ -1185,7 +1330,8 @@ static void check_report_html(const char *html, const char *md, int n_panels, co
         CHECK_MSG(has(html, h1), "no %s", h1);
     }
     // the diagonal's legend only when a map draws it (a mask that lets the future through)
-    CHECK(has(html, "the diagonal, where a mask lets the future through") == has(html, "stroke=\"#d00000\" stroke-opacity"));
+    CHECK(has(html, "the diagonal, where a mask lets the future through") ==
+          has(html, "stroke=\"#d00000\" stroke-opacity"));
     CHECK(has(html, "with 64 colour levels") && !has(html, "in 64 steps"));
     check_md_text_in_html(md, html);
     CHECK_MSG(count_substr(html, "<svg class=\"hm\"") == n * n_steps * MAP_L * MAP_NH, "%d maps",
@@ -1196,9 +1342,12 @@ static void check_report_html(const char *html, const char *md, int n_panels, co
                 for (int h = 0; h < MAP_NH; h++) {
                     char *m = map_svg(html, names[v], steps[j], l, h);
                     // the 6 x 6 cells, each row and column labelled with its character
-                    CHECK_MSG(m && has(m, "<rect width=\"6\" height=\"6\" fill=") && count_substr(m, ">h</text>") == 2 &&
-                                  count_substr(m, ">␣</text>") == 2 && count_substr(m, ">↵</text>") == 2,
-                              "no labelled map of %s at step %ld, layer %d, head %d", names[v], steps[j], l, h);
+                    CHECK_MSG(m && has(m, "<rect width=\"6\" height=\"6\" fill=") &&
+                                  count_substr(m, ">h</text>") == 2 &&
+                                  count_substr(m, ">␣</text>") == 2 &&
+                                  count_substr(m, ">↵</text>") == 2,
+                              "no labelled map of %s at step %ld, layer %d, head %d", names[v],
+                              steps[j], l, h);
                     free(m);
                 }
     // the probe sequence, with the stand-ins for whitespace
@@ -1219,15 +1368,19 @@ static void test_html_scale(void) {
         static const long steps[3] = {0, 5, 10};
         check_report_html(html, md, 5, NULL, 2, names, steps, 3);
         CHECK(has(html, "<code class=\"cmd\">./train cfg.json --compare-scaling</code>"));
-        CHECK(has(html, "step 0 (start)") && has(html, "step 5 (middle)") && has(html, "step 10 (end)"));
-        // scaled at step 0: row 3 gives 0.3 to its key and 0.7/3 to keys 0-2 (one run); row 0 all to key 0
+        CHECK(has(html, "step 0 (start)") && has(html, "step 5 (middle)") &&
+              has(html, "step 10 (end)"));
+        // scaled at step 0: row 3 gives 0.3 to its key and 0.7/3 to keys 0-2 (one run); row 0 all
+        // to key 0
         char *m = map_svg(html, "scaled", 0, 1, 1);
-        CHECK(map_draws(m, 3, 0, 3, 0.7 / 3) && map_draws(m, 3, 3, 1, 0.3) && map_draws(m, 0, 0, 1, 1.0));
+        CHECK(map_draws(m, 3, 0, 3, 0.7 / 3) && map_draws(m, 3, 3, 1, 0.3) &&
+              map_draws(m, 0, 0, 1, 1.0));
         CHECK(m && has(m, "fill=\"#d9d9d9\"") && !has(m, "#d00000"));  // causal: the future greyed
         free(m);
         // unscaled at the end: 0.95 on its own key
         m = map_svg(html, "unscaled", 10, 0, 0);
-        CHECK(map_draws(m, 4, 4, 1, 0.95) && map_draws(m, 4, 0, 4, 0.05 / 4) == (floor(0.05 / 4 * 64 + 0.5) > 0));
+        CHECK(map_draws(m, 4, 4, 1, 0.95) &&
+              map_draws(m, 4, 0, 4, 0.05 / 4) == (floor(0.05 / 4 * 64 + 0.5) > 0));
         CHECK(!map_draws(m, 4, 4, 1, 0.3));
         free(m);
         // the reading is report.md's
@@ -1280,7 +1433,8 @@ static void test_html_kept_probes(void) {
     if (!tmp_setup()) SKIP("mkdtemp failed");
     Config cfg;
     small_config(&cfg);
-    CompareLog *log = compare_log_open(g_dir, 10, "train.lr", (const char *const[]){"0.001", "0.01"}, 2);
+    CompareLog *log =
+        compare_log_open(g_dir, 10, "train.lr", (const char *const[]){"0.001", "0.01"}, 2);
     enum { T = COMPARE_MAP_T + 6 };
     real *P = calloc((size_t)MAP_L * MAP_NH * T * T, sizeof(real));
     uint32_t text[T];
@@ -1290,7 +1444,8 @@ static void test_html_kept_probes(void) {
         for (int v = 0; v < 2; v++) {
             compare_log_step(log, v, step + 1, 2.0, NAN, NAN);
             compare_log_attention(log, v, step, P, MAP_L, MAP_NH, T, text);
-            compare_log_attention(log, v, step + 1, P, 1, MAP_NH, T, text);  // another shape: ignored
+            compare_log_attention(log, v, step + 1, P, 1, MAP_NH, T,
+                                  text);  // another shape: ignored
         }
     char err[256] = "";
     CHECK_MSG(compare_log_finish(log, &cfg, err, sizeof err), "%s", err);
@@ -1298,13 +1453,17 @@ static void test_html_kept_probes(void) {
     char *html = slurp("report.html");
     CHECK(html != NULL);
     if (html) {
-        CHECK(has(html, "step 0 (start)") && has(html, "step 4 (middle)") && has(html, "step 10 (end)"));
-        CHECK(!has(html, "data-step=\"6\"") && !has(html, "data-step=\"2\"") && !has(html, "data-step=\"11\""));
+        CHECK(has(html, "step 0 (start)") && has(html, "step 4 (middle)") &&
+              has(html, "step 10 (end)"));
+        CHECK(!has(html, "data-step=\"6\"") && !has(html, "data-step=\"2\"") &&
+              !has(html, "data-step=\"11\""));
         CHECK(count_substr(html, "<svg class=\"hm\"") == 2 * 3 * MAP_L * MAP_NH);
-        CHECK(has(html, "<rect width=\"64\" height=\"64\" fill=") && has(html, "for the first 64 of the sequence's 70 positions"));
+        CHECK(has(html, "<rect width=\"64\" height=\"64\" fill=") &&
+              has(html, "for the first 64 of the sequence's 70 positions"));
         // 64 positions, 2 heads side by side: every 6th labelled (0, 6, ..., 60: 11 a side)
         char *m0 = map_svg(html, "0.01", 4, 0, 0);
-        CHECK(m0 && count_substr(m0, "</text>") == 2 * 11 && has(html, "every 6th row and column, from the first"));
+        CHECK(m0 && count_substr(m0, "</text>") == 2 * 11 &&
+              has(html, "every 6th row and column, from the first"));
         free(m0);
         char *m = map_svg(html, "0.01", 4, 0, 0);
         CHECK(map_draws(m, 63, 63, 1, 1.0) && !map_draws(m, 64, 64, 1, 1.0));

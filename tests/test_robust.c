@@ -36,7 +36,10 @@ int craft_load(Craft *c, const char *path) {
     TFile f;
     char err[512];
     memset(c, 0, sizeof *c);
-    if (!tfile_read(&f, path, "TGPTCKPT", err, sizeof err)) { fprintf(stderr, "  %s\n", err); return 0; }
+    if (!tfile_read(&f, path, "TGPTCKPT", err, sizeof err)) {
+        fprintf(stderr, "  %s\n", err);
+        return 0;
+    }
     c->recs = calloc((size_t)f.n_records + 16, sizeof(CraftRec));
     c->n = f.n_records;
     for (int i = 0; i < f.n_records; i++) {
@@ -84,12 +87,18 @@ void craft_drop(Craft *c, const char *name) {
 int craft_write(const Craft *c, const char *path) {
     char err[512];
     TWriter *w = tw_open(path, "TGPTCKPT", err, sizeof err);
-    if (!w) { fprintf(stderr, "  %s\n", err); return 0; }
+    if (!w) {
+        fprintf(stderr, "  %s\n", err);
+        return 0;
+    }
     for (int i = 0; i < c->n; i++) {
         const CraftRec *r = &c->recs[i];
         tw_record(w, r->name, r->dtype, r->ndim, r->shape, r->data);
     }
-    if (!tw_commit(w, err, sizeof err)) { fprintf(stderr, "  %s\n", err); return 0; }
+    if (!tw_commit(w, err, sizeof err)) {
+        fprintf(stderr, "  %s\n", err);
+        return 0;
+    }
     return 1;
 }
 
@@ -106,7 +115,10 @@ static char g_rdir[64];
 
 static void rdir_make(void) {
     snprintf(g_rdir, sizeof g_rdir, "/tmp/tgpt_robust_XXXXXX");
-    if (!mkdtemp(g_rdir)) { perror("mkdtemp"); exit(1); }
+    if (!mkdtemp(g_rdir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
 }
 
 static void rdir_remove(void) {
@@ -152,7 +164,10 @@ static void write_good_checkpoint(const char *path) {
     Rng rng;
     rng_seed(&rng, 5);
     gpt_init(&m, INIT_GPT2, &rng);
-    for (size_t i = 0; i < m.n_params; i++) { m.adam_m[i] = (real)1e-3; m.adam_v[i] = (real)1e-6; }
+    for (size_t i = 0; i < m.n_params; i++) {
+        m.adam_m[i] = (real)1e-3;
+        m.adam_v[i] = (real)1e-6;
+    }
     uint32_t chars[8];
     for (int i = 0; i < 8; i++) chars[i] = (uint32_t)('a' + i);
     Vocab v = {8, chars};
@@ -217,8 +232,11 @@ static void replace_in_config(Craft *c, const char *from, const char *to) {
 // Set element `index` of a float tensor record (float32 or float64) to x.
 static void set_value(Craft *c, const char *rec, size_t index, double x) {
     CraftRec *r = craft_find(c, rec);
-    if (r->dtype == DT_F32) { float v = (float)x; memcpy(r->data + 4 * index, &v, 4); }
-    else memcpy(r->data + 8 * index, &x, 8);
+    if (r->dtype == DT_F32) {
+        float v = (float)x;
+        memcpy(r->data + 4 * index, &v, 4);
+    } else
+        memcpy(r->data + 8 * index, &x, 8);
 }
 
 // Run fn in a child process that an alarm kills after `seconds`: returns the child's exit code
@@ -237,7 +255,9 @@ static int in_child(void (*fn)(void), int seconds) {
     }
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    if (WIFSIGNALED(st)) fprintf(stderr, "  the child died of signal %d (SIGALRM = %d: it hung)\n", WTERMSIG(st), SIGALRM);
+    if (WIFSIGNALED(st))
+        fprintf(stderr, "  the child died of signal %d (SIGALRM = %d: it hung)\n", WTERMSIG(st),
+                SIGALRM);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -250,8 +270,11 @@ static void test_good_checkpoint_opens(void) {
     Checkpoint ck;
     char err[1024];
     CHECK_MSG(checkpoint_open(&ck, rpath("good.bin"), err, sizeof err), "%s", err);
-    CHECK(ck.has_optimizer && ck.state.step == 10 && ck.state.skipped_steps == 1 && ck.dims.n_layer == 2);
-    CHECK_MSG(checkpoint_check_memory(&ck, 1, ck.dims.block_size, rpath("good.bin"), err, sizeof err), "%s", err);
+    CHECK(ck.has_optimizer && ck.state.step == 10 && ck.state.skipped_steps == 1 &&
+          ck.dims.n_layer == 2);
+    CHECK_MSG(
+        checkpoint_check_memory(&ck, 1, ck.dims.block_size, rpath("good.bin"), err, sizeof err),
+        "%s", err);
     GPT m;
     gpt_build(&m, &ck.dims, attention_causal(1), 1, ck.dims.block_size);
     CHECK_MSG(checkpoint_restore(&ck, &m, rpath("good.bin"), err, sizeof err), "%s", err);
@@ -310,12 +333,16 @@ static void edit_vocab_count(Craft *c) {
 static void test_inconsistent_dims_refused(void) {
     rdir_make();
     write_good_checkpoint(rpath("good.bin"));
-    refused_after(edit_dims_layers, "inconsistent", "n_layer 3 but its config record says 2", "dims vs config record");
-    refused_after(edit_huge_header, "inconsistent", "'wte'", "huge dims, config agreeing, small tensors");
-    refused_after(edit_layers_everywhere, "inconsistent", "parameter tensors", "dims and config vs tensors");
+    refused_after(edit_dims_layers, "inconsistent", "n_layer 3 but its config record says 2",
+                  "dims vs config record");
+    refused_after(edit_huge_header, "inconsistent", "'wte'",
+                  "huge dims, config agreeing, small tensors");
+    refused_after(edit_layers_everywhere, "inconsistent", "parameter tensors",
+                  "dims and config vs tensors");
     refused_after(edit_block_everywhere, "inconsistent", "'wpe'", "block_size vs wpe");
     refused_after(edit_extra_tensor, "inconsistent", "parameter tensors", "an extra tensor");
-    refused_after(edit_no_second_moments, "inconsistent", "AdamW second moments", "first moments only");
+    refused_after(edit_no_second_moments, "inconsistent", "AdamW second moments",
+                  "first moments only");
     refused_after(edit_heads, "head count", NULL, "n_head not dividing n_embd");
     refused_after(edit_vocab_count, "inconsistent", "vocabulary size", "vocab record vs dims");
     rdir_remove();
@@ -331,7 +358,12 @@ static void test_trailing_data_and_truncation(void) {
     unsigned char *buf = malloc((size_t)len + 64);
     CHECK(fread(buf, 1, (size_t)len, f) == (size_t)len);
     fclose(f);
-    struct { const char *name; long keep; const char *append; const char *n1, *n2; } cases[] = {
+    struct {
+        const char *name;
+        long keep;
+        const char *append;
+        const char *n1, *n2;
+    } cases[] = {
         {"appended text", len, "some garbage\n", "13 bytes of trailing data", "appended"},
         {"one byte appended", len, "x", "1 bytes of trailing data", NULL},
         {"cut in half", len / 2, "", "truncated", NULL},
@@ -366,7 +398,8 @@ static void test_non_finite_refused(void) {
     refused_after(edit_nan_param, "non-finite", "'wte'", "a NaN parameter");
     refused_after(edit_inf_moment, "non-finite", "'adam_m.lnf_b'", "an infinite first moment");
     refused_after(edit_nan_second, "non-finite", "'adam_v.layer1.wq'", "a NaN second moment");
-    refused_after(edit_negative_second, "negative second moment", "'adam_v.wpe'", "a negative second moment");
+    refused_after(edit_negative_second, "negative second moment", "'adam_v.wpe'",
+                  "a negative second moment");
     rdir_remove();
 }
 
@@ -392,13 +425,19 @@ static void test_restored_state_validated(void) {
 }
 
 static void edit_config_not_json(Craft *c) { set_config(c, "{\"model\": {\"n_layer\": 2,,}}"); }
-static void edit_config_not_utf8(Craft *c) { replace_in_config(c, "\"name\": \"run\"", "\"name\": \"r\xff\xfeun\""); }
-static void edit_config_surrogate(Craft *c) { replace_in_config(c, "\"name\": \"run\"", "\"name\": \"\\ud800\""); }
+static void edit_config_not_utf8(Craft *c) {
+    replace_in_config(c, "\"name\": \"run\"", "\"name\": \"r\xff\xfeun\"");
+}
+static void edit_config_surrogate(Craft *c) {
+    replace_in_config(c, "\"name\": \"run\"", "\"name\": \"\\ud800\"");
+}
 static void edit_config_nul(Craft *c) {
     CraftRec *r = craft_find(c, "config");
     r->data[3] = 0;
 }
-static void edit_config_unknown_key(Craft *c) { replace_in_config(c, "\"n_layer\"", "\"n_layers\""); }
+static void edit_config_unknown_key(Craft *c) {
+    replace_in_config(c, "\"n_layer\"", "\"n_layers\"");
+}
 static void edit_config_type(Craft *c) {
     int64_t zero = 0;
     craft_set(craft_find(c, "config"), DT_I64, 1, &zero, 8);
@@ -407,8 +446,10 @@ static void edit_config_type(Craft *c) {
 static void test_config_record_validated(void) {
     rdir_make();
     write_good_checkpoint(rpath("good.bin"));
-    refused_after(edit_config_not_json, "invalid config record", "invalid JSON", "config record not JSON");
-    refused_after(edit_config_not_utf8, "invalid config record", "UTF-8", "config record not UTF-8");
+    refused_after(edit_config_not_json, "invalid config record", "invalid JSON",
+                  "config record not JSON");
+    refused_after(edit_config_not_utf8, "invalid config record", "UTF-8",
+                  "config record not UTF-8");
     refused_after(edit_config_surrogate, "invalid config record", NULL, "a lone surrogate escape");
     refused_after(edit_config_nul, "invalid config record", "NUL", "a NUL in the config record");
     refused_after(edit_config_unknown_key, "invalid config record", "n_layers", "an unknown key");
@@ -435,7 +476,8 @@ static void test_vocab_and_types_validated(void) {
     refused_after(edit_vocab_beyond, "invalid vocabulary", "0x110000", "beyond U+10FFFF");
     refused_after(edit_vocab_unsorted, "invalid vocabulary", NULL, "unsorted");
     refused_after(edit_vocab_nul, "invalid vocabulary", NULL, "U+0000");
-    if (sizeof(real) == 4) refused_after(edit_wte_int, "unsupported element type", "'wte'", "an int32 tensor");
+    if (sizeof(real) == 4)
+        refused_after(edit_wte_int, "unsupported element type", "'wte'", "an int32 tensor");
     rdir_remove();
 }
 
@@ -481,17 +523,23 @@ static void test_temp_files_unique_and_removed(void) {
     rdir_make();
     char err[512];
     const char *path = rpath("ck.bin");
-    TWriter *a = tw_open(path, "TGPTCKPT", err, sizeof err), *b = tw_open(path, "TGPTCKPT", err, sizeof err);
+    TWriter *a = tw_open(path, "TGPTCKPT", err, sizeof err),
+            *b = tw_open(path, "TGPTCKPT", err, sizeof err);
     CHECK(a && b);
-    CHECK_MSG(count_entries("ck.bin.tmp.") == 2, "two writers of one path must have two temporary files");
+    CHECK_MSG(count_entries("ck.bin.tmp.") == 2,
+              "two writers of one path must have two temporary files");
     uint32_t shape[1] = {3};
-    if (a) { tw_record(a, "x", DT_U8, 1, shape, "abc"); CHECK(tw_commit(a, err, sizeof err)); }
+    if (a) {
+        tw_record(a, "x", DT_U8, 1, shape, "abc");
+        CHECK(tw_commit(a, err, sizeof err));
+    }
     tw_abort(b);
     CHECK(count_entries("ck.bin.tmp") == 0 && count_entries("ck.bin") == 1);
     // a target that is not a regular file (here a directory) is refused before anything is written
     mkdir(rpath("dir.bin"), 0777);
     TWriter *c = tw_open(rpath("dir.bin"), "TGPTCKPT", err, sizeof err);
-    CHECK_MSG(c == NULL && strstr(err, "dir.bin") && strstr(err, "is a directory"), "%s", c ? "(accepted)" : err);
+    CHECK_MSG(c == NULL && strstr(err, "dir.bin") && strstr(err, "is a directory"), "%s",
+              c ? "(accepted)" : err);
     if (c) tw_abort(c);
     CHECK(count_entries("dir.bin.tmp") == 0);
     // a commit whose target became something else meanwhile removes its temporary file
@@ -525,7 +573,8 @@ static void test_temp_removed_on_exit(void) {
     if (pid == 0) child_exits_while_writing();
     int st = 0;
     waitpid(pid, &st, 0);
-    CHECK_MSG(WIFEXITED(st) && count_entries("child_was_writing") == 1, "the child did not write (status %d)", st);
+    CHECK_MSG(WIFEXITED(st) && count_entries("child_was_writing") == 1,
+              "the child did not write (status %d)", st);
     CHECK_MSG(count_entries("ck.bin") == 0, "exit() left the temporary file");
     rdir_remove();
 }
@@ -533,26 +582,30 @@ static void test_temp_removed_on_exit(void) {
 static void test_remove_stale_temps(void) {
     rdir_make();
     char name[128], err[512];
-    touch("checkpoint.bin.tmp.999999999.0");        // a process that cannot exist
+    touch("checkpoint.bin.tmp.999999999.0");  // a process that cannot exist
     snprintf(name, sizeof name, "best.bin.tmp.%ld.3", (long)getpid());
-    touch(name);                                     // ours, but no writer of ours has it open
-    touch("checkpoint.bin");                        // not temporary files of this program:
-    touch("checkpoint.bin.tmp");                    // no pid: a name alone is not enough
+    touch(name);                  // ours, but no writer of ours has it open
+    touch("checkpoint.bin");      // not temporary files of this program:
+    touch("checkpoint.bin.tmp");  // no pid: a name alone is not enough
     touch("checkpoint.bin.tmp.backup");
     touch("notes.tmp");
     touch("x.tmp.12a.0");
-    touch("notes.txt.tmp.999999999.0");             // the pattern, but not of a tensor file
-    touch("checkpoint.bin.tmp.1.0");                // pid 1 runs: its writer may be live
-    mkdir(rpath("best.bin.tmp.999999999.1"), 0777); // the pattern, but a directory
+    touch("notes.txt.tmp.999999999.0");              // the pattern, but not of a tensor file
+    touch("checkpoint.bin.tmp.1.0");                 // pid 1 runs: its writer may be live
+    mkdir(rpath("best.bin.tmp.999999999.1"), 0777);  // the pattern, but a directory
     TWriter *open_one = tw_open(rpath("live.bin"), "TGPTCKPT", err, sizeof err);
     int removed = checkpoint_remove_stale_temps(g_rdir, err, sizeof err);
     CHECK_MSG(removed == 2, "removed %d", removed);
-    CHECK(count_entries("checkpoint.bin.tmp.999999999") == 0 && count_entries("best.bin.tmp.") == 1);
-    CHECK(count_entries("checkpoint.bin") == 4 && count_entries("notes.tmp") == 1 && count_entries("x.tmp.12a.0") == 1);
-    CHECK(count_entries("notes.txt.tmp.999999999.0") == 1 && count_entries("checkpoint.bin.tmp.1.0") == 1);
+    CHECK(count_entries("checkpoint.bin.tmp.999999999") == 0 &&
+          count_entries("best.bin.tmp.") == 1);
+    CHECK(count_entries("checkpoint.bin") == 4 && count_entries("notes.tmp") == 1 &&
+          count_entries("x.tmp.12a.0") == 1);
+    CHECK(count_entries("notes.txt.tmp.999999999.0") == 1 &&
+          count_entries("checkpoint.bin.tmp.1.0") == 1);
     CHECK_MSG(count_entries("live.bin.tmp.") == 1, "the open writer's file was removed");
     tw_abort(open_one);
-    CHECK(checkpoint_remove_stale_temps("/nonexistent/dir", err, sizeof err) == -1 && strstr(err, "/nonexistent/dir"));
+    CHECK(checkpoint_remove_stale_temps("/nonexistent/dir", err, sizeof err) == -1 &&
+          strstr(err, "/nonexistent/dir"));
     rdir_remove();
 }
 
@@ -567,40 +620,59 @@ static void test_one_writer(void) {
     CHECK_MSG(f != NULL, "%s", err);
     if (f) {
         fputs("first\n", f);
-        CHECK_MSG(count_entries("a.txt") == 1 && count_entries("a.txt.tmp.") == 1, "not written beside the target");
+        CHECK_MSG(count_entries("a.txt") == 1 && count_entries("a.txt.tmp.") == 1,
+                  "not written beside the target");
         CHECK(out_end(f, err, sizeof err));
     }
     CHECK(chmod(rpath("a.txt"), 0600) == 0);
     f = out_begin(rpath("a.txt"), 0, err, sizeof err);
-    if (f) { fputs("second\n", f); CHECK(out_end(f, err, sizeof err)); }
+    if (f) {
+        fputs("second\n", f);
+        CHECK(out_end(f, err, sizeof err));
+    }
     struct stat st;
     CHECK(stat(rpath("a.txt"), &st) == 0 && (st.st_mode & 0777) == 0600);
     char buf[64] = "";
     FILE *r = fopen(rpath("a.txt"), "r");
-    if (r) { if (!fgets(buf, sizeof buf, r)) buf[0] = 0; fclose(r); }
+    if (r) {
+        if (!fgets(buf, sizeof buf, r)) buf[0] = 0;
+        fclose(r);
+    }
     CHECK_MSG(strcmp(buf, "second\n") == 0, "%s", buf);
     // cancelled: the target stays, no temporary file
     f = out_begin(rpath("a.txt"), 0, err, sizeof err);
-    if (f) { fputs("third\n", f); out_cancel(f); }
+    if (f) {
+        fputs("third\n", f);
+        out_cancel(f);
+    }
     r = fopen(rpath("a.txt"), "r");
-    if (r) { if (!fgets(buf, sizeof buf, r)) buf[0] = 0; fclose(r); }
+    if (r) {
+        if (!fgets(buf, sizeof buf, r)) buf[0] = 0;
+        fclose(r);
+    }
     CHECK(strcmp(buf, "second\n") == 0 && count_entries(".tmp") == 0);
     // symbolic links: to a file, and dangling; neither is followed
-    CHECK(symlink(rpath("a.txt"), rpath("to_a")) == 0 && symlink(rpath("nowhere.txt"), rpath("dangling")) == 0);
+    CHECK(symlink(rpath("a.txt"), rpath("to_a")) == 0 &&
+          symlink(rpath("nowhere.txt"), rpath("dangling")) == 0);
     f = out_begin(rpath("to_a"), OUT_DASH, err, sizeof err);
-    CHECK_MSG(!f && strstr(err, "is a symbolic link") && strstr(err, "to_a"), "%s", f ? "(accepted)" : err);
+    CHECK_MSG(!f && strstr(err, "is a symbolic link") && strstr(err, "to_a"), "%s",
+              f ? "(accepted)" : err);
     f = out_begin(rpath("dangling"), 0, err, sizeof err);
     CHECK_MSG(!f && strstr(err, "is a symbolic link (to '"), "%s", f ? "(accepted)" : err);
     int was_empty;
     f = out_append(rpath("dangling"), &was_empty, err, sizeof err);
     CHECK_MSG(!f && strstr(err, "symbolic link"), "%s", f ? "(accepted)" : err);
     CHECK(count_entries("nowhere") == 0 && lstat(rpath("to_a"), &st) == 0 && S_ISLNK(st.st_mode));
-    CHECK(!out_check_target(rpath("to_a"), err, sizeof err) && out_check_target(rpath("a.txt"), err, sizeof err) &&
+    CHECK(!out_check_target(rpath("to_a"), err, sizeof err) &&
+          out_check_target(rpath("a.txt"), err, sizeof err) &&
           out_check_target(rpath("new.txt"), err, sizeof err));
     // a log appended to: created empty, then continued
     f = out_append(rpath("log.csv"), &was_empty, err, sizeof err);
     CHECK(f && was_empty);
-    if (f) { fputs("h\n", f); fclose(f); }
+    if (f) {
+        fputs("h\n", f);
+        fclose(f);
+    }
     f = out_append(rpath("log.csv"), &was_empty, err, sizeof err);
     CHECK(f && !was_empty);
     if (f) fclose(f);
@@ -610,15 +682,28 @@ static void test_one_writer(void) {
     if (f) CHECK_MSG(!out_end(f, err, sizeof err) && strstr(err, "is a directory"), "%s", err);
     CHECK(count_entries("late.tmp") == 0);
     // the temporary file's name, exactly TARGET.tmp.<pid>.<n>
-    static const struct { const char *name; size_t target; long pid; } names[] = {
-        {"metrics.csv.tmp.123.0", 11, 123}, {"a.tmp.1.99", 1, 1}, {"x.tmp.b.tmp.7.2", 7, 7},
-        {"metrics.csv.tmp", 0, 0}, {"metrics.csv.tmp.123", 0, 0}, {"metrics.csv.tmp.12a.0", 0, 0},
-        {"metrics.csv.tmp.123.x", 0, 0}, {".tmp.1.0", 0, 0}, {"m.tmp.0.0", 0, 0}, {"m.tmp.1234567890.0", 0, 0},
-        {"summary.json.tmp.backup", 0, 0}, {"m.tmp..0", 0, 0}, {"m.tmp.1.", 0, 0}};
+    static const struct {
+        const char *name;
+        size_t target;
+        long pid;
+    } names[] = {{"metrics.csv.tmp.123.0", 11, 123},
+                 {"a.tmp.1.99", 1, 1},
+                 {"x.tmp.b.tmp.7.2", 7, 7},
+                 {"metrics.csv.tmp", 0, 0},
+                 {"metrics.csv.tmp.123", 0, 0},
+                 {"metrics.csv.tmp.12a.0", 0, 0},
+                 {"metrics.csv.tmp.123.x", 0, 0},
+                 {".tmp.1.0", 0, 0},
+                 {"m.tmp.0.0", 0, 0},
+                 {"m.tmp.1234567890.0", 0, 0},
+                 {"summary.json.tmp.backup", 0, 0},
+                 {"m.tmp..0", 0, 0},
+                 {"m.tmp.1.", 0, 0}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         long pid = 0;
         size_t t = out_temp_target(names[i].name, &pid);
-        CHECK_MSG(t == names[i].target && (!t || pid == names[i].pid), "%s: target %zu, pid %ld", names[i].name, t, pid);
+        CHECK_MSG(t == names[i].target && (!t || pid == names[i].pid), "%s: target %zu, pid %ld",
+                  names[i].name, t, pid);
     }
     rdir_remove();
 }
@@ -643,7 +728,8 @@ static void fifo_checks(void) {
     if (f) fclose(f);
     // the one writer refuses a target that is not a regular file, before anything is written
     f = out_begin(fifo, 0, err, sizeof err);
-    CHECK_MSG(!f && strstr(err, "is a FIFO (named pipe), not a regular file") && strstr(err, fifo), "%s", f ? "(accepted)" : err);
+    CHECK_MSG(!f && strstr(err, "is a FIFO (named pipe), not a regular file") && strstr(err, fifo),
+              "%s", f ? "(accepted)" : err);
     f = out_begin("/dev/null", OUT_DASH, err, sizeof err);
     CHECK_MSG(!f && strstr(err, "is a character device"), "%s", f ? "(accepted)" : err);
     f = out_begin(g_rdir, 0, err, sizeof err);
@@ -654,8 +740,10 @@ static void fifo_checks(void) {
     CHECK(count_entries("fifo.tmp") == 0);
     // every loader of a user path
     Dataset ds;
-    CHECK(!dataset_load(&ds, fifo, 0.1, 3, err, sizeof err) && strstr(err, "FIFO") && strstr(err, fifo));
-    CHECK(!dataset_load(&ds, "/dev/zero", 0.1, 3, err, sizeof err) && strstr(err, "character device"));
+    CHECK(!dataset_load(&ds, fifo, 0.1, 3, err, sizeof err) && strstr(err, "FIFO") &&
+          strstr(err, fifo));
+    CHECK(!dataset_load(&ds, "/dev/zero", 0.1, 3, err, sizeof err) &&
+          strstr(err, "character device"));
     Config cfg;
     config_defaults(&cfg);
     CHECK(!config_load_file(&cfg, fifo, err, sizeof err) && strstr(err, "FIFO"));
@@ -669,7 +757,10 @@ static void fifo_checks(void) {
 
 static void test_fifo_and_devices_refused(void) {
     rdir_make();
-    if (mkfifo(rpath("fifo"), 0600) != 0) { rdir_remove(); SKIP("mkfifo failed: %s", strerror(errno)); }
+    if (mkfifo(rpath("fifo"), 0600) != 0) {
+        rdir_remove();
+        SKIP("mkfifo failed: %s", strerror(errno));
+    }
     CHECK_MSG(in_child(fifo_checks, 20) == 0, "a FIFO or device check failed or blocked");
     rdir_remove();
 }
@@ -679,14 +770,16 @@ static void test_fifo_and_devices_refused(void) {
 // undefined behaviour such as the shift of a negative exponent that fast_exp(NaN) once did)
 
 static void test_fastmath_every_input(void) {
-    static const double inputs[] = {0.0, -0.0, 1e-45, -1e-45, 1e-38, 1.0, -1.0, 2.5, -2.5, 30, -30, 86.9, -86.9,
-                                    -87.0, -87.5, 88.0, 88.5, 89, -89, 100, -100, 1e4, -1e4, 1e30, -1e30,
-                                    FLT_MAX, -FLT_MAX, INFINITY, -INFINITY, NAN, -NAN};
+    static const double inputs[] = {
+        0.0,  -0.0,  1e-45, -1e-45,  1e-38,    1.0,      -1.0,      2.5, -2.5, 30,   -30,
+        86.9, -86.9, -87.0, -87.5,   88.0,     88.5,     89,        -89, 100,  -100, 1e4,
+        -1e4, 1e30,  -1e30, FLT_MAX, -FLT_MAX, INFINITY, -INFINITY, NAN, -NAN};
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
         volatile real x = (real)inputs[i];  // not folded at compile time
         real e = fast_exp(x), r = fast_erf(x);
         if (isnan(x)) {
-            CHECK_MSG(isnan(e) && isnan(r), "fast_exp/fast_erf(NaN) = %g / %g", (double)e, (double)r);
+            CHECK_MSG(isnan(e) && isnan(r), "fast_exp/fast_erf(NaN) = %g / %g", (double)e,
+                      (double)r);
             continue;
         }
         CHECK_MSG(e >= 0 && !isnan(e), "fast_exp(%g) = %g", (double)x, (double)e);
@@ -696,8 +789,10 @@ static void test_fastmath_every_input(void) {
         if (x == -INFINITY) CHECK_MSG(e < (real)1e-37, "fast_exp(-inf) = %g", (double)e);
         // in range, the helpers stay the accurate approximations they were
         if (fabs((double)x) <= 80) {
-            CHECK_MSG(fabs((double)e - exp((double)x)) <= 1e-6 * exp((double)x), "fast_exp(%g) = %.9g", (double)x, (double)e);
-            CHECK_MSG(fabs((double)r - erf((double)x)) <= 1e-6, "fast_erf(%g) = %.9g", (double)x, (double)r);
+            CHECK_MSG(fabs((double)e - exp((double)x)) <= 1e-6 * exp((double)x),
+                      "fast_exp(%g) = %.9g", (double)x, (double)e);
+            CHECK_MSG(fabs((double)r - erf((double)x)) <= 1e-6, "fast_erf(%g) = %.9g", (double)x,
+                      (double)r);
         }
     }
 }
@@ -716,17 +811,20 @@ static void test_fastmath_nonpositive_exp_same_bits(void) {
         memcpy(&x, &bits, sizeof x);
         float a = fast_exp(x), b = fast_exp_nonpositive(x);
         checked++;
-        if (memcmp(&a, &b, sizeof a) != 0 && differ++ < 3) fprintf(stderr, "  x = %.9g: %.9g against %.9g\n", (double)x, (double)a, (double)b);
+        if (memcmp(&a, &b, sizeof a) != 0 && differ++ < 3)
+            fprintf(stderr, "  x = %.9g: %.9g against %.9g\n", (double)x, (double)a, (double)b);
     }
     float zero = 0.0f, minus_inf = -INFINITY;
-    float e0 = fast_exp(zero), n0 = fast_exp_nonpositive(zero), ei = fast_exp(minus_inf), ni = fast_exp_nonpositive(minus_inf);
+    float e0 = fast_exp(zero), n0 = fast_exp_nonpositive(zero), ei = fast_exp(minus_inf),
+          ni = fast_exp_nonpositive(minus_inf);
     CHECK_MSG(differ == 0 && memcmp(&e0, &n0, sizeof e0) == 0 && memcmp(&ei, &ni, sizeof ei) == 0,
               "fast_exp_nonpositive differs from fast_exp on %ld of %ld inputs", differ, checked);
     volatile float nan_in = NAN;
     CHECK_MSG(isnan(fast_erf(nan_in)), "fast_erf(NaN) = %g", (double)fast_erf(nan_in));
     real out, dgelu, x_nan = nan_in;
     gelu_engine_forward(&out, &dgelu, &x_nan, 1);
-    CHECK_MSG(isnan(out) && isnan(dgelu), "GELU(NaN) = %g, GELU'(NaN) = %g", (double)out, (double)dgelu);
+    CHECK_MSG(isnan(out) && isnan(dgelu), "GELU(NaN) = %g, GELU'(NaN) = %g", (double)out,
+              (double)dgelu);
 #endif
 }
 
@@ -759,7 +857,11 @@ static void test_rng_below_bounded(void) {
     for (int i = 0; i < 30000; i++) {
         uint64_t n = ns[i % 6];
         uint64_t x = rng_below(&a, n), y = below_reference(&b, n);
-        if (x != y) { CHECK_MSG(x == y, "draw %d differs: %llu vs %llu", i, (unsigned long long)x, (unsigned long long)y); break; }
+        if (x != y) {
+            CHECK_MSG(x == y, "draw %d differs: %llu vs %llu", i, (unsigned long long)x,
+                      (unsigned long long)y);
+            break;
+        }
     }
 }
 
@@ -767,35 +869,53 @@ static void test_rng_below_bounded(void) {
 // strict text
 
 static void test_strict_numbers(void) {
-    static const struct { const char *s; int ok; long long v; } ints[] = {
-        {"0", 1, 0}, {"16", 1, 16}, {"+5", 1, 5}, {"-3", 1, -3}, {"007", 1, 7},
-        {"", 0, 0}, {" 5", 0, 0}, {"5 ", 0, 0}, {"0x10", 0, 0}, {"2.7", 0, 0}, {"1e3", 0, 0},
-        {"-", 0, 0}, {"+", 0, 0}, {"5a", 0, 0}, {"inf", 0, 0}, {"--5", 0, 0}, {"\t5", 0, 0},
-        {"99999999999999999999999", 1, 9223372036854775807LL},
+    static const struct {
+        const char *s;
+        int ok;
+        long long v;
+    } ints[] = {
+        {"0", 1, 0},   {"16", 1, 16}, {"+5", 1, 5},
+        {"-3", 1, -3}, {"007", 1, 7}, {"", 0, 0},
+        {" 5", 0, 0},  {"5 ", 0, 0},  {"0x10", 0, 0},
+        {"2.7", 0, 0}, {"1e3", 0, 0}, {"-", 0, 0},
+        {"+", 0, 0},   {"5a", 0, 0},  {"inf", 0, 0},
+        {"--5", 0, 0}, {"\t5", 0, 0}, {"99999999999999999999999", 1, 9223372036854775807LL},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         long long v = -42;
         int ok = parse_integer_text(ints[i].s, &v);
-        CHECK_MSG(ok == ints[i].ok && (!ok || v == ints[i].v), "parse_integer_text('%s') = %d, %lld", ints[i].s, ok, v);
+        CHECK_MSG(ok == ints[i].ok && (!ok || v == ints[i].v),
+                  "parse_integer_text('%s') = %d, %lld", ints[i].s, ok, v);
     }
-    static const struct { const char *s; int ok; double v; } nums[] = {
-        {"0.8", 1, 0.8}, {"1e-3", 1, 1e-3}, {".5", 1, 0.5}, {"5.", 1, 5.0}, {"-2", 1, -2}, {"+1E2", 1, 100},
-        {"", 0, 0}, {" 1", 0, 0}, {"1 ", 0, 0}, {"0x1", 0, 0}, {"inf", 0, 0}, {"nan", 0, 0}, {"1e", 0, 0},
-        {"e5", 0, 0}, {"1-2", 0, 0}, {".", 0, 0}, {"1,5", 0, 0},
+    static const struct {
+        const char *s;
+        int ok;
+        double v;
+    } nums[] = {
+        {"0.8", 1, 0.8},  {"1e-3", 1, 1e-3}, {".5", 1, 0.5}, {"5.", 1, 5.0}, {"-2", 1, -2},
+        {"+1E2", 1, 100}, {"", 0, 0},        {" 1", 0, 0},   {"1 ", 0, 0},   {"0x1", 0, 0},
+        {"inf", 0, 0},    {"nan", 0, 0},     {"1e", 0, 0},   {"e5", 0, 0},   {"1-2", 0, 0},
+        {".", 0, 0},      {"1,5", 0, 0},
     };
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         double v = -42;
         int ok = parse_decimal_text(nums[i].s, &v);
-        CHECK_MSG(ok == nums[i].ok && (!ok || v == nums[i].v), "parse_decimal_text('%s') = %d, %g", nums[i].s, ok, v);
+        CHECK_MSG(ok == nums[i].ok && (!ok || v == nums[i].v), "parse_decimal_text('%s') = %d, %g",
+                  nums[i].s, ok, v);
     }
     double big = 0;
     CHECK(parse_decimal_text("1e999", &big) && isinf(big));  // parsed; every range check refuses it
 }
 
 static void test_utf8_invalid_offset(void) {
-    static const struct { const char *s; size_t bad; } cases[] = {
-        {"plain", 5}, {"caf\xc3\xa9", 5}, {"a\xff", 1}, {"ab\xc3", 2}, {"\xed\xa0\x80", 0},  // a surrogate
-        {"x\xc0\xaf", 1}, {"\xf4\x90\x80\x80", 0}, {"ok \xe2\x82\xac \x80", 7}, {"", 0},
+    static const struct {
+        const char *s;
+        size_t bad;
+    } cases[] = {
+        {"plain", 5},     {"caf\xc3\xa9", 5},      {"a\xff", 1},
+        {"ab\xc3", 2},    {"\xed\xa0\x80", 0},  // a surrogate
+        {"x\xc0\xaf", 1}, {"\xf4\x90\x80\x80", 0}, {"ok \xe2\x82\xac \x80", 7},
+        {"", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t len = strlen(cases[i].s);
@@ -811,17 +931,23 @@ static void test_config_strings_are_utf8(void) {
     config_defaults(&c);
     const char bad_value[] = "{\"name\": \"ab\xff\"}";
     CHECK(!config_load_json(&c, bad_value, strlen(bad_value), "c.json", err, sizeof err));
-    CHECK_MSG(strstr(err, "c.json") && strstr(err, "UTF-8") && strstr(err, "byte offset 12"), "%s", err);
+    CHECK_MSG(strstr(err, "c.json") && strstr(err, "UTF-8") && strstr(err, "byte offset 12"), "%s",
+              err);
     const char bad_key[] = "{\"model\": {\"n_\xc3\x28layer\": 2}}";
     CHECK(!config_load_json(&c, bad_key, strlen(bad_key), "c.json", err, sizeof err));
     CHECK_MSG(strstr(err, "UTF-8") && strstr(err, "byte offset 14"), "%s", err);
     const char surrogate[] = "{\"name\": \"\\udc00x\"}";  // a lone surrogate escape
-    CHECK_MSG(!config_load_json(&c, surrogate, strlen(surrogate), "c.json", err, sizeof err), "accepted %s", surrogate);
+    CHECK_MSG(!config_load_json(&c, surrogate, strlen(surrogate), "c.json", err, sizeof err),
+              "accepted %s", surrogate);
     const char good[] = "{\"name\": \"caf\xc3\xa9\", \"sample\": {\"prompt\": \"\xe2\x82\xac \"}}";
     CHECK_MSG(config_load_json(&c, good, strlen(good), "c.json", err, sizeof err), "%s", err);
     CHECK(!config_apply_override(&c, "sample.prompt=\xe2\x82", err, sizeof err));
     CHECK_MSG(strstr(err, "sample.prompt") && strstr(err, "UTF-8"), "%s", err);
-    CHECK(!config_apply_override(&c, "data.path=a\xc0\xaf" "b", err, sizeof err) && strstr(err, "byte 1"));
+    CHECK(!config_apply_override(&c,
+                                 "data.path=a\xc0\xaf"
+                                 "b",
+                                 err, sizeof err) &&
+          strstr(err, "byte 1"));
     // fields set in code are checked by config_finalize
     config_defaults(&c);
     snprintf(c.out_dir, sizeof c.out_dir, "out/\xfe");

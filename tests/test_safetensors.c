@@ -30,15 +30,20 @@ static const char *in_dir(const char *name) {
 }
 
 // ---- a small model ----
-static const ModelDims DIMS = {5, 8, 2, 2, 8, QK_NORM_NONE};  // vocab, block_size, n_layer, n_head, n_embd, qk_norm
+static const ModelDims DIMS = {
+    5, 8, 2, 2, 8, QK_NORM_NONE};  // vocab, block_size, n_layer, n_head, n_embd, qk_norm
 
 static char *config_of(const ModelDims *d) {
     Config c;
     char err[256];
     config_defaults(&c);
     snprintf(c.name, sizeof c.name, "st");
-    c.n_layer = d->n_layer, c.n_head = d->n_head, c.n_embd = d->n_embd, c.block_size = d->block_size;
-    if (!config_finalize(&c, err, sizeof err)) { fprintf(stderr, "%s\n", err); exit(1); }
+    c.n_layer = d->n_layer, c.n_head = d->n_head, c.n_embd = d->n_embd,
+    c.block_size = d->block_size;
+    if (!config_finalize(&c, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        exit(1);
+    }
     return config_to_json(&c);
 }
 
@@ -51,7 +56,8 @@ static Vocab vocab_abcde(void) {
 // A model with random weights, every value a float32 (so the float64 build travels exactly too);
 // ln_bias: whether its LayerNorm biases are random (else the zeros of the initialisation).
 static void build_model(GPT *m, int ln_bias, uint64_t seed) {
-    gpt_build(m, &DIMS, attention_causal((real)(1.0 / sqrt((double)DIMS.n_embd / DIMS.n_head))), 1, DIMS.block_size);
+    gpt_build(m, &DIMS, attention_causal((real)(1.0 / sqrt((double)DIMS.n_embd / DIMS.n_head))), 1,
+              DIMS.block_size);
     Rng rng;
     rng_seed(&rng, seed);
     gpt_init(m, INIT_GPT2, &rng);
@@ -86,7 +92,8 @@ static void sample_of(GPT *m, const Vocab *v, char *buf, size_t n) {
 }
 
 // Export m, import it, build the imported model; returns 1 when the import succeeded.
-static int round_trip(GPT *m, const char *path, GPT *back, Checkpoint *ck, char *err, size_t errlen) {
+static int round_trip(GPT *m, const char *path, GPT *back, Checkpoint *ck, char *err,
+                      size_t errlen) {
     Vocab v = vocab_abcde();
     char *cfg = config_of(&DIMS);
     int n = safetensors_export(path, m, cfg, &v, err, errlen);
@@ -106,11 +113,15 @@ static void test_round_trip_bit_identical(void) {
         build_model(&m, ln_bias, 11 + (uint64_t)ln_bias);
         int ok = round_trip(&m, in_dir("m.safetensors"), &back, &ck, err, sizeof err);
         CHECK_MSG(ok, "%s", err);
-        if (!ok) { gpt_free(&m); continue; }
+        if (!ok) {
+            gpt_free(&m);
+            continue;
+        }
         CHECK(ck.has_optimizer == 0);
         CHECK(memcmp(&ck.dims, &DIMS, sizeof DIMS) == 0);
         CHECK(ck.vocab.vocab_size == 5 && ck.vocab.chars[0] == 'a' && ck.vocab.chars[4] == 'e');
-        CHECK_MSG(memcmp(m.params, back.params, m.n_params * sizeof(real)) == 0, "parameters differ after the trip");
+        CHECK_MSG(memcmp(m.params, back.params, m.n_params * sizeof(real)) == 0,
+                  "parameters differ after the trip");
         real a[6 * 5], b[6 * 5];
         logits_of(&m, a);
         logits_of(&back, b);
@@ -162,7 +173,9 @@ static void free_st(StFile *f) {
 
 static float st_value(const StFile *f, const char *name, size_t index) {
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(f->header, name);
-    size_t begin = (size_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "data_offsets"), 0)->valuedouble;
+    size_t begin =
+        (size_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "data_offsets"), 0)
+            ->valuedouble;
     float x;
     memcpy(&x, f->data + begin + 4 * index, 4);
     return x;
@@ -182,31 +195,44 @@ static void test_nanogpt_layout(void) {
     Vocab v = vocab_abcde();
     char *cfg = config_of(&DIMS);
     int n = safetensors_export(in_dir("m.safetensors"), &m, cfg, &v, err, sizeof err);
-    CHECK_MSG(n == 2 + 6 * DIMS.n_layer + 1 + 1, "%d tensors: %s", n, err);  // no LayerNorm bias: all zero
+    CHECK_MSG(n == 2 + 6 * DIMS.n_layer + 1 + 1, "%d tensors: %s", n,
+              err);  // no LayerNorm bias: all zero
     StFile f;
     CHECK(read_st(in_dir("m.safetensors"), &f));
     int C = DIMS.n_embd;
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(f.header, "__metadata__");
     CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(meta, "n_head")->valuestring, "2") == 0);
     CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(meta, "vocab")->valuestring, "abcde") == 0);
-    CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(meta, "layernorm_bias")->valuestring, "false") == 0);
+    CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(meta, "layernorm_bias")->valuestring, "false") ==
+          0);
     CHECK(!cJSON_GetObjectItemCaseSensitive(f.header, "transformer.h.0.ln_1.bias"));
-    CHECK(st_dim(&f, "transformer.h.1.attn.c_attn.weight", 0) == 3 * C && st_dim(&f, "transformer.h.1.attn.c_attn.weight", 1) == C);
-    CHECK(st_dim(&f, "transformer.h.0.mlp.c_fc.weight", 0) == 4 * C && st_dim(&f, "transformer.h.0.mlp.c_proj.weight", 1) == 4 * C);
-    CHECK(st_dim(&f, "transformer.ln_f.weight", 1) == -1 && st_dim(&f, "transformer.ln_f.weight", 0) == C);
-    // nn.Linear's (out, in): c_attn row C + o, column i is Wk[i][o]; c_fc row o, column i is W_fc[i][o]
+    CHECK(st_dim(&f, "transformer.h.1.attn.c_attn.weight", 0) == 3 * C &&
+          st_dim(&f, "transformer.h.1.attn.c_attn.weight", 1) == C);
+    CHECK(st_dim(&f, "transformer.h.0.mlp.c_fc.weight", 0) == 4 * C &&
+          st_dim(&f, "transformer.h.0.mlp.c_proj.weight", 1) == 4 * C);
+    CHECK(st_dim(&f, "transformer.ln_f.weight", 1) == -1 &&
+          st_dim(&f, "transformer.ln_f.weight", 0) == C);
+    // nn.Linear's (out, in): c_attn row C + o, column i is Wk[i][o]; c_fc row o, column i is
+    // W_fc[i][o]
     const LayerParams *L = &m.p.layers[1];
     int bad = 0;
     for (int o = 0; o < C; o++)
         for (int i = 0; i < C; i++) {
-            bad += st_value(&f, "transformer.h.1.attn.c_attn.weight", (size_t)(0 * C + o) * C + i) != (float)L->wq[i * C + o];
-            bad += st_value(&f, "transformer.h.1.attn.c_attn.weight", (size_t)(1 * C + o) * C + i) != (float)L->wk[i * C + o];
-            bad += st_value(&f, "transformer.h.1.attn.c_attn.weight", (size_t)(2 * C + o) * C + i) != (float)L->wv[i * C + o];
-            bad += st_value(&f, "transformer.h.1.attn.c_proj.weight", (size_t)o * C + i) != (float)L->wo[i * C + o];
-            bad += st_value(&f, "transformer.h.1.mlp.c_fc.weight", (size_t)o * C + i) != (float)L->w_fc[i * 4 * C + o];
-            bad += st_value(&f, "transformer.h.1.mlp.c_proj.weight", (size_t)o * 4 * C + i) != (float)L->w_proj[i * C + o];
+            bad += st_value(&f, "transformer.h.1.attn.c_attn.weight",
+                            (size_t)(0 * C + o) * C + i) != (float)L->wq[i * C + o];
+            bad += st_value(&f, "transformer.h.1.attn.c_attn.weight",
+                            (size_t)(1 * C + o) * C + i) != (float)L->wk[i * C + o];
+            bad += st_value(&f, "transformer.h.1.attn.c_attn.weight",
+                            (size_t)(2 * C + o) * C + i) != (float)L->wv[i * C + o];
+            bad += st_value(&f, "transformer.h.1.attn.c_proj.weight", (size_t)o * C + i) !=
+                   (float)L->wo[i * C + o];
+            bad += st_value(&f, "transformer.h.1.mlp.c_fc.weight", (size_t)o * C + i) !=
+                   (float)L->w_fc[i * 4 * C + o];
+            bad += st_value(&f, "transformer.h.1.mlp.c_proj.weight", (size_t)o * 4 * C + i) !=
+                   (float)L->w_proj[i * C + o];
         }
-    for (int j = 0; j < DIMS.vocab_size * C; j++) bad += st_value(&f, "lm_head.weight", (size_t)j) != (float)m.p.wte[j];
+    for (int j = 0; j < DIMS.vocab_size * C; j++)
+        bad += st_value(&f, "lm_head.weight", (size_t)j) != (float)m.p.wte[j];
     CHECK_MSG(bad == 0, "%d values not where nanoGPT's state_dict has them", bad);
     free_st(&f);
     // a model with LayerNorm biases exports every one of them
@@ -216,7 +242,8 @@ static void test_nanogpt_layout(void) {
     CHECK(n == 2 + 8 * DIMS.n_layer + 2 + 1);
     CHECK(read_st(in_dir("b.safetensors"), &f));
     meta = cJSON_GetObjectItemCaseSensitive(f.header, "__metadata__");
-    CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(meta, "layernorm_bias")->valuestring, "true") == 0);
+    CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(meta, "layernorm_bias")->valuestring, "true") ==
+          0);
     CHECK(st_value(&f, "transformer.h.1.ln_2.bias", 3) == (float)m.p.layers[1].ln2_b[3]);
     CHECK(st_value(&f, "transformer.ln_f.bias", 0) == (float)m.p.lnf_b[0]);
     free_st(&f);
@@ -230,14 +257,18 @@ static void test_nanogpt_layout(void) {
 // Each case edits the header (and maybe the data) of a valid file, or writes raw bytes.
 typedef void (*Craft)(cJSON *hdr, unsigned char *data, size_t *data_len);
 
-static cJSON *entry(cJSON *hdr, const char *name) { return cJSON_GetObjectItemCaseSensitive(hdr, name); }
+static cJSON *entry(cJSON *hdr, const char *name) {
+    return cJSON_GetObjectItemCaseSensitive(hdr, name);
+}
 static void set_offsets(cJSON *e, double b, double end) {
     cJSON *o = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     cJSON_ReplaceItemInArray(o, 0, cJSON_CreateNumber(b));
     cJSON_ReplaceItemInArray(o, 1, cJSON_CreateNumber(end));
 }
 static double offset_of(cJSON *hdr, const char *name, int which) {
-    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(entry(hdr, name), "data_offsets"), which)->valuedouble;
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(entry(hdr, name), "data_offsets"),
+                              which)
+        ->valuedouble;
 }
 static void set_meta(cJSON *hdr, const char *key, const char *value) {
     cJSON *meta = entry(hdr, "__metadata__");
@@ -245,7 +276,8 @@ static void set_meta(cJSON *hdr, const char *key, const char *value) {
     if (value) cJSON_AddStringToObject(meta, key, value);
 }
 // Append a tensor of `count` float32 values (all `value`) at the end of the data.
-static void append_tensor(cJSON *hdr, unsigned char *data, size_t *len, const char *name, int d0, int d1, float value) {
+static void append_tensor(cJSON *hdr, unsigned char *data, size_t *len, const char *name, int d0,
+                          int d1, float value) {
     cJSON *e = cJSON_AddObjectToObject(hdr, name);
     cJSON_AddStringToObject(e, "dtype", "F32");
     cJSON *s = cJSON_AddArrayToObject(e, "shape"), *o = cJSON_AddArrayToObject(e, "data_offsets");
@@ -260,10 +292,12 @@ static void append_tensor(cJSON *hdr, unsigned char *data, size_t *len, const ch
 
 static void c_dtype_i8(cJSON *h, unsigned char *d, size_t *n) {
     (void)d, (void)n;
-    cJSON_ReplaceItemInObject(entry(h, "transformer.wpe.weight"), "dtype", cJSON_CreateString("I8"));
+    cJSON_ReplaceItemInObject(entry(h, "transformer.wpe.weight"), "dtype",
+                              cJSON_CreateString("I8"));
 }
 static void c_shape(cJSON *h, unsigned char *d, size_t *n) {
-    (void)d, (void)n;  // the same bytes, another shape: [2C, 2C] where [3C, C] is expected... same count: 4C^2 != 3C^2
+    (void)d, (void)n;  // the same bytes, another shape: [2C, 2C] where [3C, C] is expected... same
+                       // count: 4C^2 != 3C^2
     cJSON *s = cJSON_CreateArray();
     cJSON_AddItemToArray(s, cJSON_CreateNumber(DIMS.n_embd));
     cJSON_AddItemToArray(s, cJSON_CreateNumber(3 * DIMS.n_embd));
@@ -307,10 +341,15 @@ static void drop_tensor(cJSON *h, unsigned char *d, size_t *n, const char *name)
     cJSON_DeleteItemFromObjectCaseSensitive(h, name);
     for (cJSON *t = h->child; t; t = t->next)
         if (strcmp(t->string, "__metadata__") && offset_of(h, t->string, 0) >= (double)e)
-            set_offsets(t, offset_of(h, t->string, 0) - (double)(e - b), offset_of(h, t->string, 1) - (double)(e - b));
+            set_offsets(t, offset_of(h, t->string, 0) - (double)(e - b),
+                        offset_of(h, t->string, 1) - (double)(e - b));
 }
-static void c_missing(cJSON *h, unsigned char *d, size_t *n) { drop_tensor(h, d, n, "transformer.h.1.mlp.c_proj.weight"); }
-static void c_extra(cJSON *h, unsigned char *d, size_t *n) { append_tensor(h, d, n, "transformer.h.0.attn.rotary", 4, 0, 0); }
+static void c_missing(cJSON *h, unsigned char *d, size_t *n) {
+    drop_tensor(h, d, n, "transformer.h.1.mlp.c_proj.weight");
+}
+static void c_extra(cJSON *h, unsigned char *d, size_t *n) {
+    append_tensor(h, d, n, "transformer.h.0.attn.rotary", 4, 0, 0);
+}
 static void c_mask_buffer(cJSON *h, unsigned char *d, size_t *n) {
     append_tensor(h, d, n, "transformer.h.0.attn.bias", DIMS.block_size, DIMS.block_size, 1);
 }
@@ -322,11 +361,26 @@ static void c_untied(cJSON *h, unsigned char *d, size_t *n) {
     float x = 7;
     memcpy(d + (size_t)offset_of(h, "lm_head.weight", 0) + 12, &x, 4);
 }
-static void c_no_n_head(cJSON *h, unsigned char *d, size_t *n) { (void)d, (void)n; set_meta(h, "n_head", NULL); }
-static void c_bad_n_head(cJSON *h, unsigned char *d, size_t *n) { (void)d, (void)n; set_meta(h, "n_head", "3"); }
-static void c_no_vocab(cJSON *h, unsigned char *d, size_t *n) { (void)d, (void)n; set_meta(h, "vocab", NULL); }
-static void c_short_vocab(cJSON *h, unsigned char *d, size_t *n) { (void)d, (void)n; set_meta(h, "vocab", "abcd"); }
-static void c_unsorted_vocab(cJSON *h, unsigned char *d, size_t *n) { (void)d, (void)n; set_meta(h, "vocab", "abdce"); }
+static void c_no_n_head(cJSON *h, unsigned char *d, size_t *n) {
+    (void)d, (void)n;
+    set_meta(h, "n_head", NULL);
+}
+static void c_bad_n_head(cJSON *h, unsigned char *d, size_t *n) {
+    (void)d, (void)n;
+    set_meta(h, "n_head", "3");
+}
+static void c_no_vocab(cJSON *h, unsigned char *d, size_t *n) {
+    (void)d, (void)n;
+    set_meta(h, "vocab", NULL);
+}
+static void c_short_vocab(cJSON *h, unsigned char *d, size_t *n) {
+    (void)d, (void)n;
+    set_meta(h, "vocab", "abcd");
+}
+static void c_unsorted_vocab(cJSON *h, unsigned char *d, size_t *n) {
+    (void)d, (void)n;
+    set_meta(h, "vocab", "abdce");
+}
 static void c_nonfinite(cJSON *h, unsigned char *d, size_t *n) {
     (void)n;
     float x = INFINITY;
@@ -355,8 +409,14 @@ static void c_meta_key_twice(cJSON *h, unsigned char *d, size_t *n) {
 static void c_tensor_twice(cJSON *h, unsigned char *d, size_t *n) {
     append_tensor(h, d, n, "transformer.ln_f.weight", DIMS.n_embd, 0, 1);
 }
-static void c_meta_n_layer(cJSON *h, unsigned char *d, size_t *n) { (void)d, (void)n; set_meta(h, "n_layer", "3"); }
-static void c_meta_vocab_size(cJSON *h, unsigned char *d, size_t *n) { (void)d, (void)n; set_meta(h, "vocab_size", "x"); }
+static void c_meta_n_layer(cJSON *h, unsigned char *d, size_t *n) {
+    (void)d, (void)n;
+    set_meta(h, "n_layer", "3");
+}
+static void c_meta_vocab_size(cJSON *h, unsigned char *d, size_t *n) {
+    (void)d, (void)n;
+    set_meta(h, "vocab_size", "x");
+}
 static void c_meta_array(cJSON *h, unsigned char *d, size_t *n) {
     (void)d, (void)n;
     cJSON *a = cJSON_CreateArray();
@@ -370,16 +430,20 @@ static const struct {
     const char *expect1, *expect2;
 } CRAFTED[] = {
     {"a dtype this architecture cannot convert", c_dtype_i8, "transformer.wpe.weight", "dtype I8"},
-    {"a shape other than nanoGPT's", c_shape, "transformer.h.0.attn.c_attn.weight", "expects [24,8]"},
-    {"a 1-D tensor given two dimensions", c_shape_2d_for_1d, "has 2 dimension(s) [2,4]", "expects [8]"},
-    {"a 2-D tensor given one dimension", c_shape_1d_for_2d, "has 1 dimension(s) [64]", "expects [8,8]"},
+    {"a shape other than nanoGPT's", c_shape, "transformer.h.0.attn.c_attn.weight",
+     "expects [24,8]"},
+    {"a 1-D tensor given two dimensions", c_shape_2d_for_1d, "has 2 dimension(s) [2,4]",
+     "expects [8]"},
+    {"a 2-D tensor given one dimension", c_shape_1d_for_2d, "has 1 dimension(s) [64]",
+     "expects [8,8]"},
     {"offsets beyond the file", c_beyond, "lm_head.weight", "beyond the"},
     {"two tensors over the same bytes", c_overlap, "overlap", NULL},
     {"data no tensor covers", c_trailing, "belong to no tensor", NULL},
     {"a missing tensor", c_missing, "has no tensor 'transformer.h.1.mlp.c_proj.weight'", NULL},
     {"an extra tensor", c_extra, "extra tensor 'transformer.h.0.attn.rotary'", NULL},
     {"nanoGPT's mask buffer", c_mask_buffer, "causal-mask buffer", "transformer.h.0.attn.bias"},
-    {"a Linear bias that is not zero", c_linear_bias, "transformer.h.1.mlp.c_fc.bias", "no Linear biases"},
+    {"a Linear bias that is not zero", c_linear_bias, "transformer.h.1.mlp.c_fc.bias",
+     "no Linear biases"},
     {"an untied LM head", c_untied, "lm_head.weight differs", NULL},
     {"no n_head", c_no_n_head, "no n_head", NULL},
     {"an n_head that does not divide n_embd", c_bad_n_head, "not a multiple of n_head 3", NULL},
@@ -392,8 +456,10 @@ static const struct {
     {"a second __metadata__", c_second_metadata, "'__metadata__' twice", NULL},
     {"a metadata key given twice", c_meta_key_twice, "metadata names 'n_head' twice", NULL},
     {"a tensor given twice", c_tensor_twice, "'transformer.ln_f.weight' twice", NULL},
-    {"metadata n_layer other than the tensors'", c_meta_n_layer, "n_layer is '3'", "tensors give 2"},
-    {"metadata vocab_size that is not a number", c_meta_vocab_size, "vocab_size is 'x'", "tensors give 5"},
+    {"metadata n_layer other than the tensors'", c_meta_n_layer, "n_layer is '3'",
+     "tensors give 2"},
+    {"metadata vocab_size that is not a number", c_meta_vocab_size, "vocab_size is 'x'",
+     "tensors give 5"},
     {"metadata that is not an object", c_meta_array, "__metadata__ is not an object", NULL},
 };
 
@@ -451,14 +517,24 @@ static void test_crafted_files_refused(void) {
         err[0] = 0;
         int ok = safetensors_open(&ck, path, NULL, err, sizeof err);
         CHECK_MSG(!ok, "%s: accepted", CRAFTED[i].what);
-        if (ok) { checkpoint_close(&ck); continue; }
-        CHECK_MSG(strstr(err, CRAFTED[i].expect1) && (!CRAFTED[i].expect2 || strstr(err, CRAFTED[i].expect2)) &&
-                  !strchr(err, '\n') && strstr(err, path) && !strstr(err, "(null)"),
+        if (ok) {
+            checkpoint_close(&ck);
+            continue;
+        }
+        CHECK_MSG(strstr(err, CRAFTED[i].expect1) &&
+                      (!CRAFTED[i].expect2 || strstr(err, CRAFTED[i].expect2)) &&
+                      !strchr(err, '\n') && strstr(err, path) && !strstr(err, "(null)"),
                   "%s: the message does not say what is wrong: %s", CRAFTED[i].what, err);
     }
     // raw bytes: too short, a header length past the end, a header over 100 MB, not JSON
     unsigned char raw[64] = {0};
-    const struct { const char *what; size_t n; uint64_t hlen; const char *json; const char *expect; } RAW[] = {
+    const struct {
+        const char *what;
+        size_t n;
+        uint64_t hlen;
+        const char *json;
+        const char *expect;
+    } RAW[] = {
         {"too short", 5, 0, NULL, "too short"},
         {"a header past the end", 24, 1000, "{}", "header length of 1000"},
         {"a header over 100 MB", 24, 200000000, "{}", "header length of 200000000"},
@@ -494,25 +570,28 @@ static void test_crafted_files_refused(void) {
         fwrite(data, 1, zb.data_len, f);
         fclose(f);
         free(json), free(data), cJSON_Delete(h), free_st(&zb);
-        CHECK_MSG(safetensors_open(&ck, in_dir("zero_bias.safetensors"), NULL, err, sizeof err), "%s", err);
+        CHECK_MSG(safetensors_open(&ck, in_dir("zero_bias.safetensors"), NULL, err, sizeof err),
+                  "%s", err);
         checkpoint_close(&ck);
     }
     write_crafted(in_dir("novocab.safetensors"), &valid, c_no_vocab);
     FILE *t = fopen(in_dir("text.txt"), "w");
     fputs("edcba abba", t);  // 6 distinct characters: refused; then 5
     fclose(t);
-    CHECK(!safetensors_open(&ck, in_dir("novocab.safetensors"), in_dir("text.txt"), err, sizeof err) &&
+    CHECK(!safetensors_open(&ck, in_dir("novocab.safetensors"), in_dir("text.txt"), err,
+                            sizeof err) &&
           strstr(err, "6 characters"));
     t = fopen(in_dir("text.txt"), "w");
     fputs("edcbaabba", t);
     fclose(t);
-    CHECK_MSG(safetensors_open(&ck, in_dir("novocab.safetensors"), in_dir("text.txt"), err, sizeof err), "%s", err);
+    CHECK_MSG(
+        safetensors_open(&ck, in_dir("novocab.safetensors"), in_dir("text.txt"), err, sizeof err),
+        "%s", err);
     CHECK(ck.vocab.vocab_size == 5 && ck.vocab.chars[0] == 'a');
     checkpoint_close(&ck);
     free_st(&valid);
     cleanup();
 }
-
 
 // A LayerNorm QK-norm file needs its biases: one without them (but with the other LayerNorm
 // biases) is refused, not read as zeros (the probabilities would differ from the model's).
@@ -521,21 +600,27 @@ static void test_qk_layernorm_biases_required(void) {
     const ModelDims qd = {5, 8, 2, 2, 8, QK_NORM_LAYERNORM};
     GPT m;
     char err[1024];
-    gpt_build(&m, &qd, attention_causal((real)(1.0 / sqrt((double)qd.n_embd / qd.n_head))), 1, qd.block_size);
+    gpt_build(&m, &qd, attention_causal((real)(1.0 / sqrt((double)qd.n_embd / qd.n_head))), 1,
+              qd.block_size);
     Rng rng;
     rng_seed(&rng, 3);
     gpt_init(&m, INIT_GPT2, &rng);
-    for (int i = 0; i < m.n_tensors; i++)  // LayerNorm biases that are not zero: the file holds them all
+    for (int i = 0; i < m.n_tensors;
+         i++)  // LayerNorm biases that are not zero: the file holds them all
         if (strstr(m.tensors[i].name, "_b") && m.tensors[i].ndim == 1)
-            for (size_t j = 0; j < m.tensors[i].size; j++) m.params[m.tensors[i].offset + j] = (real)(float)(0.1 * rng_normal(&rng));
+            for (size_t j = 0; j < m.tensors[i].size; j++)
+                m.params[m.tensors[i].offset + j] = (real)(float)(0.1 * rng_normal(&rng));
     Config c;
     config_defaults(&c);
     snprintf(c.name, sizeof c.name, "st");
-    c.n_layer = qd.n_layer, c.n_head = qd.n_head, c.n_embd = qd.n_embd, c.block_size = qd.block_size;
-    CHECK(config_apply_override(&c, "model.qk_norm=layernorm", err, sizeof err) && config_finalize(&c, err, sizeof err));
+    c.n_layer = qd.n_layer, c.n_head = qd.n_head, c.n_embd = qd.n_embd,
+    c.block_size = qd.block_size;
+    CHECK(config_apply_override(&c, "model.qk_norm=layernorm", err, sizeof err) &&
+          config_finalize(&c, err, sizeof err));
     char *cfg = config_to_json(&c);
     Vocab v = vocab_abcde();
-    CHECK_MSG(safetensors_export(in_dir("qk.safetensors"), &m, cfg, &v, err, sizeof err) > 0, "%s", err);
+    CHECK_MSG(safetensors_export(in_dir("qk.safetensors"), &m, cfg, &v, err, sizeof err) > 0, "%s",
+              err);
     free(cfg);
     free(v.chars);
     gpt_free(&m);
@@ -544,7 +629,8 @@ static void test_qk_layernorm_biases_required(void) {
     Checkpoint ck;
     CHECK_MSG(safetensors_open(&ck, in_dir("qk.safetensors"), NULL, err, sizeof err), "%s", err);
     checkpoint_close(&ck);
-    static const char *const BIASES[] = {"transformer.h.1.attn.q_norm.bias", "transformer.h.0.attn.k_norm.bias"};
+    static const char *const BIASES[] = {"transformer.h.1.attn.q_norm.bias",
+                                         "transformer.h.0.attn.k_norm.bias"};
     for (int i = 0; i < 2; i++) {
         cJSON *h = cJSON_Duplicate(f.header, 1);
         unsigned char *data = malloc(f.data_len);
@@ -561,8 +647,8 @@ static void test_qk_layernorm_biases_required(void) {
         free(json), free(data), cJSON_Delete(h);
         err[0] = 0;
         int ok = safetensors_open(&ck, in_dir("nobias.safetensors"), NULL, err, sizeof err);
-        CHECK_MSG(!ok && strstr(err, BIASES[i]) && strstr(err, "LayerNorm bias"), "without %s: %s", BIASES[i],
-                  ok ? "accepted" : err);
+        CHECK_MSG(!ok && strstr(err, BIASES[i]) && strstr(err, "LayerNorm bias"), "without %s: %s",
+                  BIASES[i], ok ? "accepted" : err);
         if (ok) checkpoint_close(&ck);
     }
     free_st(&f);
@@ -599,8 +685,9 @@ static void test_header_rules(void) {
     snprintf(text, jn + 16, "%s{}", json);
     write_header(in_dir("trailing.safetensors"), text, valid.data, valid.data_len);
     int ok = safetensors_open(&ck, in_dir("trailing.safetensors"), NULL, err, sizeof err);
-    CHECK_MSG(!ok && strstr(err, "trailing.safetensors") && strstr(err, "2 more bytes after its JSON object"), "%s",
-              ok ? "accepted" : err);
+    CHECK_MSG(!ok && strstr(err, "trailing.safetensors") &&
+                  strstr(err, "2 more bytes after its JSON object"),
+              "%s", ok ? "accepted" : err);
     if (ok) checkpoint_close(&ck);
     snprintf(text, jn + 16, "%s   ", json);
     write_header(in_dir("padded.safetensors"), text, valid.data, valid.data_len);
@@ -615,8 +702,9 @@ static void test_header_rules(void) {
     tw_record(w, "config", DT_U8, 1, shape, "{}  ");
     CHECK(tw_commit(w, err, sizeof err));
     ok = model_file_open(&ck, in_dir("dump.bin"), NULL, err, sizeof err);
-    CHECK_MSG(!ok && strstr(err, "dump.bin") && strstr(err, "--dump-state") && !strstr(err, "header length"), "%s",
-              ok ? "accepted" : err);
+    CHECK_MSG(!ok && strstr(err, "dump.bin") && strstr(err, "--dump-state") &&
+                  !strstr(err, "header length"),
+              "%s", ok ? "accepted" : err);
     if (ok) checkpoint_close(&ck);
     // 300,000 empty entries (17 MB of header): refused by their count in well under the time of
     // comparing each name with every other (n^2 / 2 = 4.5e10 comparisons)
@@ -625,27 +713,34 @@ static void test_header_rules(void) {
     char *big = malloc(cap);
     at += (size_t)snprintf(big + at, cap - at, "{");
     for (int i = 0; i < many; i++)
-        at += (size_t)snprintf(big + at, cap - at, "%s\"transformer.h.0.x%d\":{\"dtype\":\"F32\",\"shape\":[0],"
-                               "\"data_offsets\":[0,0]}", i ? "," : "", i);
+        at += (size_t)snprintf(big + at, cap - at,
+                               "%s\"transformer.h.0.x%d\":{\"dtype\":\"F32\",\"shape\":[0],"
+                               "\"data_offsets\":[0,0]}",
+                               i ? "," : "", i);
     snprintf(big + at, cap - at, "}");
     write_header(in_dir("many.safetensors"), big, NULL, 0);
     double t0 = seconds_now();
     ok = safetensors_open(&ck, in_dir("many.safetensors"), NULL, err, sizeof err);
     double took = seconds_now() - t0;
-    CHECK_MSG(!ok && strstr(err, "300000 entries") && strstr(err, "at most 1029 tensors"), "%s", ok ? "accepted" : err);
+    CHECK_MSG(!ok && strstr(err, "300000 entries") && strstr(err, "at most 1029 tensors"), "%s",
+              ok ? "accepted" : err);
     CHECK_MSG(took < 10, "%.1f s to refuse a header of %d entries", took, many);
     if (ok) checkpoint_close(&ck);
     // within the count, the first name the model does not have is refused as it is read
     at = 0;
     at += (size_t)snprintf(big + at, cap - at, "{");
     for (int i = 0; i < 700; i++)
-        at += (size_t)snprintf(big + at, cap - at, "%s\"transformer.h.%d.ln_1.weight\":{\"dtype\":\"F32\",\"shape\":[0],"
-                               "\"data_offsets\":[0,0]}", i ? "," : "", i);
+        at +=
+            (size_t)snprintf(big + at, cap - at,
+                             "%s\"transformer.h.%d.ln_1.weight\":{\"dtype\":\"F32\",\"shape\":[0],"
+                             "\"data_offsets\":[0,0]}",
+                             i ? "," : "", i);
     snprintf(big + at, cap - at, "}");
     write_header(in_dir("layers.safetensors"), big, NULL, 0);
     ok = safetensors_open(&ck, in_dir("layers.safetensors"), NULL, err, sizeof err);
-    CHECK_MSG(!ok && strstr(err, "extra tensor 'transformer.h.64.ln_1.weight'") && strstr(err, "at most 64 layers"), "%s",
-              ok ? "accepted" : err);
+    CHECK_MSG(!ok && strstr(err, "extra tensor 'transformer.h.64.ln_1.weight'") &&
+                  strstr(err, "at most 64 layers"),
+              "%s", ok ? "accepted" : err);
     if (ok) checkpoint_close(&ck);
     free(big);
     free_st(&valid);
@@ -670,7 +765,8 @@ static void test_other_dtypes_converted(void) {
     size_t n = 0;
     for (cJSON *e = h->child; e; e = e->next) {
         if (!strcmp(e->string, "__metadata__")) continue;
-        size_t b = (size_t)offset_of(h, e->string, 0), end = (size_t)offset_of(h, e->string, 1), count = (end - b) / 4;
+        size_t b = (size_t)offset_of(h, e->string, 0), end = (size_t)offset_of(h, e->string, 1),
+               count = (end - b) / 4;
         size_t start = n;
         if (!strcmp(e->string, "transformer.wpe.weight")) {
             cJSON_ReplaceItemInObject(e, "dtype", cJSON_CreateString("F64"));
@@ -725,9 +821,11 @@ static int same_file(const char *a, const char *b) {
 
 static void test_programs_export_and_import(void) {
     tmpdir("st");
-    const char *tiny = "--model.n_layer=2 --model.n_head=2 --model.n_embd=16 --model.block_size=16 --train.batch_size=4 "
-                       "--data.val_fraction=0.02 --train.max_steps=6 --log.eval_interval=6 --log.eval_steps=1 "
-                       "--sample.tokens=0 --train.threads=1";
+    const char *tiny =
+        "--model.n_layer=2 --model.n_head=2 --model.n_embd=16 --model.block_size=16 "
+        "--train.batch_size=4 "
+        "--data.val_fraction=0.02 --train.max_steps=6 --log.eval_interval=6 --log.eval_steps=1 "
+        "--sample.tokens=0 --train.threads=1";
     int code = run("./train configs/default.json %s --train.out_dir=%s/run", tiny, g_dir);
     CHECK_MSG(code == 0, "training: %s", g_err);
     code = run("./sample %s/run/checkpoint.bin --export %s/m.safetensors", g_dir, g_dir);
@@ -740,16 +838,22 @@ static void test_programs_export_and_import(void) {
     code = run("./sample %s/m.safetensors --tokens 60 --seed 9 --prompt 'copy: ab'", g_dir);
     CHECK_MSG(code == 0 && strcmp(a, g_out) == 0, "samples differ:\n%s\n%s\n%s", a, g_out, g_err);
     // ./train --init-from: the first batch's logits (--dump-state) are the checkpoint's
-    code = run("./train configs/default.json %s --init-from %s/m.safetensors --dump-state %s/d1.bin", tiny, g_dir, g_dir);
+    code =
+        run("./train configs/default.json %s --init-from %s/m.safetensors --dump-state %s/d1.bin",
+            tiny, g_dir, g_dir);
     CHECK_MSG(code == 0, "%s", g_err);
-    code = run("./train configs/default.json %s --init-from %s/run/checkpoint.bin --dump-state %s/d2.bin", tiny, g_dir, g_dir);
+    code = run(
+        "./train configs/default.json %s --init-from %s/run/checkpoint.bin --dump-state %s/d2.bin",
+        tiny, g_dir, g_dir);
     CHECK_MSG(code == 0, "%s", g_err);
     CHECK(same_file(in_dir("d1.bin"), in_dir("d2.bin")));
     // it trains on from there, and refuses a shape change
-    code = run("./train configs/default.json %s --init-from %s/m.safetensors --train.out_dir=%s/ft", tiny, g_dir, g_dir);
+    code = run("./train configs/default.json %s --init-from %s/m.safetensors --train.out_dir=%s/ft",
+               tiny, g_dir, g_dir);
     CHECK_MSG(code == 0 && strstr(g_out, "final: step=6"), "%s", g_err);
-    code = run("./train configs/default.json --init-from %s/m.safetensors --model.n_embd=32 --dump-state %s/x.bin", g_dir,
-               g_dir);
+    code = run("./train configs/default.json --init-from %s/m.safetensors --model.n_embd=32 "
+               "--dump-state %s/x.bin",
+               g_dir, g_dir);
     CHECK_MSG(code == 2 && strstr(g_err, "keeps its shape"), "%d %s", code, g_err);
     code = run("./train --resume %s/run/checkpoint.bin --init-from %s/m.safetensors", g_dir, g_dir);
     CHECK_MSG(code == 2 && strstr(g_err, "--init-from"), "%d %s", code, g_err);
@@ -758,7 +862,8 @@ static void test_programs_export_and_import(void) {
     fputs("\x10\0\0\0\0\0\0\0{\"x\":", f);
     fclose(f);
     code = run("./sample %s/bad.safetensors", g_dir);
-    CHECK_MSG(code == 1 && strstr(g_err, "bad.safetensors") && strchr(g_err, '\n') == g_err + strlen(g_err) - 1,
+    CHECK_MSG(code == 1 && strstr(g_err, "bad.safetensors") &&
+                  strchr(g_err, '\n') == g_err + strlen(g_err) - 1,
               "%d %s", code, g_err);
     cleanup();
 }

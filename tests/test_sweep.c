@@ -39,7 +39,6 @@ static int exists(const char *fmt, ...) {
     return stat(path, &st) == 0;
 }
 
-
 static int count_lines(const char *s) {
     int n = 0;
     for (; *s; s++) n += *s == '\n';
@@ -51,16 +50,22 @@ static void write_tiny_config(int steps) {
     char path[128];
     snprintf(path, sizeof path, "%s/cfg.json", g_dir);
     FILE *f = fopen(path, "w");
-    if (!f) { perror(path); exit(1); }
-    fprintf(f,
-            "{\"name\": \"tiny\",\n"
-            " \"model\": {\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 16, \"block_size\": 16},\n"
-            " \"data\": {\"path\": \"data/default.txt\", \"val_fraction\": 0.02},\n"
-            " \"train\": {\"batch_size\": 4, \"max_steps\": %d, \"warmup_steps\": 3, \"lr\": 1e-2, \"min_lr\": 1e-3,\n"
-            "           \"ckpt_interval\": 5, \"out_dir\": \"%s/out\", \"seed\": 7, \"threads\": 2},\n"
-            " \"log\": {\"log_interval\": 10, \"eval_interval\": 10, \"eval_steps\": 2, \"attn_interval\": 5},\n"
-            " \"sample\": {\"tokens\": 0}}\n",
-            steps, g_dir);
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fprintf(
+        f,
+        "{\"name\": \"tiny\",\n"
+        " \"model\": {\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 16, \"block_size\": 16},\n"
+        " \"data\": {\"path\": \"data/default.txt\", \"val_fraction\": 0.02},\n"
+        " \"train\": {\"batch_size\": 4, \"max_steps\": %d, \"warmup_steps\": 3, \"lr\": 1e-2, "
+        "\"min_lr\": 1e-3,\n"
+        "           \"ckpt_interval\": 5, \"out_dir\": \"%s/out\", \"seed\": 7, \"threads\": 2},\n"
+        " \"log\": {\"log_interval\": 10, \"eval_interval\": 10, \"eval_steps\": 2, "
+        "\"attn_interval\": 5},\n"
+        " \"sample\": {\"tokens\": 0}}\n",
+        steps, g_dir);
     fclose(f);
 }
 
@@ -68,7 +73,9 @@ static void write_tiny_config(int steps) {
 static void test_sweep_bad_input(void) {
     tmpdir("sweep");
     write_tiny_config(10);
-    static const struct { const char *args, *needle; } BAD[] = {
+    static const struct {
+        const char *args, *needle;
+    } BAD[] = {
         {"--sweep train.lr=0..1e-2/3", "> 0"},
         {"--sweep train.lr=-1e-3..1e-2/3", "> 0"},
         {"--sweep train.lr=nan..1e-2/3", "> 0"},
@@ -92,21 +99,28 @@ static void test_sweep_bad_input(void) {
         char args[512];
         expand_at(args, sizeof args, BAD[i].args, g_dir);
         // the resume row without a config: --resume and a config together is its own error
-        int code = strstr(args, "--resume") ? run("./train %s", args) : run("./train %s/cfg.json %s", g_dir, args);
+        int code = strstr(args, "--resume") ? run("./train %s", args)
+                                            : run("./train %s/cfg.json %s", g_dir, args);
         CHECK_MSG(code == 2, "'%s': exit %d, expected 2; stderr: %s", args, code, g_err);
-        CHECK_MSG(count_lines(g_err) == 1, "'%s': stderr has %d lines: %s", args, count_lines(g_err), g_err);
-        CHECK_MSG(strstr(g_err, BAD[i].needle) != NULL, "'%s': stderr lacks '%s': %s", args, BAD[i].needle, g_err);
+        CHECK_MSG(count_lines(g_err) == 1, "'%s': stderr has %d lines: %s", args,
+                  count_lines(g_err), g_err);
+        CHECK_MSG(strstr(g_err, BAD[i].needle) != NULL, "'%s': stderr lacks '%s': %s", args,
+                  BAD[i].needle, g_err);
         CHECK_MSG(!exists("%s/out", g_dir), "'%s' wrote %s/out", args, g_dir);
     }
     // an out_dir whose runs' directories (<out_dir>/base_lr0) are longer than a run's out_dir may
     // be: refused before the first run, nothing created
     char longdir[1100];
     int w = snprintf(longdir, sizeof longdir, "%s/", g_dir);
-    while (w < 1015) w += snprintf(longdir + w, sizeof longdir - (size_t)w, "%s", w % 200 == 199 ? "/" : "d");
-    int code = run("./train %s/cfg.json --sweep train.lr=1e-3..1e-2/2 --train.out_dir=%s", g_dir, longdir);
-    CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "train.out_dir"), "exit %d: %s", code, g_err);
+    while (w < 1015)
+        w += snprintf(longdir + w, sizeof longdir - (size_t)w, "%s", w % 200 == 199 ? "/" : "d");
+    int code =
+        run("./train %s/cfg.json --sweep train.lr=1e-3..1e-2/2 --train.out_dir=%s", g_dir, longdir);
+    CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "train.out_dir"), "exit %d: %s",
+              code, g_err);
     const char *slash = strchr(longdir + strlen(g_dir) + 1, '/');
-    CHECK_MSG(slash && !exists("%.*s", (int)(slash - longdir), longdir), "a sweep refused created its directory");
+    CHECK_MSG(slash && !exists("%.*s", (int)(slash - longdir), longdir),
+              "a sweep refused created its directory");
     cleanup();
 }
 
@@ -118,7 +132,8 @@ static void test_sweep_grid_and_sensitivity(void) {
     CHECK(g.n == 5);
     // log-spaced: equal ratios, the ends exact
     CHECK(sweep_lr(&g, 0) == 1e-3 && sweep_lr(&g, 4) == 1e-1);
-    for (int i = 1; i < 5; i++) CHECK_NEAR(sweep_lr(&g, i) / sweep_lr(&g, i - 1), sqrt(10.0), 1e-12);
+    for (int i = 1; i < 5; i++)
+        CHECK_NEAR(sweep_lr(&g, i) / sweep_lr(&g, i - 1), sqrt(10.0), 1e-12);
     // S = mean_i min(L_i, L0) - min_i L_i; a diverged run (NaN) and a loss above L0 count as L0
     double loss[4] = {2.0, 1.5, NAN, 5.0};
     CHECK_NEAR(sweep_sensitivity(loss, 4, 4.0), (2.0 + 1.5 + 4.0 + 4.0) / 4 - 1.5, 1e-12);
@@ -127,7 +142,11 @@ static void test_sweep_grid_and_sensitivity(void) {
 }
 
 // sweep.csv's rows as fields: variant, lr, train, val, diverged, step, max logit, min H, loss0
-typedef struct { char variant[32], diverged[8]; double lr, train, val, logit, entropy, loss0; long step; } Row;
+typedef struct {
+    char variant[32], diverged[8];
+    double lr, train, val, logit, entropy, loss0;
+    long step;
+} Row;
 
 static int read_rows(const char *csv, Row *rows, int max) {
     const char *p = strchr(csv, '\n');
@@ -140,7 +159,11 @@ static int read_rows(const char *csv, Row *rows, int max) {
         int k = 0, c = 0;
         memset(f, 0, sizeof f);
         for (; *p && *p != '\n'; p++) {
-            if (*p == ',') { k++; c = 0; continue; }
+            if (*p == ',') {
+                k++;
+                c = 0;
+                continue;
+            }
             if (k < 9 && c < 63) f[k][c++] = *p;
         }
         snprintf(r->variant, sizeof r->variant, "%.31s", f[0]);
@@ -172,18 +195,23 @@ static void first_row(const char *path, char *out, size_t n) {
 static void test_sweep_outputs(void) {
     tmpdir("sweep");
     write_tiny_config(20);
-    int code = run("./train %s/cfg.json --sweep train.lr=1e-3..1e-1/3 --compare model.attn_scale=sqrt,none", g_dir);
+    int code = run(
+        "./train %s/cfg.json --sweep train.lr=1e-3..1e-1/3 --compare model.attn_scale=sqrt,none",
+        g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
     // one progress line per run, with its loss and the time left
     for (int i = 1; i <= 6; i++) {
         char want[32];
         snprintf(want, sizeof want, "run %d/6 | ", i);
         const char *line = strstr(g_out, want);
-        CHECK_MSG(line && strstr(line, "val loss") && strstr(line, "eta"), "no progress line '%s' in: %s", want, g_out);
+        CHECK_MSG(line && strstr(line, "val loss") && strstr(line, "eta"),
+                  "no progress line '%s' in: %s", want, g_out);
     }
     char csv[16384];
     slurpf(csv, sizeof csv, "%s/out/sweep.csv", g_dir);
-    CHECK(strncmp(csv, "variant,lr,train_loss,val_loss,diverged,diverged_step,max_attn_logit,min_entropy_norm,loss0\n",
+    CHECK(strncmp(csv,
+                  "variant,lr,train_loss,val_loss,diverged,diverged_step,max_attn_logit,min_"
+                  "entropy_norm,loss0\n",
                   91) == 0);
     Row rows[16];
     int n = read_rows(csv, rows, 16);
@@ -212,9 +240,12 @@ static void test_sweep_outputs(void) {
     }
     // each run is the ordinary run of its learning rate (min_lr keeps the config's ratio): the
     // same metrics but for the step times
-    code = run("./train %s/cfg.json --model.attn_scale=none --train.lr=0.01 --train.min_lr=0.001 --train.out_dir=%s/single"
-               " && cut -d, -f1-4,6- %s/single/metrics.csv > %s/m1 && cut -d, -f1-4,6- %s/out/none_lr1/metrics.csv > %s/m2"
-               " && cmp %s/m1 %s/m2", g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir);
+    code = run("./train %s/cfg.json --model.attn_scale=none --train.lr=0.01 --train.min_lr=0.001 "
+               "--train.out_dir=%s/single"
+               " && cut -d, -f1-4,6- %s/single/metrics.csv > %s/m1 && cut -d, -f1-4,6- "
+               "%s/out/none_lr1/metrics.csv > %s/m2"
+               " && cmp %s/m1 %s/m2",
+               g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir);
     CHECK_MSG(code == 0, "the sweep's run differs from the single run: %s %s", g_out, g_err);
     // report.md: the sensitivity per variant, as sweep.csv's numbers give it
     char md[32768];
@@ -238,10 +269,12 @@ static void test_sweep_outputs(void) {
     CHECK(strstr(svg, "</svg>") != NULL);
     int curves = 0;
     for (const char *p = svg; (p = strstr(p, "<polyline")); p++) curves++;
-    CHECK_MSG(curves == 2 + 6, "sweep.svg has %d polylines, expected 2 loss curves and 6 logit curves", curves);
+    CHECK_MSG(curves == 2 + 6,
+              "sweep.svg has %d polylines, expected 2 loss curves and 6 logit curves", curves);
     // a second sweep into the same directory is refused, naming the resume
     code = run("./train %s/cfg.json --sweep train.lr=1e-3..1e-1/3", g_dir);
-    CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "--resume"), "exit %d: %s", code, g_err);
+    CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "--resume"), "exit %d: %s",
+              code, g_err);
     cleanup();
 }
 
@@ -250,8 +283,10 @@ static void test_sweep_divergence_recorded(void) {
     tmpdir("sweep");
     write_tiny_config(20);
     // run 2 of 3 (lr 0.01): non-finite losses from step 4 on, the guard stops it at 3 in a row
-    int code = run("env TGPT_TEST_SWEEP_RUN=2 TGPT_TEST_NONFINITE=4:100 build/train-test %s/cfg.json"
-                   " --sweep train.lr=1e-3..1e-1/3 --train.max_bad_steps=3", g_dir);
+    int code =
+        run("env TGPT_TEST_SWEEP_RUN=2 TGPT_TEST_NONFINITE=4:100 build/train-test %s/cfg.json"
+            " --sweep train.lr=1e-3..1e-1/3 --train.max_bad_steps=3",
+            g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
     CHECK_MSG(strstr(g_out, "run 2/3 | base lr 0.01 | diverged at step") != NULL, "%s", g_out);
     char csv[8192];
@@ -260,7 +295,8 @@ static void test_sweep_divergence_recorded(void) {
     int n = read_rows(csv, rows, 4);
     CHECK_MSG(n == 3, "%d rows: %s", n, csv);
     CHECK(strcmp(rows[0].diverged, "no") == 0 && strcmp(rows[2].diverged, "no") == 0);
-    CHECK_MSG(strcmp(rows[1].diverged, "yes") == 0 && rows[1].step >= 3 && rows[1].step < 20 && isnan(rows[1].val),
+    CHECK_MSG(strcmp(rows[1].diverged, "yes") == 0 && rows[1].step >= 3 && rows[1].step < 20 &&
+                  isnan(rows[1].val),
               "row 2: %s", csv);
     // the sensitivity counts it at the initial loss
     char md[16384];
@@ -278,24 +314,32 @@ static void test_sweep_stop_and_resume(void) {
     tmpdir("sweep");
     write_tiny_config(20);
     // a sweep never stopped, for the numbers
-    int code = run("./train %s/cfg.json --sweep train.lr=1e-3..1e-1/2 --compare model.attn_scale=sqrt,none"
-                   " --train.out_dir=%s/whole", g_dir, g_dir);
+    int code =
+        run("./train %s/cfg.json --sweep train.lr=1e-3..1e-1/2 --compare model.attn_scale=sqrt,none"
+            " --train.out_dir=%s/whole",
+            g_dir, g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
     // the same sweep, Ctrl-C in run 3 of 4 at its step 7 (its checkpoint of step 7 saved)
     code = run("env TGPT_TEST_SWEEP_RUN=3 TGPT_TEST_SIGNAL=INT:step:8 build/train-test %s/cfg.json"
-               " --sweep train.lr=1e-3..1e-1/2 --compare model.attn_scale=sqrt,none", g_dir);
+               " --sweep train.lr=1e-3..1e-1/2 --compare model.attn_scale=sqrt,none",
+               g_dir);
     CHECK_MSG(code == 130, "exit %d: %s", code, g_err);
-    CHECK_MSG(strstr(g_err, "sweep stopped in run 3 of 4") && strstr(g_err, "./train --resume"), "%s", g_err);
-    CHECK(exists("%s/out/sqrt_lr0/summary.json", g_dir) && exists("%s/out/none_lr0/summary.json", g_dir));
-    CHECK(exists("%s/out/sqrt_lr1/checkpoint.bin", g_dir) && !exists("%s/out/sqrt_lr1/summary.json", g_dir));
+    CHECK_MSG(strstr(g_err, "sweep stopped in run 3 of 4") && strstr(g_err, "./train --resume"),
+              "%s", g_err);
+    CHECK(exists("%s/out/sqrt_lr0/summary.json", g_dir) &&
+          exists("%s/out/none_lr0/summary.json", g_dir));
+    CHECK(exists("%s/out/sqrt_lr1/checkpoint.bin", g_dir) &&
+          !exists("%s/out/sqrt_lr1/summary.json", g_dir));
     CHECK(!exists("%s/out/none_lr1", g_dir));
     char before[8192], after[8192];
     slurpf(before, sizeof before, "%s/out/sqrt_lr0/summary.json", g_dir);
     // resumed: the finished runs kept, the third from its checkpoint, the fourth fresh
     code = run("build/train-test --resume %s/out", g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
-    CHECK_MSG(strstr(g_out, "run 1/4 | sqrt lr 0.001 | kept") && strstr(g_out, "run 2/4 | none lr 0.001 | kept") &&
-              strstr(g_out, "run 3/4 | sqrt lr 0.1 | val loss") && strstr(g_out, "run 4/4 | none lr 0.1 | val loss"),
+    CHECK_MSG(strstr(g_out, "run 1/4 | sqrt lr 0.001 | kept") &&
+                  strstr(g_out, "run 2/4 | none lr 0.001 | kept") &&
+                  strstr(g_out, "run 3/4 | sqrt lr 0.1 | val loss") &&
+                  strstr(g_out, "run 4/4 | none lr 0.1 | val loss"),
               "%s", g_out);
     slurpf(after, sizeof after, "%s/out/sqrt_lr0/summary.json", g_dir);
     CHECK_MSG(strcmp(before, after) == 0, "a finished run was trained again");
@@ -309,10 +353,10 @@ static void test_sweep_stop_and_resume(void) {
     CHECK_MSG(strcmp(whole, resumed) == 0, "sweep.csv differs:\n%s\n---\n%s", whole, resumed);
     // a sweep resumes as it was started
     code = run("./train --resume %s/out --train.lr=0.5", g_dir);
-    CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "takes no overrides"), "exit %d: %s", code, g_err);
+    CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "takes no overrides"),
+              "exit %d: %s", code, g_err);
     cleanup();
 }
-
 
 // ---- a sweep trusts none of its own files ----
 
@@ -334,12 +378,15 @@ static void test_sweep_resume_refuses_other_runs(void) {
     int code = run("./train %s/cfg.json --train.max_steps=4 --sweep train.lr=1e-3..1e-1/3", g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
     code = run("env TGPT_TEST_SWEEP_RUN=2 TGPT_TEST_SIGNAL=INT:step:8 build/train-test %s/cfg.json"
-               " --sweep train.lr=1e-4..1e-2/3 --train.overwrite=true", g_dir);
+               " --sweep train.lr=1e-4..1e-2/3 --train.overwrite=true",
+               g_dir);
     CHECK_MSG(code == 130, "exit %d: %s", code, g_err);
-    CHECK_MSG(!exists("%s/out/base_lr2", g_dir), "the overwrite left the older sweep's run 3 in %s/out/base_lr2", g_dir);
+    CHECK_MSG(!exists("%s/out/base_lr2", g_dir),
+              "the overwrite left the older sweep's run 3 in %s/out/base_lr2", g_dir);
     code = run("build/train-test --resume %s/out", g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
-    CHECK_MSG(strstr(g_out, "run 3/3 | base lr 0.01 | val loss") != NULL, "run 3 was not trained: %s", g_out);
+    CHECK_MSG(strstr(g_out, "run 3/3 | base lr 0.01 | val loss") != NULL,
+              "run 3 was not trained: %s", g_out);
     char csv[8192];
     slurpf(csv, sizeof csv, "%s/out/sweep.csv", g_dir);
     Row rows[4];
@@ -351,31 +398,42 @@ static void test_sweep_resume_refuses_other_runs(void) {
         const char *steps = strstr(summary, "\"steps\": ");
         const char *lr = strstr(summary, "\"lr\": ");
         CHECK_MSG(steps && atol(steps + 9) == 12, "run %d's summary.json: %s", i + 1, summary);
-        CHECK_MSG(lr && i < n && fabs(atof(lr + 6) - rows[i].lr) < 1e-12, "row %d (lr %g) from a run of another lr: %s",
-                  i + 1, i < n ? rows[i].lr : NAN, summary);
+        CHECK_MSG(lr && i < n && fabs(atof(lr + 6) - rows[i].lr) < 1e-12,
+                  "row %d (lr %g) from a run of another lr: %s", i + 1, i < n ? rows[i].lr : NAN,
+                  summary);
     }
     // a sweep over a plain run's directory (overwrite) leaves none of that run's files beside it
-    code = run("./train %s/cfg.json --train.max_steps=4 --train.out_dir=%s/plain && ./train %s/cfg.json --train.max_steps=4"
-               " --sweep train.lr=1e-3..1e-1/2 --train.out_dir=%s/plain --train.overwrite=true", g_dir, g_dir, g_dir, g_dir);
+    code = run("./train %s/cfg.json --train.max_steps=4 --train.out_dir=%s/plain && ./train "
+               "%s/cfg.json --train.max_steps=4"
+               " --sweep train.lr=1e-3..1e-1/2 --train.out_dir=%s/plain --train.overwrite=true",
+               g_dir, g_dir, g_dir, g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
-    static const char *const PLAIN[] = {"checkpoint.bin", "best.bin", "metrics.csv", "attention.csv", "summary.json"};
+    static const char *const PLAIN[] = {"checkpoint.bin", "best.bin", "metrics.csv",
+                                        "attention.csv", "summary.json"};
     for (int i = 0; i < 5; i++)
-        CHECK_MSG(!exists("%s/plain/%s", g_dir, PLAIN[i]), "the overwrite left the run's %s beside the sweep", PLAIN[i]);
+        CHECK_MSG(!exists("%s/plain/%s", g_dir, PLAIN[i]),
+                  "the overwrite left the run's %s beside the sweep", PLAIN[i]);
     // a run of another sweep put in a stopped sweep's directory by hand: refused, naming it
-    code = run("./train %s/cfg.json --sweep train.lr=1e-3..1e-1/2 --train.out_dir=%s/other", g_dir, g_dir);
+    code = run("./train %s/cfg.json --sweep train.lr=1e-3..1e-1/2 --train.out_dir=%s/other", g_dir,
+               g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
     code = run("env TGPT_TEST_SWEEP_RUN=2 TGPT_TEST_SIGNAL=INT:step:8 build/train-test %s/cfg.json"
-               " --sweep train.lr=1e-4..1e-2/2 --train.out_dir=%s/mixed", g_dir, g_dir);
+               " --sweep train.lr=1e-4..1e-2/2 --train.out_dir=%s/mixed",
+               g_dir, g_dir);
     CHECK_MSG(code == 130, "exit %d: %s", code, g_err);
-    static const struct { const char *file, *needle; } FOREIGN[] = {
+    static const struct {
+        const char *file, *needle;
+    } FOREIGN[] = {
         {"base_lr0/summary.json", "train.lr is 0.001, expected 0.0001"},  // a finished run
-        {"base_lr1/checkpoint.bin", "train.lr is 0.1, expected 0.01"},  // the stopped run
+        {"base_lr1/checkpoint.bin", "train.lr is 0.1, expected 0.01"},    // the stopped run
     };
     for (int i = 0; i < 2; i++) {
         const char *file = FOREIGN[i].file;
-        code = run("rm -rf %s/m && cp -a %s/mixed %s/m && cp %s/other/%s %s/m/%s && build/train-test --resume %s/m", g_dir,
-                   g_dir, g_dir, g_dir, file, g_dir, file, g_dir);
-        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, file) && strstr(g_err, FOREIGN[i].needle),
+        code = run("rm -rf %s/m && cp -a %s/mixed %s/m && cp %s/other/%s %s/m/%s && "
+                   "build/train-test --resume %s/m",
+                   g_dir, g_dir, g_dir, g_dir, file, g_dir, file, g_dir);
+        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, file) &&
+                      strstr(g_err, FOREIGN[i].needle),
                   "%s of another sweep: exit %d: %s", file, code, g_err);
     }
     cleanup();
@@ -387,14 +445,19 @@ static void test_sweep_resume_refuses_other_runs(void) {
 static void test_sweep_files_not_regular_refused(void) {
     tmpdir("sweep");
     write_tiny_config(12);
-    int code = run("env TGPT_TEST_SWEEP_RUN=2 TGPT_TEST_SIGNAL=INT:step:8 build/train-test %s/cfg.json"
-                   " --sweep train.lr=1e-3..1e-1/3", g_dir);
+    int code =
+        run("env TGPT_TEST_SWEEP_RUN=2 TGPT_TEST_SIGNAL=INT:step:8 build/train-test %s/cfg.json"
+            " --sweep train.lr=1e-3..1e-1/3",
+            g_dir);
     CHECK_MSG(code == 130, "exit %d: %s", code, g_err);
-    static const struct { const char *make, *needle; } BAD[] = {
+    static const struct {
+        const char *make, *needle;
+    } BAD[] = {
         {"rm @/sweep.json && mkfifo @/sweep.json", "FIFO"},
         {"rm @/sweep.json && ln -s /dev/zero @/sweep.json", "character device"},
         {"rm @/base_lr0/summary.json && mkfifo @/base_lr0/summary.json", "FIFO"},
-        {"rm @/base_lr0/summary.json && ln -s /dev/zero @/base_lr0/summary.json", "character device"},
+        {"rm @/base_lr0/summary.json && ln -s /dev/zero @/base_lr0/summary.json",
+         "character device"},
         {"rm @/base_lr0/metrics.csv && mkfifo @/base_lr0/metrics.csv", "FIFO"},
         {"rm @/base_lr0/attention.csv && mkfifo @/base_lr0/attention.csv", "FIFO"},
         {"mkfifo @/base_lr0/sweep_diverged.txt", "FIFO"},
@@ -407,12 +470,14 @@ static void test_sweep_files_not_regular_refused(void) {
         char make[512], copy[96];
         snprintf(copy, sizeof copy, "%s/c", g_dir);
         expand_at(make, sizeof make, BAD[i].make, copy);
-        code = run("rm -rf %s/c && cp -a %s/out %s/c && printf 'precious\\n' > %s/c/victim && %s", g_dir, g_dir, g_dir,
-                   g_dir, make);
+        code = run("rm -rf %s/c && cp -a %s/out %s/c && printf 'precious\\n' > %s/c/victim && %s",
+                   g_dir, g_dir, g_dir, g_dir, make);
         CHECK_MSG(code == 0, "setting up '%s': %s", make, g_err);
         code = run("timeout 20 ./train --resume %s/c", g_dir);
-        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, BAD[i].needle) && !strstr(g_err, "cannot run"),
-                  "'%s': exit %d, expected 2 with '%s': %s", BAD[i].make, code, BAD[i].needle, g_err);
+        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, BAD[i].needle) &&
+                      !strstr(g_err, "cannot run"),
+                  "'%s': exit %d, expected 2 with '%s': %s", BAD[i].make, code, BAD[i].needle,
+                  g_err);
         char victim[256];
         snprintf(victim, sizeof victim, "%s/c/victim", g_dir);
         CHECK_MSG(holds(victim, "precious\n"), "'%s' wrote through the link", BAD[i].make);
@@ -420,17 +485,24 @@ static void test_sweep_files_not_regular_refused(void) {
     cleanup();
 }
 
-
 // A sweep's state as a sweep writes it (the run's config the tiny one of g_dir), with the grid's
 // size, the variants and the arguments given: D/sweep.json.
-static void write_sweep_state(const char *dir, const char *n, const char *compare_key, const char *variants,
-                              const char *extra_args) {
+static void write_sweep_state(const char *dir, const char *n, const char *compare_key,
+                              const char *variants, const char *extra_args) {
     char path[512], cwd[4096];
-    if (!getcwd(cwd, sizeof cwd)) { perror("getcwd"); exit(1); }
+    if (!getcwd(cwd, sizeof cwd)) {
+        perror("getcwd");
+        exit(1);
+    }
     snprintf(path, sizeof path, "%s/sweep.json", dir);
     FILE *f = fopen(path, "w");
-    if (!f) { perror(path); exit(1); }
-    fprintf(f, "{\"cwd\": \"%s\", \"key\": \"train.lr\", \"lo\": 0.001, \"hi\": 0.1, \"n\": %s, \"min_lr_ratio\": 0.1,"
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fprintf(f,
+            "{\"cwd\": \"%s\", \"key\": \"train.lr\", \"lo\": 0.001, \"hi\": 0.1, \"n\": %s, "
+            "\"min_lr_ratio\": 0.1,"
             " \"compare_key\": \"%s\", \"command\": \"./train\", \"variants\": [%s],"
             " \"args\": [\"%s/cfg.json\", \"--train.max_steps=4\"%s%s]}\n",
             cwd, n, compare_key, variants, g_dir, extra_args[0] ? ", " : "", extra_args);
@@ -450,14 +522,18 @@ static void test_sweep_crafted_state_refused(void) {
     char nine[1024] = "";
     for (int v = 0; v < 9; v++) {
         size_t l = strlen(nine);
-        snprintf(nine + l, sizeof nine - l, "%s{\"name\": \"%d\", \"override\": \"model.attn_scale=%d\"}", v ? ", " : "",
+        snprintf(nine + l, sizeof nine - l,
+                 "%s{\"name\": \"%d\", \"override\": \"model.attn_scale=%d\"}", v ? ", " : "",
                  v + 1, v + 1);
     }
     char victim_arg[256];
     snprintf(victim_arg, sizeof victim_arg, "\"--dump-state\", \"%s/victim\"", g_dir);
-    static const char *const ESCAPE = "{\"name\": \"..\", \"override\": \"model.attn_scale=sqrt\"},"
-                                      " {\"name\": \"../escape\", \"override\": \"model.attn_scale=none\"}";
-    const struct { const char *n, *key, *variants, *args, *needle; } BAD[] = {
+    static const char *const ESCAPE =
+        "{\"name\": \"..\", \"override\": \"model.attn_scale=sqrt\"},"
+        " {\"name\": \"../escape\", \"override\": \"model.attn_scale=none\"}";
+    const struct {
+        const char *n, *key, *variants, *args, *needle;
+    } BAD[] = {
         {"1073741824", "model.attn_scale", TWO, "", "\"n\" is 1.07374e+09"},
         {"2147483648", "", BASE, "", "\"n\""},
         {"3", "", BASE, victim_arg, "'--dump-state'"},
@@ -469,17 +545,20 @@ static void test_sweep_crafted_state_refused(void) {
         {"3", "", BASE, "\"--train.no_such_key=1\"", "no_such_key"},
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-        run("rm -rf %s/c %s/escape* && mkdir %s/c && printf 'precious\\n' > %s/victim", g_dir, g_dir, g_dir, g_dir);
+        run("rm -rf %s/c %s/escape* && mkdir %s/c && printf 'precious\\n' > %s/victim", g_dir,
+            g_dir, g_dir, g_dir);
         char dir[256];
         snprintf(dir, sizeof dir, "%s/c", g_dir);
         write_sweep_state(dir, BAD[i].n, BAD[i].key, BAD[i].variants, BAD[i].args);
         int code = run("timeout 20 ./train --resume %s/c", g_dir);
-        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "sweep.json") && strstr(g_err, BAD[i].needle),
+        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "sweep.json") &&
+                      strstr(g_err, BAD[i].needle),
                   "case %zu: exit %d, expected 2 with '%s': %s", i + 1, code, BAD[i].needle, g_err);
         char victim[256];
         snprintf(victim, sizeof victim, "%s/victim", g_dir);
         CHECK_MSG(holds(victim, "precious\n"), "case %zu wrote over %s", i + 1, victim);
-        CHECK_MSG(!exists("%s/escape_lr0", g_dir) && !exists("%s/c/base_lr0", g_dir), "case %zu trained a run", i + 1);
+        CHECK_MSG(!exists("%s/escape_lr0", g_dir) && !exists("%s/c/base_lr0", g_dir),
+                  "case %zu trained a run", i + 1);
     }
     // the state as a sweep writes it resumes; no option that the resume would ignore is taken
     run("rm -rf %s/c && mkdir %s/c", g_dir, g_dir);
@@ -488,20 +567,22 @@ static void test_sweep_crafted_state_refused(void) {
     write_sweep_state(dir, "2", "", BASE, "");
     for (int i = 0; i < 3; i++) {
         char opt[256];
-        if (i == 0) snprintf(opt, sizeof opt, "--bench=5");
-        else if (i == 1) snprintf(opt, sizeof opt, "--dump-state %s/dump", g_dir);
-        else snprintf(opt, sizeof opt, "--rewind");
+        if (i == 0)
+            snprintf(opt, sizeof opt, "--bench=5");
+        else if (i == 1)
+            snprintf(opt, sizeof opt, "--dump-state %s/dump", g_dir);
+        else
+            snprintf(opt, sizeof opt, "--rewind");
         int code = run("timeout 20 ./train --resume %s/c %s", g_dir, opt);
-        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "takes no"), "--resume SWEEP %s: exit %d: %s", opt,
-                  code, g_err);
+        CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "takes no"),
+                  "--resume SWEEP %s: exit %d: %s", opt, code, g_err);
         CHECK(!exists("%s/c/base_lr0", g_dir) && !exists("%s/dump", g_dir));
     }
     int code = run("timeout 60 ./train --resume %s/c", g_dir);
-    CHECK_MSG(code == 0 && strstr(g_out, "run 2/2 | base lr 0.1 | val loss"), "the state as written: exit %d: %s %s", code,
-              g_out, g_err);
+    CHECK_MSG(code == 0 && strstr(g_out, "run 2/2 | base lr 0.1 | val loss"),
+              "the state as written: exit %d: %s %s", code, g_out, g_err);
     cleanup();
 }
-
 
 // A line of 10,000 bytes in a log a sweep or a resumed run reads back is one line: read whole
 // (a sweep's attention.csv), kept whole (a resumed run's metrics.csv); a step that is not one of
@@ -514,7 +595,10 @@ static void test_sweep_long_csv_lines(void) {
     char path[256];
     snprintf(path, sizeof path, "%s/out/base_lr0/attention.csv", g_dir);
     FILE *f = fopen(path, "a");
-    if (!f) { perror(path); exit(1); }
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
     fputs("5,", f);
     for (int i = 0; i < 9998; i++) fputc('9', f);
     fputc('\n', f);
@@ -523,15 +607,20 @@ static void test_sweep_long_csv_lines(void) {
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
     char svg[200000];
     slurpf(svg, sizeof svg, "%s/out/sweep.svg", g_dir);
-    // panel (b)'s last step tick is the runs' last probe (step 10), not a step read from the line's tail
-    CHECK_MSG(strstr(svg, "text-anchor=\"middle\">10</text>") && !strstr(svg, "99999999") && !strstr(svg, "922337"),
-              "sweep.svg's step axis: %s",
-              strstr(svg, "(b) Max") ? strstr(svg, "(b) Max") : svg);
-    code = run("printf '99999999999999999999,0,0,1,1,1,1\\n' >> %s && ./train --resume %s/out", path, g_dir);
-    CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "attention.csv' line") && strstr(g_err, "step"),
+    // panel (b)'s last step tick is the runs' last probe (step 10), not a step read from the line's
+    // tail
+    CHECK_MSG(strstr(svg, "text-anchor=\"middle\">10</text>") && !strstr(svg, "99999999") &&
+                  !strstr(svg, "922337"),
+              "sweep.svg's step axis: %s", strstr(svg, "(b) Max") ? strstr(svg, "(b) Max") : svg);
+    code = run("printf '99999999999999999999,0,0,1,1,1,1\\n' >> %s && ./train --resume %s/out",
+               path, g_dir);
+    CHECK_MSG(code == 2 && count_lines(g_err) == 1 && strstr(g_err, "attention.csv' line") &&
+                  strstr(g_err, "step"),
               "exit %d: %s", code, g_err);
     // a plain run's resume keeps a long row of its metrics.csv as it is
-    code = run("env TGPT_TEST_SIGNAL=INT:step:8 build/train-test %s/cfg.json --train.out_dir=%s/one", g_dir, g_dir);
+    code =
+        run("env TGPT_TEST_SIGNAL=INT:step:8 build/train-test %s/cfg.json --train.out_dir=%s/one",
+            g_dir, g_dir);
     CHECK_MSG(code == 130, "exit %d: %s", code, g_err);
     char long_row[10002];
     memset(long_row, '9', sizeof long_row - 2);
@@ -541,10 +630,15 @@ static void test_sweep_long_csv_lines(void) {
     long_row[sizeof long_row - 1] = 0;
     snprintf(path, sizeof path, "%s/one/row", g_dir);
     f = fopen(path, "w");
-    if (!f) { perror(path); exit(1); }
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
     fputs(long_row, f);
     fclose(f);
-    code = run("cd %s/one && { head -n 1 metrics.csv; cat row; tail -n +2 metrics.csv; } > m && mv m metrics.csv", g_dir);
+    code = run("cd %s/one && { head -n 1 metrics.csv; cat row; tail -n +2 metrics.csv; } > m && mv "
+               "m metrics.csv",
+               g_dir);
     CHECK_MSG(code == 0, "%s", g_err);
     code = run("build/train-test --resume %s/one/checkpoint.bin", g_dir);
     CHECK_MSG(code == 0, "exit %d: %s", code, g_err);
@@ -553,17 +647,19 @@ static void test_sweep_long_csv_lines(void) {
     snprintf(path, sizeof path, "%s/one/metrics.csv", g_dir);
     CHECK(file_bytes(path, &text, &n));
     const char *row = text ? strstr((const char *)text, "\n1,999") : NULL;
-    CHECK_MSG(row && strncmp(row + 1, long_row, strlen(long_row)) == 0, "the long row was not kept whole");
+    CHECK_MSG(row && strncmp(row + 1, long_row, strlen(long_row)) == 0,
+              "the long row was not kept whole");
     free(text);
     cleanup();
 }
-
 
 // sweep.json's reading itself (run/sweep_grid.c, the fuzz target's function): the fuzz seeds (as
 // sweeps write them) are accepted, the crafted regressions refused in one line naming the key.
 static void test_sweep_state_checked(void) {
     static const char *const SEEDS[] = {"base.json", "compare_scaling.json", "qk_norm.json"};
-    static const struct { const char *file, *needle; } CRAFTED[] = {
+    static const struct {
+        const char *file, *needle;
+    } CRAFTED[] = {
         {"grid_overflow.json", "\"n\" is 1.07374e+09"},
         {"n_past_int.json", "\"n\" is 2.14748e+09"},
         {"args_dump_state.json", "argument 2 '--dump-state'"},
@@ -578,24 +674,31 @@ static void test_sweep_state_checked(void) {
                  seed ? SEEDS[i] : CRAFTED[i - 3].file);
         unsigned char *text = NULL;
         size_t n = 0;
-        if (!file_bytes(path, &text, &n)) { CHECK_MSG(0, "cannot read %s", path); continue; }
+        if (!file_bytes(path, &text, &n)) {
+            CHECK_MSG(0, "cannot read %s", path);
+            continue;
+        }
         SweepState st;
         err[0] = 0;
         int ok = sweep_state_parse((const char *)text, n, path, &st, err, sizeof err);
-        if (seed) CHECK_MSG(ok && st.grid.n * st.nv <= SWEEP_MAX_RUNS, "%s refused: %s", path, err);
-        else CHECK_MSG(!ok && strstr(err, path) && strstr(err, CRAFTED[i - 3].needle) && !strchr(err, '\n'),
-                       "%s: %s", path, ok ? "accepted" : err);
+        if (seed)
+            CHECK_MSG(ok && st.grid.n * st.nv <= SWEEP_MAX_RUNS, "%s refused: %s", path, err);
+        else
+            CHECK_MSG(!ok && strstr(err, path) && strstr(err, CRAFTED[i - 3].needle) &&
+                          !strchr(err, '\n'),
+                      "%s: %s", path, ok ? "accepted" : err);
         if (ok) sweep_state_free(&st);
         free(text);
     }
     // the ranges as --train.lr takes its value: no space, no hexadecimal
     SweepGrid g;
-    static const char *const BAD_RANGES[] = {"train.lr= 1e-3..1e-1/3", "train.lr=0x1p-10..1e-1/3", "train.lr=1e-3..1e-1/ 3",
-                                             "train.lr=1e-3..0x1p-2/3", "train.lr=1e-3..1e-1/0x3", "train.lr=inf..1e-1/3"};
-    for (int i = 0; i < 6; i++) CHECK_MSG(!sweep_parse(BAD_RANGES[i], &g, err, sizeof err), "'%s' accepted", BAD_RANGES[i]);
+    static const char *const BAD_RANGES[] = {"train.lr= 1e-3..1e-1/3",  "train.lr=0x1p-10..1e-1/3",
+                                             "train.lr=1e-3..1e-1/ 3",  "train.lr=1e-3..0x1p-2/3",
+                                             "train.lr=1e-3..1e-1/0x3", "train.lr=inf..1e-1/3"};
+    for (int i = 0; i < 6; i++)
+        CHECK_MSG(!sweep_parse(BAD_RANGES[i], &g, err, sizeof err), "'%s' accepted", BAD_RANGES[i]);
     CHECK(sweep_parse("train.lr=1e-3..1.5e-1/3", &g, err, sizeof err) && g.hi == 1.5e-1);
 }
-
 
 // Whether the file holds needle, waiting for it up to `seconds` (polled every 50 ms).
 static int wait_for_text(const char *path, const char *needle, double seconds) {
@@ -614,8 +717,9 @@ static int wait_for_text(const char *path, const char *needle, double seconds) {
 static void test_sweep_killed_stops_its_run(void) {
     tmpdir("sweep");
     write_tiny_config(3000);
-    int code = run("(./train %s/cfg.json --sweep train.lr=1e-3..1e-1/2 > %s/sweep.out 2>&1 & echo $! > %s/pid)", g_dir, g_dir,
-                   g_dir);
+    int code = run("(./train %s/cfg.json --sweep train.lr=1e-3..1e-1/2 > %s/sweep.out 2>&1 & echo "
+                   "$! > %s/pid)",
+                   g_dir, g_dir, g_dir);
     CHECK_MSG(code == 0, "%s", g_err);
     char path[256], pid[32];
     snprintf(path, sizeof path, "%s/out/base_lr0/metrics.csv", g_dir);
@@ -627,7 +731,8 @@ static void test_sweep_killed_stops_its_run(void) {
     int stopped = wait_for_text(path, "checkpoint saved", 30);
     char log[65536];
     slurp(path, log, sizeof log);
-    CHECK_MSG(stopped && strstr(log, "terminated"), "the run went on after its sweep was killed: %s",
+    CHECK_MSG(stopped && strstr(log, "terminated"),
+              "the run went on after its sweep was killed: %s",
               strrchr(log, '\n') ? log + (strlen(log) > 300 ? strlen(log) - 300 : 0) : log);
     cleanup();
 }

@@ -38,10 +38,10 @@
 #include <io.h>
 #endif
 
-#define DEFAULT_SEED 20240601u
+#define DEFAULT_SEED  20240601u
 #define DEFAULT_BYTES 350000u
-#define MAX_LINE 60          // longest line in bytes, newline included (window is 64)
-#define WINDOW 64            // the trainer's default block_size, for the --stats window figure
+#define MAX_LINE      60  // longest line in bytes, newline included (window is 64)
+#define WINDOW        64  // the trainer's default block_size, for the --stats window figure
 
 // ---------------------------------------------------------------------------------------------
 // PRNG: splitmix64. Tiny, well mixed, and fully specified here so the stream never depends on
@@ -76,8 +76,14 @@ static double ln(double x) {
     const double LN2 = 0.69314718055994530942;
     int k = 0;
     if (x <= 0) return 0;
-    while (x >= 2) { x /= 2; k++; }
-    while (x < 1) { x *= 2; k--; }
+    while (x >= 2) {
+        x /= 2;
+        k++;
+    }
+    while (x < 1) {
+        x *= 2;
+        k--;
+    }
     double y = (x - 1) / (x + 1), y2 = y * y, term = y, sum = 0;
     for (int i = 1; i < 200 && term != 0; i += 2) {  // |y| <= 1/3: ~20 terms reach 1e-17
         sum += term / i;
@@ -90,8 +96,19 @@ static double ln(double x) {
 // The line being built, and the bookkeeping for --stats.
 
 // K_REPEAT (--repeat only) comes after the weighted kinds: the default corpus never draws it.
-enum { K_SENTENCE, K_COPY, K_REV, K_FIND, K_KV, K_BRACKETS, N_KINDS, K_REPEAT = N_KINDS, N_ALL_KINDS };
-static const char *const kind_names[N_ALL_KINDS] = {"sentence", "copy", "rev", "find", "kv", "brackets", "repeat"};
+enum {
+    K_SENTENCE,
+    K_COPY,
+    K_REV,
+    K_FIND,
+    K_KV,
+    K_BRACKETS,
+    N_KINDS,
+    K_REPEAT = N_KINDS,
+    N_ALL_KINDS
+};
+static const char *const kind_names[N_ALL_KINDS] = {"sentence", "copy",     "rev",   "find",
+                                                    "kv",       "brackets", "repeat"};
 // Line-kind weights (out of 100). Sentences make samples look like text; the other kinds supply
 // characters that are fully determined by earlier parts of the line, which only attention gets.
 static const int kind_weights[N_KINDS] = {45, 12, 8, 14, 11, 10};
@@ -100,8 +117,8 @@ typedef struct {
     Rng rng;
     char line[128];
     int len;
-    double nats;    // information drawn for the current line
-    int answers;    // chars of the current line that copy or look up earlier chars of it
+    double nats;  // information drawn for the current line
+    int answers;  // chars of the current line that copy or look up earlier chars of it
 } Gen;
 
 // A uniform choice among n options: costs ln(n) nats.
@@ -147,30 +164,33 @@ static void put_answer(Gen *g, char c) {
 // Sentences. Word classes are disjoint (no word is both a noun and a verb, no plural equals a
 // singular), so each sentence can be parsed back into the choices that made it.
 
-typedef struct { const char *sg, *pl; } Pair;
+typedef struct {
+    const char *sg, *pl;
+} Pair;
 
 static const char *const det_sg[] = {"a", "the", "one", "this", "every", "my", "your", "no"};
-static const char *const det_pl[] = {"the", "two", "three", "some", "many", "these", "all", "my", "your"};
-static const char *const adjectives[] = {
-    "red", "old", "big", "small", "happy", "green", "blue", "tall", "quiet",
-    "little", "young", "odd", "empty", "angry", "brave", "warm", "orange", "shy"};
+static const char *const det_pl[] = {"the",   "two", "three", "some", "many",
+                                     "these", "all", "my",    "your"};
+static const char *const adjectives[] = {"red",   "old",   "big",   "small",  "happy",  "green",
+                                         "blue",  "tall",  "quiet", "little", "young",  "odd",
+                                         "empty", "angry", "brave", "warm",   "orange", "shy"};
 static const Pair nouns[] = {
-    {"cat", "cats"},     {"dog", "dogs"},       {"bird", "birds"},   {"fox", "foxes"},
-    {"box", "boxes"},    {"tree", "trees"},     {"girl", "girls"},   {"boy", "boys"},
-    {"king", "kings"},   {"queen", "queens"},   {"man", "men"},      {"woman", "women"},
+    {"cat", "cats"},       {"dog", "dogs"},     {"bird", "birds"},   {"fox", "foxes"},
+    {"box", "boxes"},      {"tree", "trees"},   {"girl", "girls"},   {"boy", "boys"},
+    {"king", "kings"},     {"queen", "queens"}, {"man", "men"},      {"woman", "women"},
     {"child", "children"}, {"horse", "horses"}, {"mouse", "mice"},   {"wolf", "wolves"},
-    {"leaf", "leaves"},  {"apple", "apples"},   {"egg", "eggs"},     {"owl", "owls"},
-    {"ant", "ants"},     {"book", "books"},     {"ball", "balls"},   {"cup", "cups"},
-    {"ship", "ships"},   {"house", "houses"},   {"stone", "stones"}, {"hat", "hats"},
-    {"cake", "cakes"},   {"frog", "frogs"},     {"bear", "bears"},   {"key", "keys"}};
+    {"leaf", "leaves"},    {"apple", "apples"}, {"egg", "eggs"},     {"owl", "owls"},
+    {"ant", "ants"},       {"book", "books"},   {"ball", "balls"},   {"cup", "cups"},
+    {"ship", "ships"},     {"house", "houses"}, {"stone", "stones"}, {"hat", "hats"},
+    {"cake", "cakes"},     {"frog", "frogs"},   {"bear", "bears"},   {"key", "keys"}};
 static const Pair verbs_t[] = {  // transitive
-    {"sees", "see"},     {"likes", "like"},     {"finds", "find"},   {"holds", "hold"},
-    {"wants", "want"},   {"watches", "watch"},  {"chases", "chase"}, {"helps", "help"},
-    {"follows", "follow"}, {"carries", "carry"}, {"has", "have"},    {"meets", "meet"}};
+    {"sees", "see"},       {"likes", "like"},    {"finds", "find"},   {"holds", "hold"},
+    {"wants", "want"},     {"watches", "watch"}, {"chases", "chase"}, {"helps", "help"},
+    {"follows", "follow"}, {"carries", "carry"}, {"has", "have"},     {"meets", "meet"}};
 static const Pair verbs_i[] = {  // intransitive
-    {"runs", "run"},     {"sleeps", "sleep"},   {"sings", "sing"},   {"waits", "wait"},
-    {"jumps", "jump"},   {"smiles", "smile"},   {"falls", "fall"},   {"laughs", "laugh"},
-    {"hides", "hide"},   {"sits", "sit"}};
+    {"runs", "run"},   {"sleeps", "sleep"}, {"sings", "sing"}, {"waits", "wait"},
+    {"jumps", "jump"}, {"smiles", "smile"}, {"falls", "fall"}, {"laughs", "laugh"},
+    {"hides", "hide"}, {"sits", "sit"}};
 static const char *const preps[] = {"in", "on", "near", "under", "behind", "with"};
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -183,14 +203,17 @@ static const char *const preps[] = {"in", "on", "near", "under", "behind", "with
 //   B  bare transitive verb (after do/does)         D  "does"/"do" agreeing with the subject
 //   P  preposition
 // "." and "?" attach to the previous word. The lines listed show what the model must carry:
-static const struct { const char *slots; int weight; } templates[] = {
-    {"S I .", 3},            // the old dog sleeps.
-    {"S I P O .", 3},        // two cats sit under a red tree.
-    {"S T O .", 5},          // the cat sees an orange box.
-    {"s that T o I .", 3},   // the cat that sees the dogs runs.  (runs agrees with cat, not dogs)
-    {"s T o and I .", 2},    // my dogs chase a cat and laugh.    (laugh agrees with dogs)
-    {"C I .", 2},            // the cat and a dog run.            (plural from the "and")
-    {"D s B O ?", 2},        // does the king like my apples?     (does -> singular noun, bare verb)
+static const struct {
+    const char *slots;
+    int weight;
+} templates[] = {
+    {"S I .", 3},           // the old dog sleeps.
+    {"S I P O .", 3},       // two cats sit under a red tree.
+    {"S T O .", 5},         // the cat sees an orange box.
+    {"s that T o I .", 3},  // the cat that sees the dogs runs.  (runs agrees with cat, not dogs)
+    {"s T o and I .", 2},   // my dogs chase a cat and laugh.    (laugh agrees with dogs)
+    {"C I .", 2},           // the cat and a dog run.            (plural from the "and")
+    {"D s B O ?", 2},       // does the king like my apples?     (does -> singular noun, bare verb)
 };
 
 static int is_vowel(char c) { return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u'; }
@@ -232,20 +255,44 @@ static void sentence(Gen *g) {
         p += n + (end ? 1 : 0);
         if (n == 1 && strchr("SsOoCTIBDP", tok[0])) {
             switch (tok[0]) {
-            case 'S': noun_phrase(g, plural, 1); break;
-            case 's': noun_phrase(g, plural, 0); break;
-            case 'O': noun_phrase(g, pick(g, 2), 1); break;
-            case 'o': noun_phrase(g, pick(g, 2), 0); break;
+            case 'S':
+                noun_phrase(g, plural, 1);
+                break;
+            case 's':
+                noun_phrase(g, plural, 0);
+                break;
+            case 'O':
+                noun_phrase(g, pick(g, 2), 1);
+                break;
+            case 'o':
+                noun_phrase(g, pick(g, 2), 0);
+                break;
             case 'C':
                 noun_phrase(g, pick(g, 2), 1);
                 put_word(g, "and");
                 noun_phrase(g, pick(g, 2), 1);
                 break;
-            case 'T': { int v = pick(g, COUNT(verbs_t)); put_word(g, plural ? verbs_t[v].pl : verbs_t[v].sg); break; }
-            case 'I': { int v = pick(g, COUNT(verbs_i)); put_word(g, plural ? verbs_i[v].pl : verbs_i[v].sg); break; }
-            case 'B': { int v = pick(g, COUNT(verbs_t)); put_word(g, verbs_t[v].pl); break; }
-            case 'D': put_word(g, plural ? "do" : "does"); break;
-            case 'P': put_word(g, preps[pick(g, COUNT(preps))]); break;
+            case 'T': {
+                int v = pick(g, COUNT(verbs_t));
+                put_word(g, plural ? verbs_t[v].pl : verbs_t[v].sg);
+                break;
+            }
+            case 'I': {
+                int v = pick(g, COUNT(verbs_i));
+                put_word(g, plural ? verbs_i[v].pl : verbs_i[v].sg);
+                break;
+            }
+            case 'B': {
+                int v = pick(g, COUNT(verbs_t));
+                put_word(g, verbs_t[v].pl);
+                break;
+            }
+            case 'D':
+                put_word(g, plural ? "do" : "does");
+                break;
+            case 'P':
+                put_word(g, preps[pick(g, COUNT(preps))]);
+                break;
             }
         } else if (strcmp(tok, ".") == 0 || strcmp(tok, "?") == 0) {
             put(g, tok);
@@ -258,7 +305,8 @@ static void sentence(Gen *g) {
 // Longest word of a list, for the line-length guarantee below.
 static int max_len(const char *const *w, int n) {
     int m = 0;
-    for (int i = 0; i < n; i++) if ((int)strlen(w[i]) > m) m = (int)strlen(w[i]);
+    for (int i = 0; i < n; i++)
+        if ((int)strlen(w[i]) > m) m = (int)strlen(w[i]);
     return m;
 }
 static int max_len_pair(const Pair *w, int n) {
@@ -285,14 +333,35 @@ static int template_max_len(const char *slots) {
         int w = (int)n;
         if (n == 1) {
             switch (*p) {
-            case 'S': case 'O': w = np_adj; break;
-            case 's': case 'o': w = np; break;
-            case 'C': w = 2 * np_adj + 5; break;
-            case 'T': case 'B': w = max_len_pair(verbs_t, COUNT(verbs_t)); break;
-            case 'I': w = max_len_pair(verbs_i, COUNT(verbs_i)); break;
-            case 'D': w = 4; break;
-            case 'P': w = max_len(preps, COUNT(preps)); break;
-            case '.': case '?': w = 1; words--; break;  // attached: no space before it
+            case 'S':
+            case 'O':
+                w = np_adj;
+                break;
+            case 's':
+            case 'o':
+                w = np;
+                break;
+            case 'C':
+                w = 2 * np_adj + 5;
+                break;
+            case 'T':
+            case 'B':
+                w = max_len_pair(verbs_t, COUNT(verbs_t));
+                break;
+            case 'I':
+                w = max_len_pair(verbs_i, COUNT(verbs_i));
+                break;
+            case 'D':
+                w = 4;
+                break;
+            case 'P':
+                w = max_len(preps, COUNT(preps));
+                break;
+            case '.':
+            case '?':
+                w = 1;
+                words--;
+                break;  // attached: no space before it
             }
         }
         total += w;
@@ -342,7 +411,9 @@ static void distinct_letters(Gen *g, char *out, int k) {
     for (int i = 0; i < 26; i++) abc[i] = (char)('a' + i);
     for (int i = 0; i < k; i++) {
         int j = i + pick(g, 26 - i);
-        char t = abc[i]; abc[i] = abc[j]; abc[j] = t;
+        char t = abc[i];
+        abc[i] = abc[j];
+        abc[j] = t;
         out[i] = abc[i];
     }
 }
@@ -387,9 +458,9 @@ static void kv_line(Gen *g) {
 // for the closers still owed keeps every line under MAX_LINE. Letters come from a..h only, to
 // keep the line's randomness on the structure. Each closer is fixed by the innermost open
 // bracket: that is what the model must attend to.
-#define BR_MAX_TOKENS 28   // 28 tokens + 27 spaces = 55 chars
-#define BR_MAX_DEPTH 3
-#define BR_MAX_ITEMS 3
+#define BR_MAX_TOKENS 28  // 28 tokens + 27 spaces = 55 chars
+#define BR_MAX_DEPTH  3
+#define BR_MAX_ITEMS  3
 static void brackets_line(Gen *g) {
     static const char opens[] = "([{", closes[] = ")]}";
     // Step weights by the current depth (1-based): open a group, write a letter, close.
@@ -406,7 +477,9 @@ static void brackets_line(Gen *g) {
         int full = items[depth - 1] >= BR_MAX_ITEMS;
         enum { OPEN, LETTER, CLOSE };
         int w[3];
-        w[OPEN] = (!full && depth < BR_MAX_DEPTH && tokens + 3 + owed <= BR_MAX_TOKENS) ? w_open[depth - 1] : 0;
+        w[OPEN] = (!full && depth < BR_MAX_DEPTH && tokens + 3 + owed <= BR_MAX_TOKENS)
+                      ? w_open[depth - 1]
+                      : 0;
         w[LETTER] = (!full && tokens + 1 + owed <= BR_MAX_TOKENS) ? w_letter[depth - 1] : 0;
         w[CLOSE] = items[depth - 1] > 0 ? w_close[depth - 1] : 0;  // no empty groups
         int step = pick_weighted(g, w, 3);
@@ -434,7 +507,7 @@ typedef struct {
     long long bigram[128][128], unigram[128];
     double cut_positions;  // sum over chars of window positions whose context lacks the line start
     int max_line;
-    int prev;              // previous char, for the bigram counts
+    int prev;  // previous char, for the bigram counts
 } Stats;
 
 static void usage(FILE *f) {
@@ -443,7 +516,8 @@ static void usage(FILE *f) {
             "  Writes the default training corpus (whole lines until at least N bytes).\n"
             "  --seed N   PRNG seed (default %u)\n"
             "  --bytes N  target size in bytes (default %u)\n"
-            "  --repeat P make P%% of the lines (0..100, default 0) a random string of 6-16 letters twice\n"
+            "  --repeat P make P%% of the lines (0..100, default 0) a random string of 6-16 "
+            "letters twice\n"
             "             (docs/induction.md); 100: those lines only\n"
             "  -o FILE    write to FILE instead of stdout\n"
             "  --stats    print per-kind counts and the entropy floor to stderr\n",
@@ -467,13 +541,16 @@ static void print_stats(const Stats *st) {
     double tn = 0;
     int n_kinds = st->lines[K_REPEAT] ? N_ALL_KINDS : N_KINDS;  // repeat: with --repeat only
     for (int k = 0; k < n_kinds; k++) {
-        tl += st->lines[k]; tc += st->chars[k]; ta += st->answers[k]; tn += st->nats[k];
+        tl += st->lines[k];
+        tc += st->chars[k];
+        ta += st->answers[k];
+        tn += st->nats[k];
     }
     fprintf(stderr, "%-9s %7s %6s %8s %6s %9s %8s\n", "kind", "lines", "lines%", "chars", "chars%",
             "nats/char", "answer%");
     for (int k = 0; k < n_kinds; k++)
-        fprintf(stderr, "%-9s %7ld %5.1f%% %8ld %5.1f%% %9.3f %7.1f%%\n", kind_names[k], st->lines[k],
-                100.0 * st->lines[k] / tl, st->chars[k], 100.0 * st->chars[k] / tc,
+        fprintf(stderr, "%-9s %7ld %5.1f%% %8ld %5.1f%% %9.3f %7.1f%%\n", kind_names[k],
+                st->lines[k], 100.0 * st->lines[k] / tl, st->chars[k], 100.0 * st->chars[k] / tc,
                 st->chars[k] ? st->nats[k] / st->chars[k] : 0.0,
                 st->chars[k] ? 100.0 * st->answers[k] / st->chars[k] : 0.0);
     fprintf(stderr, "%-9s %7ld %5.1f%% %8ld %5.1f%% %9.3f %7.1f%%\n", "total", tl, 100.0, tc, 100.0,
@@ -494,16 +571,24 @@ static void print_stats(const Stats *st) {
         for (int b = 0; b < 128; b++) ctx += st->bigram[a][b];
         n2 += ctx;
         for (int b = 0; b < 128; b++)
-            if (st->bigram[a][b]) h2 -= (double)st->bigram[a][b] * ln((double)st->bigram[a][b] / ctx);
+            if (st->bigram[a][b])
+                h2 -= (double)st->bigram[a][b] * ln((double)st->bigram[a][b] / ctx);
     }
     h2 /= (double)n2;
-    fprintf(stderr, "vocabulary: %d chars; uniform guess ln(V) = %.3f nats/char\n", vocab, ln(vocab));
+    fprintf(stderr, "vocabulary: %d chars; uniform guess ln(V) = %.3f nats/char\n", vocab,
+            ln(vocab));
     fprintf(stderr, "unigram entropy: %.3f nats/char (char frequencies only)\n", h1);
-    fprintf(stderr, "bigram entropy:  %.3f nats/char (previous char only: a model without attention)\n", h2);
-    fprintf(stderr, "entropy floor:   %.3f nats/char (true process, whole line visible)\n", tn / tc);
-    fprintf(stderr, "answer chars:    %.1f%% of chars repeat or look up earlier chars of their line\n",
+    fprintf(stderr,
+            "bigram entropy:  %.3f nats/char (previous char only: a model without attention)\n",
+            h2);
+    fprintf(stderr, "entropy floor:   %.3f nats/char (true process, whole line visible)\n",
+            tn / tc);
+    fprintf(stderr,
+            "answer chars:    %.1f%% of chars repeat or look up earlier chars of their line\n",
             100.0 * ta / tc);
-    fprintf(stderr, "window cut-off:  %.1f%% of predictions in a %d-char window do not see their line's start\n",
+    fprintf(stderr,
+            "window cut-off:  %.1f%% of predictions in a %d-char window do not see their line's "
+            "start\n",
             100.0 * st->cut_positions / ((double)tc * WINDOW), WINDOW);
     fprintf(stderr, "longest line:    %d bytes with the newline\n", st->max_line);
 }
@@ -520,19 +605,27 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "gencorpus: error: %s needs a non-negative integer\n", a);
                 return 2;
             }
-            if (a[2] == 's') seed = v; else bytes = v;
+            if (a[2] == 's')
+                seed = v;
+            else
+                bytes = v;
             i++;
         } else if (strcmp(a, "--repeat") == 0) {
             uint64_t v = 0;
             if (i + 1 >= argc || !parse_u64(argv[i + 1], &v) || v > 100) {
-                fprintf(stderr, "gencorpus: error: --repeat needs a percentage, an integer from 0 to 100 (got '%s')\n",
+                fprintf(stderr,
+                        "gencorpus: error: --repeat needs a percentage, an integer from 0 to 100 "
+                        "(got '%s')\n",
                         i + 1 < argc ? argv[i + 1] : "");
                 return 2;
             }
             repeat = (int)v;
             i++;
         } else if (strcmp(a, "-o") == 0) {
-            if (i + 1 >= argc) { fprintf(stderr, "gencorpus: error: -o needs a file name\n"); return 2; }
+            if (i + 1 >= argc) {
+                fprintf(stderr, "gencorpus: error: -o needs a file name\n");
+                return 2;
+            }
             out_path = argv[++i];
         } else if (strcmp(a, "--stats") == 0) {
             want_stats = 1;
@@ -560,7 +653,10 @@ int main(int argc, char **argv) {
     FILE *out = stdout;
     if (out_path) {
         out = fopen(out_path, "wb");  // binary: '\n' stays one byte on every platform
-        if (!out) { perror(out_path); return 1; }
+        if (!out) {
+            perror(out_path);
+            return 1;
+        }
     } else {
 #ifdef _WIN32
         _setmode(_fileno(stdout), _O_BINARY);
@@ -583,20 +679,37 @@ int main(int argc, char **argv) {
         int kind = repeat > 0 && pick_weighted(&g, repeat_w, 2) == 1 ? K_REPEAT : -1;
         if (kind < 0) kind = pick_weighted(&g, kind_weights, N_KINDS);
         switch (kind) {
-        case K_REPEAT: repeat_line(&g); break;
-        case K_SENTENCE: sentence(&g); break;
-        case K_COPY: copy_line(&g); break;
-        case K_REV: rev_line(&g); break;
-        case K_FIND: find_line(&g); break;
-        case K_KV: kv_line(&g); break;
-        case K_BRACKETS: brackets_line(&g); break;
+        case K_REPEAT:
+            repeat_line(&g);
+            break;
+        case K_SENTENCE:
+            sentence(&g);
+            break;
+        case K_COPY:
+            copy_line(&g);
+            break;
+        case K_REV:
+            rev_line(&g);
+            break;
+        case K_FIND:
+            find_line(&g);
+            break;
+        case K_KV:
+            kv_line(&g);
+            break;
+        case K_BRACKETS:
+            brackets_line(&g);
+            break;
         }
         put_char(&g, '\n');  // the newline is fixed by the line's structure: no choice
         if (g.len > MAX_LINE) {
             fprintf(stderr, "gencorpus: internal error: %d-char line\n", g.len);
             return 1;
         }
-        if (fwrite(g.line, 1, (size_t)g.len, out) != (size_t)g.len) { perror("gencorpus: write"); return 1; }
+        if (fwrite(g.line, 1, (size_t)g.len, out) != (size_t)g.len) {
+            perror("gencorpus: write");
+            return 1;
+        }
         written += (uint64_t)g.len;
 
         st.lines[kind]++;

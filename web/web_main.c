@@ -91,17 +91,21 @@ static void variant_build(Variant *w, const Config *c, int V) {
 // two variants must fit well below that). 0 with the reason in msg.
 static int page_can_run(const Config *c, int V) {
     if (c->spike_zscore > 0) {
-        snprintf(msg, sizeof msg, "'train.spike_zscore' = %g: the page has no loss-spike detector; leave it 0", c->spike_zscore);
+        snprintf(msg, sizeof msg,
+                 "'train.spike_zscore' = %g: the page has no loss-spike detector; leave it 0",
+                 c->spike_zscore);
         return 0;
     }
     ModelDims d = gpt_dims(c, V);
     size_t n_params = 0, bytes = gpt_memory_bytes(&d, c->batch_size, c->block_size, &n_params);
     if (bytes == 0) {  // the size overflows size_t: more than wasm32's 4 GiB of addresses
-        snprintf(msg, sizeof msg, "this config needs more than 4 GiB per variant; the page allows 512 MiB");
+        snprintf(msg, sizeof msg,
+                 "this config needs more than 4 GiB per variant; the page allows 512 MiB");
         return 0;
     }
     if (bytes > (size_t)512 << 20) {
-        snprintf(msg, sizeof msg, "this config needs %zu MiB per variant; the page allows 512 MiB", bytes >> 20);
+        snprintf(msg, sizeof msg, "this config needs %zu MiB per variant; the page allows 512 MiB",
+                 bytes >> 20);
         return 0;
     }
     return 1;
@@ -124,7 +128,9 @@ static void install(Variant *nv, int n, Dataset *d) {
 // horizon made explicit (lr_decay_steps 0 is max_steps), which a checkpoint records.
 static int resolve_config(Config *c, const char *json, size_t n, const char *origin) {
     config_defaults(c);
-    if (!config_load_json(c, json, n, origin, msg, sizeof msg) || !config_finalize(c, msg, sizeof msg)) return 0;
+    if (!config_load_json(c, json, n, origin, msg, sizeof msg) ||
+        !config_finalize(c, msg, sizeof msg))
+        return 0;
     train_fix_decay_horizon(c);
     return 1;
 }
@@ -150,11 +156,14 @@ EXPORT("pg_init_pair") long pg_init_pair(const char *json, int n, const char *ov
     }
     if (!resolve_config(&c[0], json, (size_t)n, "the page's config")) return 0;
     c[1] = c[0];
-    if (has_pair && (!config_apply_override(&c[1], override, msg, sizeof msg) || !config_finalize(&c[1], msg, sizeof msg)))
+    if (has_pair && (!config_apply_override(&c[1], override, msg, sizeof msg) ||
+                     !config_finalize(&c[1], msg, sizeof msg)))
         return 0;
     Dataset d;
-    if (!dataset_load(&d, TEXT_PATH, c[0].val_fraction, c[0].block_size + 2, msg, sizeof msg)) return 0;
-    if (!page_can_run(&c[0], d.vocab.vocab_size) || (has_pair && !page_can_run(&c[1], d.vocab.vocab_size))) {
+    if (!dataset_load(&d, TEXT_PATH, c[0].val_fraction, c[0].block_size + 2, msg, sizeof msg))
+        return 0;
+    if (!page_can_run(&c[0], d.vocab.vocab_size) ||
+        (has_pair && !page_can_run(&c[1], d.vocab.vocab_size))) {
         dataset_free(&d);
         return 0;
     }
@@ -197,10 +206,14 @@ static void take_optimizer(Config *dst, const Config *src) {
     dst->lr = src->lr, dst->min_lr = src->min_lr, dst->warmup_steps = src->warmup_steps;
     dst->lr_decay_steps = src->lr_decay_steps, dst->max_steps = src->max_steps;
     dst->beta1 = src->beta1, dst->beta2 = src->beta2, dst->eps = src->eps;
-    dst->weight_decay = src->weight_decay, dst->grad_clip = src->grad_clip, dst->z_loss = src->z_loss;
+    dst->weight_decay = src->weight_decay, dst->grad_clip = src->grad_clip,
+    dst->z_loss = src->z_loss;
 }
 EXPORT("pg_retune") int pg_retune(const char *json, int n) {
-    if (!var[0].built) { snprintf(msg, sizeof msg, "no model: press Reset"); return 0; }
+    if (!var[0].built) {
+        snprintf(msg, sizeof msg, "no model: press Reset");
+        return 0;
+    }
     Config c;
     if (!resolve_config(&c, json, (size_t)n, "the page's config")) return 0;
     int other = 0;
@@ -209,7 +222,8 @@ EXPORT("pg_retune") int pg_retune(const char *json, int n) {
         if (!w->built) continue;
         int is_pair = pair_override[0] && (pair_which == 1 || (pair_which < 0 && v == 1));
         Config want = c;
-        if (is_pair && (!config_apply_override(&want, pair_override, msg, sizeof msg) || !config_finalize(&want, msg, sizeof msg)))
+        if (is_pair && (!config_apply_override(&want, pair_override, msg, sizeof msg) ||
+                        !config_finalize(&want, msg, sizeof msg)))
             return 0;
         // what differs besides these keys: the config as built with them taken from the new one
         Config t = w->cfg;
@@ -237,7 +251,8 @@ static double train_on(Variant *w) {
     double lr = train_lr(c, step), norm;
     double loss = gpt_forward(&w->m, bx, by, B, T);
     gpt_backward(&w->m);
-    if (train_update(&w->m, c, loss, lr, step + 1 - w->st.skipped_steps, 0, &norm)) w->st.skipped_steps++;
+    if (train_update(&w->m, c, loss, lr, step + 1 - w->st.skipped_steps, 0, &norm))
+        w->st.skipped_steps++;
     w->st.step = step + 1;
     w->st.elapsed_s += now_seconds() - t0;
     return loss;
@@ -262,13 +277,20 @@ EXPORT("pg_info") double pg_info(int v, int what) {
     const Variant *w = &var[v & 1];
     if (!w->built) return 0;
     switch (what) {
-    case 0: return w->m.dims.n_layer;
-    case 1: return w->m.dims.n_head;
-    case 2: return (double)w->st.step;
-    case 3: return w->m.dims.vocab_size;
-    case 4: return 1;
-    case 5: return (double)w->m.n_params;
-    case 6: return (double)w->cfg.seed;
+    case 0:
+        return w->m.dims.n_layer;
+    case 1:
+        return w->m.dims.n_head;
+    case 2:
+        return (double)w->st.step;
+    case 3:
+        return w->m.dims.vocab_size;
+    case 4:
+        return 1;
+    case 5:
+        return (double)w->m.n_params;
+    case 6:
+        return (double)w->cfg.seed;
     }
     return 0;
 }
@@ -279,7 +301,10 @@ EXPORT("pg_info") double pg_info(int v, int what) {
 // ./sample read). Returns 1, or 0 with the reason in pg_message().
 EXPORT("pg_save") int pg_save(int v) {
     Variant *w = &var[v & 1];
-    if (!w->built) { snprintf(msg, sizeof msg, "no model to save"); return 0; }
+    if (!w->built) {
+        snprintf(msg, sizeof msg, "no model to save");
+        return 0;
+    }
     return checkpoint_save(SAVE_PATH, &w->m, w->cfg_json, &ds.vocab, &w->st, msg, sizeof msg);
 }
 
@@ -298,12 +323,18 @@ EXPORT("pg_load") long pg_load(const char *path) {
     Variant w;
     memset(&w, 0, sizeof w);
     if (!resolve_config(&c, ck.config_json, strlen(ck.config_json), path)) goto done;
-    if (!ck.has_optimizer) { snprintf(msg, sizeof msg, "'%s' holds no optimizer state and cannot be resumed", path); goto done; }
-    if (!dataset_load_with_vocab(&d, TEXT_PATH, c.val_fraction, c.block_size + 2, &ck.vocab, msg, sizeof msg)) {
+    if (!ck.has_optimizer) {
+        snprintf(msg, sizeof msg, "'%s' holds no optimizer state and cannot be resumed", path);
+        goto done;
+    }
+    if (!dataset_load_with_vocab(&d, TEXT_PATH, c.val_fraction, c.block_size + 2, &ck.vocab, msg,
+                                 sizeof msg)) {
         char why[sizeof msg];
         snprintf(why, sizeof why, "%s", msg);
         // the reason after the sentence, cut at the buffer's end when the two do not fit
-        int at = snprintf(msg, sizeof msg, "the page's text does not fit '%s' (choose the text it was trained on): ", path);
+        int at = snprintf(
+            msg, sizeof msg,
+            "the page's text does not fit '%s' (choose the text it was trained on): ", path);
         if (at > 0 && (size_t)at < sizeof msg - 1) {
             size_t room = sizeof msg - 1 - (size_t)at, n = strlen(why);
             memcpy(msg + at, why, n < room ? n : room);
@@ -345,14 +376,19 @@ EXPORT("pg_measure") int pg_measure(int n) {
     return 1;
 }
 
-// Mean validation loss of variant v over k batches drawn from a fixed seed (the same windows each call).
+// Mean validation loss of variant v over k batches drawn from a fixed seed (the same windows each
+// call).
 EXPORT("pg_val_loss") double pg_val_loss(int v, int k) {
     if (!var[v & 1].built) return NAN;
     Rng r;
     rng_seed(&r, 12345);
     // batches of their own: bx, by keep the training batch pg_measure reads
     int *vx = malloc((size_t)B * T * sizeof(int)), *vy = malloc((size_t)B * T * sizeof(int));
-    if (!vx || !vy) { free(vx), free(vy); snprintf(msg, sizeof msg, "out of memory for the validation batch"); return NAN; }
+    if (!vx || !vy) {
+        free(vx), free(vy);
+        snprintf(msg, sizeof msg, "out of memory for the validation batch");
+        return NAN;
+    }
     double s = 0;
     for (int i = 0; i < k; i++) {
         sample_batch(&ds, 1, &r, B, T, vx, vy);
@@ -395,7 +431,10 @@ EXPORT("pg_summary") double pg_summary(int v, int what) {
     int heads = var[v & 1].m.dims.n_layer * var[v & 1].m.dims.n_head, k = 0;
     double s = what == 3 ? -INFINITY : 0;
     for (int lh = 0; lh < heads; lh++) {
-        double x = what == 0 ? pg_entropy(v, lh) : what == 1 ? pg_max_weight(v, lh) : what == 2 ? pg_grad_gain(v, lh) : pg_max_logit(v, lh);
+        double x = what == 0   ? pg_entropy(v, lh)
+                   : what == 1 ? pg_max_weight(v, lh)
+                   : what == 2 ? pg_grad_gain(v, lh)
+                               : pg_max_logit(v, lh);
         if (isnan(x)) continue;
         s = what == 3 ? (x > s ? x : s) : s + x;
         k++;
@@ -412,13 +451,13 @@ EXPORT("pg_masked") int pg_masked(int v, int t, int u) {
 // Both run a forward pass of one sequence after pg_measure; the next pg_step starts with its own
 // forward, so neither changes what is trained.
 #include "report/attention_map.h"  // ATTENTION_NOT_EXPLANATION, the line every map carries
-#include "run/generate.h"          // the native sampler (run/generate.c, with the KV cache of run/decode.c)
+#include "run/generate.h"  // the native sampler (run/generate.c, with the KV cache of run/decode.c)
 
 EXPORT("pg_caveat") const char *pg_caveat(void) { return ATTENTION_NOT_EXPLANATION; }
 
-static int *view_tokens;   // the prompt's tokens (at most block_size)
-static double *view_map;   // (T, T) the weights P of the last pg_attention
-static char *view_text;    // the last pg_sample's characters, UTF-8, 0-terminated
+static int *view_tokens;  // the prompt's tokens (at most block_size)
+static double *view_map;  // (T, T) the weights P of the last pg_attention
+static char *view_text;   // the last pg_sample's characters, UTF-8, 0-terminated
 
 // A prompt (UTF-8, n bytes) -> at most `cap` tokens in view_tokens; returns how many, or -1 with
 // a message naming every distinct character the text's vocabulary does not have.
@@ -426,7 +465,8 @@ static int encode_view_prompt(const unsigned char *bytes, int n, int cap) {
     uint32_t *cps = NULL;
     size_t ncp = 0, bad = 0, len = 0;
     if (!utf8_decode(bytes, (size_t)n, &cps, &ncp, &bad)) {
-        snprintf(msg, sizeof msg, "the prompt is not UTF-8: invalid byte sequence at offset %zu", bad);
+        snprintf(msg, sizeof msg, "the prompt is not UTF-8: invalid byte sequence at offset %zu",
+                 bad);
         return -1;
     }
     if (ncp == 0) {
@@ -434,7 +474,8 @@ static int encode_view_prompt(const unsigned char *bytes, int n, int cap) {
         free(cps);
         return -1;
     }
-    len = (size_t)snprintf(msg, sizeof msg, "the prompt has characters the text's vocabulary lacks:");
+    len =
+        (size_t)snprintf(msg, sizeof msg, "the prompt has characters the text's vocabulary lacks:");
     int unknown = 0;
     for (size_t i = 0; i < ncp; i++) {
         if (vocab_lookup(&ds.vocab, cps[i]) >= 0) continue;
@@ -443,8 +484,9 @@ static int encode_view_prompt(const unsigned char *bytes, int n, int cap) {
         if (seen || len + 24 >= sizeof msg) continue;
         char ch[5] = {0};
         utf8_encode(cps[i], ch);
-        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s '%s' (U+%04X)", unknown++ ? "," : "",
-                                cps[i] < 0x20 || cps[i] == 0x7f ? "?" : ch, (unsigned)cps[i]);
+        len +=
+            (size_t)snprintf(msg + len, sizeof msg - len, "%s '%s' (U+%04X)", unknown++ ? "," : "",
+                             cps[i] < 0x20 || cps[i] == 0x7f ? "?" : ch, (unsigned)cps[i]);
     }
     if (unknown) {
         free(cps);
@@ -461,10 +503,13 @@ static int encode_view_prompt(const unsigned char *bytes, int n, int cap) {
 // Variant v's model when it is built and has that layer and head; NULL with the reason in msg.
 static GPT *view_model(int v, int layer, int head) {
     GPT *m = &var[v & 1].m;
-    if (!var[v & 1].built) { snprintf(msg, sizeof msg, "no model: press Reset"); return NULL; }
+    if (!var[v & 1].built) {
+        snprintf(msg, sizeof msg, "no model: press Reset");
+        return NULL;
+    }
     if (layer < 0 || layer >= m->dims.n_layer || head < 0 || head >= m->dims.n_head) {
-        snprintf(msg, sizeof msg, "layer %d, head %d: the model has layers 0..%d and heads 0..%d", layer, head,
-                 m->dims.n_layer - 1, m->dims.n_head - 1);
+        snprintf(msg, sizeof msg, "layer %d, head %d: the model has layers 0..%d and heads 0..%d",
+                 layer, head, m->dims.n_layer - 1, m->dims.n_head - 1);
         return NULL;
     }
     return m;
@@ -474,7 +519,8 @@ static GPT *view_model(int v, int layer, int head) {
 // characters: one forward pass of that sequence with the weights kept (the definition computes
 // P; the engine keeps only each row's max and 1/sum). Returns T, the characters used, with
 // P[t][u] (query t, key u) at pg_attention_map()[t * T + u]; 0 with the reason in pg_message().
-EXPORT("pg_attention") int pg_attention(int v, const unsigned char *bytes, int n, int layer, int head) {
+EXPORT("pg_attention")
+int pg_attention(int v, const unsigned char *bytes, int n, int layer, int head) {
     GPT *m = view_model(v, layer, head);
     if (!m) return 0;
     int T = encode_view_prompt(bytes, n, m->dims.block_size);
@@ -495,12 +541,18 @@ EXPORT("pg_attention_map") const double *pg_attention_map(void) { return view_ma
 // context cropped to the last block_size characters), from softmax(logits / temperature)
 // (temperature 0: greedy) with the RNG seeded by seed, so the same model and seed give the same
 // text. Returns the text (UTF-8, 0-terminated), or NULL with the reason in pg_message().
-EXPORT("pg_sample") const char *pg_sample(int v, const unsigned char *bytes, int n, int k, double temperature,
-                                          unsigned seed) {
+EXPORT("pg_sample")
+const char *pg_sample(int v, const unsigned char *bytes, int n, int k, double temperature,
+                      unsigned seed) {
     GPT *m = &var[v & 1].m;
-    if (!var[v & 1].built) { snprintf(msg, sizeof msg, "no model: press Reset"); return NULL; }
+    if (!var[v & 1].built) {
+        snprintf(msg, sizeof msg, "no model: press Reset");
+        return NULL;
+    }
     if (k < 1 || k > 10000 || !(temperature >= 0)) {
-        snprintf(msg, sizeof msg, "sample of %d characters at temperature %g: expected 1..10000 and >= 0", k, temperature);
+        snprintf(msg, sizeof msg,
+                 "sample of %d characters at temperature %g: expected 1..10000 and >= 0", k,
+                 temperature);
         return NULL;
     }
     int T = encode_view_prompt(bytes, n, 1 << 20);
@@ -509,7 +561,10 @@ EXPORT("pg_sample") const char *pg_sample(int v, const unsigned char *bytes, int
     free(view_text);
     view_text = calloc(cap, 1);
     FILE *out = fmemopen(view_text, cap, "w");
-    if (!out) { snprintf(msg, sizeof msg, "no memory for a sample of %d characters", k); return NULL; }
+    if (!out) {
+        snprintf(msg, sizeof msg, "no memory for a sample of %d characters", k);
+        return NULL;
+    }
     Rng r;
     rng_seed(&r, seed);
     generate(m, &ds.vocab, view_tokens, T, k, temperature, 0, &r, out);
@@ -535,8 +590,8 @@ EXPORT("pg_five_view") const double *pg_five_view(void) { return five; }
 // The five steps of query t of one head: Q, K, V are (T, hd) rows; spec as the model's.
 // row_gain: the row's gain when known; with dO (T, hd; may be NULL) it is computed here instead, by
 // the definition's backward (attention_backward) from dL/dO = dO.
-static int five_compute(const real *Q, const real *K, const real *V, int T, int hd, const AttnSpec *spec, int t,
-                        double row_gain, const real *dO) {
+static int five_compute(const real *Q, const real *K, const real *V, int T, int hd,
+                        const AttnSpec *spec, int t, double row_gain, const real *dO) {
     size_t nfive = FIVE_HEAD + 5 * (size_t)T + (size_t)T * T + (size_t)T * hd + (size_t)hd;
     real *S = malloc(attention_definition_scratch_reals(T, hd) * sizeof(real));
     real *P = malloc((size_t)T * T * sizeof(real)), *O = malloc((size_t)T * hd * sizeof(real));
@@ -549,7 +604,8 @@ static int five_compute(const real *Q, const real *K, const real *V, int T, int 
         return 0;
     }
     five = f;
-    double *raw = f + FIVE_HEAD, *scaled = raw + T, *masked = scaled + T, *hidden = masked + T, *p = hidden + T, *J = p + T;
+    double *raw = f + FIVE_HEAD, *scaled = raw + T, *masked = scaled + T, *hidden = masked + T,
+           *p = hidden + T, *J = p + T;
     double *vrows = J + (size_t)T * T, *out = vrows + (size_t)T * hd;
     AttnShape sh = {1, T, hd, 1};
     AttnQKV in = {Q, K, V};
@@ -566,9 +622,13 @@ static int five_compute(const real *Q, const real *K, const real *V, int T, int 
     for (int u = 0; u < T; u++) p[u] = P[t * T + u], hidden[u] = attention_masked(spec, t, u);
     if (dO) {
         real *g = malloc(((size_t)3 * T * hd + T) * sizeof(real));
-        if (!g) { snprintf(msg, sizeof msg, "out of memory"); free(S), free(P), free(O), free(e), free(col); return 0; }
-        attention_backward((AttnGradQKV){g, g + T * hd, g + 2 * T * hd}, S, dO, O, P, in, sh, spec, NULL, g + 3 * T * hd,
-                           GRAD_STORE);
+        if (!g) {
+            snprintf(msg, sizeof msg, "out of memory");
+            free(S), free(P), free(O), free(e), free(col);
+            return 0;
+        }
+        attention_backward((AttnGradQKV){g, g + T * hd, g + 2 * T * hd}, S, dO, O, P, in, sh, spec,
+                           NULL, g + 3 * T * hd, GRAD_STORE);
         row_gain = g[3 * T * hd + t];
         free(g);
     }
@@ -598,19 +658,29 @@ static int five_compute(const real *Q, const real *K, const real *V, int T, int 
 // The five steps of the lesson's own numbers (./lab examples: Q, K, V given, T rows of d, and
 // dL/dO = dO for the gradient, may be NULL), with scale (0: 1/sqrt(d)) and the mask (0 causal, 2
 // none). Returns 1, or 0 with the reason.
-EXPORT("pg_five_qkv") int pg_five_qkv(const double *q, const double *k, const double *v, const double *dO, int T, int d,
-                                      double scale, int mask, int query) {
+EXPORT("pg_five_qkv")
+int pg_five_qkv(const double *q, const double *k, const double *v, const double *dO, int T, int d,
+                double scale, int mask, int query) {
     if (T < 1 || T > 64 || d < 1 || d > 64 || query < 0 || query >= T || (mask != 0 && mask != 2)) {
-        snprintf(msg, sizeof msg, "the example: %d rows of %d, query %d, mask %d: expected 1..64 rows, 1..64 columns, "
-                 "a query of the rows, mask 0 or 2", T, d, query, mask);
+        snprintf(
+            msg, sizeof msg,
+            "the example: %d rows of %d, query %d, mask %d: expected 1..64 rows, 1..64 columns, "
+            "a query of the rows, mask 0 or 2",
+            T, d, query, mask);
         return 0;
     }
     real *buf = malloc((size_t)4 * T * d * sizeof(real));
-    if (!buf) { snprintf(msg, sizeof msg, "out of memory"); return 0; }
+    if (!buf) {
+        snprintf(msg, sizeof msg, "out of memory");
+        return 0;
+    }
     for (int i = 0; i < T * d; i++)
-        buf[i] = (real)q[i], buf[T * d + i] = (real)k[i], buf[2 * T * d + i] = (real)v[i], buf[3 * T * d + i] = dO ? (real)dO[i] : 0;
-    AttnSpec spec = {scale > 0 ? (real)scale : (real)(1.0 / sqrt((double)d)), (AttnMask)mask, SOFTMAX_OVER_KEYS, 0, NULL};
-    int ok = five_compute(buf, buf + T * d, buf + 2 * T * d, T, d, &spec, query, NAN, dO ? buf + 3 * T * d : NULL);
+        buf[i] = (real)q[i], buf[T * d + i] = (real)k[i], buf[2 * T * d + i] = (real)v[i],
+        buf[3 * T * d + i] = dO ? (real)dO[i] : 0;
+    AttnSpec spec = {scale > 0 ? (real)scale : (real)(1.0 / sqrt((double)d)), (AttnMask)mask,
+                     SOFTMAX_OVER_KEYS, 0, NULL};
+    int ok = five_compute(buf, buf + T * d, buf + 2 * T * d, T, d, &spec, query, NAN,
+                          dO ? buf + 3 * T * d : NULL);
     free(buf);
     return ok;
 }
@@ -619,7 +689,8 @@ EXPORT("pg_five_qkv") int pg_five_qkv(const double *q, const double *k, const do
 // block_size characters): the head's Q, K, V from a forward pass of the prompt, the model's spec;
 // the row gain from a forward and backward of the prompt's next-character loss (the last
 // character has no next one: its gain is NaN). Returns T, or 0 with the reason.
-EXPORT("pg_five") int pg_five(int v, const unsigned char *bytes, int n, int layer, int head, int query) {
+EXPORT("pg_five")
+int pg_five(int v, const unsigned char *bytes, int n, int layer, int head, int query) {
     GPT *m = view_model(v, layer, head);
     if (!m) return 0;
     int T = encode_view_prompt(bytes, n, m->dims.block_size);
@@ -638,12 +709,16 @@ EXPORT("pg_five") int pg_five(int v, const unsigned char *bytes, int n, int laye
     gpt_forward(m, view_tokens, NULL, 1, T);
     m->keep_weights = 0;
     real *qkv = malloc((size_t)3 * T * hd * sizeof(real));
-    if (!qkv) { snprintf(msg, sizeof msg, "out of memory"); return 0; }
+    if (!qkv) {
+        snprintf(msg, sizeof msg, "out of memory");
+        return 0;
+    }
     const LayerActs *A = &m->acts.layers[layer];
     for (int t = 0; t < T; t++)
         for (int i = 0; i < hd; i++) {
             size_t at = (size_t)t * C + (size_t)head * hd + i;
-            qkv[t * hd + i] = A->q[at], qkv[T * hd + t * hd + i] = A->k[at], qkv[2 * T * hd + t * hd + i] = A->v[at];
+            qkv[t * hd + i] = A->q[at], qkv[T * hd + t * hd + i] = A->k[at],
+                         qkv[2 * T * hd + t * hd + i] = A->v[at];
         }
     int ok = five_compute(qkv, qkv + T * hd, qkv + 2 * T * hd, T, hd, &m->attn, query, gain, NULL);
     free(qkv);
@@ -657,7 +732,8 @@ EXPORT("pg_five") int pg_five(int v, const unsigned char *bytes, int n, int laye
 // a string of 6-16 letters written twice with probability percent/100, else the text's next line;
 // draws from seed) becomes TEXT_PATH, as pg_set_text makes it. Returns the bytes written, 0 with
 // the reason in pg_message().
-EXPORT("pg_set_induction_text") int pg_set_induction_text(const unsigned char *bytes, int n, int percent, unsigned seed) {
+EXPORT("pg_set_induction_text")
+int pg_set_induction_text(const unsigned char *bytes, int n, int percent, unsigned seed) {
     if (percent < 0 || percent > 99) {
         snprintf(msg, sizeof msg, "the share of repeated lines is %d%%: expected 0..99", percent);
         return 0;
@@ -680,11 +756,19 @@ static Induction *probe_of[2];
 EXPORT("pg_induction") int pg_induction(int n) {
     for (int v = 0; v < n && v < 2; v++) {
         Variant *w = &var[v];
-        if (!w->built) { snprintf(msg, sizeof msg, "no model: press Reset"); return 0; }
+        if (!w->built) {
+            snprintf(msg, sizeof msg, "no model: press Reset");
+            return 0;
+        }
         induction_free(probe_of[v]);
-        Induction *ind = probe_of[v] = induction_new(&ds.vocab, (uint64_t)w->cfg.seed, w->cfg.batch_size,
-                                                     w->cfg.block_size, w->m.dims.n_layer, w->m.dims.n_head);
-        if (!ind) { snprintf(msg, sizeof msg, "block_size %d: the induction probe needs at least 4", w->cfg.block_size); return 0; }
+        Induction *ind = probe_of[v] =
+            induction_new(&ds.vocab, (uint64_t)w->cfg.seed, w->cfg.batch_size, w->cfg.block_size,
+                          w->m.dims.n_layer, w->m.dims.n_head);
+        if (!ind) {
+            snprintf(msg, sizeof msg, "block_size %d: the induction probe needs at least 4",
+                     w->cfg.block_size);
+            return 0;
+        }
         induction_measure(&w->m, ind, w->st.step);
     }
     return 1;
@@ -692,26 +776,34 @@ EXPORT("pg_induction") int pg_induction(int n) {
 
 // The last pg_induction of variant v: what 0 the previous-token score of head lh (layer * n_head
 // + head), 1 its induction score; 2 the loss on the first copy, 3 on the second, 4 the in-context
-// score (second - first); 5 the largest induction score of the last layer's heads (docs/induction.md's
-// threshold is on those), 6 the largest previous-token score of layer 0's heads. NaN if none.
+// score (second - first); 5 the largest induction score of the last layer's heads
+// (docs/induction.md's threshold is on those), 6 the largest previous-token score of layer 0's
+// heads. NaN if none.
 EXPORT("pg_induction_score") double pg_induction_score(int v, int what, int lh) {
     const Induction *ind = probe_of[v & 1];
     if (!var[v & 1].built || !ind || ind->step < 0) return NAN;
-    int NH = var[v & 1].m.dims.n_head, from = what == 5 ? ind->n_heads - NH : 0, to = what == 5 ? ind->n_heads : NH;
+    int NH = var[v & 1].m.dims.n_head, from = what == 5 ? ind->n_heads - NH : 0,
+        to = what == 5 ? ind->n_heads : NH;
     double best = -INFINITY;
     switch (what) {
-    case 0: case 1:
+    case 0:
+    case 1:
         if (lh < 0 || lh >= ind->n_heads) return NAN;
         return what == 0 ? ind->prev_token[lh] : ind->induction[lh];
-    case 2: return ind->first_copy_loss;
-    case 3: return ind->second_copy_loss;
-    case 4: return ind->second_copy_loss - ind->first_copy_loss;
-    case 5: case 6:
+    case 2:
+        return ind->first_copy_loss;
+    case 3:
+        return ind->second_copy_loss;
+    case 4:
+        return ind->second_copy_loss - ind->first_copy_loss;
+    case 5:
+    case 6:
         for (int i = from; i < to; i++) {
             double x = what == 5 ? ind->induction[i] : ind->prev_token[i];
             if (x > best) best = x;
         }
         return best;
-    default: return NAN;
+    default:
+        return NAN;
     }
 }

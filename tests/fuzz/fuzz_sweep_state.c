@@ -2,4 +2,6 @@
 #include "harnesses.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_sweep_state_one(data, size); }
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    return fuzz_sweep_state_one(data, size);
+}

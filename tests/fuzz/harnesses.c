@@ -46,7 +46,10 @@ static int write_temp(const uint8_t *data, size_t size, char *path, size_t n) {
     snprintf(path, n, "/tmp/tgpt_fuzz_%ld.bin", (long)getpid());
     FILE *f = fopen(path, "wb");
     if (!f) return 0;
-    if (size && fwrite(data, 1, size, f) != size) { fclose(f); return 0; }
+    if (size && fwrite(data, 1, size, f) != size) {
+        fclose(f);
+        return 0;
+    }
     return fclose(f) == 0;
 }
 
@@ -99,7 +102,8 @@ int fuzz_utf8_one(const uint8_t *data, size_t size) {
         size_t at = 0;
         for (size_t i = 0; i < n; i++) {
             int len = utf8_encode(cps[i], buf);
-            if (len <= 0 || at + (size_t)len > size || memcmp(data + at, buf, (size_t)len) != 0) abort();
+            if (len <= 0 || at + (size_t)len > size || memcmp(data + at, buf, (size_t)len) != 0)
+                abort();
             at += (size_t)len;
         }
         if (at != size) abort();
@@ -134,8 +138,10 @@ int fuzz_safetensors_one(const uint8_t *data, size_t size) {
             GPT m;
             gpt_build(&m, &ck.dims, attention_causal(1), 1, ck.dims.block_size);
             snprintf(again, sizeof again, "%s.again", path);
-            if (checkpoint_restore(&ck, &m, path, err, sizeof err)) {  // (a forward pass that overflows is refused)
-                if (!safetensors_export(again, &m, ck.config_json, &ck.vocab, err, sizeof err)) abort();
+            if (checkpoint_restore(&ck, &m, path, err,
+                                   sizeof err)) {  // (a forward pass that overflows is refused)
+                if (!safetensors_export(again, &m, ck.config_json, &ck.vocab, err, sizeof err))
+                    abort();
                 Checkpoint back;
                 if (!safetensors_open(&back, again, NULL, err, sizeof err)) abort();
                 checkpoint_close(&back);
@@ -156,15 +162,21 @@ int fuzz_sweep_state_one(const uint8_t *data, size_t size) {
     SweepState st;
     char err[1024];
     if (!sweep_state_parse((const char *)data, size, "fuzz", &st, err, sizeof err)) return 0;
-    if (st.grid.n < 2 || st.nv < 1 || st.nv > SWEEP_MAX_VARIANTS || st.grid.n * st.nv > SWEEP_MAX_RUNS) abort();
+    if (st.grid.n < 2 || st.nv < 1 || st.nv > SWEEP_MAX_VARIANTS ||
+        st.grid.n * st.nv > SWEEP_MAX_RUNS)
+        abort();
     for (int i = 0; i < st.grid.n; i++)
         if (!(sweep_lr(&st.grid, i) > 0)) abort();
     for (int v = 0; v < st.nv; v++)
-        if (!st.v[v].name[0] || strchr(st.v[v].name, '/') || strcmp(st.v[v].name, "..") == 0) abort();
+        if (!st.v[v].name[0] || strchr(st.v[v].name, '/') || strcmp(st.v[v].name, "..") == 0)
+            abort();
     int configs = 0;
     for (int i = 0; i < st.n_args; i++) {
-        if (st.args[i][0] != '-') configs++;
-        else if (strncmp(st.args[i], "--", 2) != 0 || !strchr(st.args[i], '=') || sweep_owned_key(st.args[i])) abort();
+        if (st.args[i][0] != '-')
+            configs++;
+        else if (strncmp(st.args[i], "--", 2) != 0 || !strchr(st.args[i], '=') ||
+                 sweep_owned_key(st.args[i]))
+            abort();
     }
     if (configs > 1) abort();
     sweep_state_free(&st);
