@@ -30,7 +30,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1
 # one run: "ms_per_step crop default_500" of ./train CONFIG --bench with extra arguments
 one_run() {
     ./train "$@" --bench="$steps" >"$out" 2>&1 || { echo "bench-busy: ./train $* failed:" >&2; cat "$out" >&2; exit 1; }
-    ms=$(sed -n 's/^bench .*ms_per_step=\([0-9.]*\).*/\1/p' "$out")
+    ms=$(sed -n 's/^bench [^:]*: ms_per_step=\([0-9.]*\) .*/\1/p' "$out")  # the wall-clock median (cpu_ms_per_step follows)
     crop=$(sed -n 's/^sampling .* crop=\([0-9]*\).*/\1/p' "$out")
     whole=$(sed -n 's/^sampling .*default_500=\([0-9]*\).*/\1/p' "$out")
     echo "$ms $crop $whole"
