@@ -1815,7 +1815,8 @@ static const char *const PG_LESSON_SCRIPT =
     "dispatchEvent(new Event('change'));$('reset').click();phase='gbuild';}"
     " else if(PLAN.lesson)phase='lesson';else{done();return;}}}"
     "else if(phase=='gbuild'&&built()){r+=' "
-    "gpair='+($('pair').value=='model.qk_norm=layernorm'?1:0);$('train').click();phase='grun';}"
+    "gpair='+($('pair').value=='model.qk_norm=layernorm'?1:0)+' "
+    "gintro='+(/QK-norm/.test($('intro').textContent)?1:0);$('train').click();phase='grun';}"
     "else if(phase=='grun'&&step()>=PLAN.steps){$('pause').click();phase='gpause';}"
     "else "
     "if(phase=='gpause'&&paused()){measure('growth',PLAN.at);phase=PLAN.lesson?'lesson':'end';if(!"
@@ -1998,12 +1999,13 @@ static void check_playground_lesson(void) {
                    PG_LESSON_STEPS);
         if (strstr(runs[i].plan, "growth:1")) {
             double a = pg_field(r, "logit0_growth"), b = pg_field(r, "logit1_growth");
-            result(pg_field(r, "gpair") == 1 && a > b,
-                   "playground, the logit-growth preset (lr 0.031, QK-norm off against "
-                   "on): at step %d the largest attention logit without QK-norm %.1f is above the "
-                   "one with it %.2f "
-                   "(loss %.4f against %.4f)",
-                   PG_LESSON_AT, a, b, pg_field(r, "l0_growth"), pg_field(r, "l1_growth"));
+            result(
+                pg_field(r, "gpair") == 1 && pg_field(r, "gintro") == 1 && a > b,
+                "playground, the logit-growth preset (lr 0.031, QK-norm off against "
+                "on; the text above the buttons speaks of QK-norm, not of the scale): at step %d "
+                "the largest attention logit without QK-norm %.1f is above the one with it %.2f "
+                "(loss %.4f against %.4f)",
+                PG_LESSON_AT, a, b, pg_field(r, "l0_growth"), pg_field(r, "l1_growth"));
         }
         if (strstr(runs[i].plan, "lesson:1")) {
             int same = 0, total = 0;
