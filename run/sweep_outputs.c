@@ -2,6 +2,7 @@
 // row per finished run), sweep.svg ((a) the final loss against the learning rate, (b) the largest
 // attention logit over training) and report.md (the table and each variant's learning-rate
 // sensitivity), each replaced whole.
+#define _POSIX_C_SOURCE 200809L  // PATH_MAX (run/sweep_runs.h)
 #include "run/sweep_runs.h"
 
 #include <math.h>

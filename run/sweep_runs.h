@@ -4,7 +4,7 @@
 #ifndef RUN_SWEEP_RUNS_H
 #define RUN_SWEEP_RUNS_H
 
-#include <limits.h>
+#include <limits.h>  // PATH_MAX: its includers define _POSIX_C_SOURCE
 #include <stddef.h>
 
 #include "run/sweep.h"
