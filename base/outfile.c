@@ -366,3 +366,27 @@ int out_remove_stale_temps(const char *dir, int (*is_target)(const char *name, s
     closedir(d);
     return removed;
 }
+
+void html_escape(FILE *f, const char *text) {
+    for (const char *c = text ? text : ""; *c; c++) {
+        switch (*c) {
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        case '\'':
+            fputs("&#39;", f);
+            break;
+        default:
+            fputc(*c, f);
+        }
+    }
+}

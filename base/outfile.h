@@ -81,4 +81,8 @@ size_t out_temp_target(const char *name, long *pid);
 int out_remove_stale_temps(const char *dir, int (*is_target)(const char *name, size_t n), char *err,
                            size_t errlen);
 
+// Text with & < > " ' escaped for HTML, SVG and XML (NULL writes nothing): the one escaper of
+// every page and picture written.
+void html_escape(FILE *f, const char *text);
+
 #endif

@@ -50,30 +50,6 @@ static const char *text_colour_on(const int rgb[3]) {
 // (DejaVu Sans Mono, Liberation Mono, Menlo, Courier): how the layout budgets for text.
 #define CHAR_EM 0.62
 
-static void put_escaped(FILE *f, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        case '\'':
-            fputs("&apos;", f);
-            break;
-        default:
-            fputc(*s, f);
-        }
-    }
-}
-
 // The character a label shows for code point cp: itself, or a visible stand-in for whitespace
 // and for what XML text cannot hold or shows as nothing.
 uint32_t attention_visible_char(uint32_t cp) {
@@ -89,7 +65,7 @@ uint32_t attention_visible_char(uint32_t cp) {
 static void put_char_label(FILE *f, uint32_t cp) {
     char buf[8] = {0};
     utf8_encode(attention_visible_char(cp), buf);
-    put_escaped(f, buf);
+    html_escape(f, buf);
 }
 
 // Characters (code points) in the first n bytes of UTF-8 text s.
@@ -136,7 +112,7 @@ static int put_wrapped(FILE *f, const char *s, int max_cols, double x, double y,
             line[len] = 0;
             fprintf(f, "<text x=\"%g\" y=\"%g\" font-size=\"%d\" %s>", x,
                     y + lines * (fs + LINE_GAP), fs, attrs);
-            put_escaped(f, line);
+            html_escape(f, line);
             fputs("</text>\n", f);
         }
         lines++;

@@ -428,30 +428,6 @@ static const char *const PAGE_JS[] = {
 // ---------------------------------------------------------------------------------------------
 // writing
 
-void html_escape(FILE *f, const char *text) {
-    for (const char *c = text ? text : ""; *c; c++) {
-        switch (*c) {
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        case '\'':
-            fputs("&#39;", f);
-            break;
-        default:
-            fputc(*c, f);
-        }
-    }
-}
-
 // Prose escaped, with each "-inf" kept on one line (a browser may break a line after a hyphen).
 static void escape_prose(FILE *f, const char *text) {
     char *part = dup_or_null(text);

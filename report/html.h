@@ -36,6 +36,7 @@
 #include <stdio.h>
 
 #include "base/common.h"
+#include "base/outfile.h"  // html_escape
 
 // Where a matrix is drawn within its step.
 enum { HTML_SHARED = 0, HTML_MAIN = 1, HTML_ALT = 2 };
@@ -113,8 +114,6 @@ void html_write_head_css(FILE *f, const char *title, const char *command, const 
 // The closing </body></html>, with the script when `script` (step pages: it expects their
 // controls) is set; a page of other content passes 0.
 void html_write_tail(FILE *f, int script);
-// Text with & < > " ' escaped.
-void html_escape(FILE *f, const char *text);
 // Text escaped, with `backquoted` parts set as <code>.
 void html_text(FILE *f, const char *text);
 // A matrix of zeros that belongs to no step (set it up with the html_mat_* functions, write it
