@@ -262,7 +262,10 @@ void run_probe(Run *r, const int *px, const int *py, long step, int log) {
     GPT *m = &r->model;
     int L = m->dims.n_layer, NH = m->dims.n_head;
     HeadStats *hs = xcalloc((size_t)L * NH, sizeof(HeadStats), "attention probe");
+    // on the threads the steps run on now (the probe's numbers do not depend on their number)
+    thread_set_max(pace_threads(&r->pace));
     attention_probe(m, px, py, c->batch_size, c->block_size, hs, &r->probe);
+    thread_set_max(r->pace.max);
     r->have_probe = 1;
     if (r->probe_P) {  // the first sequence's: the first NH*T*T weights of each layer's att
                        // (B,NH,T,T)
@@ -518,9 +521,13 @@ int run_finish(Run *r, const Dataset *ds, Batches *b, const Vocab *vocab, double
                FinalLosses *f) {
     stop_test_point("final-eval");
     f->train_loss = NAN;
-    if (r->cfg.eval_steps > 0 && !estimate_loss(r, ds, 0, b->ex, b->ey, &f->train_loss)) return 0;
-    if (!full_val_loss(r, ds, b->ex, b->ey, &f->val_loss)) return 0;
-    if (!gen_loss(r, ds, &f->gen_loss, &f->gen_loss_tf, &f->gen_windows)) return 0;
+    // on the threads the steps ran on last, as every evaluation
+    thread_set_max(pace_threads(&r->pace));
+    int done = (r->cfg.eval_steps <= 0 || estimate_loss(r, ds, 0, b->ex, b->ey, &f->train_loss)) &&
+               full_val_loss(r, ds, b->ex, b->ey, &f->val_loss) &&
+               gen_loss(r, ds, &f->gen_loss, &f->gen_loss_tf, &f->gen_windows);
+    thread_set_max(r->pace.max);
+    if (!done) return 0;
     if (isfinite(f->val_loss) && f->val_loss < r->st.best_val_loss) {
         r->st.best_val_loss = f->val_loss;
         run_save(r, vocab, "best.bin");

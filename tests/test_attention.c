@@ -1155,6 +1155,48 @@ static void test_probe_statistics_come_from_the_definition(void) {
     gpt_free(&b);
 }
 
+// The probe's numbers do not depend on the thread count (training runs it on the threads its
+// steps run on now, which the machine's load chooses): the same statistics, bit for bit, and the
+// same attention weights on one thread and on two.
+static void test_probe_same_bits_for_any_thread_count(void) {
+    if (thread_max() < 2)
+        SKIP("needs 2 OpenMP threads (this build or OMP_NUM_THREADS has %d)", thread_max());
+    enum { B = 4, T = 32, C = 64, NH = 4, L = 2, V = 11 };
+    ModelDims d = {V, T, L, NH, C, QK_NORM_NONE};
+    GPT m;
+    gpt_build(&m, &d, attention_causal((real)0.125), B, T);
+    Rng rng;
+    rng_seed(&rng, 8);
+    gpt_init(&m, INIT_FAN_IN, &rng);
+    int x[B * T], y[B * T];
+    for (int i = 0; i < B * T; i++) {
+        x[i] = (i * 7 + i / 5) % V;
+        y[i] = (i * 5 + 1) % V;
+    }
+    size_t nP = (size_t)B * NH * T * T;
+    HeadStats h[2][L * NH], mean[2];
+    real *P[2];
+    int threads_before = thread_max();
+    for (int run = 0; run < 2; run++) {
+        thread_set_max(run ? 2 : 1);
+        attention_probe(&m, x, y, B, T, h[run], &mean[run]);
+        P[run] = malloc(L * nP * sizeof(real));
+        for (int l = 0; l < L; l++)
+            memcpy(P[run] + l * nP, m.acts.layers[l].att, nP * sizeof(real));
+    }
+    thread_set_max(threads_before);
+    CHECK_MSG(memcmp(h[0], h[1], sizeof h[0]) == 0 &&
+                  memcmp(&mean[0], &mean[1], sizeof mean[0]) == 0,
+              "statistics differ between one and two threads (entropy %.9g and %.9g)",
+              mean[0].entropy, mean[1].entropy);
+    CHECK_MSG(memcmp(P[0], P[1], L * nP * sizeof(real)) == 0,
+              "attention weights differ between one and two threads");
+    CHECK(mean[0].entropy > 0 && mean[0].gnorm_wq > 0);
+    free(P[0]);
+    free(P[1]);
+    gpt_free(&m);
+}
+
 const TestCase tests_attention[] = {
     {"gradcheck_attention_definition", gradcheck_attention_definition},
     {"gradcheck_attention_engine", gradcheck_attention_engine},
@@ -1176,5 +1218,6 @@ const TestCase tests_attention[] = {
     {"attention_window_definition", test_attention_window_definition},
     {"attention_window_runs_the_engine", test_attention_window_runs_the_engine},
     {"probe_statistics_come_from_the_definition", test_probe_statistics_come_from_the_definition},
+    {"probe_same_bits_for_any_thread_count", test_probe_same_bits_for_any_thread_count},
     {NULL, NULL},
 };
