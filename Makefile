@@ -82,10 +82,10 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 
 # The library every program links: the ground (base/), the kernels, the lesson's definition and
 # model (the top level), and the run's files that the programs share.
-BASE := base/common.c base/outfile.c base/signals.c base/dist.c base/rng.c base/data.c base/config_keys.c base/config.c
+BASE := base/common.c base/outfile.c base/signals.c base/dist.c base/rng.c base/data.c base/config_keys.c base/config.c base/config_text.c
 KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c kernels/model_engine.c kernels/model_layout.c
 LESSON := attention.c attention_stats.c model.c
-CORE := $(BASE) $(KERNELS) $(LESSON) run/optimizer.c run/checkpoint.c run/safetensors.c run/generate.c run/decode.c run/probe.c run/induction.c run/workers.c run/flops.c report/attention_map.c teach/lab_core.c
+CORE := $(BASE) $(KERNELS) $(LESSON) run/optimizer.c run/checkpoint.c run/safetensors.c run/safetensors_export.c run/safetensors_names.c run/generate.c run/decode.c run/probe.c run/induction.c run/workers.c run/flops.c report/attention_map.c teach/lab_core.c
 # every header of the tree, for the rules that are not compiled through the dependency files
 CORE_H := $(wildcard *.h */*.h)
 # Objects of each compiler/flag combination live apart; build/.config names the combination the
@@ -230,7 +230,7 @@ test-browser: lab train sample tests/browser_test build/webnative/web_native
 # The attention playground (web/playground.html): the trainer's sources (with the config and the
 # checkpoints) and web/ (the entry points, the JSON parser, the WASI shim) compiled to one wasm32 module, embedded in one page with its script (tools/build-web.sh installs clang's
 # wasm32 target, lld and wasi-libc when they are missing). The native build does not need them.
-WEB_SRC := base/common.c base/rng.c base/data.c base/config.c base/config_keys.c base/outfile.c $(KERNELS) attention.c \
+WEB_SRC := base/common.c base/rng.c base/data.c base/config.c base/config_text.c base/config_keys.c base/outfile.c $(KERNELS) attention.c \
 	attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c run/induction.c base/json_own.c web/wasi_shim.c web/web_main.c
 # the same natively: the system's cJSON and files in build/webnative/ for the page's memory file system
 WEB_NATIVE_SRC := $(filter-out base/json_own.c web/wasi_shim.c,$(WEB_SRC))

@@ -1,8 +1,9 @@
-// base/config.c: defaults, strict JSON loading, overrides, validation and the reference, all read
-// from the key table (base/config_keys.c): adding a key is adding a row there.
+// base/config.c: defaults, strict JSON loading, overrides and validation, all read from the key
+// table (base/config_keys.c): adding a key is adding a row there.
 #include "base/config.h"
 #include "base/common.h"
-#include "base/config_keys.h"  // the key table: KeySpec, CONFIG_KEYS, config_find_key
+#include "base/config_format.h"  // RANGE_CHARS; the helpers base/config_text.c uses
+#include "base/config_keys.h"    // the key table: KeySpec, CONFIG_KEYS, config_find_key
 #include "base/data.h"
 
 #include "base/json.h"  // cJSON, or base/json_own.c where there is none
@@ -18,7 +19,6 @@
 #define MAX_CONFIG_BYTES                                                                           \
     (16u * 1024u * 1024u)  // a config is a few hundred bytes; refuse to slurp a huge file
 #define MAX_KEY_CHARS 256  // longer JSON keys cannot be ours; cut in messages
-#define RANGE_CHARS   128  // "sqrt, none or (lo, hi]" with two %.17g numbers fits
 
 static int *int_field(Config *c, const KeySpec *k) {
     return (int *)(void *)((char *)c + k->offset);
@@ -27,9 +27,7 @@ static double *num_field(Config *c, const KeySpec *k) {
     return (double *)(void *)((char *)c + k->offset);
 }
 static char *str_field(Config *c, const KeySpec *k) { return (char *)c + k->offset; }
-static const char *cstr_field(const Config *c, const KeySpec *k) {
-    return (const char *)c + k->offset;
-}
+const char *cstr_field(const Config *c, const KeySpec *k) { return (const char *)c + k->offset; }
 
 // ----------------------------------------------------------------------------
 // small formatting helpers
@@ -83,7 +81,7 @@ static const char *printable(const char *s, char *buf, size_t n) {
 // Shortest decimal text that reads back as exactly v (integral values without an exponent), so
 // the resolved JSON round-trips bit for bit and messages show "0.1" rather than
 // "0.10000000000000001".
-static void fmt_double(char *buf, size_t n, double v) {
+void fmt_double(char *buf, size_t n, double v) {
     if (isfinite(v) && v == floor(v) && fabs(v) < 1e15) {
         snprintf(buf, n, "%.0f", v);
         return;
@@ -113,7 +111,7 @@ static void fmt_interval(const KeySpec *k, char *buf, size_t n) {
 }
 
 // "1..64" for ints, "(0, 1)" for numbers, "length 1..1023" for strings, "gpt2, fan_in" for enums.
-static void fmt_range(const KeySpec *k, char *buf, size_t n) {
+void fmt_range(const KeySpec *k, char *buf, size_t n) {
     char iv[80];  // an interval is at most 67 bytes
     switch (k->type) {
     case T_INT:
@@ -139,20 +137,6 @@ static void fmt_range(const KeySpec *k, char *buf, size_t n) {
     }
 }
 
-static const char *type_name(KeyType t) {
-    switch (t) {
-    case T_INT:
-        return "int";
-    case T_NUM:
-        return "number";
-    case T_STR:
-        return "string";
-    case T_SCALE:
-        return "scale";
-    }
-    return "?";
-}
-
 // ----------------------------------------------------------------------------
 // "did you mean": case-insensitive Levenshtein distance to every key and section name
 
@@ -165,7 +149,7 @@ static int ascii_casecmp(const char *a, const char *b) {
     return lower((unsigned char)*a) - lower((unsigned char)*b);
 }
 
-static const char *leaf(const char *key) {
+const char *leaf(const char *key) {
     const char *dot = strrchr(key, '.');
     return dot ? dot + 1 : key;
 }
@@ -331,7 +315,7 @@ static int set_from_json(Config *c, const KeySpec *k, const cJSON *v, const ErrC
 // Strict text -> number for overrides: plain decimal only (strtod alone would take "0x10",
 // "inf", " 5"), and the whole text must be consumed (base/common.c). Overflow gives +-HUGE_VAL or a
 // saturated integer, which check_number then rejects with the text as written.
-static int parse_decimal(const char *s, double *out) { return parse_decimal_text(s, out); }
+int parse_decimal(const char *s, double *out) { return parse_decimal_text(s, out); }
 
 static int parse_integer(const char *s, double *out) {
     long long v;
@@ -724,199 +708,6 @@ int config_finalize(Config *cfg, char *err, size_t errlen) {
                  cfg->name);  // always fits: 4 + 127 < 1024
     return 1;
 }
-
-// ----------------------------------------------------------------------------
-// resolved config as JSON, and the key reference
-
-typedef struct {
-    char *p;
-    size_t len, cap;
-} StrBuf;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
-sb_printf(StrBuf *b, const char *fmt, ...) {
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) die(EXIT_RUNTIME, "formatting the resolved config failed");
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap * 2 + (size_t)n;
-        char *grown = realloc(b->p, cap);
-        if (!grown)
-            die(EXIT_RUNTIME, "out of memory allocating %zu bytes for the resolved config", cap);
-        b->p = grown;
-        b->cap = cap;
-    }
-}
-
-// A JSON string literal; bytes >= 0x80 pass through (the text is taken to be UTF-8).
-static void sb_json_string(StrBuf *b, const char *s) {
-    sb_printf(b, "\"");
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        switch (ch) {
-        case '"':
-            sb_printf(b, "\\\"");
-            break;
-        case '\\':
-            sb_printf(b, "\\\\");
-            break;
-        case '\n':
-            sb_printf(b, "\\n");
-            break;
-        case '\r':
-            sb_printf(b, "\\r");
-            break;
-        case '\t':
-            sb_printf(b, "\\t");
-            break;
-        case '\b':
-            sb_printf(b, "\\b");
-            break;
-        case '\f':
-            sb_printf(b, "\\f");
-            break;
-        default:
-            if (ch < 0x20)
-                sb_printf(b, "\\u%04x", ch);
-            else
-                sb_printf(b, "%c", ch);
-        }
-    }
-    sb_printf(b, "\"");
-}
-
-// The value of key k as JSON text.
-static void sb_value(StrBuf *b, const Config *cfg, const KeySpec *k) {
-    char num[64];
-    switch (k->type) {
-    case T_INT:
-        sb_printf(b, "%d", *(const int *)(const void *)((const char *)cfg + k->offset));
-        break;
-    case T_NUM:
-        fmt_double(num, sizeof(num),
-                   *(const double *)(const void *)((const char *)cfg + k->offset));
-        sb_printf(b, "%s", num);
-        break;
-    case T_STR:
-        sb_json_string(b, cstr_field(cfg, k));
-        break;
-    case T_SCALE: {
-        // A number is written as a JSON number (canonical form, whatever text it came from).
-        double v;
-        if (parse_decimal(cfg->attn_scale_str, &v) && isfinite(v)) {
-            fmt_double(num, sizeof(num), v);
-            sb_printf(b, "%s", num);
-        } else {
-            sb_json_string(b, cfg->attn_scale_str);
-        }
-        break;
-    }
-    }
-}
-
-// Whether key k holds its default value.
-static int at_default(const Config *cfg, const KeySpec *k) {
-    const void *f = (const char *)cfg + k->offset;
-    switch (k->type) {
-    case T_INT:
-        return *(const int *)f == (int)k->def;
-    case T_NUM:
-        return *(const double *)f == k->def;
-    default:
-        return strcmp(cstr_field(cfg, k), k->def_str) == 0;
-    }
-}
-
-char *config_to_json(const Config *cfg) {
-    StrBuf b = {xmalloc(4096, "resolved config"), 0, 4096};
-    const char *open_section = NULL;  // section whose object is open
-    size_t open_len = 0;
-    sb_printf(&b, "{");
-    for (int i = 0; i < CONFIG_N_KEYS; i++) {
-        const KeySpec *k = &CONFIG_KEYS[i];
-        if (k->omit_default && at_default(cfg, k)) continue;
-        size_t sl = config_section_len(k->key);
-        int first_member = 0;
-        if (!open_section || sl != open_len || strncmp(k->key, open_section, sl) != 0) {
-            if (open_section && open_len > 0) sb_printf(&b, "\n  }");
-            if (i > 0) sb_printf(&b, ",");
-            if (sl > 0) sb_printf(&b, "\n  \"%.*s\": {", (int)sl, k->key);
-            open_section = k->key;
-            open_len = sl;
-            first_member = 1;
-        }
-        if (!first_member) sb_printf(&b, ",");
-        sb_printf(&b, sl > 0 ? "\n    \"%s\": " : "\n  \"%s\": ", leaf(k->key));
-        sb_value(&b, cfg, k);
-    }
-    if (open_section && open_len > 0) sb_printf(&b, "\n  }");
-    sb_printf(&b, "\n}\n");
-    return b.p;
-}
-
-// Markdown cells must not contain a bare '|'.
-static void md_cell(FILE *f, const char *s) {
-    for (; *s; s++) {
-        if (*s == '|')
-            fputs("\\|", f);
-        else
-            fputc(*s, f);
-    }
-}
-
-void config_print_reference(FILE *f, int markdown) {
-    char defaults[CONFIG_MAX_KEYS][64], ranges[CONFIG_MAX_KEYS][RANGE_CHARS];
-    int wk = 3, wt = 4, wd = 7, wr = 5;  // widths of "key", "type", "default", "range"
-    for (int i = 0; i < CONFIG_N_KEYS; i++) {
-        const KeySpec *k = &CONFIG_KEYS[i];
-        if (k->type == T_INT || k->type == T_NUM) {
-            fmt_double(defaults[i], sizeof(defaults[i]), k->def);
-        } else {  // strings shown as JSON literals, so "" and "\n" are visible
-            StrBuf b = {xmalloc(64, "reference"), 0, 64};
-            sb_json_string(&b, k->def_str);
-            snprintf(defaults[i], sizeof(defaults[i]), "%s", b.p);
-            free(b.p);
-        }
-        fmt_range(k, ranges[i], sizeof(ranges[i]));
-        int n;
-        if ((n = (int)strlen(k->key)) > wk) wk = n;
-        if ((n = (int)strlen(type_name(k->type))) > wt) wt = n;
-        if ((n = (int)strlen(defaults[i])) > wd) wd = n;
-        if ((n = (int)strlen(ranges[i])) > wr) wr = n;
-    }
-    if (markdown) {
-        fprintf(f, "| key | type | default | range | meaning |\n");
-        fprintf(f, "|-----|------|---------|-------|---------|\n");
-        for (int i = 0; i < CONFIG_N_KEYS; i++) {
-            fprintf(f, "| `%s` | %s | `", CONFIG_KEYS[i].key, type_name(CONFIG_KEYS[i].type));
-            md_cell(f, defaults[i]);
-            fputs("` | ", f);
-            md_cell(f, ranges[i]);
-            fputs(" | ", f);
-            md_cell(f, CONFIG_KEYS[i].help);
-            fputs(" |\n", f);
-        }
-        return;
-    }
-    fprintf(f, "Config keys (JSON: {\"name\": ..., \"model\": {\"n_layer\": ...}, ...}; override: "
-               "--model.n_layer=8):\n");
-    fprintf(f, "  %-*s  %-*s  %-*s  %-*s  %s\n", wk, "key", wt, "type", wd, "default", wr, "range",
-            "meaning");
-    for (int i = 0; i < CONFIG_N_KEYS; i++)
-        fprintf(f, "  %-*s  %-*s  %-*s  %-*s  %s\n", wk, CONFIG_KEYS[i].key, wt,
-                type_name(CONFIG_KEYS[i].type), wd, defaults[i], wr, ranges[i],
-                CONFIG_KEYS[i].help);
-}
-
 int config_names_value(const char *key, const char *value) {
     int row = config_find_key(key);
     if (row < 0) return 0;

@@ -1,5 +1,6 @@
 // base/config_keys.h: the configuration's key table (base/config_keys.c), which loading,
-// overrides, validation, the resolved JSON and the reference read (base/config.c).
+// overrides and validation (base/config.c), the resolved JSON and the reference
+// (base/config_text.c) read.
 #ifndef CONFIG_KEYS_H
 #define CONFIG_KEYS_H
 

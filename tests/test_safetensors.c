@@ -1,7 +1,8 @@
-// tests/test_safetensors.c: the safetensors export and import (run/safetensors.c): a model that
-// travels out and back computes bit-identical logits and samples; nanoGPT's layout (names,
-// transposes, the stacked c_attn, the tied head, LayerNorm biases only when not zero); every
-// malformed or foreign file refused with one line naming what is wrong; the programs' options.
+// tests/test_safetensors.c: the safetensors export and import (run/safetensors_export.c,
+// run/safetensors.c): a model that travels out and back computes bit-identical logits and samples;
+// nanoGPT's layout (names, transposes, the stacked c_attn, the tied head, LayerNorm biases only
+// when not zero); every malformed or foreign file refused with one line naming what is wrong; the
+// programs' options.
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <stdarg.h>
