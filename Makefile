@@ -104,8 +104,8 @@ PAGES_OBJ := $(PAGES:%.c=$(OBJDIR)/%.o)
 LAB_CMDS := teach/lab_args.c teach/lab_lessons.c teach/lab_gradcheck.c
 LAB_CMDS_OBJ := $(LAB_CMDS:%.c=$(OBJDIR)/%.o)
 LAB_CMDS64_OBJ := $(LAB_CMDS:%.c=$(OBJDIR)/f64/%.o)
-# ./sample --explain: the measures and their page
-EXPLAIN := teach/explain.c teach/explain_page.c
+# ./sample --explain: the measures, their table and JSON, the controlled experiment and the page
+EXPLAIN := teach/explain.c teach/explain_report.c teach/explain_experiment.c teach/explain_page.c
 EXPLAIN_OBJ := $(EXPLAIN:%.c=$(OBJDIR)/%.o)
 EXPLAIN64_OBJ := $(EXPLAIN:%.c=$(OBJDIR)/f64/%.o)
 PAGES64_OBJ := $(PAGES:%.c=$(OBJDIR)/f64/%.o)
