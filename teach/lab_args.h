@@ -11,8 +11,8 @@
 // The integer value of option opt: digits only ("0x10", " 5", "2.7" and "" are refused), in
 // [lo, hi]; exit 2 naming opt otherwise.
 long long parse_int(const char *opt, const char *v, long long lo, long long hi);
-// The value of --NAME at argv[*i] (as --NAME VALUE or --NAME=VALUE; *i moves past it), or NULL
-// when argv[*i] is not that option; exit 2 when it is given a second time.
+// The value of --NAME when argv[*i] is that option (--NAME=VALUE, or --NAME VALUE with *i then
+// on the value), else NULL; exit 2 when the value is missing or the option is given twice.
 const char *lab_option(int argc, char **argv, int *i, const char *name);
 // Whether a is the switch NAME; exit 2 when it is given a second time.
 int lab_switch(const char *a, const char *name);
