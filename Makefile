@@ -99,8 +99,13 @@ CORE64_OBJ := $(CORE:%.c=$(OBJDIR)/f64/%.o)
 # the lab's step-through pages (./lab examples --html FILE) and the HTML writer they use
 PAGES := report/html.c teach/lab_pages.c teach/mistakes_page.c teach/online_page.c
 PAGES_OBJ := $(PAGES:%.c=$(OBJDIR)/%.o)
-# ./sample --explain: the measures and their page
-EXPLAIN := teach/explain.c teach/explain_page.c
+# ./lab's commands (lab.c is their table): the option helpers they share, the lesson's commands
+# and the gradient check
+LAB_CMDS := teach/lab_args.c teach/lab_lessons.c teach/lab_gradcheck.c
+LAB_CMDS_OBJ := $(LAB_CMDS:%.c=$(OBJDIR)/%.o)
+LAB_CMDS64_OBJ := $(LAB_CMDS:%.c=$(OBJDIR)/f64/%.o)
+# ./sample --explain: the measures, their table and JSON, the controlled experiment and the page
+EXPLAIN := teach/explain.c teach/explain_report.c teach/explain_experiment.c teach/explain_page.c
 EXPLAIN_OBJ := $(EXPLAIN:%.c=$(OBJDIR)/%.o)
 EXPLAIN64_OBJ := $(EXPLAIN:%.c=$(OBJDIR)/f64/%.o)
 PAGES64_OBJ := $(PAGES:%.c=$(OBJDIR)/f64/%.o)
@@ -178,11 +183,11 @@ SAMPLE_TEST_OBJ := $(OBJDIR)/hooks/sample.o $(OBJDIR)/hooks/base/outfile.o $(EXP
 build/sample-test: $(SAMPLE_TEST_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
-lab: $(OBJDIR)/lab.o $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
+lab: $(OBJDIR)/lab.o $(LAB_CMDS_OBJ) $(PAGES_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 # the lab and the gradient checks in double precision, from the very same sources
-lab64: $(OBJDIR)/f64/lab.o $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
+lab64: $(OBJDIR)/f64/lab.o $(LAB_CMDS64_OBJ) $(PAGES64_OBJ) $(CORE64_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE $(filter %.o,$^) -o $@ $(LDLIBS)
 
 tools/gencorpus: tools/gencorpus.c base/repeat_line.h

@@ -32,6 +32,7 @@
 #include "model.h"
 
 #define EXPLAIN_NAME           40   // room for a measure's name, e.g. "knock_l3h7"
+#define MAX_NAMES              160  // room for the names of one model's measures or its effects
 #define EXPLAIN_MISATTRIBUTION 0.1  // a top-attended position with |effect| < 10% of the largest
 
 // The measures of one sequence. Matrices (n, n) are indexed [t*n + j] and hold 0 for j > t.
@@ -78,6 +79,8 @@ typedef struct {
 void agreement_add(Agreement *g, const double *a, const double *e, int n_keys);
 // to += from, field by field (the sums of one row's agreement added to several tables)
 void agreement_merge(Agreement *to, const Agreement *from);
+// a / b, or NaN when b is 0: a sum over rows divided by their count, undefined over no rows
+double ratio(double a, double b);
 // Kendall's tau-b of x and y (n entries); NaN when either is constant.
 double kendall_tau_b(const double *x, const double *y, int n);
 // argmax_j |x_j| (abs) or argmax_j x_j, the first of equals.
@@ -103,15 +106,16 @@ int explain_learned(const Explain *e, double *mean_p);
 // under 0.5)", or "" when the model has learned the prompt. buf holds at least 160 bytes.
 void explain_learned_line(const Explain *e, char *buf, size_t len);
 
-// The terminal table: each row's prediction, its most attended and most effective positions,
-// then the agreement of every attention measure with every effect and of the effects with each
-// other (the ceiling).
+// The report (teach/explain_report.c). The terminal table: each row's prediction, its most attended
+// and most effective positions, then the agreement of every attention measure with every effect and
+// of the effects with each other (the ceiling).
 void explain_print(FILE *f, const Explain *e, const Vocab *v);
 // The same numbers, all of them, as one JSON object (schema in docs/EXPLAIN.md,
 // its --json section); prompt_text and checkpoint are strings recorded in it.
 void explain_json(FILE *f, const Explain *e, const Vocab *v, const char *checkpoint);
 
-// ---- the controlled experiment: held-out lines whose source is known (data/README.md) ----
+// ---- the controlled experiment (teach/explain_experiment.c): held-out lines whose source is
+// known (data/README.md) ----
 enum { KIND_COPY, KIND_REV, KIND_FIND, KIND_KV, KIND_BRACKETS, KIND_COUNT };
 extern const char *const EXPLAIN_KIND_NAMES[KIND_COUNT];
 // The kind of a corpus line (without its newline) and, for each character i of it, the position
