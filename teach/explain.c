@@ -369,4 +369,4 @@ void agreement_merge(Agreement *to, const Agreement *from) {
     to->mis_rows += from->mis_rows;
 }
 
-double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
+double explain_ratio(double a, double b) { return b > 0 ? a / b : NAN; }

@@ -32,7 +32,7 @@
 #include "model.h"
 
 #define EXPLAIN_NAME           40   // room for a measure's name, e.g. "knock_l3h7"
-#define MAX_NAMES              160  // room for the names of one model's measures or its effects
+#define EXPLAIN_MAX_NAMES      160  // room for the names of one model's measures or its effects
 #define EXPLAIN_MISATTRIBUTION 0.1  // a top-attended position with |effect| < 10% of the largest
 
 // The measures of one sequence. Matrices (n, n) are indexed [t*n + j] and hold 0 for j > t.
@@ -80,7 +80,7 @@ void agreement_add(Agreement *g, const double *a, const double *e, int n_keys);
 // to += from, field by field (the sums of one row's agreement added to several tables)
 void agreement_merge(Agreement *to, const Agreement *from);
 // a / b, or NaN when b is 0: a sum over rows divided by their count, undefined over no rows
-double ratio(double a, double b);
+double explain_ratio(double a, double b);
 // Kendall's tau-b of x and y (n entries); NaN when either is constant.
 double kendall_tau_b(const double *x, const double *y, int n);
 // argmax_j |x_j| (abs) or argmax_j x_j, the first of equals.

@@ -108,9 +108,9 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
         return 0;
     }
     int L = m->dims.n_layer, NH = m->dims.n_head, Tmax = m->dims.block_size;
-    char an[MAX_NAMES][EXPLAIN_NAME], en[MAX_NAMES][EXPLAIN_NAME];
-    int na = explain_attention_names(L, NH, 0, an, MAX_NAMES);
-    int ne = explain_effect_names(L, NH, 0, en, MAX_NAMES);
+    char an[EXPLAIN_MAX_NAMES][EXPLAIN_NAME], en[EXPLAIN_MAX_NAMES][EXPLAIN_NAME];
+    int na = explain_attention_names(L, NH, 0, an, EXPLAIN_MAX_NAMES);
+    int ne = explain_effect_names(L, NH, 0, en, EXPLAIN_MAX_NAMES);
     // rows: the attention measures (the uniform baseline's among them), then each effect's
     // |effect| as a measure (the ceiling); columns: the effects, then the true source (1 there, 0
     // elsewhere)
@@ -245,7 +245,7 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
     for (int k = 0; k <= KIND_COUNT; k++) {
         const char *kn = k < KIND_COUNT ? EXPLAIN_KIND_NAMES[k] : "all";
         fprintf(f, "%s predictions: %ld\n%s accuracy: %.4f\n", kn, ks[k].predictions, kn,
-                ratio((double)ks[k].correct, (double)ks[k].predictions));
+                explain_ratio((double)ks[k].correct, (double)ks[k].predictions));
     }
     // one figure a line, "KIND STAT MEASURE EFFECT: value" (a doc can name each one)
     fprintf(f,
@@ -257,7 +257,8 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
         for (int a = 0; a < nrow; a++) {
             fprintf(f, "%s top %s:", kn, a < na ? an[a] : en[a - na]);
             for (int q = 0; q < 4; q++)
-                fprintf(f, " %.4f", ratio(ks[k].where[a * 4 + q], (double)ks[k].predictions));
+                fprintf(f, " %.4f",
+                        explain_ratio(ks[k].where[a * 4 + q], (double)ks[k].predictions));
             fputc('\n', f);
         }
     }
@@ -273,9 +274,9 @@ int explain_experiment(FILE *f, GPT *m, const Vocab *v, const char *path, int pe
                 for (int b = 0; b < ncol; b++) {
                     if (a >= na && a - na == b) continue;  // an effect against itself
                     const Agreement *g = &ks[k].g[a * ncol + b];
-                    double val = st == 0   ? ratio(g->top1, g->rows)
-                                 : st == 1 ? ratio(g->tau_sum, g->tau_rows)
-                                           : ratio(g->mis, g->mis_rows);
+                    double val = st == 0   ? explain_ratio(g->top1, g->rows)
+                                 : st == 1 ? explain_ratio(g->tau_sum, g->tau_rows)
+                                           : explain_ratio(g->mis, g->mis_rows);
                     fprintf(f, "%s %s %s %s: ", kn, stat_names[st], a < na ? an[a] : en[a - na],
                             b < ne ? en[b] : "truth");
                     if (val == val)

@@ -124,9 +124,9 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
         fputc('\n', f);
     }
 
-    char an[MAX_NAMES][EXPLAIN_NAME], en[MAX_NAMES][EXPLAIN_NAME];
-    int na = explain_attention_names(L, e->NH, 0, an, MAX_NAMES);
-    int ne = explain_effect_names(L, e->NH, 0, en, MAX_NAMES);
+    char an[EXPLAIN_MAX_NAMES][EXPLAIN_NAME], en[EXPLAIN_MAX_NAMES][EXPLAIN_NAME];
+    int na = explain_attention_names(L, e->NH, 0, an, EXPLAIN_MAX_NAMES);
+    int ne = explain_effect_names(L, e->NH, 0, en, EXPLAIN_MAX_NAMES);
     Agreement *g = xcalloc((size_t)na * ne, sizeof(Agreement), "agreement");
     Agreement *c = xcalloc((size_t)ne * ne, sizeof(Agreement), "agreement");
     double *abs_a = xmalloc((size_t)n * sizeof(double), "agreement");
@@ -161,14 +161,14 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
         for (int b = 0; b < ne; b++) {
             const Agreement *x = &g[a * ne + b];
             char cell[40];
-            double tau = ratio(x->tau_sum, x->tau_rows);
+            double tau = explain_ratio(x->tau_sum, x->tau_rows);
             char tc[16];
             if (tau == tau)
                 snprintf(tc, sizeof tc, "%+.2f", tau);
             else
                 snprintf(tc, sizeof tc, "n/a");
-            snprintf(cell, sizeof cell, "%.2f/%s/%.2f", ratio(x->top1, x->rows), tc,
-                     ratio(x->mis, x->mis_rows));
+            snprintf(cell, sizeof cell, "%.2f/%s/%.2f", explain_ratio(x->top1, x->rows), tc,
+                     explain_ratio(x->mis, x->mis_rows));
             fprintf(f, " %-17s", cell);
         }
         fputc('\n', f);
@@ -183,8 +183,8 @@ void explain_print(FILE *f, const Explain *e, const Vocab *v) {
         for (int b = 0; b < ne; b++) {
             const Agreement *x = &c[a * ne + b];
             char cell[40];
-            snprintf(cell, sizeof cell, "%.2f/%+.2f", ratio(x->top1, x->rows),
-                     ratio(x->tau_sum, x->tau_rows));
+            snprintf(cell, sizeof cell, "%.2f/%+.2f", explain_ratio(x->top1, x->rows),
+                     explain_ratio(x->tau_sum, x->tau_rows));
             fprintf(f, " %-12s", a == b ? "-" : cell);
         }
         fputc('\n', f);
@@ -313,10 +313,10 @@ void explain_json(FILE *f, const Explain *e, const Vocab *v, const char *checkpo
         fprintf(f, "}}");
     }
     fprintf(f, "],\n\"agreement\":[");
-    char an[MAX_NAMES][EXPLAIN_NAME], en[MAX_NAMES][EXPLAIN_NAME];
+    char an[EXPLAIN_MAX_NAMES][EXPLAIN_NAME], en[EXPLAIN_MAX_NAMES][EXPLAIN_NAME];
     int per_head = e->knock_head != NULL;
-    int na = explain_attention_names(L, NH, per_head, an, MAX_NAMES);
-    int ne = explain_effect_names(L, NH, per_head, en, MAX_NAMES);
+    int na = explain_attention_names(L, NH, per_head, an, EXPLAIN_MAX_NAMES);
+    int ne = explain_effect_names(L, NH, per_head, en, EXPLAIN_MAX_NAMES);
     int first = 1;
     for (int a = 0; a < na + ne; a++)
         for (int b = 0; b < ne; b++) {
@@ -343,11 +343,11 @@ void explain_json(FILE *f, const Explain *e, const Vocab *v, const char *checkpo
                 "%s\n{\"measure\":\"%s\",\"kind\":\"%s\",\"effect\":\"%s\",\"rows\":%g,\"top1\":",
                 first ? "" : ",", name, a < na ? "attention" : "effect", en[b], g.rows);
             first = 0;
-            jnum(f, ratio(g.top1, g.rows));
+            jnum(f, explain_ratio(g.top1, g.rows));
             fprintf(f, ",\"tau\":");
-            jnum(f, ratio(g.tau_sum, g.tau_rows));
+            jnum(f, explain_ratio(g.tau_sum, g.tau_rows));
             fprintf(f, ",\"tau_rows\":%g,\"misattribution\":", g.tau_rows);
-            jnum(f, ratio(g.mis, g.mis_rows));
+            jnum(f, explain_ratio(g.mis, g.mis_rows));
             fprintf(f, "}");
         }
     fprintf(f, "]}\n");
