@@ -83,7 +83,7 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 # The library every program links: the ground (base/), the kernels, the lesson's definition and
 # model (the top level), and the run's files that the programs share.
 BASE := base/common.c base/outfile.c base/signals.c base/dist.c base/rng.c base/data.c base/config_keys.c base/config.c
-KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c kernels/model_engine.c kernels/model_layout.c
+KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c kernels/qk_norm_engine.c kernels/model_engine.c kernels/model_layout.c
 LESSON := attention.c attention_stats.c model.c
 CORE := $(BASE) $(KERNELS) $(LESSON) run/optimizer.c run/checkpoint.c run/safetensors.c run/generate.c run/decode.c run/probe.c run/induction.c run/workers.c run/flops.c report/attention_map.c teach/lab_core.c
 # every header of the tree, for the rules that are not compiled through the dependency files
