@@ -1,6 +1,6 @@
 // run/setup.h: ./train's set-up before any run is built (run/setup.c): the configuration, the
-// checks before training, the threads and the data. Each refuses what it cannot use with a message
-// and exit 2 (a usage error) or 1.
+// checks before training, the threads and the data. What they cannot use is refused with a
+// message and exit 2 (a usage error) or 1.
 #ifndef RUN_SETUP_H
 #define RUN_SETUP_H
 
@@ -28,7 +28,8 @@ void take_model_from(Config *cfg, const Args *a, const Checkpoint *init);
 // parse to the same one.
 void check_variants(const Config *cfg, const Comparison *cmp);
 
-// The OpenMP threads: model.threads when set, else the cores shared between the ranks of a machine.
+// The OpenMP threads: train.threads when above 0; else, when ranks share this machine and
+// OMP_NUM_THREADS is unset, its cores divided between them.
 void set_threads(const Config *cfg);
 
 // The errors every rank of a data-parallel run sees alike (the batch does not divide over the
