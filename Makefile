@@ -83,7 +83,7 @@ LDLIBS = $(CJSON_LIBS) $(OMP_LIBS) -lm
 # The library every program links: the ground (base/), the kernels, the lesson's definition and
 # model (the top level), and the run's files that the programs share.
 BASE := base/common.c base/outfile.c base/signals.c base/dist.c base/rng.c base/data.c base/config_keys.c base/config.c base/config_text.c
-KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c kernels/model_engine.c kernels/model_layout.c
+KERNELS := kernels/matmul.c kernels/peak.c kernels/attention_engine.c kernels/qk_norm_engine.c kernels/model_engine.c kernels/model_layout.c
 LESSON := attention.c attention_stats.c model.c
 CORE := $(BASE) $(KERNELS) $(LESSON) run/optimizer.c run/checkpoint.c run/safetensors.c run/safetensors_export.c run/safetensors_names.c run/generate.c run/decode.c run/probe.c run/induction.c run/workers.c run/flops.c report/attention_map.c teach/lab_core.c
 # every header of the tree, for the rules that are not compiled through the dependency files
@@ -145,10 +145,12 @@ REPORT := report/report.c report/compare_log.c report/writer.c report/html_markd
 REPORT_OBJ := $(REPORT:%.c=$(OBJDIR)/%.o)
 REPORT64_OBJ := $(REPORT:%.c=$(OBJDIR)/f64/%.o)
 
-# ./train: train.c (the modes) over run/args.c (the command line), run/run.c (one run's life),
-# run/bench.c (--bench), run/outdir.c (its output directory), run/stop.c (signals) and the
-# comparison's report (REPORT)
-TRAIN_SRC := train.c run/args.c run/run.c run/bench.c run/outdir.c run/stop.c run/sweep.c run/sweep_results.c run/sweep_outputs.c run/sweep_grid.c $(REPORT) report/html.c
+# ./train: train.c (the modes and the training loop) over run/args.c (the command line),
+# run/setup.c (the configuration, the checks and the data), run/session.c, run/progress.c and
+# run/session_stop.c (the runs trained side by side: start and end, the terminal, stopping short),
+# run/run.c (one run's life), run/bench.c (--bench), run/outdir.c (its output directory),
+# run/stop.c (signals) and the comparison's report (REPORT)
+TRAIN_SRC := train.c run/args.c run/setup.c run/session.c run/progress.c run/session_stop.c run/run.c run/bench.c run/outdir.c run/stop.c run/sweep.c run/sweep_results.c run/sweep_outputs.c run/sweep_grid.c $(REPORT) report/html.c
 TRAIN_OBJ := $(TRAIN_SRC:%.c=$(OBJDIR)/%.o)
 train: $(TRAIN_OBJ) $(CORE_OBJ) $(STAMP)
 	$(CC) $(ALL_CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)

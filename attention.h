@@ -151,6 +151,7 @@ QkNormBackwardFn qk_norm_backward;
 AttentionForwardFn attention_engine_forward;
 AttentionBackwardFn attention_engine_backward;
 AttentionDecodeFn attention_decode_step;
+// QK-norm in the engine: kernels/qk_norm_engine.c
 QkNormForwardFn qk_norm_engine_forward;
 QkNormBackwardFn qk_norm_engine_backward;
 // Reals of `scores` that either implementation's decode step needs for rows of up to T keys.

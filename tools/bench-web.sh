@@ -37,7 +37,7 @@ page=web/playground.html
 [ -f $page ] || { echo "bench-web: $page is missing: run make web" >&2; exit 1; }
 chrome=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)}
 [ -n "$chrome" ] || { echo "bench-web: no Chromium (apt-get install chromium, or set CHROMIUM)" >&2; exit 1; }
-SRC="base/common.c base/rng.c base/data.c base/config.c base/config_text.c base/config_keys.c base/outfile.c kernels/matmul.c kernels/peak.c kernels/attention_engine.c kernels/model_engine.c kernels/model_layout.c attention.c attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c run/induction.c web/web_main.c tools/web_native.c"
+SRC="base/common.c base/rng.c base/data.c base/config.c base/config_text.c base/config_keys.c base/outfile.c kernels/matmul.c kernels/peak.c kernels/attention_engine.c kernels/qk_norm_engine.c kernels/model_engine.c kernels/model_layout.c attention.c attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c run/induction.c web/web_main.c tools/web_native.c"
 FLAGS="-std=c11 -I. -O3 -march=native -Wno-psabi -Wno-unknown-pragmas -ffp-contract=fast -fno-trapping-math -fno-math-errno -Wall -Wextra"
 # natively the page's memory file system is files in $out/
 PGDIR=-DPG_DIR=\"$out/\"

@@ -36,7 +36,7 @@ stamp="$want $CC $(cat tools/web_native.c tests/json_check.c | sha256sum | cut -
 if [ "$(cat build/webnative/built 2>/dev/null)" != "$stamp" ] || [ ! -x build/webnative/web_native ]; then
 sh tools/build-web.sh build/web/playground.html 2>/dev/null
 CORE="base/common.c base/rng.c base/data.c base/config.c base/config_text.c base/config_keys.c base/outfile.c kernels/matmul.c kernels/peak.c \
-    kernels/attention_engine.c kernels/model_engine.c kernels/model_layout.c attention.c attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c run/induction.c"
+    kernels/attention_engine.c kernels/qk_norm_engine.c kernels/model_engine.c kernels/model_layout.c attention.c attention_stats.c model.c run/optimizer.c run/checkpoint.c run/generate.c run/decode.c run/induction.c"
 $CC -std=c11 -I. -O3 -march=native -DVEC_BYTES=16 -DPG_DIR='"build/webnative/"' -Wno-psabi -ffp-contract=fast \
     -fno-trapping-math -fno-math-errno -Wall -Wextra $CORE web/web_main.c tools/web_native.c -o build/webnative/web_native \
     -lcjson -lm 2>/dev/null
